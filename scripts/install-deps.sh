@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs every build and test dependency of octet from Debian's packages.
+# Idempotent: when everything is present it prints one line and exits.
+set -euo pipefail
+
+packages=(
+  cmake ninja-build ccache g++ pkg-config
+  llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
+  libprotobuf-dev protobuf-compiler libgtest-dev libgmock-dev
+  nlohmann-json3-dev libpcre2-dev zlib1g-dev
+  python3
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "octet: all build dependencies present"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+echo "octet: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq >/dev/null
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "octet: dependencies installed"
