@@ -217,9 +217,12 @@ LogicalResult AttentionOp::verify() {
     if (failed(expectRank(*this, "cu_seqlens", cu, 1)))
       return failure();
   }
-  return expectShape(*this, "result",
-                     cast<RankedTensorType>(getResult().getType()),
-                     q.getShape());
+  if (failed(expectShape(*this, "result",
+                         cast<RankedTensorType>(getResult().getType()),
+                         q.getShape())))
+    return failure();
+  return expectShape(*this, "lse", cast<RankedTensorType>(getLse().getType()),
+                     {q.getDimSize(0), hq, q.getDimSize(1)});
 }
 
 LogicalResult ReshapeOp::verify() {

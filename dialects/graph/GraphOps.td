@@ -164,17 +164,19 @@ def Graph_RopeOp : Graph_Op<"rope", [Pure]> {
 def Graph_AttentionOp : Graph_Op<"attention", [Pure]> {
   let summary = "scaled dot-product attention, causal, grouped-query, document-masked";
   let description = [{
-    q [B, S, Hq, Dh], k and v [B, S, Hkv, Dh] with Hkv dividing Hq → [B, S, Hq, Dh].
+    q [B, S, Hq, Dh], k and v [B, S, Hkv, Dh] with Hkv dividing Hq → output
+    [B, S, Hq, Dh] and the row log-sum-exp of the scaled scores [B, Hq, S]
+    (f32), which the backward needs.
     The optional `cu_seqlens` (i32, cumulative document lengths over the B·S
     flattened tokens, first 0, last B·S) keeps documents from attending to
     one another.
     ```mlir
-    %o = graph.attention %q, %k, %v {causal, scale = 0.25 : f64} : (tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>) -> tensor<2x8x4x16xf32>
+    %o, %lse = graph.attention %q, %k, %v {causal, scale = 0.25 : f64} : (tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>) -> (tensor<2x8x4x16xf32>, tensor<2x4x8xf32>)
     ```
   }];
   let arguments = (ins AnyFloatTensor:$q, AnyFloatTensor:$k, AnyFloatTensor:$v,
                    Optional<TensorOf<[I32]>>:$cu_seqlens, UnitAttr:$causal, F64Attr:$scale);
-  let results = (outs AnyFloatTensor:$result);
+  let results = (outs AnyFloatTensor:$result, TensorOf<[F32]>:$lse);
   let assemblyFormat = "$q `,` $k `,` $v (`,` $cu_seqlens^)? attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
 }
