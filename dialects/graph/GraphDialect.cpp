@@ -262,3 +262,188 @@ LogicalResult CrossEntropyOp::verify() {
     return failure();
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// Backward ops
+//===----------------------------------------------------------------------===//
+
+static RankedTensorType rankedType(Value value) {
+  return cast<RankedTensorType>(value.getType());
+}
+
+LogicalResult FillOp::verify() {
+  auto type = rankedType(getResult());
+  if (!type.hasStaticShape())
+    return emitOpError("fill needs a static shape");
+  if (!isa<FloatType, IntegerType>(type.getElementType()))
+    return emitOpError("fill needs a float or integer element type");
+  return success();
+}
+
+LogicalResult EmbeddingGradOp::verify() {
+  auto grad = rankedType(getGrad());
+  auto ids = rankedType(getIds());
+  auto result = rankedType(getResult());
+  if (failed(expectRank(*this, "result", result, 2)))
+    return failure();
+  SmallVector<int64_t> expected(ids.getShape());
+  expected.push_back(result.getDimSize(1));
+  if (failed(expectShape(*this, "grad", grad, expected)))
+    return failure();
+  return expectSameElementType(*this, "result", result, "grad", grad);
+}
+
+LogicalResult RMSNormGradOp::verify() {
+  auto input = rankedType(getInput());
+  if (failed(expectShape(*this, "grad", rankedType(getGrad()),
+                         input.getShape())) ||
+      failed(verifyNormWeight(*this, input, getWeight(), "weight")) ||
+      failed(expectShape(*this, "input_grad", rankedType(getInputGrad()),
+                         input.getShape())) ||
+      failed(expectShape(*this, "weight_grad", rankedType(getWeightGrad()),
+                         rankedType(getWeight()).getShape())))
+    return failure();
+  if (getEps().convertToDouble() <= 0)
+    return emitOpError("eps must be positive");
+  return success();
+}
+
+LogicalResult LayerNormGradOp::verify() {
+  auto input = rankedType(getInput());
+  auto weightShape = rankedType(getWeight()).getShape();
+  if (failed(expectShape(*this, "grad", rankedType(getGrad()),
+                         input.getShape())) ||
+      failed(verifyNormWeight(*this, input, getWeight(), "weight")) ||
+      failed(expectShape(*this, "input_grad", rankedType(getInputGrad()),
+                         input.getShape())) ||
+      failed(expectShape(*this, "weight_grad", rankedType(getWeightGrad()),
+                         weightShape)) ||
+      failed(expectShape(*this, "bias_grad", rankedType(getBiasGrad()),
+                         weightShape)))
+    return failure();
+  if (getEps().convertToDouble() <= 0)
+    return emitOpError("eps must be positive");
+  return success();
+}
+
+LogicalResult AttentionGradOp::verify() {
+  auto q = rankedType(getQ());
+  auto k = rankedType(getK());
+  if (failed(expectRank(*this, "q", q, 4)) ||
+      failed(expectRank(*this, "k", k, 4)) ||
+      failed(expectShape(*this, "v", rankedType(getV()), k.getShape())) ||
+      failed(expectShape(*this, "grad", rankedType(getGrad()), q.getShape())) ||
+      failed(expectShape(*this, "out", rankedType(getOut()), q.getShape())))
+    return failure();
+  if (!sameDim(q.getDimSize(0), k.getDimSize(0)) ||
+      !sameDim(q.getDimSize(1), k.getDimSize(1)) ||
+      !sameDim(q.getDimSize(3), k.getDimSize(3)))
+    return emitOpError("q [B, S, Hq, Dh] and k [B, S, Hkv, Dh] must agree on "
+                       "B, S and Dh; got ")
+           << q << " and " << k;
+  int64_t hq = q.getDimSize(2), hkv = k.getDimSize(2);
+  if (!ShapedType::isDynamic(hq) && !ShapedType::isDynamic(hkv) &&
+      (hkv == 0 || hq % hkv != 0))
+    return emitOpError("kv heads (") << hkv << ") must divide query heads ("
+                                     << hq << ")";
+  if (failed(expectShape(*this, "lse", rankedType(getLse()),
+                         {q.getDimSize(0), hq, q.getDimSize(1)})))
+    return failure();
+  if (getCuSeqlens() &&
+      failed(expectRank(*this, "cu_seqlens", rankedType(getCuSeqlens()), 1)))
+    return failure();
+  if (failed(expectShape(*this, "q_grad", rankedType(getQGrad()),
+                         q.getShape())) ||
+      failed(expectShape(*this, "k_grad", rankedType(getKGrad()),
+                         k.getShape())))
+    return failure();
+  return expectShape(*this, "v_grad", rankedType(getVGrad()), k.getShape());
+}
+
+LogicalResult GeluGradOp::verify() {
+  if (getApproximate() != "none" && getApproximate() != "tanh")
+    return emitOpError("approximate must be \"none\" or \"tanh\"; got '")
+           << getApproximate() << "'";
+  return success();
+}
+
+LogicalResult CrossEntropyGradOp::verify() {
+  auto logits = rankedType(getLogits());
+  if (failed(expectMinRank(*this, "logits", logits, 2)))
+    return failure();
+  auto prefix = logits.getShape().drop_back();
+  if (failed(expectShape(*this, "labels", rankedType(getLabels()), prefix)) ||
+      failed(expectShape(*this, "loss_mask", rankedType(getLossMask()),
+                         prefix)))
+    return failure();
+  return expectShape(*this, "result", rankedType(getResult()),
+                     logits.getShape());
+}
+
+LogicalResult BiasGradOp::verify() {
+  auto grad = rankedType(getGrad());
+  if (failed(expectMinRank(*this, "grad", grad, 1)))
+    return failure();
+  return expectShape(*this, "result", rankedType(getResult()),
+                     {grad.getShape().back()});
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizer ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult LrScheduleOp::verify() {
+  if (getLr().convertToDouble() < 0)
+    return emitOpError("lr must be non-negative; got ")
+           << getLr().convertToDouble();
+  if (getWarmupSteps() < 0)
+    return emitOpError("warmup_steps must be non-negative; got ")
+           << getWarmupSteps();
+  if (getTotalSteps() < 1)
+    return emitOpError("total_steps must be at least 1; got ")
+           << getTotalSteps();
+  double ratio = getMinLrRatio().convertToDouble();
+  if (ratio < 0 || ratio > 1)
+    return emitOpError("min_lr_ratio must lie in [0, 1]; got ") << ratio;
+  return success();
+}
+
+LogicalResult GlobalNormOp::verify() {
+  if (getInputs().empty())
+    return emitOpError("needs at least one tensor");
+  if (getScale().convertToDouble() <= 0)
+    return emitOpError("scale must be positive");
+  return success();
+}
+
+LogicalResult ClipScaleOp::verify() {
+  if (getMaxNorm().convertToDouble() < 0)
+    return emitOpError("max_norm must be non-negative (0 disables clipping)");
+  if (getScale().convertToDouble() <= 0)
+    return emitOpError("scale must be positive");
+  return success();
+}
+
+LogicalResult AdamWUpdateOp::verify() {
+  auto param = rankedType(getParam());
+  for (auto [what, value] :
+       {std::pair<StringRef, Value>{"grad", getGrad()},
+        {"exp_avg", getExpAvg()},
+        {"exp_avg_sq", getExpAvgSq()},
+        {"new_param", getNewParam()},
+        {"new_exp_avg", getNewExpAvg()},
+        {"new_exp_avg_sq", getNewExpAvgSq()}})
+    if (failed(expectShape(*this, what, rankedType(value), param.getShape())))
+      return failure();
+  double beta1 = getBeta1().convertToDouble();
+  double beta2 = getBeta2().convertToDouble();
+  if (beta1 < 0 || beta1 >= 1)
+    return emitOpError("beta1 must lie in [0, 1); got ") << beta1;
+  if (beta2 < 0 || beta2 >= 1)
+    return emitOpError("beta2 must lie in [0, 1); got ") << beta2;
+  if (getEps().convertToDouble() <= 0)
+    return emitOpError("eps must be positive");
+  if (getWeightDecay().convertToDouble() < 0)
+    return emitOpError("weight_decay must be non-negative");
+  return success();
+}

@@ -1,0 +1,8 @@
+// RUN: %octet-opt %s | %octet-opt | FileCheck %s
+
+// CHECK-LABEL: func.func @loss
+func.func @loss(%logits: tensor<2x8x256xf32>, %labels: tensor<2x8xi32>, %mask: tensor<2x8xf32>) -> tensor<f32> {
+  // CHECK: graph.cross_entropy %{{.*}}, %{{.*}}, %{{.*}} : (tensor<2x8x256xf32>, tensor<2x8xi32>, tensor<2x8xf32>) -> tensor<f32>
+  %l = graph.cross_entropy %logits, %labels, %mask : (tensor<2x8x256xf32>, tensor<2x8xi32>, tensor<2x8xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}

@@ -1,0 +1,25 @@
+# lit configuration for octet's FileCheck tests.
+import os
+import lit.formats
+
+config.name = "octet"
+config.test_format = lit.formats.ShTest(execute_external=True)
+config.suffixes = [".mlir", ".test"]
+config.excludes = ["Inputs", "lit.cfg.py", "lit.site.cfg.py.in", "CMakeLists.txt"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.octet_binary_dir, "tests", "lit")
+
+config.environment["PATH"] = os.pathsep.join(
+    [config.llvm_tools_dir, config.environment.get("PATH", os.environ.get("PATH", ""))])
+
+tools = {
+    "%octet-opt": os.path.join(config.octet_binary_dir, "tools", "octet-opt", "octet-opt"),
+    "%octet": os.path.join(config.octet_binary_dir, "tools", "octet", "octet"),
+}
+for name, path in tools.items():
+    config.substitutions.append((name, path))
+config.substitutions.append(("%examples", os.path.join(config.octet_source_dir, "examples")))
+config.substitutions.append(("%fixtures", os.path.join(config.octet_source_dir, "tests", "fixtures")))
+if config.ptxas:
+    config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", config.ptxas))
