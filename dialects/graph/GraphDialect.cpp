@@ -396,12 +396,13 @@ LogicalResult LrScheduleOp::verify() {
   if (getLr().convertToDouble() < 0)
     return emitOpError("lr must be non-negative; got ")
            << getLr().convertToDouble();
-  if (getWarmupSteps() < 0)
-    return emitOpError("warmup_steps must be non-negative; got ")
-           << getWarmupSteps();
-  if (getTotalSteps() < 1)
-    return emitOpError("total_steps must be at least 1; got ")
-           << getTotalSteps();
+  // The getters return the raw uint64_t; read them signed.
+  int64_t warmup = getWarmupStepsAttr().getInt();
+  int64_t total = getTotalStepsAttr().getInt();
+  if (warmup < 0)
+    return emitOpError("warmup_steps must be non-negative; got ") << warmup;
+  if (total < 1)
+    return emitOpError("total_steps must be at least 1; got ") << total;
   double ratio = getMinLrRatio().convertToDouble();
   if (ratio < 0 || ratio > 1)
     return emitOpError("min_lr_ratio must lie in [0, 1]; got ") << ratio;
