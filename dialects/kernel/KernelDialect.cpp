@@ -75,3 +75,53 @@ LogicalResult CopyOp::verify() {
   return expectShape(*this, "result", out,
                      {in.getDimSize(1), in.getDimSize(0)});
 }
+
+void FusedOp::build(OpBuilder &builder, OperationState &state,
+                    TypeRange resultTypes, ValueRange inputs, StringRef name,
+                    StringRef kind) {
+  state.addOperands(inputs);
+  state.addAttribute(getNameAttrName(state.name), builder.getStringAttr(name));
+  state.addAttribute(getKindAttrName(state.name), builder.getStringAttr(kind));
+  state.addTypes(resultTypes);
+  Region *body = state.addRegion();
+  Block *block = new Block();
+  for (Value input : inputs)
+    block->addArgument(input.getType(), state.location);
+  body->push_back(block);
+}
+
+LogicalResult FusedOp::verify() {
+  StringRef kind = getKind();
+  if (kind != "row" && kind != "elementwise" && kind != "multi_tensor")
+    return emitOpError("kind must be row, elementwise or multi_tensor; got '")
+           << kind << "'";
+  if (getName().empty())
+    return emitOpError("needs a non-empty name (it names the GPU kernel)");
+  Block &block = getBodyBlock();
+  if (block.getNumArguments() != getInputs().size())
+    return emitOpError("body takes ")
+           << block.getNumArguments() << " arguments but the op has "
+           << getInputs().size() << " inputs";
+  for (auto [i, pair] :
+       llvm::enumerate(llvm::zip(block.getArgumentTypes(), getInputs())))
+    if (std::get<0>(pair) != std::get<1>(pair).getType())
+      return emitOpError("body argument #")
+             << i << " has type " << std::get<0>(pair) << " but input #" << i
+             << " is " << std::get<1>(pair).getType();
+  auto yield = cast<YieldOp>(block.getTerminator());
+  if (yield.getValues().getTypes() != getResultTypes())
+    return emitOpError("yields ")
+           << yield.getValues().size()
+           << " values whose types differ from the op's results";
+  for (Operation &op : block.without_terminator()) {
+    StringRef dialect = op.getDialect() ? op.getDialect()->getNamespace() : "";
+    // State access and nested kernels have no meaning inside one kernel: the
+    // body must be a pure function of the operands.
+    StringRef name = op.getName().getStringRef();
+    if ((dialect != "graph" && dialect != "fp8") || name == "graph.variable" ||
+        name == "graph.load" || name == "graph.store")
+      return op.emitOpError("cannot be fused into a kernel: a kernel.fused "
+                            "body holds only graph and fp8 tensor ops");
+  }
+  return success();
+}
