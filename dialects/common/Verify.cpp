@@ -63,4 +63,24 @@ LogicalResult expectSameElementType(Operation *op, StringRef what,
          << " (that of " << otherWhat << "), got " << type.getElementType();
 }
 
+FailureOr<std::pair<int64_t, int64_t>>
+verifyMatmulShapes(Operation *op, ShapedType a, ShapedType b, bool transposeA,
+                   bool transposeB) {
+  int64_t m = transposeA ? a.getDimSize(1) : a.getDimSize(0);
+  int64_t ka = transposeA ? a.getDimSize(0) : a.getDimSize(1);
+  int64_t kb = transposeB ? b.getDimSize(1) : b.getDimSize(0);
+  int64_t n = transposeB ? b.getDimSize(0) : b.getDimSize(1);
+  if (!sameDim(ka, kb))
+    return op->emitOpError("contraction dimensions differ: a gives K = ")
+           << ka << ", b gives K = " << kb;
+  return std::make_pair(m, n);
+}
+
+LogicalResult verifyGemmRole(Operation *op, std::optional<StringRef> role) {
+  if (!role || *role == "fprop" || *role == "dgrad" || *role == "wgrad")
+    return success();
+  return op->emitOpError("role must be fprop, dgrad or wgrad; got '")
+         << *role << "'";
+}
+
 } // namespace octet

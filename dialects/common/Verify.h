@@ -29,6 +29,16 @@ mlir::LogicalResult expectSameElementType(mlir::Operation *op,
                                           llvm::StringRef otherWhat,
                                           mlir::ShapedType other);
 
+// For op(a) [M, K] · op(b) [K, N] with a, b rank 2: checks that the K of
+// both sides agree and returns {M, N}.
+mlir::FailureOr<std::pair<int64_t, int64_t>>
+verifyMatmulShapes(mlir::Operation *op, mlir::ShapedType a, mlir::ShapedType b,
+                   bool transposeA, bool transposeB);
+
+// A GEMM's `role`, where set, is fprop, dgrad or wgrad.
+mlir::LogicalResult verifyGemmRole(mlir::Operation *op,
+                                   std::optional<llvm::StringRef> role);
+
 } // namespace octet
 
 #endif
