@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# Runs octet's training benchmark on the GPU host in one go: the PyTorch peers
+# (torch.compile BF16, torch.compile + FP8 linears through torch._scaled_mm)
+# and, where a bundle and octet-run are given, octet itself, each case in its
+# own process so that peak memory is the case's own. Results land in
+# bench/results/<case>.json, and a summary with octet/peer ratios in
+# bench/results/summary.json; $OUT, where set, gets copies.
+#
+#   bash bench/run_bench.sh [--quick] [--octet-run PATH --bundles DIR]
+#
+# The cases: llama3.2-1b at sequence 4096 (micro-batch 2) and an 8-layer
+# llama3-8b-shaped model with its full 128256 vocabulary at sequence 8192
+# (micro-batch 1).
+set -uo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+results="$here/results"
+mkdir -p "$results"
+steps=10
+warmup=3
+per_case_timeout=150
+octet_run=""
+bundles=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --quick) steps=4; warmup=2; shift ;;
+    --octet-run) octet_run="$2"; shift 2 ;;
+    --bundles) bundles="$2"; shift 2 ;;
+    --timeout) per_case_timeout="$2"; shift 2 ;;
+    *) echo "run_bench.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+
+export PYTHONUNBUFFERED=1
+export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
+nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm --format=csv \
+  | tee "$results/gpu.txt"
+
+cases=(
+  "llama3.2-1b 4096 2"
+  "llama3-8b-8l 8192 1"
+)
+for c in "${cases[@]}"; do
+  read -r model seq batch <<<"$c"
+  for mode in bf16 fp8; do
+    name="torch-$mode-$model-s$seq"
+    echo "== $name"
+    timeout "$per_case_timeout" python3 "$here/peers/torch_llama.py" \
+      --model "$model" --mode "$mode" --seq "$seq" --batch "$batch" \
+      --warmup "$warmup" --steps "$steps" --out "$results/$name.json" \
+      > "$results/$name.log" 2>&1
+    rc=$?
+    if [ $rc -ne 0 ] && [ ! -s "$results/$name.json" ]; then
+      printf '{"model": "%s", "mode": "%s", "seq": %s, "error": "exit %s, see %s.log"}\n' \
+        "$model" "$mode" "$seq" "$rc" "$name" > "$results/$name.json"
+    fi
+    tail -n 3 "$results/$name.log"
+    if [ -n "$octet_run" ] && [ -n "$bundles" ] && \
+       [ -f "$bundles/$model-$mode.octet" ]; then
+      oname="octet-$mode-$model-s$seq"
+      echo "== $oname"
+      timeout "$per_case_timeout" "$octet_run" "$bundles/$model-$mode.octet" \
+        --bench --steps "$steps" --warmup "$warmup" \
+        --json "$results/$oname.json" > "$results/$oname.log" 2>&1
+      tail -n 3 "$results/$oname.log"
+    fi
+  done
+done
+
+python3 - "$results" <<'PY'
+import glob, json, os, sys
+d = sys.argv[1]
+runs = {}
+for f in sorted(glob.glob(os.path.join(d, "*.json"))):
+    if os.path.basename(f) == "summary.json":
+        continue
+    runs[os.path.basename(f)[:-5]] = json.load(open(f))
+rows = []
+for name, r in runs.items():
+    rows.append(dict(case=name, tokens_per_s=r.get("tokens_per_s"),
+                     model_tflops=r.get("model_tflops"),
+                     mfu_bf16_peak=r.get("mfu_bf16_peak"),
+                     mfu_fp8_peak=r.get("mfu_fp8_peak"),
+                     peak_mem_gib=r.get("peak_mem_allocated_gib"),
+                     error=r.get("error")))
+ratios = {}
+for name, r in runs.items():
+    if not name.startswith("octet-") or not r.get("tokens_per_s"):
+        continue
+    rest = name.split("-", 2)[2]
+    for peer in ("torch-bf16-" + rest, "torch-fp8-" + rest):
+        p = runs.get(peer)
+        if p and p.get("tokens_per_s"):
+            ratios[name + " / " + peer] = r["tokens_per_s"] / p["tokens_per_s"]
+summary = dict(flop_formula="6*N_matmul + 6*L*H*Dh*S (causal attention)",
+               rows=rows, ratios=ratios)
+json.dump(summary, open(os.path.join(d, "summary.json"), "w"), indent=1)
+print("%-34s %10s %8s %6s %6s %8s" % ("case", "tok/s", "TFLOP/s", "MFU16", "MFU8", "mem GiB"))
+for r in rows:
+    if r["error"]:
+        print("%-34s %s" % (r["case"], r["error"][:80]))
+        continue
+    print("%-34s %10.0f %8.1f %6.3f %6.3f %8.1f" % (
+        r["case"], r["tokens_per_s"], r["model_tflops"], r["mfu_bf16_peak"],
+        r["mfu_fp8_peak"], r["peak_mem_gib"] or 0))
+for k, v in ratios.items():
+    print("%s: %.3f" % (k, v))
+PY
+if [ -n "${OUT:-}" ]; then
+  tar czf "$OUT/bench-results.tgz" -C "$results" .
+  cp "$results/summary.json" "$OUT/" 2>/dev/null
+fi
