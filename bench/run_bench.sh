@@ -6,7 +6,8 @@
 # bench/results/<case>.json, and a summary with octet/peer ratios in
 # bench/results/summary.json; $OUT, where set, gets copies.
 #
-#   bash bench/run_bench.sh [--quick] [--octet-run PATH --bundles DIR]
+#   bash bench/run_bench.sh [--quick] [--only MODEL] [--timeout S]
+#                           [--octet-run PATH --bundles DIR]
 #
 # The cases: llama3.2-1b at sequence 4096 (micro-batch 2) and an 8-layer
 # llama3-8b-shaped model with its full 128256 vocabulary at sequence 8192
@@ -20,12 +21,14 @@ warmup=3
 per_case_timeout=150
 octet_run=""
 bundles=""
+only=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) steps=4; warmup=2; shift ;;
     --octet-run) octet_run="$2"; shift 2 ;;
     --bundles) bundles="$2"; shift 2 ;;
     --timeout) per_case_timeout="$2"; shift 2 ;;
+    --only) only="$2"; shift 2 ;;
     *) echo "run_bench.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -41,6 +44,7 @@ cases=(
 )
 for c in "${cases[@]}"; do
   read -r model seq batch <<<"$c"
+  if [ -n "$only" ] && [ "$only" != "$model" ]; then continue; fi
   for mode in bf16 fp8; do
     name="torch-$mode-$model-s$seq"
     echo "== $name"

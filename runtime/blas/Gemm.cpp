@@ -1,0 +1,401 @@
+#include "runtime/blas/Gemm.h"
+
+#include <cstring>
+
+namespace octet::blas {
+namespace {
+
+cudaDataType_t cudaType(DataType t) {
+  switch (t) {
+  case DataType::F32:
+    return CUDA_R_32F;
+  case DataType::BF16:
+    return CUDA_R_16BF;
+  case DataType::F16:
+    return CUDA_R_16F;
+  case DataType::E4M3:
+    return CUDA_R_8F_E4M3;
+  case DataType::E5M2:
+    return CUDA_R_8F_E5M2;
+  }
+  return CUDA_R_32F;
+}
+
+cublasLtEpilogue_t cublasEpilogue(Epilogue e) {
+  switch (e) {
+  case Epilogue::None:
+    return CUBLASLT_EPILOGUE_DEFAULT;
+  case Epilogue::Bias:
+    return CUBLASLT_EPILOGUE_BIAS;
+  case Epilogue::Gelu:
+    return CUBLASLT_EPILOGUE_GELU;
+  case Epilogue::BiasGelu:
+    return CUBLASLT_EPILOGUE_GELU_BIAS;
+  case Epilogue::GeluAux:
+    return CUBLASLT_EPILOGUE_GELU_AUX;
+  case Epilogue::BiasGeluAux:
+    return CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+  case Epilogue::BiasGrad:
+    // Our A is cuBLASLt's B.
+    return CUBLASLT_EPILOGUE_BGRADB;
+  }
+  return CUBLASLT_EPILOGUE_DEFAULT;
+}
+
+bool hasBias(Epilogue e) {
+  return e == Epilogue::Bias || e == Epilogue::BiasGelu ||
+         e == Epilogue::BiasGeluAux || e == Epilogue::BiasGrad;
+}
+bool hasAux(Epilogue e) {
+  return e == Epilogue::GeluAux || e == Epilogue::BiasGeluAux;
+}
+
+template <typename T>
+cublasStatus_t setAttr(cublasLtMatmulDesc_t d,
+                       cublasLtMatmulDescAttributes_t attr, const T &value) {
+  return cublasLtMatmulDescSetAttribute(d, attr, &value, sizeof(T));
+}
+
+} // namespace
+
+const char *dataTypeName(DataType t) {
+  switch (t) {
+  case DataType::F32:
+    return "f32";
+  case DataType::BF16:
+    return "bf16";
+  case DataType::F16:
+    return "f16";
+  case DataType::E4M3:
+    return "e4m3";
+  case DataType::E5M2:
+    return "e5m2";
+  }
+  return "?";
+}
+
+bool isFp8(DataType t) { return t == DataType::E4M3 || t == DataType::E5M2; }
+
+size_t dataTypeBytes(DataType t) {
+  switch (t) {
+  case DataType::F32:
+    return 4;
+  case DataType::BF16:
+  case DataType::F16:
+    return 2;
+  default:
+    return 1;
+  }
+}
+
+const char *epilogueName(Epilogue e) {
+  switch (e) {
+  case Epilogue::None:
+    return "none";
+  case Epilogue::Bias:
+    return "bias";
+  case Epilogue::Gelu:
+    return "gelu";
+  case Epilogue::BiasGelu:
+    return "bias+gelu";
+  case Epilogue::GeluAux:
+    return "gelu-aux";
+  case Epilogue::BiasGeluAux:
+    return "bias+gelu-aux";
+  case Epilogue::BiasGrad:
+    return "bias-grad";
+  }
+  return "?";
+}
+
+std::string GemmDesc::key() const {
+  std::string s;
+  auto add = [&](int64_t v) { s += std::to_string(v) + ","; };
+  add(m), add(n), add(k), add(int(a)), add(int(b)), add(int(d));
+  add(transposeA), add(transposeB), add(packedLda()), add(packedLdb());
+  add(packedLdd()), add(int(epilogue)), add(int(biasType)), add(int(auxType));
+  add(auxLd), add(fastAccum), add(accumulate), add(aScale), add(bScale);
+  add(dScale), add(amaxD), add(int64_t(workspaceBytes)), add(batch);
+  add(strideA), add(strideB), add(strideD);
+  return s;
+}
+
+StatusOr<std::unique_ptr<BlasHandle>> BlasHandle::create() {
+  std::unique_ptr<BlasHandle> h(new BlasHandle());
+  OCTET_CHECK_CUBLAS(cublasLtCreate(&h->handle_));
+  return h;
+}
+
+BlasHandle::~BlasHandle() {
+  if (handle_)
+    cublasLtDestroy(handle_);
+}
+
+Status Gemm::checkDesc() const {
+  const GemmDesc &g = desc_;
+  std::string at = "GEMM '" + g.name + "' (" + std::to_string(g.m) + "x" +
+                   std::to_string(g.n) + "x" + std::to_string(g.k) + ")";
+  if (g.m <= 0 || g.n <= 0 || g.k <= 0)
+    return Status::error(at + " has an empty dimension");
+  bool fp8 = isFp8(g.a) || isFp8(g.b);
+  if (fp8) {
+    if (!isFp8(g.a) || !isFp8(g.b))
+      return Status::error(at + " mixes an FP8 operand (" +
+                           dataTypeName(g.a) + " x " + dataTypeName(g.b) +
+                           ") with a wider one: quantize both");
+    if (g.a == DataType::E5M2 && g.b == DataType::E5M2)
+      return Status::error(at + " multiplies E5M2 by E5M2, which Hopper "
+                                "does not: keep one operand E4M3");
+    if (g.transposeA || !g.transposeB)
+      return Status::error(
+          at + " is FP8 but not K-major: Hopper FP8 GEMMs need A stored "
+               "[M, K] and B stored [N, K] (transpose_a = false, transpose_b "
+               "= true); insert a transposed copy of the operand");
+    if (g.k % 16 || g.packedLda() % 16 || g.packedLdb() % 16)
+      return Status::error(at + " is FP8 with K or a leading dimension not "
+                                "a multiple of 16, which cuBLASLt requires");
+  }
+  if (hasAux(g.epilogue) && g.auxLd % 8)
+    return Status::error(at + " has aux_ld " + std::to_string(g.auxLd) +
+                         ", not a multiple of 8 as cuBLASLt requires");
+  if ((g.aScale || g.bScale) && !fp8)
+    return Status::error(at + " has A/B scales but BF16 operands: scales "
+                              "apply to FP8 products only");
+  if (g.amaxD && !isFp8(g.d))
+    return Status::error(at + " asks for amax of a " +
+                         std::string(dataTypeName(g.d)) +
+                         " output: cuBLASLt computes amax-of-D only for FP8 "
+                         "outputs; take the amax in the kernel that quantizes "
+                         "this output instead");
+  if (g.dScale && !isFp8(g.d))
+    return Status::error(at + " has a D scale but a " +
+                         std::string(dataTypeName(g.d)) +
+                         " output: D scales quantize FP8 outputs only");
+  return Status::ok();
+}
+
+Status Gemm::build() {
+  const GemmDesc &g = desc_;
+  OCTET_CHECK_CUBLAS(
+      cublasLtMatmulDescCreate(&op_, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  cublasOperation_t opA = g.transposeB ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasOperation_t opB = g.transposeA ? CUBLAS_OP_T : CUBLAS_OP_N;
+  OCTET_CHECK_CUBLAS(setAttr(op_, CUBLASLT_MATMUL_DESC_TRANSA, opA));
+  OCTET_CHECK_CUBLAS(setAttr(op_, CUBLASLT_MATMUL_DESC_TRANSB, opB));
+  if (isFp8(g.a)) {
+    int8_t fast = g.fastAccum ? 1 : 0;
+    OCTET_CHECK_CUBLAS(setAttr(op_, CUBLASLT_MATMUL_DESC_FAST_ACCUM, fast));
+  }
+  OCTET_CHECK_CUBLAS(
+      setAttr(op_, CUBLASLT_MATMUL_DESC_EPILOGUE, cublasEpilogue(g.epilogue)));
+  if (hasBias(g.epilogue)) {
+    cudaDataType_t bt = cudaType(g.biasType);
+    OCTET_CHECK_CUBLAS(setAttr(op_, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, bt));
+  }
+  if (hasAux(g.epilogue)) {
+    int64_t ld = g.auxLd ? g.auxLd : g.n;
+    OCTET_CHECK_CUBLAS(setAttr(op_, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, ld));
+    if (isFp8(g.a)) {
+      cudaDataType_t at = cudaType(g.auxType);
+      OCTET_CHECK_CUBLAS(
+          setAttr(op_, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE, at));
+    }
+  }
+  // cuBLASLt's A is our B: [K, N] column-major when our B is stored [N, K].
+  uint64_t aRows = g.transposeB ? g.k : g.n, aCols = g.transposeB ? g.n : g.k;
+  uint64_t bRows = g.transposeA ? g.m : g.k, bCols = g.transposeA ? g.k : g.m;
+  OCTET_CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&layoutA_, cudaType(g.b),
+                                                aRows, aCols, g.packedLdb()));
+  OCTET_CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&layoutB_, cudaType(g.a),
+                                                bRows, bCols, g.packedLda()));
+  // C is read only when accumulating; FP8 outputs take a BF16 C.
+  DataType cType = isFp8(g.d) ? DataType::BF16 : g.d;
+  OCTET_CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&layoutC_, cudaType(cType),
+                                                g.n, g.m, g.packedLdd()));
+  OCTET_CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&layoutD_, cudaType(g.d), g.n,
+                                                g.m, g.packedLdd()));
+  if (g.batch > 1) {
+    int32_t count = int32_t(g.batch);
+    struct L {
+      cublasLtMatrixLayout_t layout;
+      int64_t stride;
+    } layouts[] = {{layoutA_, g.strideB},
+                   {layoutB_, g.strideA},
+                   {layoutC_, g.strideD},
+                   {layoutD_, g.strideD}};
+    for (const L &l : layouts) {
+      OCTET_CHECK_CUBLAS(cublasLtMatrixLayoutSetAttribute(
+          l.layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count));
+      OCTET_CHECK_CUBLAS(cublasLtMatrixLayoutSetAttribute(
+          l.layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &l.stride,
+          sizeof l.stride));
+    }
+  }
+  return Status::ok();
+}
+
+StatusOr<std::unique_ptr<Gemm>> Gemm::create(cublasLtHandle_t handle,
+                                             const GemmDesc &desc,
+                                             const std::string &recorded,
+                                             std::string *note) {
+  std::unique_ptr<Gemm> g(new Gemm());
+  g->desc_ = desc;
+  g->handle_ = handle;
+  OCTET_RETURN_IF_ERROR(g->checkDesc());
+  OCTET_RETURN_IF_ERROR(g->build());
+  // cuBLASLt may pick a kernel that ignores scale, amax or epilogue pointers
+  // when none are set at query time, and then refuse the real call; so the
+  // query sees placeholders wherever the call will pass a pointer.
+  OCTET_RETURN_IF_ERROR(g->setPointers(GemmArgs::placeholders()));
+  std::string at = "GEMM '" + desc.name + "'";
+  if (recorded.size() == sizeof(cublasLtMatmulAlgo_t)) {
+    std::memcpy(&g->algo_, recorded.data(), sizeof g->algo_);
+    cublasLtMatmulHeuristicResult_t check{};
+    cublasStatus_t st = cublasLtMatmulAlgoCheck(
+        handle, g->op_, g->layoutA_, g->layoutB_, g->layoutC_, g->layoutD_,
+        &g->algo_, &check);
+    if (st == CUBLAS_STATUS_SUCCESS &&
+        check.workspaceSize <= desc.workspaceBytes) {
+      g->workspaceNeeded_ = check.workspaceSize;
+      g->fromRecord_ = true;
+      return g;
+    }
+    if (note)
+      *note = at + ": the recorded cuBLASLt algorithm is not valid here (" +
+              cublasLtGetStatusName(st) +
+              "; another cuBLASLt or GPU?); using the heuristic's choice";
+  } else if (!recorded.empty() && note) {
+    *note = at + ": recorded algorithm has " +
+            std::to_string(recorded.size()) + " bytes, expected " +
+            std::to_string(sizeof(cublasLtMatmulAlgo_t)) +
+            "; using the heuristic's choice";
+  }
+  cublasLtMatmulPreference_t pref = nullptr;
+  OCTET_CHECK_CUBLAS(cublasLtMatmulPreferenceCreate(&pref));
+  uint64_t ws = desc.workspaceBytes;
+  cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(
+      pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  if (st == CUBLAS_STATUS_SUCCESS)
+    st = cublasLtMatmulAlgoGetHeuristic(handle, g->op_, g->layoutA_,
+                                        g->layoutB_, g->layoutC_, g->layoutD_,
+                                        pref, 1, &result, &found);
+  cublasLtMatmulPreferenceDestroy(pref);
+  if (st != CUBLAS_STATUS_SUCCESS || found == 0)
+    return Status::error(
+        at + " (" + std::to_string(desc.m) + "x" + std::to_string(desc.n) +
+        "x" + std::to_string(desc.k) + ", " + dataTypeName(desc.a) + " x " +
+        dataTypeName(desc.b) + " -> " + dataTypeName(desc.d) + ", epilogue " +
+        epilogueName(desc.epilogue) + "): cuBLASLt has no algorithm for it (" +
+        cublasLtGetStatusName(st) +
+        "); this combination of types, layout and epilogue is unsupported on "
+        "this GPU, or the workspace (" +
+        std::to_string(desc.workspaceBytes) + " bytes) is too small");
+  g->algo_ = result.algo;
+  g->workspaceNeeded_ = result.workspaceSize;
+  return g;
+}
+
+Gemm::~Gemm() {
+  if (layoutD_)
+    cublasLtMatrixLayoutDestroy(layoutD_);
+  if (layoutC_)
+    cublasLtMatrixLayoutDestroy(layoutC_);
+  if (layoutB_)
+    cublasLtMatrixLayoutDestroy(layoutB_);
+  if (layoutA_)
+    cublasLtMatrixLayoutDestroy(layoutA_);
+  if (op_)
+    cublasLtMatmulDescDestroy(op_);
+}
+
+std::string Gemm::algorithmBytes() const {
+  return std::string(reinterpret_cast<const char *>(&algo_), sizeof algo_);
+}
+
+Status Gemm::setPointers(const GemmArgs &x) {
+  const GemmDesc &g = desc_;
+  auto need = [&](CUdeviceptr p, const char *what) -> Status {
+    if (p == 0)
+      return Status::error("GEMM '" + g.name + "' needs a " + what +
+                           " pointer but got none");
+    return Status::ok();
+  };
+  OCTET_RETURN_IF_ERROR(need(x.a, "A"));
+  OCTET_RETURN_IF_ERROR(need(x.b, "B"));
+  OCTET_RETURN_IF_ERROR(need(x.d, "D"));
+  // The operands are swapped for cuBLASLt, and so are their scales.
+  if (g.bScale) {
+    OCTET_RETURN_IF_ERROR(need(x.bScale, "B scale"));
+    void *p = reinterpret_cast<void *>(x.bScale);
+    OCTET_CHECK_CUBLAS(setAttr(op_, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, p));
+  }
+  if (g.aScale) {
+    OCTET_RETURN_IF_ERROR(need(x.aScale, "A scale"));
+    void *p = reinterpret_cast<void *>(x.aScale);
+    OCTET_CHECK_CUBLAS(setAttr(op_, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, p));
+  }
+  if (g.dScale) {
+    OCTET_RETURN_IF_ERROR(need(x.dScale, "D scale"));
+    void *p = reinterpret_cast<void *>(x.dScale);
+    OCTET_CHECK_CUBLAS(setAttr(op_, CUBLASLT_MATMUL_DESC_D_SCALE_POINTER, p));
+  }
+  if (g.amaxD) {
+    OCTET_RETURN_IF_ERROR(need(x.amaxD, "amax-of-D"));
+    void *p = reinterpret_cast<void *>(x.amaxD);
+    OCTET_CHECK_CUBLAS(setAttr(op_, CUBLASLT_MATMUL_DESC_AMAX_D_POINTER, p));
+  }
+  if (hasBias(g.epilogue)) {
+    OCTET_RETURN_IF_ERROR(need(x.bias, "bias"));
+    void *p = reinterpret_cast<void *>(x.bias);
+    OCTET_CHECK_CUBLAS(setAttr(op_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, p));
+  }
+  if (hasAux(g.epilogue)) {
+    OCTET_RETURN_IF_ERROR(need(x.aux, "aux"));
+    void *p = reinterpret_cast<void *>(x.aux);
+    OCTET_CHECK_CUBLAS(
+        setAttr(op_, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, p));
+  }
+  if (workspaceNeeded_ > 0)
+    OCTET_RETURN_IF_ERROR(need(x.workspace, "workspace"));
+  return Status::ok();
+}
+
+Status Gemm::run(const GemmArgs &x, CUstream stream) {
+  OCTET_RETURN_IF_ERROR(setPointers(x));
+  const float alpha = 1.0f;
+  const float beta = desc_.accumulate ? 1.0f : 0.0f;
+  void *a = reinterpret_cast<void *>(x.a);
+  void *b = reinterpret_cast<void *>(x.b);
+  void *d = reinterpret_cast<void *>(x.d);
+  void *ws = reinterpret_cast<void *>(x.workspace);
+  // C aliases D only when it is read (accumulation) and has D's layout; an
+  // FP8 D has a BF16 C layout, and cuBLASLt rejects C == D with different
+  // layouts, so C is left out there.
+  void *c = desc_.accumulate || !isFp8(desc_.d) ? d : nullptr;
+  cublasStatus_t st = cublasLtMatmul(
+      handle_, op_, &alpha, b, layoutA_, a, layoutB_, &beta, c, layoutC_, d,
+      layoutD_, &algo_, ws, x.workspace ? desc_.workspaceBytes : 0, stream);
+  if (st != CUBLAS_STATUS_SUCCESS)
+    return cublasError(st, "cublasLtMatmul", __FILE__, __LINE__)
+        .withContext("GEMM '" + desc_.name + "'");
+  return Status::ok();
+}
+
+StatusOr<Gemm *> GemmCache::get(const GemmDesc &desc,
+                                const std::string &recordedAlgorithm,
+                                std::string *note) {
+  std::string key = desc.key();
+  auto it = gemms_.find(key);
+  if (it != gemms_.end())
+    return it->second.get();
+  auto g = Gemm::create(handle_, desc, recordedAlgorithm, note);
+  if (!g)
+    return g.status();
+  Gemm *raw = g->get();
+  gemms_[key] = std::move(*g);
+  return raw;
+}
+
+} // namespace octet::blas

@@ -1,0 +1,152 @@
+#ifndef OCTET_RUNTIME_BLAS_GEMM_H
+#define OCTET_RUNTIME_BLAS_GEMM_H
+
+// cuBLASLt matrix products in BF16 and FP8 as the bundle describes them, in
+// row-major terms:
+//   D[M, N] = scale_d · (scale_a · scale_b · op(A)[M, K] · op(B)[K, N])
+//             (+ D when accumulating), then the epilogue.
+// cuBLASLt is column-major, so the row-major product is issued as
+// D^T = op(B)^T · op(A)^T: our B is cuBLASLt's A and our A its B. Hopper FP8
+// needs both operands K-major ("TN"): A stored [M, K] and B stored [N, K]
+// (transpose_b), which is exactly fprop's X · W^T.
+//
+// The algorithm is chosen once, when the Gemm is created: the one recorded in
+// the bundle if cuBLASLt accepts it, else the heuristic's first choice, which
+// the caller can record for the next run.
+
+#include "runtime/core/CudaCheck.h"
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+namespace octet::blas {
+
+enum class DataType { F32, BF16, F16, E4M3, E5M2 };
+const char *dataTypeName(DataType type);
+bool isFp8(DataType type);
+size_t dataTypeBytes(DataType type);
+
+enum class Epilogue {
+  None,
+  // + bias, one value per column of D (per output feature).
+  Bias,
+  Gelu,
+  BiasGelu,
+  // gelu, and the pre-activation written to aux ([M, N], row stride auxLd).
+  GeluAux,
+  BiasGeluAux,
+  // bias = sum of op(A) over K, one value per row of D: the bias gradient
+  // of a wgrad dW = dY^T · X (A = dY^T).
+  BiasGrad,
+};
+const char *epilogueName(Epilogue epilogue);
+
+enum class Role { Unspecified, Fprop, Dgrad, Wgrad };
+
+struct GemmDesc {
+  std::string name;
+  Role role = Role::Unspecified;
+  int64_t m = 0, n = 0, k = 0;
+  DataType a = DataType::BF16, b = DataType::BF16, d = DataType::BF16;
+  bool transposeA = false, transposeB = false;
+  // Row strides in elements; 0 means packed.
+  int64_t lda = 0, ldb = 0, ldd = 0;
+  Epilogue epilogue = Epilogue::None;
+  DataType biasType = DataType::BF16;
+  DataType auxType = DataType::BF16;
+  int64_t auxLd = 0;
+  // FP8 fast accumulation (fprop only: gradients keep full accumulation).
+  bool fastAccum = false;
+  bool accumulate = false;
+  bool aScale = false, bScale = false, dScale = false, amaxD = false;
+  uint64_t workspaceBytes = 0;
+  int64_t batch = 1, strideA = 0, strideB = 0, strideD = 0;
+
+  int64_t packedLda() const { return lda ? lda : (transposeA ? m : k); }
+  int64_t packedLdb() const { return ldb ? ldb : (transposeB ? k : n); }
+  int64_t packedLdd() const { return ldd ? ldd : n; }
+  // A stable text of every field that shapes the cuBLASLt objects.
+  std::string key() const;
+};
+
+// Device pointers for one call. Unused ones stay 0.
+struct GemmArgs {
+  CUdeviceptr a = 0, b = 0, d = 0;
+  CUdeviceptr bias = 0, aux = 0;
+  CUdeviceptr aScale = 0, bScale = 0, dScale = 0, amaxD = 0;
+  CUdeviceptr workspace = 0;
+  // Aligned non-null stand-ins, for the algorithm query.
+  static GemmArgs placeholders() {
+    GemmArgs p;
+    p.a = p.b = p.d = p.bias = p.aux = p.aScale = p.bScale = p.dScale =
+        p.amaxD = p.workspace = 256;
+    return p;
+  }
+};
+
+class BlasHandle {
+public:
+  static StatusOr<std::unique_ptr<BlasHandle>> create();
+  ~BlasHandle();
+  cublasLtHandle_t get() const { return handle_; }
+
+private:
+  cublasLtHandle_t handle_ = nullptr;
+};
+
+class Gemm {
+public:
+  // `recordedAlgorithm`: 64 bytes from a previous run (may be empty). When
+  // cuBLASLt rejects it, the heuristic chooses and `note` says so.
+  static StatusOr<std::unique_ptr<Gemm>>
+  create(cublasLtHandle_t handle, const GemmDesc &desc,
+         const std::string &recordedAlgorithm = {}, std::string *note = nullptr);
+  ~Gemm();
+  Gemm(const Gemm &) = delete;
+  Gemm &operator=(const Gemm &) = delete;
+
+  Status run(const GemmArgs &args, CUstream stream);
+  const GemmDesc &desc() const { return desc_; }
+  // The chosen cublasLtMatmulAlgo_t, to record in the bundle.
+  std::string algorithmBytes() const;
+  bool usedRecordedAlgorithm() const { return fromRecord_; }
+  // Workspace the chosen algorithm needs (at most desc.workspaceBytes).
+  size_t workspaceNeeded() const { return workspaceNeeded_; }
+
+private:
+  Gemm() = default;
+  Status checkDesc() const;
+  Status build();
+  Status setPointers(const GemmArgs &args);
+
+  GemmDesc desc_;
+  cublasLtHandle_t handle_ = nullptr;
+  cublasLtMatmulDesc_t op_ = nullptr;
+  cublasLtMatrixLayout_t layoutA_ = nullptr; // cuBLASLt's A: our B
+  cublasLtMatrixLayout_t layoutB_ = nullptr; // cuBLASLt's B: our A
+  cublasLtMatrixLayout_t layoutC_ = nullptr;
+  cublasLtMatrixLayout_t layoutD_ = nullptr;
+  cublasLtMatmulAlgo_t algo_{};
+  size_t workspaceNeeded_ = 0;
+  bool fromRecord_ = false;
+};
+
+// Descriptor cache: one Gemm per distinct descriptor, created on first use.
+class GemmCache {
+public:
+  explicit GemmCache(cublasLtHandle_t handle) : handle_(handle) {}
+  StatusOr<Gemm *> get(const GemmDesc &desc,
+                       const std::string &recordedAlgorithm = {},
+                       std::string *note = nullptr);
+  size_t size() const { return gemms_.size(); }
+
+private:
+  cublasLtHandle_t handle_;
+  std::map<std::string, std::unique_ptr<Gemm>> gemms_;
+};
+
+} // namespace octet::blas
+
+#endif

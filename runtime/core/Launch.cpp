@@ -1,0 +1,71 @@
+#include "runtime/core/Launch.h"
+
+namespace octet {
+
+StatusOr<PreparedLaunch> PreparedLaunch::prepare(CUfunction function,
+                                                 const LaunchConfig &config,
+                                                 std::vector<KernelParam> params,
+                                                 std::string label) {
+  PreparedLaunch p;
+  p.function_ = function;
+  p.config_ = config;
+  p.params_ = std::move(params);
+  p.label_ = std::move(label);
+  if (config.dynamicSharedBytes > 48 * 1024)
+    OCTET_CHECK_CUDA(cuFuncSetAttribute(
+        function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+        int(config.dynamicSharedBytes)));
+  p.bindPointers();
+  return p;
+}
+
+PreparedLaunch &PreparedLaunch::operator=(PreparedLaunch &&other) noexcept {
+  function_ = other.function_;
+  config_ = other.config_;
+  params_ = std::move(other.params_);
+  label_ = std::move(other.label_);
+  // The pointer array points into params_, whose storage moved with it, but
+  // rebinding keeps this independent of vector move semantics.
+  bindPointers();
+  return *this;
+}
+
+void PreparedLaunch::bindPointers() {
+  pointers_.clear();
+  for (KernelParam &k : params_) {
+    switch (k.kind) {
+    case KernelParam::Kind::Pointer:
+      pointers_.push_back(&k.pointer);
+      break;
+    case KernelParam::Kind::I32:
+      pointers_.push_back(&k.i32);
+      break;
+    case KernelParam::Kind::I64:
+      pointers_.push_back(&k.i64);
+      break;
+    case KernelParam::Kind::U32:
+      pointers_.push_back(&k.u32);
+      break;
+    case KernelParam::Kind::U64:
+      pointers_.push_back(&k.u64);
+      break;
+    case KernelParam::Kind::F32:
+      pointers_.push_back(&k.f32);
+      break;
+    }
+  }
+}
+
+Status PreparedLaunch::launch(CUstream stream) const {
+  CUresult r = cuLaunchKernel(
+      function_, config_.grid[0], config_.grid[1], config_.grid[2],
+      config_.block[0], config_.block[1], config_.block[2],
+      config_.dynamicSharedBytes, stream,
+      const_cast<void **>(pointers_.data()), nullptr);
+  if (r != CUDA_SUCCESS)
+    return cudaDriverError(r, "cuLaunchKernel", __FILE__, __LINE__)
+        .withContext("launching " + label_);
+  return Status::ok();
+}
+
+} // namespace octet

@@ -1,0 +1,545 @@
+#include "runtime/exec/Runtime.h"
+
+#include "runtime/bundle/Bundle.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+namespace octet {
+
+using namespace octet::bundle;
+
+struct Runtime::PreparedStep {
+  enum class Kind { Launch, Gemm, Memset, Copy };
+  Kind kind = Kind::Launch;
+  uint32_t stream = 0;
+  std::string label;
+  std::unique_ptr<PreparedLaunch> launch;
+  blas::Gemm *gemm = nullptr;
+  blas::GemmArgs gemmArgs;
+  CUdeviceptr dst = 0, src = 0;
+  uint64_t bytes = 0;
+  uint8_t value = 0;
+  std::vector<uint32_t> waits;
+  bool waitedOn = false;
+};
+
+struct Runtime::PreparedProgram {
+  ProgramKind kind = PROGRAM_UNSPECIFIED;
+  const Program *program = nullptr;
+  std::vector<PreparedStep> steps;
+  // One event per step that a later step waits for.
+  std::vector<CUevent> events;
+  std::unique_ptr<CudaGraph> graph;
+  ~PreparedProgram() {
+    for (CUevent e : events)
+      if (e)
+        cuEventDestroy(e);
+  }
+};
+
+namespace {
+
+StatusOr<blas::DataType> toDataType(DType t, const std::string &what) {
+  switch (t) {
+  case F32:
+    return blas::DataType::F32;
+  case BF16:
+    return blas::DataType::BF16;
+  case F16:
+    return blas::DataType::F16;
+  case F8E4M3FN:
+    return blas::DataType::E4M3;
+  case F8E5M2:
+    return blas::DataType::E5M2;
+  default:
+    return Status::error(what + " has type " + dtypeName(t) +
+                         ", which no GEMM takes");
+  }
+}
+
+} // namespace
+
+StatusOr<blas::GemmDesc> toGemmDesc(const GemmDescriptor &g) {
+  blas::GemmDesc d;
+  d.name = g.name();
+  d.role = g.role() == FPROP   ? blas::Role::Fprop
+           : g.role() == DGRAD ? blas::Role::Dgrad
+           : g.role() == WGRAD ? blas::Role::Wgrad
+                               : blas::Role::Unspecified;
+  d.m = g.m(), d.n = g.n(), d.k = g.k();
+  std::string at = "GEMM '" + g.name() + "'";
+  auto a = toDataType(g.a_type(), at + " operand A");
+  auto b = toDataType(g.b_type(), at + " operand B");
+  auto o = toDataType(g.d_type(), at + " output D");
+  if (!a)
+    return a.status();
+  if (!b)
+    return b.status();
+  if (!o)
+    return o.status();
+  d.a = *a, d.b = *b, d.d = *o;
+  d.transposeA = g.transpose_a(), d.transposeB = g.transpose_b();
+  d.lda = g.lda(), d.ldb = g.ldb(), d.ldd = g.ldd();
+  switch (g.epilogue()) {
+  case EPILOGUE_NONE:
+    d.epilogue = blas::Epilogue::None;
+    break;
+  case EPILOGUE_BIAS:
+    d.epilogue = blas::Epilogue::Bias;
+    break;
+  case EPILOGUE_GELU:
+    d.epilogue = blas::Epilogue::Gelu;
+    break;
+  case EPILOGUE_BIAS_GELU:
+    d.epilogue = blas::Epilogue::BiasGelu;
+    break;
+  case EPILOGUE_GELU_AUX:
+    d.epilogue = blas::Epilogue::GeluAux;
+    break;
+  case EPILOGUE_BIAS_GELU_AUX:
+    d.epilogue = blas::Epilogue::BiasGeluAux;
+    break;
+  case EPILOGUE_BIAS_GRAD:
+    d.epilogue = blas::Epilogue::BiasGrad;
+    break;
+  default:
+    return Status::error(at + " has an unknown epilogue " +
+                         std::to_string(int(g.epilogue())));
+  }
+  if (g.bias_type() != DTYPE_UNSPECIFIED) {
+    auto bt = toDataType(g.bias_type(), at + " bias");
+    if (!bt)
+      return bt.status();
+    d.biasType = *bt;
+  } else {
+    d.biasType = blas::isFp8(d.d) ? blas::DataType::BF16 : d.d;
+  }
+  if (g.aux_type() != DTYPE_UNSPECIFIED) {
+    auto xt = toDataType(g.aux_type(), at + " aux");
+    if (!xt)
+      return xt.status();
+    d.auxType = *xt;
+  }
+  d.auxLd = g.aux_ld();
+  d.fastAccum = g.fast_accum();
+  d.accumulate = g.accumulate();
+  d.aScale = g.has_a_scale(), d.bScale = g.has_b_scale();
+  d.dScale = g.has_d_scale(), d.amaxD = g.has_amax_d();
+  d.workspaceBytes = g.workspace_bytes();
+  d.batch = std::max<int64_t>(1, g.batch());
+  d.strideA = g.stride_a(), d.strideB = g.stride_b(), d.strideD = g.stride_d();
+  return d;
+}
+
+StatusOr<std::unique_ptr<Runtime>> Runtime::load(const Bundle &bundle,
+                                                 const RuntimeOptions &options) {
+  std::unique_ptr<Runtime> rt(new Runtime());
+  rt->bundle_ = bundle;
+  int rank = options.rank;
+  if (rank < 0) {
+    rank = 0;
+    if (const char *r = std::getenv("RANK"))
+      rank = std::atoi(r);
+  }
+  if (rank < 0 || uint32_t(rank) >= bundle.world_size())
+    return Status::error("RANK=" + std::to_string(rank) +
+                         " but the bundle was compiled for world size " +
+                         std::to_string(bundle.world_size()) +
+                         ": recompile with parallel sizes whose product is "
+                         "the number of ranks you start");
+  rt->rank_ = rank;
+  auto dev = Device::open(options.device);
+  if (!dev)
+    return dev.status();
+  rt->device_ = std::move(*dev);
+  auto freeBefore = rt->device_->freeMemory();
+  if (!freeBefore)
+    return freeBefore.status();
+
+  uint32_t streams = 1;
+  for (const bundle::Arena &a : bundle.plan().arenas())
+    streams = std::max(streams, a.stream() + 1);
+  for (const Program &p : bundle.ranks(rank).programs())
+    for (const Step &s : p.steps())
+      streams = std::max(streams, s.stream() + 1);
+  for (uint32_t i = 0; i < streams; ++i) {
+    auto s = Stream::create();
+    if (!s)
+      return s.status();
+    rt->streams_.push_back(std::move(*s));
+  }
+
+  const MemoryPlan &plan = bundle.plan();
+  for (int i = 0; i < plan.arenas_size(); ++i) {
+    std::vector<ArenaSlot> slots;
+    for (const Slot &s : plan.slots())
+      if (s.arena() == uint32_t(i))
+        slots.push_back({s.name(), s.offset(), s.bytes()});
+    auto a = octet::Arena::create(*rt->device_, plan.arenas(i).name(),
+                           plan.arenas(i).bytes(), std::move(slots));
+    if (!a)
+      return a.status();
+    rt->arenas_.push_back(std::move(*a));
+  }
+
+  for (const bundle::Module &m : bundle.modules()) {
+    auto mod =
+        octet::Module::load(*rt->device_, m.name(), m.cubin(), m.cubin_arch(), m.ptx());
+    if (!mod)
+      return mod.status();
+    if (!(*mod)->fromCubin() && !m.cubin().empty())
+      rt->notes_.push_back("module '" + m.name() + "': cubin is for " +
+                           m.cubin_arch() + ", JIT-compiled the PTX instead");
+    rt->modules_.push_back(std::move(*mod));
+  }
+  for (const Kernel &k : bundle.kernels()) {
+    auto f = rt->modules_[k.module()]->function(k.symbol());
+    if (!f)
+      return f.status();
+    if (k.max_dynamic_shared_bytes() > 48 * 1024)
+      OCTET_CHECK_CUDA(cuFuncSetAttribute(
+          *f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+          int(k.max_dynamic_shared_bytes())));
+    rt->functions_.push_back(*f);
+  }
+
+  if (bundle.gemms_size() > 0) {
+    auto h = blas::BlasHandle::create();
+    if (!h)
+      return h.status();
+    rt->blas_ = std::move(*h);
+  }
+  for (const GemmDescriptor &g : bundle.gemms()) {
+    auto desc = toGemmDesc(g);
+    if (!desc)
+      return desc.status();
+    std::string note;
+    auto gemm = blas::Gemm::create(rt->blas_->get(), *desc, g.algorithm(), &note);
+    if (!gemm)
+      return gemm.status();
+    if (!note.empty())
+      rt->notes_.push_back(note);
+    rt->gemms_.push_back(std::move(*gemm));
+  }
+
+  OCTET_RETURN_IF_ERROR(rt->prepare());
+  auto freeAfter = rt->device_->freeMemory();
+  if (!freeAfter)
+    return freeAfter.status();
+  uint64_t used = *freeBefore > *freeAfter ? *freeBefore - *freeAfter : 0;
+  rt->fixedCost_ = used > rt->arenaBytes() ? used - rt->arenaBytes() : 0;
+  return rt;
+}
+
+Runtime::~Runtime() {
+  programs_.clear();
+  gemms_.clear();
+  blas_.reset();
+  modules_.clear();
+  arenas_.clear();
+  streams_.clear();
+}
+
+uint64_t Runtime::arenaBytes() const {
+  uint64_t total = 0;
+  for (const auto &a : arenas_)
+    total += a->bytes();
+  return total;
+}
+
+CUstream Runtime::mainStream() const { return streams_[0]->handle(); }
+
+StatusOr<CUdeviceptr> Runtime::slotAddress(const SlotRef &ref) const {
+  const MemoryPlan &plan = bundle_.plan();
+  if (ref.slot() >= uint32_t(plan.slots_size()))
+    return Status::error("slot " + std::to_string(ref.slot()) +
+                         " is not in the memory plan");
+  const Slot &s = plan.slots(int(ref.slot()));
+  return arenas_[s.arena()]->base() + s.offset() + ref.byte_offset();
+}
+
+int Runtime::findSlot(const std::string &name) const {
+  const MemoryPlan &plan = bundle_.plan();
+  for (int i = 0; i < plan.slots_size(); ++i)
+    if (plan.slots(i).name() == name)
+      return i;
+  return -1;
+}
+
+Status Runtime::writeSlot(uint32_t slot, const void *data, uint64_t bytes) {
+  SlotRef ref;
+  ref.set_slot(slot);
+  auto p = slotAddress(ref);
+  if (!p)
+    return p.status();
+  const Slot &s = bundle_.plan().slots(int(slot));
+  if (bytes != s.bytes())
+    return Status::error("writing " + std::to_string(bytes) +
+                         " bytes into slot '" + s.name() + "' of " +
+                         std::to_string(s.bytes()) + " bytes");
+  OCTET_CHECK_CUDA(cuMemcpyHtoD(*p, data, bytes));
+  return Status::ok();
+}
+
+Status Runtime::readSlot(uint32_t slot, void *data, uint64_t bytes) {
+  SlotRef ref;
+  ref.set_slot(slot);
+  auto p = slotAddress(ref);
+  if (!p)
+    return p.status();
+  const Slot &s = bundle_.plan().slots(int(slot));
+  if (bytes != s.bytes())
+    return Status::error("reading " + std::to_string(bytes) +
+                         " bytes from slot '" + s.name() + "' of " +
+                         std::to_string(s.bytes()) + " bytes");
+  OCTET_CHECK_CUDA(cuMemcpyDtoH(data, *p, bytes));
+  return Status::ok();
+}
+
+StatusOr<Runtime::PreparedStep> Runtime::prepareStep(const Step &step,
+                                                     const std::string &where) {
+  PreparedStep p;
+  p.stream = step.stream();
+  p.label = step.label().empty() ? where : step.label();
+  p.waits.assign(step.waits().begin(), step.waits().end());
+  auto addr = [&](const SlotRef &r) { return slotAddress(r); };
+  switch (step.op_case()) {
+  case Step::kLaunch: {
+    const KernelLaunch &l = step.launch();
+    std::vector<KernelParam> params;
+    for (const KernelArg &a : l.args()) {
+      switch (a.value_case()) {
+      case KernelArg::kSlot: {
+        auto ptr = addr(a.slot());
+        if (!ptr)
+          return ptr.status();
+        params.push_back(KernelParam::ptr(*ptr));
+        break;
+      }
+      case KernelArg::kI32:
+        params.push_back(KernelParam::fromI32(a.i32()));
+        break;
+      case KernelArg::kI64:
+        params.push_back(KernelParam::fromI64(a.i64()));
+        break;
+      case KernelArg::kU32:
+        params.push_back(KernelParam::fromU32(a.u32()));
+        break;
+      case KernelArg::kU64:
+        params.push_back(KernelParam::fromU64(a.u64()));
+        break;
+      case KernelArg::kF32:
+        params.push_back(KernelParam::fromF32(a.f32()));
+        break;
+      case KernelArg::VALUE_NOT_SET:
+        return Status::error(where + ": a kernel argument has no value");
+      }
+    }
+    LaunchConfig cfg;
+    cfg.grid[0] = l.grid().x(), cfg.grid[1] = std::max(1u, l.grid().y());
+    cfg.grid[2] = std::max(1u, l.grid().z());
+    cfg.block[0] = l.block().x(), cfg.block[1] = std::max(1u, l.block().y());
+    cfg.block[2] = std::max(1u, l.block().z());
+    cfg.dynamicSharedBytes = l.dynamic_shared_bytes();
+    auto pl = PreparedLaunch::prepare(functions_[l.kernel()], cfg,
+                                      std::move(params), p.label);
+    if (!pl)
+      return pl.status();
+    p.kind = PreparedStep::Kind::Launch;
+    p.launch = std::make_unique<PreparedLaunch>(std::move(*pl));
+    return p;
+  }
+  case Step::kGemm: {
+    const GemmCall &c = step.gemm();
+    const GemmDescriptor &g = bundle_.gemms(int(c.gemm()));
+    p.kind = PreparedStep::Kind::Gemm;
+    p.gemm = gemms_[c.gemm()].get();
+    struct {
+      bool use;
+      const SlotRef &ref;
+      CUdeviceptr &out;
+    } refs[] = {
+        {true, c.a(), p.gemmArgs.a},
+        {true, c.b(), p.gemmArgs.b},
+        {true, c.d(), p.gemmArgs.d},
+        {c.has_bias(), c.bias(), p.gemmArgs.bias},
+        {c.has_aux(), c.aux(), p.gemmArgs.aux},
+        {g.has_a_scale(), c.a_scale(), p.gemmArgs.aScale},
+        {g.has_b_scale(), c.b_scale(), p.gemmArgs.bScale},
+        {g.has_d_scale(), c.d_scale(), p.gemmArgs.dScale},
+        {g.has_amax_d(), c.amax_d(), p.gemmArgs.amaxD},
+        {c.has_workspace(), c.workspace(), p.gemmArgs.workspace},
+    };
+    for (auto &r : refs) {
+      if (!r.use)
+        continue;
+      auto ptr = addr(r.ref);
+      if (!ptr)
+        return ptr.status();
+      r.out = *ptr;
+    }
+    return p;
+  }
+  case Step::kMemset: {
+    auto ptr = addr(step.memset().dst());
+    if (!ptr)
+      return ptr.status();
+    p.kind = PreparedStep::Kind::Memset;
+    p.dst = *ptr;
+    p.bytes = step.memset().bytes();
+    p.value = uint8_t(step.memset().value());
+    return p;
+  }
+  case Step::kCopy: {
+    auto d = addr(step.copy().dst());
+    auto s = addr(step.copy().src());
+    if (!d)
+      return d.status();
+    if (!s)
+      return s.status();
+    p.kind = PreparedStep::Kind::Copy;
+    p.dst = *d, p.src = *s, p.bytes = step.copy().bytes();
+    return p;
+  }
+  case Step::kCollective:
+    return Status::error(where + " is a collective (" + p.label +
+                         "): this octet-run is built without NCCL "
+                         "communicators (runtime/comm); run world size 1 "
+                         "bundles, or a build with collectives");
+  case Step::OP_NOT_SET:
+    break;
+  }
+  return Status::error(where + " has no operation");
+}
+
+Status Runtime::prepare() {
+  for (const Program &prog : bundle_.ranks(rank_).programs()) {
+    auto pp = std::make_unique<PreparedProgram>();
+    pp->kind = prog.kind();
+    pp->program = &prog;
+    for (int i = 0; i < prog.steps_size(); ++i) {
+      auto st = prepareStep(prog.steps(i), "program '" + prog.name() +
+                                               "' step " + std::to_string(i));
+      if (!st)
+        return st.status();
+      pp->steps.push_back(std::move(*st));
+    }
+    pp->events.assign(pp->steps.size(), nullptr);
+    for (PreparedStep &s : pp->steps)
+      for (uint32_t w : s.waits) {
+        if (w >= pp->steps.size())
+          return Status::error("program '" + prog.name() + "' step '" +
+                               s.label + "' waits for step " +
+                               std::to_string(w) + " of " +
+                               std::to_string(pp->steps.size()));
+        pp->steps[w].waitedOn = true;
+        if (!pp->events[w])
+          OCTET_CHECK_CUDA(
+              cuEventCreate(&pp->events[w], CU_EVENT_DISABLE_TIMING));
+      }
+    programs_.push_back(std::move(pp));
+  }
+  return Status::ok();
+}
+
+const Program *Runtime::program(ProgramKind kind) const {
+  for (const auto &p : programs_)
+    if (p->kind == kind)
+      return p->program;
+  return nullptr;
+}
+
+Runtime::PreparedProgram *Runtime::find(ProgramKind kind) {
+  for (auto &p : programs_)
+    if (p->kind == kind)
+      return p.get();
+  return nullptr;
+}
+
+Status Runtime::runStep(const PreparedStep &s, const PreparedProgram &prog,
+                        size_t index) {
+  CUstream stream = streams_[s.stream]->handle();
+  for (uint32_t w : s.waits)
+    OCTET_CHECK_CUDA(cuStreamWaitEvent(stream, prog.events[w], 0));
+  switch (s.kind) {
+  case PreparedStep::Kind::Launch:
+    OCTET_RETURN_IF_ERROR(s.launch->launch(stream));
+    break;
+  case PreparedStep::Kind::Gemm:
+    OCTET_RETURN_IF_ERROR(s.gemm->run(s.gemmArgs, stream));
+    break;
+  case PreparedStep::Kind::Memset:
+    OCTET_CHECK_CUDA(cuMemsetD8Async(s.dst, s.value, s.bytes, stream));
+    break;
+  case PreparedStep::Kind::Copy:
+    OCTET_CHECK_CUDA(cuMemcpyDtoDAsync(s.dst, s.src, s.bytes, stream));
+    break;
+  }
+  if (s.waitedOn)
+    OCTET_CHECK_CUDA(cuEventRecord(prog.events[index], stream));
+  return Status::ok();
+}
+
+Status Runtime::run(ProgramKind kind) {
+  PreparedProgram *p = find(kind);
+  if (!p)
+    return Status::error(std::string("the bundle has no ") +
+                         programKindName(kind) + " program for rank " +
+                         std::to_string(rank_));
+  // Side streams join the main stream at the end, so the program is ordered
+  // before whatever the host enqueues next.
+  for (size_t i = 0; i < p->steps.size(); ++i)
+    OCTET_RETURN_IF_ERROR(runStep(p->steps[i], *p, i)
+                              .withContext("in " + p->steps[i].label));
+  for (size_t s = 1; s < streams_.size(); ++s) {
+    CUevent e = nullptr;
+    OCTET_CHECK_CUDA(cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
+    OCTET_CHECK_CUDA(cuEventRecord(e, streams_[s]->handle()));
+    OCTET_CHECK_CUDA(cuStreamWaitEvent(streams_[0]->handle(), e, 0));
+    cuEventDestroy(e);
+  }
+  return Status::ok();
+}
+
+Status Runtime::runGraph(ProgramKind kind) {
+  PreparedProgram *p = find(kind);
+  if (!p)
+    return run(kind);
+  if (!p->program->capturable() || streams_.size() > 1)
+    return run(kind);
+  if (!p->graph) {
+    auto g = CudaGraph::capture(mainStream(), [&](CUstream) {
+      for (size_t i = 0; i < p->steps.size(); ++i)
+        OCTET_RETURN_IF_ERROR(runStep(p->steps[i], *p, i));
+      return Status::ok();
+    });
+    if (!g)
+      return g.status().withContext(std::string("program ") +
+                                    programKindName(kind));
+    p->graph = std::move(*g);
+  }
+  return p->graph->launch(mainStream());
+}
+
+Status Runtime::synchronize() {
+  for (auto &s : streams_)
+    OCTET_RETURN_IF_ERROR(s->synchronize());
+  return Status::ok();
+}
+
+int Runtime::recordAlgorithms(Bundle &out) const {
+  int changed = 0;
+  for (size_t i = 0; i < gemms_.size() && int(i) < out.gemms_size(); ++i) {
+    std::string algo = gemms_[i]->algorithmBytes();
+    GemmDescriptor *g = out.mutable_gemms(int(i));
+    if (g->algorithm() != algo) {
+      g->set_algorithm(algo);
+      g->set_algorithm_cublaslt_version(cublasLtGetVersion());
+      ++changed;
+    }
+  }
+  return changed;
+}
+
+} // namespace octet

@@ -1,0 +1,97 @@
+#ifndef OCTET_RUNTIME_EXEC_RUNTIME_H
+#define OCTET_RUNTIME_EXEC_RUNTIME_H
+
+// Runs a bundle on this process's GPU: allocates the memory plan's arenas
+// once, loads every module, creates every GEMM (choosing its algorithm
+// once), and prepares each program of this rank as a list of ready steps
+// that run eagerly or as one captured CUDA graph.
+
+#include "runtime/blas/Gemm.h"
+#include "runtime/bundle/bundle.pb.h"
+#include "runtime/core/Arena.h"
+#include "runtime/core/Device.h"
+#include "runtime/core/Graph.h"
+#include "runtime/core/Launch.h"
+#include "runtime/core/Module.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace octet {
+
+struct RuntimeOptions {
+  DeviceOptions device;
+  // -1: RANK from the environment, else 0.
+  int rank = -1;
+};
+
+class Runtime {
+public:
+  static StatusOr<std::unique_ptr<Runtime>> load(const bundle::Bundle &bundle,
+                                                 const RuntimeOptions &options);
+  ~Runtime();
+
+  const Device &device() const { return *device_; }
+  int rank() const { return rank_; }
+  const bundle::Bundle &bundle() const { return bundle_; }
+  // Notes from loading (recorded algorithms that were replaced, PTX JIT).
+  const std::vector<std::string> &notes() const { return notes_; }
+
+  // The program of this rank with that kind, or null.
+  const bundle::Program *program(bundle::ProgramKind kind) const;
+  // Enqueues every step of the program on the runtime's streams.
+  Status run(bundle::ProgramKind kind);
+  // Captures the program once (first call) and replays the graph.
+  Status runGraph(bundle::ProgramKind kind);
+  Status synchronize();
+
+  // The device address of a plan slot.
+  StatusOr<CUdeviceptr> slotAddress(const bundle::SlotRef &ref) const;
+  // Copies between host memory and a whole slot (sizes must match).
+  Status writeSlot(uint32_t slot, const void *data, uint64_t bytes);
+  Status readSlot(uint32_t slot, void *data, uint64_t bytes);
+  // Index of the slot with that name, or -1.
+  int findSlot(const std::string &name) const;
+
+  // Writes the algorithm each GEMM uses into `out` (so a rerun takes the
+  // same ones) and returns how many changed.
+  int recordAlgorithms(bundle::Bundle &out) const;
+  // Device memory the runtime holds outside the plan's arenas: the context,
+  // cuBLASLt's handle, modules. Measured as free memory lost at load less the
+  // arenas.
+  uint64_t fixedCostBytes() const { return fixedCost_; }
+  uint64_t arenaBytes() const;
+  CUstream mainStream() const;
+
+private:
+  Runtime() = default;
+  struct PreparedStep;
+  struct PreparedProgram;
+  Status prepare();
+  StatusOr<PreparedStep> prepareStep(const bundle::Step &step,
+                                     const std::string &where);
+  Status runStep(const PreparedStep &step, const PreparedProgram &program,
+                 size_t index);
+  PreparedProgram *find(bundle::ProgramKind kind);
+
+  bundle::Bundle bundle_;
+  int rank_ = 0;
+  std::unique_ptr<Device> device_;
+  std::vector<std::unique_ptr<Stream>> streams_;
+  std::vector<std::unique_ptr<Arena>> arenas_;
+  std::vector<std::unique_ptr<Module>> modules_;
+  std::vector<CUfunction> functions_;
+  std::unique_ptr<blas::BlasHandle> blas_;
+  std::vector<std::unique_ptr<blas::Gemm>> gemms_;
+  std::vector<std::unique_ptr<PreparedProgram>> programs_;
+  std::vector<std::string> notes_;
+  uint64_t fixedCost_ = 0;
+};
+
+// Converts the bundle's GEMM descriptor to the BLAS layer's.
+StatusOr<blas::GemmDesc> toGemmDesc(const bundle::GemmDescriptor &g);
+
+} // namespace octet
+
+#endif

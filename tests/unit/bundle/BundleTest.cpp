@@ -1,0 +1,139 @@
+// Bundle files: deterministic bytes, content hash, and the errors a user
+// sees for a bundle of another format version, a corrupt copy, or a plan
+// slot outside its arena.
+
+#include "runtime/bundle/Bundle.h"
+#include "runtime/bundle/Describe.h"
+#include "runtime/bundle/Sha256.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+namespace octet::bundle {
+namespace {
+
+Bundle sample() {
+  Bundle b;
+  b.set_compiler_version("0.1.0");
+  b.mutable_build()->set_spec_text("model { architecture: \"llama\" }");
+  b.mutable_build()->set_target("sm_90a");
+  auto *o = b.mutable_build()->add_options();
+  o->set_key("precision");
+  o->set_value("delayed");
+  b.set_world_size(1);
+  b.add_ranks()->set_rank(0);
+  auto *arena = b.mutable_plan()->add_arenas();
+  arena->set_name("main");
+  arena->set_bytes(1 << 20);
+  arena->set_alignment(256);
+  auto *slot = b.mutable_plan()->add_slots();
+  slot->set_name("layers.0.attn.wq");
+  slot->set_kind(PARAMETER);
+  slot->set_bytes(4096);
+  auto *m = b.add_modules();
+  m->set_name("fused");
+  m->set_ptx(".version 8.0\n");
+  return b;
+}
+
+std::string readAll(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TEST(Bundle, SameContentGivesIdenticalBytes) {
+  Bundle a = sample(), b = sample();
+  std::string pa = ::testing::TempDir() + "/a.octet";
+  std::string pb = ::testing::TempDir() + "/b.octet";
+  ASSERT_TRUE(writeBundle(a, pa).isOk());
+  ASSERT_TRUE(writeBundle(b, pb).isOk());
+  EXPECT_EQ(readAll(pa), readAll(pb));
+  EXPECT_EQ(a.content_hash().size(), 32u);
+  // Rewriting what was read gives the same bytes again.
+  auto back = readBundle(pa);
+  ASSERT_TRUE(back.isOk()) << back.status().message();
+  std::string pc = ::testing::TempDir() + "/c.octet";
+  ASSERT_TRUE(writeBundle(*back, pc).isOk());
+  EXPECT_EQ(readAll(pa), readAll(pc));
+}
+
+TEST(Bundle, HashChangesWithContent) {
+  Bundle a = sample(), b = sample();
+  b.mutable_build()->mutable_options(0)->set_value("current");
+  EXPECT_NE(computeContentHash(a), computeContentHash(b));
+}
+
+TEST(Bundle, OtherFormatVersionIsRefusedWithTheFix) {
+  Bundle b = sample();
+  b.set_format_version(kBundleFormatVersion + 1);
+  std::string bytes = finalizeAndSerialize(b);
+  auto r = parseBundle(bytes, "bundle 'x.octet'");
+  ASSERT_FALSE(r.isOk());
+  const std::string &msg = r.status().message();
+  EXPECT_NE(msg.find("format version " +
+                     std::to_string(kBundleFormatVersion + 1)),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("octet compile"), std::string::npos) << msg;
+}
+
+TEST(Bundle, CorruptCopyIsRefused) {
+  Bundle b = sample();
+  std::string bytes = finalizeAndSerialize(b);
+  Bundle edited;
+  ASSERT_TRUE(edited.ParseFromString(bytes));
+  edited.set_compiler_version("9.9.9");
+  auto r = parseBundle(serializeDeterministic(edited), "bundle 'y.octet'");
+  ASSERT_FALSE(r.isOk());
+  EXPECT_NE(r.status().message().find("corrupt"), std::string::npos);
+  auto junk = parseBundle("not a bundle", "bundle 'z.octet'");
+  ASSERT_FALSE(junk.isOk());
+  EXPECT_NE(junk.status().message().find("z.octet"), std::string::npos);
+}
+
+TEST(Bundle, SlotPastItsArenaIsNamed) {
+  Bundle b = sample();
+  b.mutable_plan()->mutable_slots(0)->set_offset((1 << 20) - 256);
+  Status st = validate(b);
+  ASSERT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("layers.0.attn.wq"), std::string::npos)
+      << st.message();
+  EXPECT_NE(st.message().find("arena 'main'"), std::string::npos);
+}
+
+TEST(Bundle, WorldSizeMustMatchRankPrograms) {
+  Bundle b = sample();
+  b.set_world_size(2);
+  Status st = validate(b);
+  ASSERT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("world_size is 2"), std::string::npos);
+}
+
+TEST(Bundle, PlanReportListsArenaAndLargestSlot) {
+  Bundle b = sample();
+  std::ostringstream os;
+  describePlan(b, os);
+  EXPECT_NE(os.str().find("arena 0 'main': 1.0 MiB"), std::string::npos)
+      << os.str();
+  EXPECT_NE(os.str().find("layers.0.attn.wq"), std::string::npos);
+}
+
+TEST(Sha256, KnownDigests) {
+  auto hex = [](std::string_view s) {
+    auto d = sha256(s);
+    return toHex(std::string(d.begin(), d.end()));
+  };
+  EXPECT_EQ(hex(""),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(hex("abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
+            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+}
+
+} // namespace
+} // namespace octet::bundle
