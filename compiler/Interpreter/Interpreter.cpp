@@ -1,0 +1,992 @@
+#include "compiler/Interpreter/Interpreter.h"
+
+#include "compiler/Interpreter/Kernels.h"
+#include "dialects/fp8/Fp8Dialect.h"
+#include "dialects/graph/GraphDialect.h"
+#include "dialects/kernel/KernelDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <cmath>
+#include <mutex>
+
+using namespace mlir;
+
+namespace octet::interp {
+namespace {
+
+llvm::Error errorAt(Operation *op, const llvm::Twine &message) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << op->getLoc() << ": " << op->getName() << ": " << message;
+  return llvm::make_error<llvm::StringError>(text,
+                                             llvm::inconvertibleErrorCode());
+}
+
+std::vector<int64_t> shapeOf(Type type) {
+  auto shaped = cast<ShapedType>(type);
+  return std::vector<int64_t>(shaped.getShape().begin(),
+                              shaped.getShape().end());
+}
+
+llvm::StringMap<OpHandler> &handlerRegistry() {
+  static llvm::StringMap<OpHandler> registry;
+  return registry;
+}
+
+std::mutex &registryMutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+
+// SplitMix64: a tiny, well-mixed generator whose output is the same on every
+// platform (std::normal_distribution is not).
+struct SplitMix {
+  uint64_t state;
+  uint64_t next() {
+    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  double uniform() { return (next() >> 11) * (1.0 / 9007199254740992.0); }
+};
+
+uint64_t hashName(llvm::StringRef name) {
+  uint64_t h = 1469598103934665603ull; // FNV-1a
+  for (char c : name) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+
+constexpr float kSqrt2OverPi = 0.7978845608028654f;
+constexpr float kInvSqrt2 = 0.7071067811865476f;
+constexpr float kInvSqrt2Pi = 0.3989422804014327f;
+
+float gelu(float x, bool tanhApprox) {
+  if (tanhApprox)
+    return 0.5f * x *
+           (1.0f + std::tanh(kSqrt2OverPi * (x + 0.044715f * x * x * x)));
+  return 0.5f * x * (1.0f + std::erf(x * kInvSqrt2));
+}
+
+float geluGrad(float x, bool tanhApprox) {
+  if (tanhApprox) {
+    float inner = kSqrt2OverPi * (x + 0.044715f * x * x * x);
+    float t = std::tanh(inner);
+    return 0.5f * (1.0f + t) +
+           0.5f * x * (1.0f - t * t) * kSqrt2OverPi *
+               (1.0f + 3.0f * 0.044715f * x * x);
+  }
+  return 0.5f * (1.0f + std::erf(x * kInvSqrt2)) +
+         x * kInvSqrt2Pi * std::exp(-0.5f * x * x);
+}
+
+// Rows of a tensor whose last dimension is the reduced one.
+struct Rows {
+  int64_t count, width;
+};
+Rows rowsOf(const Tensor &t) {
+  int64_t width = t.rank() ? t.dim(-1) : 1;
+  return {width ? t.numel() / width : 0, width};
+}
+
+// Sums per-chunk partial vectors in chunk order (deterministic).
+std::vector<double> reduceRows(
+    int64_t rows, int64_t width,
+    const std::function<void(int64_t, int64_t, double *)> &accumulate) {
+  constexpr int64_t kChunk = 64;
+  int64_t chunks = (rows + kChunk - 1) / kChunk;
+  std::vector<double> partial(chunks * width, 0.0);
+  parallelFor(chunks, 1, [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c)
+      accumulate(c * kChunk, std::min(rows, (c + 1) * kChunk),
+                 partial.data() + c * width);
+  });
+  std::vector<double> total(width, 0.0);
+  for (int64_t c = 0; c < chunks; ++c)
+    for (int64_t j = 0; j < width; ++j)
+      total[j] += partial[c * width + j];
+  return total;
+}
+
+// Rotary frequencies, computed as Hugging Face computes them (float32), so
+// the interpreter agrees with transformers to rounding.
+std::vector<float> ropeFrequencies(graph::RopeOp op, int64_t headDim) {
+  int64_t half = headDim / 2;
+  float theta = static_cast<float>(op.getTheta().convertToDouble());
+  std::vector<float> inv(half);
+  for (int64_t i = 0; i < half; ++i)
+    inv[i] = 1.0f / std::pow(theta, static_cast<float>(2 * i) /
+                                        static_cast<float>(headDim));
+  if (op.getScaling() == "llama3") {
+    double factor = op.getFactor()->convertToDouble();
+    double low = op.getLowFreqFactor()->convertToDouble();
+    double high = op.getHighFreqFactor()->convertToDouble();
+    double oldLen = static_cast<double>(*op.getOriginalMaxPosition());
+    double lowWavelen = oldLen / low, highWavelen = oldLen / high;
+    for (int64_t i = 0; i < half; ++i) {
+      double f = inv[i];
+      double wavelen = 2 * M_PI / f;
+      double scaled = wavelen > lowWavelen ? f / factor : f;
+      if (!(wavelen < highWavelen) && !(wavelen > lowWavelen)) {
+        double smooth = (oldLen / wavelen - low) / (high - low);
+        scaled = (1 - smooth) * scaled / factor + smooth * scaled;
+      }
+      inv[i] = static_cast<float>(scaled);
+    }
+  }
+  return inv;
+}
+
+// Maps each of the B·S flattened tokens to its document index.
+llvm::Expected<std::vector<int64_t>> documentIds(Operation *op,
+                                                 const Tensor &cu,
+                                                 int64_t tokens) {
+  std::vector<int64_t> ids(tokens);
+  int64_t n = cu.numel();
+  if (n < 2 || cu.i()[0] != 0 || cu.i()[n - 1] != tokens)
+    return errorAt(op, "cu_seqlens must start at 0 and end at B*S = " +
+                           llvm::Twine(tokens));
+  for (int64_t d = 0; d + 1 < n; ++d) {
+    int64_t lo = cu.i()[d], hi = cu.i()[d + 1];
+    if (hi < lo || hi > tokens)
+      return errorAt(op, "cu_seqlens must be non-decreasing");
+    for (int64_t t = lo; t < hi; ++t)
+      ids[t] = d;
+  }
+  return ids;
+}
+
+class Frame : public ExecContext {
+public:
+  Frame(VariableStore &vars) : vars_(vars) {}
+  const Tensor &operand(Operation *op, unsigned index) override {
+    return values_.find(op->getOperand(index))->second;
+  }
+  void setResult(Operation *op, unsigned index, Tensor value) override {
+    value.roundToType();
+    values_[op->getResult(index)] = std::move(value);
+  }
+  VariableStore &variables() override { return vars_; }
+  llvm::DenseMap<Value, Tensor> values_;
+
+private:
+  VariableStore &vars_;
+};
+
+// A fresh float tensor of `result`'s type.
+Tensor like(Value result) {
+  auto type = cast<RankedTensorType>(result.getType());
+  return Tensor(cantFail(dtypeOf(type.getElementType())), shapeOf(type));
+}
+
+//===----------------------------------------------------------------------===//
+// Forward ops
+//===----------------------------------------------------------------------===//
+
+llvm::Error embedding(graph::EmbeddingOp op, Frame &f) {
+  const Tensor &table = f.operand(op, 0), &ids = f.operand(op, 1);
+  int64_t vocab = table.dim(0), width = table.dim(1);
+  Tensor out = like(op.getResult());
+  for (int64_t t = 0; t < ids.numel(); ++t) {
+    int64_t id = ids.i()[t];
+    if (id < 0 || id >= vocab)
+      return errorAt(op, "token id " + llvm::Twine(id) + " at position " +
+                             llvm::Twine(t) + " is outside the vocabulary [0, " +
+                             llvm::Twine(vocab) + ")");
+    std::copy_n(table.f() + id * width, width, out.f() + t * width);
+  }
+  f.setResult(op, 0, std::move(out));
+  return llvm::Error::success();
+}
+
+llvm::Error linear(graph::LinearOp op, Frame &f) {
+  const Tensor &x = f.operand(op, 0), &w = f.operand(op, 1);
+  int64_t n = w.dim(0), k = w.dim(1), m = k ? x.numel() / k : 0;
+  Tensor out = like(op.getResult());
+  gemm(m, n, k, x.f(), false, w.f(), true, out.f(), 1.0f, false);
+  if (op.getBias()) {
+    const Tensor &b = f.operand(op, 2);
+    parallelFor(m, 256, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r)
+        for (int64_t j = 0; j < n; ++j)
+          out.f()[r * n + j] += b.f()[j];
+    });
+  }
+  f.setResult(op, 0, std::move(out));
+  return llvm::Error::success();
+}
+
+llvm::Error matmul(Operation *op, Frame &f, bool ta, bool tb, float alpha) {
+  const Tensor &a = f.operand(op, 0), &b = f.operand(op, 1);
+  int64_t m = ta ? a.dim(1) : a.dim(0), k = ta ? a.dim(0) : a.dim(1);
+  int64_t n = tb ? b.dim(0) : b.dim(1);
+  Tensor out = like(op->getResult(0));
+  gemm(m, n, k, a.f(), ta, b.f(), tb, out.f(), alpha, false);
+  f.setResult(op, 0, std::move(out));
+  return llvm::Error::success();
+}
+
+llvm::Error rmsNorm(graph::RMSNormOp op, Frame &f) {
+  const Tensor &x = f.operand(op, 0), &w = f.operand(op, 1);
+  float eps = static_cast<float>(op.getEps().convertToDouble());
+  Rows rows = rowsOf(x);
+  Tensor out = like(op.getResult());
+  parallelFor(rows.count, 64, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const float *xr = x.f() + r * rows.width;
+      float *yr = out.f() + r * rows.width;
+      double ss = 0;
+      for (int64_t j = 0; j < rows.width; ++j)
+        ss += double(xr[j]) * xr[j];
+      float rstd = 1.0f / std::sqrt(float(ss / rows.width) + eps);
+      for (int64_t j = 0; j < rows.width; ++j)
+        yr[j] = w.f()[j] * (xr[j] * rstd);
+    }
+  });
+  f.setResult(op, 0, std::move(out));
+  return llvm::Error::success();
+}
+
+struct MeanRstd {
+  float mean, rstd;
+};
+MeanRstd layerNormStats(const float *xr, int64_t width, float eps) {
+  double sum = 0;
+  for (int64_t j = 0; j < width; ++j)
+    sum += xr[j];
+  double mean = sum / width, var = 0;
+  for (int64_t j = 0; j < width; ++j)
+    var += (xr[j] - mean) * (xr[j] - mean);
+  return {float(mean), 1.0f / std::sqrt(float(var / width) + eps)};
+}
+
+llvm::Error layerNorm(graph::LayerNormOp op, Frame &f) {
+  const Tensor &x = f.operand(op, 0), &w = f.operand(op, 1),
+               &b = f.operand(op, 2);
+  float eps = static_cast<float>(op.getEps().convertToDouble());
+  Rows rows = rowsOf(x);
+  Tensor out = like(op.getResult());
+  parallelFor(rows.count, 64, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const float *xr = x.f() + r * rows.width;
+      float *yr = out.f() + r * rows.width;
+      MeanRstd s = layerNormStats(xr, rows.width, eps);
+      for (int64_t j = 0; j < rows.width; ++j)
+        yr[j] = (xr[j] - s.mean) * s.rstd * w.f()[j] + b.f()[j];
+    }
+  });
+  f.setResult(op, 0, std::move(out));
+  return llvm::Error::success();
+}
+
+llvm::Error rope(graph::RopeOp op, Frame &f) {
+  const Tensor &x = f.operand(op, 0), &pos = f.operand(op, 1);
+  int64_t tokens = x.dim(0) * x.dim(1), heads = x.dim(2), dh = x.dim(3);
+  int64_t half = dh / 2;
+  std::vector<float> inv = ropeFrequencies(op, dh);
+  float sign = op.getInverse() ? -1.0f : 1.0f;
+  Tensor out = like(op.getResult());
+  parallelFor(tokens, 16, [&](int64_t t0, int64_t t1) {
+    std::vector<float> c(half), s(half);
+    for (int64_t t = t0; t < t1; ++t) {
+      float p = static_cast<float>(pos.i()[t]);
+      for (int64_t i = 0; i < half; ++i) {
+        float angle = p * inv[i];
+        c[i] = std::cos(angle);
+        s[i] = sign * std::sin(angle);
+      }
+      for (int64_t h = 0; h < heads; ++h) {
+        const float *xr = x.f() + (t * heads + h) * dh;
+        float *yr = out.f() + (t * heads + h) * dh;
+        for (int64_t i = 0; i < half; ++i) {
+          float a = xr[i], b = xr[i + half];
+          yr[i] = a * c[i] - b * s[i];
+          yr[i + half] = b * c[i] + a * s[i];
+        }
+      }
+    }
+  });
+  f.setResult(op, 0, std::move(out));
+  return llvm::Error::success();
+}
+
+llvm::Expected<AttentionShape> attentionShape(Operation *op, const Tensor &q,
+                                              const Tensor &k, bool causal,
+                                              double scale) {
+  AttentionShape s{q.dim(0), q.dim(1), q.dim(2), k.dim(2),
+                   q.dim(3), causal,   static_cast<float>(scale)};
+  if (s.kvHeads == 0 || s.qHeads % s.kvHeads)
+    return errorAt(op, "kv heads must divide query heads");
+  return s;
+}
+
+llvm::Error attention(graph::AttentionOp op, Frame &f) {
+  const Tensor &q = f.operand(op, 0), &k = f.operand(op, 1),
+               &v = f.operand(op, 2);
+  auto shape = attentionShape(op, q, k, op.getCausal(),
+                              op.getScale().convertToDouble());
+  if (!shape)
+    return shape.takeError();
+  std::vector<int64_t> docs;
+  if (op.getCuSeqlens()) {
+    auto ids = documentIds(op, f.operand(op, 3), q.dim(0) * q.dim(1));
+    if (!ids)
+      return ids.takeError();
+    docs = std::move(*ids);
+  }
+  Tensor out = like(op.getResult()), lse = like(op.getLse());
+  attentionForward(*shape, q.f(), k.f(), v.f(), docs.empty() ? nullptr : docs.data(),
+                   out.f(), lse.f());
+  f.setResult(op, 0, std::move(out));
+  f.setResult(op, 1, std::move(lse));
+  return llvm::Error::success();
+}
+
+template <typename Fn>
+llvm::Error elementwise(Operation *op, Frame &f, Fn fn) {
+  Tensor out = like(op->getResult(0));
+  unsigned arity = op->getNumOperands();
+  const float *a = f.operand(op, 0).f();
+  const float *b = arity > 1 ? f.operand(op, 1).f() : nullptr;
+  parallelFor(out.numel(), 1 << 14, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i)
+      out.f()[i] = fn(a[i], b ? b[i] : 0.0f);
+  });
+  f.setResult(op, 0, std::move(out));
+  return llvm::Error::success();
+}
+
+llvm::Error crossEntropy(graph::CrossEntropyOp op, Frame &f) {
+  const Tensor &logits = f.operand(op, 0), &labels = f.operand(op, 1),
+               &mask = f.operand(op, 2);
+  Rows rows = rowsOf(logits);
+  std::vector<double> nll(rows.count, 0.0);
+  for (int64_t r = 0; r < rows.count; ++r) {
+    if (mask.f()[r] == 0.0f)
+      continue;
+    int64_t label = labels.i()[r];
+    if (label < 0 || label >= rows.width)
+      return errorAt(op, "label " + llvm::Twine(label) + " at position " +
+                             llvm::Twine(r) + " is outside [0, " +
+                             llvm::Twine(rows.width) +
+                             ") where loss_mask is non-zero");
+  }
+  parallelFor(rows.count, 16, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      if (mask.f()[r] == 0.0f)
+        continue;
+      const float *z = logits.f() + r * rows.width;
+      float mx = *std::max_element(z, z + rows.width);
+      double sum = 0;
+      for (int64_t j = 0; j < rows.width; ++j)
+        sum += std::exp(double(z[j]) - mx);
+      nll[r] = (mx + std::log(sum) - z[labels.i()[r]]) * mask.f()[r];
+    }
+  });
+  double total = 0, count = 0;
+  for (int64_t r = 0; r < rows.count; ++r) {
+    total += nll[r];
+    count += mask.f()[r];
+  }
+  f.setResult(op, 0, Tensor::scalar(float(total / std::max(count, 1.0))));
+  return llvm::Error::success();
+}
+
+//===----------------------------------------------------------------------===//
+// Backward ops
+//===----------------------------------------------------------------------===//
+
+llvm::Error embeddingGrad(graph::EmbeddingGradOp op, Frame &f) {
+  const Tensor &dy = f.operand(op, 0), &ids = f.operand(op, 1);
+  Tensor out = like(op.getResult());
+  int64_t vocab = out.dim(0), width = out.dim(1);
+  // Columns in parallel: each thread owns a slice of every row, so the
+  // scatter needs no atomics and sums tokens in order.
+  parallelFor(width, 16, [&](int64_t c0, int64_t c1) {
+    for (int64_t t = 0; t < ids.numel(); ++t) {
+      int64_t id = ids.i()[t];
+      if (id < 0 || id >= vocab)
+        continue;
+      for (int64_t c = c0; c < c1; ++c)
+        out.f()[id * width + c] += dy.f()[t * width + c];
+    }
+  });
+  f.setResult(op, 0, std::move(out));
+  return llvm::Error::success();
+}
+
+llvm::Error rmsNormGrad(graph::RMSNormGradOp op, Frame &f) {
+  const Tensor &dy = f.operand(op, 0), &x = f.operand(op, 1),
+               &w = f.operand(op, 2);
+  float eps = static_cast<float>(op.getEps().convertToDouble());
+  Rows rows = rowsOf(x);
+  int64_t D = rows.width;
+  Tensor dx = like(op.getInputGrad()), dw = like(op.getWeightGrad());
+  std::vector<double> dwSum = reduceRows(
+      rows.count, D, [&](int64_t r0, int64_t r1, double *acc) {
+        for (int64_t r = r0; r < r1; ++r) {
+          const float *xr = x.f() + r * D, *gr = dy.f() + r * D;
+          double ss = 0, dot = 0;
+          for (int64_t j = 0; j < D; ++j)
+            ss += double(xr[j]) * xr[j];
+          float rstd = 1.0f / std::sqrt(float(ss / D) + eps);
+          for (int64_t j = 0; j < D; ++j) {
+            dot += double(gr[j]) * w.f()[j] * xr[j];
+            acc[j] += double(gr[j]) * xr[j] * rstd;
+          }
+          float coef = float(dot / D) * rstd * rstd * rstd;
+          float *dr = dx.f() + r * D;
+          for (int64_t j = 0; j < D; ++j)
+            dr[j] = rstd * gr[j] * w.f()[j] - coef * xr[j];
+        }
+      });
+  for (int64_t j = 0; j < D; ++j)
+    dw.f()[j] = float(dwSum[j]);
+  f.setResult(op, 0, std::move(dx));
+  f.setResult(op, 1, std::move(dw));
+  return llvm::Error::success();
+}
+
+llvm::Error layerNormGrad(graph::LayerNormGradOp op, Frame &f) {
+  const Tensor &dy = f.operand(op, 0), &x = f.operand(op, 1),
+               &w = f.operand(op, 2);
+  float eps = static_cast<float>(op.getEps().convertToDouble());
+  Rows rows = rowsOf(x);
+  int64_t D = rows.width;
+  Tensor dx = like(op.getInputGrad()), dw = like(op.getWeightGrad()),
+         db = like(op.getBiasGrad());
+  // Partials hold dw in [0, D) and db in [D, 2D).
+  std::vector<double> sums = reduceRows(
+      rows.count, 2 * D, [&](int64_t r0, int64_t r1, double *acc) {
+        std::vector<float> xhat(D);
+        for (int64_t r = r0; r < r1; ++r) {
+          const float *xr = x.f() + r * D, *gr = dy.f() + r * D;
+          MeanRstd s = layerNormStats(xr, D, eps);
+          double meanG = 0, meanGX = 0;
+          for (int64_t j = 0; j < D; ++j) {
+            xhat[j] = (xr[j] - s.mean) * s.rstd;
+            double g = double(gr[j]) * w.f()[j];
+            meanG += g;
+            meanGX += g * xhat[j];
+            acc[j] += double(gr[j]) * xhat[j];
+            acc[D + j] += gr[j];
+          }
+          meanG /= D;
+          meanGX /= D;
+          float *dr = dx.f() + r * D;
+          for (int64_t j = 0; j < D; ++j)
+            dr[j] = s.rstd * (gr[j] * w.f()[j] - float(meanG) -
+                              xhat[j] * float(meanGX));
+        }
+      });
+  for (int64_t j = 0; j < D; ++j) {
+    dw.f()[j] = float(sums[j]);
+    db.f()[j] = float(sums[D + j]);
+  }
+  f.setResult(op, 0, std::move(dx));
+  f.setResult(op, 1, std::move(dw));
+  f.setResult(op, 2, std::move(db));
+  return llvm::Error::success();
+}
+
+llvm::Error attentionGrad(graph::AttentionGradOp op, Frame &f) {
+  const Tensor &dout = f.operand(op, 0), &q = f.operand(op, 1),
+               &k = f.operand(op, 2), &v = f.operand(op, 3),
+               &out = f.operand(op, 4), &lse = f.operand(op, 5);
+  auto shape = attentionShape(op, q, k, op.getCausal(),
+                              op.getScale().convertToDouble());
+  if (!shape)
+    return shape.takeError();
+  std::vector<int64_t> docs;
+  if (op.getCuSeqlens()) {
+    auto ids = documentIds(op, f.operand(op, 6), q.dim(0) * q.dim(1));
+    if (!ids)
+      return ids.takeError();
+    docs = std::move(*ids);
+  }
+  Tensor dq = like(op.getQGrad()), dk = like(op.getKGrad()),
+         dv = like(op.getVGrad());
+  attentionBackward(*shape, dout.f(), q.f(), k.f(), v.f(), out.f(), lse.f(),
+                    docs.empty() ? nullptr : docs.data(), dq.f(), dk.f(),
+                    dv.f());
+  f.setResult(op, 0, std::move(dq));
+  f.setResult(op, 1, std::move(dk));
+  f.setResult(op, 2, std::move(dv));
+  return llvm::Error::success();
+}
+
+llvm::Error swigluGrad(graph::SwigluGradOp op, Frame &f) {
+  const Tensor &dy = f.operand(op, 0), &g = f.operand(op, 1),
+               &u = f.operand(op, 2);
+  Tensor dg = like(op.getGateGrad()), du = like(op.getUpGrad());
+  parallelFor(dy.numel(), 1 << 14, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      float x = g.f()[i], s = sigmoid(x);
+      dg.f()[i] = dy.f()[i] * u.f()[i] * s * (1.0f + x * (1.0f - s));
+      du.f()[i] = dy.f()[i] * x * s;
+    }
+  });
+  f.setResult(op, 0, std::move(dg));
+  f.setResult(op, 1, std::move(du));
+  return llvm::Error::success();
+}
+
+llvm::Error crossEntropyGrad(graph::CrossEntropyGradOp op, Frame &f) {
+  float dloss = f.operand(op, 0).item();
+  const Tensor &logits = f.operand(op, 1), &labels = f.operand(op, 2),
+               &mask = f.operand(op, 3);
+  Rows rows = rowsOf(logits);
+  double count = 0;
+  for (int64_t r = 0; r < rows.count; ++r)
+    count += mask.f()[r];
+  float norm = dloss / float(std::max(count, 1.0));
+  Tensor out = like(op.getResult());
+  parallelFor(rows.count, 16, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      float m = mask.f()[r];
+      float *dr = out.f() + r * rows.width;
+      if (m == 0.0f)
+        continue; // already zero
+      const float *z = logits.f() + r * rows.width;
+      float mx = *std::max_element(z, z + rows.width);
+      double sum = 0;
+      for (int64_t j = 0; j < rows.width; ++j)
+        sum += std::exp(double(z[j]) - mx);
+      float lse = mx + float(std::log(sum));
+      float scale = norm * m;
+      for (int64_t j = 0; j < rows.width; ++j)
+        dr[j] = scale * std::exp(z[j] - lse);
+      int64_t label = labels.i()[r];
+      if (label >= 0 && label < rows.width)
+        dr[label] -= scale;
+    }
+  });
+  f.setResult(op, 0, std::move(out));
+  return llvm::Error::success();
+}
+
+llvm::Error biasGrad(graph::BiasGradOp op, Frame &f) {
+  const Tensor &dy = f.operand(op, 0);
+  Rows rows = rowsOf(dy);
+  std::vector<double> sums = reduceRows(
+      rows.count, rows.width, [&](int64_t r0, int64_t r1, double *acc) {
+        for (int64_t r = r0; r < r1; ++r)
+          for (int64_t j = 0; j < rows.width; ++j)
+            acc[j] += dy.f()[r * rows.width + j];
+      });
+  Tensor out = like(op.getResult());
+  for (int64_t j = 0; j < rows.width; ++j)
+    out.f()[j] = float(sums[j]);
+  f.setResult(op, 0, std::move(out));
+  return llvm::Error::success();
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizer ops
+//===----------------------------------------------------------------------===//
+
+llvm::Error lrSchedule(graph::LrScheduleOp op, Frame &f) {
+  double step = double(f.operand(op, 0).intItem());
+  double lr = op.getLr().convertToDouble();
+  double warmup = double(op.getWarmupStepsAttr().getInt());
+  double total = double(op.getTotalStepsAttr().getInt());
+  double ratio = op.getMinLrRatio().convertToDouble();
+  double value;
+  if (warmup > 0 && step <= warmup) {
+    value = lr * step / warmup;
+  } else {
+    double progress =
+        std::clamp((step - warmup) / std::max(1.0, total - warmup), 0.0, 1.0);
+    value = lr * (ratio + (1 - ratio) * 0.5 * (1 + std::cos(M_PI * progress)));
+  }
+  f.setResult(op, 0, Tensor::scalar(float(value)));
+  return llvm::Error::success();
+}
+
+llvm::Error globalNorm(graph::GlobalNormOp op, Frame &f) {
+  double total = 0;
+  for (unsigned i = 0; i < op->getNumOperands(); ++i) {
+    const Tensor &g = f.operand(op, i);
+    constexpr int64_t kChunk = 1 << 14;
+    int64_t chunks = (g.numel() + kChunk - 1) / kChunk;
+    std::vector<double> partial(chunks, 0.0);
+    parallelFor(chunks, 1, [&](int64_t c0, int64_t c1) {
+      for (int64_t c = c0; c < c1; ++c) {
+        double s = 0;
+        for (int64_t j = c * kChunk; j < std::min(g.numel(), (c + 1) * kChunk);
+             ++j)
+          s += double(g.f()[j]) * g.f()[j];
+        partial[c] = s;
+      }
+    });
+    for (double p : partial)
+      total += p;
+  }
+  double scale = op.getScale().convertToDouble();
+  f.setResult(op, 0, Tensor::scalar(float(scale * std::sqrt(total))));
+  return llvm::Error::success();
+}
+
+llvm::Error clipScale(graph::ClipScaleOp op, Frame &f) {
+  double norm = f.operand(op, 0).item();
+  double maxNorm = op.getMaxNorm().convertToDouble();
+  double coef = 1.0;
+  if (maxNorm > 0)
+    coef = std::min(1.0, maxNorm / (norm + 1e-6));
+  f.setResult(op, 0,
+              Tensor::scalar(float(op.getScale().convertToDouble() * coef)));
+  return llvm::Error::success();
+}
+
+llvm::Error adamwUpdate(graph::AdamWUpdateOp op, Frame &f) {
+  const Tensor &p = f.operand(op, 0), &g = f.operand(op, 1),
+               &m = f.operand(op, 2), &v = f.operand(op, 3);
+  float lr = f.operand(op, 4).item();
+  int64_t step = f.operand(op, 5).intItem();
+  float gscale = f.operand(op, 6).item();
+  if (step < 1)
+    return errorAt(op, "step must be at least 1 (the counter is incremented "
+                       "before the update); got " +
+                           llvm::Twine(step));
+  double b1 = op.getBeta1().convertToDouble(), b2 = op.getBeta2().convertToDouble();
+  float beta1 = float(b1), beta2 = float(b2);
+  float eps = float(op.getEps().convertToDouble());
+  float decay = 1.0f - lr * float(op.getWeightDecay().convertToDouble());
+  float stepSize = lr / float(1.0 - std::pow(b1, double(step)));
+  float bc2Sqrt = float(std::sqrt(1.0 - std::pow(b2, double(step))));
+  Tensor np = like(op.getNewParam()), nm = like(op.getNewExpAvg()),
+         nv = like(op.getNewExpAvgSq());
+  parallelFor(p.numel(), 1 << 14, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      float gi = g.f()[i] * gscale;
+      float mi = beta1 * m.f()[i] + (1.0f - beta1) * gi;
+      float vi = beta2 * v.f()[i] + (1.0f - beta2) * gi * gi;
+      float denom = std::sqrt(vi) / bc2Sqrt + eps;
+      np.f()[i] = p.f()[i] * decay - stepSize * mi / denom;
+      nm.f()[i] = mi;
+      nv.f()[i] = vi;
+    }
+  });
+  f.setResult(op, 0, std::move(np));
+  f.setResult(op, 1, std::move(nm));
+  f.setResult(op, 2, std::move(nv));
+  return llvm::Error::success();
+}
+
+//===----------------------------------------------------------------------===//
+// fp8 and kernel ops
+//===----------------------------------------------------------------------===//
+
+float amaxOf(const Tensor &t) {
+  float m = 0.0f;
+  for (int64_t i = 0; i < t.numel(); ++i)
+    m = std::max(m, std::fabs(t.f()[i]));
+  return m;
+}
+
+llvm::Error quantize(fp8::QuantizeOp op, Frame &f) {
+  const Tensor &x = f.operand(op, 0);
+  float scale = f.operand(op, 1).item();
+  Tensor q = like(op.getResult());
+  // setResult rounds to the FP8 type with satfinite.
+  for (int64_t i = 0; i < x.numel(); ++i)
+    q.f()[i] = x.f()[i] * scale;
+  f.setResult(op, 0, std::move(q));
+  f.setResult(op, 1, Tensor::scalar(amaxOf(x)));
+  return llvm::Error::success();
+}
+
+llvm::Error dequantize(fp8::DequantizeOp op, Frame &f) {
+  const Tensor &q = f.operand(op, 0);
+  float scale = f.operand(op, 1).item();
+  Tensor x = like(op.getResult());
+  for (int64_t i = 0; i < q.numel(); ++i)
+    x.f()[i] = q.f()[i] / scale;
+  f.setResult(op, 0, std::move(x));
+  return llvm::Error::success();
+}
+
+llvm::Error kernelGemm(kernel::GemmOp op, Frame &f) {
+  float alpha = 1.0f;
+  if (op.getAScale())
+    alpha = 1.0f / (f.operand(op, 2).item() * f.operand(op, 3).item());
+  return matmul(op, f, op.getTransposeA(), op.getTransposeB(), alpha);
+}
+
+llvm::Error kernelCopy(kernel::CopyOp op, Frame &f) {
+  const Tensor &x = f.operand(op, 0);
+  if (!op.getTranspose()) {
+    f.setResult(op, 0, x);
+    return llvm::Error::success();
+  }
+  Tensor out = like(op.getResult());
+  int64_t rows = x.dim(0), cols = x.dim(1);
+  if (isFloat(x.dtype())) {
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c)
+        out.f()[c * rows + r] = x.f()[r * cols + c];
+  } else {
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c)
+        out.i()[c * rows + r] = x.i()[r * cols + c];
+  }
+  f.setResult(op, 0, std::move(out));
+  return llvm::Error::success();
+}
+
+llvm::Error fill(graph::FillOp op, Frame &f) {
+  Tensor out = like(op.getResult());
+  double value = op.getValue().convertToDouble();
+  if (isFloat(out.dtype()))
+    std::fill(out.f(), out.f() + out.numel(), float(value));
+  else
+    std::fill(out.i(), out.i() + out.numel(), int64_t(value));
+  f.setResult(op, 0, std::move(out));
+  return llvm::Error::success();
+}
+
+llvm::Error execute(Operation *op, Frame &f) {
+  using llvm::Error;
+  return llvm::TypeSwitch<Operation *, Error>(op)
+      .Case([&](graph::LoadOp load) -> Error {
+        std::string name = load.getVariable().str();
+        if (!f.variables().has(name))
+          return errorAt(op, "variable '" + name +
+                                 "' is not in the variable store; initialise "
+                                 "the store from this module first");
+        const Tensor &value = f.variables().get(name);
+        if (value.shape() != shapeOf(load.getType()))
+          return errorAt(op, "variable '" + name + "' holds shape " +
+                                 shapeString(value.shape()) +
+                                 ", the IR expects " +
+                                 shapeString(shapeOf(load.getType())));
+        f.setResult(op, 0, value);
+        return Error::success();
+      })
+      .Case([&](graph::StoreOp store) -> Error {
+        f.variables().set(store.getVariable().str(), f.operand(op, 0));
+        return Error::success();
+      })
+      .Case([&](graph::EmbeddingOp o) { return embedding(o, f); })
+      .Case([&](graph::LinearOp o) { return linear(o, f); })
+      .Case([&](graph::MatmulOp o) {
+        return matmul(o, f, o.getTransposeA(), o.getTransposeB(), 1.0f);
+      })
+      .Case([&](graph::RMSNormOp o) { return rmsNorm(o, f); })
+      .Case([&](graph::LayerNormOp o) { return layerNorm(o, f); })
+      .Case([&](graph::RopeOp o) { return rope(o, f); })
+      .Case([&](graph::AttentionOp o) { return attention(o, f); })
+      .Case<graph::ReshapeOp, graph::SaveOp>([&](Operation *o) -> Error {
+        f.setResult(o, 0, f.operand(o, 0).reshaped(shapeOf(o->getResult(0).getType())));
+        return Error::success();
+      })
+      .Case([&](graph::CastOp o) -> Error {
+        Tensor out = f.operand(o, 0).clone();
+        Tensor typed = like(o.getResult());
+        std::copy_n(out.f(), out.numel(), typed.f());
+        f.setResult(o, 0, std::move(typed));
+        return Error::success();
+      })
+      .Case([&](graph::SiluOp o) {
+        return elementwise(o, f, [](float x, float) { return x * sigmoid(x); });
+      })
+      .Case([&](graph::GeluOp o) {
+        bool t = o.getApproximate() == "tanh";
+        return elementwise(o, f, [t](float x, float) { return gelu(x, t); });
+      })
+      .Case([&](graph::AddOp o) {
+        return elementwise(o, f, [](float a, float b) { return a + b; });
+      })
+      .Case([&](graph::MulOp o) {
+        return elementwise(o, f, [](float a, float b) { return a * b; });
+      })
+      .Case([&](graph::SwigluOp o) {
+        return elementwise(
+            o, f, [](float g, float u) { return g * sigmoid(g) * u; });
+      })
+      .Case([&](graph::CrossEntropyOp o) { return crossEntropy(o, f); })
+      .Case([&](graph::FillOp o) { return fill(o, f); })
+      .Case([&](graph::EmbeddingGradOp o) { return embeddingGrad(o, f); })
+      .Case([&](graph::RMSNormGradOp o) { return rmsNormGrad(o, f); })
+      .Case([&](graph::LayerNormGradOp o) { return layerNormGrad(o, f); })
+      .Case([&](graph::AttentionGradOp o) { return attentionGrad(o, f); })
+      .Case([&](graph::SiluGradOp o) {
+        return elementwise(o, f, [](float dy, float x) {
+          float s = sigmoid(x);
+          return dy * s * (1.0f + x * (1.0f - s));
+        });
+      })
+      .Case([&](graph::GeluGradOp o) {
+        bool t = o.getApproximate() == "tanh";
+        return elementwise(
+            o, f, [t](float dy, float x) { return dy * geluGrad(x, t); });
+      })
+      .Case([&](graph::SwigluGradOp o) { return swigluGrad(o, f); })
+      .Case([&](graph::CrossEntropyGradOp o) { return crossEntropyGrad(o, f); })
+      .Case([&](graph::BiasGradOp o) { return biasGrad(o, f); })
+      .Case([&](graph::IncrementOp o) -> Error {
+        Tensor out = like(o.getResult());
+        out.i()[0] = f.operand(o, 0).intItem() + 1;
+        f.setResult(o, 0, std::move(out));
+        return Error::success();
+      })
+      .Case([&](graph::LrScheduleOp o) { return lrSchedule(o, f); })
+      .Case([&](graph::GlobalNormOp o) { return globalNorm(o, f); })
+      .Case([&](graph::ClipScaleOp o) { return clipScale(o, f); })
+      .Case([&](graph::AdamWUpdateOp o) { return adamwUpdate(o, f); })
+      .Case([&](fp8::QuantizeOp o) { return quantize(o, f); })
+      .Case([&](fp8::DequantizeOp o) { return dequantize(o, f); })
+      .Case([&](fp8::AmaxOp o) -> Error {
+        f.setResult(o, 0, Tensor::scalar(amaxOf(f.operand(o, 0))));
+        return Error::success();
+      })
+      .Case([&](kernel::GemmOp o) { return kernelGemm(o, f); })
+      .Case([&](kernel::CopyOp o) { return kernelCopy(o, f); })
+      .Default([&](Operation *o) -> Error {
+        OpHandler handler;
+        {
+          std::lock_guard<std::mutex> lock(registryMutex());
+          auto it = handlerRegistry().find(o->getName().getStringRef());
+          if (it != handlerRegistry().end())
+            handler = it->second;
+        }
+        if (handler)
+          return handler(o, f);
+        return errorAt(o, "the interpreter has no implementation of this op");
+      });
+}
+
+} // namespace
+
+llvm::Expected<DType> dtypeOf(Type type) {
+  if (type.isF32())
+    return DType::F32;
+  if (type.isBF16())
+    return DType::BF16;
+  if (type.isF16())
+    return DType::F16;
+  if (isa<Float8E4M3FNType>(type))
+    return DType::E4M3FN;
+  if (isa<Float8E5M2Type>(type))
+    return DType::E5M2;
+  if (type.isInteger(32))
+    return DType::I32;
+  if (type.isInteger(64))
+    return DType::I64;
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "the interpreter cannot hold element type " << type;
+  return llvm::make_error<llvm::StringError>(text,
+                                             llvm::inconvertibleErrorCode());
+}
+
+void registerOpHandler(llvm::StringRef opName, OpHandler handler) {
+  std::lock_guard<std::mutex> lock(registryMutex());
+  handlerRegistry()[opName] = std::move(handler);
+}
+
+void VariableStore::initialize(ModuleOp module, uint64_t seed) {
+  module.walk([&](graph::VariableOp var) {
+    std::string name = var.getSymName().str();
+    if (has(name))
+      return;
+    auto type = var.getTensorType();
+    DType dtype = cantFail(dtypeOf(type.getElementType()));
+    Tensor t(dtype, shapeOf(type));
+    llvm::StringRef init = var.getInit();
+    if (!isFloat(dtype)) {
+      if (init == "ones")
+        std::fill(t.i(), t.i() + t.numel(), 1);
+    } else if (init == "ones") {
+      std::fill(t.f(), t.f() + t.numel(), 1.0f);
+    } else if (init == "normal") {
+      double stdDev = var.getInitStd() ? var.getInitStd()->convertToDouble() : 0;
+      SplitMix rng{seed ^ hashName(name)};
+      for (int64_t i = 0; i < t.numel(); ++i) {
+        // Box-Muller; 1 - u keeps the logarithm finite.
+        double u1 = 1.0 - rng.uniform(), u2 = rng.uniform();
+        double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(2 * M_PI * u2);
+        t.f()[i] = float(z * stdDev);
+      }
+    }
+    t.roundToType();
+    set(name, std::move(t));
+  });
+}
+
+llvm::Expected<std::vector<Tensor>>
+Interpreter::run(llvm::StringRef name, const std::vector<Tensor> &args,
+                 VariableStore &variables) {
+  auto fail = [](const llvm::Twine &message) {
+    return llvm::make_error<llvm::StringError>(message,
+                                               llvm::inconvertibleErrorCode());
+  };
+  auto func = module_.lookupSymbol<func::FuncOp>(name);
+  if (!func || func.isExternal())
+    return fail("the module has no function @" + name);
+  auto type = func.getFunctionType();
+  if (type.getNumInputs() != args.size())
+    return fail("@" + name + " takes " + llvm::Twine(type.getNumInputs()) +
+                " arguments, got " + llvm::Twine(args.size()));
+  Frame frame(variables);
+  Block &body = func.getBody().front();
+  for (unsigned i = 0; i < args.size(); ++i) {
+    auto argType = cast<RankedTensorType>(type.getInput(i));
+    auto expected = dtypeOf(argType.getElementType());
+    if (!expected)
+      return expected.takeError();
+    bool shapeOk = args[i].rank() == argType.getRank();
+    for (int64_t d = 0; shapeOk && d < argType.getRank(); ++d)
+      shapeOk = argType.isDynamicDim(d) || argType.getDimSize(d) == args[i].dim(d);
+    if (!shapeOk || *expected != args[i].dtype())
+      return fail("argument #" + llvm::Twine(i) + " of @" + name +
+                  ": expected " + shapeString(shapeOf(argType)) + " " +
+                  dtypeName(*expected) + ", got " +
+                  shapeString(args[i].shape()) + " " +
+                  dtypeName(args[i].dtype()));
+    frame.values_[body.getArgument(i)] = args[i];
+  }
+  // Drop each value after its last use so peak memory follows liveness.
+  llvm::DenseMap<Operation *, llvm::SmallVector<Value>> dying;
+  {
+    llvm::DenseMap<Value, Operation *> last;
+    for (Operation &op : body)
+      for (Value v : op.getOperands())
+        last[v] = &op;
+    for (auto &[value, op] : last)
+      dying[op].push_back(value);
+  }
+  for (Operation &op : body) {
+    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      std::vector<Tensor> results;
+      for (Value v : ret.getOperands())
+        results.push_back(frame.values_.find(v)->second);
+      return results;
+    }
+    if (isa<graph::VariableOp>(op))
+      continue;
+    if (llvm::Error err = execute(&op, frame))
+      return std::move(err);
+    if (observer_)
+      observer_(&op, frame);
+    auto it = dying.find(&op);
+    if (it != dying.end())
+      for (Value v : it->second)
+        frame.values_.erase(v);
+  }
+  return fail("@" + name + " has no func.return");
+}
+
+} // namespace octet::interp

@@ -1,0 +1,89 @@
+#ifndef OCTET_COMPILER_INTERPRETER_INTERPRETER_H
+#define OCTET_COMPILER_INTERPRETER_INTERPRETER_H
+
+// The reference interpreter: executes func.func bodies of graph, fp8 and
+// kernel IR op by op on the CPU in float32, rounding every value to its
+// element type (BF16, F16, E4M3FN, E5M2) exactly as the GPU does. Module
+// variables live in a VariableStore that the caller owns, so parameters,
+// optimizer moments, FP8 scale state and counters persist across calls.
+
+#include "compiler/Interpreter/Tensor.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/Error.h"
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace octet::interp {
+
+class VariableStore {
+public:
+  // Creates every graph.variable of `module` that the store does not hold
+  // yet, initialised as its `init` attribute says (normal with init_std,
+  // zeros, ones). Normal draws are a pure function of (seed, name), so a
+  // store is reproducible across machines and variable orders.
+  void initialize(mlir::ModuleOp module, uint64_t seed);
+
+  bool has(const std::string &name) const { return vars_.count(name) != 0; }
+  const Tensor &get(const std::string &name) const { return vars_.at(name); }
+  void set(const std::string &name, Tensor value) {
+    vars_[name] = std::move(value);
+  }
+  const std::map<std::string, Tensor> &all() const { return vars_; }
+
+private:
+  std::map<std::string, Tensor> vars_;
+};
+
+// Converts an MLIR element type to the interpreter's; fails for types it
+// cannot hold.
+llvm::Expected<DType> dtypeOf(mlir::Type elementType);
+
+class Interpreter;
+
+// What an op handler sees: its operands' values, a place for its results,
+// and the variable store.
+class ExecContext {
+public:
+  virtual ~ExecContext() = default;
+  virtual const Tensor &operand(mlir::Operation *op, unsigned index) = 0;
+  // Stores a result after rounding it to the result's element type.
+  virtual void setResult(mlir::Operation *op, unsigned index, Tensor value) = 0;
+  virtual VariableStore &variables() = 0;
+};
+
+using OpHandler =
+    std::function<llvm::Error(mlir::Operation *op, ExecContext &ctx)>;
+
+// Lets other components (an fp8 op that this file does not know yet, say)
+// teach the interpreter an op by its name, e.g. "fp8.scale_update".
+void registerOpHandler(llvm::StringRef opName, OpHandler handler);
+
+// Called after each op runs, while its operands are still live, so tools can
+// watch what flows through (FP8 statistics).
+using OpObserver = std::function<void(mlir::Operation *op, ExecContext &ctx)>;
+
+class Interpreter {
+public:
+  explicit Interpreter(mlir::ModuleOp module) : module_(module) {}
+
+  void setOpObserver(OpObserver observer) { observer_ = std::move(observer); }
+
+  // Runs the function `name` with `args` and returns its results. Errors name
+  // the function, the argument or the op (with its location) and what was
+  // wrong.
+  llvm::Expected<std::vector<Tensor>> run(llvm::StringRef name,
+                                          const std::vector<Tensor> &args,
+                                          VariableStore &variables);
+
+private:
+  mlir::ModuleOp module_;
+  OpObserver observer_;
+};
+
+} // namespace octet::interp
+
+#endif

@@ -1,0 +1,118 @@
+#include "compiler/Interpreter/Tensor.h"
+
+#include <cassert>
+
+namespace octet::interp {
+
+const char *dtypeName(DType dtype) {
+  switch (dtype) {
+  case DType::F32:
+    return "f32";
+  case DType::BF16:
+    return "bf16";
+  case DType::F16:
+    return "f16";
+  case DType::E4M3FN:
+    return "f8E4M3FN";
+  case DType::E5M2:
+    return "f8E5M2";
+  case DType::I32:
+    return "i32";
+  case DType::I64:
+    return "i64";
+  }
+  return "?";
+}
+
+numerics::Format formatOf(DType dtype) {
+  switch (dtype) {
+  case DType::BF16:
+    return numerics::Format::BF16;
+  case DType::F16:
+    return numerics::Format::F16;
+  case DType::E4M3FN:
+    return numerics::Format::E4M3FN;
+  case DType::E5M2:
+    return numerics::Format::E5M2;
+  default:
+    return numerics::Format::F32;
+  }
+}
+
+std::string shapeString(const std::vector<int64_t> &shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i)
+      s += ", ";
+    s += std::to_string(shape[i]);
+  }
+  return s + "]";
+}
+
+static int64_t product(const std::vector<int64_t> &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+Tensor::Tensor(DType dtype, std::vector<int64_t> shape)
+    : dtype_(dtype), shape_(std::move(shape)) {
+  if (isFloat(dtype_))
+    floats_ = std::make_shared<std::vector<float>>(product(shape_), 0.0f);
+  else
+    ints_ = std::make_shared<std::vector<int64_t>>(product(shape_), 0);
+}
+
+Tensor Tensor::fromFloats(std::vector<int64_t> shape, std::vector<float> data,
+                          DType dtype) {
+  assert(int64_t(data.size()) == product(shape));
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  t.floats_ = std::make_shared<std::vector<float>>(std::move(data));
+  t.roundToType();
+  return t;
+}
+
+Tensor Tensor::fromInts(std::vector<int64_t> shape, std::vector<int64_t> data,
+                        DType dtype) {
+  assert(int64_t(data.size()) == product(shape));
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  t.ints_ = std::make_shared<std::vector<int64_t>>(std::move(data));
+  return t;
+}
+
+int64_t Tensor::numel() const { return product(shape_); }
+
+Tensor Tensor::reshaped(std::vector<int64_t> shape) const {
+  assert(product(shape) == numel());
+  Tensor t = *this;
+  t.shape_ = std::move(shape);
+  return t;
+}
+
+Tensor Tensor::clone() const {
+  Tensor t = *this;
+  if (floats_)
+    t.floats_ = std::make_shared<std::vector<float>>(*floats_);
+  if (ints_)
+    t.ints_ = std::make_shared<std::vector<int64_t>>(*ints_);
+  return t;
+}
+
+void Tensor::roundToType() {
+  if (!floats_ || dtype_ == DType::F32)
+    return;
+  numerics::Format format = formatOf(dtype_);
+  numerics::Overflow overflow =
+      (dtype_ == DType::E4M3FN || dtype_ == DType::E5M2)
+          ? numerics::Overflow::SatFinite
+          : numerics::Overflow::Ieee;
+  for (float &x : *floats_)
+    x = numerics::roundTo(format, x, overflow);
+}
+
+} // namespace octet::interp

@@ -1,0 +1,55 @@
+#ifndef OCTET_TESTS_UNIT_INTERPRETER_GRADCHECK_H
+#define OCTET_TESTS_UNIT_INTERPRETER_GRADCHECK_H
+
+// Shared by the gradient checks: parse a forward module, run the training
+// pipeline on it, and compare the interpreter's gradients with central
+// finite differences of @forward.
+
+#include "compiler/Interpreter/Interpreter.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/OwningOpRef.h"
+
+#include <string>
+#include <vector>
+
+namespace octet::testing {
+
+// A context with the dialects forward and train modules use.
+std::unique_ptr<mlir::MLIRContext> makeContext();
+
+// Parses `text` and runs the training pipeline (autodiff) on it; fails the
+// current test on an error.
+mlir::OwningOpRef<mlir::ModuleOp> parseAndDifferentiate(mlir::MLIRContext &ctx,
+                                                        const std::string &text);
+
+// Lines that reduce `value` (an f32 tensor of `shape`) to the scalar
+// Σ value ∘ probe with a random probe (variable @probe, which
+// probeVariable() declares) and return it, so dLoss/dValue = probe.
+std::string probeLoss(const std::string &value,
+                      const std::vector<int64_t> &shape);
+std::string probeVariable(const std::vector<int64_t> &shape);
+std::string tensorType(const std::vector<int64_t> &shape,
+                       const std::string &element = "f32");
+
+struct GradCheckOptions {
+  float step = 1e-2f;
+  // A directional derivative along a random direction must match to
+  // `directionalTol` relative; per-element gradients to
+  // |fd - g| <= elementAbsTol * max|g| + elementRelTol * |g|.
+  double directionalTol = 2e-3;
+  double elementAbsTol = 5e-3;
+  double elementRelTol = 2e-2;
+  int elementsPerParam = 6;
+  uint64_t seed = 7;
+};
+
+// Initialises the variables (seeded), runs @train_microbatch once and checks
+// the accumulated gradient of every trainable variable against central
+// differences of @forward.
+void checkGradients(mlir::ModuleOp module, const std::vector<interp::Tensor> &args,
+                    const GradCheckOptions &options = {});
+
+} // namespace octet::testing
+
+#endif
