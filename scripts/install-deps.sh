@@ -8,8 +8,17 @@ packages=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
   libprotobuf-dev protobuf-compiler libgtest-dev libgmock-dev
   nlohmann-json3-dev libpcre2-dev zlib1g-dev
-  python3
+  python3 fortunes
 )
+
+# Python packages the tests compare against (HF tokenizers); quiet, and a
+# no-op once they import.
+install_python_test_packages() {
+  if command -v python3 >/dev/null && ! python3 -c 'import tokenizers' >/dev/null 2>&1; then
+    python3 -m pip install -q -r "$(dirname "$0")/requirements-test.txt" >/dev/null 2>&1 ||
+      echo "octet: pip could not install scripts/requirements-test.txt; the tokenizer oracle tests will skip"
+  fi
+}
 
 missing=()
 for p in "${packages[@]}"; do
@@ -19,6 +28,7 @@ for p in "${packages[@]}"; do
 done
 
 if [ ${#missing[@]} -eq 0 ]; then
+  install_python_test_packages
   echo "octet: all build dependencies present"
   exit 0
 fi
@@ -30,3 +40,4 @@ export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq >/dev/null
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 echo "octet: dependencies installed"
+install_python_test_packages

@@ -1,0 +1,99 @@
+#include "runtime/data/ByteCorpus.h"
+#include "tests/unit/data/TestUtil.h"
+
+#include <gtest/gtest.h>
+
+using namespace octet;
+using namespace octet::data;
+
+namespace {
+
+std::string sampleText(size_t size) {
+  std::string text;
+  for (size_t i = 0; text.size() < size; ++i)
+    text += "line " + std::to_string(i * 31 % 997) + " of the corpus.\n";
+  text.resize(size);
+  return text;
+}
+
+} // namespace
+
+TEST(ByteCorpus, TrainBatchesAreWindowsOfTheTrainSplitFixedBySeedAndStep) {
+  ByteCorpus::Options options;
+  options.batchSize = 4;
+  options.sequenceLength = 32;
+  options.evalFraction = 0.1;
+  options.seed = 3;
+  std::string text = sampleText(10000);
+  StatusOr<ByteCorpus> corpus = ByteCorpus::fromBytes(text, options);
+  ASSERT_TRUE(corpus) << corpus.status().message();
+  EXPECT_EQ(corpus->trainBytes(), 9000u);
+  std::vector<int32_t> batch, again, other;
+  corpus->trainBatch(7, batch);
+  corpus->trainBatch(7, again);
+  corpus->trainBatch(8, other);
+  ASSERT_EQ(batch.size(), 4u * 33);
+  EXPECT_EQ(batch, again);
+  EXPECT_NE(batch, other);
+  for (uint32_t row = 0; row < 4; ++row) {
+    std::string window;
+    for (uint32_t i = 0; i < 33; ++i) {
+      int32_t token = batch[row * 33 + i];
+      ASSERT_GE(token, 0);
+      ASSERT_LT(token, ByteCorpus::kVocabSize);
+      window += static_cast<char>(token);
+    }
+    size_t at = text.find(window);
+    ASSERT_NE(at, std::string::npos);
+    EXPECT_LE(at + 33, 9000u) << "a training window reaches eval text";
+  }
+  options.seed = 4;
+  StatusOr<ByteCorpus> reseeded = ByteCorpus::fromBytes(text, options);
+  ASSERT_TRUE(reseeded);
+  reseeded->trainBatch(7, other);
+  EXPECT_NE(batch, other);
+}
+
+TEST(ByteCorpus, EvalBatchesCoverTheEvalSplitInOrder) {
+  ByteCorpus::Options options;
+  options.batchSize = 2;
+  options.sequenceLength = 9;
+  options.evalFraction = 0.2;
+  std::string text = sampleText(1000);
+  StatusOr<ByteCorpus> corpus = ByteCorpus::fromBytes(text, options);
+  ASSERT_TRUE(corpus);
+  EXPECT_EQ(corpus->evalBatchCount(), 10u); // 200 bytes / 10 / 2
+  std::vector<int32_t> batch;
+  corpus->evalBatch(1, batch);
+  std::string expected = text.substr(800 + 20, 20);
+  std::string got;
+  for (int32_t t : batch)
+    got += static_cast<char>(t);
+  EXPECT_EQ(got, expected);
+}
+
+TEST(ByteCorpus, RefusesCorporaTooSmallForTheWindows) {
+  ByteCorpus::Options options;
+  options.sequenceLength = 512;
+  StatusOr<ByteCorpus> corpus = ByteCorpus::fromBytes(sampleText(4000), options);
+  ASSERT_FALSE(corpus);
+  EXPECT_NE(corpus.status().message().find("too few"), std::string::npos);
+  StatusOr<ByteCorpus> missing = ByteCorpus::open("/nonexistent/c.txt", {});
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.status().message().find("scripts/make-corpus.sh"),
+            std::string::npos);
+}
+
+TEST(ByteCorpus, LoadsTheShippedCorpusWhenBuilt) {
+  std::string path = std::string(OCTET_SOURCE_DIR) + "/data/corpus.txt";
+  if (!testutil::fileExists(path))
+    GTEST_SKIP() << path << " is not built; run scripts/make-corpus.sh";
+  ByteCorpus::Options options;
+  options.sequenceLength = 256;
+  StatusOr<ByteCorpus> corpus = ByteCorpus::open(path, options);
+  ASSERT_TRUE(corpus) << corpus.status().message();
+  EXPECT_GT(corpus->trainBytes(), 1000000u);
+  std::vector<int32_t> batch;
+  corpus->trainBatch(0, batch);
+  EXPECT_EQ(batch.size(), options.batchSize * 257u);
+}
