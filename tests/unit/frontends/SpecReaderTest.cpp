@@ -1,0 +1,304 @@
+#include "frontends/spec/SpecReader.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <map>
+
+using namespace octet;
+using namespace octet::spec;
+using ::testing::HasSubstr;
+
+namespace {
+
+using Fields = std::map<std::string, std::string>;
+
+// A block of text-format fields; an override with an empty value removes
+// the field.
+std::string block(Fields fields, const Fields &overrides) {
+  for (const auto &[k, v] : overrides) {
+    if (v.empty())
+      fields.erase(k);
+    else
+      fields[k] = v;
+  }
+  std::string out;
+  for (const auto &[k, v] : fields)
+    out += k + (v[0] == '{' ? " " : ": ") + v + "\n";
+  return out;
+}
+
+std::string specText(const Fields &model = {}, const Fields &train = {}) {
+  Fields baseModel = {
+      {"architecture", "\"llama\""}, {"vocab_size", "256"},
+      {"hidden_size", "64"},         {"intermediate_size", "128"},
+      {"num_layers", "2"},           {"num_heads", "4"},
+      {"num_kv_heads", "2"}};
+  Fields baseTrain = {{"micro_batch_size", "2"}, {"seq_len", "16"}};
+  return "model {\n" + block(baseModel, model) + "}\ntrain {\n" +
+         block(baseTrain, train) + "}\n";
+}
+
+StatusOr<Spec> resolveText(const std::string &text) {
+  StatusOr<Spec> parsed = parseSpecText(text, "test.pbtxt");
+  if (!parsed)
+    return parsed;
+  return resolveSpec(*parsed);
+}
+
+// The resolve error of a spec that must fail.
+std::string errorOf(const Fields &model, const Fields &train = {}) {
+  StatusOr<Spec> spec = resolveText(specText(model, train));
+  EXPECT_FALSE(spec.isOk()) << "spec unexpectedly valid:\n"
+                            << specText(model, train);
+  return spec.isOk() ? "" : spec.status().message();
+}
+
+TEST(SpecReader, MinimalSpecTakesDocumentedDefaults) {
+  StatusOr<Spec> spec = resolveText(specText());
+  ASSERT_TRUE(spec.isOk()) << spec.status().message();
+  const ModelSpec &m = spec->model();
+  EXPECT_EQ(m.head_dim(), 16);
+  EXPECT_EQ(m.num_kv_heads(), 2);
+  EXPECT_EQ(m.norm(), "rms_norm");
+  EXPECT_EQ(m.activation(), "swiglu");
+  EXPECT_EQ(m.position_embedding(), "rope");
+  EXPECT_EQ(m.rope_theta(), 10000.0);
+  EXPECT_EQ(m.norm_eps(), 1e-5);
+  EXPECT_EQ(m.init_std(), 0.02);
+  EXPECT_FALSE(m.tie_word_embeddings());
+  EXPECT_FALSE(m.qkv_bias());
+  const TrainSpec &t = spec->train();
+  EXPECT_EQ(t.global_batch_size(), 2);
+  EXPECT_EQ(t.steps(), 1000);
+  EXPECT_EQ(t.optimizer().warmup_steps(), 100);
+  EXPECT_EQ(t.optimizer().beta2(), 0.95);
+  EXPECT_EQ(t.grad_clip(), 1.0);
+  EXPECT_EQ(t.precision().recipe(), "delayed");
+  EXPECT_EQ(t.precision().format(), "hybrid");
+  EXPECT_EQ(t.precision().amax_history_len(), 1024);
+  EXPECT_EQ(t.precision().amax_algorithm(), "max");
+  EXPECT_EQ(t.data().kind(), "synthetic");
+  EXPECT_EQ(t.parallel().data(), 1);
+}
+
+TEST(SpecReader, ResolvingTwiceChangesNothing) {
+  StatusOr<Spec> once = resolveText(specText());
+  ASSERT_TRUE(once.isOk());
+  StatusOr<Spec> twice = resolveSpec(*once);
+  ASSERT_TRUE(twice.isOk());
+  EXPECT_EQ(once->SerializeAsString(), twice->SerializeAsString());
+}
+
+TEST(SpecReader, Gpt2DefaultsFollowTheArchitecture) {
+  StatusOr<Spec> spec =
+      resolveText(specText({{"architecture", "\"gpt2\""},
+                            {"intermediate_size", ""},
+                            {"num_kv_heads", ""},
+                            {"max_position_embeddings", "64"}},
+                           {{"seq_len", ""}}));
+  ASSERT_TRUE(spec.isOk()) << spec.status().message();
+  const ModelSpec &m = spec->model();
+  EXPECT_EQ(m.norm(), "layer_norm");
+  EXPECT_EQ(m.activation(), "gelu_tanh");
+  EXPECT_EQ(m.position_embedding(), "learned");
+  EXPECT_EQ(m.intermediate_size(), 256);
+  EXPECT_TRUE(m.tie_word_embeddings());
+  EXPECT_TRUE(m.qkv_bias() && m.attn_out_bias() && m.mlp_bias());
+  EXPECT_FALSE(m.has_rope_theta());
+  EXPECT_EQ(spec->train().seq_len(), 64);
+}
+
+TEST(SpecReader, UnknownFieldNamesFieldLineAndSuggestion) {
+  StatusOr<Spec> spec = parseSpecText(
+      "model {\n  architecture: \"llama\"\n  hiden_size: 4\n}\n", "my.pbtxt");
+  ASSERT_FALSE(spec.isOk());
+  EXPECT_THAT(spec.status().message(), HasSubstr("my.pbtxt:3:"));
+  EXPECT_THAT(spec.status().message(), HasSubstr("\"hiden_size\""));
+  EXPECT_THAT(spec.status().message(),
+              HasSubstr("did you mean \"hidden_size\""));
+}
+
+TEST(SpecReader, MalformedValueIsAParseError) {
+  StatusOr<Spec> spec =
+      parseSpecText("model { vocab_size: \"many\" }", "my.pbtxt");
+  ASSERT_FALSE(spec.isOk());
+  EXPECT_THAT(spec.status().message(), HasSubstr("my.pbtxt:1:"));
+  EXPECT_THAT(spec.status().message(),
+              HasSubstr("field \"vocab_size\": Expected integer"));
+}
+
+TEST(SpecReader, MissingRequiredFieldsAreEachNamed) {
+  std::string msg = errorOf({{"vocab_size", ""}, {"num_layers", ""}});
+  EXPECT_THAT(msg, HasSubstr("model.vocab_size: missing"));
+  EXPECT_THAT(msg, HasSubstr("model.num_layers: missing"));
+  EXPECT_THAT(errorOf({{"architecture", ""}}),
+              HasSubstr("model.architecture: missing; set one of \"llama\""));
+  EXPECT_THAT(errorOf({{"intermediate_size", ""}}),
+              HasSubstr("model.intermediate_size: missing"));
+  StatusOr<Spec> noModel = resolveText("train { seq_len: 8 }");
+  ASSERT_FALSE(noModel.isOk());
+  EXPECT_THAT(noModel.status().message(),
+              HasSubstr("model.architecture: missing"));
+}
+
+TEST(SpecReader, NonPositiveSizesAreErrors) {
+  EXPECT_THAT(errorOf({{"hidden_size", "0"}}),
+              HasSubstr("model.hidden_size: must be positive, got 0"));
+  EXPECT_THAT(errorOf({{"num_layers", "-1"}}),
+              HasSubstr("model.num_layers: must be positive, got -1"));
+  EXPECT_THAT(errorOf({{"head_dim", "0"}}), HasSubstr("model.head_dim"));
+  EXPECT_THAT(errorOf({}, {{"micro_batch_size", "0"}}),
+              HasSubstr("train.micro_batch_size: must be positive"));
+  EXPECT_THAT(errorOf({}, {{"seq_len", "-8"}}),
+              HasSubstr("train.seq_len: must be positive"));
+  EXPECT_THAT(errorOf({}, {{"parallel", "{ tensor: 0 }"}}),
+              HasSubstr("train.parallel.tensor: must be positive"));
+}
+
+TEST(SpecReader, UnknownEnumStringsNameFieldAndChoices) {
+  EXPECT_THAT(errorOf({{"architecture", "\"mamba\""}}),
+              HasSubstr("model.architecture: unknown value \"mamba\"; "
+                        "expected one of \"llama\", \"gpt2\""));
+  EXPECT_THAT(errorOf({{"norm", "\"rmsnorm\""}}),
+              HasSubstr("model.norm: unknown value \"rmsnorm\""));
+  EXPECT_THAT(errorOf({{"activation", "\"relu\""}}),
+              HasSubstr("model.activation: unknown value \"relu\""));
+  EXPECT_THAT(errorOf({{"position_embedding", "\"alibi\""}}),
+              HasSubstr("model.position_embedding: unknown value"));
+  EXPECT_THAT(errorOf({}, {{"precision", "{ recipe: \"mxfp8\" }"}}),
+              HasSubstr("train.precision.recipe: unknown value \"mxfp8\""));
+  EXPECT_THAT(errorOf({}, {{"precision", "{ format: \"e5m2\" }"}}),
+              HasSubstr("train.precision.format: unknown value \"e5m2\""));
+  EXPECT_THAT(errorOf({}, {{"precision", "{ amax_algorithm: \"mean\" }"}}),
+              HasSubstr("train.precision.amax_algorithm: unknown value"));
+  EXPECT_THAT(errorOf({}, {{"data", "{ kind: \"parquet\" }"}}),
+              HasSubstr("train.data.kind: unknown value \"parquet\""));
+  EXPECT_THAT(errorOf({{"rope_scaling", "{ type: \"yarn\" }"}}),
+              HasSubstr("model.rope_scaling.type: unknown value \"yarn\""));
+}
+
+TEST(SpecReader, HeadsMustDivideHiddenUnlessHeadDimIsSet) {
+  std::string msg = errorOf({{"num_heads", "5"}, {"num_kv_heads", "5"}});
+  EXPECT_THAT(msg, HasSubstr("model.num_heads: 5 does not divide "
+                             "hidden_size (64)"));
+  EXPECT_THAT(msg, HasSubstr("set head_dim"));
+  StatusOr<Spec> withHeadDim = resolveText(specText(
+      {{"num_heads", "5"}, {"num_kv_heads", "5"}, {"head_dim", "16"}}));
+  EXPECT_TRUE(withHeadDim.isOk()) << withHeadDim.status().message();
+}
+
+TEST(SpecReader, KvHeadsMustDivideHeads) {
+  EXPECT_THAT(errorOf({{"num_kv_heads", "3"}}),
+              HasSubstr("model.num_kv_heads: 3 does not divide num_heads (4)"));
+}
+
+TEST(SpecReader, Llama3RopeScalingNeedsAllItsFields) {
+  std::string msg =
+      errorOf({{"rope_scaling", "{ type: \"llama3\" low_freq_factor: 1 "
+                                "high_freq_factor: 4 "
+                                "original_max_position_embeddings: 8192 }"}});
+  EXPECT_THAT(msg, HasSubstr("model.rope_scaling.factor: missing"));
+  EXPECT_THAT(errorOf({{"rope_scaling", "{ type: \"llama3\" factor: 8 }"}}),
+              HasSubstr("model.rope_scaling.original_max_position_embeddings: "
+                        "missing"));
+  EXPECT_THAT(errorOf({{"rope_scaling", "{ factor: 8 }"}}),
+              HasSubstr("model.rope_scaling.type: missing"));
+  EXPECT_THAT(
+      errorOf({{"rope_scaling", "{ type: \"llama3\" factor: 8 "
+                                "low_freq_factor: 4 high_freq_factor: 1 "
+                                "original_max_position_embeddings: 8192 }"}}),
+      HasSubstr("model.rope_scaling.high_freq_factor: must exceed "
+                "low_freq_factor"));
+}
+
+TEST(SpecReader, GlobalBatchMustBeAMultipleOfMicroTimesData) {
+  std::string msg =
+      errorOf({}, {{"global_batch_size", "10"}, {"parallel", "{ data: 2 }"}});
+  EXPECT_THAT(msg, HasSubstr("train.global_batch_size: 10 is not a multiple "
+                             "of micro_batch_size × parallel.data = 2 × 2 = "
+                             "4; set it to a multiple such as 8 or 12"));
+}
+
+TEST(SpecReader, ArchitectureContradictions) {
+  Fields gpt2 = {{"architecture", "\"gpt2\""},
+                 {"max_position_embeddings", "64"}};
+  Fields rope = gpt2;
+  rope["position_embedding"] = "\"rope\"";
+  EXPECT_THAT(errorOf(rope),
+              HasSubstr("model.position_embedding: \"rope\" contradicts "
+                        "architecture \"gpt2\""));
+  Fields theta = gpt2;
+  theta["rope_theta"] = "10000";
+  EXPECT_THAT(errorOf(theta),
+              HasSubstr("model.rope_theta: is set, but position_embedding "
+                        "is \"learned\""));
+  EXPECT_THAT(errorOf({{"norm", "\"layer_norm\""}}),
+              HasSubstr("model.norm: \"layer_norm\" contradicts architecture "
+                        "\"llama\", which uses \"rms_norm\""));
+  EXPECT_THAT(errorOf({{"activation", "\"gelu\""}}),
+              HasSubstr("model.activation: \"gelu\" contradicts"));
+  Fields noPositions = gpt2;
+  noPositions["max_position_embeddings"] = "";
+  EXPECT_THAT(errorOf(noPositions),
+              HasSubstr("model.max_position_embeddings: missing"));
+  EXPECT_THAT(errorOf(gpt2, {{"seq_len", "128"}}),
+              HasSubstr("train.seq_len: 128 exceeds "
+                        "model.max_position_embeddings (64)"));
+  EXPECT_THAT(errorOf({{"head_dim", "15"}, {"num_heads", "4"}}),
+              HasSubstr("model.head_dim: 15 is odd"));
+}
+
+TEST(SpecReader, TrainContradictions) {
+  EXPECT_THAT(
+      errorOf({}, {{"steps", "10"}, {"optimizer", "{ warmup_steps: 20 }"}}),
+      HasSubstr("train.optimizer.warmup_steps: 20 exceeds "
+                "train.steps (10)"));
+  EXPECT_THAT(errorOf({}, {{"optimizer", "{ beta2: 1.5 }"}}),
+              HasSubstr("train.optimizer.beta2: must lie in [0, 1)"));
+  EXPECT_THAT(errorOf({}, {{"data", "{ kind: \"text\" }"}}),
+              HasSubstr("train.data.path: missing"));
+  EXPECT_THAT(errorOf({}, {{"data", "{ kind: \"jsonl\" path: \"a.jsonl\" }"}}),
+              HasSubstr("train.data.tokenizer: missing"));
+  EXPECT_THAT(errorOf({{"vocab_size", "100"}},
+                      {{"data", "{ kind: \"text\" path: \"c.txt\" }"}}),
+              HasSubstr("train.data.kind: \"text\" feeds byte tokens"));
+  EXPECT_THAT(
+      errorOf({}, {{"precision", "{ recipe: \"bf16\" format: \"e4m3\" }"}}),
+      HasSubstr("train.precision.format: is set, but recipe is \"bf16\""));
+  EXPECT_THAT(
+      errorOf({}, {{"precision",
+                    "{ first_last_layers_bf16 { first: 2 last: 1 } }"}}),
+      HasSubstr("train.precision.first_last_layers_bf16.last: first "
+                "+ last (3) exceeds model.num_layers (2)"));
+  EXPECT_THAT(errorOf({}, {{"parallel", "{ tensor: 4 }"}}),
+              HasSubstr("train.parallel.tensor: 4 does not divide "
+                        "model.num_kv_heads (2)"));
+  EXPECT_THAT(errorOf({{"sliding_window", "8"}}),
+              HasSubstr("train.seq_len: 16 exceeds model.sliding_window (8)"));
+}
+
+TEST(SpecReader, LoadSpecFileLocatesIssues) {
+  std::string path = ::testing::TempDir() + "octet-spec-locate.pbtxt";
+  {
+    std::ofstream out(path);
+    out << specText({{"num_kv_heads", "3"}});
+  }
+  StatusOr<Spec> spec = loadSpecFile(path);
+  std::remove(path.c_str());
+  ASSERT_FALSE(spec.isOk());
+  // num_kv_heads sorts onto line 6 of the generated text.
+  EXPECT_THAT(spec.status().message(),
+              HasSubstr(path + ":6:1: model.num_kv_heads: 3 does not divide"));
+}
+
+TEST(SpecReader, MissingFileNamesThePath) {
+  StatusOr<Spec> spec = loadSpecFile("/nonexistent/spec.pbtxt");
+  ASSERT_FALSE(spec.isOk());
+  EXPECT_THAT(spec.status().message(),
+              HasSubstr("/nonexistent/spec.pbtxt: cannot open"));
+}
+
+} // namespace

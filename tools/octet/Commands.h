@@ -1,0 +1,19 @@
+#ifndef OCTET_TOOLS_OCTET_COMMANDS_H
+#define OCTET_TOOLS_OCTET_COMMANDS_H
+
+// The subcommands of `octet`. Each takes the arguments after its name
+// (argv[0] is the subcommand's name) and returns the process exit code:
+// 0 on success, 1 on an error in the user's input, 2 on bad usage. main.cpp
+// lists them in its dispatch table.
+
+namespace octet {
+
+int runCompileCommand(int argc, char **argv);
+
+// tools/octet/DataCommand.cpp; wired in only where that file exists
+// (OCTET_HAVE_DATA_COMMAND).
+int runDataCommand(int argc, char **argv);
+
+} // namespace octet
+
+#endif

@@ -1,0 +1,222 @@
+// octet compile: spec → IR, stage by stage.
+
+#include "compiler/Registration.h"
+#include "dialects/graph/GraphDialect.h"
+#include "frontends/hf/HfConfig.h"
+#include "frontends/spec/GraphImporter.h"
+#include "frontends/spec/SpecReader.h"
+#include "tools/octet/Commands.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+using namespace mlir;
+
+namespace octet {
+namespace {
+
+// The stages of `octet compile`, in order. `--dump-ir=NAME` prints the IR
+// after NAME; a later pass adds its line here.
+struct CompileStage {
+  const char *name;
+  const char *summary;
+  // Rewrites the module the earlier stages made. Null for import, which
+  // creates it.
+  LogicalResult (*run)(ModuleOp module, const spec::Spec &spec);
+};
+
+const CompileStage kStages[] = {
+    {"import", "the forward graph built from the spec (graph dialect)",
+     nullptr},
+};
+
+std::string knownStages() {
+  std::string out;
+  for (const CompileStage &s : kStages)
+    out += std::string(out.empty() ? "" : ", ") + s.name;
+  return out;
+}
+
+void printHelp(std::FILE *out) {
+  std::fprintf(
+      out,
+      "usage: octet compile SPEC [--train-spec FILE.pbtxt] "
+      "[--dump-ir=STAGE[,STAGE...]] [-o OUT]\n\n"
+      "SPEC is a model + training spec (.pbtxt, protobuf text format) or a\n"
+      "Hugging Face config.json (model only). With a config.json the train\n"
+      "settings come from --train-spec (its model block, if any, is\n"
+      "ignored), else from the documented defaults.\n\n"
+      "options:\n"
+      "  --train-spec FILE   train settings for an HF config.json\n"
+      "  --dump-ir=STAGE     print the IR after STAGE to stdout (repeatable,\n"
+      "                      or a comma-separated list)\n"
+      "  -o OUT              write the IR after the last stage to OUT\n"
+      "  -h, --help          this text\n\n"
+      "stages:\n");
+  for (const CompileStage &s : kStages)
+    std::fprintf(out, "  %-10s %s\n", s.name, s.summary);
+  std::fprintf(out, "\nWithout --dump-ir or -o, prints a one-line summary.\n");
+}
+
+int usageError(const std::string &message) {
+  std::fprintf(stderr, "octet compile: %s (see octet compile --help)\n",
+               message.c_str());
+  return 2;
+}
+
+int inputError(const Status &status) {
+  std::fprintf(stderr, "%s\n", status.message().c_str());
+  return 1;
+}
+
+struct Options {
+  std::string spec, trainSpec, output;
+  std::vector<std::string> dumps;
+};
+
+// Returns -1 when parsing succeeded, else the exit code.
+int parseOptions(int argc, char **argv, Options &opts) {
+  for (int i = 1; i < argc; ++i) {
+    llvm::StringRef arg = argv[i];
+    // 0: `flag` taken with its value; 1: not this flag; else the exit code.
+    auto value = [&](llvm::StringRef flag, std::string &out) -> int {
+      if (arg == flag && i + 1 < argc)
+        out = argv[++i];
+      else if (arg.starts_with(flag) &&
+               arg.drop_front(flag.size()).starts_with("="))
+        out = arg.drop_front(flag.size() + 1).str();
+      else if (arg != flag)
+        return 1;
+      if (out.empty())
+        return usageError(flag.str() + " needs a value");
+      return 0;
+    };
+    if (arg == "-h" || arg == "--help") {
+      printHelp(stdout);
+      return 0;
+    }
+    std::string dump;
+    int rc;
+    if ((rc = value("--train-spec", opts.trainSpec)) != 1) {
+      if (rc)
+        return rc;
+    } else if ((rc = value("--dump-ir", dump)) != 1) {
+      if (rc)
+        return rc;
+      llvm::SmallVector<llvm::StringRef> names;
+      llvm::StringRef(dump).split(names, ',', -1, /*KeepEmpty=*/false);
+      for (llvm::StringRef name : names) {
+        bool known = false;
+        for (const CompileStage &s : kStages)
+          known |= name == s.name;
+        if (!known)
+          return usageError("unknown stage '" + name.str() +
+                            "' for --dump-ir; known stages: " + knownStages());
+        opts.dumps.push_back(name.str());
+      }
+    } else if (arg == "-o") {
+      if (i + 1 >= argc)
+        return usageError("-o needs a file name");
+      opts.output = argv[++i];
+    } else if (arg.starts_with("-") && arg != "-") {
+      return usageError("unknown option '" + arg.str() + "'");
+    } else if (opts.spec.empty()) {
+      opts.spec = arg.str();
+    } else {
+      return usageError("one SPEC only; got '" + opts.spec + "' and '" +
+                        arg.str() + "'");
+    }
+  }
+  if (opts.spec.empty())
+    return usageError("missing SPEC (a .pbtxt spec or an HF config.json)");
+  return -1;
+}
+
+StatusOr<spec::Spec> loadInput(const Options &opts) {
+  if (!llvm::StringRef(opts.spec).ends_with(".json")) {
+    if (!opts.trainSpec.empty())
+      return Status::error(opts.spec + ": --train-spec applies to an HF "
+                                       "config.json; a .pbtxt spec carries "
+                                       "its own train block");
+    return spec::loadSpecFile(opts.spec);
+  }
+  StatusOr<spec::ModelSpec> model = hf::readHfConfigFile(opts.spec);
+  if (!model)
+    return model.status();
+  if (!opts.trainSpec.empty())
+    return spec::loadSpecFile(opts.trainSpec, &*model);
+  spec::Spec combined;
+  *combined.mutable_model() = *model;
+  StatusOr<spec::Spec> resolved = spec::resolveSpec(std::move(combined));
+  if (!resolved)
+    return resolved.status().withContext(opts.spec + " (default train "
+                                                     "settings)");
+  return resolved;
+}
+
+// Trainable parameter count, for the summary line.
+int64_t countParameters(ModuleOp module) {
+  int64_t total = 0;
+  module.walk([&](graph::VariableOp var) {
+    if (var.isTrainable())
+      total += var.getTensorType().getNumElements();
+  });
+  return total;
+}
+
+} // namespace
+
+int runCompileCommand(int argc, char **argv) {
+  Options opts;
+  if (int rc = parseOptions(argc, argv, opts); rc >= 0)
+    return rc;
+  StatusOr<spec::Spec> spec = loadInput(opts);
+  if (!spec)
+    return inputError(spec.status());
+
+  DialectRegistry registry;
+  registerCompilerDialects(registry);
+  MLIRContext context(registry, MLIRContext::Threading::DISABLED);
+  auto module = importForwardGraph(context, *spec);
+  if (!module)
+    return inputError(module.status().withContext(opts.spec));
+
+  for (const CompileStage &stage : kStages) {
+    if (stage.run && failed(stage.run(**module, *spec)))
+      return inputError(Status::error(opts.spec + ": stage " + stage.name +
+                                      " failed (see the diagnostics above)"));
+    for (const std::string &dump : opts.dumps) {
+      if (dump != stage.name)
+        continue;
+      llvm::outs() << "// -----// IR after " << stage.name << " //----- //\n";
+      (*module)->print(llvm::outs());
+      llvm::outs() << "\n";
+    }
+  }
+  llvm::outs().flush();
+
+  if (!opts.output.empty()) {
+    std::error_code ec;
+    llvm::raw_fd_ostream out(opts.output, ec, llvm::sys::fs::OF_Text);
+    if (ec)
+      return inputError(
+          Status::error(opts.output + ": cannot write: " + ec.message()));
+    (*module)->print(out);
+    out << "\n";
+  } else if (opts.dumps.empty()) {
+    const spec::ModelSpec &m = spec->model();
+    llvm::outs() << opts.spec << ": " << m.architecture() << ", "
+                 << m.num_layers() << " layers, hidden " << m.hidden_size()
+                 << ", " << countParameters(**module)
+                 << " parameters; stages: " << knownStages() << "\n";
+  }
+  return 0;
+}
+
+} // namespace octet
