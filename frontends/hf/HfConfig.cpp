@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cctype>
+#include <initializer_list>
 #include <map>
 #include <optional>
 
@@ -238,6 +239,20 @@ void readRope(const json &root, Reader &r, spec::ModelSpec &m, KeyMap &keys) {
     rs.set_original_max_position_embeddings(*v);
 }
 
+// An integer key and the ModelSpec field it sets.
+struct IntKey {
+  const char *key;
+  void (spec::ModelSpec::*set)(int64_t);
+  bool required;
+};
+
+void readInts(const json &root, Reader &r, spec::ModelSpec &m,
+              std::initializer_list<IntKey> keys) {
+  for (const IntKey &k : keys)
+    if (auto v = r.getInt(root, k.key, k.key, k.required))
+      (m.*k.set)(*v);
+}
+
 void readLlamaFamily(const json &root, Family family, Reader &r,
                      spec::ModelSpec &m, KeyMap &keys) {
   keys = {{"vocab_size", "vocab_size"},
@@ -253,18 +268,15 @@ void readLlamaFamily(const json &root, Family family, Reader &r,
           {"init_std", "initializer_range"},
           {"sliding_window", "sliding_window"}};
   m.set_architecture("llama");
-  auto setInt = [&](const char *key, bool required, auto setter) {
-    if (auto v = r.getInt(root, key, key, required))
-      (m.*setter)(*v);
-  };
   using M = spec::ModelSpec;
-  setInt("vocab_size", true, &M::set_vocab_size);
-  setInt("hidden_size", true, &M::set_hidden_size);
-  setInt("intermediate_size", true, &M::set_intermediate_size);
-  setInt("num_hidden_layers", true, &M::set_num_layers);
-  setInt("num_attention_heads", true, &M::set_num_heads);
-  setInt("num_key_value_heads", false, &M::set_num_kv_heads);
-  setInt("head_dim", false, &M::set_head_dim);
+  readInts(root, r, m,
+           {{"vocab_size", &M::set_vocab_size, true},
+            {"hidden_size", &M::set_hidden_size, true},
+            {"intermediate_size", &M::set_intermediate_size, true},
+            {"num_hidden_layers", &M::set_num_layers, true},
+            {"num_attention_heads", &M::set_num_heads, true},
+            {"num_key_value_heads", &M::set_num_kv_heads, false},
+            {"head_dim", &M::set_head_dim, false}});
   int64_t defaultPositions = family == Family::Llama     ? 2048
                              : family == Family::Mistral ? 4096 * 32
                                                          : 32768;
@@ -305,7 +317,8 @@ void readLlamaFamily(const json &root, Family family, Reader &r,
   } else if (family == Family::Qwen2 &&
              r.getBool(root, "use_sliding_window", "use_sliding_window")
                  .value_or(false)) {
-    setInt("sliding_window", true, &M::set_sliding_window);
+    if (auto v = r.getInt(root, "sliding_window", "sliding_window", true))
+      m.set_sliding_window(*v);
   }
   readRope(root, r, m, keys);
 }
@@ -322,17 +335,14 @@ void readGpt2(const json &root, Reader &r, spec::ModelSpec &m, KeyMap &keys) {
   m.set_architecture("gpt2");
   m.set_norm("layer_norm");
   m.set_position_embedding("learned");
-  auto setInt = [&](const char *key, bool required, auto setter) {
-    if (auto v = r.getInt(root, key, key, required))
-      (m.*setter)(*v);
-  };
   using M = spec::ModelSpec;
-  setInt("vocab_size", true, &M::set_vocab_size);
-  setInt("n_embd", true, &M::set_hidden_size);
-  setInt("n_layer", true, &M::set_num_layers);
-  setInt("n_head", true, &M::set_num_heads);
-  setInt("n_positions", true, &M::set_max_position_embeddings);
-  setInt("n_inner", false, &M::set_intermediate_size);
+  readInts(root, r, m,
+           {{"vocab_size", &M::set_vocab_size, true},
+            {"n_embd", &M::set_hidden_size, true},
+            {"n_layer", &M::set_num_layers, true},
+            {"n_head", &M::set_num_heads, true},
+            {"n_positions", &M::set_max_position_embeddings, true},
+            {"n_inner", &M::set_intermediate_size, false}});
   m.set_norm_eps(r.getDouble(root, "layer_norm_epsilon", "layer_norm_epsilon")
                      .value_or(1e-5));
   m.set_init_std(r.getDouble(root, "initializer_range", "initializer_range")
