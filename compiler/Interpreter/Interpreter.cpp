@@ -322,30 +322,34 @@ llvm::Error rope(graph::RopeOp op, Frame &f) {
   return llvm::Error::success();
 }
 
-llvm::Expected<AttentionShape> attentionShape(Operation *op, const Tensor &q,
-                                              const Tensor &k, bool causal,
-                                              double scale) {
-  AttentionShape s{q.dim(0), q.dim(1), q.dim(2), k.dim(2),
-                   q.dim(3), causal,   static_cast<float>(scale)};
+// Shape, causality and scale of an attention op (forward or backward) and,
+// when it has cu_seqlens (operand `cuIndex`), each token's document.
+template <typename OpTy>
+llvm::Expected<AttentionShape> attentionSetup(OpTy op, Frame &f, const Tensor &q,
+                                              const Tensor &k, unsigned cuIndex,
+                                              std::vector<int64_t> &docs) {
+  AttentionShape s{q.dim(0),        q.dim(1),
+                   q.dim(2),        k.dim(2),
+                   q.dim(3),        op.getCausal(),
+                   static_cast<float>(op.getScale().convertToDouble())};
   if (s.kvHeads == 0 || s.qHeads % s.kvHeads)
     return errorAt(op, "kv heads must divide query heads");
+  if (op.getCuSeqlens()) {
+    auto ids = documentIds(op, f.operand(op, cuIndex), s.batch * s.seq);
+    if (!ids)
+      return ids.takeError();
+    docs = std::move(*ids);
+  }
   return s;
 }
 
 llvm::Error attention(graph::AttentionOp op, Frame &f) {
   const Tensor &q = f.operand(op, 0), &k = f.operand(op, 1),
                &v = f.operand(op, 2);
-  auto shape = attentionShape(op, q, k, op.getCausal(),
-                              op.getScale().convertToDouble());
+  std::vector<int64_t> docs;
+  auto shape = attentionSetup(op, f, q, k, 3, docs);
   if (!shape)
     return shape.takeError();
-  std::vector<int64_t> docs;
-  if (op.getCuSeqlens()) {
-    auto ids = documentIds(op, f.operand(op, 3), q.dim(0) * q.dim(1));
-    if (!ids)
-      return ids.takeError();
-    docs = std::move(*ids);
-  }
   Tensor out = like(op.getResult()), lse = like(op.getLse());
   attentionForward(*shape, q.f(), k.f(), v.f(), docs.empty() ? nullptr : docs.data(),
                    out.f(), lse.f());
@@ -505,17 +509,10 @@ llvm::Error attentionGrad(graph::AttentionGradOp op, Frame &f) {
   const Tensor &dout = f.operand(op, 0), &q = f.operand(op, 1),
                &k = f.operand(op, 2), &v = f.operand(op, 3),
                &out = f.operand(op, 4), &lse = f.operand(op, 5);
-  auto shape = attentionShape(op, q, k, op.getCausal(),
-                              op.getScale().convertToDouble());
+  std::vector<int64_t> docs;
+  auto shape = attentionSetup(op, f, q, k, 6, docs);
   if (!shape)
     return shape.takeError();
-  std::vector<int64_t> docs;
-  if (op.getCuSeqlens()) {
-    auto ids = documentIds(op, f.operand(op, 6), q.dim(0) * q.dim(1));
-    if (!ids)
-      return ids.takeError();
-    docs = std::move(*ids);
-  }
   Tensor dq = like(op.getQGrad()), dk = like(op.getKGrad()),
          dv = like(op.getVGrad());
   attentionBackward(*shape, dout.f(), q.f(), k.f(), v.f(), out.f(), lse.f(),
@@ -950,8 +947,11 @@ Interpreter::run(llvm::StringRef name, const std::vector<Tensor> &args,
     bool shapeOk = args[i].rank() == argType.getRank();
     for (int64_t d = 0; shapeOk && d < argType.getRank(); ++d)
       shapeOk = argType.isDynamicDim(d) || argType.getDimSize(d) == args[i].dim(d);
+    std::string argName = "#" + std::to_string(i);
+    if (auto attr = func.getArgAttrOfType<StringAttr>(i, "graph.name"))
+      argName = "'" + attr.str() + "' (#" + std::to_string(i) + ")";
     if (!shapeOk || *expected != args[i].dtype())
-      return fail("argument #" + llvm::Twine(i) + " of @" + name +
+      return fail("argument " + argName + " of @" + name +
                   ": expected " + shapeString(shapeOf(argType)) + " " +
                   dtypeName(*expected) + ", got " +
                   shapeString(args[i].shape()) + " " +

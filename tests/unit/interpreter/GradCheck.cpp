@@ -184,4 +184,120 @@ void checkGradients(ModuleOp module, const std::vector<Tensor> &args,
   }
 }
 
+std::string llamaModule(const LlamaShape &c) {
+  const int64_t B = c.batch, S = c.seq, D = c.hidden, Hq = c.heads,
+                Hkv = c.kvHeads, Dh = c.headDim, F = c.ffn, V = c.vocab;
+  auto T = [](std::vector<int64_t> s, const std::string &e = "f32") {
+    return tensorType(s, e);
+  };
+  std::ostringstream m;
+  m.precision(17);
+  auto w = [&](const std::string &name, std::vector<int64_t> shape,
+               const std::string &kind = "weight") {
+    bool norm = kind == "norm";
+    m << "graph.variable @" << name << " : " << T(shape) << " {kind = \""
+      << kind << "\", init = \"normal\", init_std = "
+      << std::to_string(norm ? c.normStd : c.stdDev) << " : f64}\n";
+  };
+  w("embed", {V, D}, "embedding");
+  for (int l = 0; l < c.layers; ++l) {
+    std::string p = "layers." + std::to_string(l) + ".";
+    w(p + "attn_norm", {D}, "norm");
+    w(p + "attn.wq", {Hq * Dh, D});
+    w(p + "attn.wk", {Hkv * Dh, D});
+    w(p + "attn.wv", {Hkv * Dh, D});
+    w(p + "attn.wo", {D, Hq * Dh});
+    w(p + "mlp_norm", {D}, "norm");
+    w(p + "mlp.w_gate", {F, D});
+    w(p + "mlp.w_up", {F, D});
+    w(p + "mlp.w_down", {D, F});
+  }
+  w("final_norm", {D}, "norm");
+  if (!c.tied)
+    w("lm_head", {V, D});
+  std::string h3 = T({B, S, D}), bsI = T({B, S}, "i32");
+  m << "func.func @forward(%tokens: " << bsI << ", %labels: " << bsI
+    << ", %mask: " << T({B, S}) << ", %pos: " << bsI
+    << (c.docs ? ", %cu: tensor<?xi32>" : "") << ") -> tensor<f32> {\n";
+  m << "  %embed = graph.load @embed : " << T({V, D}) << "\n";
+  m << "  %h0 = graph.embedding %embed, %tokens : (" << T({V, D}) << ", "
+    << bsI << ") -> " << h3 << "\n";
+  std::string eps = std::to_string(c.eps), theta = std::to_string(c.theta);
+  {
+    std::ostringstream e;
+    e.precision(17);
+    e << std::scientific << c.eps;
+    eps = e.str();
+  }
+  std::string h = "%h0";
+  auto linear = [&](const std::string &out, const std::string &in,
+                    const std::string &param, int64_t n, int64_t k) {
+    std::string wv = "%w_" + out.substr(1);
+    m << "  " << wv << " = graph.load @" << param << " : " << T({n, k})
+      << "\n  " << out << " = graph.linear " << in << ", " << wv
+      << " {param = \"" << param << "\"} : (" << T({B, S, k}) << ", "
+      << T({n, k}) << ") -> " << T({B, S, n}) << "\n";
+  };
+  auto norm = [&](const std::string &out, const std::string &in,
+                  const std::string &param) {
+    m << "  %nw_" << out.substr(1) << " = graph.load @" << param << " : "
+      << T({D}) << "\n  " << out << " = graph.rms_norm " << in << ", %nw_"
+      << out.substr(1) << " {eps = " << eps << " : f64} : (" << h3 << ", "
+      << T({D}) << ") -> " << h3 << "\n";
+  };
+  std::ostringstream sc;
+  sc.precision(17);
+  sc << std::scientific << 1.0 / std::sqrt(double(Dh));
+  for (int l = 0; l < c.layers; ++l) {
+    std::string p = "layers." + std::to_string(l) + ".";
+    std::string s = "_" + std::to_string(l);
+    norm("%n1" + s, h, p + "attn_norm");
+    linear("%q" + s, "%n1" + s, p + "attn.wq", Hq * Dh, D);
+    linear("%k" + s, "%n1" + s, p + "attn.wk", Hkv * Dh, D);
+    linear("%v" + s, "%n1" + s, p + "attn.wv", Hkv * Dh, D);
+    m << "  %q4" << s << " = graph.reshape %q" << s << " : ("
+      << T({B, S, Hq * Dh}) << ") -> " << T({B, S, Hq, Dh}) << "\n";
+    m << "  %k4" << s << " = graph.reshape %k" << s << " : ("
+      << T({B, S, Hkv * Dh}) << ") -> " << T({B, S, Hkv, Dh}) << "\n";
+    m << "  %v4" << s << " = graph.reshape %v" << s << " : ("
+      << T({B, S, Hkv * Dh}) << ") -> " << T({B, S, Hkv, Dh}) << "\n";
+    m << "  %qr" << s << " = graph.rope %q4" << s << ", %pos {theta = "
+      << theta << " : f64} : (" << T({B, S, Hq, Dh}) << ", " << bsI
+      << ") -> " << T({B, S, Hq, Dh}) << "\n";
+    m << "  %kr" << s << " = graph.rope %k4" << s << ", %pos {theta = "
+      << theta << " : f64} : (" << T({B, S, Hkv, Dh}) << ", " << bsI
+      << ") -> " << T({B, S, Hkv, Dh}) << "\n";
+    m << "  %o" << s << ", %lse" << s << " = graph.attention %qr" << s
+      << ", %kr" << s << ", %v4" << s << (c.docs ? ", %cu" : "")
+      << " {causal, scale = " << sc.str() << " : f64} : ("
+      << T({B, S, Hq, Dh}) << ", " << T({B, S, Hkv, Dh}) << ", "
+      << T({B, S, Hkv, Dh}) << (c.docs ? ", tensor<?xi32>" : "") << ") -> ("
+      << T({B, S, Hq, Dh}) << ", " << T({B, Hq, S}) << ")\n";
+    m << "  %o3" << s << " = graph.reshape %o" << s << " : ("
+      << T({B, S, Hq, Dh}) << ") -> " << T({B, S, Hq * Dh}) << "\n";
+    linear("%a" + s, "%o3" + s, p + "attn.wo", D, Hq * Dh);
+    m << "  %h1" << s << " = graph.add " << h << ", %a" << s << " : " << h3
+      << "\n";
+    norm("%n2" + s, "%h1" + s, p + "mlp_norm");
+    linear("%g" + s, "%n2" + s, p + "mlp.w_gate", F, D);
+    linear("%u" + s, "%n2" + s, p + "mlp.w_up", F, D);
+    m << "  %sw" << s << " = graph.swiglu %g" << s << ", %u" << s << " : "
+      << T({B, S, F}) << "\n";
+    linear("%d" + s, "%sw" + s, p + "mlp.w_down", D, F);
+    m << "  %h2" << s << " = graph.add %h1" << s << ", %d" << s << " : " << h3
+      << "\n";
+    h = "%h2" + s;
+  }
+  norm("%fn", h, "final_norm");
+  if (c.tied)
+    m << "  %logits = graph.linear %fn, %embed {param = \"embed\"} : (" << h3
+      << ", " << T({V, D}) << ") -> " << T({B, S, V}) << "\n";
+  else
+    linear("%logits", "%fn", "lm_head", V, D);
+  m << "  %loss = graph.cross_entropy %logits, %labels, %mask : ("
+    << T({B, S, V}) << ", " << bsI << ", " << T({B, S})
+    << ") -> tensor<f32>\n  return %loss : tensor<f32>\n}\n";
+  return m.str();
+}
+
 } // namespace octet::testing

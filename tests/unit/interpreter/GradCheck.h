@@ -32,6 +32,19 @@ std::string probeVariable(const std::vector<int64_t> &shape);
 std::string tensorType(const std::vector<int64_t> &shape,
                        const std::string &element = "f32");
 
+// A Llama forward graph with the importer's parameter names (embed,
+// layers.N.attn.wq, ..., final_norm, lm_head unless tied): RMSNorm, GQA
+// attention with RoPE (optionally document-masked by %cu), SwiGLU,
+// residuals. Weights are drawn N(0, stdDev), norm weights N(0, normStd).
+struct LlamaShape {
+  int64_t batch = 2, seq = 6, hidden = 16, heads = 4, kvHeads = 2,
+          headDim = 4, ffn = 24, vocab = 32;
+  int layers = 1;
+  bool tied = false, docs = false;
+  double stdDev = 0.02, normStd = 0.02, eps = 1e-5, theta = 10000.0;
+};
+std::string llamaModule(const LlamaShape &shape);
+
 struct GradCheckOptions {
   float step = 1e-2f;
   // A directional derivative along a random direction must match to

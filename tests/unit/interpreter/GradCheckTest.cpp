@@ -218,110 +218,19 @@ TEST(GradCheck, CrossEntropyWithLossMask) {
 
 } // namespace
 
-namespace octet::testing {
+namespace {
 
-// A small Llama-style model: `layers` layers, GQA, RoPE, SwiGLU, residuals,
-// optional tied head and packed documents; weights N(0, std).
-std::string tinyLlama(int layers, bool tied, bool docs, double stdDev) {
-  const int64_t B = 2, S = 6, D = 16, Hq = 4, Hkv = 2, Dh = 4, F = 24, V = 32;
-  std::ostringstream m;
-  auto w = [&](const std::string &name, std::vector<int64_t> shape,
-               const std::string &kind = "weight") {
-    m << var(name, shape, kind, kind == "norm" ? 0.3 : stdDev);
-  };
-  w("embed", {V, D}, "embedding");
-  for (int l = 0; l < layers; ++l) {
-    std::string p = "layers." + std::to_string(l) + ".";
-    w(p + "attn_norm", {D}, "norm");
-    w(p + "attn.wq", {Hq * Dh, D});
-    w(p + "attn.wk", {Hkv * Dh, D});
-    w(p + "attn.wv", {Hkv * Dh, D});
-    w(p + "attn.wo", {D, Hq * Dh});
-    w(p + "mlp_norm", {D}, "norm");
-    w(p + "mlp.w_gate", {F, D});
-    w(p + "mlp.w_up", {F, D});
-    w(p + "mlp.w_down", {D, F});
-  }
-  w("final_norm", {D}, "norm");
-  if (!tied)
-    w("lm_head", {V, D});
-  auto T = [](std::vector<int64_t> s) { return tensorType(s); };
-  std::string h3 = T({B, S, D});
-  m << "func.func @forward(%tokens: tensor<2x6xi32>, %labels: "
-       "tensor<2x6xi32>, %mask: tensor<2x6xf32>, %pos: tensor<2x6xi32>"
-    << (docs ? ", %cu: tensor<?xi32>" : "") << ") -> tensor<f32> {\n";
-  m << "  %embed = graph.load @embed : " << T({V, D}) << "\n";
-  m << "  %h0 = graph.embedding %embed, %tokens : (" << T({V, D})
-    << ", tensor<2x6xi32>) -> " << h3 << "\n";
-  std::string h = "%h0";
-  auto linear = [&](const std::string &out, const std::string &in,
-                    const std::string &param, int64_t n, int64_t k) {
-    std::string wv = "%w_" + out.substr(1);
-    m << "  " << wv << " = graph.load @" << param << " : " << T({n, k})
-      << "\n  " << out << " = graph.linear " << in << ", " << wv
-      << " {param = \"" << param << "\"} : (" << T({B, S, k}) << ", "
-      << T({n, k}) << ") -> " << T({B, S, n}) << "\n";
-  };
-  auto norm = [&](const std::string &out, const std::string &in,
-                  const std::string &param) {
-    m << "  %nw_" << out.substr(1) << " = graph.load @" << param << " : "
-      << T({D}) << "\n  " << out << " = graph.rms_norm " << in << ", %nw_"
-      << out.substr(1) << " {eps = 1.0e-5 : f64} : (" << h3 << ", " << T({D})
-      << ") -> " << h3 << "\n";
-  };
-  for (int l = 0; l < layers; ++l) {
-    std::string p = "layers." + std::to_string(l) + ".";
-    std::string s = "_" + std::to_string(l);
-    norm("%n1" + s, h, p + "attn_norm");
-    linear("%q" + s, "%n1" + s, p + "attn.wq", Hq * Dh, D);
-    linear("%k" + s, "%n1" + s, p + "attn.wk", Hkv * Dh, D);
-    linear("%v" + s, "%n1" + s, p + "attn.wv", Hkv * Dh, D);
-    m << "  %q4" << s << " = graph.reshape %q" << s << " : (" << T({B, S, Hq * Dh})
-      << ") -> " << T({B, S, Hq, Dh}) << "\n";
-    m << "  %k4" << s << " = graph.reshape %k" << s << " : (" << T({B, S, Hkv * Dh})
-      << ") -> " << T({B, S, Hkv, Dh}) << "\n";
-    m << "  %v4" << s << " = graph.reshape %v" << s << " : (" << T({B, S, Hkv * Dh})
-      << ") -> " << T({B, S, Hkv, Dh}) << "\n";
-    m << "  %qr" << s << " = graph.rope %q4" << s
-      << ", %pos {theta = 10000.0 : f64} : (" << T({B, S, Hq, Dh})
-      << ", tensor<2x6xi32>) -> " << T({B, S, Hq, Dh}) << "\n";
-    m << "  %kr" << s << " = graph.rope %k4" << s
-      << ", %pos {theta = 10000.0 : f64} : (" << T({B, S, Hkv, Dh})
-      << ", tensor<2x6xi32>) -> " << T({B, S, Hkv, Dh}) << "\n";
-    m << "  %o" << s << ", %lse" << s << " = graph.attention %qr" << s << ", %kr"
-      << s << ", %v4" << s << (docs ? ", %cu" : "")
-      << " {causal, scale = 0.5 : f64} : (" << T({B, S, Hq, Dh}) << ", "
-      << T({B, S, Hkv, Dh}) << ", " << T({B, S, Hkv, Dh})
-      << (docs ? ", tensor<?xi32>" : "") << ") -> (" << T({B, S, Hq, Dh})
-      << ", " << T({B, Hq, S}) << ")\n";
-    m << "  %o3" << s << " = graph.reshape %o" << s << " : (" << T({B, S, Hq, Dh})
-      << ") -> " << T({B, S, Hq * Dh}) << "\n";
-    linear("%a" + s, "%o3" + s, p + "attn.wo", D, Hq * Dh);
-    m << "  %h1" << s << " = graph.add " << h << ", %a" << s << " : " << h3
-      << "\n";
-    norm("%n2" + s, "%h1" + s, p + "mlp_norm");
-    linear("%g" + s, "%n2" + s, p + "mlp.w_gate", F, D);
-    linear("%u" + s, "%n2" + s, p + "mlp.w_up", F, D);
-    m << "  %sw" << s << " = graph.swiglu %g" << s << ", %u" << s << " : "
-      << T({B, S, F}) << "\n";
-    linear("%d" + s, "%sw" + s, p + "mlp.w_down", D, F);
-    m << "  %h2" << s << " = graph.add %h1" << s << ", %d" << s << " : " << h3
-      << "\n";
-    h = "%h2" + s;
-  }
-  norm("%fn", h, "final_norm");
-  if (tied)
-    m << "  %logits = graph.linear %fn, %embed {param = \"embed\"} : (" << h3
-      << ", " << T({V, D}) << ") -> " << T({B, S, V}) << "\n";
-  else
-    linear("%logits", "%fn", "lm_head", V, D);
-  m << "  %loss = graph.cross_entropy %logits, %labels, %mask : ("
-    << T({B, S, V}) << ", tensor<2x6xi32>, tensor<2x6xf32>) -> tensor<f32>\n"
-    << "  return %loss : tensor<f32>\n}\n";
-  return m.str();
+LlamaShape tinyShape(int layers, bool tied, bool docs) {
+  LlamaShape s;
+  s.layers = layers;
+  s.tied = tied;
+  s.docs = docs;
+  s.stdDev = 0.3;
+  s.normStd = 0.3;
+  return s;
 }
 
-std::vector<Tensor> tinyLlamaBatch(bool docs) {
+std::vector<Tensor> tinyBatch(bool docs) {
   std::vector<Tensor> args = {
       ints({2, 6}, {3, 17, 9, 30, 2, 2, 11, 0, 31, 8, 8, 5}),
       ints({2, 6}, {17, 9, 30, 2, 2, 7, 0, 31, 8, 8, 5, 1}),
@@ -333,17 +242,65 @@ std::vector<Tensor> tinyLlamaBatch(bool docs) {
   return args;
 }
 
-} // namespace octet::testing
-
-namespace {
-
 TEST(GradCheck, TinyLlamaWholeModel) {
-  check(tinyLlama(2, /*tied=*/false, /*docs=*/false, 0.3),
-        tinyLlamaBatch(false));
+  check(llamaModule(tinyShape(2, /*tied=*/false, /*docs=*/false)),
+        tinyBatch(false));
 }
 
 TEST(GradCheck, TinyLlamaTiedEmbeddingsPackedDocuments) {
-  check(tinyLlama(1, /*tied=*/true, /*docs=*/true, 0.3), tinyLlamaBatch(true));
+  check(llamaModule(tinyShape(1, /*tied=*/true, /*docs=*/true)),
+        tinyBatch(true));
+}
+
+} // namespace
+
+namespace {
+
+// Bad input: errors name the tensor and say what was expected.
+TEST(InterpreterErrors, BatchShapeMismatchNamesTheTensor) {
+  auto ctx = makeContext();
+  auto module = parseAndDifferentiate(
+      *ctx, var("table", {7, 4}, "embedding") + probeVariable({2, 3, 4}) +
+                "func.func @forward(%ids: tensor<2x3xi32> {graph.name = "
+                "\"tokens\"}) -> tensor<f32> {\n" +
+                load("table", {7, 4}) +
+                "  %out = graph.embedding %table, %ids : (tensor<7x4xf32>, "
+                "tensor<2x3xi32>) -> tensor<2x3x4xf32>\n" +
+                probeLoss("%out", {2, 3, 4}) + "}\n");
+  ASSERT_TRUE(module);
+  octet::interp::VariableStore store;
+  store.initialize(*module, 1);
+  octet::interp::Interpreter interpreter(*module);
+  auto result =
+      interpreter.run("train_microbatch", {ints({2, 5}, std::vector<int64_t>(10, 1))}, store);
+  ASSERT_FALSE(bool(result));
+  std::string message = llvm::toString(result.takeError());
+  EXPECT_NE(message.find("argument 'tokens' (#0) of @train_microbatch: "
+                         "expected [2, 3] i32, got [2, 5] i32"),
+            std::string::npos)
+      << message;
+
+  auto outside = interpreter.run("forward", {ints({2, 3}, {0, 1, 2, 3, 9, 4})},
+                                 store);
+  ASSERT_FALSE(bool(outside));
+  message = llvm::toString(outside.takeError());
+  EXPECT_NE(message.find("token id 9 at position 4 is outside the vocabulary "
+                         "[0, 7)"),
+            std::string::npos)
+      << message;
+}
+
+TEST(InterpreterErrors, MissingVariableNamesIt) {
+  auto ctx = makeContext();
+  auto module = parseAndDifferentiate(*ctx, elementwise("silu"));
+  ASSERT_TRUE(module);
+  octet::interp::VariableStore empty;
+  octet::interp::Interpreter interpreter(*module);
+  auto result = interpreter.run("forward", {}, empty);
+  ASSERT_FALSE(bool(result));
+  EXPECT_NE(llvm::toString(result.takeError())
+                .find("variable 'x' is not in the variable store"),
+            std::string::npos);
 }
 
 } // namespace
