@@ -20,8 +20,8 @@ using octet::data::Tokenizer;
 
 int main(int argc, char **argv) {
   if (argc < 3) {
-    std::fprintf(stderr,
-                 "usage: %s TOKENIZER_JSON TEXT_FILE [--repeat N]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s TOKENIZER_JSON TEXT_FILE [--repeat N]\n",
+                 argv[0]);
     return 2;
   }
   int repeat = 5;
@@ -63,9 +63,9 @@ int main(int argc, char **argv) {
       }
       tokens += ids.size();
     }
-    seconds.push_back(std::chrono::duration<double>(
-                          std::chrono::steady_clock::now() - start)
-                          .count());
+    seconds.push_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count());
   }
   double cold = seconds[0];
   std::vector<double> warm(seconds.begin() + 1, seconds.end());

@@ -37,7 +37,8 @@ bool splitLayer(const std::string &name, const std::string &prefix,
     return false;
   size_t pos = prefix.size();
   size_t digits = pos;
-  while (digits < name.size() && std::isdigit(static_cast<unsigned char>(name[digits])))
+  while (digits < name.size() &&
+         std::isdigit(static_cast<unsigned char>(name[digits])))
     ++digits;
   if (digits == pos || digits >= name.size() || name[digits] != '.')
     return false;

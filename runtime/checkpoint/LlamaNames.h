@@ -11,8 +11,8 @@ namespace octet::checkpoint {
 // LlamaForCausalLM:
 //   embed                  model.embed_tokens.weight
 //   layers.N.attn.wq       model.layers.N.self_attn.q_proj.weight  (wk, wv, wo)
-//   layers.N.mlp.w_gate    model.layers.N.mlp.gate_proj.weight     (w_up, w_down)
-//   layers.N.attn_norm     model.layers.N.input_layernorm.weight
+//   layers.N.mlp.w_gate    model.layers.N.mlp.gate_proj.weight     (w_up,
+//   w_down) layers.N.attn_norm     model.layers.N.input_layernorm.weight
 //   layers.N.mlp_norm      model.layers.N.post_attention_layernorm.weight
 //   final_norm             model.norm.weight
 //   lm_head                lm_head.weight

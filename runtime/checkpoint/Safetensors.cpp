@@ -181,9 +181,9 @@ StatusOr<SafetensorsHeader> parseSafetensorsHeader(const uint8_t *bytes,
                   " of the data, past its end (" + std::to_string(dataSize) +
                   " bytes; the file may be truncated)");
     if (tensor.end - tensor.begin != bytesNeeded)
-      return fail(where + " spans " + std::to_string(tensor.end - tensor.begin) +
-                  " bytes but its shape and dtype need " +
-                  std::to_string(bytesNeeded));
+      return fail(
+          where + " spans " + std::to_string(tensor.end - tensor.begin) +
+          " bytes but its shape and dtype need " + std::to_string(bytesNeeded));
     header.tensors.push_back(std::move(tensor));
   }
   std::sort(header.tensors.begin(), header.tensors.end(),
@@ -193,11 +193,13 @@ StatusOr<SafetensorsHeader> parseSafetensorsHeader(const uint8_t *bytes,
   uint64_t expected = 0;
   for (const TensorInfo &t : header.tensors) {
     if (t.begin != expected)
-      return fail("tensor \"" + t.name + "\" starts at byte " +
-                  std::to_string(t.begin) + " of the data but the previous "
-                  "tensor ends at " + std::to_string(expected) +
-                  (t.begin < expected ? " (tensors overlap)"
-                                      : " (a gap in the data)"));
+      return fail(
+          "tensor \"" + t.name + "\" starts at byte " +
+          std::to_string(t.begin) +
+          " of the data but the previous "
+          "tensor ends at " +
+          std::to_string(expected) +
+          (t.begin < expected ? " (tensors overlap)" : " (a gap in the data)"));
     expected = t.end;
   }
   if (expected != dataSize)
@@ -260,10 +262,11 @@ Status SafetensorsWriter::add(const std::string &name, DType dtype,
   if (elements * dtypeSize(dtype) != bytes)
     return Status::error("tensor \"" + name + "\": " + std::to_string(bytes) +
                          " bytes given, shape and dtype " + dtypeName(dtype) +
-                         " need " + std::to_string(elements * dtypeSize(dtype)));
+                         " need " +
+                         std::to_string(elements * dtypeSize(dtype)));
   const uint8_t *p = static_cast<const uint8_t *>(data);
-  tensors_[name] = Pending{dtype, std::move(shape),
-                           std::vector<uint8_t>(p, p + bytes)};
+  tensors_[name] =
+      Pending{dtype, std::move(shape), std::vector<uint8_t>(p, p + bytes)};
   return Status::ok();
 }
 
@@ -302,8 +305,8 @@ Status SafetensorsWriter::write(const std::string &path) const {
   if (Status s = out->write(header); !s)
     return s;
   for (const auto &entry : tensors_)
-    if (Status s = out->write(entry.second.data.data(),
-                              entry.second.data.size());
+    if (Status s =
+            out->write(entry.second.data.data(), entry.second.data.size());
         !s)
       return s;
   return out->commit();
@@ -334,8 +337,9 @@ StatusOr<CheckpointReader> CheckpointReader::open(const std::string &path) {
       singlePath = path + "/" + kSingleName;
     else
       return Status::error(path + " holds neither " + kSingleName + " nor " +
-                           kIndexName + "; point at a Hugging Face model "
-                                        "directory");
+                           kIndexName +
+                           "; point at a Hugging Face model "
+                           "directory");
   } else if (endsWith(path, ".json")) {
     indexPath = path;
   } else {
@@ -350,8 +354,8 @@ StatusOr<CheckpointReader> CheckpointReader::open(const std::string &path) {
       auto [it, inserted] = reader.byName_.try_emplace(t.name, index, &t);
       if (!inserted)
         return Status::error("tensor \"" + t.name + "\" is in both " +
-                             reader.shards_[it->second.first].path() +
-                             " and " + reader.shards_.back().path());
+                             reader.shards_[it->second.first].path() + " and " +
+                             reader.shards_.back().path());
     }
     return Status::ok();
   };
@@ -407,8 +411,8 @@ StatusOr<CheckpointReader> CheckpointReader::open(const std::string &path) {
     std::string file = it.value().get<std::string>();
     if (found == reader.byName_.end() ||
         !endsWith(reader.shards_[found->second.first].path(), "/" + file))
-      return Status::error(indexPath + " maps tensor \"" + it.key() +
-                           "\" to " + file + ", which does not hold it");
+      return Status::error(indexPath + " maps tensor \"" + it.key() + "\" to " +
+                           file + ", which does not hold it");
   }
   return reader;
 }
@@ -429,8 +433,8 @@ StatusOr<std::vector<uint8_t>>
 CheckpointReader::readTensor(std::string_view name) const {
   auto it = byName_.find(name);
   if (it == byName_.end())
-    return Status::error("the checkpoint has no tensor \"" +
-                         std::string(name) + "\"");
+    return Status::error("the checkpoint has no tensor \"" + std::string(name) +
+                         "\"");
   return shards_[it->second.first].readTensor(name);
 }
 

@@ -48,7 +48,8 @@ AtomicFileWriter::AtomicFileWriter(AtomicFileWriter &&other) noexcept {
   *this = std::move(other);
 }
 
-AtomicFileWriter &AtomicFileWriter::operator=(AtomicFileWriter &&other) noexcept {
+AtomicFileWriter &
+AtomicFileWriter::operator=(AtomicFileWriter &&other) noexcept {
   if (this != &other) {
     abandon();
     path_ = std::move(other.path_);
@@ -111,8 +112,8 @@ Status AtomicFileWriter::commit() {
   if (Status s = flushBuffer(); !s)
     return s;
   if (::fsync(fd_) != 0)
-    return Status::error("cannot flush " + path_ + " to disk: " +
-                         systemError());
+    return Status::error("cannot flush " + path_ +
+                         " to disk: " + systemError());
   int fd = fd_;
   fd_ = -1;
   if (::close(fd) != 0)
@@ -130,8 +131,7 @@ Status AtomicFileWriter::commit() {
   return Status::ok();
 }
 
-Status writeFileAtomically(const std::string &path,
-                           std::string_view contents) {
+Status writeFileAtomically(const std::string &path, std::string_view contents) {
   StatusOr<AtomicFileWriter> writer = AtomicFileWriter::create(path);
   if (!writer)
     return writer.status();
@@ -187,7 +187,9 @@ StatusOr<MappedFile> MappedFile::open(const std::string &path) {
   return file;
 }
 
-MappedFile::MappedFile(MappedFile &&other) noexcept { *this = std::move(other); }
+MappedFile::MappedFile(MappedFile &&other) noexcept {
+  *this = std::move(other);
+}
 
 MappedFile &MappedFile::operator=(MappedFile &&other) noexcept {
   if (this != &other) {

@@ -5,7 +5,6 @@
 
 #include <cmath>
 
-
 namespace octet::data {
 
 StatusOr<ByteCorpus> ByteCorpus::open(const std::string &path,
@@ -30,8 +29,9 @@ StatusOr<ByteCorpus> ByteCorpus::fromBytes(std::string bytes,
   corpus.options_ = options;
   uint64_t window = uint64_t(options.sequenceLength) + 1;
   corpus.trainEnd_ =
-      bytes.size() - static_cast<uint64_t>(std::llround(
-                         static_cast<double>(bytes.size()) * options.evalFraction));
+      bytes.size() -
+      static_cast<uint64_t>(std::llround(static_cast<double>(bytes.size()) *
+                                         options.evalFraction));
   if (corpus.trainEnd_ < window || bytes.size() - corpus.trainEnd_ < window)
     return Status::error(
         std::to_string(bytes.size()) + " bytes are too few for windows of " +

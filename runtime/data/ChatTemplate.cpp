@@ -39,7 +39,8 @@ Llama3ChatTemplate::create(const Tokenizer &tokenizer) {
   return result;
 }
 
-std::string Llama3ChatTemplate::render(const std::vector<ChatMessage> &messages) {
+std::string
+Llama3ChatTemplate::render(const std::vector<ChatMessage> &messages) {
   std::string text = kBeginOfText;
   for (const ChatMessage &message : messages) {
     text += kStartHeader;

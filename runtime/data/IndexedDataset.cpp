@@ -86,8 +86,7 @@ TokenDType tokenDTypeForVocab(int64_t vocabSize) {
 // Writer
 //===----------------------------------------------------------------------===//
 
-IndexedDatasetWriter::IndexedDatasetWriter(std::string prefix,
-                                           TokenDType dtype,
+IndexedDatasetWriter::IndexedDatasetWriter(std::string prefix, TokenDType dtype,
                                            AtomicFileWriter bin,
                                            AtomicFileWriter idx)
     : prefix_(std::move(prefix)), dtype_(dtype) {
@@ -235,8 +234,10 @@ Status validateIndex(const uint8_t *data, uint64_t size, uint64_t binSize,
       return fail("sequence " + std::to_string(i) + " has negative length");
     if (offset < 0 || static_cast<uint64_t>(offset) != expectedOffset)
       return fail("sequence " + std::to_string(i) + " starts at byte " +
-                  std::to_string(offset) + " but the lengths before it end "
-                  "at byte " + std::to_string(expectedOffset));
+                  std::to_string(offset) +
+                  " but the lengths before it end "
+                  "at byte " +
+                  std::to_string(expectedOffset));
     expectedOffset += static_cast<uint64_t>(length) * itemSize;
   }
   if (binSize != expectedOffset)
@@ -270,8 +271,8 @@ StatusOr<IndexedDataset> IndexedDataset::open(const std::string &prefix) {
   StatusOr<MappedFile> bin = MappedFile::open(prefix + ".bin");
   if (!bin)
     return bin.status().withContext("indexed dataset " + prefix);
-  if (Status s = validateIndex(idx->data(), idx->size(), bin->size(),
-                               prefix + ".idx");
+  if (Status s =
+          validateIndex(idx->data(), idx->size(), bin->size(), prefix + ".idx");
       !s)
     return s;
   IndexedDataset dataset;
@@ -294,8 +295,7 @@ uint32_t IndexedDataset::sequenceLength(size_t index) const {
 }
 
 uint64_t IndexedDataset::sequenceByteOffset(size_t index) const {
-  return static_cast<uint64_t>(
-      loadLittleEndian<int64_t>(offsets_ + 8 * index));
+  return static_cast<uint64_t>(loadLittleEndian<int64_t>(offsets_ + 8 * index));
 }
 
 uint64_t IndexedDataset::documentBoundary(size_t index) const {

@@ -38,8 +38,7 @@ StatusOr<JsonlRecord> parseJsonlLine(std::string_view line,
   JsonlRecord record;
   if (messages == root.end()) {
     if (text == root.end())
-      return Status::error("has neither \"" + textKey +
-                           "\" nor \"messages\"");
+      return Status::error("has neither \"" + textKey + "\" nor \"messages\"");
     if (!text->is_string())
       return Status::error("\"" + textKey + "\" is " + typeName(*text) +
                            ", expected a string");
@@ -69,7 +68,8 @@ StatusOr<JsonlRecord> parseJsonlLine(std::string_view line,
       return Status::error(where + ".role \"" + roleName +
                            "\" is not a chat role; use system, user, "
                            "assistant, tool or ipython");
-    record.messages.push_back({std::move(roleName), content->get<std::string>()});
+    record.messages.push_back(
+        {std::move(roleName), content->get<std::string>()});
   }
   return record;
 }

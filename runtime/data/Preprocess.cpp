@@ -110,7 +110,8 @@ public:
       }
       line.append(buffer_, position_, std::string::npos);
       buffer_.resize(1 << 18);
-      int n = gzread(file_, buffer_.data(), static_cast<unsigned>(buffer_.size()));
+      int n =
+          gzread(file_, buffer_.data(), static_cast<unsigned>(buffer_.size()));
       if (n < 0) {
         int code = 0;
         return Status::error("cannot read " + path_ + ": " +
@@ -192,8 +193,8 @@ StatusOr<PreprocessResult> preprocessJsonl(const PreprocessOptions &options) {
               ? "--append-eod: the tokenizer has neither <|end_of_text|> nor "
                 "<|endoftext|>; name the end-of-document token with "
                 "--eod-token"
-              : "--eod-token: \"" + options.eodToken +
-                    "\" is not a token of " + options.tokenizerPath);
+              : "--eod-token: \"" + options.eodToken + "\" is not a token of " +
+                    options.tokenizerPath);
   }
   StatusOr<Llama3ChatTemplate> chatTemplate =
       Llama3ChatTemplate::create(*tokenizer);
@@ -245,15 +246,14 @@ StatusOr<PreprocessResult> preprocessJsonl(const PreprocessOptions &options) {
         out.blank = true;
         return;
       }
-      StatusOr<JsonlRecord> record =
-          parseJsonlLine(lines[i], options.textKey);
+      StatusOr<JsonlRecord> record = parseJsonlLine(lines[i], options.textKey);
       if (!record) {
         out.error = record.status().message();
         return;
       }
       if (record->kind == JsonlRecord::Kind::Text) {
-        Status s = tokenizer->encodeInto(record->text, options.addBos,
-                                         out.tokens);
+        Status s =
+            tokenizer->encodeInto(record->text, options.addBos, out.tokens);
         if (!s)
           out.error = s.message();
         else if (eodId)
@@ -328,8 +328,7 @@ StatusOr<PreprocessResult> preprocessJsonl(const PreprocessOptions &options) {
     }
     firstLineNumber += lines.size();
     if (progress)
-      progress->update((*reader)->bytesConsumed(), result.lines,
-                       result.tokens);
+      progress->update((*reader)->bytesConsumed(), result.lines, result.tokens);
   }
 
   if (Status s = tokensOut->finalize(); !s)

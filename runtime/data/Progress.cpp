@@ -28,9 +28,9 @@ ProgressDisplay::ProgressDisplay(std::string label, uint64_t total, FILE *out)
 
 std::string ProgressDisplay::line(uint64_t done, uint64_t items,
                                   uint64_t tokens) const {
-  double seconds = std::chrono::duration<double>(
-                       std::chrono::steady_clock::now() - start_)
-                       .count();
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start_)
+          .count();
   char buffer[256];
   std::string percent;
   if (total_ > 0) {
@@ -45,8 +45,9 @@ std::string ProgressDisplay::line(uint64_t done, uint64_t items,
     std::snprintf(buffer, sizeof(buffer), ", ~%.0fs left", remaining);
     eta = buffer;
   }
-  std::snprintf(buffer, sizeof(buffer), "%s: %s%s lines, %s tokens, %.1f MB/s%s",
-                label_.c_str(), percent.c_str(), humanCount(items).c_str(),
+  std::snprintf(buffer, sizeof(buffer),
+                "%s: %s%s lines, %s tokens, %.1f MB/s%s", label_.c_str(),
+                percent.c_str(), humanCount(items).c_str(),
                 humanCount(tokens).c_str(), mbPerSecond, eta.c_str());
   return buffer;
 }

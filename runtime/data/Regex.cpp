@@ -109,9 +109,9 @@ std::string onigurumaToPcre2(std::string_view pattern) {
 StatusOr<Regex> Regex::compilePcre2(std::string_view pattern) {
   int errorCode = 0;
   PCRE2_SIZE errorOffset = 0;
-  pcre2_code *code = pcre2_compile(
-      reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
-      PCRE2_UTF | PCRE2_UCP, &errorCode, &errorOffset, nullptr);
+  pcre2_code *code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()),
+                                   pattern.size(), PCRE2_UTF | PCRE2_UCP,
+                                   &errorCode, &errorOffset, nullptr);
   if (!code)
     return Status::error("cannot compile regular expression '" +
                          std::string(pattern) + "' at offset " +
@@ -139,8 +139,7 @@ StatusOr<Regex> Regex::literal(std::string_view text) {
   return compilePcre2(escaped);
 }
 
-Status Regex::findAll(std::string_view text,
-                      std::vector<Span> &matches) const {
+Status Regex::findAll(std::string_view text, std::vector<Span> &matches) const {
   const pcre2_code *code = compiled_->code;
   size_t pos = 0;
   while (pos <= text.size()) {

@@ -190,16 +190,15 @@ Status SftLoader::initialize(const PackingOptions &options) {
   if (options.alignment == 0 || options.sequenceLength == 0 ||
       options.sequenceLength % options.alignment != 0) {
     uint32_t a = std::max<uint32_t>(1, options.alignment);
-    uint32_t up = (std::max<uint32_t>(1, options.sequenceLength) + a - 1) / a * a;
-    return Status::error("sequence length " +
-                         std::to_string(options.sequenceLength) +
-                         " is not a positive multiple of " +
-                         std::to_string(options.alignment) +
-                         ", which the FP8 GEMMs need; use " +
-                         std::to_string(up));
+    uint32_t up =
+        (std::max<uint32_t>(1, options.sequenceLength) + a - 1) / a * a;
+    return Status::error(
+        "sequence length " + std::to_string(options.sequenceLength) +
+        " is not a positive multiple of " + std::to_string(options.alignment) +
+        ", which the FP8 GEMMs need; use " + std::to_string(up));
   }
-  size_t count = tokensData_ ? tokensData_->sequenceCount()
-                             : memoryTokens_.size();
+  size_t count =
+      tokensData_ ? tokensData_->sequenceCount() : memoryTokens_.size();
   Fnv1a fingerprint;
   fingerprint.add(options.sequenceLength);
   fingerprint.add(options.alignment);

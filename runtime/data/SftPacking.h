@@ -15,8 +15,7 @@ namespace octet::data {
 // the first bin with room. Returns the sample indices of each bin, in bin
 // order; every length must be in [1, capacity].
 std::vector<std::vector<uint32_t>>
-packFirstFitDecreasing(const std::vector<uint32_t> &lengths,
-                       uint32_t capacity);
+packFirstFitDecreasing(const std::vector<uint32_t> &lengths, uint32_t capacity);
 
 // A permutation of [0, count) from a seed; the same on every platform (no
 // std::shuffle, whose algorithm the standard leaves open).

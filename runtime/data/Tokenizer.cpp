@@ -5,11 +5,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <array>
-#include <atomic>
 #include <deque>
 #include <fstream>
-#include <queue>
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
@@ -152,8 +151,11 @@ public:
   };
   void reserve(size_t count) {
     size_t capacity = 16;
-    while (capacity < count * 2)
+    shift_ = 60;
+    while (capacity < count * 2) {
       capacity <<= 1;
+      --shift_;
+    }
     slots_.assign(capacity, Entry());
   }
   // Later merges of the same pair replace earlier ones, as in HF.
@@ -177,12 +179,15 @@ private:
   }
   size_t probeFor(uint64_t key) const {
     size_t mask = slots_.size() - 1;
-    size_t slot = (key * 0x9E3779B97F4A7C15ull) >> 20 & mask;
+    // Fibonacci hashing: the top bits of the product depend on every bit
+    // of both ids.
+    size_t slot = (key * 0x9E3779B97F4A7C15ull) >> shift_;
     while (slots_[slot].key != kEmpty && slots_[slot].key != key)
       slot = (slot + 1) & mask;
     return slot;
   }
   std::vector<Entry> slots_;
+  int shift_ = 60;
 };
 
 // A piece of text on its way through pre-tokenization. `synthetic` counts
@@ -201,33 +206,72 @@ Piece subPiece(const Piece &piece, size_t begin, size_t end) {
           offset < piece.synthetic ? piece.synthetic - offset : 0};
 }
 
-std::atomic<uint64_t> nextInstanceId{1};
-
-struct CachedWord {
-  std::vector<int32_t> ids;
-  std::vector<uint32_t> lengths;
-};
-
-// Per-thread cache of BPE results, keyed by the tokenizer's instance id so a
-// new tokenizer never sees another's entries.
-struct WordCache {
-  uint64_t owner = 0;
-  std::unordered_map<std::string, CachedWord> words;
-};
-
-WordCache &threadWordCache(uint64_t owner) {
-  thread_local WordCache cache;
-  if (cache.owner != owner || cache.words.size() > (1u << 17)) {
-    cache.words.clear();
-    cache.owner = owner;
+// Open-addressing map from token bytes to id: looked up once per
+// pre-tokenized piece and once per character, so it is kept flat.
+class TokenTable {
+public:
+  void build(const std::vector<std::pair<std::string_view, int32_t>> &entries) {
+    size_t capacity = 16;
+    while (capacity < entries.size() * 2)
+      capacity <<= 1;
+    slots_.assign(capacity, {std::string_view(), -1});
+    for (const auto &[key, id] : entries) {
+      size_t slot = probeFor(key);
+      slots_[slot] = {key, id};
+    }
   }
-  return cache;
+  int32_t find(std::string_view key) const {
+    if (slots_.empty())
+      return -1;
+    return slots_[probeFor(key)].second;
+  }
+
+private:
+  static uint64_t hash(std::string_view key) {
+    uint64_t h = 0xCBF29CE484222325ull; // FNV-1a: short keys, few cycles
+    for (char c : key) {
+      h ^= static_cast<uint8_t>(c);
+      h *= 0x100000001B3ull;
+    }
+    return h ^ (h >> 29);
+  }
+  size_t probeFor(std::string_view key) const {
+    size_t mask = slots_.size() - 1;
+    size_t slot = hash(key) & mask;
+    while (slots_[slot].second >= 0 && slots_[slot].first != key)
+      slot = (slot + 1) & mask;
+    return slot;
+  }
+  std::vector<std::pair<std::string_view, int32_t>> slots_;
+};
+
+// Reused buffers of the BPE merge loop, so encoding allocates nothing per
+// word.
+struct BpeSymbol {
+  int32_t id;
+  int32_t prev, next;
+  uint32_t length;
+};
+struct BpeCandidate {
+  int32_t rank, pos, mergedId;
+  // Heap order: lowest rank first; among equal ranks, the leftmost.
+  bool operator<(const BpeCandidate &o) const {
+    return rank != o.rank ? rank > o.rank : pos > o.pos;
+  }
+};
+struct BpeScratch {
+  std::vector<BpeSymbol> symbols;
+  std::vector<BpeCandidate> heap;
+};
+
+BpeScratch &threadBpeScratch() {
+  thread_local BpeScratch scratch;
+  return scratch;
 }
 
 } // namespace
 
 struct Tokenizer::Impl {
-  uint64_t instanceId = nextInstanceId.fetch_add(1);
   std::string sourceName;
 
   // Model.
@@ -235,7 +279,7 @@ struct Tokenizer::Impl {
   std::vector<bool> modelIdPresent;
   std::unordered_map<std::string, int32_t> modelIds;
   std::deque<std::string> rawTokenStorage;
-  std::unordered_map<std::string_view, int32_t> rawVocab; // input bytes -> id
+  TokenTable rawVocab; // input bytes -> id
   std::array<int32_t, 256> byteIds;
   MergeTable merges;
   bool ignoreMerges = false;
@@ -265,7 +309,8 @@ struct Tokenizer::Impl {
                           std::vector<std::pair<Piece, int32_t>> &out) const;
   Status preTokenize(const Piece &segment, std::deque<std::string> &arena,
                      std::vector<Piece> &pieces) const;
-  void encodeWord(std::string_view word, CachedWord &result) const;
+  void encodeWord(std::string_view word, std::vector<int32_t> &ids,
+                  std::vector<uint32_t> *lengths) const;
   void appendWord(const Piece &piece, std::vector<int32_t> &ids,
                   std::vector<uint32_t> *starts) const;
 };
@@ -292,9 +337,8 @@ private:
     return Status::error(source_ + ": " + field + ": " + message);
   }
   Status unsupported(const std::string &field, const std::string &what) const {
-    return error(field,
-                 what + " is not supported; octet reads byte-level BPE "
-                        "tokenizers (Llama 3 and GPT-2 style)");
+    return error(field, what + " is not supported; octet reads byte-level BPE "
+                               "tokenizers (Llama 3 and GPT-2 style)");
   }
   StatusOr<bool> flag(const json &object, const std::string &field,
                       const char *key, bool fallback) const {
@@ -331,8 +375,8 @@ Status Loader::load(const json &root) {
     return s;
   if (Status s = loadNormalizer(root.value("normalizer", json())); !s)
     return s;
-  if (Status s =
-          loadPreTokenizer(root.value("pre_tokenizer", json()), "pre_tokenizer");
+  if (Status s = loadPreTokenizer(root.value("pre_tokenizer", json()),
+                                  "pre_tokenizer");
       !s)
     return s;
   for (size_t i = 0; i < impl_.steps.size(); ++i)
@@ -340,8 +384,7 @@ Status Loader::load(const json &root) {
         i + 1 != impl_.steps.size())
       return unsupported("pre_tokenizer",
                          "a ByteLevel pre-tokenizer followed by others");
-  if (Status s = loadAddedTokens(root.value("added_tokens", json::array()));
-      !s)
+  if (Status s = loadAddedTokens(root.value("added_tokens", json::array())); !s)
     return s;
   if (Status s = loadPostProcessor(root.value("post_processor", json()),
                                    "post_processor");
@@ -409,8 +452,8 @@ Status Loader::loadModel(const json &model) {
       return error("model.unk_token", "expected a string or null");
     auto id = vocab.find(unk->get<std::string>());
     if (id == vocab.end())
-      return error("model.unk_token", "\"" + unk->get<std::string>() +
-                                          "\" is not in model.vocab");
+      return error("model.unk_token",
+                   "\"" + unk->get<std::string>() + "\" is not in model.vocab");
     impl_.unkId = id->second;
   }
 
@@ -432,8 +475,8 @@ Loader::loadMerges(const json &merges,
       const std::string &text = merge.get_ref<const std::string &>();
       size_t space = text.find(' ');
       if (space == std::string::npos)
-        return error(field, "\"" + text +
-                                "\" is not two tokens separated by a space");
+        return error(field,
+                     "\"" + text + "\" is not two tokens separated by a space");
       left = text.substr(0, space);
       right = text.substr(space + 1);
     } else if (merge.is_array() && merge.size() == 2 && merge[0].is_string() &&
@@ -459,8 +502,8 @@ Status Loader::loadNormalizer(const json &normalizer) {
   if (normalizer.is_null())
     return Status::ok();
   std::string type = normalizer.value("type", "");
-  if (type == "Sequence" && normalizer.value("normalizers", json::array())
-                                .empty())
+  if (type == "Sequence" &&
+      normalizer.value("normalizers", json::array()).empty())
     return Status::ok();
   return unsupported("normalizer", "normalizer \"" + type + "\"");
 }
@@ -477,8 +520,8 @@ StatusOr<SplitBehavior> Loader::splitBehavior(const json &split,
   for (const auto &[name, value] : names)
     if (behavior == name)
       return value;
-  return error(field + ".behavior", "unknown split behavior \"" + behavior +
-                                        "\"");
+  return error(field + ".behavior",
+               "unknown split behavior \"" + behavior + "\"");
 }
 
 Status Loader::loadPreTokenizer(const json &pre, const std::string &field) {
@@ -492,8 +535,8 @@ Status Loader::loadPreTokenizer(const json &pre, const std::string &field) {
     if (list == pre.end() || !list->is_array())
       return error(field + ".pretokenizers", "missing or not an array");
     for (size_t i = 0; i < list->size(); ++i)
-      if (Status s = loadPreTokenizer(
-              (*list)[i], field + ".pretokenizers[" + std::to_string(i) + "]");
+      if (Status s = loadPreTokenizer((*list)[i], field + ".pretokenizers[" +
+                                                      std::to_string(i) + "]");
           !s)
         return s;
     return Status::ok();
@@ -613,8 +656,8 @@ Status Loader::loadPostProcessor(const json &processor,
   if (type == "Sequence") {
     const json list = processor.value("processors", json::array());
     for (size_t i = 0; i < list.size(); ++i)
-      if (Status s = loadPostProcessor(
-              list[i], field + ".processors[" + std::to_string(i) + "]");
+      if (Status s = loadPostProcessor(list[i], field + ".processors[" +
+                                                    std::to_string(i) + "]");
           !s)
         return s;
     return Status::ok();
@@ -639,8 +682,7 @@ Status Loader::loadPostProcessor(const json &processor,
     auto special = specials.find(name);
     if (special == specials.end() || !special->value("ids", json()).is_array())
       return error(field + ".special_tokens",
-                   "no ids for \"" + name + "\", which " + itemField +
-                       " uses");
+                   "no ids for \"" + name + "\", which " + itemField + " uses");
     for (const json &id : (*special)["ids"]) {
       if (!id.is_number_integer() || id.get<int64_t>() < 0 ||
           id.get<int64_t>() > INT32_MAX)
@@ -681,13 +723,14 @@ StatusOr<Tokenizer> Tokenizer::fromJson(std::string_view text,
       return s;
   } catch (const json::exception &e) {
     // A field of an unexpected JSON type read through nlohmann's accessors.
-    return Status::error(sourceName + ": unexpected JSON structure: " +
-                         e.what());
+    return Status::error(sourceName +
+                         ": unexpected JSON structure: " + e.what());
   }
 
   // The model's view of its vocabulary: bytes for byte-level tokenizers, so
   // no text has to be mapped to byte characters at encode time.
   impl->byteIds.fill(-1);
+  std::vector<std::pair<std::string_view, int32_t>> rawEntries;
   for (size_t id = 0; id < impl->modelTokens.size(); ++id) {
     if (!impl->modelIdPresent[id])
       continue;
@@ -697,15 +740,14 @@ StatusOr<Tokenizer> Tokenizer::fromJson(std::string_view text,
     if (!raw)
       continue; // unreachable from text; kept for decoding
     impl->rawTokenStorage.push_back(std::move(*raw));
-    impl->rawVocab.emplace(impl->rawTokenStorage.back(),
-                           static_cast<int32_t>(id));
+    rawEntries.emplace_back(impl->rawTokenStorage.back(),
+                            static_cast<int32_t>(id));
   }
+  impl->rawVocab.build(rawEntries);
   if (impl->byteLevel)
     for (int b = 0; b < 256; ++b) {
       char byte = static_cast<char>(b);
-      auto it = impl->rawVocab.find(std::string_view(&byte, 1));
-      if (it != impl->rawVocab.end())
-        impl->byteIds[b] = it->second;
+      impl->byteIds[b] = impl->rawVocab.find(std::string_view(&byte, 1));
     }
   return Tokenizer(std::move(impl));
 }
@@ -869,10 +911,9 @@ Status Tokenizer::Impl::preTokenize(const Piece &segment,
         std::vector<Regex::Span> merged;
         bool previousMatch = false;
         for (const auto &part : parts) {
-          bool extend =
-              step.behavior == SplitBehavior::MergedWithPrevious
-                  ? part.second && !previousMatch
-                  : part.second == previousMatch;
+          bool extend = step.behavior == SplitBehavior::MergedWithPrevious
+                            ? part.second && !previousMatch
+                            : part.second == previousMatch;
           if (extend && !merged.empty())
             merged.back().second = part.first.second;
           else
@@ -905,14 +946,11 @@ Status Tokenizer::Impl::preTokenize(const Piece &segment,
 }
 
 void Tokenizer::Impl::encodeWord(std::string_view word,
-                                 CachedWord &result) const {
-  struct Symbol {
-    int32_t id;
-    int32_t prev, next;
-    uint32_t length;
-  };
-  std::vector<Symbol> symbols;
-  symbols.reserve(word.size());
+                                 std::vector<int32_t> &ids,
+                                 std::vector<uint32_t> *lengths) const {
+  BpeScratch &scratch = threadBpeScratch();
+  std::vector<BpeSymbol> &symbols = scratch.symbols;
+  symbols.clear();
   std::optional<std::pair<int32_t, uint32_t>> pendingUnk;
   auto addSymbol = [&](int32_t id, uint32_t length) {
     int32_t index = static_cast<int32_t>(symbols.size());
@@ -920,14 +958,12 @@ void Tokenizer::Impl::encodeWord(std::string_view word,
   };
   for (size_t pos = 0; pos < word.size();) {
     size_t length = 1;
-    int32_t id = -1;
+    int32_t id;
     if (byteLevel) {
       id = byteIds[static_cast<uint8_t>(word[pos])];
     } else {
       length = std::max<size_t>(1, utf8SequenceLength(word, pos));
-      auto it = rawVocab.find(word.substr(pos, length));
-      if (it != rawVocab.end())
-        id = it->second;
+      id = rawVocab.find(word.substr(pos, length));
     }
     pos += length;
     if (id >= 0) {
@@ -952,25 +988,24 @@ void Tokenizer::Impl::encodeWord(std::string_view word,
   if (!symbols.empty())
     symbols.back().next = -1;
 
-  // Lowest rank first; among equal ranks, the leftmost.
-  struct Candidate {
-    int32_t rank, pos, mergedId;
-    bool operator<(const Candidate &o) const {
-      return rank != o.rank ? rank > o.rank : pos > o.pos;
-    }
+  std::vector<BpeCandidate> &heap = scratch.heap;
+  heap.clear();
+  auto push = [&](const BpeCandidate &c) {
+    heap.push_back(c);
+    std::push_heap(heap.begin(), heap.end());
   };
-  std::priority_queue<Candidate> queue;
   for (size_t i = 0; i + 1 < symbols.size(); ++i)
     if (const MergeTable::Entry *m =
             merges.find(symbols[i].id, symbols[i + 1].id))
-      queue.push({m->rank, static_cast<int32_t>(i), m->mergedId});
-  while (!queue.empty()) {
-    Candidate top = queue.top();
-    queue.pop();
-    Symbol &left = symbols[top.pos];
+      push({m->rank, static_cast<int32_t>(i), m->mergedId});
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end());
+    BpeCandidate top = heap.back();
+    heap.pop_back();
+    BpeSymbol &left = symbols[top.pos];
     if (left.length == 0 || left.next < 0)
       continue;
-    Symbol &right = symbols[left.next];
+    BpeSymbol &right = symbols[left.next];
     const MergeTable::Entry *m = merges.find(left.id, right.id);
     if (!m || m->mergedId != top.mergedId)
       continue; // stale: one side changed since it was queued
@@ -983,54 +1018,44 @@ void Tokenizer::Impl::encodeWord(std::string_view word,
     if (left.prev >= 0)
       if (const MergeTable::Entry *p =
               merges.find(symbols[left.prev].id, left.id))
-        queue.push({p->rank, left.prev, p->mergedId});
+        push({p->rank, left.prev, p->mergedId});
     if (left.next >= 0)
       if (const MergeTable::Entry *n =
               merges.find(left.id, symbols[left.next].id))
-        queue.push({n->rank, top.pos, n->mergedId});
+        push({n->rank, top.pos, n->mergedId});
   }
-  result.ids.clear();
-  result.lengths.clear();
-  for (const Symbol &symbol : symbols)
+  for (const BpeSymbol &symbol : symbols)
     if (symbol.length > 0) {
-      result.ids.push_back(symbol.id);
-      result.lengths.push_back(symbol.length);
+      ids.push_back(symbol.id);
+      if (lengths)
+        lengths->push_back(symbol.length);
     }
 }
 
 void Tokenizer::Impl::appendWord(const Piece &piece, std::vector<int32_t> &ids,
                                  std::vector<uint32_t> *starts) const {
   if (ignoreMerges) {
-    auto it = rawVocab.find(piece.text);
-    if (it != rawVocab.end()) {
-      ids.push_back(it->second);
+    int32_t id = rawVocab.find(piece.text);
+    if (id >= 0) {
+      ids.push_back(id);
       if (starts)
         starts->push_back(piece.sourceBegin);
       return;
     }
   }
-  const CachedWord *word;
-  CachedWord uncached;
-  constexpr size_t kLongestCachedWord = 64;
-  if (piece.text.size() <= kLongestCachedWord) {
-    WordCache &cache = threadWordCache(instanceId);
-    auto [it, inserted] = cache.words.try_emplace(std::string(piece.text));
-    if (inserted)
-      encodeWord(piece.text, it->second);
-    word = &it->second;
-  } else {
-    encodeWord(piece.text, uncached);
-    word = &uncached;
+  if (!starts) {
+    encodeWord(piece.text, ids, nullptr);
+    return;
   }
-  ids.insert(ids.end(), word->ids.begin(), word->ids.end());
-  if (starts) {
-    uint32_t offset = 0;
-    for (uint32_t length : word->lengths) {
-      starts->push_back(piece.sourceBegin + (offset > piece.synthetic
-                                                 ? offset - piece.synthetic
-                                                 : 0));
-      offset += length;
-    }
+  thread_local std::vector<uint32_t> lengths;
+  lengths.clear();
+  encodeWord(piece.text, ids, &lengths);
+  uint32_t offset = 0;
+  for (uint32_t length : lengths) {
+    starts->push_back(piece.sourceBegin + (offset > piece.synthetic
+                                               ? offset - piece.synthetic
+                                               : 0));
+    offset += length;
   }
 }
 

@@ -126,9 +126,8 @@ uint32_t decodeUtf8(std::string_view text, size_t pos, size_t length) {
     return (uint32_t(byte(0) & 0x0F) << 12) | (uint32_t(byte(1) & 0x3F) << 6) |
            (byte(2) & 0x3F);
   default:
-    return (uint32_t(byte(0) & 0x07) << 18) |
-           (uint32_t(byte(1) & 0x3F) << 12) | (uint32_t(byte(2) & 0x3F) << 6) |
-           (byte(3) & 0x3F);
+    return (uint32_t(byte(0) & 0x07) << 18) | (uint32_t(byte(1) & 0x3F) << 12) |
+           (uint32_t(byte(2) & 0x3F) << 6) | (byte(3) & 0x3F);
   }
 }
 

@@ -67,8 +67,8 @@ private:
         s[below(s.size())] = static_cast<char>(below(256));
       break;
     case 2: // insert bytes
-      s.insert(below(s.size() + 1), std::string(1 + below(4),
-                                                static_cast<char>(below(256))));
+      s.insert(below(s.size() + 1),
+               std::string(1 + below(4), static_cast<char>(below(256))));
       break;
     case 3: { // erase a range
       if (s.empty())
@@ -158,8 +158,8 @@ int main(int argc, char **argv) {
                            s.size());
   }
   Mutator mutator(seed, seeds, octet::fuzz::dictionary());
-  auto deadline = std::chrono::steady_clock::now() +
-                  std::chrono::duration<double>(seconds);
+  auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
   uint64_t done = 0;
   for (; done < iterations; ++done) {
     if ((done & 63) == 0 && std::chrono::steady_clock::now() > deadline)

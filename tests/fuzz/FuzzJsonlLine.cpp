@@ -61,8 +61,9 @@ std::vector<std::string> seedInputs() {
 }
 
 std::vector<std::string> dictionary() {
-  return {"\"text\"", "\"messages\"", "\"role\"", "\"content\"",
-          "\"assistant\"", "\"ipython\"", "<|eot_id|>", "\\ud800", "\\n"};
+  return {"\"text\"",    "\"messages\"",  "\"role\"",
+          "\"content\"", "\"assistant\"", "\"ipython\"",
+          "<|eot_id|>",  "\\ud800",       "\\n"};
 }
 
 } // namespace octet::fuzz

@@ -60,9 +60,18 @@ std::vector<std::string> seedInputs() {
 }
 
 std::vector<std::string> dictionary() {
-  return {"\"dtype\"",  "\"shape\"",   "\"data_offsets\"", "\"__metadata__\"",
-          "\"F32\"",    "\"BF16\"",    "\"F8_E5M2\"",      "\"I64\"",
-          "[0,0]",      "[4294967296,4294967296]",           ":", ","};
+  return {"\"dtype\"",
+          "\"shape\"",
+          "\"data_offsets\"",
+          "\"__metadata__\"",
+          "\"F32\"",
+          "\"BF16\"",
+          "\"F8_E5M2\"",
+          "\"I64\"",
+          "[0,0]",
+          "[4294967296,4294967296]",
+          ":",
+          ","};
 }
 
 } // namespace octet::fuzz

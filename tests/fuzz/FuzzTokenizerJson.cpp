@@ -16,7 +16,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   for (std::string_view sample :
        {std::string_view("Hello, world! It's 2024."),
-        std::string_view("  \n\n\t<|eot_id|>x<mask> y \xC3\xA9\xF0\x9F\x99\x82"),
+        std::string_view(
+            "  \n\n\t<|eot_id|>x<mask> y \xC3\xA9\xF0\x9F\x99\x82"),
         std::string_view("")}) {
     octet::StatusOr<std::vector<int32_t>> ids = tokenizer->encode(sample, true);
     if (!ids)
@@ -37,9 +38,8 @@ std::vector<std::string> seedInputs() {
   std::string llama = testutil::smallByteLevelTokenizerJson(
       {{"h", "e"}, {"l", "l"}, {"he", "ll"}, {" ", "w"}});
   nlohmann::json gpt2 = nlohmann::json::parse(llama);
-  gpt2["pre_tokenizer"] = {{"type", "ByteLevel"},
-                           {"add_prefix_space", true},
-                           {"use_regex", true}};
+  gpt2["pre_tokenizer"] = {
+      {"type", "ByteLevel"}, {"add_prefix_space", true}, {"use_regex", true}};
   gpt2["model"]["ignore_merges"] = false;
   gpt2["added_tokens"].push_back({{"id", 2000},
                                   {"content", "<mask>"},
@@ -60,11 +60,26 @@ std::vector<std::string> seedInputs() {
 }
 
 std::vector<std::string> dictionary() {
-  return {"\"type\"", "\"BPE\"", "\"WordPiece\"", "\"Split\"", "\"Sequence\"",
-          "\"ByteLevel\"", "\"Regex\"", "\"(?i:a)\"", "\"\\\\p{L}+\"",
-          "\"ignore_merges\"", "\"merges\"", "\"vocab\"", "\"added_tokens\"",
-          "\"lstrip\"", "\"single_word\"", "\"Contiguous\"", "\"invert\"",
-          "\"unk_token\"", "\"TemplateProcessing\"", "\"SpecialToken\""};
+  return {"\"type\"",
+          "\"BPE\"",
+          "\"WordPiece\"",
+          "\"Split\"",
+          "\"Sequence\"",
+          "\"ByteLevel\"",
+          "\"Regex\"",
+          "\"(?i:a)\"",
+          "\"\\\\p{L}+\"",
+          "\"ignore_merges\"",
+          "\"merges\"",
+          "\"vocab\"",
+          "\"added_tokens\"",
+          "\"lstrip\"",
+          "\"single_word\"",
+          "\"Contiguous\"",
+          "\"invert\"",
+          "\"unk_token\"",
+          "\"TemplateProcessing\"",
+          "\"SpecialToken\""};
 }
 
 } // namespace octet::fuzz

@@ -134,8 +134,8 @@ int runPreprocess(int argc, char **argv) {
                           kPreprocessUsage);
     } else if (takeValue(argc, argv, i, "--threads", value, missing)) {
       unsigned long threads = 0;
-      if (!missing && (!parseCount(value, threads) || threads == 0 ||
-                       threads > 1024))
+      if (!missing &&
+          (!parseCount(value, threads) || threads == 0 || threads > 1024))
         return usageError("--threads takes a count from 1 to 1024, not \"" +
                               value + "\"",
                           kPreprocessUsage);

@@ -75,7 +75,8 @@ TEST(ByteCorpus, EvalBatchesCoverTheEvalSplitInOrder) {
 TEST(ByteCorpus, RefusesCorporaTooSmallForTheWindows) {
   ByteCorpus::Options options;
   options.sequenceLength = 512;
-  StatusOr<ByteCorpus> corpus = ByteCorpus::fromBytes(sampleText(4000), options);
+  StatusOr<ByteCorpus> corpus =
+      ByteCorpus::fromBytes(sampleText(4000), options);
   ASSERT_FALSE(corpus);
   EXPECT_NE(corpus.status().message().find("too few"), std::string::npos);
   StatusOr<ByteCorpus> missing = ByteCorpus::open("/nonexistent/c.txt", {});

@@ -41,13 +41,16 @@ TEST(DataCommand, PrintsHelpAndRefusesBadUsage) {
 TEST(DataCommand, PreprocessesThenInspects) {
   std::string dir = testutil::makeTempDir("cmd");
   testutil::writeFile(dir + "/tokenizer.json",
-                     testutil::smallByteLevelTokenizerJson({{"a", "b"}}));
+                      testutil::smallByteLevelTokenizerJson({{"a", "b"}}));
   testutil::writeFile(dir + "/in.jsonl",
-                     "{\"text\": \"abab\"}\n{\"text\": \"ba\"}\nbroken\n");
+                      "{\"text\": \"abab\"}\n{\"text\": \"ba\"}\nbroken\n");
   ::testing::internal::CaptureStderr();
-  std::vector<std::string> args = {"data",        "preprocess",
-                                   "--input",     dir + "/in.jsonl",
-                                   "--tokenizer", dir + "/tokenizer.json",
+  std::vector<std::string> args = {"data",
+                                   "preprocess",
+                                   "--input",
+                                   dir + "/in.jsonl",
+                                   "--tokenizer",
+                                   dir + "/tokenizer.json",
                                    "--output-prefix=" + dir + "/out",
                                    "--no-progress"};
   EXPECT_EQ(run(args), 1); // stops at line 3
@@ -63,8 +66,7 @@ TEST(DataCommand, PreprocessesThenInspects) {
                  dir + "/tokenizer.json", "--show", "2"}),
             0);
   std::string shown = ::testing::internal::GetCapturedStdout();
-  EXPECT_NE(shown.find("2 sequences, 2 documents, 4 tokens"),
-            std::string::npos)
+  EXPECT_NE(shown.find("2 sequences, 2 documents, 4 tokens"), std::string::npos)
       << shown;
   EXPECT_NE(shown.find("abab"), std::string::npos) << shown;
 

@@ -120,7 +120,7 @@ TEST(IndexedDataset, ReadsAnIndependentlyBuiltDataset) {
   std::string dir = testutil::makeTempDir("idx");
   std::vector<int32_t> sizes = {2, 1, 3};
   testutil::writeFile(dir + "/x.idx",
-                     buildIndexIndependently(4, sizes, {0, 1, 3}, 4));
+                      buildIndexIndependently(4, sizes, {0, 1, 3}, 4));
   std::string bin;
   for (int32_t v : {-5, 100000, 42, 1, 2, 3})
     bin.append(reinterpret_cast<const char *>(&v), 4);

@@ -33,9 +33,9 @@ TEST(LlamaNames, MapsEveryParameterBothWays) {
 }
 
 TEST(LlamaNames, RefusesNamesOutsideTheMap) {
-  for (const char *name : {"layers.x.attn.wq", "layers.01.attn.wq",
-                           "layers.1.attn_norm_bias", "embed_bias",
-                           "layers.1.attn.wq.extra", "layers..attn.wq"}) {
+  for (const char *name :
+       {"layers.x.attn.wq", "layers.01.attn.wq", "layers.1.attn_norm_bias",
+        "embed_bias", "layers.1.attn.wq.extra", "layers..attn.wq"}) {
     StatusOr<std::string> hf = octetToHfName(name);
     ASSERT_FALSE(hf) << name;
     EXPECT_NE(hf.status().message().find(name), std::string::npos);

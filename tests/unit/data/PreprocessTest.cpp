@@ -1,7 +1,7 @@
+#include "runtime/data/Preprocess.h"
 #include "runtime/data/ChatTemplate.h"
 #include "runtime/data/IndexedDataset.h"
 #include "runtime/data/Jsonl.h"
-#include "runtime/data/Preprocess.h"
 #include "runtime/data/Tokenizer.h"
 #include "tests/unit/data/TestUtil.h"
 
@@ -22,7 +22,7 @@ Fixture makeFixture() {
   std::string dir = testutil::makeTempDir("preprocess");
   std::string path = dir + "/tokenizer.json";
   testutil::writeFile(path, testutil::smallByteLevelTokenizerJson(
-                               {{"h", "e"}, {"l", "l"}, {"he", "ll"}}));
+                                {{"h", "e"}, {"l", "l"}, {"he", "ll"}}));
   StatusOr<Tokenizer> tokenizer = Tokenizer::fromFile(path);
   EXPECT_TRUE(tokenizer);
   return {dir, path, *tokenizer};
@@ -60,9 +60,9 @@ TEST(Jsonl, ParsesTextAndChatRecords) {
   ASSERT_TRUE(text);
   EXPECT_EQ(text->kind, JsonlRecord::Kind::Text);
   EXPECT_EQ(text->text, "hi");
-  StatusOr<JsonlRecord> chat = parseJsonlLine(
-      R"({"messages": [{"role": "user", "content": "q"},)"
-      R"( {"role": "assistant", "content": "a"}]})");
+  StatusOr<JsonlRecord> chat =
+      parseJsonlLine(R"({"messages": [{"role": "user", "content": "q"},)"
+                     R"( {"role": "assistant", "content": "a"}]})");
   ASSERT_TRUE(chat);
   EXPECT_EQ(chat->kind, JsonlRecord::Kind::Chat);
   ASSERT_EQ(chat->messages.size(), 2u);
@@ -130,8 +130,8 @@ TEST(Preprocess, ThreadCountDoesNotChangeTheOutput) {
   Fixture f = makeFixture();
   std::string jsonl;
   for (int i = 0; i < 200; ++i)
-    jsonl += "{\"text\": \"line " + std::to_string(i * 7919 % 1000) +
-             " hello\"}\n";
+    jsonl +=
+        "{\"text\": \"line " + std::to_string(i * 7919 % 1000) + " hello\"}\n";
   testutil::writeFile(f.dir + "/in.jsonl", jsonl);
   PreprocessOptions options = optionsFor(f, "in.jsonl");
   options.threads = 1;
@@ -150,9 +150,9 @@ TEST(Preprocess, ThreadCountDoesNotChangeTheOutput) {
 TEST(Preprocess, StopsAtAMalformedLineNamingItAndWritesNothing) {
   Fixture f = makeFixture();
   testutil::writeFile(f.dir + "/in.jsonl", "{\"text\": \"a\"}\n"
-                                          "{\"text\": \"b\"}\n"
-                                          "{\"text\": \"b\"\n"
-                                          "{\"text\": \"c\"}\n");
+                                           "{\"text\": \"b\"}\n"
+                                           "{\"text\": \"b\"\n"
+                                           "{\"text\": \"c\"}\n");
   StatusOr<PreprocessResult> result =
       preprocessJsonl(optionsFor(f, "in.jsonl"));
   ASSERT_FALSE(result);
@@ -169,11 +169,11 @@ TEST(Preprocess, StopsAtAMalformedLineNamingItAndWritesNothing) {
 TEST(Preprocess, SkipsMalformedLinesWhenAskedAndReportsThem) {
   Fixture f = makeFixture();
   testutil::writeFile(f.dir + "/in.jsonl",
-                     "{\"text\": \"a\"}\n"
-                     "oops\n"
-                     "{\"messages\": [{\"role\": \"robot\", \"content\": "
-                     "\"x\"}]}\n"
-                     "{\"text\": \"c\"}");
+                      "{\"text\": \"a\"}\n"
+                      "oops\n"
+                      "{\"messages\": [{\"role\": \"robot\", \"content\": "
+                      "\"x\"}]}\n"
+                      "{\"text\": \"c\"}");
   PreprocessOptions options = optionsFor(f, "in.jsonl");
   options.onError = PreprocessOptions::OnError::Skip;
   char *logText = nullptr;
@@ -199,8 +199,8 @@ TEST(Preprocess, SkipsMalformedLinesWhenAskedAndReportsThem) {
 TEST(Preprocess, UnknownChatRoleStopsByDefault) {
   Fixture f = makeFixture();
   testutil::writeFile(f.dir + "/in.jsonl",
-                     "{\"messages\": [{\"role\": \"narrator\", \"content\": "
-                     "\"x\"}]}\n");
+                      "{\"messages\": [{\"role\": \"narrator\", \"content\": "
+                      "\"x\"}]}\n");
   StatusOr<PreprocessResult> result =
       preprocessJsonl(optionsFor(f, "in.jsonl"));
   ASSERT_FALSE(result);

@@ -164,54 +164,74 @@ TEST(Safetensors, RefusesEveryKindOfLyingHeader) {
   auto header = [](const std::string &a, const std::string &b) {
     return "{\"a\":" + a + ",\"b\":" + b + "}";
   };
-  const std::string b = R"({"dtype":"BF16","shape":[1,2],"data_offsets":[8,12]})";
+  const std::string b =
+      R"({"dtype":"BF16","shape":[1,2],"data_offsets":[8,12]})";
   std::vector<Case> cases = {
       {"empty file", "", "shorter than the 8-byte header length"},
       {"short file", "abc", "shorter than the 8-byte header length"},
-      {"length past end", fileWithHeader(good, 12, 1000),
-       "claims 1000 bytes"},
+      {"length past end", fileWithHeader(good, 12, 1000), "claims 1000 bytes"},
       {"huge length", fileWithHeader(good, 12, UINT64_MAX - 1),
        "claims 18446744073709551614 bytes"},
       {"not json", fileWithHeader("{nope", 0), "not a JSON object"},
       {"json array", fileWithHeader("[1,2]", 0), "not a JSON object"},
       {"tensor not object", fileWithHeader(header("3", b), 12),
        "tensor \"a\" is not an object"},
-      {"no dtype", fileWithHeader(header(R"({"shape":[2],"data_offsets":[0,8]})", b), 12),
+      {"no dtype",
+       fileWithHeader(header(R"({"shape":[2],"data_offsets":[0,8]})", b), 12),
        "no dtype"},
       {"unknown dtype",
-       fileWithHeader(header(R"({"dtype":"F4","shape":[2],"data_offsets":[0,8]})", b), 12),
+       fileWithHeader(
+           header(R"({"dtype":"F4","shape":[2],"data_offsets":[0,8]})", b), 12),
        "unknown dtype \"F4\""},
       {"negative shape",
-       fileWithHeader(header(R"({"dtype":"F32","shape":[-2],"data_offsets":[0,8]})", b), 12),
+       fileWithHeader(
+           header(R"({"dtype":"F32","shape":[-2],"data_offsets":[0,8]})", b),
+           12),
        "shape entry that is not a non-negative integer"},
       {"overflowing shape",
-       fileWithHeader(header(R"({"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,8]})", b), 12),
+       fileWithHeader(
+           header(
+               R"({"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,8]})",
+               b),
+           12),
        "overflows"},
       {"size mismatch",
-       fileWithHeader(header(R"({"dtype":"F32","shape":[3],"data_offsets":[0,8]})", b), 12),
+       fileWithHeader(
+           header(R"({"dtype":"F32","shape":[3],"data_offsets":[0,8]})", b),
+           12),
        "spans 8 bytes but its shape and dtype need 12"},
       {"reversed offsets",
-       fileWithHeader(header(R"({"dtype":"F32","shape":[0],"data_offsets":[8,0]})", b), 12),
+       fileWithHeader(
+           header(R"({"dtype":"F32","shape":[0],"data_offsets":[8,0]})", b),
+           12),
        "begin after end"},
       {"past the data",
-       fileWithHeader(header(R"({"dtype":"F32","shape":[2],"data_offsets":[0,8]})",
-                             R"({"dtype":"BF16","shape":[1,2],"data_offsets":[12,16]})"), 12),
+       fileWithHeader(
+           header(R"({"dtype":"F32","shape":[2],"data_offsets":[0,8]})",
+                  R"({"dtype":"BF16","shape":[1,2],"data_offsets":[12,16]})"),
+           12),
        "past its end"},
       {"overlap",
-       fileWithHeader(header(R"({"dtype":"F32","shape":[2],"data_offsets":[0,8]})",
-                             R"({"dtype":"BF16","shape":[1,2],"data_offsets":[6,10]})"), 12),
+       fileWithHeader(
+           header(R"({"dtype":"F32","shape":[2],"data_offsets":[0,8]})",
+                  R"({"dtype":"BF16","shape":[1,2],"data_offsets":[6,10]})"),
+           12),
        "tensors overlap"},
       {"gap",
-       fileWithHeader(header(R"({"dtype":"F32","shape":[1],"data_offsets":[0,4]})",
-                             R"({"dtype":"BF16","shape":[1,2],"data_offsets":[8,12]})"), 12),
+       fileWithHeader(
+           header(R"({"dtype":"F32","shape":[1],"data_offsets":[0,4]})",
+                  R"({"dtype":"BF16","shape":[1,2],"data_offsets":[8,12]})"),
+           12),
        "a gap in the data"},
-      {"trailing data", fileWithHeader(good, 20), "cover 12 bytes of data but the file holds 20"},
+      {"trailing data", fileWithHeader(good, 20),
+       "cover 12 bytes of data but the file holds 20"},
       {"truncated data", fileWithHeader(good, 10), "past its end"},
       {"bad offsets type",
-       fileWithHeader(header(R"({"dtype":"F32","shape":[2],"data_offsets":[0]})", b), 12),
+       fileWithHeader(
+           header(R"({"dtype":"F32","shape":[2],"data_offsets":[0]})", b), 12),
        "no data_offsets"},
-      {"metadata not strings",
-       fileWithHeader(R"({"__metadata__":{"k":1}})", 0), "__metadata__[\"k\"]"},
+      {"metadata not strings", fileWithHeader(R"({"__metadata__":{"k":1}})", 0),
+       "__metadata__[\"k\"]"},
   };
   std::string dir = testutil::makeTempDir("st");
   for (const Case &c : cases) {

@@ -86,8 +86,8 @@ TEST(Packing, FirstFitDecreasingFillsEarlierBinsFirst) {
   // Sorted: 7(1) 6(4) 5(0) 4(3) 3(5) 2(2) 1(6); capacity 8.
   std::vector<std::vector<uint32_t>> bins =
       packFirstFitDecreasing({5, 7, 2, 4, 6, 3, 1}, 8);
-  EXPECT_EQ(bins, (std::vector<std::vector<uint32_t>>{
-                      {1, 6}, {4, 2}, {0, 5}, {3}}));
+  EXPECT_EQ(bins,
+            (std::vector<std::vector<uint32_t>>{{1, 6}, {4, 2}, {0, 5}, {3}}));
   // Ties keep input order.
   EXPECT_EQ(packFirstFitDecreasing({3, 3, 3}, 6),
             (std::vector<std::vector<uint32_t>>{{0, 1}, {2}}));
@@ -125,8 +125,8 @@ TEST(Packing, RowsKeepDocumentsApart) {
   for (uint32_t n : lengths)
     masks.emplace_back(n, 1);
   masks[1][3] = 0; // token 3 of sample 1 is not trained on
-  StatusOr<SftLoader> loader = SftLoader::fromSamples(
-      numberedSamples(lengths), masks, options);
+  StatusOr<SftLoader> loader =
+      SftLoader::fromSamples(numberedSamples(lengths), masks, options);
   ASSERT_TRUE(loader) << loader.status().message();
   EXPECT_EQ(loader->truncatedSamples(), 1u); // the 20-token sample
   // 16(s3) | 9(s1)+5(s0) | 4(s2)
@@ -167,8 +167,8 @@ TEST(Packing, RowsKeepDocumentsApart) {
       EXPECT_EQ(batch.lossMask[i], 0.0f);
       EXPECT_EQ(batch.lossMask[i + 1], 1.0f);
     }
-  float trained = std::accumulate(batch.lossMask.begin(), batch.lossMask.end(),
-                                  0.0f);
+  float trained =
+      std::accumulate(batch.lossMask.begin(), batch.lossMask.end(), 0.0f);
   // (16-1) + (9-1-1) + (5-1) + (4-1)
   EXPECT_EQ(trained, 15 + 7 + 4 + 3);
 }
@@ -308,10 +308,12 @@ TEST(Packing, ReadsTokensAndMasksFromIndexedDatasets) {
   ASSERT_TRUE(loader->nextBatch(1, batch));
   // Sample 2 (4 tokens) first, then sample 1; then 9 of padding.
   EXPECT_EQ(batch.cuSeqlens, (std::vector<int32_t>{0, 4, 7, 16}));
-  EXPECT_EQ(std::vector<int32_t>(batch.inputs.begin(), batch.inputs.begin() + 7),
-            (std::vector<int32_t>{200, 201, 202, 203, 100, 101, 102}));
-  EXPECT_EQ(std::vector<float>(batch.lossMask.begin(), batch.lossMask.begin() + 7),
-            (std::vector<float>{0, 1, 1, 0, 0, 1, 0}));
+  EXPECT_EQ(
+      std::vector<int32_t>(batch.inputs.begin(), batch.inputs.begin() + 7),
+      (std::vector<int32_t>{200, 201, 202, 203, 100, 101, 102}));
+  EXPECT_EQ(
+      std::vector<float>(batch.lossMask.begin(), batch.lossMask.begin() + 7),
+      (std::vector<float>{0, 1, 1, 0, 0, 1, 0}));
   StatusOr<SftLoader> mismatched =
       SftLoader::open(dir + "/t", dir + "/t", options);
   EXPECT_TRUE(mismatched); // same shape: accepted as a mask

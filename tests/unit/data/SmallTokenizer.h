@@ -12,9 +12,8 @@ namespace octet::testutil {
 // pre-tokenizer regex, and the Llama 3 special tokens as added tokens
 // (ids 1000..1004, <|begin_of_text|> first). Merges are pairs of plain
 // strings of printable ASCII, e.g. {"h", "e"}.
-std::string
-smallByteLevelTokenizerJson(const std::vector<std::pair<std::string,
-                                                        std::string>> &merges);
+std::string smallByteLevelTokenizerJson(
+    const std::vector<std::pair<std::string, std::string>> &merges);
 
 } // namespace octet::testutil
 

@@ -80,8 +80,8 @@ std::string tokenizerGoldenDir(std::string &why) {
     why = cachedWhy;
     return "";
   }
-  std::string script =
-      std::string(OCTET_SOURCE_DIR) + "/tests/unit/data/make_tokenizer_golden.py";
+  std::string script = std::string(OCTET_SOURCE_DIR) +
+                       "/tests/unit/data/make_tokenizer_golden.py";
   std::string dir = std::string(OCTET_TEST_WORK_DIR) + "/tokenizer-golden";
   ::mkdir(OCTET_TEST_WORK_DIR, 0755);
   ::mkdir(dir.c_str(), 0755);
@@ -89,7 +89,8 @@ std::string tokenizerGoldenDir(std::string &why) {
   // wait for it and reuse its output while the script is unchanged.
   int lock = ::open((dir + "/.lock").c_str(), O_CREAT | O_RDWR, 0644);
   ::flock(lock, LOCK_EX);
-  std::string stamp = std::to_string(std::hash<std::string>()(readFile(script)));
+  std::string stamp =
+      std::to_string(std::hash<std::string>()(readFile(script)));
   if (readFile(dir + "/stamp") != stamp) {
     std::string command = python + " " + script + " --out " + dir;
     if (std::system(command.c_str()) != 0) {

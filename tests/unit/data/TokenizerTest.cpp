@@ -1,5 +1,5 @@
-#include "runtime/data/Regex.h"
 #include "runtime/data/Tokenizer.h"
+#include "runtime/data/Regex.h"
 #include "runtime/data/Utf8.h"
 #include "tests/unit/data/TestUtil.h"
 
@@ -57,8 +57,8 @@ void compareWithHf(const std::string &style) {
       size_t k = 0;
       while (k < got->size() && k < want.size() && (*got)[k] == want[k])
         ++k;
-      ADD_FAILURE() << style << " document " << doc << " differs at token "
-                    << k << ":\n  octet:" << describe(*tokenizer, *got, k)
+      ADD_FAILURE() << style << " document " << doc << " differs at token " << k
+                    << ":\n  octet:" << describe(*tokenizer, *got, k)
                     << "\n  HF:   " << describe(*tokenizer, want, k);
     }
   }
@@ -71,8 +71,8 @@ void compareWithHf(const std::string &style) {
         d["ids"].get<std::vector<int32_t>>(), d["skip_special"].get<bool>());
     ASSERT_TRUE(text) << text.status().message();
     if (*text != d["text"].get<std::string>() && decodeMismatches++ < 3)
-      ADD_FAILURE() << style << " decode of " << d["ids"].dump()
-                    << " gave \"" << *text << "\", HF gave " << d["text"];
+      ADD_FAILURE() << style << " decode of " << d["ids"].dump() << " gave \""
+                    << *text << "\", HF gave " << d["text"];
   }
   EXPECT_EQ(decodeMismatches, 0u);
 }
@@ -139,13 +139,14 @@ TEST(Tokenizer, DecodeRejectsUnknownIdsAndReplacesBrokenUtf8) {
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.status().message().find("token id 5000"), std::string::npos);
   // The first byte of "é" alone is not UTF-8.
-  EXPECT_EQ(*t.decode({0xC3, 'a'}), "\xEF\xBF\xBD" "a");
+  EXPECT_EQ(*t.decode({0xC3, 'a'}), "\xEF\xBF\xBD"
+                                    "a");
 }
 
 TEST(Tokenizer, RefusesOtherModelTypesByName) {
   for (const char *type : {"WordPiece", "Unigram", "WordLevel"}) {
-    nlohmann::json json = nlohmann::json::parse(
-        testutil::smallByteLevelTokenizerJson({}));
+    nlohmann::json json =
+        nlohmann::json::parse(testutil::smallByteLevelTokenizerJson({}));
     json["model"]["type"] = type;
     StatusOr<Tokenizer> t = Tokenizer::fromJson(json.dump(), "tok.json");
     ASSERT_FALSE(t) << type;
@@ -195,18 +196,17 @@ TEST(Tokenizer, RefusesUnsupportedPiecesWithTheirField) {
 
 TEST(Utf8, LossyConversionReplacesMaximalInvalidSubparts) {
   EXPECT_EQ(utf8Lossy("ok"), "ok");
-  EXPECT_EQ(utf8Lossy("\xE2\x82"), "\xEF\xBF\xBD");     // truncated
-  EXPECT_EQ(utf8Lossy("\xE2\x82x"), "\xEF\xBF\xBDx");   // cut by ASCII
+  EXPECT_EQ(utf8Lossy("\xE2\x82"), "\xEF\xBF\xBD");             // truncated
+  EXPECT_EQ(utf8Lossy("\xE2\x82x"), "\xEF\xBF\xBDx");           // cut by ASCII
   EXPECT_EQ(utf8Lossy("\xC0\xAF"), "\xEF\xBF\xBD\xEF\xBF\xBD"); // overlong
-  EXPECT_EQ(utf8Lossy("\xED\xA0\x80"),                  // a surrogate
+  EXPECT_EQ(utf8Lossy("\xED\xA0\x80"),                          // a surrogate
             "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");
   EXPECT_EQ(findInvalidUtf8("caf\xC3\xA9"), std::string::npos);
   EXPECT_EQ(findInvalidUtf8("caf\xC3"), 3u);
 }
 
 TEST(Regex, RewritesOnigurumaOnlyEscapes) {
-  EXPECT_EQ(onigurumaToPcre2(R"(\s+(?!\S))"),
-            R"([\s\x{85}]+(?![^\s\x{85}]))");
+  EXPECT_EQ(onigurumaToPcre2(R"(\s+(?!\S))"), R"([\s\x{85}]+(?![^\s\x{85}]))");
   EXPECT_EQ(onigurumaToPcre2(R"([^\s\p{L}])"), R"([^\s\x{85}\p{L}])");
   EXPECT_EQ(onigurumaToPcre2(R"([]\s])"), R"([]\s\x{85}])");
   EXPECT_EQ(onigurumaToPcre2(R"(\\s)"), R"(\\s)");
