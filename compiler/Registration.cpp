@@ -1,5 +1,7 @@
 #include "compiler/Registration.h"
 
+#include "compiler/Transforms/Precision.h"
+
 #include "dialects/fp8/Fp8Dialect.h"
 #include "dialects/graph/GraphDialect.h"
 #include "dialects/kernel/KernelDialect.h"
@@ -34,6 +36,7 @@ void registerCompilerPasses() {
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
   mlir::registerSymbolDCEPass();
+  registerOctetFp8Passes();
 }
 
 } // namespace octet

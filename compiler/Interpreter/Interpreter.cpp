@@ -1,5 +1,6 @@
 #include "compiler/Interpreter/Interpreter.h"
 
+#include "compiler/Interpreter/Fp8Ops.h"
 #include "compiler/Interpreter/Kernels.h"
 #include "dialects/fp8/Fp8Dialect.h"
 #include "dialects/graph/GraphDialect.h"
@@ -700,8 +701,10 @@ llvm::Error quantize(fp8::QuantizeOp op, Frame &f) {
   // setResult rounds to the FP8 type with satfinite.
   for (int64_t i = 0; i < x.numel(); ++i)
     q.f()[i] = x.f()[i] * scale;
+  // Before setResult, which may move the value `x` refers to.
+  float amax = amaxOf(x);
   f.setResult(op, 0, std::move(q));
-  f.setResult(op, 1, Tensor::scalar(amaxOf(x)));
+  f.setResult(op, 1, Tensor::scalar(amax));
   return llvm::Error::success();
 }
 
@@ -937,6 +940,7 @@ Interpreter::run(llvm::StringRef name, const std::vector<Tensor> &args,
   if (type.getNumInputs() != args.size())
     return fail("@" + name + " takes " + llvm::Twine(type.getNumInputs()) +
                 " arguments, got " + llvm::Twine(args.size()));
+  registerFp8InterpreterOps();
   Frame frame(variables);
   Block &body = func.getBody().front();
   for (unsigned i = 0; i < args.size(); ++i) {
@@ -979,6 +983,8 @@ Interpreter::run(llvm::StringRef name, const std::vector<Tensor> &args,
       continue;
     if (llvm::Error err = execute(&op, frame))
       return std::move(err);
+    if (observer_)
+      observer_(&op, frame);
     if (observer_)
       observer_(&op, frame);
     auto it = dying.find(&op);
