@@ -14,6 +14,10 @@ int runCompileCommand(int argc, char **argv);
 // (OCTET_HAVE_DATA_COMMAND).
 int runDataCommand(int argc, char **argv);
 
+// tools/octet/TrainCommand.cpp: train a spec on the CPU through the reference
+// interpreter.
+int runTrainCommand(int argc, char **argv);
+
 } // namespace octet
 
 #endif

@@ -6,6 +6,7 @@
 #include "frontends/spec/GraphImporter.h"
 #include "frontends/spec/SpecReader.h"
 #include "tools/octet/Commands.h"
+#include "tools/octet/TrainingOptions.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/ADT/StringRef.h"
@@ -34,6 +35,8 @@ struct CompileStage {
 const CompileStage kStages[] = {
     {"import", "the forward graph built from the spec (graph dialect)",
      nullptr},
+    {"autodiff", "the train step: forward, backward, optimizer",
+     runAutodiffStage},
 };
 
 std::string knownStages() {

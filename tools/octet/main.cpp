@@ -17,6 +17,8 @@ struct Command {
 const Command kCommands[] = {
     {"compile", "compile a model spec or HF config.json; dump IR by stage",
      octet::runCompileCommand},
+    {"train", "train a spec on the CPU through the reference interpreter",
+     octet::runTrainCommand},
 #ifdef OCTET_HAVE_DATA_COMMAND
     {"data", "prepare and inspect training data", octet::runDataCommand},
 #endif

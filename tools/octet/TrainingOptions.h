@@ -1,0 +1,26 @@
+#ifndef OCTET_TOOLS_OCTET_TRAININGOPTIONS_H
+#define OCTET_TOOLS_OCTET_TRAININGOPTIONS_H
+
+// The TrainSpec as the training pipeline's options, shared by `octet
+// compile --dump-ir=autodiff` and `octet train`.
+
+#include "compiler/Pipelines/Pipelines.h"
+#include "frontends/spec/spec.pb.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+namespace octet {
+
+// From a resolved spec (defaults applied). `steps` > 0 overrides
+// train.steps, and the cosine schedule ends there.
+TrainingPipelineOptions trainingOptionsFromSpec(const spec::Spec &spec,
+                                                int64_t steps = 0);
+
+// The `autodiff` stage of `octet compile`: the training pipeline with the
+// spec's options.
+mlir::LogicalResult runAutodiffStage(mlir::ModuleOp module,
+                                     const spec::Spec &spec);
+
+} // namespace octet
+
+#endif
