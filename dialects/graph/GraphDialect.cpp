@@ -448,3 +448,50 @@ LogicalResult AdamWUpdateOp::verify() {
     return emitOpError("weight_decay must be non-negative");
   return success();
 }
+
+LogicalResult SliceOp::verify() {
+  auto input = cast<RankedTensorType>(getInput().getType());
+  auto result = cast<RankedTensorType>(getResult().getType());
+  int64_t dim = getDim(), offset = getOffset();
+  if (failed(expectRank(*this, "result", result, input.getRank())) ||
+      failed(expectSameElementType(*this, "result", result, "input", input)))
+    return failure();
+  if (dim < 0 || dim >= input.getRank())
+    return emitOpError("dim ") << dim << " is out of range for rank "
+                               << input.getRank();
+  SmallVector<int64_t> expected(input.getShape());
+  expected[dim] = result.getDimSize(dim);
+  if (offset < 0 || offset + result.getDimSize(dim) > input.getDimSize(dim))
+    return emitOpError("slice [")
+           << offset << ", " << offset + result.getDimSize(dim)
+           << ") does not fit dimension " << dim << " of size "
+           << input.getDimSize(dim);
+  return expectShape(*this, "result", result, expected);
+}
+
+LogicalResult ConcatOp::verify() {
+  if (getInputs().empty())
+    return emitOpError("needs at least one operand");
+  auto result = cast<RankedTensorType>(getResult().getType());
+  int64_t dim = getDim();
+  if (dim < 0 || dim >= result.getRank())
+    return emitOpError("dim ") << dim << " is out of range for rank "
+                               << result.getRank();
+  int64_t total = 0;
+  for (Value v : getInputs()) {
+    auto t = cast<RankedTensorType>(v.getType());
+    if (failed(expectRank(*this, "operand", t, result.getRank())) ||
+        failed(expectSameElementType(*this, "operand", t, "result", result)))
+      return failure();
+    SmallVector<int64_t> expected(result.getShape());
+    expected[dim] = t.getDimSize(dim);
+    if (failed(expectShape(*this, "operand", t, expected)))
+      return failure();
+    total += t.getDimSize(dim);
+  }
+  if (total != result.getDimSize(dim))
+    return emitOpError("operands add up to ")
+           << total << " along dim " << dim << " but the result has "
+           << result.getDimSize(dim);
+  return success();
+}

@@ -528,4 +528,38 @@ def Graph_AdamWUpdateOp : Graph_Op<"adamw_update", [Pure]> {
   let hasVerifier = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// Slicing and concatenation (fused projections)
+//===----------------------------------------------------------------------===//
+
+def Graph_SliceOp : Graph_Op<"slice", [Pure]> {
+  let summary = "a contiguous range of one dimension";
+  let description = [{
+    Elements [offset, offset + n) along `dim`, where n is the result's size
+    there; every other dimension is kept. Fusion passes use it to read one
+    projection out of a fused one (q, k and v out of the QKV GEMM's output,
+    one weight out of a concatenated variable).
+    ```mlir
+    %k = graph.slice %qkv {dim = 2 : i64, offset = 256 : i64} : (tensor<2x8x512xf32>) -> tensor<2x8x128xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, I64Attr:$dim, I64Attr:$offset);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Graph_ConcatOp : Graph_Op<"concat", [Pure]> {
+  let summary = "operands joined along one dimension, in order";
+  let description = [{
+    ```mlir
+    %dqkv = graph.concat %dq, %dk, %dv {dim = 1 : i64} : (tensor<16x256xf32>, tensor<16x128xf32>, tensor<16x128xf32>) -> tensor<16x512xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<AnyRankedTensor>:$inputs, I64Attr:$dim);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$inputs attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 #endif

@@ -53,7 +53,49 @@ LogicalResult GemmOp::verify() {
     if (*role != "fprop" && *role != "dgrad" && *role != "wgrad")
       return emitOpError("role must be fprop, dgrad or wgrad; got '")
              << *role << "'";
-  return expectShape(*this, "result", d, {m, n});
+  if (failed(expectShape(*this, "result", d, {m, n})))
+    return failure();
+  if (auto c = getC())
+    if (failed(expectShape(*this, "accumulate operand",
+                           cast<RankedTensorType>(c.getType()), {m, n})))
+      return failure();
+  StringRef epilogue = getEpilogueKind();
+  if (epilogue != "none" && epilogue != "bias" && epilogue != "gelu" &&
+      epilogue != "gelu_aux" && epilogue != "bias_grad")
+    return emitOpError("epilogue must be bias, gelu, gelu_aux or bias_grad; "
+                       "got '")
+           << epilogue << "'";
+  if (getBias()) {
+    if (epilogue != "bias" && epilogue != "gelu" && epilogue != "gelu_aux")
+      return emitOpError("a bias operand needs epilogue bias, gelu or "
+                         "gelu_aux");
+    if (failed(expectShape(*this, "bias",
+                           cast<RankedTensorType>(getBias().getType()), {n})))
+      return failure();
+  } else if (epilogue == "bias") {
+    return emitOpError("epilogue bias needs a bias operand");
+  }
+  size_t auxCount = getAux().size();
+  if (epilogue == "gelu_aux") {
+    if (auxCount != 1)
+      return emitOpError("epilogue gelu_aux has one aux result (the "
+                         "pre-activation); got ")
+             << auxCount;
+    return expectShape(*this, "aux result",
+                       cast<RankedTensorType>(getAux()[0].getType()), {m, n});
+  }
+  if (epilogue == "bias_grad") {
+    if (auxCount != 1)
+      return emitOpError("epilogue bias_grad has one aux result (the bias "
+                         "gradient); got ")
+             << auxCount;
+    return expectShape(*this, "aux result",
+                       cast<RankedTensorType>(getAux()[0].getType()), {m});
+  }
+  if (auxCount)
+    return emitOpError("only gelu_aux and bias_grad epilogues have aux "
+                       "results");
+  return success();
 }
 
 int64_t GemmOp::getFlops() {
@@ -122,6 +164,110 @@ LogicalResult FusedOp::verify() {
         name == "graph.load" || name == "graph.store")
       return op.emitOpError("cannot be fused into a kernel: a kernel.fused "
                             "body holds only graph and fp8 tensor ops");
+  }
+  return success();
+}
+
+// q [B, S, Hq, Dh], k and v [B, S, Hkv, Dh] with Hkv dividing Hq; lse
+// [B, Hq, S].
+static LogicalResult verifyAttentionShapes(Operation *op, Value q, Value k,
+                                           Value v, Value out, Value lse) {
+  auto qt = cast<RankedTensorType>(q.getType());
+  auto kt = cast<RankedTensorType>(k.getType());
+  auto vt = cast<RankedTensorType>(v.getType());
+  if (failed(expectRank(op, "q", qt, 4)) ||
+      failed(expectRank(op, "k", kt, 4)) ||
+      failed(expectShape(op, "v", vt, kt.getShape())))
+    return failure();
+  int64_t b = qt.getDimSize(0), s = qt.getDimSize(1), hq = qt.getDimSize(2),
+          dh = qt.getDimSize(3), hkv = kt.getDimSize(2);
+  if (failed(expectShape(op, "k", kt, {b, s, hkv, dh})))
+    return failure();
+  if (hkv <= 0 || hq % hkv)
+    return op->emitOpError("kv heads (")
+           << hkv << ") must divide query heads (" << hq << ")";
+  if (failed(expectShape(op, "output", cast<ShapedType>(out.getType()),
+                         qt.getShape())))
+    return failure();
+  return expectShape(op, "lse", cast<ShapedType>(lse.getType()), {b, hq, s});
+}
+
+static int64_t attentionFlops(Value q, Value k, bool causal) {
+  auto qt = cast<RankedTensorType>(q.getType());
+  int64_t flops = 4 * qt.getDimSize(0) * qt.getDimSize(2) * qt.getDimSize(1) *
+                  qt.getDimSize(1) * qt.getDimSize(3);
+  return causal ? flops / 2 : flops;
+}
+
+LogicalResult AttentionFwdOp::verify() {
+  return verifyAttentionShapes(*this, getQ(), getK(), getV(), getResult(),
+                               getLse());
+}
+
+int64_t AttentionFwdOp::getFlops() {
+  return attentionFlops(getQ(), getK(), getCausal());
+}
+
+LogicalResult AttentionBwdOp::verify() {
+  if (failed(verifyAttentionShapes(*this, getQ(), getK(), getV(), getOut(),
+                                   getLse())) ||
+      failed(expectShape(*this, "grad", cast<ShapedType>(getGrad().getType()),
+                         cast<ShapedType>(getQ().getType()).getShape())) ||
+      failed(expectShape(*this, "q_grad",
+                         cast<ShapedType>(getQGrad().getType()),
+                         cast<ShapedType>(getQ().getType()).getShape())) ||
+      failed(expectShape(*this, "k_grad",
+                         cast<ShapedType>(getKGrad().getType()),
+                         cast<ShapedType>(getK().getType()).getShape())))
+    return failure();
+  return expectShape(*this, "v_grad", cast<ShapedType>(getVGrad().getType()),
+                     cast<ShapedType>(getV().getType()).getShape());
+}
+
+int64_t AttentionBwdOp::getFlops() {
+  return attentionFlops(getQ(), getK(), getCausal()) * 5 / 2;
+}
+
+LogicalResult CollectiveOp::verify() {
+  StringRef kind = getKind();
+  if (kind != "all_reduce" && kind != "reduce_scatter" && kind != "all_gather")
+    return emitOpError("kind must be all_reduce, reduce_scatter or "
+                       "all_gather; got '")
+           << kind << "'";
+  StringRef reduction = getReduction();
+  if (reduction != "sum" && reduction != "avg" && reduction != "max")
+    return emitOpError("reduction must be sum, avg or max; got '")
+           << reduction << "'";
+  int64_t size = getGroupSize();
+  if (size < 1)
+    return emitOpError("group_size must be at least 1; got ") << size;
+  if (getGroup().empty())
+    return emitOpError("needs a group name (data, tensor or pipeline)");
+  if (getInputs().size() != getResults().size() || getInputs().empty())
+    return emitOpError("needs one result per operand and at least one "
+                       "operand; got ")
+           << getInputs().size() << " operands and " << getResults().size()
+           << " results";
+  for (auto [in, out] : llvm::zip(getInputs(), getResults())) {
+    auto it = cast<RankedTensorType>(in.getType());
+    auto ot = cast<RankedTensorType>(out.getType());
+    if (failed(expectSameElementType(*this, "result", ot, "operand", it)))
+      return failure();
+    SmallVector<int64_t> expected(it.getShape());
+    if (kind != "all_reduce") {
+      if (failed(expectMinRank(*this, "operand", it, 1)))
+        return failure();
+      if (kind == "reduce_scatter") {
+        if (expected[0] % size)
+          return emitOpError("reduce_scatter needs dimension 0 (")
+                 << expected[0] << ") divisible by the group size " << size;
+        expected[0] /= size;
+      } else {
+        expected[0] *= size;
+      }
+    }
+    if (failed(expectShape(*this, "result", ot, expected)))
+      return failure();
   }
   return success();
 }

@@ -25,19 +25,50 @@ def Kernel_GemmOp : Kernel_Op<"gemm", [Pure, AttrSizedOperandSegments]> {
     ```mlir
     %d = kernel.gemm %a, %b scales(%sa, %sb) {transpose_b, role = "fprop", param = "layers.0.mlp.w1"} : (tensor<16x64xf8E4M3FN>, tensor<128x64xf8E4M3FN>, tensor<f32>, tensor<f32>) -> tensor<16x128xbf16>
     ```
+
+    The cuBLASLt epilogue, applied to P = op(a)·op(b) (scaled) before the
+    single rounding to the result type:
+    - `accumulate(%c)`: D = P + C (beta = 1), C of the result's shape.
+      Gradient accumulation into a wgrad accumulator rides on it.
+    - `bias(%bias)` with epilogue `bias`: D = P + bias[N] (per column).
+    - epilogue `gelu` (with or without bias): D = gelu(P [+ bias]), tanh form.
+    - epilogue `gelu_aux`: as gelu, and the pre-activation is the one aux
+      result (what the backward's gelu_grad reads).
+    - epilogue `bias_grad`: D = P, and aux = Σ over the contraction
+      dimension of op(a), shape [M]: the bias gradient of a wgrad GEMM
+      whose op(a) is dyᵀ.
+
+    Before (octet-fuse-epilogue):
+    ```mlir
+    %y = kernel.gemm %x, %w bias(%b) {transpose_b, epilogue = "bias"} : (tensor<16x64xf32>, tensor<128x64xf32>, tensor<128xf32>) -> tensor<16x128xf32>
+    %g = kernel.fused "gelu" kind("elementwise") ins(%y : tensor<16x128xf32>) { ... graph.gelu ... }
+    ```
+    After:
+    ```mlir
+    %g, %pre = kernel.gemm %x, %w bias(%b) {transpose_b, epilogue = "gelu_aux"} : (tensor<16x64xf32>, tensor<128x64xf32>, tensor<128xf32>) -> (tensor<16x128xf32>, tensor<16x128xf32>)
+    ```
   }];
   let arguments = (ins GemmOperand:$a, GemmOperand:$b,
                    Optional<0DTensorOf<[F32]>>:$a_scale,
                    Optional<0DTensorOf<[F32]>>:$b_scale,
+                   Optional<TensorOf<[F32, BF16, F16]>>:$bias,
+                   Optional<TensorOf<[F32, BF16, F16]>>:$c,
                    UnitAttr:$transpose_a, UnitAttr:$transpose_b,
-                   OptionalAttr<StrAttr>:$role, OptionalAttr<StrAttr>:$param);
-  let results = (outs TensorOf<[F32, BF16, F16]>:$result);
+                   OptionalAttr<StrAttr>:$role, OptionalAttr<StrAttr>:$param,
+                   OptionalAttr<StrAttr>:$epilogue);
+  let results = (outs TensorOf<[F32, BF16, F16]>:$result,
+                      Variadic<TensorOf<[F32, BF16, F16]>>:$aux);
   let assemblyFormat = [{
-    $a `,` $b (`scales` `(` $a_scale^ `,` $b_scale `)`)? attr-dict `:` functional-type(operands, results)
+    $a `,` $b (`scales` `(` $a_scale^ `,` $b_scale `)`)? (`bias` `(` $bias^ `)`)?
+    (`accumulate` `(` $c^ `)`)? attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
     int64_t getFlops();
+    // The epilogue's name, "none" when unset.
+    ::llvm::StringRef getEpilogueKind() {
+      return getEpilogue() ? *getEpilogue() : ::llvm::StringRef("none");
+    }
   }];
 }
 
@@ -113,6 +144,88 @@ def Kernel_YieldOp : Kernel_Op<"yield", [Pure, Terminator,
   let arguments = (ins Variadic<AnyRankedTensor>:$values);
   let assemblyFormat = "($values^ `:` type($values))? attr-dict";
   let builders = [OpBuilder<(ins), [{ /* no values */ }]>];
+}
+
+def Kernel_AttentionFwdOp : Kernel_Op<"attention_fwd", [Pure]> {
+  let summary = "flash-attention forward: output and row log-sum-exp";
+  let description = [{
+    The generated flash-attention kernel; semantics are graph.attention's
+    (causal, GQA, document masks from `cu_seqlens`). `layer` names the
+    transformer layer for reports.
+
+    Before (octet-lower-to-kernel):
+    ```mlir
+    %o, %lse = graph.attention %q, %k, %v {causal, scale = 0.125 : f64} : (tensor<1x8x4x64xbf16>, tensor<1x8x2x64xbf16>, tensor<1x8x2x64xbf16>) -> (tensor<1x8x4x64xbf16>, tensor<1x4x8xf32>)
+    ```
+    After:
+    ```mlir
+    %o, %lse = kernel.attention_fwd %q, %k, %v {causal, scale = 0.125 : f64, layer = 0 : i64} : (tensor<1x8x4x64xbf16>, tensor<1x8x2x64xbf16>, tensor<1x8x2x64xbf16>) -> (tensor<1x8x4x64xbf16>, tensor<1x4x8xf32>)
+    ```
+  }];
+  let arguments = (ins TensorOf<[F32, BF16, F16]>:$q, TensorOf<[F32, BF16, F16]>:$k,
+                   TensorOf<[F32, BF16, F16]>:$v,
+                   Optional<TensorOf<[I32]>>:$cu_seqlens, UnitAttr:$causal,
+                   F64Attr:$scale);
+  let results = (outs TensorOf<[F32, BF16, F16]>:$result, TensorOf<[F32]>:$lse);
+  let assemblyFormat = "$q `,` $k `,` $v (`,` $cu_seqlens^)? attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    // 4·B·Hq·S²·Dh, halved when causal.
+    int64_t getFlops();
+  }];
+}
+
+def Kernel_AttentionBwdOp : Kernel_Op<"attention_bwd", [Pure]> {
+  let summary = "flash-attention backward: dq, dk, dv from the saved output and lse";
+  let description = [{
+    Semantics are graph.attention_grad's.
+    ```mlir
+    %dq, %dk, %dv = kernel.attention_bwd %do, %q, %k, %v, %o, %lse {causal, scale = 0.125 : f64} : (tensor<1x8x4x64xbf16>, tensor<1x8x4x64xbf16>, tensor<1x8x2x64xbf16>, tensor<1x8x2x64xbf16>, tensor<1x8x4x64xbf16>, tensor<1x4x8xf32>) -> (tensor<1x8x4x64xbf16>, tensor<1x8x2x64xbf16>, tensor<1x8x2x64xbf16>)
+    ```
+  }];
+  let arguments = (ins TensorOf<[F32, BF16, F16]>:$grad,
+                   TensorOf<[F32, BF16, F16]>:$q, TensorOf<[F32, BF16, F16]>:$k,
+                   TensorOf<[F32, BF16, F16]>:$v, TensorOf<[F32, BF16, F16]>:$out,
+                   TensorOf<[F32]>:$lse, Optional<TensorOf<[I32]>>:$cu_seqlens,
+                   UnitAttr:$causal, F64Attr:$scale);
+  let results = (outs TensorOf<[F32, BF16, F16]>:$q_grad,
+                      TensorOf<[F32, BF16, F16]>:$k_grad,
+                      TensorOf<[F32, BF16, F16]>:$v_grad);
+  let assemblyFormat = "$grad `,` $q `,` $k `,` $v `,` $out `,` $lse (`,` $cu_seqlens^)? attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    // The recomputed scores, dV, dP, dS·K and dSᵀ·Q: 2.5× the forward's.
+    int64_t getFlops();
+  }];
+}
+
+def Kernel_CollectiveOp : Kernel_Op<"collective", []> {
+  let summary = "an NCCL collective over a parallel group, bucketed over several tensors";
+  let description = [{
+    `kind` is all_reduce, reduce_scatter or all_gather; `group` names the
+    parallel group (data, tensor, pipeline) and `group_size` its ranks;
+    `reduction` is sum, avg or max. Each operand is one tensor of the bucket
+    (one NCCL call over a contiguous buffer); result i belongs to operand i:
+    all_reduce keeps the shape, reduce_scatter divides dimension 0 by the
+    group size, all_gather multiplies it. A group of size 1 is the identity.
+
+    Before (octet-lower-to-kernel, data=8): the optimizer reads the local
+    gradient sums.
+    ```mlir
+    %g = graph.load @grad.layers.0.attn.wo : tensor<4096x4096xf32>
+    ```
+    After:
+    ```mlir
+    %g0 = graph.load @grad.layers.0.attn.wo : tensor<4096x4096xf32>
+    %g = kernel.collective %g0 {kind = "all_reduce", group = "data", group_size = 8 : i64, reduction = "avg"} : (tensor<4096x4096xf32>) -> tensor<4096x4096xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<AnyRankedTensor>:$inputs, StrAttr:$kind,
+                   StrAttr:$group, I64Attr:$group_size,
+                   DefaultValuedAttr<StrAttr, "\"sum\"">:$reduction);
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+  let assemblyFormat = "$inputs attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
 }
 
 #endif
