@@ -438,6 +438,18 @@ CheckpointReader::readTensor(std::string_view name) const {
   return shards_[it->second.first].readTensor(name);
 }
 
+std::string CheckpointReader::fileOf(std::string_view name) const {
+  auto it = byName_.find(name);
+  return it == byName_.end() ? std::string() : shards_[it->second.first].path();
+}
+
+const uint8_t *CheckpointReader::tensorData(std::string_view name) const {
+  auto it = byName_.find(name);
+  if (it == byName_.end())
+    return nullptr;
+  return shards_[it->second.first].tensorData(*it->second.second);
+}
+
 Status writeCheckpoint(const std::string &directory,
                        const std::vector<NamedTensor> &tensors,
                        uint64_t maxShardBytes) {

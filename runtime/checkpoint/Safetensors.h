@@ -122,6 +122,10 @@ public:
   std::vector<std::string> tensorNames() const; // sorted
   const TensorInfo *find(std::string_view name) const;
   StatusOr<std::vector<uint8_t>> readTensor(std::string_view name) const;
+  // The file that holds a tensor (for messages); empty when there is none.
+  std::string fileOf(std::string_view name) const;
+  // The tensor's bytes inside its memory-mapped file, or null.
+  const uint8_t *tensorData(std::string_view name) const;
 
 private:
   std::vector<SafetensorsFile> shards_;

@@ -18,6 +18,10 @@ int runDataCommand(int argc, char **argv);
 // interpreter.
 int runTrainCommand(int argc, char **argv);
 
+// tools/octet/HfCommand.cpp: a Hugging Face checkpoint through octet's
+// parameters and back out.
+int runExportHfCommand(int argc, char **argv);
+
 } // namespace octet
 
 #endif

@@ -19,6 +19,8 @@ const Command kCommands[] = {
      octet::runCompileCommand},
     {"train", "train a spec on the CPU through the reference interpreter",
      octet::runTrainCommand},
+    {"export-hf", "load a HF checkpoint into a model and write it back out",
+     octet::runExportHfCommand},
 #ifdef OCTET_HAVE_DATA_COMMAND
     {"data", "prepare and inspect training data", octet::runDataCommand},
 #endif
