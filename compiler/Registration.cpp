@@ -2,6 +2,9 @@
 
 #include "compiler/Transforms/Precision.h"
 
+#include "compiler/Transforms/Fusion/Passes.h"
+#include "compiler/Transforms/Passes.h"
+
 #include "dialects/fp8/Fp8Dialect.h"
 #include "dialects/graph/GraphDialect.h"
 #include "dialects/kernel/KernelDialect.h"
@@ -37,6 +40,8 @@ void registerCompilerPasses() {
   mlir::registerCSEPass();
   mlir::registerSymbolDCEPass();
   registerOctetFp8Passes();
+  registerOctetFusionPasses();
+  registerOctetPasses();
 }
 
 } // namespace octet

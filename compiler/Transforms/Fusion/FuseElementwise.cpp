@@ -1,0 +1,109 @@
+// octet-fuse-elementwise: the remaining elementwise kernels join a
+// neighbouring kernel; scale bookkeeping becomes one multi-tensor kernel.
+
+#include "compiler/Transforms/Fusion/FusionUtils.h"
+#include "compiler/Transforms/Fusion/Passes.h"
+
+namespace octet {
+#define GEN_PASS_DEF_OCTETFUSEELEMENTWISE
+#include "compiler/Transforms/Fusion/FusionPasses.h.inc"
+} // namespace octet
+
+using namespace mlir;
+using namespace octet;
+
+namespace {
+
+// Ops whose element i needs only element i of the operands (amax's atomic
+// aside), so they can run inside whatever kernel visits those elements.
+constexpr StringRef kElementwise[] = {
+    "graph.add",  "graph.mul",       "graph.cast",     "graph.silu",
+    "graph.gelu", "graph.swiglu",    "graph.silu_grad", "graph.gelu_grad",
+    "graph.swiglu_grad", "graph.rope", "graph.reshape", "graph.slice",
+    "graph.concat", "fp8.quantize",  "fp8.dequantize", "fp8.amax",
+    "fp8.transpose"};
+
+// A scale derived from a whole tensor's amax cannot share the kernel that
+// computes the amax; these run once all amaxes are known.
+constexpr StringRef kScaleOps[] = {"fp8.scale_update", "fp8.compute_scale"};
+
+bool readsState(kernel::FusedOp fused) {
+  // The multi-tensor kernels stay as the AdamW pass built them.
+  return fused.getKind() == "multi_tensor";
+}
+
+struct FuseElementwise
+    : public octet::impl::OctetFuseElementwiseBase<FuseElementwise> {
+  void runOnOperation() override {
+    for (auto func : getOperation().getOps<func::FuncOp>()) {
+      if (func.isExternal())
+        continue;
+      fusion::normalizeStateAccess(func);
+      batchScaleUpdates(func);
+      for (bool changed = true; changed;) {
+        changed = false;
+        for (kernel::FusedOp fused : fusion::fusedOps(func)) {
+          if (readsState(fused) || !fusion::bodyOnly(fused, kElementwise))
+            continue;
+          if (foldIntoNeighbour(fused)) {
+            changed = true;
+            break;
+          }
+        }
+      }
+    }
+  }
+
+  bool foldIntoNeighbour(kernel::FusedOp fused) {
+    // Into the kernel that produces an input. Pulling views in rebuilds
+    // `fused`, so iterate over a copy of its inputs.
+    SmallVector<Value> inputs(fused.getInputs());
+    for (Value input : inputs) {
+      kernel::FusedOp producer = fusion::producerFused(input);
+      if (!producer || producer == fused || readsState(producer) ||
+          fusion::bodyHas(producer, kScaleOps))
+        continue;
+      Operation *next = fused->getNextNode();
+      fusion::pullViewsFrom(fused, producer);
+      auto rebuilt = cast<kernel::FusedOp>(next->getPrevNode());
+      if (fusion::mergeFused(producer, rebuilt, producer.getName()))
+        return true;
+      fused = rebuilt;
+    }
+    // Else into the one kernel that reads all its results.
+    kernel::FusedOp consumer;
+    for (Operation *user : fused->getUsers()) {
+      auto c = dyn_cast<kernel::FusedOp>(user);
+      if (!c || (consumer && consumer != c))
+        return false;
+      consumer = c;
+    }
+    if (!consumer || readsState(consumer) ||
+        fusion::bodyHas(consumer, kScaleOps))
+      return false;
+    return static_cast<bool>(
+        fusion::mergeFused(fused, consumer, consumer.getName()));
+  }
+
+  void batchScaleUpdates(func::FuncOp func) {
+    SmallVector<kernel::FusedOp> updates;
+    for (kernel::FusedOp fused : fusion::fusedOps(func))
+      if (fusion::bodyOnly(fused, kScaleOps))
+        updates.push_back(fused);
+    if (updates.size() < 2)
+      return;
+    kernel::FusedOp batch = updates.front();
+    for (kernel::FusedOp next : ArrayRef(updates).drop_front()) {
+      kernel::FusedOp merged =
+          fusion::mergeFused(batch, next, "fp8.scale_updates", "multi_tensor");
+      if (merged) {
+        merged->setAttr("layer", OpBuilder(merged).getI64IntegerAttr(-1));
+        batch = merged;
+      } else {
+        batch = next;
+      }
+    }
+  }
+};
+
+} // namespace

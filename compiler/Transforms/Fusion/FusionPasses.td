@@ -1,0 +1,230 @@
+#ifndef OCTET_COMPILER_TRANSFORMS_FUSION_FUSIONPASSES_TD
+#define OCTET_COMPILER_TRANSFORMS_FUSION_FUSIONPASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def OctetFuseQkv : Pass<"octet-fuse-qkv", "mlir::ModuleOp"> {
+  let summary = "projections of one input (q, k, v; gate, up) become one GEMM over a concatenated weight";
+  let description = [{
+    Runs on the train step after autodiff and before precision, so the fused
+    weight is one parameter with one FP8 scale. Linears without bias that
+    read the same input and whose weights are loaded variables of one layer
+    become one linear over a new variable whose rows are the weights in
+    order; `fused_from`, `hf_names` and `split` (rows per part) on it keep
+    the map to the Hugging Face tensors. State variables named
+    `<prefix>.<weight>` (gradient accumulators, AdamW moments) are merged
+    the same way. Every former read becomes a `graph.slice` of the fused
+    value, and simplification then makes one GEMM out of each group of
+    forward (fprop), input-gradient (dgrad) and weight-gradient (wgrad)
+    matmuls and one AdamW update out of each group of updates.
+
+    Before:
+    ```mlir
+    %wq = graph.load @layers.0.attn.wq : tensor<256x256xf32>
+    %q = graph.linear %x, %wq {param = "layers.0.attn.wq"} : (tensor<8x128x256xf32>, tensor<256x256xf32>) -> tensor<8x128x256xf32>
+    %wk = graph.load @layers.0.attn.wk : tensor<128x256xf32>
+    %k = graph.linear %x, %wk {param = "layers.0.attn.wk"} : (tensor<8x128x256xf32>, tensor<128x256xf32>) -> tensor<8x128x128xf32>
+    ```
+    After:
+    ```mlir
+    graph.variable @layers.0.attn.wqk : tensor<384x256xf32> {fused_from = ["layers.0.attn.wq", "layers.0.attn.wk"], split = array<i64: 256, 128>, ...}
+    %w = graph.load @layers.0.attn.wqk : tensor<384x256xf32>
+    %qk = graph.linear %x, %w {param = "layers.0.attn.wqk"} : (tensor<8x128x256xf32>, tensor<384x256xf32>) -> tensor<8x128x384xf32>
+    %q = graph.slice %qk {dim = 2 : i64, offset = 0 : i64} : (tensor<8x128x384xf32>) -> tensor<8x128x256xf32>
+    %k = graph.slice %qk {dim = 2 : i64, offset = 256 : i64} : (tensor<8x128x384xf32>) -> tensor<8x128x128xf32>
+    ```
+  }];
+  let dependentDialects = ["octet::graph::GraphDialect"];
+}
+
+def OctetLowerToKernel : Pass<"octet-lower-to-kernel", "mlir::ModuleOp"> {
+  let summary = "graph and fp8 ops to kernel ops: GEMMs, attention, copies, collectives, one-op fused kernels";
+  let description = [{
+    Every matmul (graph.linear, graph.matmul, tensorwise fp8.matmul) becomes
+    a kernel.gemm on 2-D operands (a linear's bias rides in the `bias`
+    epilogue), attention and its gradient kernel.attention_fwd / bwd,
+    fp8.transpose a kernel.copy, and every other compute op a one-op
+    kernel.fused. Variable reads and writes, reshapes, slices and saves
+    stay: they are views and arena slots, not kernels. Every kernel op gets
+    `layer` (transformer layer, -1 outside the layers) and `section`
+    (forward, backward, optimizer, eval) for the fusion report.
+
+    With data-parallel > 1 the optimizer step reads the gradient sums
+    through one bucketed kernel.collective all_reduce over the data group.
+
+    Before:
+    ```mlir
+    %y = graph.linear %x, %w {param = "layers.0.mlp.w_up"} : (tensor<2x8x64xf32>, tensor<128x64xf32>) -> tensor<2x8x128xf32>
+    %s = graph.silu %y : tensor<2x8x128xf32>
+    ```
+    After:
+    ```mlir
+    %x2 = graph.reshape %x : (tensor<2x8x64xf32>) -> tensor<16x64xf32>
+    %y2 = kernel.gemm %x2, %w {layer = 0 : i64, param = "layers.0.mlp.w_up", role = "fprop", section = "forward", transpose_b} : (tensor<16x64xf32>, tensor<128x64xf32>) -> tensor<16x128xf32>
+    %y = graph.reshape %y2 : (tensor<16x128xf32>) -> tensor<2x8x128xf32>
+    %s = kernel.fused "layers.0.silu" kind("elementwise") ins(%y : tensor<2x8x128xf32>) {
+    ^bb0(%a: tensor<2x8x128xf32>):
+      %r = graph.silu %a : tensor<2x8x128xf32>
+      kernel.yield %r : tensor<2x8x128xf32>
+    } {layer = 0 : i64, section = "forward"} : tensor<2x8x128xf32>
+    ```
+  }];
+  let options = [
+    Option<"dataParallel", "data-parallel", "int64_t", "1",
+           "data-parallel ranks: > 1 inserts the gradient all-reduce">,
+  ];
+  let dependentDialects = ["octet::kernel::KernelDialect",
+                           "octet::graph::GraphDialect"];
+}
+
+def OctetFuseEpilogue : Pass<"octet-fuse-epilogue", "mlir::ModuleOp"> {
+  let summary = "bias, GELU, bias-grad and gradient accumulation into cuBLASLt GEMM epilogues";
+  let description = [{
+    - a one-op GELU kernel (tanh form) reading only a GEMM's output becomes
+      the GEMM's `gelu` epilogue, `gelu_aux` when the pre-activation is
+      still read (saved for the backward);
+    - a bias_grad kernel over the dy that a wgrad GEMM reads as dyᵀ becomes
+      its `bias_grad` epilogue (the aux result);
+    - an add of a GEMM's output (its only use) and a tensor of the same
+      shape becomes `accumulate`: the wgrad's accumulation into its
+      gradient variable costs no extra pass over the weight.
+    What does not fit an epilogue is left for octet-fuse-elementwise, which
+    puts it in the next row kernel.
+
+    Before:
+    ```mlir
+    %dw = kernel.gemm %dy, %x {transpose_a, role = "wgrad"} : (tensor<16x128xf32>, tensor<16x64xf32>) -> tensor<128x64xf32>
+    %acc = graph.load @grad.w : tensor<128x64xf32>
+    %sum = kernel.fused "add" kind("elementwise") ins(%acc, %dw : ...) { ... graph.add ... }
+    ```
+    After:
+    ```mlir
+    %acc = graph.load @grad.w : tensor<128x64xf32>
+    %sum = kernel.gemm %dy, %x accumulate(%acc) {transpose_a, role = "wgrad"} : (tensor<16x128xf32>, tensor<16x64xf32>, tensor<128x64xf32>) -> tensor<128x64xf32>
+    ```
+  }];
+}
+
+def OctetFuseRope : Pass<"octet-fuse-rope", "mlir::ModuleOp"> {
+  let summary = "RoPE of q and k with the head split, after the QKV GEMM; its inverse in the backward kernel";
+  let description = [{
+    The RoPE kernels of one attention (q and k) become one kernel that reads
+    the QKV GEMM's output through the head-split views (slice and reshape,
+    pulled into the kernel). In the backward, the inverse RoPE of dq and dk
+    joins the kernel that concatenates dq, dk, dv for the QKV dgrad and
+    wgrad GEMMs, with their FP8 quantization and transposed copy.
+
+    Before:
+    ```mlir
+    %q4 = graph.reshape %q : (tensor<8x128x256xf32>) -> tensor<8x128x4x64xf32>
+    %qr = kernel.fused "layers.0.rope" kind("elementwise") ins(%q4, %pos : ...) { graph.rope ... }
+    %kr = kernel.fused "layers.0.rope" kind("elementwise") ins(%k4, %pos : ...) { graph.rope ... }
+    ```
+    After:
+    ```mlir
+    %qr, %kr = kernel.fused "layers.0.rope_qk" kind("elementwise") ins(%q, %pos, %k : ...) {
+      graph.reshape, graph.rope, graph.reshape, graph.rope ...
+    }
+    ```
+  }];
+}
+
+def OctetFuseNormQuantize : Pass<"octet-fuse-norm-quantize", "mlir::ModuleOp"> {
+  let summary = "residual add + RMSNorm/LayerNorm + FP8 quantize + amax + transposed copy as one kernel, and the backward";
+  let description = [{
+    Forward: the norm kernel takes in the residual add that produces its
+    input and the quantize (with its amax) and K-major transposed copy of
+    its output. Backward: the norm-gradient kernel takes in the residual
+    gradient add, the quantize and transposed copy of the sum, and the
+    accumulation of the norm weight's gradient.
+
+    Before:
+    ```mlir
+    %h = kernel.fused "add" ... { graph.add }
+    %n = kernel.fused "rms_norm" ... { graph.rms_norm }
+    %q, %amax = kernel.fused "quantize" ... { fp8.quantize }
+    %qT = kernel.copy %q {transpose} : ...
+    ```
+    After:
+    ```mlir
+    %h, %q, %amax, %qT = kernel.fused "layers.0.attn_norm" kind("row") ins(...) {
+      graph.add, graph.rms_norm, fp8.quantize, fp8.transpose
+    }
+    ```
+  }];
+  let dependentDialects = ["octet::fp8::Fp8Dialect"];
+}
+
+def OctetFuseSwigluQuantize : Pass<"octet-fuse-swiglu-quantize", "mlir::ModuleOp"> {
+  let summary = "SwiGLU + FP8 quantize (+ transposed copy) as one kernel, and its backward";
+  let description = [{
+    Forward: silu(gate)·up with the quantize, amax and transposed copy of
+    the product that feeds the down projection. Backward: swiglu_grad with
+    the concatenation of d_gate and d_up (after octet-fuse-qkv) and its
+    quantize and transposed copy for the gate/up dgrad and wgrad GEMMs.
+
+    Before:
+    ```mlir
+    %s = kernel.fused "swiglu" ... { graph.swiglu }
+    %q, %amax = kernel.fused "quantize" ... { fp8.quantize }
+    ```
+    After:
+    ```mlir
+    %q, %amax = kernel.fused "layers.0.swiglu" kind("elementwise") ... { graph.swiglu, fp8.quantize }
+    ```
+  }];
+  let dependentDialects = ["octet::fp8::Fp8Dialect"];
+}
+
+def OctetFuseAdamW : Pass<"octet-fuse-adamw", "mlir::ModuleOp"> {
+  let summary = "every AdamW update in one multi-tensor kernel that also writes next step's FP8 weights";
+  let description = [{
+    The AdamW kernels of a function become one `multi_tensor` kernel (with
+    the zeroing of the gradient accumulators). Where the train step casts a
+    weight to FP8 (fp8.quantize of a loaded weight with a scale from state,
+    and its transposed copy), the cast moves into the optimizer kernel:
+    it quantizes the new weight with the scale the next step will read and
+    stores the FP8 weight, its transpose and its amax in state variables
+    (`fp8w.<param>`, `fp8w.<param>.t`, `fp8w.<param>.amax`) that the train
+    step loads instead. `@fp8_weight_init` casts the initial (or loaded)
+    weights once; the module's `octet.init_functions` names it. The weight
+    is then cast once per optimizer step, as Transformer Engine does with
+    several microbatches.
+
+    Before:
+    ```mlir
+    %p1, %m1, %v1 = kernel.fused "adamw" ... { graph.adamw_update }
+    %p2, %m2, %v2 = kernel.fused "adamw" ... { graph.adamw_update }
+    ```
+    After:
+    ```mlir
+    %p1, %m1, %v1, %p2, %m2, %v2, %q1, %a1 = kernel.fused "optimizer.adamw" kind("multi_tensor") ... {
+      graph.adamw_update, graph.adamw_update, fp8.quantize ...
+    }
+    ```
+  }];
+  let dependentDialects = ["octet::fp8::Fp8Dialect", "octet::graph::GraphDialect"];
+}
+
+def OctetFuseElementwise : Pass<"octet-fuse-elementwise", "mlir::ModuleOp"> {
+  let summary = "fold the remaining elementwise kernels into a neighbouring kernel";
+  let description = [{
+    A kernel of elementwise ops joins the fused kernel that produces one of
+    its inputs, else the one fused kernel that consumes its result, where
+    the merge keeps every value defined before its uses. The small scale
+    bookkeeping kernels of delayed scaling (scale_update, compute_scale) of
+    a function become one multi-tensor kernel.
+
+    Before:
+    ```mlir
+    %a = kernel.fused "x" kind("row") ... { graph.rms_norm }
+    %b = kernel.fused "y" kind("elementwise") ins(%a : ...) { graph.mul }
+    ```
+    After:
+    ```mlir
+    %b = kernel.fused "x" kind("row") ... { graph.rms_norm, graph.mul }
+    ```
+  }];
+}
+
+#endif

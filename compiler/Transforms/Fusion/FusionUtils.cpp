@@ -1,0 +1,416 @@
+#include "compiler/Transforms/Fusion/FusionUtils.h"
+
+#include "dialects/fp8/Fp8Dialect.h"
+#include "dialects/graph/GraphDialect.h"
+
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SetVector.h"
+
+using namespace mlir;
+
+namespace octet::fusion {
+
+std::optional<int64_t> layerOfName(StringRef name) {
+  size_t pos = name.find("layers.");
+  if (pos == StringRef::npos)
+    return std::nullopt;
+  StringRef rest = name.drop_front(pos + 7);
+  StringRef digits = rest.take_while([](char c) { return c >= '0' && c <= '9'; });
+  int64_t layer;
+  if (digits.empty() || digits.getAsInteger(10, layer))
+    return std::nullopt;
+  return layer;
+}
+
+int64_t layerOf(Operation *op) {
+  if (auto attr = op->getAttrOfType<IntegerAttr>("layer"))
+    return attr.getInt();
+  return -1;
+}
+
+StringRef kindForBody(Block &body) {
+  for (Operation &op : body)
+    if (isa<graph::RMSNormOp, graph::LayerNormOp, graph::RMSNormGradOp,
+            graph::LayerNormGradOp, graph::CrossEntropyOp,
+            graph::CrossEntropyGradOp, graph::EmbeddingOp,
+            graph::EmbeddingGradOp, graph::BiasGradOp>(op))
+      return "row";
+  return "elementwise";
+}
+
+bool isView(Operation *op) {
+  return isa_and_nonnull<graph::ReshapeOp, graph::SliceOp>(op);
+}
+
+bool bodyHas(kernel::FusedOp fused, ArrayRef<StringRef> names) {
+  for (Operation &op : fused.getBodyBlock())
+    if (llvm::is_contained(names, op.getName().getStringRef()))
+      return true;
+  return false;
+}
+
+kernel::FusedOp producerFused(Value value) {
+  Operation *def = value.getDefiningOp();
+  while (isView(def))
+    def = def->getOperand(0).getDefiningOp();
+  return dyn_cast_or_null<kernel::FusedOp>(def);
+}
+
+static void copyKernelAttrs(Operation *from, Operation *to) {
+  for (StringRef name : {"layer", "section"})
+    if (Attribute attr = from->getAttr(name))
+      to->setAttr(name, attr);
+}
+
+kernel::FusedOp wrapInFused(OpBuilder &builder, Operation *op, StringRef name) {
+  builder.setInsertionPoint(op);
+  llvm::SetVector<Value> inputs;
+  for (Value v : op->getOperands())
+    inputs.insert(v);
+  auto fused = kernel::FusedOp::create(builder, op->getLoc(),
+                                       op->getResultTypes(),
+                                       inputs.getArrayRef(), name, "elementwise");
+  Block &body = fused.getBodyBlock();
+  IRMapping map;
+  for (auto [outer, arg] : llvm::zip(inputs, body.getArguments()))
+    map.map(outer, arg);
+  OpBuilder inner = OpBuilder::atBlockEnd(&body);
+  Operation *clone = inner.clone(*op, map);
+  // Function-level bookkeeping attributes stay on the kernel.
+  clone->removeAttr("layer");
+  clone->removeAttr("section");
+  kernel::YieldOp::create(inner, op->getLoc(), clone->getResults());
+  fused.setKindAttr(builder.getStringAttr(kindForBody(body)));
+  copyKernelAttrs(op, fused);
+  op->replaceAllUsesWith(fused.getResults());
+  op->erase();
+  return fused;
+}
+
+// Rebuilds `fused` with `extraInputs` appended; returns the new op and maps
+// each extra input to its block argument.
+static kernel::FusedOp addInputs(kernel::FusedOp fused,
+                                 ArrayRef<Value> extraInputs) {
+  SmallVector<Value> inputs(fused.getInputs());
+  inputs.append(extraInputs.begin(), extraInputs.end());
+  OpBuilder builder(fused);
+  auto rebuilt = kernel::FusedOp::create(builder, fused.getLoc(),
+                                         fused.getResultTypes(), inputs,
+                                         fused.getName(), fused.getKind());
+  rebuilt->setAttrs(fused->getAttrs());
+  Block &oldBody = fused.getBodyBlock();
+  Block &newBody = rebuilt.getBodyBlock();
+  for (auto [oldArg, newArg] :
+       llvm::zip(oldBody.getArguments(),
+                 newBody.getArguments().take_front(oldBody.getNumArguments())))
+    oldArg.replaceAllUsesWith(newArg);
+  newBody.getOperations().splice(newBody.end(), oldBody.getOperations());
+  fused.replaceAllUsesWith(rebuilt.getResults());
+  fused.erase();
+  return rebuilt;
+}
+
+bool pullViewsFrom(kernel::FusedOp consumer, Operation *producer) {
+  bool changed = false;
+  for (bool again = true; again;) {
+    again = false;
+    for (auto [index, input] : llvm::enumerate(consumer.getInputs())) {
+      Operation *view = input.getDefiningOp();
+      // A pulled view's old argument stays until the cleanup below.
+      if (!isView(view) || consumer.getBodyBlock().getArgument(index).use_empty())
+        continue;
+      // Only views whose chain starts at the producer.
+      Operation *root = view;
+      while (isView(root))
+        root = root->getOperand(0).getDefiningOp();
+      if (root != producer)
+        continue;
+      Value source = view->getOperand(0);
+      kernel::FusedOp rebuilt = addInputs(consumer, {source});
+      Block &body = rebuilt.getBodyBlock();
+      OpBuilder inner = OpBuilder::atBlockBegin(&body);
+      IRMapping map;
+      map.map(source, body.getArguments().back());
+      Operation *clone = inner.clone(*view, map);
+      body.getArgument(index).replaceAllUsesWith(clone->getResult(0));
+      consumer = rebuilt;
+      changed = again = true;
+      break;
+    }
+  }
+  if (changed) {
+    // Drop block arguments nobody reads any more (the former view inputs).
+    Block &body = consumer.getBodyBlock();
+    SmallVector<Value> keep;
+    SmallVector<unsigned> dead;
+    for (auto [i, arg] : llvm::enumerate(body.getArguments())) {
+      if (arg.use_empty())
+        dead.push_back(i);
+      else
+        keep.push_back(consumer.getInputs()[i]);
+    }
+    if (!dead.empty()) {
+      OpBuilder builder(consumer);
+      auto rebuilt = kernel::FusedOp::create(builder, consumer.getLoc(),
+                                             consumer.getResultTypes(), keep,
+                                             consumer.getName(),
+                                             consumer.getKind());
+      rebuilt->setAttrs(consumer->getAttrs());
+      Block &newBody = rebuilt.getBodyBlock();
+      unsigned next = 0;
+      for (auto [i, arg] : llvm::enumerate(body.getArguments()))
+        if (!arg.use_empty())
+          arg.replaceAllUsesWith(newBody.getArgument(next++));
+      newBody.getOperations().splice(newBody.end(), body.getOperations());
+      consumer.replaceAllUsesWith(rebuilt.getResults());
+      consumer.erase();
+    }
+  }
+  return changed;
+}
+
+kernel::FusedOp mergeFused(kernel::FusedOp first, kernel::FusedOp second,
+                           StringRef name, StringRef kindOverride) {
+  if (first == second || first->getBlock() != second->getBlock())
+    return nullptr;
+  if (second->isBeforeInBlock(first))
+    std::swap(first, second);
+  // Where the merged kernel can sit: at `second` if nothing between the two
+  // reads `first`'s results; else at `first` if `second` reads nothing
+  // defined between them.
+  auto between = [&](Operation *op) {
+    return first->isBeforeInBlock(op) && op->isBeforeInBlock(second);
+  };
+  bool atSecond = true;
+  for (Operation *user : first->getUsers()) {
+    Operation *top = second->getBlock()->findAncestorOpInBlock(*user);
+    if (top && top != second && between(top))
+      atSecond = false;
+  }
+  bool atFirst = true;
+  for (Value v : second.getInputs()) {
+    Operation *def = v.getDefiningOp();
+    if (def && (def == first.getOperation() || between(def)))
+      atFirst = false;
+  }
+  if (!atSecond && !atFirst)
+    return nullptr;
+
+  llvm::SetVector<Value> inputs;
+  for (Value v : first.getInputs())
+    inputs.insert(v);
+  for (Value v : second.getInputs())
+    if (v.getDefiningOp() != first.getOperation())
+      inputs.insert(v);
+  // Results of `first` that something other than `second` still reads.
+  SmallVector<unsigned> firstKept;
+  for (OpResult r : first->getResults())
+    if (llvm::any_of(r.getUsers(),
+                     [&](Operation *u) {
+                       return second->getBlock()->findAncestorOpInBlock(*u) !=
+                              second.getOperation();
+                     }))
+      firstKept.push_back(r.getResultNumber());
+  SmallVector<Type> types;
+  for (unsigned i : firstKept)
+    types.push_back(first->getResult(i).getType());
+  llvm::append_range(types, second->getResultTypes());
+
+  OpBuilder builder(atSecond ? second.getOperation() : first.getOperation());
+  StringRef kind = kindOverride;
+  if (kind.empty())
+    kind = (first.getKind() == "row" || second.getKind() == "row")
+               ? "row"
+               : (first.getKind() == "multi_tensor" ||
+                          second.getKind() == "multi_tensor"
+                      ? "multi_tensor"
+                      : "elementwise");
+  auto merged = kernel::FusedOp::create(
+      builder, second.getLoc(), types, inputs.getArrayRef(),
+      name.empty() ? first.getName() : name, kind);
+  copyKernelAttrs(second, merged);
+  Block &body = merged.getBodyBlock();
+  IRMapping map;
+  for (auto [outer, arg] : llvm::zip(inputs, body.getArguments()))
+    map.map(outer, arg);
+  OpBuilder inner = OpBuilder::atBlockEnd(&body);
+  auto cloneBody = [&](kernel::FusedOp fused) -> SmallVector<Value> {
+    Block &old = fused.getBodyBlock();
+    for (auto [arg, outer] : llvm::zip(old.getArguments(), fused.getInputs()))
+      map.map(arg, map.lookup(outer));
+    for (Operation &op : old.without_terminator())
+      inner.clone(op, map);
+    SmallVector<Value> yielded;
+    for (Value v : old.getTerminator()->getOperands())
+      yielded.push_back(map.lookup(v));
+    return yielded;
+  };
+  SmallVector<Value> firstYield = cloneBody(first);
+  for (auto [i, r] : llvm::enumerate(first->getResults()))
+    map.map(r, firstYield[i]);
+  SmallVector<Value> secondYield = cloneBody(second);
+  SmallVector<Value> yields;
+  for (unsigned i : firstKept)
+    yields.push_back(firstYield[i]);
+  llvm::append_range(yields, secondYield);
+  kernel::YieldOp::create(inner, merged.getLoc(), yields);
+
+  for (auto [j, i] : llvm::enumerate(firstKept))
+    first->getResult(i).replaceAllUsesWith(merged->getResult(j));
+  for (auto [j, r] : llvm::enumerate(second->getResults()))
+    r.replaceAllUsesWith(merged->getResult(firstKept.size() + j));
+  second.erase();
+  first.erase();
+  return merged;
+}
+
+kernel::FusedOp absorbTransposeCopy(kernel::FusedOp producer,
+                                    kernel::CopyOp copy) {
+  if (!copy.getTranspose() || copy.getInput().getDefiningOp() != producer)
+    return nullptr;
+  auto result = cast<OpResult>(copy.getInput());
+  Block &body = producer.getBodyBlock();
+  Value inner = body.getTerminator()->getOperand(result.getResultNumber());
+  auto quantize = inner.getDefiningOp<fp8::QuantizeOp>();
+  if (!quantize || quantize.getResult() != inner)
+    return nullptr;
+  // The scale as the code after the producer sees it.
+  Value scale = quantize.getScale(), outerScale;
+  if (auto arg = dyn_cast<BlockArgument>(scale)) {
+    outerScale = producer.getInputs()[arg.getArgNumber()];
+  } else {
+    for (auto [i, v] : llvm::enumerate(body.getTerminator()->getOperands()))
+      if (v == scale)
+        outerScale = producer->getResult(i);
+  }
+  if (!outerScale)
+    return nullptr;
+  OpBuilder builder(copy);
+  auto transpose = fp8::TransposeOp::create(
+      builder, copy.getLoc(), copy.getResult().getType(), scale.getType(),
+      copy.getInput(), outerScale, DenseI64ArrayAttr());
+  copy.getResult().replaceAllUsesWith(transpose.getResult());
+  copyKernelAttrs(copy, transpose);
+  copy.erase();
+  kernel::FusedOp wrapped = wrapInFused(builder, transpose, producer.getName());
+  // The transposed scale of a tensorwise scale is the scale itself; keep the
+  // kernel's result only if someone reads it.
+  return mergeFused(producer, wrapped);
+}
+
+bool bodyOnly(kernel::FusedOp fused, ArrayRef<StringRef> names) {
+  for (Operation &op : fused.getBodyBlock().without_terminator())
+    if (!llvm::is_contained(names, op.getName().getStringRef()))
+      return false;
+  return true;
+}
+
+// Kernel ops that read `op`'s results, directly or through views.
+static SmallVector<Operation *> kernelUsers(Operation *op) {
+  SmallVector<Operation *> users, work(op->getUsers().begin(),
+                                       op->getUsers().end());
+  while (!work.empty()) {
+    Operation *u = work.pop_back_val();
+    if (isView(u)) {
+      work.append(u->getUsers().begin(), u->getUsers().end());
+      continue;
+    }
+    if (isa<kernel::FusedOp, kernel::CopyOp>(u) && !llvm::is_contained(users, u))
+      users.push_back(u);
+  }
+  return users;
+}
+
+kernel::FusedOp absorbConsumers(kernel::FusedOp fused,
+                                ArrayRef<StringRef> allowed) {
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (Operation *user : kernelUsers(fused)) {
+      if (auto copy = dyn_cast<kernel::CopyOp>(user)) {
+        if (auto merged = absorbTransposeCopy(fused, copy)) {
+          fused = merged;
+          changed = true;
+          break;
+        }
+        continue;
+      }
+      auto consumer = cast<kernel::FusedOp>(user);
+      if (consumer.getKind() == "multi_tensor" || !bodyOnly(consumer, allowed))
+        continue;
+      // Pulling the views in rebuilds the consumer; find it again by its
+      // position.
+      Operation *next = consumer->getNextNode();
+      pullViewsFrom(consumer, fused);
+      auto rebuilt = cast<kernel::FusedOp>(next->getPrevNode());
+      if (auto merged = mergeFused(fused, rebuilt, fused.getName())) {
+        fused = merged;
+        changed = true;
+        break;
+      }
+    }
+  }
+  return fused;
+}
+
+void normalizeStateAccess(Operation *func) {
+  Block &body = func->getRegion(0).front();
+  SmallVector<graph::LoadOp> loads(body.getOps<graph::LoadOp>());
+  SmallVector<graph::StoreOp> stores(body.getOps<graph::StoreOp>());
+  Operation *terminator = body.getTerminator();
+  Operation *lastHoisted = nullptr;
+  for (graph::LoadOp load : loads) {
+    bool blocked = false;
+    for (Operation &op : body) {
+      if (&op == load.getOperation())
+        break;
+      if (auto store = dyn_cast<graph::StoreOp>(op))
+        blocked |= store.getVariable() == load.getVariable();
+    }
+    if (blocked)
+      continue;
+    if (lastHoisted)
+      load->moveAfter(lastHoisted);
+    else
+      load->moveBefore(&body, body.begin());
+    lastHoisted = load;
+  }
+  for (graph::StoreOp store : stores) {
+    bool blocked = false;
+    for (Operation *op = store->getNextNode(); op; op = op->getNextNode())
+      if (auto load = dyn_cast<graph::LoadOp>(op))
+        blocked |= load.getVariable() == store.getVariable();
+    if (!blocked)
+      store->moveBefore(terminator);
+  }
+}
+
+SmallVector<kernel::FusedOp> fusedOps(Operation *func) {
+  SmallVector<kernel::FusedOp> out;
+  for (Operation &op : func->getRegion(0).front())
+    if (auto f = dyn_cast<kernel::FusedOp>(op))
+      out.push_back(f);
+  return out;
+}
+
+void forEachFused(Operation *func, function_ref<bool(kernel::FusedOp)> match,
+                  function_ref<kernel::FusedOp(kernel::FusedOp)> fuse) {
+  // A marker attribute rather than a set of pointers: an erased kernel's
+  // address may be reused by the kernel a merge creates.
+  constexpr StringLiteral kVisited = "octet.fusion_visited";
+  auto next = [&]() -> kernel::FusedOp {
+    for (kernel::FusedOp fused : fusedOps(func))
+      if (!fused->hasAttr(kVisited) && match(fused))
+        return fused;
+    return nullptr;
+  };
+  while (kernel::FusedOp fused = next()) {
+    fused->setAttr(kVisited, UnitAttr::get(func->getContext()));
+    if (kernel::FusedOp result = fuse(fused))
+      result->setAttr(kVisited, UnitAttr::get(func->getContext()));
+  }
+  for (kernel::FusedOp fused : fusedOps(func))
+    fused->removeAttr(kVisited);
+}
+
+} // namespace octet::fusion

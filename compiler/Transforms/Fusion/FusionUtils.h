@@ -1,0 +1,92 @@
+#ifndef OCTET_COMPILER_TRANSFORMS_FUSION_FUSIONUTILS_H
+#define OCTET_COMPILER_TRANSFORMS_FUSION_FUSIONUTILS_H
+
+// Building blocks the fusion passes share: which layer an op belongs to,
+// one-op kernels, and merging two kernel.fused ops into one.
+
+#include "dialects/kernel/KernelDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Operation.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <optional>
+
+namespace octet::fusion {
+
+// The N of "layers.N." anywhere in `name`, if any.
+std::optional<int64_t> layerOfName(llvm::StringRef name);
+
+// The kernel's `layer` attribute (-1 when outside the layers or unset).
+int64_t layerOf(mlir::Operation *op);
+
+// "row" when the body reduces along rows (norms, their gradients, losses,
+// gathers), else "elementwise".
+llvm::StringRef kindForBody(mlir::Block &body);
+
+// True for ops that only re-view a tensor (reshape, slice): no kernel.
+bool isView(mlir::Operation *op);
+
+// Wraps `op` (graph or fp8, at function level) in a one-op kernel.fused
+// named `name` and replaces its results. Returns the new kernel.
+kernel::FusedOp wrapInFused(mlir::OpBuilder &builder, mlir::Operation *op,
+                            llvm::StringRef name);
+
+// Moves view ops (reshape, slice) that sit between a value `producer`
+// computes and the inputs of `consumer` into the consumer's body, so the
+// consumer reads the producer's result directly. Returns true if it moved any.
+bool pullViewsFrom(kernel::FusedOp consumer, mlir::Operation *producer);
+
+// Merges `first` and `second` (same block, `first` before `second`) into one
+// kernel.fused at the position of one of them, where every value stays
+// defined before its uses; `second` may read results of `first`. Results of
+// `first` that only `second` reads disappear. The merged kernel takes
+// `name` (the first's when empty), kind "row" if either was, `kindOverride`
+// when given, and the layer and section of `second`. Returns null when no
+// position keeps the IR valid.
+kernel::FusedOp mergeFused(kernel::FusedOp first, kernel::FusedOp second,
+                           llvm::StringRef name = "",
+                           llvm::StringRef kindOverride = "");
+
+// Rewrites a kernel.copy {transpose} of an FP8 tensor that `producer`
+// quantizes as an fp8.transpose inside the producer's body. Returns the
+// merged kernel, or null.
+kernel::FusedOp absorbTransposeCopy(kernel::FusedOp producer,
+                                    kernel::CopyOp copy);
+
+// Repeatedly merges into `fused` the kernels that read its results (through
+// views) when every op of theirs is one of `allowed`, and the transposed
+// copies of FP8 tensors it quantizes. Returns the final kernel.
+kernel::FusedOp absorbConsumers(kernel::FusedOp fused,
+                                llvm::ArrayRef<llvm::StringRef> allowed);
+
+// True if every op of the body is one of `names`.
+bool bodyOnly(kernel::FusedOp fused, llvm::ArrayRef<llvm::StringRef> names);
+
+// Moves every variable read to the top of the function and every write to
+// just before its return, where no write (read) of the same variable stands
+// in the way: state reads then see the entry values and writes land at exit
+// as before, and kernels that read or write state are free to merge.
+void normalizeStateAccess(mlir::Operation *func);
+
+// The kernel.fused ops of a function, in order.
+llvm::SmallVector<kernel::FusedOp> fusedOps(mlir::Operation *func);
+
+// Calls `fuse` once on each kernel.fused of `func` that `match` accepts, in
+// program order. `fuse` may merge and erase any kernel of the function, so
+// the function is rescanned after each call rather than walked from a list
+// taken up front; `fuse` returns the kernel its work ended in, which is not
+// visited again unless a later merge folds it into a new kernel.
+void forEachFused(mlir::Operation *func,
+                  llvm::function_ref<bool(kernel::FusedOp)> match,
+                  llvm::function_ref<kernel::FusedOp(kernel::FusedOp)> fuse);
+
+// True if any op of the body is one of `names` ("graph.rms_norm", ...).
+bool bodyHas(kernel::FusedOp fused, llvm::ArrayRef<llvm::StringRef> names);
+
+// The single kernel.fused that produces `value`, looking through views.
+kernel::FusedOp producerFused(mlir::Value value);
+
+} // namespace octet::fusion
+
+#endif

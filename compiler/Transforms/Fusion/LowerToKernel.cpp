@@ -1,0 +1,266 @@
+// octet-lower-to-kernel: graph + fp8 → kernel ops.
+
+#include "compiler/Transforms/Fusion/FusionUtils.h"
+#include "compiler/Transforms/Fusion/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+namespace octet {
+#define GEN_PASS_DEF_OCTETLOWERTOKERNEL
+#include "compiler/Transforms/Fusion/FusionPasses.h.inc"
+} // namespace octet
+
+using namespace mlir;
+using namespace octet;
+
+namespace {
+
+RankedTensorType with(RankedTensorType t, ArrayRef<int64_t> shape) {
+  return RankedTensorType::get(shape, t.getElementType());
+}
+
+// [..., K] → [T, K] through a reshape view.
+Value flatten(OpBuilder &b, Location loc, Value v) {
+  auto t = cast<RankedTensorType>(v.getType());
+  if (t.getRank() == 2)
+    return v;
+  int64_t rows = 1;
+  for (int64_t d : t.getShape().drop_back())
+    rows *= d;
+  return graph::ReshapeOp::create(b, loc, with(t, {rows, t.getShape().back()}),
+                                  v);
+}
+
+Value unflatten(OpBuilder &b, Location loc, Value v, Type type) {
+  if (v.getType() == type)
+    return v;
+  return graph::ReshapeOp::create(b, loc, type, v);
+}
+
+// The name that says which layer an op works for: a variable, a parameter
+// or an FP8 tensor name.
+std::optional<StringRef> referencedName(Operation *op) {
+  if (auto load = dyn_cast<graph::LoadOp>(op))
+    return load.getVariable();
+  if (auto store = dyn_cast<graph::StoreOp>(op))
+    return store.getVariable();
+  for (StringRef attr : {"param", "tensor"})
+    if (auto s = op->getAttrOfType<StringAttr>(attr))
+      return s.getValue();
+  return std::nullopt;
+}
+
+bool isBackwardOp(Operation *op) {
+  if (auto role = op->getAttrOfType<StringAttr>("role"))
+    return role.getValue() == "dgrad" || role.getValue() == "wgrad";
+  return isa<graph::CrossEntropyGradOp, graph::RMSNormGradOp,
+             graph::LayerNormGradOp, graph::AttentionGradOp,
+             graph::SiluGradOp, graph::GeluGradOp, graph::SwigluGradOp,
+             graph::EmbeddingGradOp, graph::BiasGradOp>(op);
+}
+
+struct LowerToKernel
+    : public octet::impl::OctetLowerToKernelBase<LowerToKernel> {
+  using OctetLowerToKernelBase::OctetLowerToKernelBase;
+
+  void runOnOperation() override {
+    for (auto func : getOperation().getOps<func::FuncOp>()) {
+      if (func.isExternal())
+        continue;
+      annotate(func);
+      if (failed(lower(func)))
+        return signalPassFailure();
+      if (dataParallel > 1 && func.getSymName() == "optimizer_step")
+        insertGradientAllReduce(func);
+    }
+  }
+
+  // Tags every op with its layer (the last layer a name referred to, in
+  // program order) and its section.
+  void annotate(func::FuncOp func) {
+    StringRef name = func.getSymName();
+    bool backward = false;
+    int64_t layer = -1;
+    Builder b(func.getContext());
+    for (Operation &op : func.getBody().front()) {
+      if (auto ref = referencedName(&op))
+        layer = fusion::layerOfName(*ref).value_or(-1);
+      if (name == "train_microbatch" && isBackwardOp(&op))
+        backward = true;
+      StringRef section = name == "train_microbatch"
+                              ? (backward ? "backward" : "forward")
+                              : name == "optimizer_step" ? "optimizer"
+                                                         : "eval";
+      op.setAttr("layer", b.getI64IntegerAttr(layer));
+      op.setAttr("section", b.getStringAttr(section));
+    }
+  }
+
+  LogicalResult lower(func::FuncOp func) {
+    SmallVector<Operation *> ops;
+    for (Operation &op : func.getBody().front())
+      ops.push_back(&op);
+    OpBuilder b(func.getContext());
+    for (Operation *op : ops) {
+      b.setInsertionPoint(op);
+      Location loc = op->getLoc();
+      auto keep = [&](Operation *created) {
+        for (StringRef attr : {"layer", "section"})
+          created->setAttr(attr, op->getAttr(attr));
+      };
+      LogicalResult result =
+          llvm::TypeSwitch<Operation *, LogicalResult>(op)
+              .Case<graph::VariableOp, graph::LoadOp, graph::StoreOp,
+                    graph::ReshapeOp, graph::SliceOp, graph::SaveOp,
+                    func::ReturnOp>([&](Operation *o) {
+                o->removeAttr("layer");
+                o->removeAttr("section");
+                return success();
+              })
+              .Case([&](graph::LinearOp l) {
+                Value x = flatten(b, loc, l.getInput());
+                auto wt = cast<RankedTensorType>(l.getWeight().getType());
+                auto xt = cast<RankedTensorType>(x.getType());
+                auto rt = cast<RankedTensorType>(l.getType());
+                auto gemm = kernel::GemmOp::create(
+                    b, loc, with(rt, {xt.getDimSize(0), wt.getDimSize(0)}),
+                    TypeRange(), x, l.getWeight(), Value(), Value(),
+                    l.getBias(), Value(), /*transpose_a=*/false,
+                    /*transpose_b=*/true, b.getStringAttr("fprop"),
+                    l.getParamAttr(),
+                    l.getBias() ? b.getStringAttr("bias") : StringAttr());
+                keep(gemm);
+                l.replaceAllUsesWith(
+                    unflatten(b, loc, gemm.getResult(), l.getType()));
+                l.erase();
+                return success();
+              })
+              .Case([&](graph::MatmulOp m) {
+                auto gemm = kernel::GemmOp::create(
+                    b, loc, m.getType(), TypeRange(), m.getLhs(), m.getRhs(),
+                    Value(), Value(), Value(), Value(), m.getTransposeA(),
+                    m.getTransposeB(), m.getRoleAttr(), m.getParamAttr(),
+                    StringAttr());
+                keep(gemm);
+                m.replaceAllUsesWith(gemm.getResult());
+                m.erase();
+                return success();
+              })
+              .Case([&](fp8::MatmulOp m) -> LogicalResult {
+                if (cast<RankedTensorType>(m.getAScale().getType()).getRank() ||
+                    cast<RankedTensorType>(m.getBScale().getType()).getRank())
+                  return m.emitOpError(
+                      "blockwise-scaled FP8 GEMMs have no kernel.gemm form "
+                      "yet: lower with a tensorwise recipe (delayed or "
+                      "current)");
+                auto gemm = kernel::GemmOp::create(
+                    b, loc, m.getType(), TypeRange(), m.getA(), m.getB(),
+                    m.getAScale(), m.getBScale(), m.getBias(), Value(),
+                    m.getTransposeA(), m.getTransposeB(), m.getRoleAttr(),
+                    m.getParamAttr(),
+                    m.getBias() ? b.getStringAttr("bias") : StringAttr());
+                keep(gemm);
+                m.replaceAllUsesWith(gemm.getResult());
+                m.erase();
+                return success();
+              })
+              .Case([&](graph::AttentionOp a) {
+                auto k = kernel::AttentionFwdOp::create(
+                    b, loc, a.getResult().getType(), a.getLse().getType(), a.getQ(),
+                    a.getK(), a.getV(), a.getCuSeqlens(), a.getCausalAttr(),
+                    a.getScaleAttr());
+                keep(k);
+                a.replaceAllUsesWith(k.getResults());
+                a.erase();
+                return success();
+              })
+              .Case([&](graph::AttentionGradOp a) {
+                auto k = kernel::AttentionBwdOp::create(
+                    b, loc, a.getQGrad().getType(), a.getKGrad().getType(),
+                    a.getVGrad().getType(), a.getGrad(), a.getQ(), a.getK(),
+                    a.getV(), a.getOut(), a.getLse(), a.getCuSeqlens(),
+                    a.getCausalAttr(), a.getScaleAttr());
+                keep(k);
+                a.replaceAllUsesWith(k.getResults());
+                a.erase();
+                return success();
+              })
+              .Case([&](fp8::TransposeOp t) -> LogicalResult {
+                auto copy = kernel::CopyOp::create(b, loc, t.getResult().getType(),
+                                                   t.getInput(), true);
+                keep(copy);
+                Value scale = t.getScale();
+                if (cast<RankedTensorType>(scale.getType()).getRank()) {
+                  auto scaleCopy = kernel::CopyOp::create(
+                      b, loc, t.getResultScale().getType(), scale, true);
+                  keep(scaleCopy);
+                  scale = scaleCopy;
+                }
+                t.getResult().replaceAllUsesWith(copy.getResult());
+                t.getResultScale().replaceAllUsesWith(scale);
+                t.erase();
+                return success();
+              })
+              .Default([&](Operation *o) -> LogicalResult {
+                StringRef dialect = o->getDialect()
+                                        ? o->getDialect()->getNamespace()
+                                        : "";
+                if (dialect == "kernel")
+                  return success();
+                if (dialect != "graph" && dialect != "fp8")
+                  return o->emitOpError("has no kernel form");
+                int64_t layer = fusion::layerOf(o);
+                std::string name =
+                    (layer >= 0 ? "layers." + std::to_string(layer) + "."
+                                : std::string()) +
+                    o->getName().stripDialect().str();
+                fusion::wrapInFused(b, o, name);
+                return success();
+              });
+      if (failed(result))
+        return failure();
+    }
+    return success();
+  }
+
+  // The optimizer reads every gradient accumulator once; summing them over
+  // the data-parallel ranks is one bucketed all-reduce before the first use.
+  void insertGradientAllReduce(func::FuncOp func) {
+    Block &body = func.getBody().front();
+    SmallVector<graph::LoadOp> loads;
+    for (auto load : body.getOps<graph::LoadOp>())
+      if (load.getVariable().starts_with("grad."))
+        loads.push_back(load);
+    if (loads.empty())
+      return;
+    // Reads of the accumulators see the state at entry as long as no write
+    // to them comes first, so they can all move to the top.
+    for (graph::LoadOp load : loads)
+      for (Operation &op : body) {
+        if (&op == load.getOperation())
+          break;
+        if (auto store = dyn_cast<graph::StoreOp>(op))
+          if (store.getVariable() == load.getVariable())
+            return;
+      }
+    OpBuilder b = OpBuilder::atBlockBegin(&body);
+    SmallVector<Value> values;
+    SmallVector<Type> types;
+    for (graph::LoadOp load : loads) {
+      load->moveBefore(&body, body.begin());
+      values.push_back(load);
+      types.push_back(load.getType());
+    }
+    b.setInsertionPointAfter(loads.front());
+    auto all = kernel::CollectiveOp::create(
+        b, func.getLoc(), types, values, "all_reduce", "data", dataParallel,
+        "sum");
+    all->setAttr("layer", b.getI64IntegerAttr(-1));
+    all->setAttr("section", b.getStringAttr("optimizer"));
+    for (auto [load, reduced] : llvm::zip(loads, all.getResults()))
+      load.getResult().replaceAllUsesExcept(reduced, all);
+  }
+};
+
+} // namespace

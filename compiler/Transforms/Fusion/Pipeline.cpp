@@ -1,0 +1,19 @@
+#include "compiler/Transforms/Fusion/Passes.h"
+
+#include "mlir/Transforms/Passes.h"
+
+namespace octet {
+
+void addKernelFusionPasses(mlir::OpPassManager &pm) {
+  // Epilogues first: the gradient-accumulation adds they take must not be
+  // folded into row kernels by the later passes.
+  pm.addPass(createOctetFuseEpilogue());
+  pm.addPass(createOctetFuseRope());
+  pm.addPass(createOctetFuseNormQuantize());
+  pm.addPass(createOctetFuseSwigluQuantize());
+  pm.addPass(createOctetFuseAdamW());
+  pm.addPass(createOctetFuseElementwise());
+  pm.addPass(mlir::createCanonicalizerPass());
+}
+
+} // namespace octet

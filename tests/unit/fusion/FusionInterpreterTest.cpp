@@ -1,0 +1,282 @@
+// Every fusion pass keeps the reference interpreter's results on the tiny
+// Llama: one train microbatch and one optimizer step (loss, gradient norm,
+// every variable afterwards), twice so delayed FP8 scaling state is used.
+//
+// Tolerances: the kernel-level passes regroup the same ops in the same
+// order, so results must be bit-identical (checked as relative error
+// <= 1e-6 to leave room for nothing but float noise). octet-fuse-qkv turns
+// three GEMMs into one, which reorders fp32 sums (dgrad adds over the
+// concatenated output dimension) and gives the fused weight one FP8 scale
+// where there were three: it is checked on the first step only, where every
+// delayed scale is still its initial value, to relative error 1e-4.
+
+#include "compiler/Interpreter/Interpreter.h"
+#include "compiler/Registration.h"
+#include "compiler/Transforms/Fusion/InterpreterOps.h"
+#include "compiler/Transforms/Fusion/Passes.h"
+#include "compiler/Transforms/Passes.h"
+#include "compiler/Transforms/Precision.h"
+#include "frontends/spec/GraphImporter.h"
+#include "frontends/spec/SpecReader.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/Passes.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+
+using namespace mlir;
+using namespace octet;
+using interp::Tensor;
+
+namespace {
+
+struct StepResult {
+  float loss = 0, gradNorm = 0;
+  std::map<std::string, Tensor> variables;
+};
+
+class FusionInterpreterTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    registerCompilerDialects(registry);
+    context = std::make_unique<MLIRContext>(registry,
+                                            MLIRContext::Threading::DISABLED);
+    context->loadAllAvailableDialects();
+    fusion::registerFusionInterpreterOps();
+    auto loaded = spec::loadSpecFile(std::string(OCTET_SOURCE_DIR) +
+                                     "/examples/tiny-llama.pbtxt");
+    ASSERT_TRUE(bool(loaded)) << loaded.status().message();
+    spec = *loaded;
+    // Smaller batch: the same graph, a faster test.
+    spec.mutable_train()->set_micro_batch_size(2);
+    spec.mutable_train()->set_global_batch_size(2);
+    spec.mutable_train()->set_seq_len(16);
+  }
+
+  // Import → autodiff → [qkv] → precision → layout → lower-to-kernel.
+  OwningOpRef<ModuleOp> lowered(bool qkv) {
+    auto module = importForwardGraph(*context, spec);
+    EXPECT_TRUE(bool(module)) << module.status().message();
+    PassManager pm(context.get());
+    OctetAutodiffOptions autodiff;
+    autodiff.lr = 1e-2; // a step large enough to move FP8 values
+    pm.addPass(createOctetAutodiff(autodiff));
+    pm.addPass(createCSEPass());
+    if (qkv)
+      pm.addPass(createOctetFuseQkv());
+    OctetPrecisionOptions precision;
+    precision.amaxHistoryLen = 16;
+    pm.addPass(createOctetPrecision(precision));
+    pm.addPass(createOctetLayout());
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createOctetLowerToKernel());
+    EXPECT_TRUE(succeeded(pm.run(**module)));
+    return std::move(*module);
+  }
+
+  std::vector<Tensor> batch() {
+    int64_t b = 2, s = 16;
+    std::vector<int64_t> tokens, labels, positions;
+    std::vector<float> mask;
+    for (int64_t i = 0; i < b * s; ++i) {
+      tokens.push_back((i * 37 + 11) % 256);
+      labels.push_back((i * 53 + 7) % 256);
+      positions.push_back(i % s);
+      mask.push_back(i % 7 == 3 ? 0.0f : 1.0f);
+    }
+    return {Tensor::fromInts({b, s}, tokens), Tensor::fromInts({b, s}, labels),
+            Tensor::fromFloats({b, s}, mask),
+            Tensor::fromInts({b, s}, positions)};
+  }
+
+  std::vector<StepResult> run(ModuleOp module, interp::VariableStore store,
+                              int steps) {
+    std::vector<StepResult> out;
+    interp::Interpreter interpreter(module);
+    for (int step = 0; step < steps; ++step) {
+      StepResult r;
+      auto loss = interpreter.run("train_microbatch", batch(), store);
+      EXPECT_TRUE(bool(loss)) << llvm::toString(loss.takeError());
+      if (!loss)
+        return out;
+      r.loss = (*loss)[0].item();
+      auto opt = interpreter.run("optimizer_step", {}, store);
+      EXPECT_TRUE(bool(opt)) << llvm::toString(opt.takeError());
+      if (!opt)
+        return out;
+      r.gradNorm = (*opt)[0].item();
+      r.variables = store.all();
+      out.push_back(std::move(r));
+    }
+    return out;
+  }
+
+  static void expectClose(const Tensor &a, const Tensor &b, double rel,
+                          const std::string &what) {
+    ASSERT_EQ(a.shape(), b.shape()) << what;
+    if (!interp::isFloat(a.dtype()))
+      return;
+    double maxAbs = 0, maxDiff = 0;
+    for (int64_t i = 0; i < a.numel(); ++i) {
+      maxAbs = std::max(maxAbs, double(std::fabs(a.f()[i])));
+      maxDiff = std::max(maxDiff, double(std::fabs(a.f()[i] - b.f()[i])));
+    }
+    EXPECT_LE(maxDiff, rel * std::max(maxAbs, 1e-6)) << what;
+  }
+
+  // Runs `fuse` on the lowered module and compares two steps with the
+  // unfused one.
+  void checkKernelPass(const std::function<void(OpPassManager &)> &fuse) {
+    OwningOpRef<ModuleOp> reference = lowered(false);
+    OwningOpRef<ModuleOp> fused = lowered(false);
+    PassManager pm(context.get());
+    fuse(pm);
+    ASSERT_TRUE(succeeded(pm.run(*fused)));
+    ASSERT_TRUE(succeeded(verify(*fused)));
+    fusion::expandGemmEpilogues(*reference);
+    fusion::expandGemmEpilogues(*fused);
+    interp::VariableStore store;
+    store.initialize(*reference, 1234);
+    auto want = run(*reference, store, 2);
+    auto got = run(*fused, store, 2);
+    ASSERT_EQ(want.size(), 2u);
+    ASSERT_EQ(got.size(), 2u);
+    for (int step = 0; step < 2; ++step) {
+      EXPECT_NEAR(got[step].loss, want[step].loss,
+                  1e-6 * std::fabs(want[step].loss));
+      EXPECT_NEAR(got[step].gradNorm, want[step].gradNorm,
+                  1e-6 * std::fabs(want[step].gradNorm));
+      for (auto &[name, t] : want[step].variables) {
+        auto it = got[step].variables.find(name);
+        ASSERT_NE(it, got[step].variables.end()) << name;
+        expectClose(it->second, t, 1e-6, name);
+      }
+    }
+  }
+
+  DialectRegistry registry;
+  std::unique_ptr<MLIRContext> context;
+  spec::Spec spec;
+};
+
+TEST_F(FusionInterpreterTest, LowerToKernelKeepsGraphResults) {
+  // The lowered module against the graph-level train step.
+  auto module = importForwardGraph(*context, spec);
+  ASSERT_TRUE(bool(module));
+  PassManager pm(context.get());
+  OctetAutodiffOptions autodiff;
+  autodiff.lr = 1e-2;
+  pm.addPass(createOctetAutodiff(autodiff));
+  pm.addPass(createCSEPass());
+  OctetPrecisionOptions precision;
+  precision.amaxHistoryLen = 16;
+  pm.addPass(createOctetPrecision(precision));
+  pm.addPass(createOctetLayout());
+  pm.addPass(createCanonicalizerPass());
+  ASSERT_TRUE(succeeded(pm.run(**module)));
+  OwningOpRef<ModuleOp> kernels = lowered(false);
+  fusion::expandGemmEpilogues(*kernels);
+  interp::VariableStore store;
+  store.initialize(**module, 1234);
+  auto want = run(**module, store, 2);
+  auto got = run(*kernels, store, 2);
+  ASSERT_EQ(got.size(), 2u);
+  for (int step = 0; step < 2; ++step) {
+    EXPECT_EQ(got[step].loss, want[step].loss);
+    for (auto &[name, t] : want[step].variables)
+      expectClose(got[step].variables.at(name), t, 1e-6, name);
+  }
+}
+
+TEST_F(FusionInterpreterTest, FuseEpilogue) {
+  checkKernelPass([](OpPassManager &pm) { pm.addPass(createOctetFuseEpilogue()); });
+}
+
+TEST_F(FusionInterpreterTest, FuseRope) {
+  checkKernelPass([](OpPassManager &pm) { pm.addPass(createOctetFuseRope()); });
+}
+
+TEST_F(FusionInterpreterTest, FuseNormQuantize) {
+  checkKernelPass(
+      [](OpPassManager &pm) { pm.addPass(createOctetFuseNormQuantize()); });
+}
+
+TEST_F(FusionInterpreterTest, FuseSwigluQuantize) {
+  checkKernelPass(
+      [](OpPassManager &pm) { pm.addPass(createOctetFuseSwigluQuantize()); });
+}
+
+TEST_F(FusionInterpreterTest, FuseAdamW) {
+  checkKernelPass([](OpPassManager &pm) { pm.addPass(createOctetFuseAdamW()); });
+}
+
+TEST_F(FusionInterpreterTest, FuseElementwise) {
+  checkKernelPass(
+      [](OpPassManager &pm) { pm.addPass(createOctetFuseElementwise()); });
+}
+
+TEST_F(FusionInterpreterTest, AllKernelFusions) {
+  checkKernelPass([](OpPassManager &pm) { addKernelFusionPasses(pm); });
+}
+
+TEST_F(FusionInterpreterTest, FuseQkv) {
+  OwningOpRef<ModuleOp> reference = lowered(false);
+  OwningOpRef<ModuleOp> fused = lowered(true);
+  interp::VariableStore store;
+  store.initialize(*reference, 1234);
+  // The fused module's store: the same values, parts concatenated.
+  interp::VariableStore fusedStore;
+  fusedStore.initialize(*fused, 1234);
+  int merged = 0;
+  fused->walk([&](graph::VariableOp var) {
+    auto from = var->getAttrOfType<ArrayAttr>("fused_from");
+    if (!from) {
+      if (store.has(var.getSymName().str()))
+        fusedStore.set(var.getSymName().str(),
+                       store.get(var.getSymName().str()));
+      return;
+    }
+    ++merged;
+    std::vector<float> data;
+    for (Attribute a : from) {
+      const Tensor &part = store.get(cast<StringAttr>(a).str());
+      data.insert(data.end(), part.f(), part.f() + part.numel());
+    }
+    fusedStore.set(var.getSymName().str(),
+                   Tensor::fromFloats(
+                       std::vector<int64_t>(var.getTensorType().getShape()),
+                       data));
+  });
+  // q/k/v and gate/up of 4 layers, each with its gradient and two moments.
+  EXPECT_EQ(merged, 4 * 2 * 4);
+  auto want = run(*reference, store, 1);
+  auto got = run(*fused, fusedStore, 1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_NEAR(got[0].loss, want[0].loss, 1e-4 * std::fabs(want[0].loss));
+  EXPECT_NEAR(got[0].gradNorm, want[0].gradNorm,
+              1e-4 * std::fabs(want[0].gradNorm));
+  fused->walk([&](graph::VariableOp var) {
+    auto from = var->getAttrOfType<ArrayAttr>("fused_from");
+    auto split = var->getAttrOfType<DenseI64ArrayAttr>("split");
+    if (!from)
+      return;
+    ASSERT_TRUE(split);
+    const Tensor &whole = got[0].variables.at(var.getSymName().str());
+    int64_t cols = whole.dim(1), row = 0;
+    for (auto [a, rows] : llvm::zip(from, split.asArrayRef())) {
+      std::vector<float> part(whole.f() + row * cols,
+                              whole.f() + (row + rows) * cols);
+      row += rows;
+      expectClose(Tensor::fromFloats({rows, cols}, part),
+                  want[0].variables.at(cast<StringAttr>(a).str()), 1e-4,
+                  cast<StringAttr>(a).str());
+    }
+  });
+}
+
+} // namespace
