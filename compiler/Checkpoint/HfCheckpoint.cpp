@@ -248,12 +248,21 @@ Status checkSameModel(const spec::ModelSpec &specModel,
   differ.ReportDifferencesToString(&report);
   if (differ.Compare(a, b))
     return Status::ok();
+  // The report also lists the fields it was told to ignore.
+  std::string differences;
+  for (size_t begin = 0, end; begin < report.size(); begin = end + 1) {
+    end = report.find('\n', begin);
+    if (end == std::string::npos)
+      end = report.size();
+    if (report.compare(begin, 9, "ignored: ") != 0)
+      differences += "  " + report.substr(begin, end - begin) + "\n";
+  }
   return Status::error(specSource + " and " + hfSource +
                        " describe different models (first value: the spec, "
                        "second: config.json):\n" +
-                       report +
-                       "make the spec's model block match the "
-                       "checkpoint's config.json");
+                       differences +
+                       "make the spec's model block match the checkpoint's "
+                       "config.json");
 }
 
 } // namespace octet

@@ -2,6 +2,7 @@
 // the reference interpreter (the fallback for machines without a GPU, and the
 // tiny-model check that the whole path learns).
 
+#include "compiler/Interpreter/Fp8Ops.h"
 #include "compiler/Interpreter/Interpreter.h"
 #include "compiler/Interpreter/Kernels.h"
 #include "compiler/Registration.h"
@@ -9,7 +10,9 @@
 #include "frontends/spec/GraphImporter.h"
 #include "frontends/spec/SpecReader.h"
 #include "runtime/data/ByteCorpus.h"
+#include "runtime/data/TrainBatches.h"
 #include "tools/octet/Commands.h"
+#include "tools/octet/HfInit.h"
 #include "tools/octet/TrainingOptions.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -22,6 +25,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,14 +36,17 @@ namespace {
 
 struct Options {
   std::string spec;
-  int64_t steps = 0; // 0: the spec's train.steps
-  std::string data;  // overrides train.data.path
+  int64_t steps = 0;            // 0: the spec's train.steps
+  std::string data;             // overrides train.data.path
+  std::string initFrom, saveHf; // Hugging Face checkpoint directories
+  int64_t fp8StatsInterval = 0; // 0: no FP8 statistics
 };
 
 void printHelp(std::FILE *out) {
   std::fprintf(
       out,
-      "usage: octet train SPEC [--steps N] [--data FILE]\n\n"
+      "usage: octet train SPEC [--steps N] [--data FILE] [--init-from HF]\n"
+      "                   [--save-hf DIR]\n\n"
       "Compiles SPEC through autodiff and trains it on the CPU with the\n"
       "reference interpreter (float32 train step), printing a line per step\n"
       "(step, loss, grad norm, lr, tokens/s) and a summary.\n\n"
@@ -47,6 +54,15 @@ void printHelp(std::FILE *out) {
       "                schedule ends at N\n"
       "  --data FILE   a UTF-8 text file, read as bytes (default:\n"
       "                train.data.path, with train.data.kind \"text\")\n"
+      "                train.data.kind \"indexed\" reads the prefix that\n"
+      "                `octet data preprocess` wrote, packed (SFT)\n"
+      "  --init-from HF   start from a Hugging Face checkpoint directory\n"
+      "                (its config.json must describe the spec's model)\n"
+      "  --save-hf DIR    write the trained weights there as a HF\n"
+      "                checkpoint, in the dtypes they were loaded in\n"
+      "  --fp8-stats-interval N   every N steps, per FP8 tensor: amax,\n"
+      "                scale, shares of values that underflow to zero or\n"
+      "                saturate\n"
       "  OCTET_THREADS=N   worker threads (default: all cores)\n");
 }
 
@@ -88,7 +104,14 @@ int parseOptions(int argc, char **argv, Options &opts) {
         return usageError("--steps takes a positive integer; got '" + text +
                           "'");
       opts.steps = n;
-    } else if (value("--data", opts.data)) {
+    } else if (value("--fp8-stats-interval", text)) {
+      if (llvm::StringRef(text).getAsInteger(10, opts.fp8StatsInterval) ||
+          opts.fp8StatsInterval < 1)
+        return usageError("--fp8-stats-interval takes a positive integer; "
+                          "got '" + text + "'");
+    } else if (value("--data", opts.data) ||
+               value("--init-from", opts.initFrom) ||
+               value("--save-hf", opts.saveHf)) {
     } else if (arg.starts_with("-")) {
       return usageError("unknown option '" + arg.str() + "'");
     } else if (opts.spec.empty()) {
@@ -145,28 +168,37 @@ int runTrainCommand(int argc, char **argv) {
   int64_t batch = train.micro_batch_size(), seq = train.seq_len();
 
   std::string dataPath = opts.data;
+  std::string kind = opts.data.empty() ? train.data().kind() : "text";
   if (dataPath.empty()) {
-    if (train.data().kind() != "text")
+    if (kind != "text" && kind != "indexed")
       return inputError(
-          opts.spec + ": train.data.kind is \"" + train.data().kind() +
-          "\"; `octet train` on the CPU reads byte-level text: set "
-          "train.data.kind to \"text\" with train.data.path, or pass --data "
-          "FILE");
+          opts.spec + ": train.data.kind is \"" + kind +
+          "\"; `octet train` on the CPU reads byte-level text (\"text\") or "
+          "a dataset from `octet data preprocess` (\"indexed\"): set "
+          "train.data.kind and train.data.path, or pass --data FILE");
     dataPath = train.data().path();
   }
-  if (spec.model().vocab_size() < data::ByteCorpus::kVocabSize)
+  if (kind == "text" &&
+      spec.model().vocab_size() < data::ByteCorpus::kVocabSize)
     return inputError(opts.spec + ": model.vocab_size is " +
                       std::to_string(spec.model().vocab_size()) +
                       "; byte-level text needs at least 256");
-  data::ByteCorpus::Options corpusOptions;
-  corpusOptions.batchSize = static_cast<uint32_t>(batch);
-  corpusOptions.sequenceLength = static_cast<uint32_t>(seq);
-  corpusOptions.evalFraction = train.data().eval_fraction();
-  corpusOptions.seed = static_cast<uint64_t>(train.seed());
-  StatusOr<data::ByteCorpus> corpus =
-      data::ByteCorpus::open(dataPath, corpusOptions);
-  if (!corpus)
-    return inputError(corpus.status().message());
+  if (kind == "indexed" && !train.data().pack_documents())
+    return inputError(opts.spec + ": train.data.kind \"indexed\" packs "
+                                  "several documents into a row; set "
+                                  "train.data.pack_documents: true so that "
+                                  "they do not attend to each other");
+  data::TrainBatchOptions batchOptions;
+  batchOptions.kind = kind;
+  batchOptions.path = dataPath;
+  batchOptions.rows = static_cast<uint32_t>(batch);
+  batchOptions.sequenceLength = static_cast<uint32_t>(seq);
+  batchOptions.evalFraction = train.data().eval_fraction();
+  batchOptions.seed = static_cast<uint64_t>(train.seed());
+  auto batches = data::openTrainBatches(batchOptions);
+  if (!batches)
+    return inputError(batches.status().message());
+  data::TrainBatchSource &source = **batches;
 
   DialectRegistry registry;
   registerCompilerDialects(registry);
@@ -184,6 +216,14 @@ int runTrainCommand(int argc, char **argv) {
   auto step = m.lookupSymbol<func::FuncOp>("train_microbatch");
 
   interp::VariableStore vars;
+  std::optional<HfLoadSummary> hfInit;
+  if (!opts.initFrom.empty()) {
+    StatusOr<HfLoadSummary> loaded =
+        initFromHf(spec, opts.spec, opts.initFrom, m, vars);
+    if (!loaded)
+      return inputError(loaded.status().message());
+    hfInit = *loaded;
+  }
   vars.initialize(m, static_cast<uint64_t>(train.seed()));
   int64_t params = 0;
   for (auto var : m.getOps<graph::VariableOp>())
@@ -197,42 +237,40 @@ int runTrainCommand(int argc, char **argv) {
               opts.spec.c_str(), (long long)params, (long long)steps,
               (long long)pipeline.microbatches, (long long)batch,
               (long long)seq, interp::numThreads());
-  std::printf("data: %s (%llu training bytes)\n", dataPath.c_str(),
-              (unsigned long long)corpus->trainBytes());
+  std::printf("data: %s\n", source.describe().c_str());
   std::fflush(stdout);
 
   using Clock = std::chrono::steady_clock;
   auto start = Clock::now();
   double firstLoss = NAN, lastLoss = NAN;
-  std::vector<int32_t> window;
   int64_t tokensPerStep = batch * seq * pipeline.microbatches;
+  interp::Fp8StatsCollector fp8Stats;
   for (int64_t s = 1; s <= steps; ++s) {
     auto stepStart = Clock::now();
+    // Statistics cost a pass over every quantized tensor: only on the steps
+    // that print them.
+    bool statsStep =
+        opts.fp8StatsInterval > 0 && s % opts.fp8StatsInterval == 0;
+    interpreter.setOpObserver(statsStep ? fp8Stats.observer()
+                                        : interp::OpObserver());
     double lossSum = 0;
     for (int64_t micro = 0; micro < pipeline.microbatches; ++micro) {
-      corpus->trainBatch(uint64_t((s - 1) * pipeline.microbatches + micro),
-                         window);
-      std::vector<int64_t> tokens(batch * seq), labels(batch * seq),
-          positions(batch * seq);
-      for (int64_t b = 0; b < batch; ++b)
-        for (int64_t t = 0; t < seq; ++t) {
-          tokens[b * seq + t] = window[b * (seq + 1) + t];
-          labels[b * seq + t] = window[b * (seq + 1) + t + 1];
-          positions[b * seq + t] = t;
-        }
+      data::PackedBatch packed;
+      if (Status st = source.next(
+              uint64_t((s - 1) * pipeline.microbatches + micro), packed);
+          !st)
+        return inputError(st.message());
+      auto ints = [&](const std::vector<int32_t> &v) {
+        return std::vector<int64_t>(v.begin(), v.end());
+      };
       std::vector<interp::Tensor> args = {
-          interp::Tensor::fromInts({batch, seq}, tokens),
-          interp::Tensor::fromInts({batch, seq}, labels),
-          interp::Tensor::fromFloats({batch, seq},
-                                     std::vector<float>(batch * seq, 1.0f)),
-          interp::Tensor::fromInts({batch, seq}, positions)};
-      if (step.getNumArguments() == 5) {
-        // Packed documents: each row is one document here.
-        std::vector<int64_t> cu(batch + 1);
-        for (int64_t b = 0; b <= batch; ++b)
-          cu[b] = b * seq;
-        args.push_back(interp::Tensor::fromInts({batch + 1}, cu));
-      }
+          interp::Tensor::fromInts({batch, seq}, ints(packed.inputs)),
+          interp::Tensor::fromInts({batch, seq}, ints(packed.targets)),
+          interp::Tensor::fromFloats({batch, seq}, packed.lossMask),
+          interp::Tensor::fromInts({batch, seq}, ints(packed.positionIds))};
+      if (step.getNumArguments() == 5)
+        args.push_back(interp::Tensor::fromInts(
+            {int64_t(packed.cuSeqlens.size())}, ints(packed.cuSeqlens)));
       if (args.size() != step.getNumArguments())
         return inputError("the compiled step takes " +
                           std::to_string(step.getNumArguments()) +
@@ -281,8 +319,25 @@ int runTrainCommand(int argc, char **argv) {
                 (long long)s, (long long)steps, loss, gradNorm, lr,
                 double(tokensPerStep) / seconds);
     std::fflush(stdout);
+    if (statsStep) {
+      fp8Stats.print(s, llvm::outs());
+      llvm::outs().flush();
+      fp8Stats.reset();
+    }
   }
   double total = std::chrono::duration<double>(Clock::now() - start).count();
+  if (!opts.saveHf.empty()) {
+    HfExportOptions exportOptions;
+    if (hfInit)
+      exportOptions.dtypes = hfInit->dtypes;
+    StatusOr<size_t> written = saveHf(
+        spec, opts.initFrom.empty() ? "" : opts.initFrom + "/config.json",
+        opts.saveHf, m, vars, exportOptions);
+    if (!written)
+      return inputError(written.status().message());
+    std::printf("saved %zu tensors as a HF checkpoint in %s\n", *written,
+                opts.saveHf.c_str());
+  }
   std::printf("done: %lld steps in %.1f s (%.0f tokens/s); loss %.4f at step "
               "1 -> %.4f at step %lld (%+.1f%%)\n",
               (long long)steps, total, double(tokensPerStep * steps) / total,

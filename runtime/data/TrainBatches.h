@@ -1,0 +1,49 @@
+#ifndef OCTET_RUNTIME_DATA_TRAINBATCHES_H
+#define OCTET_RUNTIME_DATA_TRAINBATCHES_H
+
+// What a training step reads, whatever the data: tokens, labels (the next
+// token), loss mask, positions and cu_seqlens, as the forward graph takes
+// them (frontends/spec/GraphImporter.h). One source per data kind:
+//   "text"     a UTF-8 file as bytes (ByteCorpus): every row is one
+//              document, positions 0..S-1, every token trained on;
+//   "indexed"  a Megatron .bin/.idx prefix from `octet data preprocess`,
+//              packed first-fit decreasing into rows (SftLoader), with the
+//              PREFIX_loss_mask dataset when there is one (chat data: loss
+//              on assistant tokens only), else loss on every token.
+
+#include "runtime/core/Status.h"
+#include "runtime/data/SftPacking.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace octet::data {
+
+struct TrainBatchOptions {
+  std::string kind; // "text" or "indexed"
+  std::string path; // the file, or the dataset prefix
+  uint32_t rows = 1;
+  uint32_t sequenceLength = 0;
+  uint64_t seed = 0;
+  // "text" only; 0 holds out the least ByteCorpus accepts (one window).
+  double evalFraction = 0;
+  uint32_t alignment = 16; // "indexed": packed lengths are multiples of it
+};
+
+class TrainBatchSource {
+public:
+  virtual ~TrainBatchSource() = default;
+  // Batch number `step` (0, 1, ...; asked for in order). Rows are
+  // `rows` × `sequenceLength`, flattened.
+  virtual Status next(uint64_t step, PackedBatch &batch) = 0;
+  // One line for the run's header: the data and its size.
+  virtual std::string describe() const = 0;
+};
+
+StatusOr<std::unique_ptr<TrainBatchSource>>
+openTrainBatches(const TrainBatchOptions &options);
+
+} // namespace octet::data
+
+#endif
