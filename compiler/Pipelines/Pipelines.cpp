@@ -24,6 +24,11 @@ void buildTrainingPipeline(mlir::OpPassManager &pm,
   autodiff.recompute = options.recompute;
   pm.addPass(createOctetAutodiff(autodiff));
   pm.addPass(mlir::createCSEPass());
+  if (options.fp8) {
+    pm.addPass(createOctetPrecision(options.precision));
+    pm.addPass(createOctetLayout());
+    pm.addPass(mlir::createCSEPass());
+  }
 }
 
 void registerAllPasses() {

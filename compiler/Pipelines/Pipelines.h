@@ -4,6 +4,8 @@
 // The compiler's pipelines as library functions, so `octet compile`,
 // `octet train` and `octet-opt --octet-train-pipeline` run the same passes.
 
+#include "compiler/Transforms/Precision.h"
+
 #include "mlir/Pass/PassManager.h"
 
 #include <cstdint>
@@ -25,9 +27,14 @@ struct TrainingPipelineOptions {
   // global_batch_size / (micro_batch_size × data parallel).
   int64_t microbatches = 1;
   bool recompute = true;
+  // FP8 GEMMs (octet-precision, then octet-layout) after autodiff; off for
+  // the bf16 recipe.
+  bool fp8 = false;
+  OctetPrecisionOptions precision;
 };
 
-// Forward graph → train step (autodiff, then canonicalize and CSE).
+// Forward graph → train step (autodiff, then canonicalize and CSE; then the
+// FP8 passes when options.fp8).
 void buildTrainingPipeline(mlir::OpPassManager &pm,
                            const TrainingPipelineOptions &options);
 

@@ -579,6 +579,7 @@ void octet::printPrecisionReport(ModuleOp module, llvm::raw_ostream &os) {
   };
   std::vector<Row> rows;
   llvm::StringSet<> seen;
+  llvm::StringMap<size_t> firstSeen;
   module.walk([&](Operation *op) {
     auto param = op->getAttrOfType<StringAttr>("param");
     if (!param || !isa<graph::LinearOp, graph::MatmulOp, fp8::MatmulOp>(op))
@@ -586,6 +587,7 @@ void octet::printPrecisionReport(ModuleOp module, llvm::raw_ostream &os) {
     StringRef role = roleOf(op);
     if (!seen.insert((param.getValue() + "/" + role).str()).second)
       return;
+    firstSeen.try_emplace(param.getValue(), firstSeen.size());
     Row row;
     std::optional<int64_t> layer = layerIndex(param.getValue());
     row.layer = layer ? std::to_string(*layer) : "-";
@@ -604,6 +606,15 @@ void octet::printPrecisionReport(ModuleOp module, llvm::raw_ostream &os) {
     else
       row.recipe = "none";
     rows.push_back(std::move(row));
+  });
+  // Layer by layer (the head last), each GEMM's fprop, dgrad, wgrad.
+  auto key = [&](const Row &r) {
+    int64_t layer = r.layer == "-" ? INT64_MAX : std::stoll(r.layer);
+    int role = r.role == "fprop" ? 0 : r.role == "dgrad" ? 1 : 2;
+    return std::make_tuple(layer, firstSeen.lookup(r.param), role);
+  };
+  std::stable_sort(rows.begin(), rows.end(), [&](const Row &a, const Row &b) {
+    return key(a) < key(b);
   });
   os << llvm::format("%-6s %-22s %-6s %-14s %s\n", "layer", "matmul", "role",
                      "inputs", "recipe");

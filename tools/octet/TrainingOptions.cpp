@@ -24,13 +24,40 @@ TrainingPipelineOptions trainingOptionsFromSpec(const spec::Spec &spec,
   int64_t perStep = train.micro_batch_size() *
                     std::max<int64_t>(1, train.parallel().data());
   o.microbatches = std::max<int64_t>(1, train.global_batch_size() / perStep);
+  const std::string &recipe = train.precision().recipe();
+  o.fp8 = !recipe.empty() && recipe != "bf16";
+  if (o.fp8)
+    o.precision = precisionOptionsFromSpec(spec);
   return o;
+}
+
+OctetPrecisionOptions precisionOptionsFromSpec(const spec::Spec &spec) {
+  const spec::Precision &p = spec.train().precision();
+  OctetPrecisionOptions options;
+  options.recipe = p.recipe();
+  if (!p.format().empty())
+    options.format = p.format();
+  if (p.has_amax_history_len())
+    options.amaxHistoryLen = p.amax_history_len();
+  if (!p.amax_algorithm().empty())
+    options.amaxAlgorithm = p.amax_algorithm();
+  if (p.has_margin())
+    options.margin = p.margin();
+  options.powerOfTwoScales = p.power_of_two_scales();
+  options.firstLayersBf16 = p.first_last_layers_bf16().first();
+  options.lastLayersBf16 = p.first_last_layers_bf16().last();
+  for (const std::string &pattern : p.bf16_patterns())
+    options.bf16Patterns.push_back(pattern);
+  return options;
 }
 
 mlir::LogicalResult runAutodiffStage(mlir::ModuleOp module,
                                      const spec::Spec &spec) {
   mlir::PassManager pm(module.getContext());
-  buildTrainingPipeline(pm, trainingOptionsFromSpec(spec));
+  TrainingPipelineOptions options = trainingOptionsFromSpec(spec);
+  // `octet compile` runs precision as a stage of its own.
+  options.fp8 = false;
+  buildTrainingPipeline(pm, options);
   return pm.run(module);
 }
 

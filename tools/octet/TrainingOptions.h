@@ -16,6 +16,10 @@ namespace octet {
 TrainingPipelineOptions trainingOptionsFromSpec(const spec::Spec &spec,
                                                 int64_t steps = 0);
 
+// The spec's precision block as octet-precision's options. Meaningful when
+// the recipe is not "bf16" (nor empty).
+OctetPrecisionOptions precisionOptionsFromSpec(const spec::Spec &spec);
+
 // The `autodiff` stage of `octet compile`: the training pipeline with the
 // spec's options.
 mlir::LogicalResult runAutodiffStage(mlir::ModuleOp module,
