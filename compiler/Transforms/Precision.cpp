@@ -465,8 +465,15 @@ FailureOr<llvm::StringMap<Decision>> PrecisionPass::decide(
     } else if (layer && *layer >= layers - lastLayersBf16) {
       d = {false, "last " + std::to_string(lastLayersBf16) + " layers"};
     }
+    // A GEMM over a fused weight (fuse-qkv's wqkv, w_gate_up) answers to
+    // the names of the parameters it was fused from too.
+    SmallVector<StringRef, 4> names = {param};
+    if (auto var = module.lookupSymbol<graph::VariableOp>(param))
+      if (auto from = var->getAttrOfType<ArrayAttr>("fused_from"))
+        for (Attribute name : from.getAsRange<StringAttr>())
+          names.push_back(cast<StringAttr>(name).getValue());
     for (auto &[text, glob] : globs) {
-      if (!glob.match(param))
+      if (llvm::none_of(names, [&](StringRef n) { return glob.match(n); }))
         continue;
       matched.insert(text);
       if (d.fp8)
