@@ -40,6 +40,7 @@ struct FuseElementwise
         continue;
       fusion::normalizeStateAccess(func);
       batchScaleUpdates(func);
+      absorbTransposes(func);
       for (bool changed = true; changed;) {
         changed = false;
         for (kernel::FusedOp fused : fusion::fusedOps(func)) {
@@ -83,6 +84,22 @@ struct FuseElementwise
       return false;
     return static_cast<bool>(
         fusion::mergeFused(fused, consumer, consumer.getName()));
+  }
+
+  // The K-major copy of an FP8 tensor is written by the kernel that
+  // quantizes it, while the values are in registers.
+  void absorbTransposes(func::FuncOp func) {
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (auto copy : func.getBody().front().getOps<kernel::CopyOp>()) {
+        auto producer = copy.getInput().getDefiningOp<kernel::FusedOp>();
+        if (producer && !readsState(producer) &&
+            fusion::absorbTransposeCopy(producer, copy)) {
+          changed = true;
+          break;
+        }
+      }
+    }
   }
 
   void batchScaleUpdates(func::FuncOp func) {

@@ -111,6 +111,20 @@ static kernel::FusedOp addInputs(kernel::FusedOp fused,
   return rebuilt;
 }
 
+// Erases the view ops (reshape, slice) hanging off `op`'s results that
+// nothing reads, transitively.
+static void eraseDeadViews(Operation *op) {
+  SmallVector<Operation *> views;
+  for (Operation *user : op->getUsers())
+    if (isView(user))
+      views.push_back(user);
+  for (Operation *view : views) {
+    eraseDeadViews(view);
+    if (view->use_empty())
+      view->erase();
+  }
+}
+
 bool pullViewsFrom(kernel::FusedOp consumer, Operation *producer) {
   bool changed = false;
   for (bool again = true; again;) {
@@ -166,6 +180,9 @@ bool pullViewsFrom(kernel::FusedOp consumer, Operation *producer) {
       consumer.replaceAllUsesWith(rebuilt.getResults());
       consumer.erase();
     }
+    // Views left without readers would pin the producer's position for
+    // mergeFused: erase them.
+    eraseDeadViews(producer);
   }
   return changed;
 }
@@ -189,9 +206,11 @@ kernel::FusedOp mergeFused(kernel::FusedOp first, kernel::FusedOp second,
       atSecond = false;
   }
   bool atFirst = true;
+  // Inputs of `second` that `first` computes become values of the merged
+  // body, so only those defined strictly between the two are in the way.
   for (Value v : second.getInputs()) {
     Operation *def = v.getDefiningOp();
-    if (def && (def == first.getOperation() || between(def)))
+    if (def && def != first.getOperation() && between(def))
       atFirst = false;
   }
   if (!atSecond && !atFirst)

@@ -86,13 +86,30 @@ struct LowerToKernel
     for (Operation &op : func.getBody().front()) {
       if (auto ref = referencedName(&op))
         layer = fusion::layerOfName(*ref).value_or(-1);
+      // The embedding and the loss belong to no layer, whatever name came
+      // last before them.
+      if (isa<graph::EmbeddingOp, graph::EmbeddingGradOp,
+              graph::CrossEntropyOp, graph::CrossEntropyGradOp>(op))
+        layer = -1;
       if (name == "train_microbatch" && isBackwardOp(&op))
         backward = true;
+      // An op that reads variables belongs to their layer (a norm to its
+      // weight's), not to the op before it: the norm that opens layer N+1
+      // comes right after the last op of layer N.
+      int64_t own = layer;
+      bool readsVariable = false;
+      for (Value operand : op.getOperands())
+        if (auto load = operand.getDefiningOp<graph::LoadOp>();
+            load && !referencedName(&op)) {
+          int64_t l = fusion::layerOfName(load.getVariable()).value_or(-1);
+          own = readsVariable ? std::max(own, l) : l;
+          readsVariable = true;
+        }
       StringRef section = name == "train_microbatch"
                               ? (backward ? "backward" : "forward")
                               : name == "optimizer_step" ? "optimizer"
                                                          : "eval";
-      op.setAttr("layer", b.getI64IntegerAttr(layer));
+      op.setAttr("layer", b.getI64IntegerAttr(own));
       op.setAttr("section", b.getStringAttr(section));
     }
   }

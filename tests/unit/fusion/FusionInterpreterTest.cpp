@@ -116,6 +116,17 @@ protected:
     return out;
   }
 
+  static void runInitFunctions(ModuleOp module, interp::VariableStore &store) {
+    auto names = module->getAttrOfType<ArrayAttr>("octet.init_functions");
+    if (!names)
+      return;
+    interp::Interpreter interpreter(module);
+    for (Attribute name : names) {
+      auto out = interpreter.run(cast<StringAttr>(name).getValue(), {}, store);
+      EXPECT_TRUE(bool(out)) << llvm::toString(out.takeError());
+    }
+  }
+
   static void expectClose(const Tensor &a, const Tensor &b, double rel,
                           const std::string &what) {
     ASSERT_EQ(a.shape(), b.shape()) << what;
@@ -131,19 +142,27 @@ protected:
 
   // Runs `fuse` on the lowered module and compares two steps with the
   // unfused one.
-  void checkKernelPass(const std::function<void(OpPassManager &)> &fuse) {
+  void checkKernelPass(const std::function<void(OpPassManager &)> &fuse,
+                       const std::function<void(ModuleOp)> &inspect = {}) {
     OwningOpRef<ModuleOp> reference = lowered(false);
     OwningOpRef<ModuleOp> fused = lowered(false);
     PassManager pm(context.get());
     fuse(pm);
     ASSERT_TRUE(succeeded(pm.run(*fused)));
     ASSERT_TRUE(succeeded(verify(*fused)));
+    if (inspect)
+      inspect(*fused);
     fusion::expandGemmEpilogues(*reference);
     fusion::expandGemmEpilogues(*fused);
     interp::VariableStore store;
     store.initialize(*reference, 1234);
     auto want = run(*reference, store, 2);
-    auto got = run(*fused, store, 2);
+    // State the fused step adds (FP8 weights the optimizer writes) starts
+    // from the module's init functions.
+    interp::VariableStore fusedStore = store;
+    fusedStore.initialize(*fused, 1234);
+    runInitFunctions(*fused, fusedStore);
+    auto got = run(*fused, fusedStore, 2);
     ASSERT_EQ(want.size(), 2u);
     ASSERT_EQ(got.size(), 2u);
     for (int step = 0; step < 2; ++step) {
@@ -212,7 +231,28 @@ TEST_F(FusionInterpreterTest, FuseSwigluQuantize) {
 }
 
 TEST_F(FusionInterpreterTest, FuseAdamW) {
-  checkKernelPass([](OpPassManager &pm) { pm.addPass(createOctetFuseAdamW()); });
+  checkKernelPass(
+      [](OpPassManager &pm) { pm.addPass(createOctetFuseAdamW()); },
+      [](ModuleOp module) {
+        // The train step reads every FP8 weight the optimizer wrote: no
+        // quantize of a parameter is left in it, and one multi-tensor
+        // kernel updates and casts.
+        auto train = module.lookupSymbol<func::FuncOp>("train_microbatch");
+        int weightCasts = 0;
+        train.walk([&](fp8::QuantizeOp q) {
+          auto tensor = q->getAttrOfType<StringAttr>("tensor");
+          weightCasts += tensor && tensor.getValue().ends_with(".w");
+        });
+        EXPECT_EQ(weightCasts, 0);
+        EXPECT_TRUE(module->hasAttr("octet.init_functions"));
+        auto optimizer = module.lookupSymbol<func::FuncOp>("optimizer_step");
+        int batches = 0;
+        optimizer.walk([&](kernel::FusedOp f) {
+          batches += f.getKind() == "multi_tensor" &&
+                     f.getName() == "optimizer.adamw";
+        });
+        EXPECT_EQ(batches, 1);
+      });
 }
 
 TEST_F(FusionInterpreterTest, FuseElementwise) {
