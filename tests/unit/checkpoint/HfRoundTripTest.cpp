@@ -430,6 +430,34 @@ TEST(HfRoundTripErrors, ExtraTensorAndUnsupportedDtypeAreNamed) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(HfRoundTrip, TiedCheckpointWithACopiedLmHeadLoads) {
+  // Some tied checkpoints store lm_head.weight anyway, as a copy of the
+  // embedding: nothing is lost by leaving it out.
+  auto reader = CheckpointReader::open(kFixtures + "tied");
+  ASSERT_TRUE(reader);
+  std::vector<NamedTensor> tensors;
+  for (const std::string &name : reader->tensorNames()) {
+    const checkpoint::TensorInfo *info = reader->find(name);
+    const uint8_t *data = reader->tensorData(name);
+    tensors.push_back(
+        {name, info->dtype, info->shape,
+         std::vector<uint8_t>(data, data + info->end - info->begin)});
+    if (name == "model.embed_tokens.weight") {
+      tensors.push_back(tensors.back());
+      tensors.back().name = "lm_head.weight";
+    }
+  }
+  std::string dir = tempDir("tied-copy");
+  ASSERT_TRUE(checkpoint::writeCheckpoint(dir, tensors));
+  Model m = importModel(kFixtures + "tied/config.json", 1, 4);
+  interp::VariableStore store;
+  StatusOr<HfLoadSummary> loaded = loadHfCheckpoint(dir, *m.module, store);
+  ASSERT_TRUE(loaded) << loaded.status().message();
+  ASSERT_EQ(loaded->skipped.count("lm_head.weight"), 1u);
+  EXPECT_FALSE(store.has("lm_head"));
+  std::filesystem::remove_all(dir);
+}
+
 TEST(HfRoundTripErrors, ConfigThatDisagreesWithTheSafetensors) {
   // config.json says ffn 96; the weights are ffn 128.
   std::string dir = tempDir("config");
