@@ -41,10 +41,13 @@ Value argFor(kernel::FusedOp fused, Value outer) {
 }
 
 // D + C: the add kernel reads the GEMM's output (its only use) and a tensor
-// of the same type defined before the GEMM.
+// of the same type defined before the GEMM. cuBLASLt adds C before a GELU
+// epilogue, so only epilogues that leave D linear take it.
 bool fuseAccumulate(kernel::GemmOp gemm) {
   Value d = gemm.getResult();
-  if (gemm.getC() || !d.hasOneUse() || !gemm.getAux().empty())
+  StringRef epilogue = gemm.getEpilogueKind();
+  if (gemm.getC() || !d.hasOneUse() ||
+      (epilogue != "none" && epilogue != "bias" && epilogue != "bias_grad"))
     return false;
   auto add = dyn_cast<kernel::FusedOp>(*d.getUsers().begin());
   if (!add || !fusion::bodyOnly(add, {"graph.add"}) ||
@@ -61,6 +64,7 @@ bool fuseAccumulate(kernel::GemmOp gemm) {
   kernel::GemmOp fused =
       rebuild(gemm, gemm.getEpilogueKind(), other, gemm.getAux().getTypes());
   add->getResult(0).replaceAllUsesWith(fused.getResult());
+  gemm.getAux().replaceAllUsesWith(fused.getAux());
   add.erase();
   gemm.erase();
   return true;

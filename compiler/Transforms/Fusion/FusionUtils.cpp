@@ -141,11 +141,18 @@ bool pullViewsFrom(kernel::FusedOp consumer, Operation *producer) {
       if (root != producer)
         continue;
       Value source = view->getOperand(0);
-      kernel::FusedOp rebuilt = addInputs(consumer, {source});
+      // A source the kernel already reads keeps its one argument.
+      auto known = llvm::find(consumer.getInputs(), source);
+      kernel::FusedOp rebuilt =
+          known != consumer.getInputs().end() ? consumer
+                                              : addInputs(consumer, {source});
       Block &body = rebuilt.getBodyBlock();
       OpBuilder inner = OpBuilder::atBlockBegin(&body);
       IRMapping map;
-      map.map(source, body.getArguments().back());
+      map.map(source,
+              known != consumer.getInputs().end()
+                  ? body.getArgument(known - consumer.getInputs().begin())
+                  : body.getArguments().back());
       Operation *clone = inner.clone(*view, map);
       body.getArgument(index).replaceAllUsesWith(clone->getResult(0));
       consumer = rebuilt;

@@ -1,0 +1,47 @@
+// RUN: %octet-opt %s --octet-lower-to-kernel | FileCheck %s
+// RUN: %octet-opt %S/Inputs/one-layer-llama.mlir --octet-autodiff --cse --octet-lower-to-kernel="data-parallel=2" | FileCheck %s --check-prefix=DP
+// RUN: %octet-opt %S/Inputs/one-layer-llama.mlir --octet-autodiff --cse --octet-lower-to-kernel | FileCheck %s --check-prefix=DP1
+
+// A linear is a 2-D GEMM between reshape views; its bias is the epilogue.
+// Every other compute op is a one-op fused kernel, tagged with its layer
+// and section.
+// CHECK-LABEL: func.func @mlp
+// CHECK: %[[X:.*]] = graph.reshape %{{.*}} : (tensor<2x8x64xf32>) -> tensor<16x64xf32>
+// CHECK-NEXT: %[[Y:.*]] = kernel.gemm %[[X]], %{{.*}} bias(%{{.*}}) {epilogue = "bias", layer = 0 : i64, param = "layers.0.mlp.w_up", role = "fprop", section = "eval", transpose_b} : (tensor<16x64xf32>, tensor<128x64xf32>, tensor<128xf32>) -> tensor<16x128xf32>
+// CHECK-NEXT: %[[Y3:.*]] = graph.reshape %[[Y]] : (tensor<16x128xf32>) -> tensor<2x8x128xf32>
+// CHECK-NEXT: kernel.fused "layers.0.silu" kind("elementwise") ins(%[[Y3]] : tensor<2x8x128xf32>) {
+// CHECK-NEXT: ^bb0(%[[A:.*]]: tensor<2x8x128xf32>):
+// CHECK-NEXT: graph.silu %[[A]] : tensor<2x8x128xf32>
+// CHECK-NEXT: kernel.yield
+// CHECK-NEXT: } {layer = 0 : i64, section = "eval"} : tensor<2x8x128xf32>
+func.func @mlp(%x: tensor<2x8x64xf32>, %w: tensor<128x64xf32>, %b: tensor<128xf32>) -> tensor<2x8x128xf32> {
+  %y = graph.linear %x, %w, %b {param = "layers.0.mlp.w_up"} : (tensor<2x8x64xf32>, tensor<128x64xf32>, tensor<128xf32>) -> tensor<2x8x128xf32>
+  %s = graph.silu %y : tensor<2x8x128xf32>
+  return %s : tensor<2x8x128xf32>
+}
+
+// FP8 GEMMs keep their scales; the K-major copy of an FP8 tensor is a
+// kernel.copy, its tensorwise scale passes through.
+// CHECK-LABEL: func.func @fp8
+// CHECK: %[[QT:.*]] = kernel.copy %{{.*}} {layer = {{.*}}, section = "eval", transpose} : (tensor<16x64xf8E4M3FN>) -> tensor<64x16xf8E4M3FN>
+// CHECK-NEXT: kernel.gemm %{{.*}}, %[[QT]] scales(%{{.*}}, %{{.*}}) {layer = 1 : i64, param = "layers.1.mlp.w_down", role = "wgrad", section = "eval", transpose_b}
+func.func @fp8(%dy: tensor<32x16xf8E5M2>, %sdy: tensor<f32>, %x: tensor<16x64xf8E4M3FN>, %sx: tensor<f32>) -> tensor<32x64xf32> {
+  %xt, %sxt = fp8.transpose %x, %sx : (tensor<16x64xf8E4M3FN>, tensor<f32>) -> (tensor<64x16xf8E4M3FN>, tensor<f32>)
+  %dw = fp8.matmul %dy, %sdy, %xt, %sxt {transpose_b, role = "wgrad", param = "layers.1.mlp.w_down"} : (tensor<32x16xf8E5M2>, tensor<f32>, tensor<64x16xf8E4M3FN>, tensor<f32>) -> tensor<32x64xf32>
+  return %dw : tensor<32x64xf32>
+}
+
+// The train step: attention kernels, forward and backward sections.
+// DP-LABEL: func.func @train_microbatch
+// DP: kernel.attention_fwd {{.*}}{causal, layer = 0 : i64, scale = 5.000000e-01 : f64, section = "forward"}
+// DP: kernel.fused "cross_entropy" kind("row")
+// DP: } {layer = -1 : i64, section = "forward"}
+// DP: kernel.fused "cross_entropy_grad" kind("row")
+// DP: } {layer = -1 : i64, section = "backward"}
+// DP: kernel.attention_bwd {{.*}}section = "backward"
+// With data parallelism the optimizer reads every gradient sum through one
+// bucketed all-reduce.
+// DP-LABEL: func.func @optimizer_step
+// DP: kernel.collective {{.*}}{group = "data", group_size = 2 : i64, kind = "all_reduce", layer = -1 : i64, section = "optimizer"}
+// DP-NOT: kernel.collective
+// DP1-NOT: kernel.collective
