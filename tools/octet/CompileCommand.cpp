@@ -1,11 +1,14 @@
 // octet compile: spec → IR, stage by stage.
 
 #include "compiler/Registration.h"
+#include "compiler/Transforms/Fusion/FusionReport.h"
+#include "compiler/Transforms/Precision.h"
 #include "dialects/graph/GraphDialect.h"
 #include "frontends/hf/HfConfig.h"
 #include "frontends/spec/GraphImporter.h"
 #include "frontends/spec/SpecReader.h"
 #include "tools/octet/Commands.h"
+#include "tools/octet/FusionStages.h"
 #include "tools/octet/TrainingOptions.h"
 
 #include "mlir/IR/MLIRContext.h"
@@ -37,6 +40,13 @@ const CompileStage kStages[] = {
      nullptr},
     {"autodiff", "the train step: forward, backward, optimizer",
      runAutodiffStage},
+    {"fuse-qkv", "q/k/v and gate/up projections as one GEMM each",
+     runFuseQkvStage},
+    {"precision", "FP8 GEMMs per the recipe and policy, K-major layout",
+     runPrecisionStage},
+    {"kernel", "kernel dialect: GEMMs, attention, one-op fused kernels",
+     runKernelStage},
+    {"fused", "after the kernel fusion passes", runFusedStage},
 };
 
 std::string knownStages() {
@@ -60,6 +70,10 @@ void printHelp(std::FILE *out) {
       "  --dump-ir=STAGE     print the IR after STAGE to stdout (repeatable,\n"
       "                      or a comma-separated list)\n"
       "  -o OUT              write the IR after the last stage to OUT\n"
+      "  --fusion-report     per kernel and per layer: ops fused, bytes,\n"
+      "                      FLOPs, before and after fusion\n"
+      "  --precision-report  per layer and GEMM (fprop, dgrad, wgrad): input\n"
+      "                      formats and FP8 recipe, or why it stays wide\n"
       "  -h, --help          this text\n\n"
       "stages:\n");
   for (const CompileStage &s : kStages)
@@ -81,6 +95,8 @@ int inputError(const Status &status) {
 struct Options {
   std::string spec, trainSpec, output;
   std::vector<std::string> dumps;
+  bool fusionReport = false;
+  bool precisionReport = false;
 };
 
 // Returns -1 when parsing succeeded, else the exit code.
@@ -123,6 +139,10 @@ int parseOptions(int argc, char **argv, Options &opts) {
                             "' for --dump-ir; known stages: " + knownStages());
         opts.dumps.push_back(name.str());
       }
+    } else if (arg == "--fusion-report") {
+      opts.fusionReport = true;
+    } else if (arg == "--precision-report") {
+      opts.precisionReport = true;
     } else if (arg == "-o") {
       if (i + 1 >= argc)
         return usageError("-o needs a file name");
@@ -190,10 +210,18 @@ int runCompileCommand(int argc, char **argv) {
   if (!module)
     return inputError(module.status().withContext(opts.spec));
 
+  std::vector<fusion::KernelInfo> unfused;
   for (const CompileStage &stage : kStages) {
     if (stage.run && failed(stage.run(**module, *spec)))
       return inputError(Status::error(opts.spec + ": stage " + stage.name +
                                       " failed (see the diagnostics above)"));
+    if (opts.precisionReport && llvm::StringRef(stage.name) == "precision")
+      printPrecisionReport(**module, llvm::outs());
+    if (opts.fusionReport && llvm::StringRef(stage.name) == "kernel")
+      unfused = fusion::collectKernels(**module);
+    if (opts.fusionReport && llvm::StringRef(stage.name) == "fused")
+      fusion::printFusionReport(unfused, fusion::collectKernels(**module),
+                                llvm::outs());
     for (const std::string &dump : opts.dumps) {
       if (dump != stage.name)
         continue;
@@ -212,7 +240,8 @@ int runCompileCommand(int argc, char **argv) {
           Status::error(opts.output + ": cannot write: " + ec.message()));
     (*module)->print(out);
     out << "\n";
-  } else if (opts.dumps.empty()) {
+  } else if (opts.dumps.empty() && !opts.fusionReport &&
+             !opts.precisionReport) {
     const spec::ModelSpec &m = spec->model();
     llvm::outs() << opts.spec << ": " << m.architecture() << ", "
                  << m.num_layers() << " layers, hidden " << m.hidden_size()
