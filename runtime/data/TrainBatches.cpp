@@ -1,9 +1,13 @@
 #include "runtime/data/TrainBatches.h"
 
 #include "runtime/data/ByteCorpus.h"
+#include "runtime/data/ChatTemplate.h"
+#include "runtime/data/Jsonl.h"
 #include "runtime/data/Preprocess.h"
 
 #include <algorithm>
+#include <fstream>
+#include <optional>
 #include <sys/stat.h>
 
 namespace octet::data {
@@ -80,6 +84,55 @@ bool exists(const std::string &path) {
   return stat(path.c_str(), &info) == 0;
 }
 
+// Tokenizes every record of a jsonl file; an error names the file and line.
+Status tokenizeJsonl(const std::string &path, const std::string &tokenizerPath,
+                     std::vector<std::vector<int32_t>> &tokens,
+                     std::vector<std::vector<uint8_t>> &masks) {
+  if (tokenizerPath.empty())
+    return Status::error(path + ": jsonl data needs a tokenizer.json "
+                                "(train.data.tokenizer)");
+  StatusOr<Tokenizer> tokenizer = Tokenizer::fromFile(tokenizerPath);
+  if (!tokenizer)
+    return tokenizer.status();
+  std::optional<Llama3ChatTemplate> chat;
+  std::ifstream in(path);
+  if (!in)
+    return Status::error("cannot open " + path);
+  std::string line;
+  for (uint64_t number = 1; std::getline(in, line); ++number) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos)
+      continue;
+    std::string where = path + ":" + std::to_string(number);
+    StatusOr<JsonlRecord> record = parseJsonlLine(line);
+    if (!record)
+      return record.status().withContext(where);
+    if (record->kind == JsonlRecord::Kind::Text) {
+      StatusOr<std::vector<int32_t>> ids =
+          tokenizer->encode(record->text, true);
+      if (!ids)
+        return ids.status().withContext(where);
+      masks.emplace_back(ids->size(), 1);
+      tokens.push_back(std::move(*ids));
+      continue;
+    }
+    if (!chat) {
+      StatusOr<Llama3ChatTemplate> made =
+          Llama3ChatTemplate::create(*tokenizer);
+      if (!made)
+        return made.status().withContext(tokenizerPath);
+      chat.emplace(std::move(*made));
+    }
+    StatusOr<TokenizedSample> sample = chat->tokenize(record->messages);
+    if (!sample)
+      return sample.status().withContext(where);
+    tokens.push_back(std::move(sample->tokens));
+    masks.push_back(std::move(sample->lossMask));
+  }
+  if (tokens.empty())
+    return Status::error(path + " holds no records");
+  return Status::ok();
+}
+
 } // namespace
 
 StatusOr<std::unique_ptr<TrainBatchSource>>
@@ -123,10 +176,31 @@ openTrainBatches(const TrainBatchOptions &options) {
     return std::unique_ptr<TrainBatchSource>(
         new PackedBatches(std::move(*loader), what, options.rows));
   }
+  if (options.kind == "jsonl") {
+    std::vector<std::vector<int32_t>> tokens;
+    std::vector<std::vector<uint8_t>> masks;
+    if (Status st =
+            tokenizeJsonl(options.path, options.tokenizer, tokens, masks);
+        !st)
+      return st;
+    PackingOptions o;
+    o.sequenceLength = options.sequenceLength;
+    o.alignment = options.alignment;
+    o.seed = options.seed;
+    size_t records = tokens.size();
+    StatusOr<SftLoader> loader =
+        SftLoader::fromSamples(std::move(tokens), std::move(masks), o);
+    if (!loader)
+      return loader.status().withContext(options.path);
+    return std::unique_ptr<TrainBatchSource>(new PackedBatches(
+        std::move(*loader),
+        options.path + " (jsonl, " + std::to_string(records) + " records",
+        options.rows));
+  }
   return Status::error("train.data.kind \"" + options.kind +
-                       "\" has no batch source; use \"text\" (a UTF-8 file) "
-                       "or \"indexed\" (a prefix written by `octet data "
-                       "preprocess`)");
+                       "\" has no batch source; use \"text\" (a UTF-8 "
+                       "file), \"indexed\" (a prefix written by `octet data "
+                       "preprocess`) or \"jsonl\"");
 }
 
 } // namespace octet::data

@@ -9,7 +9,12 @@
 //   "indexed"  a Megatron .bin/.idx prefix from `octet data preprocess`,
 //              packed first-fit decreasing into rows (SftLoader), with the
 //              PREFIX_loss_mask dataset when there is one (chat data: loss
-//              on assistant tokens only), else loss on every token.
+//              on assistant tokens only), else loss on every token;
+//   "jsonl"    {"text": ...} / {"messages": [...]} lines tokenized in
+//              memory (chat: the Llama 3 template, loss on assistant
+//              tokens; text: the tokenizer's template, loss everywhere),
+//              then packed as "indexed" is. For small data: larger sets go
+//              through `octet data preprocess` once.
 
 #include "runtime/core/Status.h"
 #include "runtime/data/SftPacking.h"
@@ -21,14 +26,15 @@
 namespace octet::data {
 
 struct TrainBatchOptions {
-  std::string kind; // "text" or "indexed"
-  std::string path; // the file, or the dataset prefix
+  std::string kind;      // "text", "indexed" or "jsonl"
+  std::string path;      // the file, or the dataset prefix
+  std::string tokenizer; // "jsonl": a tokenizer.json
   uint32_t rows = 1;
   uint32_t sequenceLength = 0;
   uint64_t seed = 0;
   // "text" only; 0 holds out the least ByteCorpus accepts (one window).
   double evalFraction = 0;
-  uint32_t alignment = 16; // "indexed": packed lengths are multiples of it
+  uint32_t alignment = 16; // packed kinds: lengths are multiples of it
 };
 
 class TrainBatchSource {

@@ -55,7 +55,8 @@ void printHelp(std::FILE *out) {
       "  --data FILE   a UTF-8 text file, read as bytes (default:\n"
       "                train.data.path, with train.data.kind \"text\")\n"
       "                train.data.kind \"indexed\" reads the prefix that\n"
-      "                `octet data preprocess` wrote, packed (SFT)\n"
+      "                `octet data preprocess` wrote, and \"jsonl\" a\n"
+      "                jsonl file (with train.data.tokenizer), packed (SFT)\n"
       "  --init-from HF   start from a Hugging Face checkpoint directory\n"
       "                (its config.json must describe the spec's model)\n"
       "  --save-hf DIR    write the trained weights there as a HF\n"
@@ -170,12 +171,13 @@ int runTrainCommand(int argc, char **argv) {
   std::string dataPath = opts.data;
   std::string kind = opts.data.empty() ? train.data().kind() : "text";
   if (dataPath.empty()) {
-    if (kind != "text" && kind != "indexed")
+    if (kind != "text" && kind != "indexed" && kind != "jsonl")
       return inputError(
           opts.spec + ": train.data.kind is \"" + kind +
-          "\"; `octet train` on the CPU reads byte-level text (\"text\") or "
-          "a dataset from `octet data preprocess` (\"indexed\"): set "
-          "train.data.kind and train.data.path, or pass --data FILE");
+          "\"; `octet train` on the CPU reads byte-level text (\"text\"), "
+          "a dataset from `octet data preprocess` (\"indexed\") or a jsonl "
+          "file (\"jsonl\"): set train.data.kind and train.data.path, or "
+          "pass --data FILE");
     dataPath = train.data().path();
   }
   if (kind == "text" &&
@@ -183,14 +185,15 @@ int runTrainCommand(int argc, char **argv) {
     return inputError(opts.spec + ": model.vocab_size is " +
                       std::to_string(spec.model().vocab_size()) +
                       "; byte-level text needs at least 256");
-  if (kind == "indexed" && !train.data().pack_documents())
-    return inputError(opts.spec + ": train.data.kind \"indexed\" packs "
-                                  "several documents into a row; set "
-                                  "train.data.pack_documents: true so that "
-                                  "they do not attend to each other");
+  if (kind != "text" && !train.data().pack_documents())
+    return inputError(opts.spec + ": train.data.kind \"" + kind +
+                      "\" packs several documents into a row; set "
+                      "train.data.pack_documents: true so that they do not "
+                      "attend to each other");
   data::TrainBatchOptions batchOptions;
   batchOptions.kind = kind;
   batchOptions.path = dataPath;
+  batchOptions.tokenizer = train.data().tokenizer();
   batchOptions.rows = static_cast<uint32_t>(batch);
   batchOptions.sequenceLength = static_cast<uint32_t>(seq);
   batchOptions.evalFraction = train.data().eval_fraction();

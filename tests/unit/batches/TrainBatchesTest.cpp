@@ -36,7 +36,7 @@ void writeDataset(const std::string &prefix,
 TEST(TrainBatches, TextRowsAreDocumentsWithShiftedLabels) {
   std::string dir = tempDir();
   std::ofstream(dir + "/corpus.txt") << std::string(4000, 'x') + "hello";
-  TrainBatchOptions o{"text", dir + "/corpus.txt", 2, 16, 7, 0.0, 16};
+  TrainBatchOptions o{"text", dir + "/corpus.txt", "", 2, 16, 7, 0.0, 16};
   auto source = openTrainBatches(o);
   ASSERT_TRUE(source) << source.status().message();
   PackedBatch b;
@@ -75,7 +75,7 @@ TEST(TrainBatches, IndexedChatDataPacksWithTheLossMask) {
     }
     ASSERT_TRUE(writer->finalize());
   }
-  TrainBatchOptions o{"indexed", prefix, 1, 32, 3, 0.0, 16};
+  TrainBatchOptions o{"indexed", prefix, "", 1, 32, 3, 0.0, 16};
   auto source = openTrainBatches(o);
   ASSERT_TRUE(source) << source.status().message();
   EXPECT_NE((*source)->describe().find("loss mask"), std::string::npos);
@@ -102,16 +102,50 @@ TEST(TrainBatches, IndexedChatDataPacksWithTheLossMask) {
 }
 
 TEST(TrainBatches, UnknownKindAndMissingDataAreErrors) {
-  TrainBatchOptions o{"jsonl", "x.jsonl", 1, 16, 0, 0.0, 16};
+  TrainBatchOptions o{"synthetic", "", "", 1, 16, 0, 0.0, 16};
   auto source = openTrainBatches(o);
   ASSERT_FALSE(source);
-  EXPECT_NE(source.status().message().find("\"jsonl\""), std::string::npos);
+  EXPECT_NE(source.status().message().find("\"synthetic\""), std::string::npos);
   o.kind = "indexed";
   o.path = "/nonexistent/prefix";
   source = openTrainBatches(o);
   ASSERT_FALSE(source);
   EXPECT_NE(source.status().message().find("/nonexistent/prefix"),
             std::string::npos)
+      << source.status().message();
+}
+
+TEST(TrainBatches, JsonlIsTokenizedWithTheChatTemplateAndPacked) {
+  std::string dir = tempDir();
+  std::string tokenizer =
+      std::string(OCTET_SOURCE_DIR) + "/examples/sft/tokenizer.json";
+  std::ofstream(dir + "/chats.jsonl")
+      << R"({"messages": [{"role": "user", "content": "hi"}, )"
+      << R"({"role": "assistant", "content": "yo"}]})"
+      << "\n\n"
+      << R"({"text": "plain"})"
+      << "\n";
+  TrainBatchOptions o{"jsonl", dir + "/chats.jsonl", tokenizer, 1, 64, 0, 0.0,
+                      16};
+  auto source = openTrainBatches(o);
+  ASSERT_TRUE(source) << source.status().message();
+  PackedBatch b;
+  ASSERT_TRUE((*source)->next(0, b));
+  // Trained targets: "yo" and <|eot_id|> of the chat, and the 5 bytes of
+  // "plain" after <|begin_of_text|>.
+  float trained = 0;
+  for (float m : b.lossMask)
+    trained += m;
+  EXPECT_EQ(trained, 3.0f + 5.0f);
+  EXPECT_EQ(b.cuSeqlens.size(), 4u); // two documents and the padding
+
+  // A malformed line is reported with its number.
+  std::ofstream(dir + "/bad.jsonl") << R"({"text": "ok"})"
+                                    << "\n{\"text\": 3}\n";
+  o.path = dir + "/bad.jsonl";
+  source = openTrainBatches(o);
+  ASSERT_FALSE(source);
+  EXPECT_NE(source.status().message().find("bad.jsonl:2"), std::string::npos)
       << source.status().message();
 }
 
