@@ -1,5 +1,8 @@
 #include "compiler/Registration.h"
 
+#include "compiler/Codegen/Passes.h"
+#include "compiler/Codegen/Pipeline.h"
+
 #include "compiler/Transforms/Precision.h"
 
 #include "compiler/Transforms/Fusion/Passes.h"
@@ -10,6 +13,7 @@
 #include "dialects/kernel/KernelDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -22,6 +26,13 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Transforms/Passes.h"
+#include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Target/LLVM/NVVM/Target.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
+#include "mlir/InitAllExtensions.h"
 
 namespace octet {
 
@@ -33,12 +44,25 @@ void registerCompilerDialects(mlir::DialectRegistry &registry) {
                   mlir::vector::VectorDialect, mlir::gpu::GPUDialect,
                   mlir::nvgpu::NVGPUDialect, mlir::NVVM::NVVMDialect,
                   mlir::LLVM::LLVMDialect>();
+  registry.insert<mlir::cf::ControlFlowDialect>();
+  // gpu-module-to-binary translates gpu.modules to LLVM IR for NVPTX.
+  mlir::registerAllToLLVMIRTranslations(registry);
+  mlir::NVVM::registerNVVMTargetInterfaceExternalModels(registry);
+  // The *-to-LLVM interfaces that convert-gpu-to-nvvm applies per dialect.
+  mlir::registerAllExtensions(registry);
 }
 
 void registerCompilerPasses() {
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
   mlir::registerSymbolDCEPass();
+  codegen::registerCodegenPasses();
+  codegen::registerCodegenPipelines();
+  mlir::registerGpuNVVMAttachTarget();
+  mlir::registerGpuModuleToBinaryPass();
+  mlir::registerPass([] { return mlir::createConvertGpuOpsToNVVMOps(); });
+  mlir::registerPass([] { return mlir::createSCFToControlFlowPass(); });
+  mlir::registerPass([] { return mlir::createReconcileUnrealizedCastsPass(); });
   registerOctetFp8Passes();
   registerOctetFusionPasses();
   registerOctetPasses();

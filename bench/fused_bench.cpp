@@ -1,0 +1,149 @@
+// Times every fused kernel of one llama3-8b layer (bench/llama3-8b-layer.mlir,
+// compiled by octet-codegen + octet-emit-ptx) against a device-to-device copy
+// measured in the same run. Bytes counted per kernel: every input read once
+// and every result written once (the fewest a kernel can move); a copy moves
+// its size twice (read + write).
+//
+// usage: octet-fused-bench KERNEL_DIR OUT.json
+
+#include "tests/gpu/codegen/Harness.h"
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+
+using namespace octet::gputest;
+
+namespace {
+
+constexpr int kWarmup = 3;
+constexpr int kRepeats = 20;
+
+// Median milliseconds of `body` over kRepeats, timed with events.
+template <typename F> double medianMs(F body) {
+  CUevent start, stop;
+  HARNESS_CHECK(cuEventCreate(&start, CU_EVENT_DEFAULT));
+  HARNESS_CHECK(cuEventCreate(&stop, CU_EVENT_DEFAULT));
+  for (int i = 0; i < kWarmup; ++i)
+    body();
+  std::vector<double> ms;
+  for (int i = 0; i < kRepeats; ++i) {
+    HARNESS_CHECK(cuEventRecord(start, nullptr));
+    body();
+    HARNESS_CHECK(cuEventRecord(stop, nullptr));
+    HARNESS_CHECK(cuEventSynchronize(stop));
+    float t;
+    HARNESS_CHECK(cuEventElapsedTime(&t, start, stop));
+    ms.push_back(t);
+  }
+  cuEventDestroy(start);
+  cuEventDestroy(stop);
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+// Random bits of the right kind: N(0,1)-like bf16 / f32, small ints for
+// positions, so that no kernel runs on zeros.
+void fillRandom(const BufferSpec &a, CUdeviceptr p, std::mt19937_64 &gen) {
+  size_t n = a.elements();
+  std::vector<uint8_t> host(a.bytes);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  // A pool of random values repeated over the buffer keeps host time low.
+  const size_t pool = 1 << 20;
+  if (a.dtype == "bf16" || a.dtype == "f32") {
+    std::vector<float> vals(pool);
+    for (float &v : vals)
+      v = normal(gen);
+    if (a.shape.empty())
+      vals[0] = 1.0f;
+    for (size_t i = 0; i < n; ++i) {
+      float v = vals[(i * 7919) % pool];
+      if (a.dtype == "f32") {
+        std::memcpy(&host[4 * i], &v, 4);
+      } else {
+        uint32_t u;
+        std::memcpy(&u, &v, 4);
+        uint16_t h = u >> 16;
+        std::memcpy(&host[2 * i], &h, 2);
+      }
+    }
+  } else if (a.dtype == "i32") {
+    for (size_t i = 0; i < n; ++i) {
+      int32_t v = (int32_t)(i % 8192);
+      std::memcpy(&host[4 * i], &v, 4);
+    }
+  } else if (a.dtype == "i64") {
+    int64_t v = 10;
+    std::memcpy(host.data(), &v, 8);
+  }
+  HARNESS_CHECK(cuMemcpyHtoD(p, host.data(), host.size()));
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  if (argc < 3) {
+    std::fprintf(stderr, "usage: %s KERNEL_DIR OUT.json\n", argv[0]);
+    return 2;
+  }
+  Device dev;
+  auto kernels = loadManifest(argv[1]);
+  std::mt19937_64 gen(1234);
+
+  // The copy ceiling: 2 GiB device to device.
+  size_t copyBytes = size_t(2) << 30;
+  CUdeviceptr a, b;
+  HARNESS_CHECK(cuMemAlloc(&a, copyBytes));
+  HARNESS_CHECK(cuMemAlloc(&b, copyBytes));
+  HARNESS_CHECK(cuMemsetD32(a, 0x3f800000, copyBytes / 4));
+  double copyMs = medianMs(
+      [&] { HARNESS_CHECK(cuMemcpyDtoDAsync(b, a, copyBytes, nullptr)); });
+  double copyGBs = 2.0 * copyBytes / (copyMs * 1e6);
+  cuMemFree(a);
+  cuMemFree(b);
+  std::printf("device %s\ncopy: %.3f ms for 2 GiB, %.0f GB/s (read + write)\n",
+              dev.name().c_str(), copyMs, copyGBs);
+
+  nlohmann::json out;
+  out["device"] = dev.name();
+  out["copy_GBps"] = copyGBs;
+  out["repeats"] = kRepeats;
+  double logSum = 0;
+  int counted = 0;
+  std::printf("%-16s %10s %10s %10s %8s\n", "kernel", "MB", "ms", "GB/s",
+              "of copy");
+  for (KernelSpec &k : kernels) {
+    dev.load(k);
+    Buffers bufs(k);
+    size_t bytes = 0;
+    for (size_t i = 0; i < k.args.size(); ++i) {
+      const BufferSpec &s = k.args[i];
+      if (s.role == "input")
+        fillRandom(s, bufs.ptrs[i], gen);
+      if (s.role != "workspace")
+        bytes += s.bytes;
+    }
+    double ms = medianMs([&] { launch(k, bufs, nullptr); });
+    HARNESS_CHECK(cuCtxSynchronize());
+    double gbs = bytes / (ms * 1e6);
+    double share = gbs / copyGBs;
+    logSum += std::log(share);
+    ++counted;
+    std::printf("%-16s %10.1f %10.4f %10.0f %7.1f%%\n", k.name.c_str(),
+                bytes / 1e6, ms, gbs, 100 * share);
+    nlohmann::json launches = nlohmann::json::array();
+    for (auto &l : k.launches)
+      launches.push_back({{"kernel", l.kernel}, {"grid", l.grid}, {"block", l.block}});
+    out["kernels"].push_back({{"name", k.name},
+                              {"bytes", bytes},
+                              {"ms", ms},
+                              {"GBps", gbs},
+                              {"share_of_copy", share},
+                              {"launches", launches}});
+  }
+  double geomean = std::exp(logSum / std::max(counted, 1));
+  out["geomean_share_of_copy"] = geomean;
+  std::printf("geomean share of copy bandwidth: %.1f%%\n", 100 * geomean);
+  std::ofstream(argv[2]) << out.dump(2) << "\n";
+  return 0;
+}

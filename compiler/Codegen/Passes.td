@@ -1,0 +1,92 @@
+#ifndef OCTET_CODEGEN_PASSES_TD
+#define OCTET_CODEGEN_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def FusedToGpu : Pass<"octet-fused-to-gpu", "mlir::ModuleOp"> {
+  let summary = "build one gpu.func kernel per kernel.fused region";
+  let description = [{
+    Every `kernel.fused` op gets a `gpu.module` holding its kernel, built from
+    scf/arith/vector/math/gpu ops with shapes fixed at compile time. The
+    region stays (it is still what the interpreter runs); the op gains
+    `kernels` and a `launch` list (grid, block per kernel), `workspace_bytes`
+    and `zero_results` (amax results accumulated with atomics: the caller
+    zeroes them before the launch).
+
+    Each thread keeps 8-element vectors of a row in registers (16-byte loads
+    for bf16), row sums and maxima go through warp shuffles and one shared
+    memory exchange, a whole-tensor amax costs one atomic per block, and
+    column sums (weight gradients of norms) go to per-block partial rows that
+    a second kernel adds up in a fixed order.
+
+    Before:
+    ```mlir
+    %y = kernel.fused "act" kind("row") ins(%x : tensor<4x256xbf16>) {
+    ^bb0(%a: tensor<4x256xbf16>):
+      %s = graph.silu %a : tensor<4x256xbf16>
+      kernel.yield %s : tensor<4x256xbf16>
+    } : tensor<4x256xbf16>
+    ```
+    After (abridged):
+    ```mlir
+    module attributes {gpu.container_module} {
+      gpu.module @act {
+        gpu.func @act(%arg0: memref<1024xbf16, 1>, %arg1: memref<1024xbf16, 1>)
+            workgroup(%red: memref<32xf32, 3>) kernel { ... }
+      }
+      // kernel.fused "act" gains kernels = [@act::@act] and a launch list
+      // with grid = 4 and block = 32 for that kernel.
+    }
+    ```
+  }];
+  let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::scf::SCFDialect",
+                           "mlir::arith::ArithDialect", "mlir::math::MathDialect",
+                           "mlir::memref::MemRefDialect",
+                           "mlir::vector::VectorDialect"];
+  let options = [
+    Option<"numSMs", "num-sms", "int64_t", "132",
+           "multiprocessors of the target GPU (sizes grids that loop over rows)">,
+    Option<"columnBlocksPerSM", "column-blocks-per-sm", "int64_t", "3",
+           "blocks per multiprocessor for kernels that sum columns">,
+  ];
+}
+
+def LowerFp8Casts : Pass<"octet-lower-fp8-casts", "mlir::gpu::GPUModuleOp"> {
+  let summary = "lower arith.truncf / arith.extf with FP8 types to NVVM conversions";
+  let description = [{
+    MLIR 22 has no NVVM lowering for FP8 casts. Narrowing becomes
+    `nvvm.convert.f32x2.to.f8x2` with round-to-nearest-even and satfinite
+    (`cvt.rn.satfinite.e4m3x2.f32`), two elements per instruction; widening
+    goes through `nvvm.convert.f8x2.to.f16x2`, which is exact.
+
+    Before:
+    ```mlir
+    %q = arith.truncf %v : vector<8xf32> to vector<8xf8E4M3FN>
+    ```
+    After (per pair of elements):
+    ```mlir
+    %p = nvvm.convert.f32x2.to.f8x2 %hi, %lo {rnd = #nvvm.fp_rnd_mode<rn>, sat = #nvvm.sat_mode<satfinite>} : vector<2xi8> (f8E4M3FN)
+    ```
+  }];
+  let dependentDialects = ["mlir::NVVM::NVVMDialect", "mlir::vector::VectorDialect",
+                           "mlir::arith::ArithDialect"];
+}
+
+def EmitPtx : Pass<"octet-emit-ptx", "mlir::ModuleOp"> {
+  let summary = "write each gpu.binary's PTX (and a cubin, where ptxas exists) to a folder";
+  let description = [{
+    Runs after `gpu-module-to-binary{format=isa}`. Writes `<module>.ptx` for
+    every `gpu.binary`, `<module>.cubin` assembled by ptxas (-arch=sm_90a)
+    when ptxas is found, and `kernels.json`, which lists for every
+    `kernel.fused` its kernels, launch shapes and argument buffers. The IR
+    is left unchanged.
+  }];
+  let options = [
+    Option<"dir", "dir", "std::string", "\"\"", "output folder (created if missing)">,
+    Option<"ptxas", "ptxas", "std::string", "\"\"",
+           "ptxas to assemble cubins with; empty: look on PATH and in CUDA_HOME, "
+           "'none': write PTX only">,
+  ];
+}
+
+#endif

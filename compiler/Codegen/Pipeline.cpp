@@ -1,0 +1,64 @@
+#include "compiler/Codegen/Pipeline.h"
+
+#include "compiler/Codegen/Passes.h"
+
+#include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+#include "llvm/Support/FileSystem.h"
+
+namespace octet::codegen {
+
+std::string defaultLibdevice() {
+  if (const char *home = std::getenv("CUDA_HOME")) {
+    std::string path = std::string(home) + "/nvvm/libdevice/libdevice.10.bc";
+    if (llvm::sys::fs::exists(path))
+      return path;
+  }
+#ifdef OCTET_LIBDEVICE
+  if (llvm::sys::fs::exists(OCTET_LIBDEVICE))
+    return OCTET_LIBDEVICE;
+#endif
+  return "";
+}
+
+void buildFusedCodegenPipeline(mlir::OpPassManager &pm,
+                               const CodegenOptions &options) {
+  pm.addPass(createFusedToGpu({options.numSMs, /*columnBlocksPerSM=*/3}));
+  mlir::GpuNVVMAttachTargetOptions target;
+  target.chip = options.chip;
+  target.features = options.features;
+  target.optLevel = options.optLevel;
+  std::string libdevice =
+      options.libdevice.empty() ? defaultLibdevice() : options.libdevice;
+  // Without libdevice the math calls stay unresolved and only ptxas
+  // complains; PTX is still written so that the IR can be inspected.
+  if (!libdevice.empty())
+    target.linkLibs.push_back(libdevice);
+  pm.addPass(mlir::createGpuNVVMAttachTarget(target));
+  mlir::OpPassManager &gpu = pm.nest<mlir::gpu::GPUModuleOp>();
+  gpu.addPass(createLowerFp8Casts());
+  gpu.addPass(mlir::createSCFToControlFlowPass());
+  mlir::ConvertGpuOpsToNVVMOpsOptions nvvm;
+  // Static shapes: a bare pointer per buffer instead of a memref descriptor.
+  nvvm.useBarePtrCallConv = true;
+  gpu.addPass(mlir::createConvertGpuOpsToNVVMOps(nvvm));
+  gpu.addPass(mlir::createCanonicalizerPass());
+  gpu.addPass(mlir::createCSEPass());
+  pm.addPass(mlir::createReconcileUnrealizedCastsPass());
+  mlir::GpuModuleToBinaryPassOptions binary;
+  binary.compilationTarget = "isa";
+  pm.addPass(mlir::createGpuModuleToBinaryPass(binary));
+}
+
+void registerCodegenPipelines() {
+  mlir::PassPipelineRegistration<>(
+      "octet-codegen",
+      "kernel.fused regions to PTX for sm_90a (gpu.binary ops)",
+      [](mlir::OpPassManager &pm) { buildFusedCodegenPipeline(pm); });
+}
+
+} // namespace octet::codegen

@@ -1,0 +1,44 @@
+#ifndef OCTET_COMPILER_CODEGEN_PIPELINE_H
+#define OCTET_COMPILER_CODEGEN_PIPELINE_H
+
+// From kernel.fused regions to PTX: the pass pipeline, and writing its
+// output (PTX, cubins, a launch manifest) to a folder.
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/PassManager.h"
+
+#include <string>
+
+namespace octet::codegen {
+
+struct CodegenOptions {
+  std::string chip = "sm_90a";
+  std::string features = "+ptx80";
+  unsigned optLevel = 3;
+  // CUDA's libdevice, for exp/erf/tanh/sin/cos/pow. Empty: the build's
+  // default (OCTET_LIBDEVICE), when that file exists.
+  std::string libdevice;
+  int64_t numSMs = 132;
+};
+
+// kernel.fused → gpu.func → NVVM → gpu.binary holding PTX for `chip`.
+void buildFusedCodegenPipeline(mlir::OpPassManager &pm,
+                               const CodegenOptions &options = {});
+
+// The libdevice file the pipeline links, or "" when none is found.
+std::string defaultLibdevice();
+
+// Writes <module>.ptx for every gpu.binary of `module` (run the pipeline
+// first), a <module>.cubin for each when ptxas is found (`ptxas` empty:
+// PATH and CUDA_HOME are searched; "none": PTX only), and kernels.json, the
+// launch manifest: per kernel.fused, its kernels, grid and block, argument
+// buffers (inputs, results, workspace) and the results to zero first.
+mlir::LogicalResult emitPtx(mlir::ModuleOp module, llvm::StringRef dir,
+                            llvm::StringRef ptxas = "");
+
+// Registers the `octet-codegen` pass pipeline with octet-opt.
+void registerCodegenPipelines();
+
+} // namespace octet::codegen
+
+#endif

@@ -1,0 +1,173 @@
+#ifndef OCTET_TESTS_GPU_CODEGEN_HARNESS_H
+#define OCTET_TESTS_GPU_CODEGEN_HARNESS_H
+
+// Loads what `octet-emit-ptx` wrote (kernels.json, cubins or PTX) with the
+// CUDA driver API and launches kernel.fused kernels on device buffers. Used
+// by the GPU tests and the bench; needs no MLIR.
+
+#include <cuda.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace octet::gputest {
+
+#define HARNESS_CHECK(call)                                                    \
+  do {                                                                         \
+    CUresult rc_ = (call);                                                     \
+    if (rc_ != CUDA_SUCCESS) {                                                 \
+      const char *msg_ = nullptr;                                              \
+      cuGetErrorString(rc_, &msg_);                                            \
+      std::fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__,       \
+                   #call, msg_ ? msg_ : "?");                                  \
+      std::exit(2);                                                            \
+    }                                                                          \
+  } while (0)
+
+struct BufferSpec {
+  std::string name, role, dtype;
+  std::vector<int64_t> shape;
+  size_t bytes = 0;
+  int64_t elements() const {
+    int64_t n = 1;
+    for (int64_t d : shape)
+      n *= d;
+    return n;
+  }
+};
+
+struct Launch {
+  std::string kernel;
+  unsigned grid = 0, block = 0;
+  CUfunction function = nullptr;
+};
+
+struct KernelSpec {
+  std::string name, kind, module, ptx, cubin;
+  std::vector<Launch> launches;
+  std::vector<BufferSpec> args;
+  std::vector<int> zeroResults; // result indices
+  size_t workspaceBytes = 0;
+  int numInputs() const {
+    int n = 0;
+    for (auto &a : args)
+      n += a.role == "input";
+    return n;
+  }
+};
+
+inline std::string readFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    std::fprintf(stderr, "cannot read %s\n", path.c_str());
+    std::exit(2);
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+inline std::vector<KernelSpec> loadManifest(const std::string &dir) {
+  auto j = nlohmann::json::parse(readFile(dir + "/kernels.json"));
+  std::vector<KernelSpec> out;
+  for (auto &k : j["kernels"]) {
+    KernelSpec s;
+    s.name = k["name"];
+    s.kind = k["kind"];
+    s.module = k["module"];
+    s.ptx = dir + "/" + k["ptx"].get<std::string>();
+    if (k.contains("cubin"))
+      s.cubin = dir + "/" + k["cubin"].get<std::string>();
+    for (auto &l : k["launches"])
+      s.launches.push_back({l["kernel"], l["grid"], l["block"]});
+    for (auto &a : k["args"]) {
+      BufferSpec b;
+      b.name = a["name"];
+      b.role = a["role"];
+      b.dtype = a["dtype"];
+      for (auto &d : a["shape"])
+        b.shape.push_back(d);
+      b.bytes = a["bytes"];
+      s.args.push_back(b);
+    }
+    for (auto &z : k["zero_results"])
+      s.zeroResults.push_back(z);
+    s.workspaceBytes = k["workspace_bytes"];
+    out.push_back(s);
+  }
+  return out;
+}
+
+class Device {
+public:
+  Device() {
+    HARNESS_CHECK(cuInit(0));
+    HARNESS_CHECK(cuDeviceGet(&device_, 0));
+    HARNESS_CHECK(cuDevicePrimaryCtxRetain(&ctx_, device_));
+    HARNESS_CHECK(cuCtxSetCurrent(ctx_));
+  }
+  std::string name() const {
+    char buf[256];
+    cuDeviceGetName(buf, sizeof buf, device_);
+    return buf;
+  }
+  // Loads the cubin (no JIT) when there is one, else the PTX.
+  void load(KernelSpec &spec) {
+    CUmodule mod;
+    if (!spec.cubin.empty()) {
+      std::string image = readFile(spec.cubin);
+      HARNESS_CHECK(cuModuleLoadData(&mod, image.data()));
+    } else {
+      std::string image = readFile(spec.ptx);
+      HARNESS_CHECK(cuModuleLoadData(&mod, image.c_str()));
+    }
+    for (Launch &l : spec.launches)
+      HARNESS_CHECK(cuModuleGetFunction(&l.function, mod, l.kernel.c_str()));
+  }
+
+private:
+  CUdevice device_;
+  CUcontext ctx_;
+};
+
+// Buffers in manifest order: inputs, results, workspace.
+struct Buffers {
+  std::vector<CUdeviceptr> ptrs;
+  explicit Buffers(const KernelSpec &spec) {
+    for (auto &a : spec.args) {
+      CUdeviceptr p;
+      HARNESS_CHECK(cuMemAlloc(&p, std::max<size_t>(a.bytes, 16)));
+      ptrs.push_back(p);
+    }
+  }
+  ~Buffers() {
+    for (CUdeviceptr p : ptrs)
+      cuMemFree(p);
+  }
+};
+
+// Zeroes the amax results (the kernels accumulate into them), then runs
+// every launch of the kernel in order.
+inline void launch(const KernelSpec &spec, Buffers &bufs, CUstream stream) {
+  int inputs = spec.numInputs();
+  for (int r : spec.zeroResults)
+    HARNESS_CHECK(cuMemsetD32Async(bufs.ptrs[inputs + r], 0, 1, stream));
+  std::vector<void *> params;
+  for (CUdeviceptr &p : bufs.ptrs)
+    params.push_back(&p);
+  for (const Launch &l : spec.launches)
+    HARNESS_CHECK(cuLaunchKernel(l.function, l.grid, 1, 1, l.block, 1, 1, 0,
+                                 stream, params.data(), nullptr));
+}
+
+} // namespace octet::gputest
+
+#endif
