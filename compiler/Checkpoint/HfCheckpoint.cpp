@@ -90,6 +90,36 @@ Status makeDirectory(const std::string &path) {
                        std::strerror(errno));
 }
 
+// The config with its dtype key saying what the tensors now hold, so that
+// from_pretrained(dtype="auto") loads them as written. Left as it is when
+// the tensors mix dtypes or the text is not a JSON object.
+std::string withDType(const std::string &config,
+                      const std::vector<checkpoint::NamedTensor> &tensors) {
+  if (tensors.empty())
+    return config;
+  DType dtype = tensors.front().dtype;
+  for (const checkpoint::NamedTensor &t : tensors)
+    if (t.dtype != dtype)
+      return config;
+  const char *name = dtype == DType::BF16  ? "bfloat16"
+                     : dtype == DType::F16 ? "float16"
+                                           : "float32";
+  auto json = nlohmann::ordered_json::parse(config, nullptr, false);
+  if (json.is_discarded() || !json.is_object())
+    return config;
+  bool found = false, changed = false;
+  for (const char *key : {"dtype", "torch_dtype"})
+    if (json.contains(key)) {
+      found = true;
+      changed |= json[key] != name;
+      json[key] = name;
+    }
+  if (!found)
+    json["torch_dtype"] = name;
+  // Unchanged, the file stays as it was, byte for byte.
+  return found && !changed ? config : json.dump(2) + "\n";
+}
+
 } // namespace
 
 StatusOr<std::vector<HfParameterLayout>> hfLayouts(ModuleOp module) {
@@ -174,8 +204,8 @@ StatusOr<size_t> exportHfCheckpoint(const std::string &directory,
       !s)
     return s;
   if (!options.configJson.empty())
-    if (Status s =
-            writeFileAtomically(directory + "/config.json", options.configJson);
+    if (Status s = writeFileAtomically(directory + "/config.json",
+                                       withDType(options.configJson, *tensors));
         !s)
       return s;
   return tensors->size();

@@ -276,6 +276,31 @@ TEST(HfRoundTrip, Bf16AndF16AreWidenedExactlyAndExportedBitExact) {
   }
 }
 
+TEST(HfRoundTrip, ExportInBf16SaysSoInItsConfig) {
+  Model m = importModel(kFixtures + "tied/config.json", 1, 4);
+  interp::VariableStore store;
+  ASSERT_TRUE(loadHfCheckpoint(kFixtures + "tied", *m.module, store));
+  auto config = readWholeFile(kFixtures + "tied/config.json");
+  ASSERT_TRUE(config);
+  HfExportOptions options;
+  options.defaultDType = DType::BF16;
+  options.configJson = *config;
+  std::string out = tempDir("bf16-config");
+  ASSERT_TRUE(exportHfCheckpoint(out, *m.module, store, options));
+  auto written = readWholeFile(out + "/config.json");
+  ASSERT_TRUE(written);
+  EXPECT_NE(written->find("\"dtype\": \"bfloat16\""), std::string::npos)
+      << *written;
+  auto reader = CheckpointReader::open(out);
+  ASSERT_TRUE(reader);
+  EXPECT_EQ(reader->find("model.norm.weight")->dtype, DType::BF16);
+  // Kept in float32, the config is copied unchanged.
+  options.defaultDType = DType::F32;
+  ASSERT_TRUE(exportHfCheckpoint(out, *m.module, store, options));
+  EXPECT_EQ(*readWholeFile(out + "/config.json"), *config);
+  std::filesystem::remove_all(out);
+}
+
 //===--------------------------------------------------------------------===//
 // Layouts: a fused QKV variable, GPT-2's transposed and chunked c_attn
 //===--------------------------------------------------------------------===//
