@@ -14,7 +14,11 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
 #include <mutex>
 
 using namespace mlir;
@@ -868,6 +872,43 @@ llvm::Error execute(Operation *op, Frame &f) {
       });
 }
 
+// OCTET_PROFILE=1: time per op name, printed to stderr at exit, to see
+// where a CPU step goes.
+bool profiling() {
+  static bool on = [] {
+    const char *env = std::getenv("OCTET_PROFILE");
+    return env && *env && std::string(env) != "0";
+  }();
+  return on;
+}
+
+struct Profile {
+  std::mutex mutex;
+  std::map<std::string, std::pair<double, int64_t>> byOp;
+  ~Profile() {
+    std::vector<std::pair<double, std::string>> rows;
+    double total = 0;
+    for (auto &[name, entry] : byOp) {
+      rows.push_back({entry.first, name});
+      total += entry.first;
+    }
+    std::sort(rows.rbegin(), rows.rend());
+    std::fprintf(stderr, "octet interpreter profile (%.2f s in ops):\n", total);
+    for (auto &[seconds, name] : rows)
+      std::fprintf(stderr, "  %-28s %8.3f s %5.1f%% %8lld calls\n",
+                   name.c_str(), seconds, 100 * seconds / total,
+                   (long long)byOp[name].second);
+  }
+};
+
+void recordProfile(llvm::StringRef name, double seconds) {
+  static Profile profile;
+  std::lock_guard<std::mutex> lock(profile.mutex);
+  auto &entry = profile.byOp[name.str()];
+  entry.first += seconds;
+  entry.second += 1;
+}
+
 } // namespace
 
 llvm::Expected<DType> dtypeOf(Type type) {
@@ -981,10 +1022,14 @@ Interpreter::run(llvm::StringRef name, const std::vector<Tensor> &args,
     }
     if (isa<graph::VariableOp>(op))
       continue;
+    auto opStart = std::chrono::steady_clock::now();
     if (llvm::Error err = execute(&op, frame))
       return std::move(err);
-    if (observer_)
-      observer_(&op, frame);
+    if (profiling())
+      recordProfile(op.getName().getStringRef(),
+                    std::chrono::duration<double>(
+                        std::chrono::steady_clock::now() - opStart)
+                        .count());
     if (observer_)
       observer_(&op, frame);
     auto it = dying.find(&op);

@@ -115,67 +115,43 @@ ThreadPool &pool() {
   return instance;
 }
 
-// Packs a [rows, cols] row-major block transposed into [cols, rows].
-void transpose(const float *src, int64_t rows, int64_t cols, float *dst) {
-  constexpr int64_t B = 32;
-  for (int64_t r0 = 0; r0 < rows; r0 += B)
-    for (int64_t c0 = 0; c0 < cols; c0 += B) {
-      int64_t r1 = std::min(rows, r0 + B), c1 = std::min(cols, c0 + B);
-      for (int64_t r = r0; r < r1; ++r)
-        for (int64_t c = c0; c < c1; ++c)
-          dst[c * rows + r] = src[r * cols + c];
-    }
-}
+// Register-blocked micro-kernel: a 6 × 16 tile of C lives in registers
+// (12 AVX vectors) while K streams through packed panels of A (6 wide) and
+// B (16 wide), so each multiply-add costs a fraction of a load. Compiled
+// twice so AVX2/FMA machines get 8-wide FMAs and others still run (an ISA
+// level, not arch=haswell, which the resolver matches by CPU model).
+constexpr int64_t kMR = 6;  // rows of C per tile
+constexpr int64_t kNR = 16; // columns of C per tile
+typedef float v8f __attribute__((vector_size(32)));
 
-constexpr int64_t kRows = 4;   // rows of C per micro-kernel call
-constexpr int64_t kCols = 128; // columns of C held in the accumulator tile
-
-// C rows [0, rows) × columns [j0, j1) of a [M, K] · [K, N] product. The tile
-// of 4 × 128 accumulators stays in L1 while B streams through once per four
-// rows of A. Compiled twice so AVX2/FMA machines get 8-wide FMAs and others
-// still run.
-__attribute__((target_clones("arch=haswell", "default"))) void
-microKernel(int64_t rows, int64_t k, const float *a, int64_t lda,
-            const float *b, int64_t ldb, float *c, int64_t ldc, int64_t j0,
-            int64_t j1, float alpha, bool accumulate) {
-  float tile[kRows][kCols];
-  int64_t width = j1 - j0;
-  for (int64_t r = 0; r < kRows; ++r)
-    for (int64_t j = 0; j < width; ++j)
-      tile[r][j] = 0.0f;
-  if (rows == kRows) {
-    for (int64_t p = 0; p < k; ++p) {
-      const float *brow = b + p * ldb + j0;
-      float a0 = a[p], a1 = a[lda + p], a2 = a[2 * lda + p],
-            a3 = a[3 * lda + p];
-      float *t0 = tile[0], *t1 = tile[1], *t2 = tile[2], *t3 = tile[3];
-      for (int64_t j = 0; j < width; ++j) {
-        float bj = brow[j];
-        t0[j] += a0 * bj;
-        t1[j] += a1 * bj;
-        t2[j] += a2 * bj;
-        t3[j] += a3 * bj;
-      }
-    }
-  } else {
-    for (int64_t p = 0; p < k; ++p) {
-      const float *brow = b + p * ldb + j0;
-      for (int64_t r = 0; r < rows; ++r) {
-        float ar = a[r * lda + p];
-        float *t = tile[r];
-        for (int64_t j = 0; j < width; ++j)
-          t[j] += ar * brow[j];
-      }
+__attribute__((target_clones("arch=x86-64-v3", "default"))) void
+microKernel(int64_t k, const float *ap, const float *bp, float *c,
+            int64_t ldc, int64_t rows, int64_t cols, float alpha,
+            bool accumulate) {
+  v8f acc[kMR][2];
+  for (int64_t r = 0; r < kMR; ++r)
+    acc[r][0] = acc[r][1] = v8f{};
+  for (int64_t p = 0; p < k; ++p) {
+    v8f b0, b1;
+    __builtin_memcpy(&b0, bp + p * kNR, sizeof(v8f));
+    __builtin_memcpy(&b1, bp + p * kNR + 8, sizeof(v8f));
+    const float *a = ap + p * kMR;
+    for (int64_t r = 0; r < kMR; ++r) {
+      acc[r][0] += a[r] * b0;
+      acc[r][1] += a[r] * b1;
     }
   }
   for (int64_t r = 0; r < rows; ++r) {
-    float *crow = c + r * ldc + j0;
+    float tile[kNR];
+    __builtin_memcpy(tile, &acc[r][0], sizeof(v8f));
+    __builtin_memcpy(tile + 8, &acc[r][1], sizeof(v8f));
+    float *crow = c + r * ldc;
     if (accumulate)
-      for (int64_t j = 0; j < width; ++j)
-        crow[j] += alpha * tile[r][j];
+      for (int64_t j = 0; j < cols; ++j)
+        crow[j] += alpha * tile[j];
     else
-      for (int64_t j = 0; j < width; ++j)
-        crow[j] = alpha * tile[r][j];
+      for (int64_t j = 0; j < cols; ++j)
+        crow[j] = alpha * tile[j];
   }
 }
 
@@ -220,39 +196,65 @@ void gemm(int64_t m, int64_t n, int64_t k, const float *a, bool transA,
       std::fill(c, c + m * n, 0.0f);
     return;
   }
-  // Canonical operands: A [M, K] and B [K, N], both row-major.
-  std::vector<float> aPacked, bPacked;
-  if (transA) {
-    aPacked.resize(m * k);
-    transpose(a, k, m, aPacked.data());
-    a = aPacked.data();
-  }
-  if (transB) {
-    bPacked.resize(k * n);
-    transpose(b, n, k, bPacked.data());
-    b = bPacked.data();
-  }
-  int64_t rowBlocks = (m + kRows - 1) / kRows;
-  int64_t colBlocks = (n + kCols - 1) / kCols;
-  auto block = [&](int64_t index) {
-    int64_t rb = index / colBlocks, cb = index % colBlocks;
-    int64_t i0 = rb * kRows, rows = std::min(kRows, m - i0);
-    int64_t j0 = cb * kCols, j1 = std::min(n, j0 + kCols);
-    microKernel(rows, k, a + i0 * k, k, b, n, c + i0 * n, n, j0, j1, alpha,
-                accumulate);
+  // Pack A into panels of kMR rows ([panel][k][kMR]) and B into panels of
+  // kNR columns ([panel][k][kNR]), zero-padded at the edges, whatever the
+  // transposes: the micro-kernel then reads both contiguously.
+  int64_t rowPanels = (m + kMR - 1) / kMR, colPanels = (n + kNR - 1) / kNR;
+  std::vector<float> ap(rowPanels * k * kMR, 0.0f), bp(colPanels * k * kNR, 0.0f);
+  auto packA = [&](int64_t p0, int64_t p1) {
+    for (int64_t panel = p0; panel < p1; ++panel)
+      for (int64_t r = 0; r < kMR && panel * kMR + r < m; ++r) {
+        int64_t i = panel * kMR + r;
+        float *dst = ap.data() + panel * k * kMR + r;
+        if (transA)
+          for (int64_t p = 0; p < k; ++p)
+            dst[p * kMR] = a[p * m + i];
+        else
+          for (int64_t p = 0; p < k; ++p)
+            dst[p * kMR] = a[i * k + p];
+      }
   };
-  int64_t blocks = rowBlocks * colBlocks;
-  // About 64k multiply-adds per chunk keeps scheduling overhead small.
-  int64_t perBlock = kRows * std::min(kCols, n) * k;
-  int64_t grain = std::max<int64_t>(1, (1 << 16) / std::max<int64_t>(1, perBlock));
-  if (!parallel) {
-    for (int64_t i = 0; i < blocks; ++i)
-      block(i);
+  auto packB = [&](int64_t p0, int64_t p1) {
+    for (int64_t panel = p0; panel < p1; ++panel) {
+      int64_t j0 = panel * kNR, width = std::min(kNR, n - j0);
+      float *dst = bp.data() + panel * k * kNR;
+      if (transB)
+        for (int64_t j = 0; j < width; ++j)
+          for (int64_t p = 0; p < k; ++p)
+            dst[p * kNR + j] = b[(j0 + j) * k + p];
+      else
+        for (int64_t p = 0; p < k; ++p)
+          std::copy_n(b + p * n + j0, width, dst + p * kNR);
+    }
+  };
+  // Each task: one column panel × a run of row panels, so the B panel stays
+  // in L1/L2 while A panels stream.
+  constexpr int64_t kRowPanelsPerTask = 16;
+  int64_t rowRuns = (rowPanels + kRowPanelsPerTask - 1) / kRowPanelsPerTask;
+  auto task = [&](int64_t index) {
+    int64_t cp = index / rowRuns, run = index % rowRuns;
+    int64_t j0 = cp * kNR, cols = std::min(kNR, n - j0);
+    for (int64_t rp = run * kRowPanelsPerTask;
+         rp < std::min(rowPanels, (run + 1) * kRowPanelsPerTask); ++rp) {
+      int64_t i0 = rp * kMR;
+      microKernel(k, ap.data() + rp * k * kMR, bp.data() + cp * k * kNR,
+                  c + i0 * n + j0, n, std::min(kMR, m - i0), cols, alpha,
+                  accumulate);
+    }
+  };
+  int64_t tasks = colPanels * rowRuns;
+  if (!parallel || m * n * k < (1 << 15)) {
+    packA(0, rowPanels);
+    packB(0, colPanels);
+    for (int64_t i = 0; i < tasks; ++i)
+      task(i);
     return;
   }
-  parallelFor(blocks, grain, [&](int64_t begin, int64_t end) {
+  parallelFor(rowPanels, 16, packA);
+  parallelFor(colPanels, 8, packB);
+  parallelFor(tasks, 1, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i)
-      block(i);
+      task(i);
   });
 }
 

@@ -234,12 +234,16 @@ int runTrainCommand(int argc, char **argv) {
       params += var.getTensorType().getNumElements();
   interp::Interpreter interpreter(m);
 
+  std::string numerics =
+      pipeline.fp8 ? "FP8 GEMMs (" + train.precision().recipe() +
+                         " recipe) emulated exactly, float32 elsewhere"
+                   : "float32";
   std::printf("octet train: %s, %lld parameters, %lld steps x %lld "
-              "microbatch(es) of [%lld, %lld] tokens, %d threads, float32 "
-              "on the CPU\n",
+              "microbatch(es) of [%lld, %lld] tokens, %d threads, %s on the "
+              "CPU\n",
               opts.spec.c_str(), (long long)params, (long long)steps,
               (long long)pipeline.microbatches, (long long)batch,
-              (long long)seq, interp::numThreads());
+              (long long)seq, interp::numThreads(), numerics.c_str());
   std::printf("data: %s\n", source.describe().c_str());
   std::fflush(stdout);
 

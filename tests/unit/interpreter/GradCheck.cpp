@@ -33,14 +33,15 @@ std::unique_ptr<MLIRContext> makeContext() {
 }
 
 OwningOpRef<ModuleOp> parseAndDifferentiate(MLIRContext &ctx,
-                                            const std::string &text) {
+                                            const std::string &text,
+                                            const TrainingPipelineOptions &options) {
   auto module = parseSourceString<ModuleOp>(text, &ctx);
   if (!module) {
     ADD_FAILURE() << "module does not parse:\n" << text;
     return nullptr;
   }
   PassManager pm(&ctx);
-  buildTrainingPipeline(pm, TrainingPipelineOptions());
+  buildTrainingPipeline(pm, options);
   if (failed(pm.run(*module))) {
     ADD_FAILURE() << "training pipeline failed";
     return nullptr;

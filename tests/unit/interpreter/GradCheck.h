@@ -6,6 +6,7 @@
 // finite differences of @forward.
 
 #include "compiler/Interpreter/Interpreter.h"
+#include "compiler/Pipelines/Pipelines.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OwningOpRef.h"
@@ -20,8 +21,9 @@ std::unique_ptr<mlir::MLIRContext> makeContext();
 
 // Parses `text` and runs the training pipeline (autodiff) on it; fails the
 // current test on an error.
-mlir::OwningOpRef<mlir::ModuleOp> parseAndDifferentiate(mlir::MLIRContext &ctx,
-                                                        const std::string &text);
+mlir::OwningOpRef<mlir::ModuleOp>
+parseAndDifferentiate(mlir::MLIRContext &ctx, const std::string &text,
+                      const TrainingPipelineOptions &options = {});
 
 // Lines that reduce `value` (an f32 tensor of `shape`) to the scalar
 // Σ value ∘ probe with a random probe (variable @probe, which
