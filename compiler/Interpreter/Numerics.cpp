@@ -142,19 +142,29 @@ float roundTo(Format format, float x, Overflow overflow) {
   float a = std::fabs(x);
   if (std::isinf(a))
     return overflowValue(spec, x, overflow);
-  if (a == 0.0f)
-    return x;
-  int e;
-  std::frexp(a, &e);
-  int exponent = e - 1;
+  // This cast runs on every element of every quantized tensor, so it works
+  // on the bits instead of frexp/ldexp/nearbyint.
+  uint32_t u = bitsOf(a);
+  int exponent = static_cast<int>(u >> 23) - 127;
   int emin = 1 - spec.bias;
-  if (exponent < emin)
-    exponent = emin; // subnormal: a fixed quantum
-  int shift = spec.mantissaBits - exponent;
-  // Scaling by a power of two is exact; nearbyint rounds ties to even in the
-  // default floating-point environment.
-  float units = std::nearbyint(std::ldexp(a, shift));
-  float r = std::ldexp(units, -shift);
+  float r;
+  if (exponent >= emin || format == Format::BF16) {
+    // Normal in the target (BF16 shares float32's exponent range, so its
+    // subnormals are float32's too): round the mantissa to nearest even;
+    // a carry moves into the exponent as it should.
+    int shift = 23 - spec.mantissaBits;
+    u += (1u << (shift - 1)) - 1 + ((u >> shift) & 1u);
+    u &= ~((1u << shift) - 1);
+    r = fromBits(u);
+  } else {
+    // Subnormal in the target: a fixed quantum 2^(emin - mantissaBits).
+    // Scaling by powers of two is exact, and adding then subtracting 2^23
+    // rounds to an integer, ties to even.
+    float scaled = a * std::ldexp(1.0f, spec.mantissaBits - emin);
+    volatile float shifted = scaled + 8388608.0f;
+    float units = shifted - 8388608.0f;
+    r = units * std::ldexp(1.0f, emin - spec.mantissaBits);
+  }
   if (!(r <= spec.maxFinite))
     return overflowValue(spec, x, overflow);
   return std::copysign(r, x);
