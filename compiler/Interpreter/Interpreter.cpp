@@ -183,6 +183,10 @@ public:
     value.roundToType();
     values_[op->getResult(index)] = std::move(value);
   }
+  // For views (reshape, save) of a value already rounded to this type.
+  void setResultUnrounded(Operation *op, unsigned index, Tensor value) {
+    values_[op->getResult(index)] = std::move(value);
+  }
   VariableStore &variables() override { return vars_; }
   llvm::DenseMap<Value, Tensor> values_;
 
@@ -793,7 +797,8 @@ llvm::Error execute(Operation *op, Frame &f) {
       .Case([&](graph::RopeOp o) { return rope(o, f); })
       .Case([&](graph::AttentionOp o) { return attention(o, f); })
       .Case<graph::ReshapeOp, graph::SaveOp>([&](Operation *o) -> Error {
-        f.setResult(o, 0, f.operand(o, 0).reshaped(shapeOf(o->getResult(0).getType())));
+        f.setResultUnrounded(
+            o, 0, f.operand(o, 0).reshaped(shapeOf(o->getResult(0).getType())));
         return Error::success();
       })
       .Case([&](graph::CastOp o) -> Error {

@@ -1,5 +1,7 @@
 #include "compiler/Interpreter/Tensor.h"
 
+#include "compiler/Interpreter/Kernels.h"
+
 #include <cassert>
 
 namespace octet::interp {
@@ -111,8 +113,11 @@ void Tensor::roundToType() {
       (dtype_ == DType::E4M3FN || dtype_ == DType::E5M2)
           ? numerics::Overflow::SatFinite
           : numerics::Overflow::Ieee;
-  for (float &x : *floats_)
-    x = numerics::roundTo(format, x, overflow);
+  float *data = floats_->data();
+  parallelFor(numel(), 1 << 15, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i)
+      data[i] = numerics::roundTo(format, data[i], overflow);
+  });
 }
 
 } // namespace octet::interp
