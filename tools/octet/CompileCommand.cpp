@@ -1,5 +1,6 @@
 // octet compile: spec → IR, stage by stage.
 
+#include "compiler/Plan/MemoryPlan.h"
 #include "compiler/Registration.h"
 #include "compiler/Transforms/Fusion/FusionReport.h"
 #include "compiler/Transforms/Precision.h"
@@ -74,6 +75,9 @@ void printHelp(std::FILE *out) {
       "                      FLOPs, before and after fusion\n"
       "  --precision-report  per layer and GEMM (fprop, dgrad, wgrad): input\n"
       "                      formats and FP8 recipe, or why it stays wide\n"
+      "  --memory-plan       the static memory plan of the fused step: total,\n"
+      "                      persistent and activation bytes, each program's\n"
+      "                      peak, the largest slots\n"
       "  -h, --help          this text\n\n"
       "stages:\n");
   for (const CompileStage &s : kStages)
@@ -97,6 +101,7 @@ struct Options {
   std::vector<std::string> dumps;
   bool fusionReport = false;
   bool precisionReport = false;
+  bool memoryPlan = false;
 };
 
 // Returns -1 when parsing succeeded, else the exit code.
@@ -143,6 +148,8 @@ int parseOptions(int argc, char **argv, Options &opts) {
       opts.fusionReport = true;
     } else if (arg == "--precision-report") {
       opts.precisionReport = true;
+    } else if (arg == "--memory-plan") {
+      opts.memoryPlan = true;
     } else if (arg == "-o") {
       if (i + 1 >= argc)
         return usageError("-o needs a file name");
@@ -230,6 +237,13 @@ int runCompileCommand(int argc, char **argv) {
       llvm::outs() << "\n";
     }
   }
+  if (opts.memoryPlan) {
+    FailureOr<plan::MemoryPlan> memory = plan::planMemory(**module);
+    if (failed(memory))
+      return inputError(Status::error(
+          opts.spec + ": memory plan failed (see the diagnostics above)"));
+    plan::printMemoryPlan(*memory, llvm::outs());
+  }
   llvm::outs().flush();
 
   if (!opts.output.empty()) {
@@ -241,7 +255,7 @@ int runCompileCommand(int argc, char **argv) {
     (*module)->print(out);
     out << "\n";
   } else if (opts.dumps.empty() && !opts.fusionReport &&
-             !opts.precisionReport) {
+             !opts.precisionReport && !opts.memoryPlan) {
     const spec::ModelSpec &m = spec->model();
     llvm::outs() << opts.spec << ": " << m.architecture() << ", "
                  << m.num_layers() << " layers, hidden " << m.hidden_size()

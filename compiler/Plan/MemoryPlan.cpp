@@ -1,0 +1,483 @@
+#include "compiler/Plan/MemoryPlan.h"
+
+#include "dialects/graph/GraphDialect.h"
+#include "dialects/kernel/KernelDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/Format.h"
+
+#include <algorithm>
+#include <map>
+
+using namespace mlir;
+
+namespace octet::plan {
+
+const char *slotKindName(SlotKind kind) {
+  switch (kind) {
+  case SlotKind::Parameter:
+    return "parameter";
+  case SlotKind::Gradient:
+    return "gradient";
+  case SlotKind::OptimizerState:
+    return "optimizer";
+  case SlotKind::Fp8State:
+    return "fp8-state";
+  case SlotKind::WeightCache:
+    return "weight-cache";
+  case SlotKind::State:
+    return "state";
+  case SlotKind::Activation:
+    return "activation";
+  case SlotKind::IO:
+    return "io";
+  }
+  return "?";
+}
+
+const ProgramPlan *MemoryPlan::program(llvm::StringRef name) const {
+  for (const ProgramPlan &p : programs)
+    if (p.name == name)
+      return &p;
+  return nullptr;
+}
+
+namespace {
+
+uint64_t alignUp(uint64_t n) {
+  return (n + kPlanAlignment - 1) / kPlanAlignment * kPlanAlignment;
+}
+
+FailureOr<uint64_t> tensorBytes(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor || !tensor.hasStaticShape())
+    return failure();
+  uint64_t bits = tensor.getElementType().getIntOrFloatBitWidth();
+  return (tensor.getNumElements() * bits + 7) / 8;
+}
+
+SlotKind variableKind(graph::VariableOp var) {
+  llvm::StringRef name = var.getSymName();
+  if (var.isTrainable())
+    return SlotKind::Parameter;
+  if (name.starts_with("grad."))
+    return SlotKind::Gradient;
+  if (name.starts_with("adam_m.") || name.starts_with("adam_v."))
+    return SlotKind::OptimizerState;
+  if (name.starts_with("fp8w."))
+    return SlotKind::WeightCache;
+  if (name.starts_with("fp8."))
+    return SlotKind::Fp8State;
+  return SlotKind::State;
+}
+
+// A name that says where a buffer comes from in report terms: the fused
+// kernel's name, or the GEMM's parameter and role.
+std::string describeProducer(Operation *op, unsigned resultIndex) {
+  std::string out = op->getName().getStringRef().str();
+  if (auto name = op->getAttrOfType<StringAttr>("name"))
+    out += " " + name.str();
+  if (auto param = op->getAttrOfType<StringAttr>("param"))
+    out += " " + param.str();
+  if (auto role = op->getAttrOfType<StringAttr>("role"))
+    out += " " + role.str();
+  if (op->getNumResults() > 1)
+    out += " #" + std::to_string(resultIndex);
+  return out;
+}
+
+// Best-fit allocation over [0, top): free holes keyed by offset, coalesced on
+// release.
+class RegionAllocator {
+public:
+  uint64_t allocate(uint64_t size) {
+    auto best = holes.end();
+    for (auto it = holes.begin(); it != holes.end(); ++it)
+      if (it->second >= size &&
+          (best == holes.end() || it->second < best->second))
+        best = it;
+    if (best == holes.end()) {
+      // Grow the region, absorbing a hole that ends at the top.
+      uint64_t offset = top;
+      if (!holes.empty()) {
+        auto last = std::prev(holes.end());
+        if (last->first + last->second == top) {
+          offset = last->first;
+          holes.erase(last);
+        }
+      }
+      top = offset + size;
+      return offset;
+    }
+    uint64_t offset = best->first, remaining = best->second - size;
+    holes.erase(best);
+    if (remaining)
+      holes[offset + size] = remaining;
+    return offset;
+  }
+
+  void release(uint64_t offset, uint64_t size) {
+    auto next = holes.lower_bound(offset);
+    if (next != holes.end() && offset + size == next->first) {
+      size += next->second;
+      next = holes.erase(next);
+    }
+    if (next != holes.begin()) {
+      auto prev = std::prev(next);
+      if (prev->first + prev->second == offset) {
+        prev->second += size;
+        return;
+      }
+    }
+    holes[offset] = size;
+  }
+
+  uint64_t high() const { return top; }
+
+private:
+  std::map<uint64_t, uint64_t> holes;
+  uint64_t top = 0;
+};
+
+// Byte offset of a graph.slice result inside its input, when the slice is
+// contiguous (every dimension before `dim` is 1); else 0 and the caller
+// treats the whole input as the view.
+uint64_t sliceByteOffset(graph::SliceOp slice) {
+  auto in = cast<RankedTensorType>(slice.getInput().getType());
+  int64_t dim = slice.getDim();
+  for (int64_t d = 0; d < dim; ++d)
+    if (in.getDimSize(d) != 1)
+      return 0;
+  int64_t inner = 1;
+  for (int64_t d = dim + 1; d < in.getRank(); ++d)
+    inner *= in.getDimSize(d);
+  return slice.getOffset() * inner * in.getElementTypeBitWidth() / 8;
+}
+
+struct Buffer {
+  // Slot index once placed.
+  unsigned slot = 0;
+  uint64_t bytes = 0;
+  int64_t def = 0, lastUse = 0;
+  bool inPlace = false;
+  bool io = false;
+  std::string name;
+  Type type;
+};
+
+LogicalResult planFunction(func::FuncOp func, MemoryPlan &plan) {
+  ProgramPlan program;
+  program.name = func.getSymName().str();
+  Block &body = func.getBody().front();
+
+  // Program order of the top-level ops.
+  llvm::DenseMap<Operation *, int64_t> index;
+  for (Operation &op : body)
+    index[&op] = static_cast<int64_t>(index.size());
+  int64_t end = static_cast<int64_t>(index.size());
+  program.numSteps = end;
+
+  // Every value resolves to a root buffer (or a variable) and a byte offset.
+  struct Root {
+    int buffer = -1;           // index into buffers
+    llvm::StringRef variable;  // when the value reads a variable
+    uint64_t offset = 0;
+  };
+  llvm::DenseMap<Value, Root> roots;
+  std::vector<Buffer> buffers;
+
+  auto newBuffer = [&](Value v, std::string name, int64_t def,
+                       bool io) -> LogicalResult {
+    FailureOr<uint64_t> bytes = tensorBytes(v.getType());
+    if (failed(bytes))
+      return func.emitError("memory plan: ")
+             << "a tensor of " << program.name << " has type " << v.getType()
+             << "; the planner needs static shapes";
+    Buffer b;
+    b.bytes = *bytes;
+    b.def = b.lastUse = def;
+    b.io = io;
+    b.name = std::move(name);
+    b.type = v.getType();
+    roots[v] = Root{static_cast<int>(buffers.size()), {}, 0};
+    buffers.push_back(std::move(b));
+    return success();
+  };
+
+  for (BlockArgument arg : body.getArguments()) {
+    std::string name = program.name + ":";
+    if (auto attr = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                      "graph.name"))
+      name += attr.str();
+    else
+      name += "arg" + std::to_string(arg.getArgNumber());
+    // The host writes inputs before the first op runs.
+    if (failed(newBuffer(arg, name, 0, /*io=*/true)))
+      return failure();
+  }
+
+  // Loads of each variable, to decide when a store may write in place.
+  llvm::StringMap<int64_t> lastVariableRead;
+  auto use = [&](Value v, int64_t at) {
+    auto it = roots.find(v);
+    if (it == roots.end())
+      return;
+    if (it->second.buffer >= 0) {
+      Buffer &b = buffers[it->second.buffer];
+      b.lastUse = std::max(b.lastUse, at);
+    } else {
+      int64_t &last = lastVariableRead[it->second.variable];
+      last = std::max(last, at);
+    }
+  };
+
+  for (Operation &op : body) {
+    int64_t at = index[&op];
+    for (Value operand : op.getOperands())
+      use(operand, at);
+    if (auto load = dyn_cast<graph::LoadOp>(op)) {
+      roots[load.getResult()] =
+          Root{-1, load.getVariable(), 0};
+      continue;
+    }
+    if (isa<graph::ReshapeOp, graph::SaveOp>(op)) {
+      roots[op.getResult(0)] = roots.lookup(op.getOperand(0));
+      continue;
+    }
+    // An all-reduce runs in place (NCCL allows send == recv), so the
+    // reduced gradients stay in their accumulators instead of doubling the
+    // optimizer step's memory; reduce-scatter and all-gather change the
+    // size and get buffers of their own below.
+    auto readLater = [&](Value v) {
+      return llvm::any_of(v.getUsers(), [&](Operation *user) {
+        Operation *top = body.findAncestorOpInBlock(*user);
+        return top && index.lookup(top) > at;
+      });
+    };
+    if (auto coll = dyn_cast<kernel::CollectiveOp>(op);
+        coll && coll.getKind() == "all_reduce" &&
+        llvm::none_of(coll.getInputs(), readLater)) {
+      for (auto [in, out] : llvm::zip(coll.getInputs(), coll.getResults()))
+        roots[out] = roots.lookup(in);
+      continue;
+    }
+    if (auto slice = dyn_cast<graph::SliceOp>(op)) {
+      Root r = roots.lookup(slice.getInput());
+      r.offset += sliceByteOffset(slice);
+      roots[slice.getResult()] = r;
+      continue;
+    }
+    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      for (Value v : ret.getOperands()) {
+        auto it = roots.find(v);
+        if (it != roots.end() && it->second.buffer >= 0)
+          buffers[it->second.buffer].io = true;
+        use(v, end);
+      }
+      continue;
+    }
+    if (auto store = dyn_cast<graph::StoreOp>(op)) {
+      Root r = roots.lookup(store.getValue());
+      llvm::StringRef var = store.getVariable();
+      auto slotIt = plan.variableSlots.find(var);
+      if (r.buffer < 0 || slotIt == plan.variableSlots.end())
+        continue;
+      Buffer &b = buffers[r.buffer];
+      auto readIt = lastVariableRead.find(var);
+      // The producer may overwrite the variable only when nothing reads the
+      // old value after it (reads by the producer itself are the in-place
+      // update an optimizer or an accumulating GEMM does).
+      bool oldValueDead =
+          readIt == lastVariableRead.end() || readIt->second <= b.def;
+      if (!b.inPlace && !b.io && r.offset == 0 &&
+          b.bytes == plan.slots[slotIt->second].bytes && oldValueDead &&
+          b.def > 0) {
+        b.inPlace = true;
+        b.slot = slotIt->second;
+      }
+      continue;
+    }
+    for (OpResult result : op.getResults())
+      if (failed(newBuffer(result,
+                           program.name + ":" +
+                               describeProducer(&op, result.getResultNumber()),
+                           at, /*io=*/false)))
+        return failure();
+  }
+
+  // Place the buffers: by definition order, freeing those whose last use is
+  // strictly earlier, so an op's outputs never overlap its inputs.
+  std::vector<unsigned> order;
+  for (unsigned i = 0; i < buffers.size(); ++i)
+    if (!buffers[i].inPlace)
+      order.push_back(i);
+  std::vector<unsigned> byLastUse = order;
+  std::stable_sort(byLastUse.begin(), byLastUse.end(),
+                   [&](unsigned a, unsigned b) {
+                     return buffers[a].lastUse < buffers[b].lastUse;
+                   });
+  std::stable_sort(order.begin(), order.end(), [&](unsigned a, unsigned b) {
+    return buffers[a].def < buffers[b].def;
+  });
+  RegionAllocator region;
+  std::vector<uint64_t> offsets(buffers.size(), 0);
+  std::vector<bool> placed(buffers.size(), false);
+  size_t nextFree = 0;
+  uint64_t live = 0;
+  for (unsigned i : order) {
+    Buffer &b = buffers[i];
+    while (nextFree < byLastUse.size() &&
+           buffers[byLastUse[nextFree]].lastUse < b.def) {
+      unsigned f = byLastUse[nextFree++];
+      if (!placed[f])
+        continue;
+      region.release(offsets[f], alignUp(buffers[f].bytes));
+      live -= alignUp(buffers[f].bytes);
+      placed[f] = false;
+    }
+    offsets[i] = region.allocate(alignUp(b.bytes));
+    placed[i] = true;
+    live += alignUp(b.bytes);
+    program.peakLiveBytes = std::max(program.peakLiveBytes, live);
+  }
+  program.regionBytes = region.high();
+
+  for (unsigned i = 0; i < buffers.size(); ++i) {
+    Buffer &b = buffers[i];
+    if (b.inPlace)
+      continue;
+    Slot slot;
+    slot.name = b.name;
+    slot.kind = b.io ? SlotKind::IO : SlotKind::Activation;
+    // Relative to the activation region until every program is planned.
+    slot.offset = offsets[i];
+    slot.bytes = b.bytes;
+    auto tensor = cast<RankedTensorType>(b.type);
+    slot.elementType = tensor.getElementType();
+    slot.shape.assign(tensor.getShape().begin(), tensor.getShape().end());
+    slot.program = program.name;
+    slot.firstStep = b.def;
+    slot.lastStep = b.lastUse;
+    b.slot = plan.slots.size();
+    plan.slots.push_back(std::move(slot));
+  }
+  for (auto &[value, root] : roots) {
+    if (root.buffer >= 0)
+      program.valueSlots[value] = {buffers[root.buffer].slot, root.offset};
+    else if (auto it = plan.variableSlots.find(root.variable);
+             it != plan.variableSlots.end())
+      program.valueSlots[value] = {it->second, root.offset};
+  }
+  plan.programs.push_back(std::move(program));
+  return success();
+}
+
+} // namespace
+
+FailureOr<MemoryPlan> planMemory(ModuleOp module) {
+  MemoryPlan plan;
+  for (auto var : module.getOps<graph::VariableOp>()) {
+    FailureOr<uint64_t> bytes = tensorBytes(var.getTensorType());
+    if (failed(bytes))
+      return var.emitError("memory plan: variable @")
+             << var.getSymName() << " needs a static shape";
+    Slot slot;
+    slot.name = var.getSymName().str();
+    slot.kind = variableKind(var);
+    slot.offset = plan.persistentBytes;
+    slot.bytes = *bytes;
+    slot.elementType = var.getTensorType().getElementType();
+    slot.shape.assign(var.getTensorType().getShape().begin(),
+                      var.getTensorType().getShape().end());
+    plan.variableSlots[slot.name] = plan.slots.size();
+    plan.slots.push_back(std::move(slot));
+    plan.persistentBytes += alignUp(*bytes);
+  }
+  for (auto func : module.getOps<func::FuncOp>()) {
+    if (func.isExternal())
+      continue;
+    if (failed(planFunction(func, plan)))
+      return failure();
+  }
+  for (const ProgramPlan &p : plan.programs)
+    plan.activationBytes = std::max(plan.activationBytes, p.regionBytes);
+  for (Slot &slot : plan.slots)
+    if (!slot.program.empty())
+      slot.offset += plan.persistentBytes;
+
+  // Evaluation runs between training steps in the same arena; it must fit
+  // in what training needs already.
+  const ProgramPlan *train = plan.program("train_microbatch");
+  const ProgramPlan *eval = plan.program("forward");
+  if (train && eval && eval->regionBytes > train->regionBytes)
+    return module.emitError("memory plan: the eval program (forward) needs ")
+           << eval->regionBytes << " activation bytes, more than the "
+           << train->regionBytes
+           << " of train_microbatch; evaluation would raise peak memory";
+  return plan;
+}
+
+namespace {
+std::string human(uint64_t bytes) {
+  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  if (u == 0)
+    os << bytes << " B";
+  else
+    os << llvm::format("%.2f %s", v, units[u]);
+  return out;
+}
+} // namespace
+
+void printMemoryPlan(const MemoryPlan &plan, llvm::raw_ostream &os,
+                     int maxSlots) {
+  os << "memory plan: alignment " << kPlanAlignment << " B, "
+     << plan.slots.size() << " slots\n";
+  os << "  total      " << plan.totalBytes() << " B (" << human(plan.totalBytes())
+     << ")\n";
+  os << "  persistent " << plan.persistentBytes << " B ("
+     << human(plan.persistentBytes) << ")\n";
+  os << "  activation " << plan.activationBytes << " B ("
+     << human(plan.activationBytes) << ")\n";
+  std::map<int, uint64_t> byKind;
+  for (const Slot &s : plan.slots)
+    if (s.program.empty())
+      byKind[static_cast<int>(s.kind)] += alignUp(s.bytes);
+  for (auto &[kind, bytes] : byKind)
+    os << llvm::format("    %-13s", slotKindName(static_cast<SlotKind>(kind)))
+       << bytes << " B (" << human(bytes) << ")\n";
+  os << "  programs (activation region: peak live / packed):\n";
+  for (const ProgramPlan &p : plan.programs)
+    os << llvm::format("    %-17s", p.name.c_str()) << p.numSteps
+       << " steps, " << p.peakLiveBytes << " B (" << human(p.peakLiveBytes)
+       << ") / " << p.regionBytes << " B (" << human(p.regionBytes) << ")\n";
+  std::vector<unsigned> order(plan.slots.size());
+  for (unsigned i = 0; i < order.size(); ++i)
+    order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](unsigned a, unsigned b) {
+    return plan.slots[a].bytes > plan.slots[b].bytes;
+  });
+  size_t shown = maxSlots <= 0 ? order.size()
+                               : std::min<size_t>(order.size(), maxSlots);
+  os << "  largest slots:\n";
+  for (size_t i = 0; i < shown; ++i) {
+    const Slot &s = plan.slots[order[i]];
+    os << "    " << llvm::format("%14llu", (unsigned long long)s.bytes)
+       << " B at " << llvm::format("%14llu", (unsigned long long)s.offset)
+       << "  " << slotKindName(s.kind) << "  " << s.name;
+    if (!s.program.empty())
+      os << " [" << s.firstStep << ", " << s.lastStep << "]";
+    os << "\n";
+  }
+}
+
+} // namespace octet::plan

@@ -1,0 +1,97 @@
+#ifndef OCTET_COMPILER_PLAN_MEMORYPLAN_H
+#define OCTET_COMPILER_PLAN_MEMORYPLAN_H
+
+// The static memory plan of a compiled train step: one arena, a persistent
+// region for everything that outlives a program (parameters, gradient
+// accumulators, optimizer moments, FP8 scale state and weight caches), and an
+// activation region that every program (train microbatch, optimizer step,
+// eval, init) reuses in turn, packed by liveness.
+//
+// Lifetimes are in the program order of the function's top-level ops: a
+// tensor lives from the op that defines it to the last op that reads it (or
+// to the end when the function returns it). Views (graph.reshape,
+// graph.slice, graph.save, an in-place all-reduce) and variable reads
+// (graph.load) take no memory of their own; they extend the lifetime of the
+// buffer they view. A result that
+// is written back to a variable (graph.store) is computed in place in the
+// variable's slot when no later op reads the variable's old value.
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Value.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace octet::plan {
+
+constexpr uint64_t kPlanAlignment = 256;
+
+enum class SlotKind {
+  Parameter,
+  Gradient,
+  OptimizerState,
+  Fp8State,
+  WeightCache,
+  State,
+  Activation,
+  IO,
+};
+const char *slotKindName(SlotKind kind);
+
+struct Slot {
+  std::string name;
+  SlotKind kind;
+  // Offset from the start of the arena (the persistent region comes first).
+  uint64_t offset = 0;
+  // Bytes the tensor needs, unaligned.
+  uint64_t bytes = 0;
+  mlir::Type elementType;
+  std::vector<int64_t> shape;
+  // Function the slot belongs to; empty for persistent slots.
+  std::string program;
+  // [firstStep, lastStep] in that function's top-level op order.
+  int64_t firstStep = 0, lastStep = 0;
+};
+
+struct ProgramPlan {
+  std::string name;
+  int64_t numSteps = 0;
+  // Largest sum of live activation bytes at one step (aligned sizes).
+  uint64_t peakLiveBytes = 0;
+  // End of the highest activation slot, from the region's start: peak plus
+  // fragmentation.
+  uint64_t regionBytes = 0;
+  // The slot each tensor value of the function's body lives in (views map
+  // to the slot they view, with the byte offset into it).
+  llvm::DenseMap<mlir::Value, std::pair<unsigned, uint64_t>> valueSlots;
+};
+
+struct MemoryPlan {
+  std::vector<Slot> slots;
+  std::vector<ProgramPlan> programs;
+  // Variable symbol -> slot index.
+  llvm::StringMap<unsigned> variableSlots;
+  uint64_t persistentBytes = 0;
+  // The activation region: the largest region of any program.
+  uint64_t activationBytes = 0;
+  uint64_t totalBytes() const { return persistentBytes + activationBytes; }
+  const ProgramPlan *program(llvm::StringRef name) const;
+};
+
+// Plans every function of a kernel-dialect module (the output of the fused
+// stage). Fails, with a diagnostic on the module, when a tensor has a
+// dynamic shape or the eval program (`forward`) would need a larger
+// activation region than the train microbatch.
+mlir::FailureOr<MemoryPlan> planMemory(mlir::ModuleOp module);
+
+// Total, persistent and activation bytes, each program's peak and region,
+// bytes per slot kind, and the `maxSlots` largest slots.
+void printMemoryPlan(const MemoryPlan &plan, llvm::raw_ostream &os,
+                     int maxSlots = 12);
+
+} // namespace octet::plan
+
+#endif
