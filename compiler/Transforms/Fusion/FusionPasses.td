@@ -77,6 +77,39 @@ def OctetLowerToKernel : Pass<"octet-lower-to-kernel", "mlir::ModuleOp"> {
                            "octet::graph::GraphDialect"];
 }
 
+def OctetFuseLmHead : Pass<"octet-fuse-lm-head", "mlir::ModuleOp"> {
+  let summary = "LM head GEMM + cross-entropy + its gradient + the head's dgrad and wgrad as one chunked kernel";
+  let description = [{
+    The fp32 logits of a large vocabulary are the biggest tensor of the
+    step (Llama 3 8B, 8192 tokens: 4.2 GB, and as much again for their
+    gradient). The head's fprop GEMM, the cross-entropy, its gradient and
+    the head's dgrad and wgrad GEMMs become one `kernel.fused` of kind
+    "row" whose body states the computation over all tokens and whose
+    `chunk_rows` says how many token rows one step of it covers: per chunk
+    the runtime computes the logits, the loss contribution and the logits'
+    gradient, and folds the latter into dx (rows of the chunk) and dW
+    (accumulated over chunks), so only one chunk of logits exists at a time.
+    `chunk_rows` is the largest power of two whose fp32 logits fit in
+    256 MiB. Only plain (non-FP8) head GEMMs are taken, as the precision
+    policy keeps the head.
+
+    Before:
+    ```mlir
+    %logits = kernel.gemm %x, %w {role = "fprop", param = "lm_head", transpose_b} : (tensor<8x16xf32>, tensor<32x16xf32>) -> tensor<8x32xf32>
+    %loss = kernel.fused "cross_entropy" kind("row") ins(%logits3, %labels, %mask : ...) { graph.cross_entropy }
+    %dlogits = kernel.fused "cross_entropy_grad" kind("row") ins(%one, %logits3, %labels, %mask : ...) { graph.cross_entropy_grad }
+    %dx = kernel.gemm %dlogits2, %w {role = "dgrad", param = "lm_head"} : ...
+    %dw = kernel.gemm %dlogits2, %x {role = "wgrad", param = "lm_head", transpose_a} : ...
+    ```
+    After:
+    ```mlir
+    %loss, %dx, %dw = kernel.fused "lm_head_cross_entropy" kind("row") ins(%x, %w, %labels, %mask, %one : ...) {
+      graph.matmul, graph.cross_entropy, graph.cross_entropy_grad, graph.matmul (dgrad), graph.matmul (wgrad)
+    } {chunk_rows = 8 : i64} : tensor<f32>, tensor<8x16xf32>, tensor<32x16xf32>
+    ```
+  }];
+}
+
 def OctetFuseEpilogue : Pass<"octet-fuse-epilogue", "mlir::ModuleOp"> {
   let summary = "bias, GELU, bias-grad and gradient accumulation into cuBLASLt GEMM epilogues";
   let description = [{

@@ -34,7 +34,11 @@ static int64_t flopsOf(Operation &op) {
     return 0;
   int64_t n = numel(op.getResult(0).getType());
   if (isa<graph::RopeOp>(op))
-    return 0 + numel(op.getOperand(0).getType()) * 4;
+    return numel(op.getOperand(0).getType()) * 4;
+  if (auto mm = dyn_cast<graph::MatmulOp>(op)) {
+    auto a = cast<RankedTensorType>(mm.getLhs().getType());
+    return 2 * n * a.getDimSize(mm.getTransposeA() ? 0 : 1);
+  }
   return llvm::TypeSwitch<Operation *, int64_t>(&op)
       .Case<graph::RMSNormOp>([&](auto) { return 4 * n; })
       .Case<graph::LayerNormOp>([&](auto) { return 7 * n; })
@@ -128,6 +132,7 @@ std::vector<KernelInfo> collectKernels(ModuleOp module) {
           .Case([&](kernel::FusedOp f) {
             info.kind = "fused";
             info.name = f.getName().str() + " [" + f.getKind().str() + "]";
+            info.hasGemm = !f.getBodyBlock().getOps<graph::MatmulOp>().empty();
             std::map<std::string, int> counts;
             std::vector<std::string> order;
             for (Operation &inner : f.getBodyBlock().without_terminator()) {

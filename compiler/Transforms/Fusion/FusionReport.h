@@ -30,8 +30,12 @@ struct KernelInfo {
   std::string name;
   std::string ops;     // what it computes, e.g. "graph.add+graph.rms_norm"
   KernelCost cost;
-  // Bandwidth-bound: fused kernels and copies.
-  bool memoryBound() const { return kind == "fused" || kind == "copy"; }
+  // A fused kernel with GEMMs in its body (the chunked LM head).
+  bool hasGemm = false;
+  // Bandwidth-bound: fused kernels without GEMMs, and copies.
+  bool memoryBound() const {
+    return (kind == "fused" && !hasGemm) || kind == "copy";
+  }
 };
 
 // The kernels of @train_microbatch and @optimizer_step, in program order.

@@ -5,8 +5,10 @@
 namespace octet {
 
 void addKernelFusionPasses(mlir::OpPassManager &pm) {
-  // Epilogues first: the gradient-accumulation adds they take must not be
-  // folded into row kernels by the later passes.
+  // The LM head first, while its GEMMs and cross-entropy kernels are still
+  // apart; then epilogues: the gradient-accumulation adds they take must not
+  // be folded into row kernels by the later passes.
+  pm.addPass(createOctetFuseLmHead());
   pm.addPass(createOctetFuseEpilogue());
   pm.addPass(createOctetFuseRope());
   pm.addPass(createOctetFuseNormQuantize());

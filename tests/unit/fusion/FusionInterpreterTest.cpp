@@ -212,6 +212,25 @@ TEST_F(FusionInterpreterTest, LowerToKernelKeepsGraphResults) {
   }
 }
 
+TEST_F(FusionInterpreterTest, FuseLmHead) {
+  checkKernelPass(
+      [](OpPassManager &pm) { pm.addPass(createOctetFuseLmHead()); },
+      [](ModuleOp module) {
+        // The logits exist only inside the chunked kernel.
+        auto train = module.lookupSymbol<func::FuncOp>("train_microbatch");
+        int chunked = 0, headGemms = 0;
+        train.walk([&](kernel::FusedOp f) {
+          chunked += f.getName() == "lm_head_cross_entropy" &&
+                     f->hasAttr("chunk_rows");
+        });
+        train.walk([&](kernel::GemmOp g) {
+          headGemms += g.getParam() && *g.getParam() == "lm_head";
+        });
+        EXPECT_EQ(chunked, 1);
+        EXPECT_EQ(headGemms, 0);
+      });
+}
+
 TEST_F(FusionInterpreterTest, FuseEpilogue) {
   checkKernelPass([](OpPassManager &pm) { pm.addPass(createOctetFuseEpilogue()); });
 }
