@@ -5,9 +5,11 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 namespace octet::bundle {
 
@@ -134,7 +136,10 @@ Status checkStep(const Bundle &b, const Step &step, const std::string &where) {
                                  at + " argument " + std::to_string(i));
             !st)
           return st;
-    if (l.grid().x() == 0 || l.block().x() == 0)
+    // A kernel without code has no launch shape yet; checkRunnable() is
+    // what keeps it from running.
+    if (!b.kernels(int(l.kernel())).missing_code() &&
+        (l.grid().x() == 0 || l.block().x() == 0))
       return Status::error(at + " has an empty grid or block");
     return Status::ok();
   }
@@ -211,7 +216,8 @@ Status validate(const Bundle &b) {
                            std::to_string(a.alignment()) + " bytes");
   }
   for (int i = 0; i < b.kernels_size(); ++i)
-    if (b.kernels(i).module() >= uint32_t(b.modules_size()))
+    if (!b.kernels(i).missing_code() &&
+        b.kernels(i).module() >= uint32_t(b.modules_size()))
       return Status::error("kernel '" + b.kernels(i).symbol() +
                            "' is in module " +
                            std::to_string(b.kernels(i).module()) +
@@ -251,6 +257,35 @@ Status validate(const Bundle &b) {
             !st)
           return st;
   }
+  return Status::ok();
+}
+
+Status checkRunnable(const Bundle &b) {
+  std::vector<std::string> missing;
+  for (const Kernel &k : b.kernels())
+    if (k.missing_code())
+      missing.push_back(k.symbol());
+  if (!missing.empty()) {
+    std::string list;
+    size_t shown = std::min<size_t>(missing.size(), 8);
+    for (size_t i = 0; i < shown; ++i)
+      list += (i ? ", " : "") + missing[i];
+    if (shown < missing.size())
+      list += " and " + std::to_string(missing.size() - shown) + " more";
+    return Status::error(
+        "the bundle cannot run: " + std::to_string(missing.size()) +
+        " kernels have no code (the compiler's codegen does not cover them "
+        "yet): " + list +
+        "; `octet inspect` lists them all, recompile with a compiler whose "
+        "codegen covers them");
+  }
+  for (const GemmDescriptor &g : b.gemms())
+    if (g.quantize_scales())
+      return Status::error(
+          "the bundle cannot run: GEMM '" + g.name() +
+          "' carries quantize scales, and this runtime's cuBLASLt path "
+          "takes dequantization factors; recompile with a compiler that "
+          "emits their reciprocals");
   return Status::ok();
 }
 

@@ -40,6 +40,10 @@ StatusOr<Bundle> readBundle(const std::string &path);
 // aligned, every program of every rank present. Messages name the element.
 Status validate(const Bundle &bundle);
 
+// Whether this runtime can execute the bundle: every kernel has code and
+// every GEMM's scales are in the form cuBLASLt takes. Names what is missing.
+Status checkRunnable(const Bundle &bundle);
+
 const char *dtypeName(DType dtype);
 // Bytes of one element; 0 for DTYPE_UNSPECIFIED.
 uint64_t dtypeBytes(DType dtype);

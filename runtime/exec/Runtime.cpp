@@ -134,6 +134,7 @@ StatusOr<blas::GemmDesc> toGemmDesc(const GemmDescriptor &g) {
 
 StatusOr<std::unique_ptr<Runtime>> Runtime::load(const Bundle &bundle,
                                                  const RuntimeOptions &options) {
+  OCTET_RETURN_IF_ERROR(checkRunnable(bundle));
   std::unique_ptr<Runtime> rt(new Runtime());
   rt->bundle_ = bundle;
   int rank = options.rank;

@@ -1,5 +1,6 @@
 // octet compile: spec → IR, stage by stage.
 
+#include "compiler/Emit/EmitBundle.h"
 #include "compiler/Plan/MemoryPlan.h"
 #include "compiler/Registration.h"
 #include "compiler/Transforms/Fusion/FusionReport.h"
@@ -8,6 +9,7 @@
 #include "frontends/hf/HfConfig.h"
 #include "frontends/spec/GraphImporter.h"
 #include "frontends/spec/SpecReader.h"
+#include "runtime/bundle/Bundle.h"
 #include "tools/octet/Commands.h"
 #include "tools/octet/FusionStages.h"
 #include "tools/octet/TrainingOptions.h"
@@ -15,6 +17,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdio>
@@ -70,7 +73,9 @@ void printHelp(std::FILE *out) {
       "  --train-spec FILE   train settings for an HF config.json\n"
       "  --dump-ir=STAGE     print the IR after STAGE to stdout (repeatable,\n"
       "                      or a comma-separated list)\n"
-      "  -o OUT              write the IR after the last stage to OUT\n"
+      "  -o OUT              OUT.octet: the bundle octet-run executes (spec,\n"
+      "                      parameters, state, memory plan, programs);\n"
+      "                      any other name: the IR after the last stage\n"
       "  --fusion-report     per kernel and per layer: ops fused, bytes,\n"
       "                      FLOPs, before and after fusion\n"
       "  --precision-report  per layer and GEMM (fprop, dgrad, wgrad): input\n"
@@ -191,6 +196,46 @@ StatusOr<spec::Spec> loadInput(const Options &opts) {
 }
 
 // Trainable parameter count, for the summary line.
+// The bundle of a compiled module: the plan, then every program bound to its
+// slots. The spec is stored as text so `octet inspect` can say how it was
+// built; nothing machine-specific (paths, times) goes in.
+Status writeBundleFile(ModuleOp module, const Options &opts,
+                       const spec::Spec &spec) {
+  auto readText = [](const std::string &path) -> StatusOr<std::string> {
+    auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+    if (!buffer)
+      return Status::error(path + ": cannot read: " +
+                           buffer.getError().message());
+    return (*buffer)->getBuffer().str();
+  };
+  FailureOr<plan::MemoryPlan> memory = plan::planMemory(module);
+  if (failed(memory))
+    return Status::error(opts.spec +
+                         ": memory plan failed (see the diagnostics above)");
+  emit::BuildSource source;
+  StatusOr<std::string> specText = readText(opts.spec);
+  if (!specText)
+    return specText.status();
+  source.specText = *specText;
+  bool hf = llvm::StringRef(opts.spec).ends_with(".json");
+  source.specFormat = hf ? "hf-config" : "pbtxt";
+  if (!opts.trainSpec.empty()) {
+    StatusOr<std::string> train = readText(opts.trainSpec);
+    if (!train)
+      return train.status();
+    source.trainSpecText = *train;
+  }
+  source.modelName = spec.model().architecture();
+  source.options.push_back({"stages", knownStages()});
+  FailureOr<bundle::Bundle> b = emit::buildBundle(module, *memory, source);
+  if (failed(b))
+    return Status::error(opts.spec +
+                         ": bundle emission failed (see the diagnostics above)");
+  if (Status st = bundle::validate(*b); !st)
+    return st.withContext(opts.output + " (the bundle the compiler built)");
+  return bundle::writeBundle(*b, opts.output);
+}
+
 int64_t countParameters(ModuleOp module) {
   int64_t total = 0;
   module.walk([&](graph::VariableOp var) {
@@ -246,7 +291,10 @@ int runCompileCommand(int argc, char **argv) {
   }
   llvm::outs().flush();
 
-  if (!opts.output.empty()) {
+  if (llvm::StringRef(opts.output).ends_with(".octet")) {
+    if (Status st = writeBundleFile(**module, opts, *spec); !st)
+      return inputError(st);
+  } else if (!opts.output.empty()) {
     std::error_code ec;
     llvm::raw_fd_ostream out(opts.output, ec, llvm::sys::fs::OF_Text);
     if (ec)

@@ -1,0 +1,480 @@
+#include "compiler/Emit/EmitBundle.h"
+
+#include "dialects/graph/GraphDialect.h"
+#include "dialects/kernel/KernelDialect.h"
+#include "runtime/bundle/Bundle.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/Regex.h"
+
+#include <set>
+
+using namespace mlir;
+
+namespace octet::emit {
+namespace {
+
+bundle::DType dtypeOf(Type type) {
+  if (type.isF32())
+    return bundle::F32;
+  if (type.isBF16())
+    return bundle::BF16;
+  if (type.isF16())
+    return bundle::F16;
+  if (isa<Float8E4M3FNType>(type))
+    return bundle::F8E4M3FN;
+  if (isa<Float8E5M2Type>(type))
+    return bundle::F8E5M2;
+  if (type.isInteger(32))
+    return bundle::I32;
+  if (type.isInteger(64))
+    return bundle::I64;
+  if (type.isInteger(8) || type.isInteger(1))
+    return bundle::U8;
+  return bundle::DTYPE_UNSPECIFIED;
+}
+
+bundle::SlotKind slotKindOf(plan::SlotKind kind) {
+  switch (kind) {
+  case plan::SlotKind::Parameter:
+    return bundle::PARAMETER;
+  case plan::SlotKind::Gradient:
+    return bundle::GRADIENT;
+  case plan::SlotKind::OptimizerState:
+    return bundle::OPTIMIZER_STATE;
+  case plan::SlotKind::Fp8State:
+  case plan::SlotKind::State:
+    return bundle::FP8_STATE;
+  case plan::SlotKind::WeightCache:
+    return bundle::WEIGHT_CACHE;
+  case plan::SlotKind::Activation:
+    return bundle::ACTIVATION;
+  case plan::SlotKind::IO:
+    return bundle::IO;
+  }
+  return bundle::SLOT_UNSPECIFIED;
+}
+
+bundle::Init initOf(graph::VariableOp var) {
+  bundle::Init init;
+  llvm::StringRef kind = var.getInit();
+  if (kind == "normal") {
+    init.set_kind(bundle::Init::NORMAL);
+    init.set_std(var.getInitStd() ? var.getInitStd()->convertToDouble() : 0.02);
+  } else if (kind == "ones") {
+    init.set_kind(bundle::Init::ONES);
+  } else {
+    init.set_kind(bundle::Init::ZEROS);
+  }
+  return init;
+}
+
+bundle::StateKind stateKindOf(llvm::StringRef name) {
+  if (name.starts_with("adam_m."))
+    return bundle::ADAM_M;
+  if (name.starts_with("adam_v."))
+    return bundle::ADAM_V;
+  if (name.starts_with("fp8.") && name.ends_with(".amax_history"))
+    return bundle::FP8_AMAX_HISTORY;
+  if (name.starts_with("fp8.") && name.ends_with(".scale"))
+    return bundle::FP8_SCALE;
+  if (name == "step")
+    return bundle::STEP_COUNTER;
+  return bundle::STATE_UNSPECIFIED;
+}
+
+// The parameter a state tensor belongs to: its name without the state prefix
+// (and, for FP8 scale state, the operand and field suffixes).
+std::string ownerOf(llvm::StringRef name) {
+  for (llvm::StringRef prefix : {"adam_m.", "adam_v.", "fp8w.", "fp8."})
+    if (name.consume_front(prefix))
+      break;
+  for (llvm::StringRef suffix :
+       {".w.amax_history", ".x.amax_history", ".dy.amax_history", ".w.scale",
+        ".x.scale", ".dy.scale", ".amax", ".t"})
+    if (name.consume_back(suffix))
+      break;
+  return name.str();
+}
+
+bundle::GemmRole roleOf(std::optional<llvm::StringRef> role) {
+  if (!role)
+    return bundle::GEMM_ROLE_UNSPECIFIED;
+  if (*role == "fprop")
+    return bundle::FPROP;
+  if (*role == "dgrad")
+    return bundle::DGRAD;
+  if (*role == "wgrad")
+    return bundle::WGRAD;
+  return bundle::GEMM_ROLE_UNSPECIFIED;
+}
+
+bundle::GemmEpilogue epilogueOf(llvm::StringRef epilogue, bool bias) {
+  if (epilogue == "bias")
+    return bundle::EPILOGUE_BIAS;
+  if (epilogue == "gelu")
+    return bias ? bundle::EPILOGUE_BIAS_GELU : bundle::EPILOGUE_GELU;
+  if (epilogue == "gelu_aux")
+    return bias ? bundle::EPILOGUE_BIAS_GELU_AUX : bundle::EPILOGUE_GELU_AUX;
+  if (epilogue == "bias_grad")
+    return bundle::EPILOGUE_BIAS_GRAD;
+  return bundle::EPILOGUE_NONE;
+}
+
+bundle::ProgramKind programKindOf(llvm::StringRef name) {
+  if (name == "train_microbatch")
+    return bundle::TRAIN_MICROBATCH;
+  if (name == "optimizer_step")
+    return bundle::OPTIMIZER_STEP;
+  if (name == "forward")
+    return bundle::EVAL;
+  return bundle::INIT;
+}
+
+void addShape(google::protobuf::RepeatedField<int64_t> *out,
+              RankedTensorType type) {
+  for (int64_t d : type.getShape())
+    out->Add(d);
+}
+
+class Emitter {
+public:
+  Emitter(ModuleOp module, const plan::MemoryPlan &plan, bundle::Bundle &b)
+      : module(module), plan(plan), b(b) {}
+
+  LogicalResult emitPrograms(bundle::RankProgram &rank) {
+    for (auto func : module.getOps<func::FuncOp>()) {
+      if (func.isExternal())
+        continue;
+      const plan::ProgramPlan *pp = plan.program(func.getSymName());
+      if (!pp)
+        return func.emitError("bundle: no memory plan for @")
+               << func.getSymName();
+      current = pp;
+      program = rank.add_programs();
+      program->set_kind(programKindOf(func.getSymName()));
+      program->set_name(func.getSymName().str());
+      program->set_capturable(true);
+      Block &body = func.getBody().front();
+      for (BlockArgument arg : body.getArguments()) {
+        bundle::NamedSlot *in = program->add_inputs();
+        auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                      "graph.name");
+        in->set_name(name ? name.str()
+                          : "arg" + std::to_string(arg.getArgNumber()));
+        in->set_slot(ref(arg).slot());
+      }
+      for (Operation &op : body)
+        if (failed(emitOp(func, op)))
+          return failure();
+    }
+    return success();
+  }
+
+  std::set<std::pair<std::string, int>> precisionSeen;
+
+private:
+  bundle::SlotRef ref(Value v) {
+    bundle::SlotRef r;
+    auto it = current->valueSlots.find(v);
+    if (it != current->valueSlots.end()) {
+      r.set_slot(it->second.first);
+      r.set_byte_offset(it->second.second);
+    }
+    return r;
+  }
+
+  bundle::Step *step(llvm::StringRef label) {
+    bundle::Step *s = program->add_steps();
+    s->set_label(label.str());
+    return s;
+  }
+
+  // A kernel the codegen has not produced code for: listed once per op, so
+  // the runtime's refusal names each.
+  uint32_t missingKernel(func::FuncOp func, Operation &op) {
+    std::string symbol = func.getSymName().str() + "." +
+                         op.getName().getStringRef().str();
+    if (auto name = op.getAttrOfType<StringAttr>("name"))
+      symbol += "." + name.str();
+    symbol += "." + std::to_string(b.kernels_size());
+    bundle::Kernel *k = b.add_kernels();
+    k->set_symbol(symbol);
+    k->set_summary(op.getName().getStringRef().str());
+    k->set_missing_code(true);
+    return b.kernels_size() - 1;
+  }
+
+  LogicalResult emitOp(func::FuncOp func, Operation &op) {
+    if (isa<graph::LoadOp, graph::ReshapeOp, graph::SliceOp, graph::SaveOp>(
+            op))
+      return success();
+    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+        bundle::NamedSlot *out = program->add_outputs();
+        auto name = func.getResultAttrOfType<StringAttr>(i, "graph.name");
+        out->set_name(name ? name.str() : "result" + std::to_string(i));
+        out->set_slot(ref(v).slot());
+      }
+      return success();
+    }
+    if (auto store = dyn_cast<graph::StoreOp>(op)) {
+      auto var = plan.variableSlots.find(store.getVariable());
+      if (var == plan.variableSlots.end())
+        return store.emitError("bundle: no slot for @")
+               << store.getVariable();
+      bundle::SlotRef src = ref(store.getValue());
+      // In-place results already live in the variable.
+      if (src.slot() == var->second && src.byte_offset() == 0)
+        return success();
+      bundle::Copy *c =
+          step("store " + store.getVariable().str())->mutable_copy();
+      *c->mutable_src() = src;
+      c->mutable_dst()->set_slot(var->second);
+      c->set_bytes(plan.slots[var->second].bytes);
+      return success();
+    }
+    if (auto gemm = dyn_cast<kernel::GemmOp>(op))
+      return emitGemm(gemm);
+    if (auto coll = dyn_cast<kernel::CollectiveOp>(op)) {
+      for (auto [in, out] : llvm::zip(coll.getInputs(), coll.getResults())) {
+        bundle::Collective *c =
+            step("collective " + coll.getKind().str())->mutable_collective();
+        llvm::StringRef kind = coll.getKind();
+        c->set_op(kind == "all_reduce"       ? bundle::ALL_REDUCE
+                  : kind == "reduce_scatter" ? bundle::REDUCE_SCATTER
+                                             : bundle::ALL_GATHER);
+        c->set_group(0);
+        *c->mutable_send() = ref(in);
+        *c->mutable_recv() = ref(out);
+        auto type = cast<RankedTensorType>(in.getType());
+        c->set_count(type.getNumElements());
+        c->set_dtype(dtypeOf(type.getElementType()));
+        c->set_reduce(coll.getReduction().str());
+      }
+      return success();
+    }
+    if (auto copy = dyn_cast<kernel::CopyOp>(op); copy && !copy.getTranspose()) {
+      bundle::Copy *c = step("copy")->mutable_copy();
+      *c->mutable_src() = ref(copy.getInput());
+      *c->mutable_dst() = ref(copy.getResult());
+      c->set_bytes(plan.slots[c->dst().slot()].bytes);
+      return success();
+    }
+    if (auto fill = dyn_cast<graph::FillOp>(op);
+        fill && fill.getValue().isZero()) {
+      bundle::Memset *m = step("fill 0")->mutable_memset();
+      *m->mutable_dst() = ref(fill.getResult());
+      m->set_bytes(plan.slots[m->dst().slot()].bytes);
+      return success();
+    }
+    // Fused row kernels, attention, transposing copies and whatever else
+    // runs on the GPU: a launch whose arguments are the operands' and then
+    // the results' slots, in order.
+    std::string label = op.getName().getStringRef().str();
+    if (auto name = op.getAttrOfType<StringAttr>("name"))
+      label += " " + name.str();
+    bundle::KernelLaunch *launch = step(label)->mutable_launch();
+    launch->set_kernel(missingKernel(func, op));
+    for (Value v : op.getOperands())
+      *launch->add_args()->mutable_slot() = ref(v);
+    for (Value v : op.getResults())
+      *launch->add_args()->mutable_slot() = ref(v);
+    return success();
+  }
+
+  LogicalResult emitGemm(kernel::GemmOp gemm) {
+    bundle::GemmDescriptor *d = b.add_gemms();
+    auto a = cast<RankedTensorType>(gemm.getA().getType());
+    auto bt = cast<RankedTensorType>(gemm.getB().getType());
+    auto res = cast<RankedTensorType>(gemm.getResult().getType());
+    int64_t n = res.getShape().back();
+    int64_t m = res.getNumElements() / std::max<int64_t>(n, 1);
+    int64_t k = gemm.getTransposeA() ? a.getShape().front() : a.getShape().back();
+    std::string param = gemm.getParam() ? gemm.getParam()->str() : "";
+    std::string role = gemm.getRole() ? gemm.getRole()->str() : "";
+    d->set_name(program->name() + ":" + param + " " + role);
+    d->set_role(roleOf(gemm.getRole()));
+    d->set_param(param);
+    d->set_m(m);
+    d->set_n(n);
+    d->set_k(k);
+    d->set_a_type(dtypeOf(a.getElementType()));
+    d->set_b_type(dtypeOf(bt.getElementType()));
+    d->set_d_type(dtypeOf(res.getElementType()));
+    d->set_transpose_a(gemm.getTransposeA());
+    d->set_transpose_b(gemm.getTransposeB());
+    d->set_epilogue(
+        epilogueOf(gemm.getEpilogueKind(), static_cast<bool>(gemm.getBias())));
+    if (gemm.getBias())
+      d->set_bias_type(dtypeOf(
+          cast<RankedTensorType>(gemm.getBias().getType()).getElementType()));
+    if (!gemm.getAux().empty())
+      d->set_aux_type(dtypeOf(cast<RankedTensorType>(gemm.getAux()[0].getType())
+                                  .getElementType()));
+    bool fp8 = d->a_type() == bundle::F8E4M3FN || d->a_type() == bundle::F8E5M2;
+    d->set_fast_accum(fp8 && d->role() == bundle::FPROP);
+    d->set_accumulate(static_cast<bool>(gemm.getC()));
+    d->set_has_a_scale(static_cast<bool>(gemm.getAScale()));
+    d->set_has_b_scale(static_cast<bool>(gemm.getBScale()));
+    // kernel.gemm divides by the quantize scales; the descriptor says so, so
+    // that a runtime that multiplies by dequantization factors can refuse
+    // rather than scale wrongly.
+    d->set_quantize_scales(d->has_a_scale() || d->has_b_scale());
+    d->set_batch(1);
+
+    if (gemm.getC()) {
+      // D += product needs D to start as C.
+      bundle::SlotRef c = ref(gemm.getC()), out = ref(gemm.getResult());
+      if (c.slot() != out.slot() || c.byte_offset() != out.byte_offset()) {
+        bundle::Copy *copy = step("accumulator " + param)->mutable_copy();
+        *copy->mutable_src() = c;
+        *copy->mutable_dst() = out;
+        copy->set_bytes(plan.slots[out.slot()].bytes);
+      }
+    }
+    bundle::GemmCall *call = step(param + " " + role)->mutable_gemm();
+    call->set_gemm(b.gemms_size() - 1);
+    *call->mutable_a() = ref(gemm.getA());
+    *call->mutable_b() = ref(gemm.getB());
+    *call->mutable_d() = ref(gemm.getResult());
+    if (gemm.getBias())
+      *call->mutable_bias() = ref(gemm.getBias());
+    if (!gemm.getAux().empty())
+      *call->mutable_aux() = ref(gemm.getAux()[0]);
+    if (gemm.getAScale())
+      *call->mutable_a_scale() = ref(gemm.getAScale());
+    if (gemm.getBScale())
+      *call->mutable_b_scale() = ref(gemm.getBScale());
+
+    if (!param.empty() && program->kind() == bundle::TRAIN_MICROBATCH &&
+        precisionSeen.insert({param, d->role()}).second) {
+      bundle::PrecisionEntry *e = b.add_precision();
+      e->set_param(param);
+      e->set_role(d->role());
+      e->set_a_type(d->a_type());
+      e->set_b_type(d->b_type());
+      e->set_d_type(d->d_type());
+      e->set_recipe(fp8 ? recipe : "bf16");
+      e->set_reason(fp8 ? "default" : "policy: kept wide");
+    }
+    return success();
+  }
+
+public:
+  std::string recipe = "bf16";
+
+private:
+  ModuleOp module;
+  const plan::MemoryPlan &plan;
+  bundle::Bundle &b;
+  const plan::ProgramPlan *current = nullptr;
+  bundle::Program *program = nullptr;
+};
+
+} // namespace
+
+FailureOr<bundle::Bundle> buildBundle(ModuleOp module,
+                                      const plan::MemoryPlan &plan,
+                                      const BuildSource &source) {
+  bundle::Bundle b;
+  b.set_format_version(bundle::kBundleFormatVersion);
+  b.set_compiler_version(OCTET_COMPILER_VERSION);
+  bundle::BuildInfo *build = b.mutable_build();
+  build->set_spec_text(source.specText);
+  build->set_spec_format(source.specFormat);
+  build->set_train_spec_text(source.trainSpecText);
+  build->set_model_name(source.modelName);
+  build->set_target("sm_90a");
+  for (const auto &[key, value] : source.options) {
+    bundle::Option *o = build->add_options();
+    o->set_key(key);
+    o->set_value(value);
+  }
+
+  bundle::MemoryPlan *mp = b.mutable_plan();
+  bundle::Arena *arena = mp->add_arenas();
+  arena->set_name("main");
+  arena->set_bytes(plan.totalBytes());
+  arena->set_alignment(plan::kPlanAlignment);
+  uint64_t peak = 0;
+  for (const plan::ProgramPlan &p : plan.programs)
+    peak = std::max(peak, p.peakLiveBytes);
+  mp->set_peak_live_bytes(plan.persistentBytes + peak);
+  for (const plan::Slot &s : plan.slots) {
+    bundle::Slot *slot = mp->add_slots();
+    slot->set_name(s.name);
+    slot->set_kind(slotKindOf(s.kind));
+    slot->set_offset(s.offset);
+    slot->set_bytes(s.bytes);
+    slot->set_dtype(dtypeOf(s.elementType));
+    for (int64_t d : s.shape)
+      slot->add_shape(d);
+    slot->set_program(s.program);
+    slot->set_first_step(s.firstStep);
+    slot->set_last_step(s.lastStep);
+  }
+
+  for (auto var : module.getOps<graph::VariableOp>()) {
+    llvm::StringRef name = var.getSymName();
+    uint32_t slot = plan.variableSlots.lookup(name);
+    RankedTensorType type = var.getTensorType();
+    if (var.isTrainable()) {
+      bundle::Parameter *p = b.add_parameters();
+      p->set_name(name.str());
+      addShape(p->mutable_shape(), type);
+      p->set_dtype(dtypeOf(type.getElementType()));
+      *p->mutable_init() = initOf(var);
+      if (auto hf = var->getAttrOfType<StringAttr>("hf_name")) {
+        p->set_hf_name(hf.str());
+      } else if (auto hfs = var->getAttrOfType<ArrayAttr>("hf_names")) {
+        // A fused weight (QKV, gate/up): its HF tensors, concatenated along
+        // dimension 0 in this order.
+        std::string joined;
+        for (Attribute a : hfs)
+          joined += (joined.empty() ? "" : ",") +
+                    cast<StringAttr>(a).getValue().str();
+        p->set_hf_name(joined);
+      }
+      p->set_slot(slot);
+      auto grad = plan.variableSlots.find(("grad." + name).str());
+      if (grad != plan.variableSlots.end())
+        p->set_grad_slot(grad->second);
+      p->set_trainable(true);
+      continue;
+    }
+    if (name.starts_with("grad."))
+      continue;
+    bundle::StateTensor *st = b.add_state();
+    st->set_name(name.str());
+    st->set_kind(stateKindOf(name));
+    st->set_owner(ownerOf(name));
+    addShape(st->mutable_shape(), type);
+    st->set_dtype(dtypeOf(type.getElementType()));
+    *st->mutable_init() = initOf(var);
+    st->set_slot(slot);
+  }
+
+  b.set_world_size(1);
+  bundle::Group *data = b.add_groups();
+  data->set_name("data");
+  data->add_ranks(0);
+  Emitter emitter(module, plan, b);
+  if (Attribute r = module->getAttr("fp8.recipe")) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    r.print(os);
+    llvm::SmallVector<llvm::StringRef> m;
+    if (llvm::Regex("kind = ([a-z_]+)").match(text, &m))
+      emitter.recipe = m[1].str();
+  }
+  bundle::RankProgram *rank = b.add_ranks();
+  rank->set_rank(0);
+  if (failed(emitter.emitPrograms(*rank)))
+    return failure();
+  return b;
+}
+
+} // namespace octet::emit
