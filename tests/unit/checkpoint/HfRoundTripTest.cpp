@@ -6,6 +6,8 @@
 
 #include "compiler/Checkpoint/HfCheckpoint.h"
 #include "compiler/Interpreter/Numerics.h"
+#include "compiler/Transforms/Fusion/InterpreterOps.h"
+#include "compiler/Transforms/Fusion/Passes.h"
 #include "dialects/graph/GraphDialect.h"
 #include "frontends/hf/HfConfig.h"
 #include "frontends/spec/GraphImporter.h"
@@ -16,6 +18,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
 
 #include <gtest/gtest.h>
 
@@ -138,8 +141,11 @@ void expectSameTensors(const std::string &a, const std::string &b) {
   }
 }
 
-void checkVariant(const std::string &variant, size_t minFiles) {
-  SCOPED_TRACE(variant);
+// `fuseQkv`: run octet-fuse-qkv first, so that q/k/v and gate/up are one
+// stacked variable each.
+void checkVariant(const std::string &variant, size_t minFiles,
+                  bool fuseQkv = false) {
+  SCOPED_TRACE(variant + (fuseQkv ? " (fused QKV)" : ""));
   std::map<std::string, interp::Tensor> golden = readGolden();
   ASSERT_TRUE(golden.count("logits_" + variant));
   const interp::Tensor &ids = golden.at("input_ids");
@@ -151,6 +157,16 @@ void checkVariant(const std::string &variant, size_t minFiles) {
   EXPECT_GE(files, minFiles) << dir;
 
   Model m = importModel(dir + "/config.json", ids.dim(0), ids.dim(1));
+  if (fuseQkv) {
+    mlir::PassManager pm(m.context.get());
+    pm.addPass(createOctetFuseQkv());
+    ASSERT_TRUE(mlir::succeeded(pm.run(*m.module)));
+    fusion::registerFusionInterpreterOps();
+    size_t fused = 0;
+    for (auto var : m.module->getOps<graph::VariableOp>())
+      fused += var->hasAttr("hf_names");
+    EXPECT_EQ(fused, 4u); // wqkv and w_gate_up of both layers
+  }
   interp::VariableStore store;
   StatusOr<HfLoadSummary> loaded = loadHfCheckpoint(dir, *m.module, store);
   ASSERT_TRUE(loaded) << loaded.status().message();
@@ -172,9 +188,9 @@ void checkVariant(const std::string &variant, size_t minFiles) {
   }
   double relative = std::sqrt(diff / norm);
   EXPECT_LE(relative, 1e-4);
-  std::printf("%s: logits relative error %.2e (max abs %.2e) vs "
+  std::printf("%s%s: logits relative error %.2e (max abs %.2e) vs "
               "transformers\n",
-              variant.c_str(), relative, worst);
+              variant.c_str(), fuseQkv ? " (fused QKV)" : "", relative, worst);
 
   // Out again, in the dtypes the tensors came in: the same bits. Small
   // shards so that the index path is taken too.
@@ -196,6 +212,10 @@ TEST(HfRoundTrip, UntiedShardedLogitsMatchTransformersAndExportIsBitExact) {
 
 TEST(HfRoundTrip, TiedLogitsMatchTransformersAndExportIsBitExact) {
   checkVariant("tied", 1);
+}
+
+TEST(HfRoundTrip, FusedQkvGraphLoadsMatchesTransformersAndExportsBitExact) {
+  checkVariant("untied", 2, /*fuseQkv=*/true);
 }
 
 //===--------------------------------------------------------------------===//
