@@ -195,10 +195,11 @@ private:
   // A kernel the codegen has not produced code for: listed once per op, so
   // the runtime's refusal names each.
   uint32_t missingKernel(func::FuncOp func, Operation &op) {
-    std::string symbol = func.getSymName().str() + "." +
-                         op.getName().getStringRef().str();
+    std::string symbol = func.getSymName().str() + ".";
     if (auto name = op.getAttrOfType<StringAttr>("name"))
-      symbol += "." + name.str();
+      symbol += name.str();
+    else
+      symbol += op.getName().stripDialect().str();
     symbol += "." + std::to_string(b.kernels_size());
     bundle::Kernel *k = b.add_kernels();
     k->set_symbol(symbol);
@@ -295,7 +296,8 @@ private:
     int64_t k = gemm.getTransposeA() ? a.getShape().front() : a.getShape().back();
     std::string param = gemm.getParam() ? gemm.getParam()->str() : "";
     std::string role = gemm.getRole() ? gemm.getRole()->str() : "";
-    d->set_name(program->name() + ":" + param + " " + role);
+    // The role has a column of its own in reports.
+    d->set_name(program->name() + ":" + (param.empty() ? "gemm" : param));
     d->set_role(roleOf(gemm.getRole()));
     d->set_param(param);
     d->set_m(m);

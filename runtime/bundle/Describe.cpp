@@ -148,10 +148,10 @@ void describeKernels(const Bundle &b, std::ostream &os) {
   os << "kernels (" << b.kernels_size() << ")\n";
   for (int i = 0; i < b.kernels_size(); ++i) {
     const Kernel &k = b.kernels(i);
-    os << "  " << pad(k.symbol(), 40) << pad(std::to_string(launches[size_t(i)]) +
+    os << "  " << pad(k.symbol(), 40) << " " << pad(std::to_string(launches[size_t(i)]) +
                                                  " launches",
                                              14)
-       << k.summary() << "\n";
+       << k.summary() << (k.missing_code() ? "  [no code]" : "") << "\n";
   }
   os << "GEMMs (" << b.gemms_size() << ")\n";
   for (int i = 0; i < b.gemms_size(); ++i) {
@@ -159,7 +159,7 @@ void describeKernels(const Bundle &b, std::ostream &os) {
     char shape[96];
     std::snprintf(shape, sizeof shape, "%lldx%lldx%lld",
                   (long long)g.m(), (long long)g.n(), (long long)g.k());
-    os << "  " << pad(g.name(), 36) << pad(roleName(g.role()), 7)
+    os << "  " << pad(g.name(), 36) << " " << pad(roleName(g.role()), 7)
        << pad(shape, 20) << dtypeName(g.a_type()) << "x"
        << dtypeName(g.b_type()) << "->" << dtypeName(g.d_type())
        << " epilogue " << epilogueName(g.epilogue())

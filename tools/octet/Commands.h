@@ -22,6 +22,9 @@ int runTrainCommand(int argc, char **argv);
 // parameters and back out.
 int runExportHfCommand(int argc, char **argv);
 
+// tools/octet/InspectCommand.cpp: what a .octet bundle holds.
+int runInspectCommand(int argc, char **argv);
+
 } // namespace octet
 
 #endif

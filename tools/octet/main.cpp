@@ -21,6 +21,9 @@ const Command kCommands[] = {
      octet::runTrainCommand},
     {"export-hf", "load a HF checkpoint into a model and write it back out",
      octet::runExportHfCommand},
+    {"inspect", "print how a .octet bundle was built, its precision, memory "
+                "plan and kernels",
+     octet::runInspectCommand},
 #ifdef OCTET_HAVE_DATA_COMMAND
     {"data", "prepare and inspect training data", octet::runDataCommand},
 #endif
