@@ -31,8 +31,7 @@ void buildTrainingPipeline(mlir::OpPassManager &pm,
   }
 }
 
-void registerAllPasses() {
-  registerOctetPasses();
+void registerTrainingPipeline() {
   mlir::PassPipelineRegistration<>(
       "octet-train-pipeline",
       "forward graph to train step with the default training options",

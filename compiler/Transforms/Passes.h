@@ -17,10 +17,10 @@ namespace octet {
 #define GEN_PASS_REGISTRATION
 #include "compiler/Transforms/Passes.h.inc"
 
-// Registers every octet pass and the named pipelines (octet-train-pipeline)
-// with the global registry, so octet-opt accepts their flags. Defined in the
-// OctetPipelines library, which links the passes.
-void registerAllPasses();
+// Registers the named pipeline octet-train-pipeline with the global registry,
+// so octet-opt accepts it (the passes themselves are registered by
+// registerCompilerPasses). Defined in the OctetPipelines library.
+void registerTrainingPipeline();
 
 } // namespace octet
 
