@@ -396,6 +396,8 @@ FailureOr<bundle::Bundle> buildBundle(ModuleOp module,
     o->set_value(value);
   }
 
+  *b.mutable_schedule() = source.schedule;
+
   bundle::MemoryPlan *mp = b.mutable_plan();
   bundle::Arena *arena = mp->add_arenas();
   arena->set_name("main");

@@ -30,6 +30,8 @@ struct BuildSource {
   std::string modelName;
   // Options that change the output, in the compiler's order.
   std::vector<std::pair<std::string, std::string>> options;
+  // Sizes and the training schedule, from the resolved spec.
+  bundle::Schedule schedule;
 };
 
 mlir::FailureOr<bundle::Bundle> buildBundle(mlir::ModuleOp module,

@@ -196,6 +196,42 @@ StatusOr<spec::Spec> loadInput(const Options &opts) {
 }
 
 // Trainable parameter count, for the summary line.
+// What the host loop needs. Model FLOPs per token count 6 per weight
+// element of every linear (forward and both backward GEMMs) plus causal
+// attention's 6·L·H·Dh·S (half of the full QKᵀ and PV products, times
+// three passes).
+bundle::Schedule scheduleOf(ModuleOp module, const spec::Spec &spec) {
+  const spec::ModelSpec &m = spec.model();
+  const spec::TrainSpec &t = spec.train();
+  bundle::Schedule s;
+  s.set_micro_batch_size(t.micro_batch_size());
+  s.set_seq_len(t.seq_len());
+  s.set_grad_accum_steps(
+      t.has_global_batch_size() && t.micro_batch_size() > 0
+          ? std::max<int64_t>(1, t.global_batch_size() / t.micro_batch_size())
+          : 1);
+  s.set_steps(t.steps());
+  s.set_vocab_size(m.vocab_size());
+  s.set_eval_interval(t.eval_interval());
+  s.set_log_interval(t.log_interval());
+  s.set_checkpoint_interval(t.checkpoint_interval());
+  s.set_seed(static_cast<uint64_t>(t.seed()));
+  s.set_lr(t.optimizer().lr());
+  s.set_min_lr_ratio(t.optimizer().min_lr_ratio());
+  s.set_warmup_steps(t.optimizer().warmup_steps());
+  double weights = 0;
+  module.walk([&](graph::VariableOp var) {
+    if (var.getKind() == "weight")
+      weights += static_cast<double>(var.getTensorType().getNumElements());
+  });
+  int64_t headDim = m.has_head_dim() ? m.head_dim()
+                                     : m.hidden_size() / std::max<int64_t>(
+                                                             1, m.num_heads());
+  s.set_flops_per_token(6 * weights + 6.0 * m.num_layers() * m.num_heads() *
+                                          headDim * t.seq_len());
+  return s;
+}
+
 // The bundle of a compiled module: the plan, then every program bound to its
 // slots. The spec is stored as text so `octet inspect` can say how it was
 // built; nothing machine-specific (paths, times) goes in.
@@ -227,6 +263,7 @@ Status writeBundleFile(ModuleOp module, const Options &opts,
   }
   source.modelName = spec.model().architecture();
   source.options.push_back({"stages", knownStages()});
+  source.schedule = scheduleOf(module, spec);
   FailureOr<bundle::Bundle> b = emit::buildBundle(module, *memory, source);
   if (failed(b))
     return Status::error(opts.spec +

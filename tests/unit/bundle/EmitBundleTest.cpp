@@ -57,6 +57,15 @@ TEST(EmitBundle, TinyLlamaIsDeterministicAndComplete) {
   EXPECT_EQ(elements, 3279104);
   EXPECT_EQ(b.parameters(0).hf_name(), "model.embed_tokens.weight");
 
+  // Schedule from the spec's train block; FLOPs per token: 6 per linear
+  // weight (4 layers x 786432 + LM head 65536) plus 6·L·H·Dh·S of causal
+  // attention (4 layers, 4 heads of 64, sequence 128).
+  EXPECT_EQ(b.schedule().micro_batch_size(), 8);
+  EXPECT_EQ(b.schedule().seq_len(), 128);
+  EXPECT_EQ(b.schedule().vocab_size(), 256);
+  EXPECT_DOUBLE_EQ(b.schedule().flops_per_token(),
+                   6.0 * (4 * 786432 + 65536) + 6.0 * 4 * 4 * 64 * 128);
+
   std::vector<std::string> programs;
   for (const auto &p : b.ranks(0).programs()) {
     programs.push_back(p.name());
