@@ -115,6 +115,40 @@ std::optional<Match> match(kernel::GemmOp fprop) {
   return m;
 }
 
+// The one-op kernel behind `value` (through views), if any.
+kernel::FusedOp oneOpKernel(Value value) {
+  auto fused = throughViews(value).getDefiningOp<kernel::FusedOp>();
+  if (!fused || fused.getBodyBlock().getOperations().size() != 2 ||
+      fused->getNumResults() != 1)
+    return nullptr;
+  return fused;
+}
+
+// True if `recompute` recomputes what `original` computed: same inputs, the
+// same op with the same attributes but autodiff's `recomputed` mark.
+bool recomputes(kernel::FusedOp recompute, kernel::FusedOp original) {
+  // A save is the same tensor, kept for the backward.
+  auto unsaved = [](Value v) {
+    while (auto save = v.getDefiningOp<graph::SaveOp>())
+      v = save->getOperand(0);
+    return v;
+  };
+  if (!recompute || !original || recompute == original ||
+      recompute.getInputs().size() != original.getInputs().size() ||
+      !llvm::all_of_zip(recompute.getInputs(), original.getInputs(),
+                        [&](Value a, Value b) {
+                          return unsaved(a) == unsaved(b);
+                        }))
+    return false;
+  Operation &a = recompute.getBodyBlock().front();
+  Operation &b = original.getBodyBlock().front();
+  if (a.getName() != b.getName() || !a.hasAttr("recomputed"))
+    return false;
+  NamedAttrList attrs(a.getAttrDictionary());
+  attrs.erase("recomputed");
+  return attrs.getDictionary(a.getContext()) == b.getAttrDictionary();
+}
+
 void fuse(Match m) {
   Block *block = m.fprop->getBlock();
   auto ce = *m.loss.getBodyBlock().getOps<graph::CrossEntropyOp>().begin();
@@ -124,6 +158,14 @@ void fuse(Match m) {
     return f.getInputs()[cast<BlockArgument>(inner).getArgNumber()];
   };
   Value x = m.fprop.getA(), w = m.fprop.getB(), xw = m.wgrad.getB();
+  // The wgrad reads the head's input as the backward recomputed it; the
+  // kernel has the forward's at hand.
+  kernel::FusedOp recompute = oneOpKernel(xw);
+  if (xw.getType() == x.getType() &&
+      recomputes(recompute, oneOpKernel(x)))
+    xw = x;
+  else
+    recompute = nullptr;
   Value labels = outer(m.loss, ce.getLabels());
   Value mask = outer(m.loss, ce.getLossMask());
   Value dloss = outer(m.lossGrad, ceGrad.getGrad());
@@ -215,6 +257,8 @@ void fuse(Match m) {
                         m.lossGrad.getOperation(), m.loss.getOperation(),
                         m.fprop.getOperation()})
     eraseDead(op);
+  if (recompute)
+    eraseDead(recompute);
 }
 
 struct FuseLmHead : public octet::impl::OctetFuseLmHeadBase<FuseLmHead> {

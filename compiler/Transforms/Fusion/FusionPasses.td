@@ -47,7 +47,10 @@ def OctetLowerToKernel : Pass<"octet-lower-to-kernel", "mlir::ModuleOp"> {
     kernel.fused. Variable reads and writes, reshapes, slices and saves
     stay: they are views and arena slots, not kernels. Every kernel op gets
     `layer` (transformer layer, -1 outside the layers) and `section`
-    (forward, backward, optimizer, eval) for the fusion report.
+    (forward, backward, optimizer, eval) for the fusion report. The layer
+    is that of the variables the op reads (a norm: its weight's), else of
+    the name it carries (`param`, `tensor`), else of the op before it; the
+    embedding and the loss are outside the layers.
 
     With data-parallel > 1 the optimizer step reads the gradient sums
     through one bucketed kernel.collective all_reduce over the data group.
@@ -244,9 +247,11 @@ def OctetFuseElementwise : Pass<"octet-fuse-elementwise", "mlir::ModuleOp"> {
   let description = [{
     A kernel of elementwise ops joins the fused kernel that produces one of
     its inputs, else the one fused kernel that consumes its result, where
-    the merge keeps every value defined before its uses. The small scale
-    bookkeeping kernels of delayed scaling (scale_update, compute_scale) of
-    a function become one multi-tensor kernel.
+    the merge keeps every value defined before its uses. The K-major copy
+    (kernel.copy {transpose}) of an FP8 tensor becomes an fp8.transpose in
+    the kernel that quantizes it. The small scale bookkeeping kernels of
+    delayed scaling (scale_update, compute_scale) of a function become one
+    multi-tensor kernel.
 
     Before:
     ```mlir
