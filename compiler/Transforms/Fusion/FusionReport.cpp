@@ -10,6 +10,7 @@
 #include "llvm/Support/Format.h"
 
 #include <map>
+#include <set>
 
 using namespace mlir;
 
@@ -216,11 +217,18 @@ void printFusionReport(const std::vector<KernelInfo> &before,
   os << llvm::format("  %-9s %5s %9s %9s %9s %9s %9s %23s %12s\n", "section",
                      "layer", "kernels", "gemm", "attention", "fused", "copy",
                      "mem-bound MB", "GFLOP");
+  // Every (section, layer) either side has: before fusion the optimizer's
+  // per-parameter kernels carry layers its one kernel after fusion does not.
+  std::set<Key> keys;
+  for (auto &entry : b)
+    keys.insert(entry.first);
+  for (auto &entry : a)
+    keys.insert(entry.first);
   for (const char *section : kSections)
-    for (auto &[key, t] : a) {
+    for (const Key &key : keys) {
       if (key.first != section)
         continue;
-      const Totals &u = b[key];
+      const Totals &u = b[key], &t = a[key];
       os << llvm::format(
           "  %-9s %5lld %4lld->%-4lld %4lld->%-4lld %4lld->%-4lld "
           "%4lld->%-4lld %4lld->%-4lld %10.1f->%-10.1f %12.2f\n",

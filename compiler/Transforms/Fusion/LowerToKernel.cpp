@@ -96,13 +96,15 @@ struct LowerToKernel
       // An op that reads variables belongs to their layer (a norm to its
       // weight's), not to the op before it: the norm that opens layer N+1
       // comes right after the last op of layer N.
+      // One that reads variables of several layers (the global gradient
+      // norm) belongs to none.
       int64_t own = layer;
       bool readsVariable = false;
       for (Value operand : op.getOperands())
         if (auto load = operand.getDefiningOp<graph::LoadOp>();
             load && !referencedName(&op)) {
           int64_t l = fusion::layerOfName(load.getVariable()).value_or(-1);
-          own = readsVariable ? std::max(own, l) : l;
+          own = readsVariable && own != l ? -1 : l;
           readsVariable = true;
         }
       StringRef section = name == "train_microbatch"
