@@ -30,9 +30,12 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/EquivalenceClasses.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringSet.h"
 
 #include <cmath>
+#include <limits>
+#include <numeric>
 
 namespace octet::codegen {
 #define GEN_PASS_DEF_FUSEDTOGPU
@@ -86,7 +89,48 @@ struct Plan {
   int64_t columnBlocksPerSM = 3;
   DenseMap<Value, int64_t> workspaceOffset; // per ColumnSum value
   DenseMap<Value, int64_t> workspaceRows;
+  // Transposed FP8 copies of tensors the kernel reads or writes whole: a
+  // block of the row kernel holds a row and a transpose needs columns, so
+  // they run as a kernel of their own after the others.
+  SmallVector<fp8::TransposeOp> transposes;
+  // Gradient accumulation into a column sum (acc + dweight): the kernel that
+  // adds up the partial rows adds the accumulator too. Result → (column
+  // sum, accumulator).
+  llvm::MapVector<Value, std::pair<Value, BlockArgument>> accumulated;
+  // The column sum that a kernel result holds, accumulated or not.
+  Value columnSumOf(Value result) const {
+    if (workspaceOffset.count(result))
+      return result;
+    auto it = accumulated.find(result);
+    return it == accumulated.end() ? Value() : it->second.first;
+  }
 };
+
+bool isColumnSum(Value v) {
+  Operation *def = v.getDefiningOp();
+  if (auto g = dyn_cast_or_null<graph::RMSNormGradOp>(def))
+    return v == g.getWeightGrad();
+  if (auto g = dyn_cast_or_null<graph::LayerNormGradOp>(def))
+    return v == g.getWeightGrad() || v == g.getBiasGrad();
+  return isa_and_nonnull<graph::BiasGradOp>(def);
+}
+
+constexpr int64_t kTransposeThreads = 256;
+
+// A transpose can trail the row kernel when its operands are in memory by
+// then (kernel inputs or results) and only the kernel's results read it.
+bool isTrailingTranspose(Operation *op, kernel::YieldOp yield) {
+  auto t = dyn_cast<fp8::TransposeOp>(op);
+  if (!t || t.getInput().getType().getRank() != 2)
+    return false;
+  auto inMemory = [&](Value v) {
+    return isa<BlockArgument>(v) || llvm::is_contained(yield.getValues(), v);
+  };
+  if (!inMemory(t.getInput()) || !inMemory(t.getScale()))
+    return false;
+  return llvm::all_of(t->getUsers(),
+                      [&](Operation *user) { return user == yield; });
+}
 
 // Operand and result roles that the op's semantics fix; everything else is
 // a row tensor (or a scalar when 0-d).
@@ -122,7 +166,33 @@ void assignRoles(Operation *op, Segment &seg) {
 
 bool needsRows(Operation *op) {
   return isa<graph::RMSNormOp, graph::LayerNormOp, graph::RMSNormGradOp,
-             graph::LayerNormGradOp, graph::BiasGradOp, graph::RopeOp>(op);
+             graph::LayerNormGradOp, graph::BiasGradOp, graph::RopeOp,
+             graph::SliceOp, graph::ConcatOp>(op);
+}
+
+// Slices and concatenations along the row pick or join whole chunks, so a
+// chunk (8 elements per thread) must divide every offset where a piece
+// starts. Returns those offsets, or fails when the op cuts elsewhere.
+LogicalResult pieceOffsets(Operation *op, SmallVectorImpl<int64_t> &offsets) {
+  auto lastDim = [](Value v) {
+    return cast<RankedTensorType>(v.getType()).getRank() - 1;
+  };
+  if (auto s = dyn_cast<graph::SliceOp>(op)) {
+    if (s.getDim() != lastDim(s.getInput()))
+      return s.emitOpError("slices dimension ")
+             << s.getDim() << "; GPU codegen slices the last one only";
+    offsets.push_back(s.getOffset());
+  } else if (auto c = dyn_cast<graph::ConcatOp>(op)) {
+    if (c.getDim() != lastDim(c.getResult()))
+      return c.emitOpError("joins along dimension ")
+             << c.getDim() << "; GPU codegen joins along the last one only";
+    int64_t at = 0;
+    for (Value in : c.getInputs().drop_back()) {
+      at += cast<RankedTensorType>(in.getType()).getShape().back();
+      offsets.push_back(at);
+    }
+  }
+  return success();
 }
 
 bool isSupported(Operation *op) {
@@ -131,17 +201,35 @@ bool isSupported(Operation *op) {
              graph::SiluGradOp, graph::GeluGradOp, graph::SwigluGradOp,
              graph::RMSNormOp, graph::LayerNormOp, graph::RMSNormGradOp,
              graph::LayerNormGradOp, graph::BiasGradOp, graph::RopeOp,
-             graph::AdamWUpdateOp, fp8::QuantizeOp, fp8::DequantizeOp,
-             fp8::AmaxOp>(op);
+             graph::AdamWUpdateOp, graph::SliceOp, graph::ConcatOp,
+             graph::FillOp,
+             fp8::QuantizeOp, fp8::DequantizeOp, fp8::AmaxOp>(op);
 }
 
 // Splits the body into segments and fixes every size. Errors name the op.
 FailureOr<Plan> planKernel(kernel::FusedOp fused, int64_t numSMs,
                            int64_t columnBlocksPerSM) {
   Block &body = fused.getBodyBlock();
+  auto yield = cast<kernel::YieldOp>(body.getTerminator());
+  Plan plan;
   llvm::EquivalenceClasses<Operation *> classes;
   DenseMap<Value, Operation *> firstUser;
   for (Operation &op : body.without_terminator()) {
+    if (isTrailingTranspose(&op, yield)) {
+      plan.transposes.push_back(cast<fp8::TransposeOp>(op));
+      continue;
+    }
+    if (auto add = dyn_cast<graph::AddOp>(op)) {
+      Value sum = isColumnSum(add.getLhs()) ? add.getLhs() : add.getRhs();
+      Value other = sum == add.getLhs() ? add.getRhs() : add.getLhs();
+      auto acc = dyn_cast<BlockArgument>(other);
+      if (isColumnSum(sum) && acc && sum.hasOneUse() &&
+          llvm::all_of(add->getUsers(),
+                       [&](Operation *u) { return u == yield; })) {
+        plan.accumulated[add.getResult()] = {sum, acc};
+        continue;
+      }
+    }
     if (!isSupported(&op))
       return op.emitOpError("has no GPU lowering in octet-fused-to-gpu"),
              failure();
@@ -158,10 +246,11 @@ FailureOr<Plan> planKernel(kernel::FusedOp fused, int64_t numSMs,
     for (Value v : op.getResults())
       link(v);
   }
-  Plan plan;
   plan.columnBlocksPerSM = columnBlocksPerSM;
   DenseMap<Operation *, size_t> segmentOf;
   for (Operation &op : body.without_terminator()) {
+    if (!classes.contains(&op))
+      continue;
     Operation *leader = classes.getLeaderValue(&op);
     auto [it, inserted] = segmentOf.try_emplace(leader, plan.segments.size());
     if (inserted)
@@ -253,6 +342,27 @@ FailureOr<Plan> planKernel(kernel::FusedOp fused, int64_t numSMs,
   }
   if (threads == 0)
     threads = 256;
+  int64_t pieceGcd = 0;
+  for (Segment &seg : plan.segments)
+    for (Operation *op : seg.ops) {
+      SmallVector<int64_t> offsets;
+      if (failed(pieceOffsets(op, offsets)))
+        return failure();
+      for (int64_t o : offsets)
+        pieceGcd = std::gcd(pieceGcd, o);
+    }
+  if (pieceGcd) {
+    // The widest block whose span (threads · 8 elements) divides every
+    // piece offset; fewer threads only means more chunks per thread.
+    while (threads > kWarp && pieceGcd % (threads * kVec))
+      threads -= kWarp;
+    if (pieceGcd % (threads * kVec))
+      return fused.emitOpError("slices or joins rows at offsets with a "
+                               "common divisor of ")
+                 << pieceGcd << "; GPU codegen needs a multiple of "
+                 << kWarp * kVec,
+             failure();
+  }
   plan.threads = threads;
   int64_t span = threads * kVec;
 
@@ -332,6 +442,9 @@ public:
 
   gpu::GPUFuncOp buildMain(gpu::GPUModuleOp module, StringRef name);
   gpu::GPUFuncOp buildColumnSum(gpu::GPUModuleOp module, StringRef name);
+  // Every trailing transpose of the plan; returns the grid it needs.
+  gpu::GPUFuncOp buildTransposes(gpu::GPUModuleOp module, StringRef name,
+                                 int64_t &grid);
 
 private:
   // Kernel arguments: inputs, results, then the workspace.
@@ -386,6 +499,8 @@ private:
                     Value blockId,
                     function_ref<void(int64_t, Value)> emitCase);
   Value ropeTable(graph::RopeOp rope);
+  // Region values in memory (inputs, results) → `func`'s arguments.
+  void bindArguments(gpu::GPUFuncOp func);
 
   kernel::FusedOp fused;
   const Plan &plan;
@@ -653,13 +768,7 @@ gpu::GPUFuncOp KernelBuilder::buildMain(gpu::GPUModuleOp mod,
   b.setInsertionPoint(ret);
 
   Block &body = fused.getBodyBlock();
-  unsigned numInputs = body.getNumArguments();
-  for (auto [i, arg] : llvm::enumerate(body.getArguments()))
-    memOf[arg] = func.getArgument(i);
-  auto yield = cast<kernel::YieldOp>(body.getTerminator());
-  for (auto [i, v] : llvm::enumerate(yield.getValues()))
-    if (!memOf.count(v))
-      memOf[v] = func.getArgument(numInputs + i);
+  bindArguments(func);
   shared = func.getWorkgroupAttributions().front();
   // The entry block's arguments end with the workgroup buffer: index the
   // workspace by the signature.
@@ -686,6 +795,84 @@ gpu::GPUFuncOp KernelBuilder::buildMain(gpu::GPUModuleOp mod,
                [&](int64_t s, Value local) {
                  emitSegment(plan.segments[s], local);
                });
+  return func;
+}
+
+void KernelBuilder::bindArguments(gpu::GPUFuncOp func) {
+  memOf.clear();
+  Block &body = fused.getBodyBlock();
+  unsigned numInputs = body.getNumArguments();
+  for (auto [i, arg] : llvm::enumerate(body.getArguments()))
+    memOf[arg] = func.getArgument(i);
+  auto yield = cast<kernel::YieldOp>(body.getTerminator());
+  for (auto [i, v] : llvm::enumerate(yield.getValues()))
+    if (!memOf.count(v))
+      memOf[v] = func.getArgument(numInputs + i);
+}
+
+gpu::GPUFuncOp KernelBuilder::buildTransposes(gpu::GPUModuleOp mod,
+                                              StringRef name, int64_t &grid) {
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToEnd(mod.getBody());
+  auto func = gpu::GPUFuncOp::create(b, loc, name,
+                                     b.getFunctionType(argumentTypes(), {}));
+  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  func.setKnownBlockSizeAttr(
+      b.getDenseI32ArrayAttr({(int32_t)kTransposeThreads, 1, 1}));
+  Block &entry = func.getBody().front();
+  b.setInsertionPointToStart(&entry);
+  auto ret = gpu::ReturnOp::create(b, loc);
+  b.setInsertionPoint(ret);
+  bindArguments(func);
+
+  // Copies [R, C] → [C, R]; a tensorwise scale passes through as a 1×1 one,
+  // block scales transpose with the data.
+  struct Copy {
+    Value from, to;
+    int64_t rows, cols;
+  };
+  SmallVector<Copy> copies;
+  for (fp8::TransposeOp t : plan.transposes) {
+    for (auto [from, to] : {std::pair(t.getInput(), t.getResult()),
+                            std::pair(t.getScale(), t.getResultScale())}) {
+      // A result nobody reads is not a kernel result: nothing to write.
+      if (!memOf.count(to))
+        continue;
+      auto type = cast<RankedTensorType>(from.getType());
+      int64_t rows = type.getRank() == 2 ? type.getDimSize(0) : 1;
+      int64_t cols = type.getNumElements() / rows;
+      copies.push_back({from, to, rows, cols});
+    }
+  }
+  SmallVector<int64_t> starts;
+  grid = 0;
+  for (const Copy &c : copies) {
+    starts.push_back(grid);
+    grid += ceilDiv(c.rows * c.cols, kTransposeThreads);
+  }
+  Value t = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  Value blockId = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  // A thread per output element: consecutive threads write consecutive
+  // bytes and read down a column. FP8 bytes are copied as they are, no
+  // conversion.
+  emitDispatch(starts, 0, starts.size(), blockId, [&](int64_t i, Value local) {
+    const Copy &c = copies[i];
+    Value out = arith::AddIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, local, idx(kTransposeThreads)),
+        t);
+    Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, out,
+                                         idx(c.rows * c.cols));
+    OpBuilder::InsertionGuard g2(b);
+    auto ifOp = scf::IfOp::create(b, loc, inside, false);
+    b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+    Value col = arith::DivUIOp::create(b, loc, out, idx(c.rows));
+    Value row = arith::RemUIOp::create(b, loc, out, idx(c.rows));
+    Value in = arith::AddIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, row, idx(c.cols)), col);
+    Value x = memref::LoadOp::create(b, loc, memOf.lookup(c.from),
+                                     ValueRange{in});
+    memref::StoreOp::create(b, loc, x, memOf.lookup(c.to), ValueRange{out});
+  });
   return func;
 }
 
@@ -993,6 +1180,29 @@ LogicalResult KernelBuilder::emitOp(const Segment &seg, Operation *op,
       for (Value &c : out.chunks)
         c = roundTo(c, elem);
     vals[o.getResult()] = out;
+  } else if (auto o = dyn_cast<graph::FillOp>(op)) {
+    Type elem = elemOf(o.getResult());
+    Value x = roundTo(splat(o.getValue().convertToDouble()), elem);
+    Val out;
+    out.chunks.assign(ceilDiv(seg.length.lookup(o.getResult()), span), x);
+    vals[o.getResult()] = out;
+  } else if (auto o = dyn_cast<graph::SliceOp>(op)) {
+    // The offset is a whole number of chunks (planKernel), so thread t
+    // already holds the elements it owns in the slice.
+    const SmallVector<Value> &in = chunksOf(o.getInput());
+    int64_t first = o.getOffset() / span;
+    Val out;
+    for (int64_t c = 0, e = ceilDiv(seg.length.lookup(o.getResult()), span);
+         c < e; ++c)
+      // Lanes past the slice's end hold the next piece: zero them, as a
+      // load past a row's end does.
+      out.chunks.push_back(masked(o.getResult(), c, in[first + c]));
+    vals[o.getResult()] = out;
+  } else if (auto o = dyn_cast<graph::ConcatOp>(op)) {
+    Val out;
+    for (Value in : o.getInputs())
+      llvm::append_range(out.chunks, chunksOf(in));
+    vals[o.getResult()] = out;
   } else if (isa<graph::ReshapeOp, graph::SaveOp>(op)) {
     Value in = op->getOperand(0), out = op->getResult(0);
     if (seg.length.lookup(in) != seg.length.lookup(out))
@@ -1213,7 +1423,7 @@ gpu::GPUFuncOp KernelBuilder::buildColumnSum(gpu::GPUModuleOp mod,
   // depend on scheduling.
   SmallVector<std::pair<Value, unsigned>> outputs;
   for (auto [i, v] : llvm::enumerate(yield.getValues()))
-    if (plan.workspaceOffset.count(v))
+    if (plan.columnSumOf(v))
       outputs.push_back({v, body.getNumArguments() + i});
   SmallVector<int64_t> starts;
   int64_t next = 0;
@@ -1223,8 +1433,9 @@ gpu::GPUFuncOp KernelBuilder::buildColumnSum(gpu::GPUModuleOp mod,
   }
   emitDispatch(starts, 0, starts.size(), blockId, [&](int64_t o, Value local) {
     auto [v, argNo] = outputs[o];
+    Value sum = plan.columnSumOf(v);
     int64_t len = numElements(v.getType());
-    int64_t partials = plan.workspaceRows.lookup(v);
+    int64_t partials = plan.workspaceRows.lookup(sum);
     Value col = arith::AddIOp::create(
         b, loc, arith::MulIOp::create(b, loc, local, idx(threads)), t);
     Value inside =
@@ -1233,7 +1444,7 @@ gpu::GPUFuncOp KernelBuilder::buildColumnSum(gpu::GPUModuleOp mod,
     auto ifOp = scf::IfOp::create(b, loc, inside, false);
     b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
     Value first = arith::AddIOp::create(
-        b, loc, idx(plan.workspaceOffset.lookup(v)), col);
+        b, loc, idx(plan.workspaceOffset.lookup(sum)), col);
     auto loop = scf::ForOp::create(
         b, loc, idx(0), idx(partials), idx(1), ValueRange{f32c(0.0)},
         [&](OpBuilder &, Location, Value g, ValueRange acc) {
@@ -1243,12 +1454,645 @@ gpu::GPUFuncOp KernelBuilder::buildColumnSum(gpu::GPUModuleOp mod,
           scf::YieldOp::create(b, loc, ValueRange{add(acc[0], x)});
         });
     Type elem = cast<RankedTensorType>(v.getType()).getElementType();
-    Value out = fromF32(loop.getResult(0), elem);
+    Value total = loop.getResult(0);
+    if (sum != v) {
+      // The column sum is rounded to its type before the add, as the
+      // interpreter does op by op.
+      Type sumElem = cast<RankedTensorType>(sum.getType()).getElementType();
+      BlockArgument acc = plan.accumulated.lookup(v).second;
+      Value prior = loadScalar(func.getArgument(acc.getArgNumber()),
+                               cast<RankedTensorType>(acc.getType()).getElementType(), col);
+      total = add(prior, roundTo(total, sumElem));
+    }
+    Value out = fromF32(total, elem);
     memref::StoreOp::create(b, loc, out, func.getArgument(argNo),
                             ValueRange{col});
   });
   (void)next;
   return func;
+}
+
+// Kernels for ops that do not fit the register-resident row model: a
+// vocabulary row is too long to hold in registers (cross-entropy), a gather
+// or scatter indexes rows by token id (embedding), a reduction spans whole
+// tensors (global norm), or the work is a handful of scalars (step counter,
+// learning rate, clip coefficient, FP8 scale state). Each op is a launch of
+// its own, reading its operands from the kernel's buffers.
+bool isWholeOp(Operation *op) {
+  return isa<graph::EmbeddingOp, graph::EmbeddingGradOp,
+             graph::CrossEntropyOp, graph::CrossEntropyGradOp,
+             graph::GlobalNormOp, graph::ClipScaleOp, graph::IncrementOp,
+             graph::LrScheduleOp, fp8::ScaleUpdateOp>(op) ||
+         (isa<graph::FillOp>(op) && isScalarTensor(op->getResult(0)));
+}
+
+bool hasWholeOps(kernel::FusedOp fused) {
+  for (Operation &op : fused.getBodyBlock().without_terminator())
+    if (isWholeOp(&op))
+      return true;
+  return false;
+}
+
+constexpr int64_t kWholeThreads = 256;
+
+class WholeOpBuilder {
+public:
+  WholeOpBuilder(kernel::FusedOp fused, OpBuilder &b)
+      : fused(fused), b(b), loc(fused.getLoc()) {
+    f32 = b.getF32Type();
+  }
+
+  // Builds every launch into `mod`; `record` gets each kernel with its
+  // grid and block. Fails, naming the op, on anything it cannot lower.
+  LogicalResult build(gpu::GPUModuleOp mod, StringRef sym,
+                      function_ref<void(gpu::GPUFuncOp, int64_t, int64_t)>
+                          record);
+  int64_t workspaceFloats() const { return wsFloats; }
+
+private:
+  struct Func {
+    gpu::GPUFuncOp func;
+    Value tid, block, shared;
+  };
+  Func begin(gpu::GPUModuleOp mod, std::string name, int64_t threads);
+  Value mem(Value v) { return memOf.lookup(v); }
+  bool inMemory(Value v) { return memOf.count(v); }
+  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value f32c(double v) {
+    return arith::ConstantOp::create(b, loc, f32, b.getF32FloatAttr(v));
+  }
+  Value toF32(Value v) {
+    Type t = v.getType();
+    if (t.isF32())
+      return v;
+    if (isa<FloatType>(t))
+      return arith::ExtFOp::create(b, loc, f32, v);
+    return arith::SIToFPOp::create(b, loc, f32, v);
+  }
+  Value fromF32(Value v, Type elem) {
+    return elem.isF32() ? v : Value(arith::TruncFOp::create(b, loc, elem, v));
+  }
+  Value load(Value v, Value i) {
+    return memref::LoadOp::create(b, loc, mem(v), ValueRange{i});
+  }
+  Value loadF(Value v, Value i) { return toF32(load(v, i)); }
+  void storeF(Value v, Value i, Value x) {
+    memref::StoreOp::create(b, loc, fromF32(x, elemOf(v)), mem(v),
+                            ValueRange{i});
+  }
+  static Type elemOf(Value v) {
+    return cast<RankedTensorType>(v.getType()).getElementType();
+  }
+  Value ws(Value i) {
+    return memref::LoadOp::create(b, loc, workspace, ValueRange{i});
+  }
+  Value add(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
+  Value mul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
+  Value addi(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
+  Value muli(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
+  Value ult(Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, x, y);
+  }
+  // Runs `body` in an scf.if on `cond`, restoring the insertion point.
+  void when(Value cond, function_ref<void()> body) {
+    OpBuilder::InsertionGuard guard(b);
+    auto ifOp = scf::IfOp::create(b, loc, cond, false);
+    b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+    body();
+  }
+  // for (i = tid; i < n; i += threads) acc = f(acc, i), then over the block.
+  Value stride(const Func &f, int64_t n, Value init, bool isMax,
+               function_ref<Value(Value)> element);
+  Value blockReduce(const Func &f, Value x, bool isMax);
+  Value thread0(const Func &f) {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, f.tid,
+                                 idx(0));
+  }
+  Value index(Value i) {
+    return arith::IndexCastOp::create(b, loc, b.getIndexType(), i);
+  }
+  // Rows of a [..., V] tensor: (count, width).
+  static std::pair<int64_t, int64_t> rowsOf(Value v) {
+    auto t = cast<RankedTensorType>(v.getType());
+    return {t.getNumElements() / t.getShape().back(), t.getShape().back()};
+  }
+
+  LogicalResult scalarOps(gpu::GPUModuleOp mod, StringRef sym,
+                          ArrayRef<Operation *> ops,
+                          function_ref<void(gpu::GPUFuncOp, int64_t, int64_t)>
+                              record);
+
+  kernel::FusedOp fused;
+  OpBuilder &b;
+  Location loc;
+  Type f32;
+  SmallVector<Type> argTypes;
+  DenseMap<Value, Value> memOf;
+  Value workspace;
+  int64_t wsFloats = 0;
+};
+
+WholeOpBuilder::Func WholeOpBuilder::begin(gpu::GPUModuleOp mod,
+                                           std::string name, int64_t threads) {
+  // The caller holds an insertion guard: this leaves the builder inside the
+  // new kernel, before its return.
+  b.setInsertionPointToEnd(mod.getBody());
+  auto sharedType = MemRefType::get({kWarp}, f32, MemRefLayoutAttrInterface(),
+                                    b.getI64IntegerAttr(kSharedSpace));
+  auto func = gpu::GPUFuncOp::create(b, loc, name,
+                                     b.getFunctionType(argTypes, {}),
+                                     TypeRange{sharedType}, TypeRange{});
+  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({(int32_t)threads, 1, 1}));
+  Block &entry = func.getBody().front();
+  b.setInsertionPointToStart(&entry);
+  auto ret = gpu::ReturnOp::create(b, loc);
+  b.setInsertionPoint(ret);
+  memOf.clear();
+  Block &body = fused.getBodyBlock();
+  for (auto [i, arg] : llvm::enumerate(body.getArguments()))
+    memOf[arg] = func.getArgument(i);
+  auto yield = cast<kernel::YieldOp>(body.getTerminator());
+  for (auto [i, v] : llvm::enumerate(yield.getValues()))
+    if (!memOf.count(v))
+      memOf[v] = func.getArgument(body.getNumArguments() + i);
+  workspace = wsFloats ? func.getArgument(argTypes.size() - 1) : Value();
+  return Func{func, gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x),
+              gpu::BlockIdOp::create(b, loc, gpu::Dimension::x),
+              func.getWorkgroupAttributions().front()};
+}
+
+Value WholeOpBuilder::blockReduce(const Func &f, Value x, bool isMax) {
+  auto combine = [&](Value p, Value q) -> Value {
+    return isMax ? Value(arith::MaximumFOp::create(b, loc, p, q)) : add(p, q);
+  };
+  Value width = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(kWarp));
+  for (int64_t off = kWarp / 2; off >= 1; off /= 2) {
+    Value o = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(off));
+    x = combine(x, gpu::ShuffleOp::create(b, loc, x, o, width,
+                                          gpu::ShuffleMode::XOR)
+                       .getShuffleResult());
+  }
+  Value lane = arith::RemUIOp::create(b, loc, f.tid, idx(kWarp));
+  Value warp = arith::DivUIOp::create(b, loc, f.tid, idx(kWarp));
+  // The barrier first: the slots may still be read from the last reduction.
+  gpu::BarrierOp::create(b, loc);
+  when(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, idx(0)),
+       [&] { memref::StoreOp::create(b, loc, x, f.shared, ValueRange{warp}); });
+  gpu::BarrierOp::create(b, loc);
+  Value acc = memref::LoadOp::create(b, loc, f.shared, ValueRange{idx(0)});
+  for (int64_t w = 1; w < kWholeThreads / kWarp; ++w)
+    acc = combine(acc,
+                  memref::LoadOp::create(b, loc, f.shared, ValueRange{idx(w)}));
+  return acc;
+}
+
+Value WholeOpBuilder::stride(const Func &f, int64_t n, Value init, bool isMax,
+                             function_ref<Value(Value)> element) {
+  auto loop = scf::ForOp::create(
+      b, loc, f.tid, idx(n), idx(kWholeThreads), ValueRange{init},
+      [&](OpBuilder &, Location, Value i, ValueRange acc) {
+        Value x = element(i);
+        Value r = isMax ? Value(arith::MaximumFOp::create(b, loc, acc[0], x))
+                        : add(acc[0], x);
+        scf::YieldOp::create(b, loc, ValueRange{r});
+      });
+  return blockReduce(f, loop.getResult(0), isMax);
+}
+
+LogicalResult WholeOpBuilder::scalarOps(
+    gpu::GPUModuleOp mod, StringRef sym, ArrayRef<Operation *> ops,
+    function_ref<void(gpu::GPUFuncOp, int64_t, int64_t)> record) {
+  OpBuilder::InsertionGuard guard(b);
+  // One thread: a few scalars (and amax histories of a few entries each).
+  Func f = begin(mod, (sym + "_scalars").str(), kWarp);
+  DenseMap<Value, Value> scalars; // values computed in this kernel
+  auto read = [&](Value v) -> Value {
+    if (Value s = scalars.lookup(v))
+      return s;
+    return load(v, idx(0));
+  };
+  auto write = [&](Value v, Value x) {
+    scalars[v] = x;
+    if (inMemory(v))
+      memref::StoreOp::create(b, loc, x, mem(v), ValueRange{idx(0)});
+  };
+  OpBuilder::InsertionGuard inner(b);
+  auto ifOp = scf::IfOp::create(b, loc, thread0(f), false);
+  b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+  for (Operation *op : ops) {
+    if (auto o = dyn_cast<graph::FillOp>(op)) {
+      Type elem = elemOf(o.getResult());
+      Attribute value =
+          isa<FloatType>(elem)
+              ? Attribute(b.getFloatAttr(elem, o.getValue().convertToDouble()))
+              : Attribute(b.getIntegerAttr(
+                    elem, (int64_t)o.getValue().convertToDouble()));
+      write(o.getResult(),
+            arith::ConstantOp::create(b, loc, cast<TypedAttr>(value)));
+    } else if (auto o = dyn_cast<graph::IncrementOp>(op)) {
+      Value one = arith::ConstantOp::create(
+          b, loc, b.getIntegerAttr(elemOf(o.getResult()), 1));
+      write(o.getResult(), addi(read(o.getInput()), one));
+    } else if (auto o = dyn_cast<graph::LrScheduleOp>(op)) {
+      double lr = o.getLr().convertToDouble();
+      double warmup = (double)o.getWarmupStepsAttr().getInt();
+      double total = (double)o.getTotalStepsAttr().getInt();
+      double ratio = o.getMinLrRatio().convertToDouble();
+      Value step = toF32(read(o.getStep()));
+      Value warm = mul(step, f32c(warmup > 0 ? lr / warmup : 0));
+      Value p = mul(arith::SubFOp::create(b, loc, step, f32c(warmup)),
+                    f32c(1.0 / std::max(1.0, total - warmup)));
+      p = arith::MinimumFOp::create(
+          b, loc, arith::MaximumFOp::create(b, loc, p, f32c(0)), f32c(1));
+      Value cosine =
+          math::CosOp::create(b, loc, mul(p, f32c(M_PI)));
+      Value decay = mul(f32c(lr), add(f32c(ratio),
+                                      mul(f32c((1 - ratio) * 0.5),
+                                          add(f32c(1), cosine))));
+      Value inWarmup = arith::CmpFOp::create(
+          b, loc, arith::CmpFPredicate::OLE, step, f32c(warmup));
+      if (warmup <= 0)
+        inWarmup = arith::ConstantOp::create(b, loc, b.getBoolAttr(false));
+      write(o.getResult(),
+            arith::SelectOp::create(b, loc, inWarmup, warm, decay));
+    } else if (auto o = dyn_cast<graph::ClipScaleOp>(op)) {
+      double maxNorm = o.getMaxNorm().convertToDouble();
+      double scale = o.getScale().convertToDouble();
+      Value coef = f32c(1);
+      if (maxNorm > 0)
+        coef = arith::MinimumFOp::create(
+            b, loc, f32c(1),
+            arith::DivFOp::create(
+                b, loc, f32c(maxNorm),
+                add(toF32(read(o.getNorm())), f32c(1e-6))));
+      write(o.getResult(), mul(f32c(scale), coef));
+    } else if (auto o = dyn_cast<fp8::ScaleUpdateOp>(op)) {
+      if (!inMemory(o.getAmaxHistory()) || !inMemory(o.getNewHistory()))
+        return o.emitOpError("needs its amax histories in kernel buffers"),
+               failure();
+      fp8::RecipeAttr recipe = o.getRecipe();
+      int64_t len = numElements(o.getAmaxHistory().getType());
+      Value amax = read(o.getAmax());
+      // Newest first: [amax, history[0 .. H-2]], and its maximum.
+      memref::StoreOp::create(b, loc, amax, mem(o.getNewHistory()),
+                              ValueRange{idx(0)});
+      auto roll = scf::ForOp::create(
+          b, loc, idx(1), idx(len), idx(1), ValueRange{amax},
+          [&](OpBuilder &, Location, Value i, ValueRange acc) {
+            Value h = load(o.getAmaxHistory(),
+                           arith::SubIOp::create(b, loc, i, idx(1)));
+            memref::StoreOp::create(b, loc, h, mem(o.getNewHistory()),
+                                    ValueRange{i});
+            scf::YieldOp::create(
+                b, loc,
+                ValueRange{arith::MaximumFOp::create(b, loc, acc[0], h)});
+          });
+      Value eff = recipe.getAmaxAlgorithm() == fp8::AmaxAlgorithm::max
+                      ? roll.getResult(0)
+                      : amax;
+      double fp8Max = isa<Float8E4M3FNType>(o.getDtype()) ? 448.0 : 57344.0;
+      Value denom = mul(arith::MaximumFOp::create(
+                            b, loc, eff, f32c(o.getEps().convertToDouble())),
+                        f32c(std::ldexp(1.0, recipe.getMargin())));
+      Value next = arith::DivFOp::create(b, loc, f32c(fp8Max), denom);
+      if (recipe.getPowerOfTwoScales()) {
+        // Down to a power of two: keep sign and exponent, clear the mantissa.
+        Value bits = arith::BitcastOp::create(b, loc, b.getI32Type(), next);
+        Value mask = arith::ConstantOp::create(
+            b, loc, b.getI32IntegerAttr((int32_t)0xFF800000u));
+        next = arith::BitcastOp::create(
+            b, loc, f32, arith::AndIOp::create(b, loc, bits, mask));
+      }
+      Value finite = arith::CmpFOp::create(
+          b, loc, arith::CmpFPredicate::OLT, math::AbsFOp::create(b, loc, eff),
+          f32c(std::numeric_limits<float>::infinity()));
+      write(o.getNewScale(),
+            arith::SelectOp::create(b, loc, finite, next, read(o.getScale())));
+    } else {
+      return op->emitOpError("has no GPU lowering in octet-fused-to-gpu"),
+             failure();
+    }
+  }
+  record(f.func, 1, kWarp);
+  return success();
+}
+
+LogicalResult WholeOpBuilder::build(
+    gpu::GPUModuleOp mod, StringRef sym,
+    function_ref<void(gpu::GPUFuncOp, int64_t, int64_t)> record) {
+  Block &body = fused.getBodyBlock();
+  auto yield = cast<kernel::YieldOp>(body.getTerminator());
+  for (Value v : body.getArguments())
+    argTypes.push_back(MemRefType::get(
+        {std::max<int64_t>(numElements(v.getType()), 1)}, elemOf(v),
+        MemRefLayoutAttrInterface(), b.getI64IntegerAttr(kGlobalSpace)));
+  for (Value v : yield.getValues())
+    argTypes.push_back(MemRefType::get(
+        {std::max<int64_t>(numElements(v.getType()), 1)}, elemOf(v),
+        MemRefLayoutAttrInterface(), b.getI64IntegerAttr(kGlobalSpace)));
+  // Workspace: per-row partial sums of the reductions, fixed below.
+  for (Operation &op : body.without_terminator()) {
+    if (auto o = dyn_cast<graph::CrossEntropyOp>(&op))
+      wsFloats = std::max(wsFloats, 2 * rowsOf(o.getLogits()).first);
+    else if (auto o = dyn_cast<graph::CrossEntropyGradOp>(&op))
+      wsFloats = std::max<int64_t>(wsFloats, 1);
+    else if (auto o = dyn_cast<graph::GlobalNormOp>(&op)) {
+      int64_t blocks = 0;
+      for (Value in : o->getOperands())
+        blocks += ceilDiv(numElements(in.getType()), kWholeThreads * kVec);
+      wsFloats = std::max(wsFloats, blocks);
+    }
+  }
+  if (wsFloats)
+    argTypes.push_back(MemRefType::get({wsFloats}, f32,
+                                       MemRefLayoutAttrInterface(),
+                                       b.getI64IntegerAttr(kGlobalSpace)));
+  auto yielded = [&](Value v) {
+    return llvm::is_contained(yield.getValues(), v);
+  };
+  auto inputsInMemory = [&](Operation *op) {
+    return llvm::all_of(op->getOperands(), [&](Value v) {
+      return isa<BlockArgument>(v) || yielded(v);
+    });
+  };
+
+  SmallVector<Operation *> scalarList;
+  DenseSet<Operation *> done;
+  int n = 0;
+  for (Operation &opRef : body.without_terminator()) {
+    Operation *op = &opRef;
+    if (done.contains(op))
+      continue;
+    std::string name = (sym + "_" + Twine(n++)).str();
+    bool scalarOnly =
+        llvm::all_of(op->getResults(), [](Value v) { return isScalarTensor(v); }) &&
+        !isa<graph::GlobalNormOp, graph::CrossEntropyOp>(op);
+    if (scalarOnly || isa<fp8::ScaleUpdateOp>(op)) {
+      scalarList.push_back(op);
+      continue;
+    }
+    if (!inputsInMemory(op))
+      return op->emitOpError("reads a value computed in the same kernel; "
+                             "GPU codegen needs it in a kernel input"),
+             failure();
+    OpBuilder::InsertionGuard guard(b);
+    if (auto o = dyn_cast<graph::EmbeddingOp>(op)) {
+      if (!yielded(o.getResult()))
+        return o.emitOpError("result must be a kernel result"), failure();
+      // A thread per output element: rows of the table copied in order.
+      int64_t total = numElements(o.getResult().getType());
+      int64_t width = rowsOf(o.getResult()).second;
+      Func f = begin(mod, name, kWholeThreads);
+      Value i = addi(muli(f.block, idx(kWholeThreads)), f.tid);
+      when(ult(i, idx(total)), [&] {
+        Value t = arith::DivUIOp::create(b, loc, i, idx(width));
+        Value j = arith::RemUIOp::create(b, loc, i, idx(width));
+        Value id = index(load(o.getIds(), t));
+        storeF(o.getResult(), i,
+               loadF(o.getTable(), addi(muli(id, idx(width)), j)));
+      });
+      record(f.func, ceilDiv(total, kWholeThreads), kWholeThreads);
+    } else if (auto o = dyn_cast<graph::EmbeddingGradOp>(op)) {
+      // d_table = accumulators + scatter-add(dy): the accumulating adds
+      // that fusion folds in (a tied LM head's gradient, say) give the
+      // starting value.
+      Value out = o.getResult();
+      SmallVector<Value> inits;
+      while (!yielded(out)) {
+        auto user = out.hasOneUse() ? dyn_cast<graph::AddOp>(*out.user_begin())
+                                    : graph::AddOp();
+        if (!user)
+          return o.emitOpError("result must be a kernel result or be added "
+                               "to one"),
+                 failure();
+        Value init = user.getLhs() == out ? user.getRhs() : user.getLhs();
+        if (!isa<BlockArgument>(init))
+          return o.emitOpError("is added to a value computed in the kernel"),
+                 failure();
+        inits.push_back(init);
+        out = user.getResult();
+        done.insert(user);
+      }
+      if (!elemOf(out).isF32())
+        return o.emitOpError("needs an f32 table gradient (atomic adds)"),
+               failure();
+      int64_t total = numElements(out.getType());
+      {
+        Func f = begin(mod, name + "_init", kWholeThreads);
+        Value i = addi(muli(f.block, idx(kWholeThreads)), f.tid);
+        when(ult(i, idx(total)), [&] {
+          Value x = f32c(0);
+          for (Value init : inits)
+            x = add(x, loadF(init, i));
+          storeF(out, i, x);
+        });
+        record(f.func, ceilDiv(total, kWholeThreads), kWholeThreads);
+      }
+      int64_t tokens = numElements(o.getIds().getType());
+      int64_t width = rowsOf(out).second;
+      b.setInsertionPointToEnd(mod.getBody());
+      Func f = begin(mod, name, kWholeThreads);
+      Value i = addi(muli(f.block, idx(kWholeThreads)), f.tid);
+      when(ult(i, idx(tokens * width)), [&] {
+        Value t = arith::DivUIOp::create(b, loc, i, idx(width));
+        Value j = arith::RemUIOp::create(b, loc, i, idx(width));
+        Value id = index(load(o.getIds(), t));
+        memref::AtomicRMWOp::create(b, loc, arith::AtomicRMWKind::addf,
+                                    loadF(o.getGrad(), i), mem(out),
+                                    ValueRange{addi(muli(id, idx(width)), j)});
+      });
+      record(f.func, ceilDiv(tokens * width, kWholeThreads), kWholeThreads);
+    } else if (auto o = dyn_cast<graph::GlobalNormOp>(op)) {
+      // Per-block partial sums of squares, then one block adds them in
+      // order: deterministic.
+      int64_t chunk = kWholeThreads * kVec;
+      SmallVector<int64_t> starts;
+      int64_t blocks = 0;
+      for (Value in : o->getOperands()) {
+        starts.push_back(blocks);
+        blocks += ceilDiv(numElements(in.getType()), chunk);
+      }
+      {
+        Func f = begin(mod, name + "_partial", kWholeThreads);
+        Value partial = f32c(0);
+        // Dispatch on the block's tensor: a chain of ifs on block ranges.
+        for (auto [k, in] : llvm::enumerate(o->getOperands())) {
+          int64_t len = numElements(in.getType());
+          Value lo = idx(starts[k]), hi = idx(starts[k] + ceilDiv(len, chunk));
+          Value mine = arith::AndIOp::create(
+              b, loc,
+              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge,
+                                    f.block, lo),
+              ult(f.block, hi));
+          auto ifOp = scf::IfOp::create(b, loc, TypeRange{f32}, mine, true);
+          {
+            OpBuilder::InsertionGuard g(b);
+            b.setInsertionPointToStart(ifOp.thenBlock());
+            Value base = muli(arith::SubIOp::create(b, loc, f.block, lo),
+                              idx(chunk));
+            Value s = f32c(0);
+            for (int64_t e = 0; e < kVec; ++e) {
+              Value at = addi(base, addi(f.tid, idx(e * kWholeThreads)));
+              Value ok = ult(at, idx(len));
+              Value safe = arith::SelectOp::create(b, loc, ok, at, idx(0));
+              Value x = loadF(in, safe);
+              s = add(s, arith::SelectOp::create(b, loc, ok, mul(x, x),
+                                                 f32c(0)));
+            }
+            scf::YieldOp::create(b, loc, ValueRange{s});
+            b.setInsertionPointToStart(ifOp.elseBlock());
+            scf::YieldOp::create(b, loc, ValueRange{f32c(0)});
+          }
+          partial = add(partial, ifOp.getResult(0));
+        }
+        Value sum = blockReduce(f, partial, false);
+        when(thread0(f), [&] {
+          memref::StoreOp::create(b, loc, sum, workspace, ValueRange{f.block});
+        });
+        record(f.func, blocks, kWholeThreads);
+      }
+      b.setInsertionPointToEnd(mod.getBody());
+      Func f = begin(mod, name, kWholeThreads);
+      Value total = stride(f, blocks, f32c(0), false,
+                           [&](Value i) { return ws(i); });
+      when(thread0(f), [&] {
+        storeF(o.getResult(), idx(0),
+               mul(f32c(o.getScale().convertToDouble()),
+                   math::SqrtOp::create(b, loc, total)));
+      });
+      record(f.func, 1, kWholeThreads);
+    } else if (auto o = dyn_cast<graph::CrossEntropyOp>(op)) {
+      auto [rows, width] = rowsOf(o.getLogits());
+      {
+        // A block per token: max, then the sum of exponentials, streamed
+        // over the vocabulary row.
+        Func f = begin(mod, name + "_rows", kWholeThreads);
+        Value rowStart = muli(f.block, idx(width));
+        auto z = [&](Value j) { return loadF(o.getLogits(), addi(rowStart, j)); };
+        Value mx = stride(f, width, f32c(-INFINITY), true, z);
+        Value sum = stride(f, width, f32c(0), false, [&](Value j) {
+          return math::ExpOp::create(b, loc,
+                                     arith::SubFOp::create(b, loc, z(j), mx));
+        });
+        when(thread0(f), [&] {
+          Value m = loadF(o.getLossMask(), f.block);
+          Value keep = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE,
+                                             m, f32c(0));
+          Value label = index(load(o.getLabels(), f.block));
+          Value inRow = ult(label, idx(width));
+          Value safe = arith::SelectOp::create(b, loc, inRow, label, idx(0));
+          Value nll = arith::SubFOp::create(
+              b, loc, add(mx, math::LogOp::create(b, loc, sum)), z(safe));
+          Value term = arith::SelectOp::create(b, loc, keep, mul(nll, m),
+                                               f32c(0));
+          memref::StoreOp::create(b, loc, term, workspace,
+                                  ValueRange{f.block});
+          memref::StoreOp::create(b, loc, m, workspace,
+                                  ValueRange{addi(f.block, idx(rows))});
+        });
+        record(f.func, rows, kWholeThreads);
+      }
+      b.setInsertionPointToEnd(mod.getBody());
+      Func f = begin(mod, name, kWholeThreads);
+      Value total = stride(f, rows, f32c(0), false,
+                           [&](Value i) { return ws(i); });
+      Value count = stride(f, rows, f32c(0), false,
+                           [&](Value i) { return ws(addi(i, idx(rows))); });
+      when(thread0(f), [&] {
+        storeF(o.getLoss(), idx(0),
+               arith::DivFOp::create(
+                   b, loc, total,
+                   arith::MaximumFOp::create(b, loc, count, f32c(1))));
+      });
+      record(f.func, 1, kWholeThreads);
+    } else if (auto o = dyn_cast<graph::CrossEntropyGradOp>(op)) {
+      if (!yielded(o.getResult()))
+        return o.emitOpError("result must be a kernel result"), failure();
+      auto [rows, width] = rowsOf(o.getLogits());
+      {
+        Func f = begin(mod, name + "_count", kWholeThreads);
+        Value count = stride(f, rows, f32c(0), false,
+                             [&](Value i) { return loadF(o.getLossMask(), i); });
+        when(thread0(f), [&] {
+          memref::StoreOp::create(b, loc, count, workspace,
+                                  ValueRange{idx(0)});
+        });
+        record(f.func, 1, kWholeThreads);
+      }
+      b.setInsertionPointToEnd(mod.getBody());
+      Func f = begin(mod, name, kWholeThreads);
+      Value rowStart = muli(f.block, idx(width));
+      auto z = [&](Value j) { return loadF(o.getLogits(), addi(rowStart, j)); };
+      Value m = loadF(o.getLossMask(), f.block);
+      Value norm = arith::DivFOp::create(
+          b, loc, loadF(o.getGrad(), idx(0)),
+          arith::MaximumFOp::create(b, loc, ws(idx(0)), f32c(1)));
+      Value scale = mul(norm, m);
+      Value mx = stride(f, width, f32c(-INFINITY), true, z);
+      Value sum = stride(f, width, f32c(0), false, [&](Value j) {
+        return math::ExpOp::create(b, loc,
+                                   arith::SubFOp::create(b, loc, z(j), mx));
+      });
+      Value lse = add(mx, math::LogOp::create(b, loc, sum));
+      Value label = index(load(o.getLabels(), f.block));
+      Value keep = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, m,
+                                         f32c(0));
+      scf::ForOp::create(
+          b, loc, f.tid, idx(width), idx(kWholeThreads), ValueRange{},
+          [&](OpBuilder &, Location, Value j, ValueRange) {
+            Value p = mul(scale, math::ExpOp::create(
+                                     b, loc,
+                                     arith::SubFOp::create(b, loc, z(j), lse)));
+            Value isLabel = arith::CmpIOp::create(
+                b, loc, arith::CmpIPredicate::eq, j, label);
+            Value g = arith::SelectOp::create(
+                b, loc, isLabel, arith::SubFOp::create(b, loc, p, scale), p);
+            // Masked tokens get zeros, as the interpreter leaves them.
+            g = arith::SelectOp::create(b, loc, keep, g, f32c(0));
+            storeF(o.getResult(), addi(rowStart, j), g);
+            scf::YieldOp::create(b, loc);
+          });
+      record(f.func, rows, kWholeThreads);
+    } else {
+      return op->emitOpError("has no GPU lowering in octet-fused-to-gpu"),
+             failure();
+    }
+  }
+  if (!scalarList.empty())
+    return scalarOps(mod, sym, scalarList, record);
+  return success();
+}
+
+// What a region computes, without what names it: the body's ops, attributes
+// and types, less the op's name, layer and the tensor and parameter names
+// inside. Regions with the same key get the same kernels (every layer of a
+// model shares one set), so each is generated and assembled once.
+std::string regionKey(kernel::FusedOp fused) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  for (Type t : fused.getBodyBlock().getArgumentTypes())
+    os << t << ",";
+  for (Operation &op : fused.getBodyBlock()) {
+    os << op.getName() << "(";
+    for (Value v : op.getOperands()) {
+      if (auto arg = dyn_cast<BlockArgument>(v))
+        os << "a" << arg.getArgNumber();
+      else
+        os << "r" << cast<OpResult>(v).getResultNumber() << "@"
+           << std::distance(fused.getBodyBlock().begin(),
+                            v.getDefiningOp()->getIterator());
+      os << ",";
+    }
+    os << ")";
+    for (NamedAttribute a : op.getAttrs())
+      if (a.getName() != "tensor" && a.getName() != "param")
+        os << a.getName().getValue() << "=" << a.getValue() << ";";
+    for (Type t : op.getResultTypes())
+      os << t << ",";
+    os << "\n";
+  }
+  return text;
 }
 
 struct FusedToGpuPass : impl::FusedToGpuBase<FusedToGpuPass> {
@@ -1264,10 +2108,16 @@ struct FusedToGpuPass : impl::FusedToGpuBase<FusedToGpuPass> {
     moduleOp->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
                       b.getUnitAttr());
     llvm::StringSet<> used;
+    llvm::StringMap<kernel::FusedOp> built;
     for (kernel::FusedOp fused : fusedOps) {
-      FailureOr<Plan> plan = planKernel(fused, numSMs, columnBlocksPerSM);
-      if (failed(plan))
-        return signalPassFailure();
+      std::string key = regionKey(fused);
+      if (kernel::FusedOp same = built.lookup(key)) {
+        for (StringRef name : {"kernels", "launch", "workspace_bytes",
+                               "zero_results"})
+          fused->setAttr(name, same->getAttr(name));
+        continue;
+      }
+      built[key] = fused;
       // gpu.modules share the module's symbol table with its functions.
       std::string sym = symbolFor(fused.getName());
       for (int i = 2; used.contains(sym) ||
@@ -1278,8 +2128,6 @@ struct FusedToGpuPass : impl::FusedToGpuBase<FusedToGpuPass> {
 
       b.setInsertionPointToEnd(moduleOp.getBody());
       auto mod = gpu::GPUModuleOp::create(b, fused.getLoc(), sym);
-      KernelBuilder kb(fused, *plan, b);
-      gpu::GPUFuncOp main = kb.buildMain(mod, sym);
       SmallVector<Attribute> kernels, launches;
       auto record = [&](gpu::GPUFuncOp f, int64_t grid, int64_t block) {
         auto ref = SymbolRefAttr::get(
@@ -1290,15 +2138,52 @@ struct FusedToGpuPass : impl::FusedToGpuBase<FusedToGpuPass> {
              b.getNamedAttr("grid", b.getI64IntegerAttr(grid)),
              b.getNamedAttr("block", b.getI64IntegerAttr(block))}));
       };
-      record(main, plan->totalBlocks, plan->threads);
+      // A region that cannot be lowered: its diagnostic is out; with
+      // keep-going the others still get kernels.
+      auto giveUp = [&] {
+        mod.erase();
+        built.erase(key);
+        if (!keepGoing)
+          signalPassFailure();
+      };
+      if (hasWholeOps(fused)) {
+        WholeOpBuilder wb(fused, b);
+        if (failed(wb.build(mod, sym, record))) {
+          giveUp();
+          if (!keepGoing)
+            return;
+          continue;
+        }
+        fused.setKernelsAttr(b.getArrayAttr(kernels));
+        fused->setAttr("launch", b.getArrayAttr(launches));
+        fused->setAttr("workspace_bytes",
+                       b.getI64IntegerAttr(wb.workspaceFloats() * 4));
+        fused->setAttr("zero_results", b.getDenseI64ArrayAttr({}));
+        continue;
+      }
+      FailureOr<Plan> plan = planKernel(fused, numSMs, columnBlocksPerSM);
+      if (failed(plan)) {
+        giveUp();
+        if (!keepGoing)
+          return;
+        continue;
+      }
+      KernelBuilder kb(fused, *plan, b);
+      if (!plan->segments.empty())
+        record(kb.buildMain(mod, sym), plan->totalBlocks, plan->threads);
       if (plan->workspaceFloats) {
         gpu::GPUFuncOp sum = kb.buildColumnSum(mod, sym + "_colsum");
         int64_t blocks = 0;
         for (Value v : cast<kernel::YieldOp>(fused.getBodyBlock().getTerminator())
                            .getValues())
-          if (plan->workspaceOffset.count(v))
+          if (plan->columnSumOf(v))
             blocks += ceilDiv(numElements(v.getType()), 256);
         record(sum, blocks, 256);
+      }
+      if (!plan->transposes.empty()) {
+        int64_t grid = 0;
+        gpu::GPUFuncOp t = kb.buildTransposes(mod, sym + "_transpose", grid);
+        record(t, grid, kTransposeThreads);
       }
       SmallVector<int64_t> zeroed;
       auto yield = cast<kernel::YieldOp>(fused.getBodyBlock().getTerminator());

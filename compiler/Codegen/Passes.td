@@ -48,6 +48,9 @@ def FusedToGpu : Pass<"octet-fused-to-gpu", "mlir::ModuleOp"> {
            "multiprocessors of the target GPU (sizes grids that loop over rows)">,
     Option<"columnBlocksPerSM", "column-blocks-per-sm", "int64_t", "3",
            "blocks per multiprocessor for kernels that sum columns">,
+    Option<"keepGoing", "keep-going", "bool", "false",
+           "report a region that cannot be lowered and go on with the others "
+           "(the pass still succeeds; such regions get no `launch`)">,
   ];
 }
 

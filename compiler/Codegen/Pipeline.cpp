@@ -27,7 +27,8 @@ std::string defaultLibdevice() {
 
 void buildFusedCodegenPipeline(mlir::OpPassManager &pm,
                                const CodegenOptions &options) {
-  pm.addPass(createFusedToGpu({options.numSMs, /*columnBlocksPerSM=*/3}));
+  pm.addPass(createFusedToGpu(
+      {options.numSMs, /*columnBlocksPerSM=*/3, options.keepGoing}));
   mlir::GpuNVVMAttachTargetOptions target;
   target.chip = options.chip;
   target.features = options.features;

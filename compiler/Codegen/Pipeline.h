@@ -13,12 +13,17 @@ namespace octet::codegen {
 
 struct CodegenOptions {
   std::string chip = "sm_90a";
-  std::string features = "+ptx80";
+  // PTX ISA 8.1: kernel parameters past 4352 bytes (a multi-tensor AdamW or
+  // scale update takes a pointer per tensor: 13 KB for GPT-2).
+  std::string features = "+ptx81";
   unsigned optLevel = 3;
   // CUDA's libdevice, for exp/erf/tanh/sin/cos/pow. Empty: the build's
   // default (OCTET_LIBDEVICE), when that file exists.
   std::string libdevice;
   int64_t numSMs = 132;
+  // Regions that cannot be lowered are reported and left without kernels
+  // instead of failing the pipeline (so the rest can still be inspected).
+  bool keepGoing = false;
 };
 
 // kernel.fused → gpu.func → NVVM → gpu.binary holding PTX for `chip`.

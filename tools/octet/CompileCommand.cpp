@@ -1,11 +1,13 @@
 // octet compile: spec → IR, stage by stage.
 
+#include "compiler/Codegen/Pipeline.h"
 #include "compiler/Emit/EmitBundle.h"
 #include "compiler/Plan/MemoryPlan.h"
 #include "compiler/Registration.h"
 #include "compiler/Transforms/Fusion/FusionReport.h"
 #include "compiler/Transforms/Precision.h"
 #include "dialects/graph/GraphDialect.h"
+#include "dialects/kernel/KernelDialect.h"
 #include "frontends/hf/HfConfig.h"
 #include "frontends/spec/GraphImporter.h"
 #include "frontends/spec/SpecReader.h"
@@ -14,13 +16,16 @@
 #include "tools/octet/FusionStages.h"
 #include "tools/octet/TrainingOptions.h"
 
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdio>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -64,7 +69,7 @@ void printHelp(std::FILE *out) {
   std::fprintf(
       out,
       "usage: octet compile SPEC [--train-spec FILE.pbtxt] "
-      "[--dump-ir=STAGE[,STAGE...]] [-o OUT]\n\n"
+      "[--dump-ir=STAGE[,STAGE...]] [-o OUT] [--emit-ptx DIR]\n\n"
       "SPEC is a model + training spec (.pbtxt, protobuf text format) or a\n"
       "Hugging Face config.json (model only). With a config.json the train\n"
       "settings come from --train-spec (its model block, if any, is\n"
@@ -83,6 +88,10 @@ void printHelp(std::FILE *out) {
       "  --memory-plan       the static memory plan of the fused step: total,\n"
       "                      persistent and activation bytes, each program's\n"
       "                      peak, the largest slots\n"
+      "  --emit-ptx DIR      after the last stage, every fused kernel to PTX\n"
+      "                      for sm_90a: DIR/<kernel>.ptx, a .cubin each\n"
+      "                      where ptxas is found (PATH, CUDA_HOME), and\n"
+      "                      DIR/kernels.json, the launch manifest\n"
       "  -h, --help          this text\n\n"
       "stages:\n");
   for (const CompileStage &s : kStages)
@@ -102,7 +111,7 @@ int inputError(const Status &status) {
 }
 
 struct Options {
-  std::string spec, trainSpec, output;
+  std::string spec, trainSpec, output, ptxDir;
   std::vector<std::string> dumps;
   bool fusionReport = false;
   bool precisionReport = false;
@@ -149,6 +158,9 @@ int parseOptions(int argc, char **argv, Options &opts) {
                             "' for --dump-ir; known stages: " + knownStages());
         opts.dumps.push_back(name.str());
       }
+    } else if ((rc = value("--emit-ptx", opts.ptxDir)) != 1) {
+      if (rc)
+        return rc;
     } else if (arg == "--fusion-report") {
       opts.fusionReport = true;
     } else if (arg == "--precision-report") {
@@ -339,8 +351,37 @@ int runCompileCommand(int argc, char **argv) {
           Status::error(opts.output + ": cannot write: " + ec.message()));
     (*module)->print(out);
     out << "\n";
-  } else if (opts.dumps.empty() && !opts.fusionReport &&
-             !opts.precisionReport && !opts.memoryPlan) {
+  }
+  if (!opts.ptxDir.empty()) {
+    // Codegen rewrites the module (gpu.modules, then gpu.binary ops), so it
+    // runs after -o has written the fused IR. Every kernel that lowers is
+    // written even when one does not, so its PTX can still be read.
+    PassManager pm(&context);
+    codegen::CodegenOptions codegenOptions;
+    codegenOptions.keepGoing = true;
+    codegen::buildFusedCodegenPipeline(pm, codegenOptions);
+    if (failed(pm.run(**module)) ||
+        failed(codegen::emitPtx(**module, opts.ptxDir)))
+      return inputError(Status::error(opts.spec + ": --emit-ptx " +
+                                      opts.ptxDir +
+                                      " failed (see the diagnostics above)"));
+    auto binaries = (*module)->getOps<gpu::BinaryOp>();
+    int64_t unlowered = 0;
+    (*module)->walk([&](kernel::FusedOp fused) {
+      unlowered += !fused->hasAttr("launch");
+    });
+    llvm::outs() << opts.ptxDir << ": "
+                 << std::distance(binaries.begin(), binaries.end())
+                 << " PTX modules and kernels.json\n";
+    if (unlowered)
+      return inputError(Status::error(
+          opts.spec + ": " + std::to_string(unlowered) +
+          " fused kernels have no GPU lowering (see the diagnostics above); "
+          "the others are in " + opts.ptxDir));
+    return 0;
+  }
+  if (opts.output.empty() && opts.dumps.empty() && !opts.fusionReport &&
+      !opts.precisionReport && !opts.memoryPlan) {
     const spec::ModelSpec &m = spec->model();
     llvm::outs() << opts.spec << ": " << m.architecture() << ", "
                  << m.num_layers() << " layers, hidden " << m.hidden_size()

@@ -11,7 +11,7 @@
 // CHECK: gpu.binary @swiglu_q
 // CHECK: gpu.binary @rope
 
-// PTX: .version 8.0
+// PTX: .version 8.1
 // PTX: .target sm_90a
 // PTX: .entry swiglu_q(
 // PTX: ld.global.v4.b32

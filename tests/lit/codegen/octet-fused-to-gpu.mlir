@@ -1,4 +1,5 @@
 // RUN: %octet-opt %s --octet-fused-to-gpu | FileCheck %s
+// RUN: %octet-opt %s --octet-fused-to-gpu | FileCheck %s --check-prefix=MORE
 
 // A row kernel: one block per row, 8-element vectors, a shuffle reduction,
 // one atomic per block for the amax.
@@ -60,3 +61,58 @@ func.func @clash(%x: tensor<4x256xf32>) -> tensor<4x256xf32> {
 // CHECK: gpu.barrier
 // CHECK: gpu.func @norm_bwd_colsum(
 // CHECK: scf.for
+
+// A trailing FP8 transpose runs as a second launch (a thread per output
+// byte); the tensorwise scale passes through.
+// MORE-LABEL: func.func @quantize_transpose
+// MORE: launch = [{block = {{[0-9]+}} : i64, grid = 1 : i64, kernel = @qt::@qt}, {block = 256 : i64, grid = 3 : i64, kernel = @qt::@qt_transpose}]
+func.func @quantize_transpose(%x: tensor<2x256xbf16>, %s: tensor<f32>) -> (tensor<2x256xf8E4M3FN>, tensor<256x2xf8E4M3FN>, tensor<f32>) {
+  %q, %qt, %st = kernel.fused "qt" kind("elementwise") ins(%x, %s : tensor<2x256xbf16>, tensor<f32>) {
+  ^bb0(%a: tensor<2x256xbf16>, %b: tensor<f32>):
+    %r, %amax = fp8.quantize %a, %b : (tensor<2x256xbf16>, tensor<f32>) -> (tensor<2x256xf8E4M3FN>, tensor<f32>)
+    %t, %ts = fp8.transpose %r, %b : (tensor<2x256xf8E4M3FN>, tensor<f32>) -> (tensor<256x2xf8E4M3FN>, tensor<f32>)
+    kernel.yield %r, %t, %ts : tensor<2x256xf8E4M3FN>, tensor<256x2xf8E4M3FN>, tensor<f32>
+  } : tensor<2x256xf8E4M3FN>, tensor<256x2xf8E4M3FN>, tensor<f32>
+  return %q, %qt, %st : tensor<2x256xf8E4M3FN>, tensor<256x2xf8E4M3FN>, tensor<f32>
+}
+
+// Slices along the row pick whole chunks: the block narrows to 32 threads
+// (a 256-element span) so that the offset 256 starts a chunk.
+// MORE-LABEL: func.func @head_split
+// MORE: launch = [{block = 32 : i64, grid = 4 : i64, kernel = @split::@split}]
+// Two launches of one region with the same body share one gpu.module.
+// MORE: kernel.fused "split again"
+// MORE: launch = [{block = 32 : i64, grid = 4 : i64, kernel = @split::@split}]
+func.func @head_split(%x: tensor<4x512xbf16>) -> (tensor<4x256xbf16>, tensor<4x256xbf16>) {
+  %a = kernel.fused "split" kind("row") ins(%x : tensor<4x512xbf16>) {
+  ^bb0(%in: tensor<4x512xbf16>):
+    %s = graph.slice %in {dim = 1 : i64, offset = 256 : i64} : (tensor<4x512xbf16>) -> tensor<4x256xbf16>
+    %y = graph.silu %s : tensor<4x256xbf16>
+    kernel.yield %y : tensor<4x256xbf16>
+  } : tensor<4x256xbf16>
+  %b = kernel.fused "split again" kind("row") ins(%x : tensor<4x512xbf16>) {
+  ^bb0(%in: tensor<4x512xbf16>):
+    %s = graph.slice %in {dim = 1 : i64, offset = 256 : i64} : (tensor<4x512xbf16>) -> tensor<4x256xbf16>
+    %y = graph.silu %s : tensor<4x256xbf16>
+    kernel.yield %y : tensor<4x256xbf16>
+  } : tensor<4x256xbf16>
+  return %a, %b : tensor<4x256xbf16>, tensor<4x256xbf16>
+}
+
+// Cross-entropy: a block per token over the vocabulary row into per-token
+// partials, then one block adds them in order (8 + 8 floats of workspace).
+// MORE-LABEL: func.func @loss
+// MORE: launch = [{block = 256 : i64, grid = 8 : i64, kernel = @ce::@ce_0_rows}, {block = 256 : i64, grid = 1 : i64, kernel = @ce::@ce_0}]
+// MORE-SAME: workspace_bytes = 64
+// MORE: gpu.module @ce
+// MORE: gpu.func @ce_0_rows
+// MORE: math.exp
+// MORE: math.log
+func.func @loss(%z: tensor<8x1024xf32>, %l: tensor<8xi32>, %m: tensor<8xf32>) -> tensor<f32> {
+  %y = kernel.fused "ce" kind("row") ins(%z, %l, %m : tensor<8x1024xf32>, tensor<8xi32>, tensor<8xf32>) {
+  ^bb0(%a: tensor<8x1024xf32>, %b: tensor<8xi32>, %c: tensor<8xf32>):
+    %loss = graph.cross_entropy %a, %b, %c : (tensor<8x1024xf32>, tensor<8xi32>, tensor<8xf32>) -> tensor<f32>
+    kernel.yield %loss : tensor<f32>
+  } : tensor<f32>
+  return %y : tensor<f32>
+}
