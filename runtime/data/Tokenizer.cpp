@@ -688,6 +688,15 @@ Status Loader::loadPostProcessor(const json &processor,
           id.get<int64_t>() > INT32_MAX)
         return error(field + ".special_tokens[\"" + name + "\"].ids",
                      "expected non-negative integers");
+      // An id the vocabulary lacks would be emitted by encode and then be
+      // undecodable: refuse the file instead.
+      int32_t tokenId = static_cast<int32_t>(id.get<int64_t>());
+      bool inModel = static_cast<size_t>(tokenId) < impl_.modelIdPresent.size() &&
+                     impl_.modelIdPresent[tokenId];
+      if (!inModel && !impl_.addedById.count(tokenId))
+        return error(field + ".special_tokens[\"" + name + "\"].ids",
+                     "id " + std::to_string(tokenId) +
+                         " is neither in model.vocab nor in added_tokens");
       (seenSequence ? impl_.templateSuffix : impl_.templatePrefix)
           .push_back(static_cast<int32_t>(id.get<int64_t>()));
     }

@@ -158,6 +158,24 @@ TEST(Tokenizer, RefusesOtherModelTypesByName) {
   }
 }
 
+// Found by the tokenizer.json fuzz target: a template naming an id that no
+// token has made encode emit ids that decode then refused.
+TEST(Tokenizer, RefusesTemplateIdsOutsideTheVocabulary) {
+  nlohmann::json json =
+      nlohmann::json::parse(testutil::smallByteLevelTokenizerJson({}));
+  ASSERT_TRUE(json.contains("post_processor"));
+  json.erase("added_tokens");
+  StatusOr<Tokenizer> t = Tokenizer::fromJson(json.dump(), "tok.json");
+  ASSERT_FALSE(t);
+  const std::string &message = t.status().message();
+  EXPECT_NE(message.find("tok.json: post_processor.special_tokens"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("is neither in model.vocab nor in added_tokens"),
+            std::string::npos)
+      << message;
+}
+
 TEST(Tokenizer, RefusesUnsupportedPiecesWithTheirField) {
   struct Case {
     const char *pointer;
