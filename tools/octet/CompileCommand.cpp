@@ -13,6 +13,7 @@
 #include "frontends/spec/SpecReader.h"
 #include "runtime/bundle/Bundle.h"
 #include "tools/octet/Commands.h"
+#include "tools/octet/CommandErrors.h"
 #include "tools/octet/FusionStages.h"
 #include "tools/octet/TrainingOptions.h"
 
@@ -100,9 +101,7 @@ void printHelp(std::FILE *out) {
 }
 
 int usageError(const std::string &message) {
-  std::fprintf(stderr, "octet compile: %s (see octet compile --help)\n",
-               message.c_str());
-  return 2;
+  return reportUsageError("compile", message);
 }
 
 int inputError(const Status &status) {

@@ -9,6 +9,7 @@
 #include "frontends/spec/SpecReader.h"
 #include "runtime/data/AtomicFile.h"
 #include "tools/octet/Commands.h"
+#include "tools/octet/CommandErrors.h"
 #include "tools/octet/HfInit.h"
 
 #include "mlir/IR/MLIRContext.h"
@@ -70,14 +71,11 @@ void printHelp(std::FILE *out) {
 }
 
 int usageError(const std::string &message) {
-  std::fprintf(stderr, "octet export-hf: %s (see octet export-hf --help)\n",
-               message.c_str());
-  return 2;
+  return reportUsageError("export-hf", message);
 }
 
 int inputError(const std::string &message) {
-  std::fprintf(stderr, "octet export-hf: error: %s\n", message.c_str());
-  return 1;
+  return reportInputError("export-hf", message);
 }
 
 bool parseSize(llvm::StringRef text, uint64_t &bytes) {

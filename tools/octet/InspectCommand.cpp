@@ -4,6 +4,7 @@
 #include "runtime/bundle/Bundle.h"
 #include "runtime/bundle/Describe.h"
 #include "tools/octet/Commands.h"
+#include "tools/octet/CommandErrors.h"
 
 #include "llvm/ADT/StringRef.h"
 
@@ -28,9 +29,7 @@ void printHelp(std::FILE *out) {
 }
 
 int usageError(const std::string &message) {
-  std::fprintf(stderr, "octet inspect: %s (see octet inspect --help)\n",
-               message.c_str());
-  return 2;
+  return reportUsageError("inspect", message);
 }
 
 } // namespace

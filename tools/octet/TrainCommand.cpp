@@ -12,6 +12,7 @@
 #include "runtime/data/ByteCorpus.h"
 #include "runtime/data/TrainBatches.h"
 #include "tools/octet/Commands.h"
+#include "tools/octet/CommandErrors.h"
 #include "tools/octet/HfInit.h"
 #include "tools/octet/TrainingOptions.h"
 
@@ -68,14 +69,11 @@ void printHelp(std::FILE *out) {
 }
 
 int usageError(const std::string &message) {
-  std::fprintf(stderr, "octet train: %s (see octet train --help)\n",
-               message.c_str());
-  return 2;
+  return reportUsageError("train", message);
 }
 
 int inputError(const std::string &message) {
-  std::fprintf(stderr, "octet train: error: %s\n", message.c_str());
-  return 1;
+  return reportInputError("train", message);
 }
 
 int parseOptions(int argc, char **argv, Options &opts) {
