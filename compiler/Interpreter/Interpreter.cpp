@@ -695,10 +695,16 @@ llvm::Error adamwUpdate(graph::AdamWUpdateOp op, Frame &f) {
 // fp8 and kernel ops
 //===----------------------------------------------------------------------===//
 
+// A NaN anywhere makes the amax NaN (as the GPU's integer max of the float
+// bits does), so the delayed scale update keeps the previous scale.
 float amaxOf(const Tensor &t) {
   float m = 0.0f;
-  for (int64_t i = 0; i < t.numel(); ++i)
-    m = std::max(m, std::fabs(t.f()[i]));
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    float a = std::fabs(t.f()[i]);
+    if (std::isnan(a))
+      return a;
+    m = std::max(m, a);
+  }
   return m;
 }
 

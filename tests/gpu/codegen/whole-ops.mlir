@@ -1,0 +1,65 @@
+// The kernels of a train step that are not a llama layer's row kernels, at
+// small shapes: the head split after the QKV GEMM (graph.slice), its
+// backward join (graph.concat) with the E5M2 quantize and the K-major
+// transpose, embedding and its gradient into accumulators, cross-entropy
+// with its gradient (the per-chunk kernel of the LM head), the global
+// gradient norm, the optimizer's scalar ops and the delayed FP8 scale
+// update. Vocabulary 1000 (no power of two) and 300 (ids repeat, so the
+// embedding gradient's atomic adds collide).
+func.func @whole_ops(%pos: tensor<2x32xi32>, %qkv: tensor<64x1024xbf16>, %dk: tensor<2x32x2x128xbf16>, %dq: tensor<2x32x4x128xbf16>, %dv: tensor<64x256xbf16>, %dscale: tensor<f32>, %table: tensor<300x256xbf16>, %ids: tensor<2x32xi32>, %dy: tensor<2x32x256xf32>, %acc_a: tensor<300x256xf32>, %acc_b: tensor<300x256xf32>, %logits: tensor<2x32x1000xf32>, %labels: tensor<2x32xi32>, %mask: tensor<2x32xf32>, %dloss: tensor<f32>, %g0: tensor<300x256xf32>, %g1: tensor<1000xf32>, %g2: tensor<7x3xf32>, %step: tensor<i64>, %norm: tensor<f32>, %hist: tensor<16xf32>, %amax: tensor<f32>, %scale: tensor<f32>) {
+  %rope_split:2 = kernel.fused "rope_split" kind("elementwise") ins(%pos, %qkv : tensor<2x32xi32>, tensor<64x1024xbf16>) {
+  ^bb0(%p: tensor<2x32xi32>, %x: tensor<64x1024xbf16>):
+    %x3 = graph.reshape %x : (tensor<64x1024xbf16>) -> tensor<2x32x1024xbf16>
+    %k = graph.slice %x3 {dim = 2 : i64, offset = 512 : i64} : (tensor<2x32x1024xbf16>) -> tensor<2x32x256xbf16>
+    %q = graph.slice %x3 {dim = 2 : i64, offset = 0 : i64} : (tensor<2x32x1024xbf16>) -> tensor<2x32x512xbf16>
+    %k4 = graph.reshape %k : (tensor<2x32x256xbf16>) -> tensor<2x32x2x128xbf16>
+    %q4 = graph.reshape %q : (tensor<2x32x512xbf16>) -> tensor<2x32x4x128xbf16>
+    %rq = graph.rope %q4, %p {theta = 5.000000e+05 : f64} : (tensor<2x32x4x128xbf16>, tensor<2x32xi32>) -> tensor<2x32x4x128xbf16>
+    %rk = graph.rope %k4, %p {theta = 5.000000e+05 : f64} : (tensor<2x32x2x128xbf16>, tensor<2x32xi32>) -> tensor<2x32x2x128xbf16>
+    kernel.yield %rq, %rk : tensor<2x32x4x128xbf16>, tensor<2x32x2x128xbf16>
+  } : tensor<2x32x4x128xbf16>, tensor<2x32x2x128xbf16>
+  %rope_join:4 = kernel.fused "rope_join_quantize_transpose" kind("elementwise") ins(%dk, %pos, %dq, %dv, %dscale : tensor<2x32x2x128xbf16>, tensor<2x32xi32>, tensor<2x32x4x128xbf16>, tensor<64x256xbf16>, tensor<f32>) {
+  ^bb0(%k: tensor<2x32x2x128xbf16>, %p: tensor<2x32xi32>, %q: tensor<2x32x4x128xbf16>, %v: tensor<64x256xbf16>, %s: tensor<f32>):
+    %rk = graph.rope %k, %p {inverse, theta = 5.000000e+05 : f64} : (tensor<2x32x2x128xbf16>, tensor<2x32xi32>) -> tensor<2x32x2x128xbf16>
+    %rq = graph.rope %q, %p {inverse, theta = 5.000000e+05 : f64} : (tensor<2x32x4x128xbf16>, tensor<2x32xi32>) -> tensor<2x32x4x128xbf16>
+    %k2 = graph.reshape %rk : (tensor<2x32x2x128xbf16>) -> tensor<64x256xbf16>
+    %q2 = graph.reshape %rq : (tensor<2x32x4x128xbf16>) -> tensor<64x512xbf16>
+    %cat = graph.concat %q2, %k2, %v {dim = 1 : i64} : (tensor<64x512xbf16>, tensor<64x256xbf16>, tensor<64x256xbf16>) -> tensor<64x1024xbf16>
+    %q8, %m = fp8.quantize %cat, %s : (tensor<64x1024xbf16>, tensor<f32>) -> (tensor<64x1024xf8E5M2>, tensor<f32>)
+    %t8, %ts = fp8.transpose %q8, %s : (tensor<64x1024xf8E5M2>, tensor<f32>) -> (tensor<1024x64xf8E5M2>, tensor<f32>)
+    kernel.yield %q8, %m, %t8, %ts : tensor<64x1024xf8E5M2>, tensor<f32>, tensor<1024x64xf8E5M2>, tensor<f32>
+  } : tensor<64x1024xf8E5M2>, tensor<f32>, tensor<1024x64xf8E5M2>, tensor<f32>
+  %emb = kernel.fused "embedding" kind("row") ins(%table, %ids : tensor<300x256xbf16>, tensor<2x32xi32>) {
+  ^bb0(%t: tensor<300x256xbf16>, %i: tensor<2x32xi32>):
+    %e = graph.embedding %t, %i : (tensor<300x256xbf16>, tensor<2x32xi32>) -> tensor<2x32x256xbf16>
+    kernel.yield %e : tensor<2x32x256xbf16>
+  } : tensor<2x32x256xbf16>
+  %emb_grad = kernel.fused "embedding_grad" kind("row") ins(%dy, %ids, %acc_a, %acc_b : tensor<2x32x256xf32>, tensor<2x32xi32>, tensor<300x256xf32>, tensor<300x256xf32>) {
+  ^bb0(%d: tensor<2x32x256xf32>, %i: tensor<2x32xi32>, %a: tensor<300x256xf32>, %b: tensor<300x256xf32>):
+    %g = graph.embedding_grad %d, %i : (tensor<2x32x256xf32>, tensor<2x32xi32>) -> tensor<300x256xf32>
+    %s1 = graph.add %a, %g : tensor<300x256xf32>
+    %s2 = graph.add %b, %s1 : tensor<300x256xf32>
+    kernel.yield %s2 : tensor<300x256xf32>
+  } : tensor<300x256xf32>
+  %ce:2 = kernel.fused "cross_entropy" kind("row") ins(%logits, %labels, %mask, %dloss : tensor<2x32x1000xf32>, tensor<2x32xi32>, tensor<2x32xf32>, tensor<f32>) {
+  ^bb0(%z: tensor<2x32x1000xf32>, %l: tensor<2x32xi32>, %m: tensor<2x32xf32>, %g: tensor<f32>):
+    %loss = graph.cross_entropy %z, %l, %m : (tensor<2x32x1000xf32>, tensor<2x32xi32>, tensor<2x32xf32>) -> tensor<f32>
+    %dz = graph.cross_entropy_grad %g, %z, %l, %m : (tensor<f32>, tensor<2x32x1000xf32>, tensor<2x32xi32>, tensor<2x32xf32>) -> tensor<2x32x1000xf32>
+    kernel.yield %loss, %dz : tensor<f32>, tensor<2x32x1000xf32>
+  } : tensor<f32>, tensor<2x32x1000xf32>
+  %gnorm = kernel.fused "global_norm" kind("elementwise") ins(%g0, %g1, %g2 : tensor<300x256xf32>, tensor<1000xf32>, tensor<7x3xf32>) {
+  ^bb0(%a: tensor<300x256xf32>, %b: tensor<1000xf32>, %c: tensor<7x3xf32>):
+    %n = graph.global_norm %a, %b, %c {scale = 2.500000e-01 : f64} : (tensor<300x256xf32>, tensor<1000xf32>, tensor<7x3xf32>) -> tensor<f32>
+    kernel.yield %n : tensor<f32>
+  } : tensor<f32>
+  %sc:6 = kernel.fused "optimizer_scalars" kind("elementwise") ins(%step, %norm, %hist, %amax, %scale : tensor<i64>, tensor<f32>, tensor<16xf32>, tensor<f32>, tensor<f32>) {
+  ^bb0(%s: tensor<i64>, %n: tensor<f32>, %h: tensor<16xf32>, %a: tensor<f32>, %x: tensor<f32>):
+    %s1 = graph.increment %s : tensor<i64>
+    %lr = graph.lr_schedule %s1 {lr = 6.000000e-04 : f64, min_lr_ratio = 1.000000e-01 : f64, total_steps = 1900 : i64, warmup_steps = 70 : i64} : (tensor<i64>) -> tensor<f32>
+    %c = graph.clip_scale %n {max_norm = 1.000000e+00 : f64, scale = 2.500000e-01 : f64} : tensor<f32>
+    %one = graph.fill {value = 1.000000e+00 : f64} : tensor<f32>
+    %h2, %x2 = fp8.scale_update %h, %a, %x {dtype = f8E4M3FN, recipe = #fp8.recipe<kind = delayed, amax_history_len = 16>} : (tensor<16xf32>, tensor<f32>, tensor<f32>) -> (tensor<16xf32>, tensor<f32>)
+    kernel.yield %s1, %lr, %c, %one, %h2, %x2 : tensor<i64>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<16xf32>, tensor<f32>
+  } : tensor<i64>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<16xf32>, tensor<f32>
+  return
+}
