@@ -37,12 +37,4 @@ Status cublasError(cublasStatus_t status, const char *expr, const char *file,
                                   __LINE__);                                   \
   } while (0)
 
-// Propagates a failed Status (or the status of a failed StatusOr).
-#define OCTET_RETURN_IF_ERROR(expr)                                            \
-  do {                                                                         \
-    ::octet::Status octetStatus_ = (expr);                                     \
-    if (!octetStatus_)                                                         \
-      return octetStatus_;                                                     \
-  } while (0)
-
 #endif

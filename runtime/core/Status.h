@@ -54,4 +54,12 @@ private:
 
 } // namespace octet
 
+// Propagates a failed Status.
+#define OCTET_RETURN_IF_ERROR(expr)                                            \
+  do {                                                                         \
+    ::octet::Status octetStatus_ = (expr);                                     \
+    if (!octetStatus_)                                                         \
+      return octetStatus_;                                                     \
+  } while (0)
+
 #endif
