@@ -1,0 +1,65 @@
+#ifndef OCTET_RUNTIME_CHECKPOINT_TRAINSTATE_H
+#define OCTET_RUNTIME_CHECKPOINT_TRAINSTATE_H
+
+// Training checkpoints: everything a run needs to continue bit for bit.
+// DIR/step-N/ holds
+//   model.safetensors (or HF shards + model.safetensors.index.json):
+//       the parameters under their Hugging Face names, so the directory
+//       loads as a HF model's weights;
+//   train_state.safetensors: optimizer moments, FP8 scales and amax
+//       histories, step counter, RNG state and the weight caches the
+//       optimizer step writes, under octet's slot names;
+//   trainer.json: the step, the data position, the seed, the bundle's
+//       content hash.
+// DIR/latest names the newest complete one.
+//
+// Atomicity: a checkpoint is written into DIR/.step-N.partial and renamed
+// to DIR/step-N only once every file is on disk (each file fsynced, then
+// the directory); DIR/latest is replaced atomically after that. A failure
+// at any point removes the partial directory and leaves the previous
+// checkpoint, and DIR/latest, as they were.
+
+#include "runtime/checkpoint/Safetensors.h"
+#include "runtime/core/Status.h"
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace octet::checkpoint {
+
+struct TrainCheckpoint {
+  int64_t step = 0;
+  std::string dataPosition;
+  uint64_t seed = 0;
+  // Hex SHA-256 of the bundle that wrote it.
+  std::string bundleHash;
+  std::vector<NamedTensor> model;
+  std::vector<NamedTensor> state;
+};
+
+struct SaveOptions {
+  // Complete checkpoints kept (the newest ones); older ones are removed
+  // after a save succeeds. 0 keeps every one.
+  int keep = 2;
+  // Called after each file of the checkpoint is written; a failure it
+  // returns aborts the save as a write error would (tests inject one).
+  std::function<Status(const std::string &path)> afterFile;
+};
+
+// Writes DIR/step-<step> and points DIR/latest at it; returns its path.
+StatusOr<std::string> saveTrainCheckpoint(const std::string &dir,
+                                          const TrainCheckpoint &checkpoint,
+                                          const SaveOptions &options = {});
+
+// The newest complete checkpoint of DIR (from DIR/latest, else the highest
+// step-N holding a trainer.json); an error says what DIR holds.
+StatusOr<std::string> latestTrainCheckpoint(const std::string &dir);
+
+// Reads a step-N directory written by saveTrainCheckpoint.
+StatusOr<TrainCheckpoint> loadTrainCheckpoint(const std::string &stepDir);
+
+} // namespace octet::checkpoint
+
+#endif
