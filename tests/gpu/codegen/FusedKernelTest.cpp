@@ -41,6 +41,7 @@ struct GoldenBuffer {
 
 struct GoldenKernel {
   std::string name;
+  size_t kernelIndex = 0; // in kernels.json
   std::vector<GoldenBuffer> inputs, results;
 };
 
@@ -64,7 +65,8 @@ std::vector<GoldenKernel> loadGolden(const std::string &dir, std::string &seed) 
     return bs;
   };
   for (auto &k : j["kernels"])
-    out.push_back({k["name"], buffers(k["inputs"]), buffers(k["results"])});
+    out.push_back({k["name"], k["kernel_index"], buffers(k["inputs"]),
+                   buffers(k["results"])});
   return out;
 }
 
@@ -248,19 +250,22 @@ int runDirectory(Device &dev, const std::string &kernelDir,
   auto kernels = loadManifest(kernelDir);
   std::string seed;
   auto golden = loadGolden(goldenDir, seed);
-  std::printf("%s: %zu kernels, inputs of seed %s (%s)\n", kernelDir.c_str(),
-              kernels.size(), seed.c_str(), goldenDir.c_str());
-  if (golden.size() != kernels.size()) {
-    std::printf("FAIL %s lists %zu kernels, %s/golden.json %zu: generate both "
-                "from the same file\n",
-                kernelDir.c_str(), kernels.size(), goldenDir.c_str(),
-                golden.size());
-    return 1;
-  }
+  std::printf("%s: %zu of %zu kernels (the rest share their code), inputs "
+              "of seed %s (%s)\n",
+              kernelDir.c_str(), golden.size(), kernels.size(), seed.c_str(),
+              goldenDir.c_str());
   int failures = 0;
-  for (size_t n = 0; n < kernels.size(); ++n) {
-    KernelSpec &k = kernels[n];
+  for (size_t n = 0; n < golden.size(); ++n) {
     const GoldenKernel &g = golden[n];
+    if (g.kernelIndex >= kernels.size()) {
+      std::printf("FAIL %s: golden kernel '%s' is kernel %zu, %s lists %zu: "
+                  "generate both from the same file\n",
+                  goldenDir.c_str(), g.name.c_str(), g.kernelIndex,
+                  kernelDir.c_str(), kernels.size());
+      ++failures;
+      continue;
+    }
+    KernelSpec &k = kernels[g.kernelIndex];
     ++total;
     int nin = k.numInputs();
     size_t nres = 0;
@@ -270,7 +275,7 @@ int runDirectory(Device &dev, const std::string &kernelDir,
         nres != g.results.size()) {
       std::printf("FAIL %s: golden kernel %zu is '%s' with %zu inputs and %zu "
                   "results, the manifest's has %d and %zu\n",
-                  k.name.c_str(), n, g.name.c_str(), g.inputs.size(),
+                  k.name.c_str(), g.kernelIndex, g.name.c_str(), g.inputs.size(),
                   g.results.size(), nin, nres);
       ++failures;
       continue;

@@ -3,10 +3,11 @@
 // of the generated kernels (octet-gpu-codegen-tests compares the GPU's
 // results with these; it links no MLIR, so the interpreter runs here).
 //
-// usage: octet-kernel-oracle INPUT.mlir --out DIR [--seed N] [--kernels KDIR]
+// usage: octet-kernel-oracle INPUT.mlir --out DIR [--seed N]
+//                            [--kernels KDIR [--unlowered NAME]...]
 //
-// For region i (walk order) it writes DIR/k<i>.in<j>.bin and
-// DIR/k<i>.out<j>.bin (the bytes of each buffer as the GPU holds it: bf16
+// For kernel i (its index in kernels.json; the region's index without
+// --kernels) it writes DIR/k<i>.in<j>.bin and DIR/k<i>.out<j>.bin (the bytes of each buffer as the GPU holds it: bf16
 // bits, FP8 bytes, little-endian f32/i32/i64) and DIR/golden.json, which
 // names each buffer and says how the GPU's result is checked:
 // - "exact": bit for bit (NaN matches NaN). Results that only move, cast or
@@ -21,9 +22,13 @@
 // The tolerances are compiler/Codegen/README.md's "Accuracy".
 //
 // With --kernels, the regions must match KDIR/kernels.json (the launch
-// manifest octet-emit-ptx wrote from the same file) one for one: name,
-// buffer count, dtypes, shapes and bytes; a mismatch is an error. The seed
-// is printed; without --seed it comes from the clock.
+// manifest octet-emit-ptx wrote from the same file) one for one, in order:
+// name, buffer count, dtypes, shapes and bytes; a mismatch is an error.
+// Regions named by --unlowered (codegen has no lowering for them yet) must
+// be absent from the manifest, and are skipped. Regions that share a module
+// with an earlier one (every layer's) run the same code: only the first
+// gets inputs and results. The seed is printed; without --seed it comes
+// from the clock.
 
 #include "compiler/Interpreter/Interpreter.h"
 #include "compiler/Interpreter/Numerics.h"
@@ -47,6 +52,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <set>
 
 using namespace mlir;
 using namespace octet;
@@ -416,10 +422,9 @@ llvm::json::Object describe(const std::string &file, Value v, size_t bytes) {
                             {"bytes", (int64_t)bytes}};
 }
 
-// The launch manifest must describe the same buffers as the regions: the
-// GPU test pairs them by position.
-void checkAgainstManifest(const std::string &kernelDir,
-                          const llvm::json::Array &golden) {
+// kernels.json as octet-emit-ptx wrote it: one entry per lowered region, in
+// the regions' order.
+llvm::json::Array loadManifest(const std::string &kernelDir) {
   std::string path = kernelDir + "/kernels.json";
   auto buffer = llvm::MemoryBuffer::getFile(path);
   if (!buffer)
@@ -428,55 +433,65 @@ void checkAgainstManifest(const std::string &kernelDir,
   auto parsed = llvm::json::parse((*buffer)->getBuffer());
   if (!parsed)
     die(path + ": " + llvm::toString(parsed.takeError()));
-  const llvm::json::Array *kernels =
+  llvm::json::Array *kernels =
       parsed->getAsObject() ? parsed->getAsObject()->getArray("kernels")
                             : nullptr;
   if (!kernels)
     die(path + ": no \"kernels\" list");
-  if (kernels->size() != golden.size())
-    die(path + " lists " + llvm::Twine(kernels->size()) +
-        " kernels, the file has " + llvm::Twine(golden.size()) +
-        " kernel.fused regions: emit the kernels from the same file");
-  for (size_t i = 0; i < golden.size(); ++i) {
-    const llvm::json::Object &k = *(*kernels)[i].getAsObject();
-    const llvm::json::Object &g = *golden[i].getAsObject();
-    std::string name = g.getString("name")->str();
-    if (k.getString("name") != g.getString("name"))
-      die(path + ": kernel " + llvm::Twine(i) + " is '" +
-          k.getString("name").value_or("?") + "', the file's region " +
-          llvm::Twine(i) + " is '" + name + "'");
-    SmallVector<const llvm::json::Object *> buffers;
-    for (const char *list : {"inputs", "results"})
-      for (const llvm::json::Value &b : *g.getArray(list))
-        buffers.push_back(b.getAsObject());
-    const llvm::json::Array &args = *k.getArray("args");
-    size_t compared = 0;
-    for (const llvm::json::Value &a : args) {
-      const llvm::json::Object &arg = *a.getAsObject();
-      if (arg.getString("role") == "workspace")
-        continue;
-      if (compared == buffers.size())
-        die(path + ": kernel '" + name + "' has more buffers than its region");
-      const llvm::json::Object &want = *buffers[compared++];
-      for (const char *field : {"dtype", "shape", "bytes"})
-        if (*arg.get(field) != *want.get(field)) {
-          std::string got, expected;
+  return std::move(*kernels);
+}
+
+// The manifest entry must describe the region's buffers (the GPU test
+// fills and reads them by position): dtypes, shapes and bytes.
+void checkBuffers(const std::string &path, const llvm::json::Object &kernel,
+                  kernel::FusedOp fused) {
+  std::string name = fused.getName().str();
+  SmallVector<Value> values(fused.getBodyBlock().getArguments());
+  llvm::append_range(values, fused.getBodyBlock().getTerminator()->getOperands());
+  size_t compared = 0;
+  for (const llvm::json::Value &a : *kernel.getArray("args")) {
+    const llvm::json::Object &arg = *a.getAsObject();
+    if (arg.getString("role") == "workspace")
+      continue;
+    if (compared == values.size())
+      die(path + ": kernel '" + name + "' has more buffers than its region");
+    Value v = values[compared++];
+    auto type = cast<RankedTensorType>(v.getType());
+    llvm::json::Array shape;
+    for (int64_t d : type.getShape())
+      shape.push_back(d);
+    int64_t bytes =
+        std::max<int64_t>(type.getNumElements(), 1) *
+        bytesPerElement(cantFail(interp::dtypeOf(type.getElementType())));
+    llvm::json::Object want{{"dtype", dtypeString(type.getElementType())},
+                            {"shape", std::move(shape)},
+                            {"bytes", bytes}};
+    for (const char *field : {"dtype", "shape", "bytes"})
+      if (!arg.get(field) || *arg.get(field) != *want.get(field)) {
+        std::string got = "nothing", expected;
+        if (arg.get(field)) {
+          got.clear();
           llvm::raw_string_ostream(got) << *arg.get(field);
-          llvm::raw_string_ostream(expected) << *want.get(field);
-          die(path + ": kernel '" + name + "' buffer " +
-              arg.getString("name").value_or("?") + " has " + field + " " +
-              got + ", the region's is " + expected);
         }
-    }
-    if (compared != buffers.size())
-      die(path + ": kernel '" + name + "' has fewer buffers than its region");
+        llvm::raw_string_ostream(expected) << *want.get(field);
+        die(path + ": kernel '" + name + "' buffer " +
+            arg.getString("name").value_or("?") + " has " + field + " " + got +
+            ", the region's is " + expected);
+      }
   }
+  if (compared != values.size())
+    die(path + ": kernel '" + name + "' has fewer buffers than its region");
 }
 
 } // namespace
 
+constexpr const char *kUsage =
+    "usage: octet-kernel-oracle INPUT.mlir --out DIR [--seed N] "
+    "[--kernels KDIR [--unlowered NAME]...]";
+
 int main(int argc, char **argv) {
   std::string input, outDir, kernelDir;
+  std::set<std::string> unlowered;
   uint64_t seed = (uint64_t)std::chrono::system_clock::now()
                       .time_since_epoch()
                       .count();
@@ -493,16 +508,15 @@ int main(int argc, char **argv) {
       seed = std::strtoull(value().c_str(), nullptr, 10);
     else if (a == "--kernels")
       kernelDir = value();
+    else if (a == "--unlowered")
+      unlowered.insert(value());
     else if (!a.empty() && a[0] == '-')
-      die("unknown option " + a +
-          "; usage: octet-kernel-oracle INPUT.mlir --out DIR [--seed N] "
-          "[--kernels KDIR]");
+      die("unknown option " + a + "; " + kUsage);
     else
       input = a;
   }
   if (input.empty() || outDir.empty())
-    die("usage: octet-kernel-oracle INPUT.mlir --out DIR [--seed N] "
-        "[--kernels KDIR]");
+    die(kUsage);
 
   DialectRegistry registry;
   registry.insert<graph::GraphDialect, fp8::Fp8Dialect, kernel::KernelDialect,
@@ -523,48 +537,105 @@ int main(int argc, char **argv) {
 
   std::printf("octet-kernel-oracle: seed %llu\n", (unsigned long long)seed);
   std::mt19937_64 rng(seed);
+  std::string manifestPath = kernelDir + "/kernels.json";
+  llvm::json::Array manifest;
+  if (!kernelDir.empty())
+    manifest = loadManifest(kernelDir);
   llvm::json::Array kernels;
-  size_t index = 0;
+  size_t region = 0, next = 0, shared = 0, attention = 0;
+  std::set<std::string> modulesDone, skipped;
   int64_t totalBytes = 0;
+  // Attention ops have manifest entries of their own, tested by
+  // AttentionKernelTest against their own reference.
+  auto skipAttention = [&] {
+    while (next < manifest.size() && manifest[next]
+                                         .getAsObject()
+                                         ->getString("kind")
+                                         .value_or("")
+                                         .starts_with("attention")) {
+      ++next;
+      ++attention;
+    }
+  };
   module->walk([&](kernel::FusedOp fused) {
+    std::string name = fused.getName().str();
+    size_t index = region++;
+    if (!kernelDir.empty()) {
+      skipAttention();
+      // Regions codegen cannot lower yet have no entry; every other region
+      // has the next one.
+      bool listed = next < manifest.size() &&
+                    manifest[next].getAsObject()->getString("name") == name;
+      if (unlowered.count(name)) {
+        if (listed)
+          die(manifestPath + " has kernels for '" + name +
+              "' now: drop --unlowered " + name);
+        skipped.insert(name);
+        return;
+      }
+      if (!listed)
+        die(manifestPath + ": entry " + llvm::Twine(next) + " is '" +
+            (next < manifest.size()
+                 ? manifest[next].getAsObject()->getString("name").value_or("?")
+                 : llvm::StringRef("(none)")) +
+            "', the file's next region is '" + name +
+            "': emit the kernels from the same file");
+      const llvm::json::Object &entry = *manifest[next].getAsObject();
+      checkBuffers(manifestPath, entry, fused);
+      index = next++;
+      // Regions that compute the same thing share a module (every layer's):
+      // one of them is enough.
+      std::string moduleName = entry.getString("module").value_or("").str();
+      if (!modulesDone.insert(moduleName).second) {
+        ++shared;
+        return;
+      }
+    }
     std::vector<Tensor> inputs;
     llvm::json::Array inputList, resultList;
     Block &body = fused.getBodyBlock();
+    std::string prefix = "k" + std::to_string(index);
     for (BlockArgument arg : body.getArguments()) {
       inputs.push_back(makeInput(arg, rng));
       auto bytes = encode(inputs.back());
-      std::string name = "k" + std::to_string(index) + ".in" +
-                         std::to_string(arg.getArgNumber()) + ".bin";
-      writeBytes(outDir + "/" + name, bytes);
+      std::string file =
+          prefix + ".in" + std::to_string(arg.getArgNumber()) + ".bin";
+      writeBytes(outDir + "/" + file, bytes);
       totalBytes += bytes.size();
-      inputList.push_back(describe(name, arg, bytes.size()));
+      inputList.push_back(describe(file, arg, bytes.size()));
     }
     std::vector<Tensor> results = interpret(fused, inputs);
     auto yield = cast<kernel::YieldOp>(body.getTerminator());
     for (auto [r, value] : llvm::enumerate(yield.getValues())) {
       auto bytes = encode(results[r]);
-      std::string name =
-          "k" + std::to_string(index) + ".out" + std::to_string(r) + ".bin";
-      writeBytes(outDir + "/" + name, bytes);
+      std::string file = prefix + ".out" + std::to_string(r) + ".bin";
+      writeBytes(outDir + "/" + file, bytes);
       totalBytes += bytes.size();
-      llvm::json::Object entry = describe(name, value, bytes.size());
+      llvm::json::Object entry = describe(file, value, bytes.size());
       Check check = checkFor(value);
       entry["check"] = check.kind;
       entry["tolerance"] = check.tolerance;
       resultList.push_back(std::move(entry));
     }
-    kernels.push_back(llvm::json::Object{{"name", fused.getName()},
+    kernels.push_back(llvm::json::Object{{"name", name},
+                                         {"kernel_index", (int64_t)index},
                                          {"inputs", std::move(inputList)},
                                          {"results", std::move(resultList)}});
-    ++index;
   });
+  skipAttention();
   if (kernels.empty())
-    die(input + " has no kernel.fused region");
-  if (!kernelDir.empty())
-    checkAgainstManifest(kernelDir, kernels);
+    die(input + " has no kernel.fused region to test");
+  if (!kernelDir.empty() && next != manifest.size())
+    die(manifestPath + " lists " + llvm::Twine(manifest.size()) +
+        " kernels, the file's regions match " + llvm::Twine(next) +
+        ": emit the kernels from the same file");
+  for (const std::string &name : unlowered)
+    if (!skipped.count(name))
+      die("--unlowered " + name + ": the file has no such region");
 
-  std::string manifest;
-  llvm::raw_string_ostream os(manifest);
+  size_t tested = kernels.size();
+  std::string golden;
+  llvm::raw_string_ostream os(golden);
   os << llvm::formatv(
       "{0:2}", llvm::json::Value(llvm::json::Object{
                    {"format", 1},
@@ -573,10 +644,18 @@ int main(int argc, char **argv) {
                    {"kernels", std::move(kernels)}}));
   os << "\n";
   writeBytes(outDir + "/golden.json",
-             std::vector<uint8_t>(manifest.begin(), manifest.end()));
+             std::vector<uint8_t>(golden.begin(), golden.end()));
   std::printf("octet-kernel-oracle: %zu kernels, %.1f MiB of inputs and "
-              "expected results in %s%s\n",
-              index, totalBytes / 1048576.0, outDir.c_str(),
-              kernelDir.empty() ? "" : "; they match kernels.json");
+              "expected results in %s",
+              tested, totalBytes / 1048576.0, outDir.c_str());
+  if (!kernelDir.empty()) {
+    std::printf("; they match kernels.json (%zu more share their modules; "
+                "%zu attention kernels are tested on their own",
+                shared, attention);
+    for (const std::string &name : skipped)
+      std::printf("; '%s' has no kernels yet", name.c_str());
+    std::printf(")");
+  }
+  std::printf("\n");
   return 0;
 }
