@@ -1,12 +1,15 @@
 #include "compiler/Emit/EmitBundle.h"
 
+#include "compiler/Emit/KernelModules.h"
 #include "dialects/graph/GraphDialect.h"
 #include "dialects/kernel/KernelDialect.h"
 #include "runtime/bundle/Bundle.h"
+#include "runtime/bundle/InitValues.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Regex.h"
 
 #include <set>
@@ -53,16 +56,20 @@ bundle::SlotKind slotKindOf(plan::SlotKind kind) {
     return bundle::ACTIVATION;
   case plan::SlotKind::IO:
     return bundle::IO;
+  case plan::SlotKind::Workspace:
+    return bundle::WORKSPACE;
   }
   return bundle::SLOT_UNSPECIFIED;
 }
 
-bundle::Init initOf(graph::VariableOp var) {
+bundle::Init initOf(graph::VariableOp var, uint64_t seed) {
   bundle::Init init;
   llvm::StringRef kind = var.getInit();
   if (kind == "normal") {
     init.set_kind(bundle::Init::NORMAL);
-    init.set_std(var.getInitStd() ? var.getInitStd()->convertToDouble() : 0.02);
+    // The verifier requires init_std with a normal init.
+    init.set_std(var.getInitStd()->convertToDouble());
+    init.set_seed(bundle::initSeed(seed, var.getSymName()));
   } else if (kind == "ones") {
     init.set_kind(bundle::Init::ONES);
   } else {
@@ -141,8 +148,9 @@ void addShape(google::protobuf::RepeatedField<int64_t> *out,
 
 class Emitter {
 public:
-  Emitter(ModuleOp module, const plan::MemoryPlan &plan, bundle::Bundle &b)
-      : module(module), plan(plan), b(b) {}
+  Emitter(ModuleOp module, const plan::MemoryPlan &plan, bundle::Bundle &b,
+          const KernelModules &modules, const CodegenOutcome &codegen)
+      : module(module), plan(plan), b(b), modules(modules), codegen(codegen) {}
 
   LogicalResult emitPrograms(bundle::RankProgram &rank) {
     for (auto func : module.getOps<func::FuncOp>()) {
@@ -203,9 +211,148 @@ private:
     symbol += "." + std::to_string(b.kernels_size());
     bundle::Kernel *k = b.add_kernels();
     k->set_symbol(symbol);
-    k->set_summary(op.getName().getStringRef().str());
+    std::string summary = op.getName().getStringRef().str();
+    if (auto it = codegen.reasons.find(&op);
+        it != codegen.reasons.end() && !it->second.empty())
+      summary += ": " + it->second;
+    k->set_summary(summary);
     k->set_missing_code(true);
     return b.kernels_size() - 1;
+  }
+
+  // The bundle kernel of a gpu.func, added on first use.
+  FailureOr<uint32_t> kernelFor(Operation &op, SymbolRefAttr ref,
+                                llvm::StringRef summary) {
+    std::string moduleName = ref.getRootReference().str();
+    std::string symbol = ref.getLeafReference().str();
+    std::string key = moduleName + "::" + symbol;
+    if (auto it = kernels.find(key); it != kernels.end())
+      return it->second;
+    auto m = modules.index.find(moduleName);
+    if (m == modules.index.end())
+      return op.emitError("bundle: kernel ")
+             << ref << " has no gpu.binary (codegen left no PTX for it)";
+    bundle::Kernel *k = b.add_kernels();
+    k->set_symbol(symbol);
+    k->set_module(m->second);
+    k->set_summary(summary.str());
+    uint32_t index = b.kernels_size() - 1;
+    kernels[key] = index;
+    return index;
+  }
+
+  bundle::SlotRef slotRef(unsigned slot) {
+    bundle::SlotRef r;
+    r.set_slot(slot);
+    return r;
+  }
+
+  // What a generated kernel computes, for reports: the region's ops in
+  // order, each once ("row: add + rms_norm + quantize").
+  static std::string summaryOf(Operation &op) {
+    auto fused = dyn_cast<kernel::FusedOp>(op);
+    if (!fused)
+      return op.getName().getStringRef().str();
+    std::string out = fused.getKind().str() + ":";
+    llvm::StringSet<> seen;
+    for (Operation &inner : fused.getBodyBlock()) {
+      llvm::StringRef name = inner.getName().stripDialect();
+      if (isa<kernel::YieldOp, graph::ReshapeOp>(inner) ||
+          !seen.insert(name).second)
+        continue;
+      out += (seen.size() == 1 ? " " : " + ") + name.str();
+    }
+    return out;
+  }
+
+  // An op codegen lowered: zero the results the ABI accumulates into, then
+  // each launch with the ABI's arguments (operands, results, workspace).
+  LogicalResult emitLaunches(Operation &op, ArrayAttr launches,
+                             llvm::StringRef label) {
+    if (auto zeroed = op.getAttrOfType<DenseI64ArrayAttr>("zero_results"))
+      for (int64_t i : zeroed.asArrayRef()) {
+        if (i < 0 || i >= int64_t(op.getNumResults()))
+          return op.emitError("bundle: zero_results names result #")
+                 << i << " of " << op.getNumResults();
+        bundle::Memset *m =
+            step((label + " zero #" + llvm::Twine(i)).str())->mutable_memset();
+        *m->mutable_dst() = ref(op.getResult(i));
+        auto type = cast<RankedTensorType>(op.getResult(i).getType());
+        m->set_bytes(type.getNumElements() *
+                     std::max(1u, type.getElementTypeBitWidth() / 8));
+      }
+    std::optional<unsigned> workspace;
+    if (auto w = op.getAttrOfType<IntegerAttr>("workspace_bytes");
+        w && w.getInt() > 0) {
+      auto it = current->workspaceSlots.find(&op);
+      if (it == current->workspaceSlots.end())
+        return op.emitError("bundle: the memory plan has no workspace for "
+                            "this kernel (plan after codegen)");
+      workspace = it->second;
+    }
+    std::string summary = summaryOf(op);
+    for (Attribute a : launches) {
+      auto dict = dyn_cast<DictionaryAttr>(a);
+      auto kernelRef =
+          dict ? dict.getAs<SymbolRefAttr>("kernel") : SymbolRefAttr();
+      if (!kernelRef)
+        return op.emitError("bundle: a launch entry without a kernel: ") << a;
+      FailureOr<uint32_t> kernel = kernelFor(op, kernelRef, summary);
+      if (failed(kernel))
+        return failure();
+      bundle::KernelLaunch *launch =
+          step((label + " " + kernelRef.getLeafReference().getValue()).str())
+              ->mutable_launch();
+      launch->set_kernel(*kernel);
+      if (failed(dim3(op, dict, "grid", *launch->mutable_grid())) ||
+          failed(dim3(op, dict, "block", *launch->mutable_block())))
+        return failure();
+      // Dynamic shared memory: `shared_bytes` (octet-attention-to-gpu) or
+      // `dynamic_shared_bytes`.
+      auto shared = dict.getAs<IntegerAttr>("shared_bytes");
+      if (!shared)
+        shared = dict.getAs<IntegerAttr>("dynamic_shared_bytes");
+      if (shared && shared.getInt() > 0) {
+        launch->set_dynamic_shared_bytes(shared.getInt());
+        bundle::Kernel *k = b.mutable_kernels(*kernel);
+        k->set_max_dynamic_shared_bytes(std::max<uint32_t>(
+            k->max_dynamic_shared_bytes(), shared.getInt()));
+      }
+      for (Value v : op.getOperands())
+        *launch->add_args()->mutable_slot() = ref(v);
+      for (Value v : op.getResults())
+        *launch->add_args()->mutable_slot() = ref(v);
+      if (workspace)
+        *launch->add_args()->mutable_slot() = slotRef(*workspace);
+    }
+    return success();
+  }
+
+  // grid/block: an integer (x) or an array of up to three.
+  static LogicalResult dim3(Operation &op, DictionaryAttr dict,
+                            llvm::StringRef key, bundle::Dim3 &out) {
+    Attribute a = dict.get(key);
+    llvm::SmallVector<int64_t, 3> dims;
+    if (auto i = dyn_cast_or_null<IntegerAttr>(a))
+      dims.push_back(i.getInt());
+    else if (auto dense = dyn_cast_or_null<DenseI64ArrayAttr>(a))
+      dims.assign(dense.asArrayRef().begin(), dense.asArrayRef().end());
+    else if (auto arr = dyn_cast_or_null<ArrayAttr>(a)) {
+      for (Attribute e : arr) {
+        auto i = dyn_cast<IntegerAttr>(e);
+        if (!i)
+          return op.emitError("bundle: launch ") << key << " holds " << e;
+        dims.push_back(i.getInt());
+      }
+    }
+    if (dims.empty() || dims.size() > 3 ||
+        llvm::any_of(dims, [](int64_t d) { return d < 1 || d > 0x7fffffff; }))
+      return op.emitError("bundle: launch ")
+             << key << " must be 1 to 3 positive sizes, got " << a;
+    out.set_x(dims[0]);
+    out.set_y(dims.size() > 1 ? dims[1] : 1);
+    out.set_z(dims.size() > 2 ? dims[2] : 1);
+    return success();
   }
 
   LogicalResult emitOp(func::FuncOp func, Operation &op) {
@@ -272,11 +419,14 @@ private:
       return success();
     }
     // Fused row kernels, attention, transposing copies and whatever else
-    // runs on the GPU: a launch whose arguments are the operands' and then
-    // the results' slots, in order.
+    // runs on the GPU: launches as codegen recorded them, or, without code,
+    // one launch whose arguments are the operands' and then the results'
+    // slots, in order.
     std::string label = op.getName().getStringRef().str();
     if (auto name = op.getAttrOfType<StringAttr>("name"))
       label += " " + name.str();
+    if (auto launches = op.getAttrOfType<ArrayAttr>("launch"))
+      return emitLaunches(op, launches, label);
     bundle::KernelLaunch *launch = step(label)->mutable_launch();
     launch->set_kernel(missingKernel(func, op));
     for (Value v : op.getOperands())
@@ -319,12 +469,11 @@ private:
     bool fp8 = d->a_type() == bundle::F8E4M3FN || d->a_type() == bundle::F8E5M2;
     d->set_fast_accum(fp8 && d->role() == bundle::FPROP);
     d->set_accumulate(static_cast<bool>(gemm.getC()));
+    // kernel.gemm divides by the quantize scales, cuBLASLt multiplies by
+    // its scale pointers: one factor 1 / (sa · sb), computed just before
+    // the call, goes in as A's scale and B has none.
     d->set_has_a_scale(static_cast<bool>(gemm.getAScale()));
-    d->set_has_b_scale(static_cast<bool>(gemm.getBScale()));
-    // kernel.gemm divides by the quantize scales; the descriptor says so, so
-    // that a runtime that multiplies by dequantization factors can refuse
-    // rather than scale wrongly.
-    d->set_quantize_scales(d->has_a_scale() || d->has_b_scale());
+    d->set_has_b_scale(false);
     d->set_batch(1);
 
     if (gemm.getC()) {
@@ -337,6 +486,34 @@ private:
         copy->set_bytes(plan.slots[out.slot()].bytes);
       }
     }
+    unsigned dequantSlot = 0;
+    if (gemm.getAScale()) {
+      auto slot = current->gemmScaleSlots.find(gemm);
+      if (slot == current->gemmScaleSlots.end())
+        return gemm.emitError("bundle: the memory plan has no dequantization "
+                              "factor for this GEMM (plan after codegen)");
+      dequantSlot = slot->second;
+      auto scaleKernel = SymbolRefAttr::get(
+          gemm.getContext(), kGemmScaleKernel,
+          {FlatSymbolRefAttr::get(gemm.getContext(), kGemmScaleKernel)});
+      FailureOr<uint32_t> kernel =
+          kernelFor(*gemm, scaleKernel, "1 / (a_scale * b_scale): an FP8 "
+                                        "GEMM's dequantization factor");
+      if (failed(kernel))
+        return failure();
+      bundle::KernelLaunch *launch =
+          step(param + " " + role + " dequant scale")->mutable_launch();
+      launch->set_kernel(*kernel);
+      launch->mutable_grid()->set_x(1);
+      launch->mutable_grid()->set_y(1);
+      launch->mutable_grid()->set_z(1);
+      launch->mutable_block()->set_x(1);
+      launch->mutable_block()->set_y(1);
+      launch->mutable_block()->set_z(1);
+      *launch->add_args()->mutable_slot() = ref(gemm.getAScale());
+      *launch->add_args()->mutable_slot() = ref(gemm.getBScale());
+      *launch->add_args()->mutable_slot() = slotRef(dequantSlot);
+    }
     bundle::GemmCall *call = step(param + " " + role)->mutable_gemm();
     call->set_gemm(b.gemms_size() - 1);
     *call->mutable_a() = ref(gemm.getA());
@@ -347,9 +524,7 @@ private:
     if (!gemm.getAux().empty())
       *call->mutable_aux() = ref(gemm.getAux()[0]);
     if (gemm.getAScale())
-      *call->mutable_a_scale() = ref(gemm.getAScale());
-    if (gemm.getBScale())
-      *call->mutable_b_scale() = ref(gemm.getBScale());
+      *call->mutable_a_scale() = slotRef(dequantSlot);
 
     if (!param.empty() && program->kind() == bundle::TRAIN_MICROBATCH &&
         precisionSeen.insert({param, d->role()}).second) {
@@ -372,15 +547,31 @@ private:
   ModuleOp module;
   const plan::MemoryPlan &plan;
   bundle::Bundle &b;
+  const KernelModules &modules;
+  const CodegenOutcome &codegen;
+  // "module::symbol" -> index in b.kernels.
+  llvm::StringMap<uint32_t> kernels;
   const plan::ProgramPlan *current = nullptr;
   bundle::Program *program = nullptr;
 };
 
 } // namespace
 
-FailureOr<bundle::Bundle> buildBundle(ModuleOp module,
-                                      const plan::MemoryPlan &plan,
-                                      const BuildSource &source) {
+FailureOr<bundle::Bundle> compileBundle(ModuleOp module,
+                                        const BuildSource &source) {
+  addGemmScaleKernel(module);
+  FailureOr<CodegenOutcome> codegen = runCodegen(module);
+  if (failed(codegen))
+    return failure();
+  FailureOr<KernelModules> modules = collectModules(module, source.ptxas);
+  if (failed(modules))
+    return failure();
+  // After codegen, so kernel workspaces and GEMM factors get slots.
+  FailureOr<plan::MemoryPlan> memory = plan::planMemory(module);
+  if (failed(memory))
+    return failure();
+  const plan::MemoryPlan &plan = *memory;
+
   bundle::Bundle b;
   b.set_format_version(bundle::kBundleFormatVersion);
   b.set_compiler_version(OCTET_COMPILER_VERSION);
@@ -395,6 +586,12 @@ FailureOr<bundle::Bundle> buildBundle(ModuleOp module,
     o->set_key(key);
     o->set_value(value);
   }
+  // The cubins' bytes depend on the assembler's version.
+  bundle::Option *cubins = build->add_options();
+  cubins->set_key("cubin");
+  cubins->set_value(modules->assembler);
+  for (bundle::Module &m : modules->modules)
+    *b.add_modules() = std::move(m);
 
   *b.mutable_schedule() = source.schedule;
 
@@ -430,7 +627,7 @@ FailureOr<bundle::Bundle> buildBundle(ModuleOp module,
       p->set_name(name.str());
       addShape(p->mutable_shape(), type);
       p->set_dtype(dtypeOf(type.getElementType()));
-      *p->mutable_init() = initOf(var);
+      *p->mutable_init() = initOf(var, source.schedule.seed());
       if (auto hf = var->getAttrOfType<StringAttr>("hf_name")) {
         p->set_hf_name(hf.str());
       } else if (auto hfs = var->getAttrOfType<ArrayAttr>("hf_names")) {
@@ -457,7 +654,7 @@ FailureOr<bundle::Bundle> buildBundle(ModuleOp module,
     st->set_owner(ownerOf(name));
     addShape(st->mutable_shape(), type);
     st->set_dtype(dtypeOf(type.getElementType()));
-    *st->mutable_init() = initOf(var);
+    *st->mutable_init() = initOf(var, source.schedule.seed());
     st->set_slot(slot);
   }
 
@@ -465,7 +662,7 @@ FailureOr<bundle::Bundle> buildBundle(ModuleOp module,
   bundle::Group *data = b.add_groups();
   data->set_name("data");
   data->add_ranks(0);
-  Emitter emitter(module, plan, b);
+  Emitter emitter(module, plan, b, *modules, *codegen);
   if (Attribute r = module->getAttr("fp8.recipe")) {
     std::string text;
     llvm::raw_string_ostream os(text);

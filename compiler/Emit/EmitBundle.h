@@ -1,15 +1,20 @@
 #ifndef OCTET_COMPILER_EMIT_EMITBUNDLE_H
 #define OCTET_COMPILER_EMIT_EMITBUNDLE_H
 
-// The kernel-dialect train step and its memory plan as a .octet bundle
-// (runtime/bundle/bundle.proto): parameter table, state tensors, the plan's
-// slots, GEMM descriptors from kernel.gemm, and one program per function
-// (train microbatch, optimizer step, eval, init) for every rank, each step
-// bound to plan slots.
+// The kernel-dialect train step as a .octet bundle
+// (runtime/bundle/bundle.proto): codegen's PTX and cubins, parameter table,
+// state tensors, the memory plan's slots, GEMM descriptors from kernel.gemm,
+// and one program per function (train microbatch, optimizer step, eval,
+// init) for every rank, each step bound to plan slots.
 //
-// Kernels that codegen does not cover yet are listed with missing_code set;
-// the runtime refuses such a bundle and names them. Everything is emitted in
-// the module's op order, so the same module gives the same bundle.
+// Launches follow the codegen's kernel ABI (compiler/Codegen/README.md): a
+// pointer per operand, per result, then the planned f32 workspace; results
+// the ABI accumulates with atomics are zeroed by a memset first. Any op
+// that codegen gave a `launch` list is emitted this way, so new lowerings
+// need nothing here. Ops without code are listed with missing_code set and
+// the reason; the runtime refuses such a bundle and names them. Everything
+// is emitted in the module's op order, so the same module gives the same
+// bundle.
 
 #include "compiler/Plan/MemoryPlan.h"
 #include "runtime/bundle/bundle.pb.h"
@@ -32,11 +37,15 @@ struct BuildSource {
   std::vector<std::pair<std::string, std::string>> options;
   // Sizes and the training schedule, from the resolved spec.
   bundle::Schedule schedule;
+  // ptxas for cubins: empty searches CUDA_HOME, PATH and /usr/local/cuda;
+  // "none" keeps PTX only.
+  std::string ptxas;
 };
 
-mlir::FailureOr<bundle::Bundle> buildBundle(mlir::ModuleOp module,
-                                            const plan::MemoryPlan &plan,
-                                            const BuildSource &source);
+// Codegen (which rewrites `module`: pass a copy to keep the kernel IR), the
+// memory plan, then the bundle.
+mlir::FailureOr<bundle::Bundle> compileBundle(mlir::ModuleOp module,
+                                              const BuildSource &source);
 
 } // namespace octet::emit
 

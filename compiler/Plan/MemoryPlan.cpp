@@ -33,6 +33,8 @@ const char *slotKindName(SlotKind kind) {
     return "activation";
   case SlotKind::IO:
     return "io";
+  case SlotKind::Workspace:
+    return "workspace";
   }
   return "?";
 }
@@ -163,6 +165,7 @@ struct Buffer {
   int64_t def = 0, lastUse = 0;
   bool inPlace = false;
   bool io = false;
+  bool workspace = false;
   std::string name;
   Type type;
 };
@@ -305,6 +308,23 @@ LogicalResult planFunction(func::FuncOp func, MemoryPlan &plan) {
                                describeProducer(&op, result.getResultNumber()),
                            at, /*io=*/false)))
         return failure();
+    // Scratch lives at this step only, beside the op's inputs and results.
+    auto scratch = [&](int64_t floats, llvm::StringRef what,
+                       llvm::DenseMap<Operation *, unsigned> &owner) {
+      Buffer b;
+      b.bytes = static_cast<uint64_t>(floats) * 4;
+      b.def = b.lastUse = at;
+      b.workspace = true;
+      b.name = program.name + ":" + describeProducer(&op, 0) + " " + what.str();
+      b.type = RankedTensorType::get({floats}, Float32Type::get(op.getContext()));
+      owner[&op] = buffers.size();
+      buffers.push_back(std::move(b));
+    };
+    if (auto w = op.getAttrOfType<IntegerAttr>("workspace_bytes");
+        w && w.getInt() > 0)
+      scratch((w.getInt() + 3) / 4, "workspace", program.workspaceSlots);
+    if (auto gemm = dyn_cast<kernel::GemmOp>(op); gemm && gemm.getAScale())
+      scratch(1, "dequant scale", program.gemmScaleSlots);
   }
 
   // Place the buffers: by definition order, freeing those whose last use is
@@ -350,7 +370,9 @@ LogicalResult planFunction(func::FuncOp func, MemoryPlan &plan) {
       continue;
     Slot slot;
     slot.name = b.name;
-    slot.kind = b.io ? SlotKind::IO : SlotKind::Activation;
+    slot.kind = b.workspace ? SlotKind::Workspace
+                : b.io      ? SlotKind::IO
+                            : SlotKind::Activation;
     // Relative to the activation region until every program is planned.
     slot.offset = offsets[i];
     slot.bytes = b.bytes;
@@ -363,6 +385,10 @@ LogicalResult planFunction(func::FuncOp func, MemoryPlan &plan) {
     b.slot = plan.slots.size();
     plan.slots.push_back(std::move(slot));
   }
+  // Scratch owners held buffer indices until the buffers had slots.
+  for (auto *owner : {&program.workspaceSlots, &program.gemmScaleSlots})
+    for (auto &entry : *owner)
+      entry.second = buffers[entry.second].slot;
   for (auto &[value, root] : roots) {
     if (root.buffer >= 0)
       program.valueSlots[value] = {buffers[root.buffer].slot, root.offset};

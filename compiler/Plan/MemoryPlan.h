@@ -15,6 +15,13 @@
 // buffer they view. A result that
 // is written back to a variable (graph.store) is computed in place in the
 // variable's slot when no later op reads the variable's old value.
+//
+// Once codegen has run, an op's scratch memory is planned too, live at that
+// op's step only: the f32 workspace of a generated kernel (its
+// `workspace_bytes` attribute), and the dequantization factor of an FP8
+// kernel.gemm (1 / (a_scale · b_scale), computed just before the call,
+// because cuBLASLt multiplies by its scale pointers where kernel.gemm
+// divides).
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Value.h"
@@ -38,6 +45,8 @@ enum class SlotKind {
   State,
   Activation,
   IO,
+  // Scratch of one op: a kernel's workspace, a GEMM's dequantization factor.
+  Workspace,
 };
 const char *slotKindName(SlotKind kind);
 
@@ -67,6 +76,10 @@ struct ProgramPlan {
   // The slot each tensor value of the function's body lives in (views map
   // to the slot they view, with the byte offset into it).
   llvm::DenseMap<mlir::Value, std::pair<unsigned, uint64_t>> valueSlots;
+  // The workspace slot of each top-level op with `workspace_bytes` > 0.
+  llvm::DenseMap<mlir::Operation *, unsigned> workspaceSlots;
+  // The f32 dequantization-factor slot of each kernel.gemm with scales.
+  llvm::DenseMap<mlir::Operation *, unsigned> gemmScaleSlots;
 };
 
 struct MemoryPlan {

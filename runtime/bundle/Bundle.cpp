@@ -279,13 +279,6 @@ Status checkRunnable(const Bundle &b) {
         "; `octet inspect` lists them all, recompile with a compiler whose "
         "codegen covers them");
   }
-  for (const GemmDescriptor &g : b.gemms())
-    if (g.quantize_scales())
-      return Status::error(
-          "the bundle cannot run: GEMM '" + g.name() +
-          "' carries quantize scales, and this runtime's cuBLASLt path "
-          "takes dequantization factors; recompile with a compiler that "
-          "emits their reciprocals");
   return Status::ok();
 }
 

@@ -15,7 +15,9 @@
 namespace octet::bundle {
 
 // The format this code reads and writes (Bundle.format_version).
-constexpr uint32_t kBundleFormatVersion = 1;
+// 2: GEMM scale slots hold dequantization factors (quantize_scales gone),
+// kernels carry code, Init has a per-tensor seed.
+constexpr uint32_t kBundleFormatVersion = 2;
 
 // Deterministic serialization of `bundle` as it is (content_hash included).
 std::string serializeDeterministic(const Bundle &bundle);
@@ -40,8 +42,8 @@ StatusOr<Bundle> readBundle(const std::string &path);
 // aligned, every program of every rank present. Messages name the element.
 Status validate(const Bundle &bundle);
 
-// Whether this runtime can execute the bundle: every kernel has code and
-// every GEMM's scales are in the form cuBLASLt takes. Names what is missing.
+// Whether this runtime can execute the bundle: every kernel has code. Names
+// what is missing.
 Status checkRunnable(const Bundle &bundle);
 
 const char *dtypeName(DType dtype);

@@ -255,10 +255,6 @@ Status writeBundleFile(ModuleOp module, const Options &opts,
                            buffer.getError().message());
     return (*buffer)->getBuffer().str();
   };
-  FailureOr<plan::MemoryPlan> memory = plan::planMemory(module);
-  if (failed(memory))
-    return Status::error(opts.spec +
-                         ": memory plan failed (see the diagnostics above)");
   emit::BuildSource source;
   StatusOr<std::string> specText = readText(opts.spec);
   if (!specText)
@@ -275,10 +271,24 @@ Status writeBundleFile(ModuleOp module, const Options &opts,
   source.modelName = spec.model().architecture();
   source.options.push_back({"stages", knownStages()});
   source.schedule = scheduleOf(module, spec);
-  FailureOr<bundle::Bundle> b = emit::buildBundle(module, *memory, source);
+  // Codegen rewrites what it compiles; the kernel IR stays as it is for
+  // --emit-ptx and the summary.
+  OwningOpRef<ModuleOp> copy = module.clone();
+  FailureOr<bundle::Bundle> b = emit::compileBundle(*copy, source);
   if (failed(b))
     return Status::error(opts.spec +
                          ": bundle emission failed (see the diagnostics above)");
+  int missing = 0;
+  std::string named;
+  for (const bundle::Kernel &k : b->kernels())
+    if (k.missing_code() && missing++ < 4)
+      named += (named.empty() ? "" : ", ") + k.symbol();
+  if (missing)
+    llvm::errs() << opts.output << ": " << missing
+                 << " kernels have no GPU code yet (" << named
+                 << (missing > 4 ? ", ..." : "")
+                 << "); `octet inspect` lists them with the reason, and "
+                    "octet-run refuses the bundle until they have\n";
   if (Status st = bundle::validate(*b); !st)
     return st.withContext(opts.output + " (the bundle the compiler built)");
   return bundle::writeBundle(*b, opts.output);

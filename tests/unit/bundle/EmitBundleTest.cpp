@@ -1,7 +1,7 @@
 // `octet compile SPEC -o X.octet` end to end: the bundle is byte-identical
 // across runs, parses and validates, carries the spec, parameters, state,
-// plan and programs, and is refused by the runtime check while codegen does
-// not cover its kernels.
+// plan, programs and the codegen's kernels, and every launch matches its
+// kernel's PTX parameter list and stays inside the slots it names.
 
 #include "runtime/bundle/Bundle.h"
 
@@ -9,33 +9,156 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <map>
+#include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 
 namespace {
 
-std::string compileTinyLlama(const std::string &out) {
-  std::string cmd = std::string(OCTET_BINARY) + " compile " +
-                    OCTET_SOURCE_DIR "/examples/tiny-llama.pbtxt -o " + out +
-                    " > " + out + ".log 2>&1";
-  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
-  std::ifstream in(out, std::ios::binary);
+using namespace octet::bundle;
+
+std::string readFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
 }
 
+std::string compile(const std::string &spec, const std::string &out) {
+  std::string cmd = std::string(OCTET_BINARY) + " compile " +
+                    OCTET_SOURCE_DIR "/examples/" + spec + " -o " + out +
+                    " > " + out + ".log 2>&1";
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd << "\n"
+                                         << readFile(out + ".log");
+  return readFile(out);
+}
+
+// The parameter types of `.entry symbol(...)` in `ptx`, in order (".u64",
+// ".f32", ...); empty when the entry is missing.
+std::vector<std::string> entryParams(const std::string &ptx,
+                                     const std::string &symbol,
+                                     bool &found) {
+  std::vector<std::string> types;
+  size_t at = ptx.find(".entry " + symbol + "(");
+  found = at != std::string::npos;
+  if (!found)
+    return types;
+  size_t end = ptx.find(')', at);
+  std::string list = ptx.substr(at, end - at);
+  static const std::regex param(R"(\.param\s+(\.[a-z0-9]+))");
+  for (std::sregex_iterator it(list.begin(), list.end(), param), e; it != e;
+       ++it)
+    types.push_back((*it)[1]);
+  return types;
+}
+
+bool argMatches(const KernelArg &arg, const std::string &ptxType) {
+  switch (arg.value_case()) {
+  case KernelArg::kSlot:
+  case KernelArg::kU64:
+  case KernelArg::kI64:
+    return ptxType == ".u64" || ptxType == ".s64" || ptxType == ".b64";
+  case KernelArg::kI32:
+  case KernelArg::kU32:
+    return ptxType == ".u32" || ptxType == ".s32" || ptxType == ".b32";
+  case KernelArg::kF32:
+    return ptxType == ".f32" || ptxType == ".b32";
+  default:
+    return false;
+  }
+}
+
+// Every launch of a kernel with code passes as many arguments as its PTX
+// entry takes, of matching kinds, each slot reference inside its slot; an
+// memset stays inside its slot. `checked` counts the launches checked.
+void checkLaunches(const Bundle &b, int &checked) {
+  std::map<uint32_t, std::vector<std::string>> params;
+  for (int k = 0; k < b.kernels_size(); ++k) {
+    const Kernel &kernel = b.kernels(k);
+    if (kernel.missing_code())
+      continue;
+    bool found = false;
+    params[k] = entryParams(b.modules(int(kernel.module())).ptx(),
+                            kernel.symbol(), found);
+    EXPECT_TRUE(found) << "kernel " << kernel.symbol() << " is not an entry "
+                       << "of module " << b.modules(int(kernel.module())).name();
+  }
+  checked = 0;
+  const auto &slots = b.plan().slots();
+  for (const Program &p : b.ranks(0).programs())
+    for (int i = 0; i < p.steps_size(); ++i) {
+      const Step &s = p.steps(i);
+      std::string at = p.name() + " step " + std::to_string(i) + " (" +
+                       s.label() + ")";
+      if (s.has_memset()) {
+        ASSERT_LT(s.memset().dst().slot(), uint32_t(slots.size())) << at;
+        const Slot &slot = slots[int(s.memset().dst().slot())];
+        EXPECT_LE(s.memset().dst().byte_offset() + s.memset().bytes(),
+                  slot.bytes())
+            << at;
+      }
+      if (!s.has_launch())
+        continue;
+      const KernelLaunch &l = s.launch();
+      ASSERT_LT(l.kernel(), uint32_t(b.kernels_size())) << at;
+      if (b.kernels(int(l.kernel())).missing_code())
+        continue;
+      const std::vector<std::string> &types = params[l.kernel()];
+      ASSERT_EQ(size_t(l.args_size()), types.size())
+          << at << ": the PTX entry takes " << types.size() << " parameters";
+      for (int a = 0; a < l.args_size(); ++a) {
+        EXPECT_TRUE(argMatches(l.args(a), types[a]))
+            << at << " argument " << a << " vs PTX " << types[a];
+        if (!l.args(a).has_slot())
+          continue;
+        const SlotRef &ref = l.args(a).slot();
+        ASSERT_LT(ref.slot(), uint32_t(slots.size())) << at;
+        EXPECT_LT(ref.byte_offset(), std::max<uint64_t>(
+                                         1, slots[int(ref.slot())].bytes()))
+            << at << " argument " << a;
+      }
+      EXPECT_GT(l.grid().x(), 0u) << at;
+      EXPECT_GT(l.block().x(), 0u) << at;
+      EXPECT_LE(uint64_t(l.block().x()) * l.block().y() * l.block().z(), 1024u)
+          << at;
+      ++checked;
+    }
+}
+
+// Every module's PTX assembles for its arch (when the build found ptxas),
+// and the bundle's cubin is what ptxas makes of it.
+void checkModulesAssemble(const Bundle &b, const std::string &dir) {
+#ifdef OCTET_PTXAS
+  for (const Module &m : b.modules()) {
+    std::string ptx = dir + "/" + m.name() + ".ptx";
+    std::string cubin = dir + "/" + m.name() + ".cubin";
+    std::ofstream(ptx) << m.ptx();
+    std::string cmd = std::string(OCTET_PTXAS) + " -arch=sm_90a -O3 " + ptx +
+                      " -o " + cubin;
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    if (!m.cubin().empty())
+      EXPECT_EQ(readFile(cubin), m.cubin())
+          << m.name() << ": the bundle's cubin is not ptxas's output";
+  }
+#else
+  (void)b, (void)dir;
+  GTEST_SKIP() << "no ptxas in this build: PTX not assembled";
+#endif
+}
+
 TEST(EmitBundle, TinyLlamaIsDeterministicAndComplete) {
   std::string dir = ::testing::TempDir();
-  std::string first = compileTinyLlama(dir + "/tiny-a.octet");
-  std::string second = compileTinyLlama(dir + "/tiny-b.octet");
+  std::string first = compile("tiny-llama.pbtxt", dir + "/tiny-a.octet");
+  std::string second = compile("tiny-llama.pbtxt", dir + "/tiny-b.octet");
   ASSERT_FALSE(first.empty());
   EXPECT_EQ(first, second) << "two compiles of the same spec differ";
 
-  auto parsed = octet::bundle::parseBundle(first, "tiny-a.octet");
+  auto parsed = parseBundle(first, "tiny-a.octet");
   ASSERT_TRUE(parsed) << parsed.status().message();
-  const octet::bundle::Bundle &b = *parsed;
-  EXPECT_EQ(b.format_version(), octet::bundle::kBundleFormatVersion);
+  const Bundle &b = *parsed;
+  EXPECT_EQ(b.format_version(), kBundleFormatVersion);
   EXPECT_EQ(b.build().spec_format(), "pbtxt");
   EXPECT_NE(b.build().spec_text().find("num_layers"), std::string::npos);
   EXPECT_EQ(b.world_size(), 1u);
@@ -46,6 +169,7 @@ TEST(EmitBundle, TinyLlamaIsDeterministicAndComplete) {
   // LM head.
   ASSERT_EQ(b.parameters_size(), 4 * 6 + 3);
   int64_t elements = 0;
+  std::set<uint64_t> seeds;
   for (const auto &p : b.parameters()) {
     int64_t n = 1;
     for (int64_t d : p.shape())
@@ -53,6 +177,9 @@ TEST(EmitBundle, TinyLlamaIsDeterministicAndComplete) {
     elements += n;
     EXPECT_EQ(b.plan().slots(int(p.slot())).name(), p.name());
     EXPECT_EQ(b.plan().slots(int(p.grad_slot())).name(), "grad." + p.name());
+    if (p.init().kind() == Init::NORMAL)
+      EXPECT_TRUE(seeds.insert(p.init().seed()).second)
+          << p.name() << " draws the same numbers as another parameter";
   }
   EXPECT_EQ(elements, 3279104);
   EXPECT_EQ(b.parameters(0).hf_name(), "model.embed_tokens.weight");
@@ -74,20 +201,82 @@ TEST(EmitBundle, TinyLlamaIsDeterministicAndComplete) {
   EXPECT_EQ(programs, (std::vector<std::string>{"forward", "train_microbatch",
                                                 "optimizer_step",
                                                 "fp8_weight_init"}));
-  EXPECT_GT(b.gemms_size(), 0);
   EXPECT_GT(b.precision_size(), 0);
   EXPECT_EQ(b.plan().arenas(0).alignment(), 256u);
   for (const auto &s : b.plan().slots())
     EXPECT_EQ(s.offset() % 256, 0u) << s.name();
 
-  // The fused kernels have no code in the bundle yet: the runtime's check
-  // refuses it and names one of them.
-  octet::Status runnable = octet::bundle::checkRunnable(b);
-  EXPECT_FALSE(runnable);
-  EXPECT_NE(runnable.message().find("have no code"), std::string::npos)
-      << runnable.message();
-  EXPECT_NE(runnable.message().find("forward.embedding.0"), std::string::npos)
-      << runnable.message();
+  // FP8 GEMMs take one dequantization factor, written by a launch just
+  // before the call into a slot of its own.
+  int fp8Gemms = 0;
+  for (const Program &p : b.ranks(0).programs())
+    for (int i = 0; i < p.steps_size(); ++i) {
+      if (!p.steps(i).has_gemm())
+        continue;
+      const GemmCall &call = p.steps(i).gemm();
+      const GemmDescriptor &g = b.gemms(int(call.gemm()));
+      EXPECT_FALSE(g.has_b_scale()) << g.name();
+      if (!g.has_a_scale())
+        continue;
+      ++fp8Gemms;
+      ASSERT_GT(i, 0);
+      const Step &before = p.steps(i - 1);
+      ASSERT_TRUE(before.has_launch()) << g.name();
+      EXPECT_EQ(b.kernels(int(before.launch().kernel())).symbol(),
+                "gemm_dequant_scale");
+      ASSERT_EQ(before.launch().args_size(), 3);
+      EXPECT_EQ(before.launch().args(2).slot().slot(), call.a_scale().slot());
+      EXPECT_EQ(b.plan().slots(int(call.a_scale().slot())).kind(), WORKSPACE);
+    }
+  EXPECT_EQ(fp8Gemms, 4 * 4 * 3 * 2 - 4 * 4 * 2) // train: 3 per linear;
+      << "FP8 GEMMs of the train and eval programs";  // eval: fprop only
+
+  // Each shared kernel is one module: every layer's RMSNorm runs the same.
+  std::set<std::string> names;
+  for (const Module &m : b.modules())
+    EXPECT_TRUE(names.insert(m.name()).second) << m.name();
+  EXPECT_GT(b.modules_size(), 10);
+  int launches = 0;
+  checkLaunches(b, launches);
+  EXPECT_GT(launches, 100);
+
+  // The optimizer step and init have code; attention and the fused LM head
+  // do not yet, and the runtime's check names them.
+  std::set<uint32_t> missing;
+  for (int k = 0; k < b.kernels_size(); ++k)
+    if (b.kernels(k).missing_code())
+      missing.insert(k);
+  for (const Program &p : b.ranks(0).programs()) {
+    if (p.kind() != OPTIMIZER_STEP && p.kind() != INIT)
+      continue;
+    for (const Step &s : p.steps())
+      EXPECT_FALSE(s.has_launch() && missing.count(s.launch().kernel()))
+          << p.name() << ": " << s.label() << " has no code";
+  }
+  octet::Status runnable = checkRunnable(b);
+  if (!missing.empty()) {
+    EXPECT_FALSE(runnable);
+    EXPECT_NE(runnable.message().find(b.kernels(int(*missing.begin())).symbol()),
+              std::string::npos)
+        << runnable.message();
+  } else {
+    EXPECT_TRUE(runnable) << runnable.message();
+  }
+  checkModulesAssemble(b, dir);
+}
+
+TEST(EmitBundle, Llama3_8bLaunchesMatchTheirKernels) {
+  std::string dir = ::testing::TempDir();
+  std::string bytes = compile("llama3-8b.pbtxt", dir + "/llama3-8b.octet");
+  auto parsed = parseBundle(bytes, "llama3-8b.octet");
+  ASSERT_TRUE(parsed) << parsed.status().message();
+  const Bundle &b = *parsed;
+  int launches = 0;
+  checkLaunches(b, launches);
+  EXPECT_GT(launches, 1000);
+  // 32 layers share their kernels: far fewer modules than launches.
+  EXPECT_LT(b.modules_size(), 200);
+  checkModulesAssemble(b, dir);
 }
 
 } // namespace

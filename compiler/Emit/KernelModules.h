@@ -1,0 +1,54 @@
+#ifndef OCTET_COMPILER_EMIT_KERNELMODULES_H
+#define OCTET_COMPILER_EMIT_KERNELMODULES_H
+
+// The GPU code of a bundle: codegen run on the kernel-dialect step, the
+// small kernels the bundle adds around cuBLASLt calls, and the gpu.binary
+// PTX assembled into cubins.
+
+#include "runtime/bundle/bundle.pb.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <string>
+#include <vector>
+
+namespace octet::emit {
+
+// The kernel that turns a GEMM's quantize scales into cuBLASLt's
+// dequantization factor: out[0] = 1 / (a[0] · b[0]) in f32, each step
+// rounded as the reference interpreter's kernel.gemm rounds it.
+inline constexpr llvm::StringLiteral kGemmScaleKernel = "gemm_dequant_scale";
+
+// Adds the gpu.module of kGemmScaleKernel when some kernel.gemm has scales.
+void addGemmScaleKernel(mlir::ModuleOp module);
+
+struct CodegenOutcome {
+  // Why an op got no kernels, by op: the codegen's diagnostics at its
+  // location, joined.
+  llvm::DenseMap<mlir::Operation *, std::string> reasons;
+};
+
+// Runs the codegen pipeline (keep-going: an op that cannot be lowered gets
+// no `launch` and its diagnostics are kept in the outcome rather than
+// printed). Fails, printing the diagnostics, when the pipeline itself fails.
+mlir::FailureOr<CodegenOutcome> runCodegen(mlir::ModuleOp module);
+
+struct KernelModules {
+  std::vector<bundle::Module> modules;
+  llvm::StringMap<uint32_t> index;
+  // "ptxas <version>" when cubins were assembled, else "none".
+  std::string assembler;
+};
+
+// One bundle Module per gpu.binary, in module order: its PTX, and a cubin
+// when ptxas is found (`ptxas` empty: CUDA_HOME, PATH, /usr/local/cuda;
+// "none": PTX only). ptxas output depends only on the PTX and its version,
+// so the bytes are reproducible.
+mlir::FailureOr<KernelModules> collectModules(mlir::ModuleOp module,
+                                              llvm::StringRef ptxas);
+
+} // namespace octet::emit
+
+#endif
