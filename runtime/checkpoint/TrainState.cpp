@@ -85,8 +85,8 @@ Status writeState(const std::string &path,
                   const std::vector<NamedTensor> &tensors) {
   SafetensorsWriter writer;
   for (const NamedTensor &t : tensors)
-    if (Status st = writer.add(t.name, t.dtype, t.shape, t.data.data(),
-                               t.data.size());
+    if (Status st =
+            writer.add(t.name, t.dtype, t.shape, t.data.data(), t.data.size());
         !st)
       return st;
   writer.setMetadata("format", "octet-train-state");
@@ -157,8 +157,7 @@ StatusOr<std::string> saveTrainCheckpoint(const std::string &dir,
   }
   removeTree(previous);
   syncDir(dir);
-  if (Status s = writeFileAtomically(dir + "/" + kLatestFile, name + "\n");
-      !s)
+  if (Status s = writeFileAtomically(dir + "/" + kLatestFile, name + "\n"); !s)
     return Status::error("checkpoint " + final + " is complete but " + dir +
                          "/latest could not be updated: " + s.message());
 

@@ -132,8 +132,8 @@ StatusOr<blas::GemmDesc> toGemmDesc(const GemmDescriptor &g) {
   return d;
 }
 
-StatusOr<std::unique_ptr<Runtime>> Runtime::load(const Bundle &bundle,
-                                                 const RuntimeOptions &options) {
+StatusOr<std::unique_ptr<Runtime>>
+Runtime::load(const Bundle &bundle, const RuntimeOptions &options) {
   OCTET_RETURN_IF_ERROR(checkRunnable(bundle));
   std::unique_ptr<Runtime> rt(new Runtime());
   rt->bundle_ = bundle;
@@ -154,9 +154,6 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::load(const Bundle &bundle,
   if (!dev)
     return dev.status();
   rt->device_ = std::move(*dev);
-  auto freeBefore = rt->device_->freeMemory();
-  if (!freeBefore)
-    return freeBefore.status();
 
   uint32_t streams = 1;
   for (const bundle::Arena &a : bundle.plan().arenas())
@@ -178,15 +175,15 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::load(const Bundle &bundle,
       if (s.arena() == uint32_t(i))
         slots.push_back({s.name(), s.offset(), s.bytes()});
     auto a = octet::Arena::create(*rt->device_, plan.arenas(i).name(),
-                           plan.arenas(i).bytes(), std::move(slots));
+                                  plan.arenas(i).bytes(), std::move(slots));
     if (!a)
       return a.status();
     rt->arenas_.push_back(std::move(*a));
   }
 
   for (const bundle::Module &m : bundle.modules()) {
-    auto mod =
-        octet::Module::load(*rt->device_, m.name(), m.cubin(), m.cubin_arch(), m.ptx());
+    auto mod = octet::Module::load(*rt->device_, m.name(), m.cubin(),
+                                   m.cubin_arch(), m.ptx());
     if (!mod)
       return mod.status();
     if (!(*mod)->fromCubin() && !m.cubin().empty())
@@ -198,6 +195,10 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::load(const Bundle &bundle,
     auto f = rt->modules_[k.module()]->function(k.symbol());
     if (!f)
       return f.status();
+    // With lazy module loading (CUDA's default) a kernel's code reaches the
+    // device at its first launch; loading every one now keeps device memory
+    // flat after load, so evaluation's first run cannot raise the peak.
+    OCTET_CHECK_CUDA(cuFuncLoad(*f));
     if (k.max_dynamic_shared_bytes() > 48 * 1024)
       OCTET_CHECK_CUDA(cuFuncSetAttribute(
           *f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
@@ -216,7 +217,8 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::load(const Bundle &bundle,
     if (!desc)
       return desc.status();
     std::string note;
-    auto gemm = blas::Gemm::create(rt->blas_->get(), *desc, g.algorithm(), &note);
+    auto gemm =
+        blas::Gemm::create(rt->blas_->get(), *desc, g.algorithm(), &note);
     if (!gemm)
       return gemm.status();
     if (!note.empty())
@@ -228,7 +230,11 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::load(const Bundle &bundle,
   auto freeAfter = rt->device_->freeMemory();
   if (!freeAfter)
     return freeAfter.status();
-  uint64_t used = *freeBefore > *freeAfter ? *freeBefore - *freeAfter : 0;
+  // Everything in use on the device after load but the arenas: the CUDA
+  // context (most of it, created by Device::open), cuBLASLt's handle and
+  // the modules; and the memory of any other process on this GPU, which
+  // the driver API cannot tell apart.
+  uint64_t used = rt->device_->totalMemory() - *freeAfter;
   rt->fixedCost_ = used > rt->arenaBytes() ? used - rt->arenaBytes() : 0;
   return rt;
 }
@@ -269,32 +275,53 @@ int Runtime::findSlot(const std::string &name) const {
 }
 
 Status Runtime::writeSlot(uint32_t slot, const void *data, uint64_t bytes) {
-  SlotRef ref;
-  ref.set_slot(slot);
-  auto p = slotAddress(ref);
+  auto p = slotRange(slot, bytes, /*whole=*/true, "writing");
   if (!p)
     return p.status();
-  const Slot &s = bundle_.plan().slots(int(slot));
-  if (bytes != s.bytes())
-    return Status::error("writing " + std::to_string(bytes) +
-                         " bytes into slot '" + s.name() + "' of " +
-                         std::to_string(s.bytes()) + " bytes");
+  // The streams are non-blocking: a plain copy would not wait for them.
+  OCTET_RETURN_IF_ERROR(synchronize());
   OCTET_CHECK_CUDA(cuMemcpyHtoD(*p, data, bytes));
   return Status::ok();
 }
 
 Status Runtime::readSlot(uint32_t slot, void *data, uint64_t bytes) {
+  auto p = slotRange(slot, bytes, /*whole=*/true, "reading");
+  if (!p)
+    return p.status();
+  OCTET_RETURN_IF_ERROR(synchronize());
+  OCTET_CHECK_CUDA(cuMemcpyDtoH(data, *p, bytes));
+  return Status::ok();
+}
+
+StatusOr<CUdeviceptr> Runtime::slotRange(uint32_t slot, uint64_t bytes,
+                                         bool whole, const char *what) const {
   SlotRef ref;
   ref.set_slot(slot);
   auto p = slotAddress(ref);
   if (!p)
     return p.status();
   const Slot &s = bundle_.plan().slots(int(slot));
-  if (bytes != s.bytes())
-    return Status::error("reading " + std::to_string(bytes) +
-                         " bytes from slot '" + s.name() + "' of " +
-                         std::to_string(s.bytes()) + " bytes");
-  OCTET_CHECK_CUDA(cuMemcpyDtoH(data, *p, bytes));
+  if (whole ? bytes != s.bytes() : bytes > s.bytes())
+    return Status::error(std::string(what) + " " + std::to_string(bytes) +
+                         " bytes of slot '" + s.name() + "', which has " +
+                         std::to_string(s.bytes()));
+  return *p;
+}
+
+Status Runtime::writeSlotAsync(uint32_t slot, const void *data,
+                               uint64_t bytes) {
+  auto p = slotRange(slot, bytes, /*whole=*/false, "writing");
+  if (!p)
+    return p.status();
+  OCTET_CHECK_CUDA(cuMemcpyHtoDAsync(*p, data, bytes, mainStream()));
+  return Status::ok();
+}
+
+Status Runtime::readSlotAsync(uint32_t slot, void *data, uint64_t bytes) {
+  auto p = slotRange(slot, bytes, /*whole=*/false, "reading");
+  if (!p)
+    return p.status();
+  OCTET_CHECK_CUDA(cuMemcpyDtoHAsync(data, *p, bytes, mainStream()));
   return Status::ok();
 }
 
@@ -488,11 +515,20 @@ Status Runtime::run(ProgramKind kind) {
     return Status::error(std::string("the bundle has no ") +
                          programKindName(kind) + " program for rank " +
                          std::to_string(rank_));
-  // Side streams join the main stream at the end, so the program is ordered
-  // before whatever the host enqueues next.
+  // Side streams start after what the main stream holds (the host's input
+  // copies) and join it at the end, so the program is ordered between
+  // whatever the host enqueued before and after it.
+  if (streams_.size() > 1) {
+    CUevent start = nullptr;
+    OCTET_CHECK_CUDA(cuEventCreate(&start, CU_EVENT_DISABLE_TIMING));
+    OCTET_CHECK_CUDA(cuEventRecord(start, streams_[0]->handle()));
+    for (size_t s = 1; s < streams_.size(); ++s)
+      OCTET_CHECK_CUDA(cuStreamWaitEvent(streams_[s]->handle(), start, 0));
+    cuEventDestroy(start);
+  }
   for (size_t i = 0; i < p->steps.size(); ++i)
-    OCTET_RETURN_IF_ERROR(runStep(p->steps[i], *p, i)
-                              .withContext("in " + p->steps[i].label));
+    OCTET_RETURN_IF_ERROR(
+        runStep(p->steps[i], *p, i).withContext("in " + p->steps[i].label));
   for (size_t s = 1; s < streams_.size(); ++s) {
     CUevent e = nullptr;
     OCTET_CHECK_CUDA(cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));

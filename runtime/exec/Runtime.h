@@ -48,18 +48,24 @@ public:
 
   // The device address of a plan slot.
   StatusOr<CUdeviceptr> slotAddress(const bundle::SlotRef &ref) const;
-  // Copies between host memory and a whole slot (sizes must match).
+  // Copies between host memory and a whole slot (sizes must match), after
+  // everything enqueued so far has finished.
   Status writeSlot(uint32_t slot, const void *data, uint64_t bytes);
   Status readSlot(uint32_t slot, void *data, uint64_t bytes);
+  // The first `bytes` of a slot, enqueued on the main stream in order with
+  // the programs: the host memory (pinned, for the copy to be truly
+  // asynchronous) must stay valid until synchronize().
+  Status writeSlotAsync(uint32_t slot, const void *data, uint64_t bytes);
+  Status readSlotAsync(uint32_t slot, void *data, uint64_t bytes);
   // Index of the slot with that name, or -1.
   int findSlot(const std::string &name) const;
 
   // Writes the algorithm each GEMM uses into `out` (so a rerun takes the
   // same ones) and returns how many changed.
   int recordAlgorithms(bundle::Bundle &out) const;
-  // Device memory the runtime holds outside the plan's arenas: the context,
-  // cuBLASLt's handle, modules. Measured as free memory lost at load less the
-  // arenas.
+  // Device memory in use outside the plan's arenas once loaded: the CUDA
+  // context, cuBLASLt's handle, modules (and other processes on the same
+  // GPU, if any: the driver cannot tell them apart).
   uint64_t fixedCostBytes() const { return fixedCost_; }
   uint64_t arenaBytes() const;
   CUstream mainStream() const;
@@ -69,6 +75,10 @@ private:
   struct PreparedStep;
   struct PreparedProgram;
   Status prepare();
+  // The slot's address once `bytes` is checked against its size (equal
+  // when `whole`, else at most).
+  StatusOr<CUdeviceptr> slotRange(uint32_t slot, uint64_t bytes, bool whole,
+                                  const char *what) const;
   StatusOr<PreparedStep> prepareStep(const bundle::Step &step,
                                      const std::string &where);
   Status runStep(const PreparedStep &step, const PreparedProgram &program,

@@ -52,7 +52,8 @@ uint64_t getLe(const unsigned char *p, int bytes) {
 
 } // namespace
 
-StatusOr<std::unique_ptr<EventWriter>> EventWriter::open(const std::string &dir) {
+StatusOr<std::unique_ptr<EventWriter>>
+EventWriter::open(const std::string &dir) {
   if (Status st = makeDirectories(dir); !st)
     return st;
   char host[256] = {};
@@ -124,9 +125,8 @@ StatusOr<EventFileContents> readEventFile(const std::string &path) {
   EventFileContents out;
   size_t at = 0;
   for (int record = 0; at < bytes.size(); ++record) {
-    std::string where =
-        path + ": record " + std::to_string(record) + " at byte " +
-        std::to_string(at);
+    std::string where = path + ": record " + std::to_string(record) +
+                        " at byte " + std::to_string(at);
     if (bytes.size() - at < 12)
       return Status::error(where + " is cut short (header)");
     uint64_t length = getLe(p + at, 8);
@@ -145,8 +145,8 @@ StatusOr<EventFileContents> readEventFile(const std::string &path) {
       out.fileVersion = e.file_version();
     else if (e.what_case() == Event::kSummary)
       for (const SummaryValue &v : e.summary().value())
-        out.scalars.push_back({e.step(), e.wall_time(), v.tag(),
-                               v.simple_value()});
+        out.scalars.push_back(
+            {e.step(), e.wall_time(), v.tag(), v.simple_value()});
     at += 12 + length + 4;
   }
   return out;

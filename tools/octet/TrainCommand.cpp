@@ -1,6 +1,9 @@
-// octet train: compile a spec through autodiff and train it on the CPU with
-// the reference interpreter (the fallback for machines without a GPU, and the
-// tiny-model check that the whole path learns).
+// octet train: on a machine with a Hopper GPU, compile the spec to a bundle
+// and train it with the GPU runtime (tools/octet/GpuTrain.h); elsewhere, or
+// while the bundle cannot run on the GPU yet, compile it through autodiff
+// and train it on the CPU with the reference interpreter (the fallback for
+// machines without a GPU, and the tiny-model check that the whole path
+// learns).
 
 #include "compiler/Interpreter/Fp8Ops.h"
 #include "compiler/Interpreter/Interpreter.h"
@@ -13,6 +16,7 @@
 #include "runtime/data/TrainBatches.h"
 #include "tools/octet/Commands.h"
 #include "tools/octet/CommandErrors.h"
+#include "tools/octet/GpuTrain.h"
 #include "tools/octet/HfInit.h"
 #include "tools/octet/TrainingOptions.h"
 
@@ -41,16 +45,25 @@ struct Options {
   std::string data;             // overrides train.data.path
   std::string initFrom, saveHf; // Hugging Face checkpoint directories
   int64_t fp8StatsInterval = 0; // 0: no FP8 statistics
+  bool cpu = false;             // the interpreter even with a GPU
+  // GPU runs only: octet-run's checkpoint and TensorBoard options.
+  std::string checkpointDir, tensorboardDir;
+  bool resume = false;
 };
 
 void printHelp(std::FILE *out) {
   std::fprintf(
       out,
       "usage: octet train SPEC [--steps N] [--data FILE] [--init-from HF]\n"
-      "                   [--save-hf DIR]\n\n"
-      "Compiles SPEC through autodiff and trains it on the CPU with the\n"
-      "reference interpreter (float32 train step), printing a line per step\n"
-      "(step, loss, grad norm, lr, tokens/s) and a summary.\n\n"
+      "                   [--save-hf DIR] [--cpu] [--checkpoint-dir DIR]\n"
+      "                   [--resume] [--tensorboard DIR]\n\n"
+      "On a machine with a Hopper GPU (H100/H200), compiles SPEC to a\n"
+      "bundle and trains it with the GPU runtime (octet-run), printing the\n"
+      "memory plan and a line per step (step, loss, grad norm, lr,\n"
+      "tokens/s, model TFLOP/s, MFU, memory). Elsewhere, or while the\n"
+      "bundle has kernels without GPU code, compiles SPEC through autodiff\n"
+      "and trains it on the CPU with the reference interpreter (float32\n"
+      "train step), printing step, loss, grad norm, lr and tokens/s.\n\n"
       "  --steps N     optimizer steps (default: train.steps); the LR\n"
       "                schedule ends at N\n"
       "  --data FILE   a UTF-8 text file, read as bytes (default:\n"
@@ -65,6 +78,10 @@ void printHelp(std::FILE *out) {
       "  --fp8-stats-interval N   every N steps, per FP8 tensor: amax,\n"
       "                scale, shares of values that underflow to zero or\n"
       "                saturate\n"
+      "  --cpu         train on the CPU interpreter even with a GPU\n"
+      "  --checkpoint-dir DIR, --resume, --tensorboard DIR   GPU runs:\n"
+      "                checkpoints (HF-named safetensors plus optimizer,\n"
+      "                FP8 and data state) and TensorBoard event files\n"
       "  OCTET_THREADS=N   worker threads (default: all cores)\n");
 }
 
@@ -108,9 +125,15 @@ int parseOptions(int argc, char **argv, Options &opts) {
           opts.fp8StatsInterval < 1)
         return usageError("--fp8-stats-interval takes a positive integer; "
                           "got '" + text + "'");
+    } else if (arg == "--cpu") {
+      opts.cpu = true;
+    } else if (arg == "--resume") {
+      opts.resume = true;
     } else if (value("--data", opts.data) ||
                value("--init-from", opts.initFrom) ||
-               value("--save-hf", opts.saveHf)) {
+               value("--save-hf", opts.saveHf) ||
+               value("--checkpoint-dir", opts.checkpointDir) ||
+               value("--tensorboard", opts.tensorboardDir)) {
     } else if (arg.starts_with("-")) {
       return usageError("unknown option '" + arg.str() + "'");
     } else if (opts.spec.empty()) {
@@ -122,7 +145,62 @@ int parseOptions(int argc, char **argv, Options &opts) {
   }
   if (opts.spec.empty())
     return usageError("missing SPEC");
+  if (opts.resume && opts.checkpointDir.empty())
+    return usageError("--resume needs --checkpoint-dir DIR");
   return -1;
+}
+
+// Trains on the GPU when there is a Hopper GPU and the compiled bundle can
+// run on it: returns the exit code, or -1 to train on the CPU instead (the
+// line printed says why).
+int tryGpu(const Options &opts, const spec::Spec &spec, int64_t steps) {
+  std::string found;
+  if (opts.cpu)
+    return -1;
+  if (!findHopperGpu(found)) {
+    std::printf("octet train: %s: training on the CPU interpreter\n",
+                found.c_str());
+    return -1;
+  }
+  GpuTrainRequest request;
+  request.spec = opts.spec;
+  request.steps = steps;
+  std::string kind = opts.data.empty() ? spec.train().data().kind() : "text";
+  std::string path = opts.data.empty() ? spec.train().data().path() : opts.data;
+  if (kind == "text")
+    request.dataArgs = {"--text", path};
+  else if (kind == "indexed")
+    request.dataArgs = {"--data", path};
+  else {
+    std::printf("octet train: %s: train.data.kind \"%s\" is read by the CPU "
+                "trainer only (run `octet data preprocess` for an indexed "
+                "dataset the GPU reads): training on the CPU interpreter\n",
+                found.c_str(), kind.c_str());
+    return -1;
+  }
+  if (!opts.checkpointDir.empty())
+    request.extraArgs.insert(request.extraArgs.end(),
+                             {"--checkpoint-dir", opts.checkpointDir});
+  if (opts.resume)
+    request.extraArgs.push_back("--resume");
+  if (!opts.tensorboardDir.empty())
+    request.extraArgs.insert(request.extraArgs.end(),
+                             {"--tensorboard", opts.tensorboardDir});
+  if (!opts.initFrom.empty())
+    request.extraArgs.insert(request.extraArgs.end(),
+                             {"--init-weights", opts.initFrom});
+  if (!opts.saveHf.empty())
+    std::printf("octet train: --save-hf: GPU checkpoints (--checkpoint-dir) "
+                "hold the parameters under their HF names\n");
+  std::printf("octet train: %s: compiling %s for the GPU\n", found.c_str(),
+              opts.spec.c_str());
+  std::string why;
+  int rc = trainOnGpu(request, why);
+  if (rc == -1)
+    std::printf("octet train: the bundle cannot run on %s yet (%s): training "
+                "on the CPU interpreter\n",
+                found.c_str(), why.c_str());
+  return rc;
 }
 
 // The name the importer gave argument `i` (graph.name), for messages.
@@ -165,6 +243,12 @@ int runTrainCommand(int argc, char **argv) {
   const spec::TrainSpec &train = spec.train();
   int64_t steps = opts.steps > 0 ? opts.steps : train.steps();
   int64_t batch = train.micro_batch_size(), seq = train.seq_len();
+  if (int rc = tryGpu(opts, spec, opts.steps); rc >= 0)
+    return rc;
+  if (!opts.checkpointDir.empty() || !opts.tensorboardDir.empty())
+    return usageError("--checkpoint-dir, --resume and --tensorboard are "
+                      "options of GPU training; the CPU interpreter run has "
+                      "neither");
 
   std::string dataPath = opts.data;
   std::string kind = opts.data.empty() ? train.data().kind() : "text";

@@ -9,13 +9,34 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <fstream>
+#include <limits.h>
 #include <memory>
+#include <sstream>
+#include <string>
+#include <unistd.h>
 #include <vector>
 
 namespace octet::test {
 
 // The process-wide device (opened once; the tests need a Hopper GPU).
 Device &device();
+
+// Kernel files sit beside the test binary (the build copies the PTX and
+// assembles the cubin there), so the binary can be carried to a GPU host.
+inline std::string besideBinary(const std::string &file) {
+  char buf[PATH_MAX] = {};
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  std::string exe(buf, n > 0 ? size_t(n) : 0);
+  return exe.substr(0, exe.rfind('/') + 1) + file;
+}
+
+inline std::string readFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
 
 #define ASSERT_OK(expr)                                                        \
   do {                                                                         \

@@ -2,12 +2,12 @@
 // the arena's out-of-memory message, CUDA-graph capture/replay, and a small
 // hand-written bundle run end to end by the executor.
 
+#include "runtime/exec/Runtime.h"
 #include "runtime/bundle/Bundle.h"
 #include "runtime/core/Arena.h"
 #include "runtime/core/Graph.h"
 #include "runtime/core/Launch.h"
 #include "runtime/core/Module.h"
-#include "runtime/exec/Runtime.h"
 #include "tests/gpu/runtime/GpuTest.h"
 
 #include <fstream>
@@ -17,22 +17,6 @@
 
 namespace octet::test {
 namespace {
-
-// Kernel files sit beside the test binary (the build copies the PTX and
-// assembles the cubin there), so the binary can be carried to a GPU host.
-std::string besideBinary(const std::string &file) {
-  char buf[PATH_MAX] = {};
-  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-  std::string exe(buf, n > 0 ? size_t(n) : 0);
-  return exe.substr(0, exe.rfind('/') + 1) + file;
-}
-
-std::string readFile(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 std::string ptx() { return readFile(besideBinary("test_kernels.ptx")); }
 
@@ -106,9 +90,9 @@ TEST(Module, MissingKernelNamesIt) {
 
 TEST(Arena, OutOfMemoryNamesTheSlotAndBytes) {
   uint64_t huge = device().totalMemory() * 2;
-  auto a = Arena::create(device(), "main", huge,
-                         {{"layers.0.mlp.act", 0, huge - 4096},
-                          {"tokens", huge - 4096, 4096}});
+  auto a = Arena::create(
+      device(), "main", huge,
+      {{"layers.0.mlp.act", 0, huge - 4096}, {"tokens", huge - 4096, 4096}});
   ASSERT_FALSE(a.isOk());
   const std::string &msg = a.status().message();
   EXPECT_NE(msg.find("out of memory"), std::string::npos) << msg;
@@ -116,8 +100,7 @@ TEST(Arena, OutOfMemoryNamesTheSlotAndBytes) {
   EXPECT_NE(msg.find(std::to_string(huge) + " bytes"), std::string::npos)
       << msg;
   EXPECT_NE(msg.find("'layers.0.mlp.act'"), std::string::npos) << msg;
-  EXPECT_NE(msg.find(std::to_string(huge - 4096) + " bytes"),
-            std::string::npos)
+  EXPECT_NE(msg.find(std::to_string(huge - 4096) + " bytes"), std::string::npos)
       << msg;
   EXPECT_NE(msg.find("micro_batch_size"), std::string::npos) << msg;
 }
@@ -212,12 +195,12 @@ bundle::Bundle handBundle(int n) {
     s->set_kind(ACTIVATION);
     off += (bytes + 255) / 256 * 256;
   };
-  addSlot("x", F32, uint64_t(n) * 4);               // 0
-  addSlot("y", F32, uint64_t(n) * 4);               // 1
-  addSlot("a", BF16, 64 * 64 * 2);                  // 2
-  addSlot("w", BF16, 64 * 64 * 2);                  // 3
-  addSlot("d", F32, 64 * 64 * 4);                   // 4
-  addSlot("workspace", U8, 4 << 20);                // 5
+  addSlot("x", F32, uint64_t(n) * 4); // 0
+  addSlot("y", F32, uint64_t(n) * 4); // 1
+  addSlot("a", BF16, 64 * 64 * 2);    // 2
+  addSlot("w", BF16, 64 * 64 * 2);    // 3
+  addSlot("d", F32, 64 * 64 * 4);     // 4
+  addSlot("workspace", U8, 4 << 20);  // 5
   arena->set_bytes(off);
   plan->set_peak_live_bytes(off);
   auto *g = b.add_gemms();

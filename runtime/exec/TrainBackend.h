@@ -1,0 +1,66 @@
+#ifndef OCTET_RUNTIME_EXEC_TRAINBACKEND_H
+#define OCTET_RUNTIME_EXEC_TRAINBACKEND_H
+
+// What the training loop needs of the machine that runs a bundle's
+// programs. The GPU runtime is one implementation (RuntimeBackend); tests
+// use one in host memory, so the loop's logic (feeding, accumulation,
+// evaluation, checkpoints, resume) is tested without a GPU.
+//
+// Ordering: writes, program runs and reads are enqueued in call order on one
+// queue. A host buffer handed to writeSlot or readSlot must stay valid, and
+// a read's result is only there, after synchronize().
+
+#include "runtime/bundle/bundle.pb.h"
+#include "runtime/core/Status.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace octet {
+
+class HostBuffer {
+public:
+  virtual ~HostBuffer() = default;
+  virtual void *data() = 0;
+  virtual uint64_t bytes() const = 0;
+};
+
+struct DeviceMemory {
+  // Bytes in use on the device (all processes); 0 when unknown.
+  uint64_t used = 0;
+  uint64_t total = 0;
+  // The plan's arenas, and what the runtime holds besides them.
+  uint64_t arenas = 0;
+  uint64_t fixedCosts = 0;
+};
+
+class TrainBackend {
+public:
+  virtual ~TrainBackend() = default;
+  virtual const bundle::Bundle &bundle() const = 0;
+  // This rank's program of that kind, or null.
+  virtual const bundle::Program *program(bundle::ProgramKind kind) const = 0;
+  bool hasProgram(bundle::ProgramKind kind) const {
+    return program(kind) != nullptr;
+  }
+  // `graph`: replay a captured graph (captured on first use) rather than
+  // launching step by step.
+  virtual Status run(bundle::ProgramKind kind, bool graph) = 0;
+  // The whole slot, or `bytes` from its start.
+  virtual Status writeSlot(uint32_t slot, const void *data, uint64_t bytes) = 0;
+  virtual Status readSlot(uint32_t slot, void *data, uint64_t bytes) = 0;
+  // Sets every byte of the slot to zero (enqueued like a write).
+  virtual Status zeroSlot(uint32_t slot) = 0;
+  virtual Status synchronize() = 0;
+  // Host memory the device copies from and to without staging (pinned on a
+  // GPU).
+  virtual StatusOr<std::unique_ptr<HostBuffer>> hostBuffer(uint64_t bytes) = 0;
+  virtual DeviceMemory memory() const = 0;
+  // The device's name as its driver gives it ("NVIDIA H100 80GB HBM3").
+  virtual std::string deviceName() const = 0;
+};
+
+} // namespace octet
+
+#endif

@@ -1,0 +1,976 @@
+#include "runtime/exec/Trainer.h"
+
+#include "compiler/Interpreter/Numerics.h"
+#include "runtime/bundle/Bundle.h"
+#include "runtime/bundle/InitValues.h"
+#include "runtime/checkpoint/Safetensors.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <set>
+#include <thread>
+
+namespace octet {
+
+using namespace octet::bundle;
+namespace ckpt = octet::checkpoint;
+
+double scheduledLearningRate(const Schedule &s, int64_t step,
+                             int64_t totalSteps) {
+  double peak = s.lr();
+  int64_t warmup = std::max<int64_t>(0, s.warmup_steps());
+  if (warmup > 0 && step <= warmup)
+    return peak * double(step) / double(warmup);
+  double minLr = peak * s.min_lr_ratio();
+  int64_t decay = std::max<int64_t>(1, totalSteps - warmup);
+  double progress = std::min(1.0, double(step - warmup) / double(decay));
+  return minLr + 0.5 * (peak - minLr) * (1.0 + std::cos(M_PI * progress));
+}
+
+namespace {
+
+enum class Feed { Tokens, Labels, LossMask, Positions, CuSeqlens, Lr, Step };
+
+struct Binding {
+  Feed feed;
+  std::string name;
+  uint32_t slot = 0;
+  uint64_t bytes = 0;
+  DType dtype = DTYPE_UNSPECIFIED;
+  uint64_t stageOffset = 0;
+};
+
+struct ProgramIO {
+  std::vector<Binding> inputs;
+  uint64_t stageBytes = 0;
+  int loss = -1, gradNorm = -1, lr = -1;
+};
+
+// One tensor of a checkpoint and the slot it comes from.
+struct Entry {
+  std::string name;
+  uint32_t slot = 0;
+  ckpt::DType dtype = ckpt::DType::U8;
+  std::vector<int64_t> shape;
+  uint64_t bytes = 0;
+  // A fused parameter saved as its HF tensors: (name, rows) along dim 0.
+  std::vector<std::pair<std::string, int64_t>> pieces;
+};
+
+std::optional<ckpt::DType> toCheckpointType(DType t) {
+  switch (t) {
+  case F32:
+    return ckpt::DType::F32;
+  case BF16:
+    return ckpt::DType::BF16;
+  case F16:
+    return ckpt::DType::F16;
+  case F8E4M3FN:
+    return ckpt::DType::F8_E4M3;
+  case F8E5M2:
+    return ckpt::DType::F8_E5M2;
+  case I32:
+    return ckpt::DType::I32;
+  case I64:
+    return ckpt::DType::I64;
+  case U8:
+    return ckpt::DType::U8;
+  default:
+    return std::nullopt;
+  }
+}
+
+std::string hexOf(const std::string &bytes) {
+  static const char *digits = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : bytes) {
+    out.push_back(digits[c >> 4]);
+    out.push_back(digits[c & 15]);
+  }
+  return out;
+}
+
+std::vector<std::string> splitComma(const std::string &s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t comma = s.find(',', start);
+    if (comma == std::string::npos)
+      comma = s.size();
+    out.push_back(s.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return out;
+}
+
+std::string shapeText(const std::vector<int64_t> &shape) {
+  std::string out = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    out += (i ? ", " : "") + std::to_string(shape[i]);
+  return out + "]";
+}
+
+// Converts `count` elements to `to`; only between float formats that
+// parameters are kept in.
+StatusOr<std::vector<uint8_t>> convertFloats(const uint8_t *src,
+                                             ckpt::DType from, ckpt::DType to,
+                                             uint64_t count,
+                                             const std::string &what) {
+  std::vector<uint8_t> out(count * ckpt::dtypeSize(to));
+  auto load = [&](uint64_t i) -> float {
+    if (from == ckpt::DType::F32) {
+      float f;
+      std::memcpy(&f, src + 4 * i, 4);
+      return f;
+    }
+    uint16_t h;
+    std::memcpy(&h, src + 2 * i, 2);
+    return from == ckpt::DType::BF16 ? numerics::decodeBF16(h)
+                                     : numerics::decodeF16(h);
+  };
+  bool fromOk = from == ckpt::DType::F32 || from == ckpt::DType::BF16 ||
+                from == ckpt::DType::F16;
+  bool toOk = to == ckpt::DType::F32 || to == ckpt::DType::BF16;
+  if (!fromOk || !toOk)
+    return Status::error(what + " is " + ckpt::dtypeName(from) +
+                         " but the parameter is " + ckpt::dtypeName(to) +
+                         ": only F32/BF16/F16 weights convert");
+  for (uint64_t i = 0; i < count; ++i) {
+    float f = load(i);
+    if (to == ckpt::DType::F32) {
+      std::memcpy(out.data() + 4 * i, &f, 4);
+    } else {
+      uint16_t h = numerics::encodeBF16(f);
+      std::memcpy(out.data() + 2 * i, &h, 2);
+    }
+  }
+  return out;
+}
+
+} // namespace
+
+struct Trainer::Impl {
+  TrainBackend &backend;
+  TrainData &data;
+  TrainerOptions options;
+  const Bundle &bundle;
+  Schedule schedule;
+  int64_t rows = 0, seq = 0, accum = 1, steps = 0;
+  int64_t logInterval = 1, evalInterval = 0, checkpointInterval = 0;
+  ProgramIO train, optimizer, eval;
+  std::vector<Entry> modelEntries, stateEntries;
+  std::vector<std::string> notes;
+  std::optional<metrics::GpuPeak> peak;
+  std::unique_ptr<metrics::EventWriter> events;
+  // Staging: [parity][microbatch] for training, one for evaluation, and
+  // the scalars the loop reads back (losses, grad norm, lr).
+  std::vector<std::unique_ptr<HostBuffer>> stages[2];
+  std::unique_ptr<HostBuffer> evalStage, optimizerStage, scalars;
+  // Data position after the batches of the stage at each parity.
+  std::string stagedPosition[2];
+  // Data position after the batches of the last step that ran.
+  std::string checkpointPosition;
+  int64_t stepsRunHere = 0;
+  uint64_t peakUsed = 0;
+
+  Impl(TrainBackend &b, TrainData &d, const TrainerOptions &o)
+      : backend(b), data(d), options(o), bundle(b.bundle()),
+        schedule(b.bundle().schedule()) {}
+
+  void print(const std::string &line) {
+    if (options.out) {
+      std::fprintf(options.out, "%s\n", line.c_str());
+      std::fflush(options.out);
+    }
+  }
+
+  Status bind(ProgramKind kind, ProgramIO &io, bool batchInputs) {
+    const Program *p = backend.program(kind);
+    if (!p)
+      return Status::ok();
+    std::string where =
+        std::string(programKindName(kind)) + " program '" + p->name() + "'";
+    const MemoryPlan &plan = bundle.plan();
+    uint64_t tokens = uint64_t(rows * seq);
+    for (const NamedSlot &in : p->inputs()) {
+      const Slot &s = plan.slots(int(in.slot()));
+      Binding b;
+      b.name = in.name();
+      b.slot = in.slot();
+      b.dtype = s.dtype();
+      b.bytes = s.bytes();
+      uint64_t want = 0;
+      DType wantType = I32;
+      bool atLeast = false;
+      if (batchInputs && in.name() == "tokens")
+        b.feed = Feed::Tokens, want = tokens * 4;
+      else if (batchInputs && in.name() == "labels")
+        b.feed = Feed::Labels, want = tokens * 4;
+      else if (batchInputs && in.name() == "positions")
+        b.feed = Feed::Positions, want = tokens * 4;
+      else if (batchInputs && in.name() == "loss_mask")
+        b.feed = Feed::LossMask, want = tokens * 4, wantType = F32;
+      else if (batchInputs && in.name() == "cu_seqlens")
+        b.feed = Feed::CuSeqlens, want = uint64_t(rows + 1) * 4, atLeast = true;
+      else if (!batchInputs && in.name() == "lr")
+        b.feed = Feed::Lr, want = 4, wantType = F32;
+      else if (!batchInputs && in.name() == "step")
+        b.feed = Feed::Step, want = 4, wantType = I32;
+      else
+        return Status::error(
+            where + " takes input '" + in.name() + "' (slot '" + s.name() +
+            "'), which the trainer cannot fill: it fills " +
+            (batchInputs ? "tokens, labels, loss_mask, positions and "
+                           "cu_seqlens"
+                         : "lr and step") +
+            "; recompile the bundle with this release");
+      if (b.dtype != wantType)
+        return Status::error(where + " input '" + in.name() + "' is " +
+                             dtypeName(b.dtype) + "; the trainer writes " +
+                             dtypeName(wantType));
+      if (atLeast ? b.bytes < want : b.bytes != want)
+        return Status::error(
+            where + " input '" + in.name() + "' (slot '" + s.name() +
+            "') has " + std::to_string(b.bytes) + " bytes, but the schedule (" +
+            std::to_string(rows) + " rows of " + std::to_string(seq) +
+            " tokens) needs " + (atLeast ? "at least " : "") +
+            std::to_string(want) + ": the bundle is inconsistent; recompile");
+      b.stageOffset = io.stageBytes;
+      io.stageBytes += (b.bytes + 63) / 64 * 64;
+      io.inputs.push_back(b);
+    }
+    for (const NamedSlot &out : p->outputs()) {
+      const Slot &s = plan.slots(int(out.slot()));
+      int *target = out.name() == "loss"        ? &io.loss
+                    : out.name() == "grad_norm" ? &io.gradNorm
+                    : out.name() == "lr"        ? &io.lr
+                                                : nullptr;
+      if (!target)
+        continue;
+      if (s.dtype() != F32 || s.bytes() < 4)
+        return Status::error(where + " output '" + out.name() + "' (slot '" +
+                             s.name() + "') is " + dtypeName(s.dtype()) +
+                             " of " + std::to_string(s.bytes()) +
+                             " bytes; the trainer reads an f32 scalar");
+      *target = int(out.slot());
+    }
+    return Status::ok();
+  }
+
+  Status planEntries() {
+    const MemoryPlan &plan = bundle.plan();
+    std::set<uint32_t> covered;
+    auto entryFor = [&](const std::string &name, uint32_t slot, DType dtype,
+                        std::vector<int64_t> shape,
+                        const std::string &what) -> StatusOr<Entry> {
+      const Slot &s = plan.slots(int(slot));
+      Entry e;
+      e.name = name;
+      e.slot = slot;
+      e.bytes = s.bytes();
+      auto t = toCheckpointType(dtype);
+      if (!t)
+        t = ckpt::DType::U8;
+      e.dtype = *t;
+      uint64_t element = ckpt::dtypeSize(e.dtype);
+      uint64_t count = 1;
+      for (int64_t d : shape)
+        count *= uint64_t(d);
+      if (shape.empty() && e.bytes != element) {
+        if (e.bytes % element)
+          e.dtype = ckpt::DType::U8, element = 1;
+        shape = {int64_t(e.bytes / element)};
+      } else if (count * element != e.bytes) {
+        return Status::error(what + " '" + name + "' is " + shapeText(shape) +
+                             " " + dtypeName(dtype) + " but its slot '" +
+                             s.name() + "' has " + std::to_string(e.bytes) +
+                             " bytes: the bundle is inconsistent");
+      }
+      e.shape = std::move(shape);
+      covered.insert(slot);
+      return e;
+    };
+    for (const Parameter &p : bundle.parameters()) {
+      std::vector<std::string> hf = p.hf_name().empty()
+                                        ? std::vector<std::string>{}
+                                        : splitComma(p.hf_name());
+      std::string name = hf.size() == 1 ? hf[0] : p.name();
+      auto e = entryFor(name, p.slot(), p.dtype(),
+                        {p.shape().begin(), p.shape().end()}, "parameter");
+      if (!e)
+        return e.status();
+      if (hf.size() > 1) {
+        int64_t sum = 0;
+        for (int64_t r : p.hf_rows())
+          sum += r;
+        if (size_t(p.hf_rows_size()) == hf.size() && !e->shape.empty() &&
+            sum == e->shape[0]) {
+          for (size_t i = 0; i < hf.size(); ++i)
+            e->pieces.push_back({hf[i], p.hf_rows(int(i))});
+        } else {
+          notes.push_back("parameter '" + p.name() + "' fuses " + p.hf_name() +
+                          " but the bundle does not say their rows "
+                          "(Parameter.hf_rows): checkpoints hold it under "
+                          "its octet name");
+        }
+      }
+      modelEntries.push_back(std::move(*e));
+    }
+    for (const StateTensor &st : bundle.state()) {
+      auto e = entryFor(st.name(), st.slot(), st.dtype(),
+                        {st.shape().begin(), st.shape().end()}, "state tensor");
+      if (!e)
+        return e.status();
+      stateEntries.push_back(std::move(*e));
+    }
+    // Persistent slots outside the tables (weight caches the optimizer
+    // step writes, FP8 scales it keeps) are state too: resuming without
+    // them would not be bit-exact.
+    for (int i = 0; i < plan.slots_size(); ++i) {
+      const Slot &s = plan.slots(i);
+      bool persistent = s.kind() == OPTIMIZER_STATE || s.kind() == FP8_STATE ||
+                        s.kind() == WEIGHT_CACHE || s.kind() == PARAMETER;
+      if (!persistent || !s.program().empty() || covered.count(uint32_t(i)))
+        continue;
+      auto e = entryFor(s.name(), uint32_t(i), s.dtype(),
+                        {s.shape().begin(), s.shape().end()}, "slot");
+      if (!e)
+        return e.status();
+      stateEntries.push_back(std::move(*e));
+    }
+    return Status::ok();
+  }
+
+  Status stage(const ProgramIO &io, HostBuffer &buffer,
+               const data::PackedBatch &batch, const char *what) {
+    auto *base = static_cast<uint8_t *>(buffer.data());
+    const int64_t vocab = schedule.vocab_size();
+    for (size_t i = 0; i < batch.inputs.size(); ++i)
+      if (batch.inputs[i] < 0 || batch.inputs[i] >= vocab ||
+          batch.targets[i] >= vocab)
+        return Status::error(
+            std::string(what) + " batch holds token id " +
+            std::to_string(batch.inputs[i] < 0 || batch.inputs[i] >= vocab
+                               ? batch.inputs[i]
+                               : batch.targets[i]) +
+            " at position " + std::to_string(i) +
+            ", outside the model's vocabulary of " + std::to_string(vocab) +
+            ": the data was made with another tokenizer");
+    for (const Binding &b : io.inputs) {
+      uint8_t *dst = base + b.stageOffset;
+      switch (b.feed) {
+      case Feed::Tokens:
+        std::memcpy(dst, batch.inputs.data(), b.bytes);
+        break;
+      case Feed::Labels:
+        std::memcpy(dst, batch.targets.data(), b.bytes);
+        break;
+      case Feed::Positions:
+        std::memcpy(dst, batch.positionIds.data(), b.bytes);
+        break;
+      case Feed::LossMask:
+        std::memcpy(dst, batch.lossMask.data(), b.bytes);
+        break;
+      case Feed::CuSeqlens: {
+        // A fixed-size slot: the boundaries, then empty segments at the
+        // end (repeats of the total) up to its size.
+        uint64_t capacity = b.bytes / 4;
+        if (batch.cuSeqlens.size() > capacity)
+          return Status::error(std::string(what) + " batch packs " +
+                               std::to_string(batch.cuSeqlens.size() - 1) +
+                               " documents, but input 'cu_seqlens' holds " +
+                               std::to_string(capacity - 1) +
+                               ": recompile with a larger document limit");
+        std::vector<int32_t> padded(capacity, batch.cuSeqlens.back());
+        std::copy(batch.cuSeqlens.begin(), batch.cuSeqlens.end(),
+                  padded.begin());
+        std::memcpy(dst, padded.data(), b.bytes);
+        break;
+      }
+      case Feed::Lr:
+      case Feed::Step:
+        break;
+      }
+    }
+    return Status::ok();
+  }
+
+  Status enqueueInputs(const ProgramIO &io, HostBuffer &buffer) {
+    auto *base = static_cast<uint8_t *>(buffer.data());
+    for (const Binding &b : io.inputs)
+      OCTET_RETURN_IF_ERROR(
+          backend.writeSlot(b.slot, base + b.stageOffset, b.bytes));
+    return Status::ok();
+  }
+
+  Status prepareStep(int parity) {
+    for (int64_t m = 0; m < accum; ++m) {
+      data::PackedBatch batch;
+      OCTET_RETURN_IF_ERROR(data.next(batch));
+      OCTET_RETURN_IF_ERROR(
+          stage(train, *stages[parity][size_t(m)], batch, "training"));
+    }
+    stagedPosition[parity] = data.position();
+    return Status::ok();
+  }
+
+  float *scalar(size_t i) { return static_cast<float *>(scalars->data()) + i; }
+
+  uint64_t usedNow() {
+    uint64_t used = backend.memory().used;
+    peakUsed = std::max(peakUsed, used);
+    return used;
+  }
+
+  Status runStep(int64_t step, int parity, bool prefetch, StepRecord &rec) {
+    auto t0 = std::chrono::steady_clock::now();
+    bool graph = options.graph && stepsRunHere > 0;
+    for (int64_t m = 0; m < accum; ++m) {
+      OCTET_RETURN_IF_ERROR(enqueueInputs(train, *stages[parity][size_t(m)]));
+      OCTET_RETURN_IF_ERROR(backend.run(TRAIN_MICROBATCH, graph));
+      OCTET_RETURN_IF_ERROR(
+          backend.readSlot(uint32_t(train.loss), scalar(size_t(m)), 4));
+    }
+    if (!optimizer.inputs.empty()) {
+      auto *base = static_cast<uint8_t *>(optimizerStage->data());
+      for (const Binding &b : optimizer.inputs) {
+        if (b.feed == Feed::Lr) {
+          float lr = float(scheduledLearningRate(schedule, step, steps));
+          std::memcpy(base + b.stageOffset, &lr, 4);
+        } else {
+          int32_t s = int32_t(step);
+          std::memcpy(base + b.stageOffset, &s, 4);
+        }
+      }
+      OCTET_RETURN_IF_ERROR(enqueueInputs(optimizer, *optimizerStage));
+    }
+    if (backend.hasProgram(OPTIMIZER_STEP))
+      OCTET_RETURN_IF_ERROR(backend.run(OPTIMIZER_STEP, graph));
+    if (optimizer.gradNorm >= 0)
+      OCTET_RETURN_IF_ERROR(backend.readSlot(uint32_t(optimizer.gradNorm),
+                                             scalar(size_t(accum)), 4));
+    if (optimizer.lr >= 0)
+      OCTET_RETURN_IF_ERROR(backend.readSlot(uint32_t(optimizer.lr),
+                                             scalar(size_t(accum) + 1), 4));
+    // The next step's batches are read and staged while this one runs.
+    if (prefetch)
+      OCTET_RETURN_IF_ERROR(prepareStep(parity ^ 1));
+    OCTET_RETURN_IF_ERROR(backend.synchronize());
+    ++stepsRunHere;
+    rec.seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+            .count();
+    rec.step = step;
+    double sum = 0;
+    for (int64_t m = 0; m < accum; ++m) {
+      float l = *scalar(size_t(m));
+      if (!std::isfinite(l))
+        return Status::error(
+            "stopped: the loss is " + std::to_string(l) + " at step " +
+            std::to_string(step) + ", microbatch " + std::to_string(m) +
+            "; lower the learning rate or check the data (the last "
+            "checkpoint, if any, is from before this step)");
+      sum += l;
+    }
+    rec.loss = float(sum / double(accum));
+    rec.gradNorm = optimizer.gradNorm >= 0 ? *scalar(size_t(accum)) : NAN;
+    rec.lr = optimizer.lr >= 0
+                 ? *scalar(size_t(accum) + 1)
+                 : float(scheduledLearningRate(schedule, step, steps));
+    if (optimizer.gradNorm >= 0 && !std::isfinite(rec.gradNorm))
+      return Status::error("stopped: the gradient norm is " +
+                           std::to_string(rec.gradNorm) + " at step " +
+                           std::to_string(step) +
+                           "; lower the learning rate or check the data");
+    rec.deviceBytesUsed = usedNow();
+    return Status::ok();
+  }
+
+  Status report(const StepRecord &rec) {
+    metrics::StepMetrics m;
+    m.step = rec.step;
+    m.steps = steps;
+    m.loss = rec.loss;
+    m.gradNorm = rec.gradNorm;
+    m.lr = rec.lr;
+    m.seconds = rec.seconds;
+    m.tokens = rows * seq * accum;
+    m.flopsPerToken = schedule.flops_per_token();
+    m.deviceBytesUsed = rec.deviceBytesUsed;
+    bool log =
+        rec.step % logInterval == 0 || rec.step == steps || stepsRunHere == 1;
+    if (log)
+      print(metrics::formatStepLine(m, peak) +
+            (stepsRunHere == 1 ? "  (eager, before graph capture)" : ""));
+    if (events) {
+      std::vector<std::pair<std::string, double>> values = {
+          {"loss", rec.loss},
+          {"grad_norm", rec.gradNorm},
+          {"lr", rec.lr},
+          {"tokens_per_s", m.tokensPerSecond()},
+          {"model_tflops", m.modelTflops()}};
+      if (peak) {
+        values.push_back({"mfu", m.modelTflops() / peak->bf16Tflops});
+        values.push_back({"mfu_fp8", m.modelTflops() / peak->fp8Tflops});
+      }
+      if (rec.deviceBytesUsed)
+        values.push_back({"memory_gib", double(rec.deviceBytesUsed) /
+                                            double(uint64_t(1) << 30)});
+      OCTET_RETURN_IF_ERROR(events->scalars(rec.step, values));
+      OCTET_RETURN_IF_ERROR(events->flush());
+    }
+    return Status::ok();
+  }
+
+  StatusOr<ckpt::TrainCheckpoint> gather(int64_t step) {
+    ckpt::TrainCheckpoint c;
+    c.step = step;
+    c.seed = schedule.seed();
+    c.dataPosition = checkpointPosition;
+    c.bundleHash = hexOf(bundle.content_hash());
+    auto read = [&](const std::vector<Entry> &entries,
+                    std::vector<ckpt::NamedTensor> &out) -> Status {
+      for (const Entry &e : entries) {
+        ckpt::NamedTensor t{e.name, e.dtype, e.shape,
+                            std::vector<uint8_t>(e.bytes)};
+        OCTET_RETURN_IF_ERROR(backend.readSlot(e.slot, t.data.data(), e.bytes));
+        out.push_back(std::move(t));
+      }
+      return Status::ok();
+    };
+    OCTET_RETURN_IF_ERROR(read(modelEntries, c.model));
+    OCTET_RETURN_IF_ERROR(read(stateEntries, c.state));
+    OCTET_RETURN_IF_ERROR(backend.synchronize());
+    // Fused parameters go out as their HF tensors.
+    std::vector<ckpt::NamedTensor> split;
+    for (size_t i = 0; i < modelEntries.size(); ++i) {
+      const Entry &e = modelEntries[i];
+      if (e.pieces.empty()) {
+        split.push_back(std::move(c.model[i]));
+        continue;
+      }
+      uint64_t rowBytes = e.bytes / uint64_t(e.shape[0]);
+      uint64_t at = 0;
+      for (const auto &[name, pieceRows] : e.pieces) {
+        std::vector<int64_t> shape = e.shape;
+        shape[0] = pieceRows;
+        uint64_t n = uint64_t(pieceRows) * rowBytes;
+        split.push_back(
+            {name, e.dtype, shape,
+             std::vector<uint8_t>(c.model[i].data.begin() + long(at),
+                                  c.model[i].data.begin() + long(at + n))});
+        at += n;
+      }
+    }
+    c.model = std::move(split);
+    return c;
+  }
+
+  // Writes `entries` from tensors found by `lookup` (name → bytes, dtype);
+  // buffers stay alive until the synchronize at the end.
+  Status
+  restoreEntries(const std::vector<Entry> &entries, const std::string &origin,
+                 const std::function<
+                     StatusOr<std::pair<ckpt::DType, std::vector<uint8_t>>>(
+                         const std::string &)> &lookup,
+                 bool convert) {
+    std::vector<std::vector<uint8_t>> keep;
+    for (const Entry &e : entries) {
+      std::vector<std::string> names;
+      if (e.pieces.empty())
+        names.push_back(e.name);
+      for (const auto &p : e.pieces)
+        names.push_back(p.first);
+      std::vector<uint8_t> bytes;
+      for (const std::string &name : names) {
+        auto found = lookup(name);
+        if (!found)
+          return found.status();
+        std::vector<uint8_t> part = std::move(found->second);
+        if (found->first != e.dtype) {
+          if (!convert)
+            return Status::error(
+                origin + ": tensor '" + name + "' is " +
+                ckpt::dtypeName(found->first) + " but the bundle keeps it as " +
+                ckpt::dtypeName(e.dtype) + ": it was saved by another bundle");
+          auto converted =
+              convertFloats(part.data(), found->first, e.dtype,
+                            part.size() / ckpt::dtypeSize(found->first),
+                            origin + ": tensor '" + name + "'");
+          if (!converted)
+            return converted.status();
+          part = std::move(*converted);
+        }
+        bytes.insert(bytes.end(), part.begin(), part.end());
+      }
+      if (bytes.size() != e.bytes)
+        return Status::error(
+            origin + ": tensor '" + e.name + "' has " +
+            std::to_string(bytes.size()) + " bytes, but the bundle's is " +
+            shapeText(e.shape) + " " + ckpt::dtypeName(e.dtype) + " (" +
+            std::to_string(e.bytes) + " bytes): it belongs to another model");
+      keep.push_back(std::move(bytes));
+      OCTET_RETURN_IF_ERROR(
+          backend.writeSlot(e.slot, keep.back().data(), e.bytes));
+    }
+    return backend.synchronize();
+  }
+
+  Status zeroGradients() {
+    const MemoryPlan &plan = bundle.plan();
+    for (int i = 0; i < plan.slots_size(); ++i)
+      if (plan.slots(i).kind() == GRADIENT && plan.slots(i).program().empty())
+        OCTET_RETURN_IF_ERROR(backend.zeroSlot(uint32_t(i)));
+    return backend.synchronize();
+  }
+
+  // Every state tensor, and every parameter when `parameters`, from its
+  // Init: computed on the host as the reference interpreter computes it,
+  // tensors in parallel (a large model's normal draws take minutes on one
+  // core).
+  Status writeInitialValues(bool parameters) {
+    struct Job {
+      const Init *init;
+      DType dtype;
+      uint64_t elements;
+      uint32_t slot;
+      std::string what;
+    };
+    std::vector<Job> jobs;
+    auto elementsOf = [](const auto &shape) {
+      uint64_t n = 1;
+      for (int64_t d : shape)
+        n *= uint64_t(d);
+      return n;
+    };
+    if (parameters)
+      for (const Parameter &p : bundle.parameters())
+        jobs.push_back({&p.init(), p.dtype(), elementsOf(p.shape()), p.slot(),
+                        "parameter '" + p.name() + "'"});
+    for (const StateTensor &st : bundle.state())
+      jobs.push_back({&st.init(), st.dtype(), elementsOf(st.shape()), st.slot(),
+                      "state tensor '" + st.name() + "'"});
+    unsigned workers = std::max(1u, std::thread::hardware_concurrency());
+    for (size_t first = 0; first < jobs.size(); first += workers) {
+      size_t last = std::min(jobs.size(), first + workers);
+      std::vector<StatusOr<std::string>> values(last - first,
+                                                Status::error(""));
+      std::vector<std::thread> threads;
+      for (size_t j = first; j < last; ++j)
+        threads.emplace_back([&, j] {
+          values[j - first] = initialBytes(*jobs[j].init, jobs[j].dtype,
+                                           jobs[j].elements, jobs[j].what);
+        });
+      for (std::thread &th : threads)
+        th.join();
+      for (size_t j = first; j < last; ++j) {
+        StatusOr<std::string> &v = values[j - first];
+        if (!v)
+          return v.status();
+        uint64_t slotBytes = bundle.plan().slots(int(jobs[j].slot)).bytes();
+        if (v->size() != slotBytes)
+          return Status::error(
+              jobs[j].what + " holds " + std::to_string(v->size()) +
+              " bytes but its slot has " + std::to_string(slotBytes) +
+              ": the bundle is inconsistent");
+        OCTET_RETURN_IF_ERROR(
+            backend.writeSlot(jobs[j].slot, v->data(), v->size()));
+      }
+      // The host values are freed once copied.
+      OCTET_RETURN_IF_ERROR(backend.synchronize());
+    }
+    return Status::ok();
+  }
+
+  Status loadWeights(const std::string &path) {
+    auto reader = ckpt::CheckpointReader::open(path);
+    if (!reader)
+      return reader.status().withContext("--init-weights");
+    // Parameters are found by HF name, else by octet name.
+    std::map<std::string, std::string> octetNames;
+    for (size_t i = 0; i < modelEntries.size(); ++i)
+      octetNames[modelEntries[i].name] = bundle.parameters(int(i)).name();
+    auto lookup = [&](const std::string &name)
+        -> StatusOr<std::pair<ckpt::DType, std::vector<uint8_t>>> {
+      std::string found = name;
+      if (!reader->find(found) && octetNames.count(name))
+        found = octetNames[name];
+      const ckpt::TensorInfo *info = reader->find(found);
+      if (!info) {
+        auto names = reader->tensorNames();
+        std::string some;
+        for (size_t i = 0; i < std::min<size_t>(3, names.size()); ++i)
+          some += (i ? ", " : "") + names[i];
+        return Status::error(path + " has no tensor '" + name + "' (nor '" +
+                             found + "'); it holds " +
+                             std::to_string(names.size()) + " tensors (" +
+                             some + ", ...): pass weights of this model");
+      }
+      auto bytes = reader->readTensor(found);
+      if (!bytes)
+        return bytes.status();
+      return std::make_pair(info->dtype, std::move(*bytes));
+    };
+    return restoreEntries(modelEntries, path, lookup, /*convert=*/true);
+  }
+};
+
+Trainer::Trainer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Trainer::~Trainer() = default;
+
+StatusOr<std::unique_ptr<Trainer>> Trainer::create(TrainBackend &backend,
+                                                   TrainData &data,
+                                                   const TrainerOptions &o) {
+  auto impl = std::make_unique<Impl>(backend, data, o);
+  Impl &t = *impl;
+  const Schedule &s = t.schedule;
+  t.rows = s.micro_batch_size();
+  t.seq = s.seq_len();
+  t.accum = std::max<int64_t>(1, s.grad_accum_steps());
+  t.steps = o.steps >= 0 ? o.steps : s.steps();
+  if (t.rows <= 0 || t.seq <= 0)
+    return Status::error("the bundle's schedule has micro_batch_size " +
+                         std::to_string(t.rows) + " and seq_len " +
+                         std::to_string(t.seq) +
+                         ": recompile the spec with this release");
+  if (t.steps <= 0)
+    return Status::error("nothing to train: the bundle's schedule has " +
+                         std::to_string(s.steps()) + " steps; pass --steps N");
+  t.logInterval = std::max<int64_t>(
+      1, o.logInterval > 0 ? o.logInterval
+                           : (s.log_interval() > 0 ? s.log_interval() : 1));
+  t.evalInterval = o.evalInterval >= 0 ? o.evalInterval : s.eval_interval();
+  t.checkpointInterval = o.checkpointInterval >= 0 ? o.checkpointInterval
+                                                   : s.checkpoint_interval();
+  if (!backend.hasProgram(TRAIN_MICROBATCH))
+    return Status::error("the bundle has no TRAIN_MICROBATCH program: it "
+                         "cannot train; recompile it from a training spec");
+  if (o.resume && o.checkpointDir.empty())
+    return Status::error("--resume needs --checkpoint-dir DIR (the "
+                         "directory the earlier run saved into)");
+  OCTET_RETURN_IF_ERROR(t.bind(TRAIN_MICROBATCH, t.train, true));
+  OCTET_RETURN_IF_ERROR(t.bind(OPTIMIZER_STEP, t.optimizer, false));
+  OCTET_RETURN_IF_ERROR(t.bind(EVAL, t.eval, true));
+  if (t.train.loss < 0)
+    return Status::error("the TRAIN_MICROBATCH program has no output "
+                         "'loss': recompile the bundle with this release");
+  if (backend.hasProgram(EVAL) && t.eval.loss < 0)
+    return Status::error("the EVAL program has no output 'loss': recompile "
+                         "the bundle with this release");
+  if (backend.hasProgram(OPTIMIZER_STEP) && t.optimizer.gradNorm < 0)
+    return Status::error("the OPTIMIZER_STEP program has no output "
+                         "'grad_norm': recompile the bundle with this "
+                         "release");
+  OCTET_RETURN_IF_ERROR(t.planEntries());
+  for (int parity = 0; parity < 2; ++parity)
+    for (int64_t m = 0; m < t.accum; ++m) {
+      auto b = backend.hostBuffer(std::max<uint64_t>(64, t.train.stageBytes));
+      if (!b)
+        return b.status();
+      t.stages[parity].push_back(std::move(*b));
+    }
+  auto evalStage =
+      backend.hostBuffer(std::max<uint64_t>(64, t.eval.stageBytes));
+  auto optStage =
+      backend.hostBuffer(std::max<uint64_t>(64, t.optimizer.stageBytes));
+  auto scalars = backend.hostBuffer(uint64_t(t.accum + 2) * 4);
+  if (!evalStage)
+    return evalStage.status();
+  if (!optStage)
+    return optStage.status();
+  if (!scalars)
+    return scalars.status();
+  t.evalStage = std::move(*evalStage);
+  t.optimizerStage = std::move(*optStage);
+  t.scalars = std::move(*scalars);
+  t.peak = metrics::gpuPeak(backend.deviceName());
+  if (!o.tensorboardDir.empty()) {
+    auto w = metrics::EventWriter::open(o.tensorboardDir);
+    if (!w)
+      return w.status();
+    t.events = std::move(*w);
+  }
+  return std::unique_ptr<Trainer>(new Trainer(std::move(impl)));
+}
+
+Status Trainer::start(TrainResult &result) {
+  Impl &t = *impl_;
+  for (const std::string &n : t.notes)
+    t.print("note: " + n);
+  DeviceMemory mem = t.backend.memory();
+  t.print("memory: plan arenas " + humanBytes(mem.arenas) +
+          ", runtime fixed costs " + humanBytes(mem.fixedCosts) +
+          " (context, cuBLASLt, modules, staging), device in use " +
+          humanBytes(mem.used) + " of " + humanBytes(mem.total));
+  if (!t.peak)
+    t.print("note: no peak TFLOP/s known for '" + t.backend.deviceName() +
+            "': the step line leaves MFU out");
+  t.print("data: " + t.data.describe());
+  if (t.evalInterval > 0 && !(t.backend.hasProgram(EVAL) && t.data.hasEval()))
+    t.print(std::string("note: eval_interval is ") +
+            std::to_string(t.evalInterval) + " but " +
+            (t.backend.hasProgram(EVAL) ? "the data has no held-out split "
+                                          "(--eval-data PREFIX)"
+                                        : "the bundle has no EVAL program") +
+            ": no evaluation");
+  // Fresh start (bundle.proto, ProgramKind INIT): the host writes every
+  // parameter and state tensor from its Init (parameters from
+  // --init-weights when given), then INIT derives what the compiler
+  // computes from them. A resumed run restores every persistent slot from
+  // the checkpoint instead and skips INIT. Either way the gradient
+  // accumulators start at zero.
+  result.startStep = 0;
+  OCTET_RETURN_IF_ERROR(t.zeroGradients());
+  if (t.options.resume) {
+    auto latest = ckpt::latestTrainCheckpoint(t.options.checkpointDir);
+    if (!latest)
+      return latest.status();
+    OCTET_RETURN_IF_ERROR(loadCheckpoint(*latest, result.startStep));
+    t.print("resumed from " + *latest + " at step " +
+            std::to_string(result.startStep));
+  } else {
+    OCTET_RETURN_IF_ERROR(t.writeInitialValues(t.options.initWeights.empty()));
+    if (!t.options.initWeights.empty()) {
+      OCTET_RETURN_IF_ERROR(t.loadWeights(t.options.initWeights));
+      t.print("parameters from " + t.options.initWeights);
+    }
+    if (t.backend.hasProgram(INIT))
+      OCTET_RETURN_IF_ERROR(t.backend.run(INIT, false));
+    OCTET_RETURN_IF_ERROR(t.backend.synchronize());
+  }
+  t.checkpointPosition = t.data.position();
+  t.usedNow();
+  return Status::ok();
+}
+
+Status Trainer::evaluate(int64_t step, TrainResult &result) {
+  Impl &t = *impl_;
+  EvalRecord rec;
+  rec.step = step;
+  rec.bytesBefore = t.usedNow();
+  OCTET_RETURN_IF_ERROR(t.data.startEval());
+  int64_t batches = t.options.evalBatches;
+  if (batches <= 0)
+    batches = t.data.evalBatchCount() > 0
+                  ? int64_t(std::min<uint64_t>(16, t.data.evalBatchCount()))
+                  : 4;
+  double sum = 0;
+  for (int64_t i = 0; i < batches; ++i) {
+    data::PackedBatch batch;
+    OCTET_RETURN_IF_ERROR(t.data.nextEval(batch));
+    OCTET_RETURN_IF_ERROR(t.stage(t.eval, *t.evalStage, batch, "held-out"));
+    OCTET_RETURN_IF_ERROR(t.enqueueInputs(t.eval, *t.evalStage));
+    OCTET_RETURN_IF_ERROR(t.backend.run(EVAL, false));
+    OCTET_RETURN_IF_ERROR(
+        t.backend.readSlot(uint32_t(t.eval.loss), t.scalar(0), 4));
+    OCTET_RETURN_IF_ERROR(t.backend.synchronize());
+    sum += *t.scalar(0);
+  }
+  rec.batches = batches;
+  rec.loss = sum / double(batches);
+  rec.bytesAfter = t.usedNow();
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "eval at step %lld: loss %.4f over %lld held-out batches  "
+                "memory %s (before %s)",
+                (long long)step, rec.loss, (long long)batches,
+                humanBytes(rec.bytesAfter).c_str(),
+                humanBytes(rec.bytesBefore).c_str());
+  t.print(buf);
+  if (t.events) {
+    OCTET_RETURN_IF_ERROR(t.events->scalars(step, {{"eval_loss", rec.loss}}));
+    OCTET_RETURN_IF_ERROR(t.events->flush());
+  }
+  result.evals.push_back(rec);
+  return Status::ok();
+}
+
+StatusOr<std::string> Trainer::saveCheckpoint(int64_t step) {
+  Impl &t = *impl_;
+  auto c = t.gather(step);
+  if (!c)
+    return c.status();
+  ckpt::SaveOptions so;
+  so.keep = t.options.keepCheckpoints;
+  so.afterFile = t.options.checkpointAfterFile;
+  auto path = ckpt::saveTrainCheckpoint(t.options.checkpointDir, *c, so);
+  if (path)
+    t.print("checkpoint: " + *path);
+  return path;
+}
+
+Status Trainer::loadCheckpoint(const std::string &stepDir, int64_t &step) {
+  Impl &t = *impl_;
+  auto c = ckpt::loadTrainCheckpoint(stepDir);
+  if (!c)
+    return c.status();
+  std::string hash = hexOf(t.bundle.content_hash());
+  if (!c->bundleHash.empty() && c->bundleHash != hash)
+    t.print("note: " + stepDir + " was saved by another bundle (hash " +
+            c->bundleHash.substr(0, 12) + ", this one " + hash.substr(0, 12) +
+            "); its tensors match this bundle's, so the run continues");
+  if (c->seed != t.schedule.seed())
+    return Status::error(stepDir + " was saved by a run with seed " +
+                         std::to_string(c->seed) + ", this bundle's is " +
+                         std::to_string(t.schedule.seed()) +
+                         ": resuming would not continue that run");
+  auto lookupIn = [&](std::vector<ckpt::NamedTensor> &tensors) {
+    return [&tensors, &stepDir](const std::string &name)
+               -> StatusOr<std::pair<ckpt::DType, std::vector<uint8_t>>> {
+      for (ckpt::NamedTensor &x : tensors)
+        if (x.name == name)
+          return std::make_pair(x.dtype, std::move(x.data));
+      return Status::error(stepDir + " has no tensor '" + name +
+                           "': it was saved for another model");
+    };
+  };
+  OCTET_RETURN_IF_ERROR(
+      t.restoreEntries(t.modelEntries, stepDir, lookupIn(c->model), false));
+  OCTET_RETURN_IF_ERROR(
+      t.restoreEntries(t.stateEntries, stepDir, lookupIn(c->state), false));
+  OCTET_RETURN_IF_ERROR(t.data.restore(c->dataPosition));
+  step = c->step;
+  return Status::ok();
+}
+
+StatusOr<TrainResult> Trainer::run() {
+  Impl &t = *impl_;
+  TrainResult result;
+  OCTET_RETURN_IF_ERROR(start(result));
+  if (result.startStep >= t.steps) {
+    t.print("nothing to do: the checkpoint is at step " +
+            std::to_string(result.startStep) + " of " +
+            std::to_string(t.steps));
+    return result;
+  }
+  int parity = 0;
+  OCTET_RETURN_IF_ERROR(t.prepareStep(parity));
+  for (int64_t step = result.startStep + 1; step <= t.steps; ++step) {
+    StepRecord rec;
+    OCTET_RETURN_IF_ERROR(t.runStep(step, parity, step < t.steps, rec));
+    // The checkpoint's data position is the one after this step's batches.
+    t.checkpointPosition = t.stagedPosition[parity];
+    OCTET_RETURN_IF_ERROR(t.report(rec));
+    result.steps.push_back(rec);
+    if (t.evalInterval > 0 && step % t.evalInterval == 0 &&
+        t.backend.hasProgram(EVAL) && t.data.hasEval())
+      OCTET_RETURN_IF_ERROR(evaluate(step, result));
+    bool save =
+        !t.options.checkpointDir.empty() &&
+        ((t.checkpointInterval > 0 && step % t.checkpointInterval == 0) ||
+         step == t.steps);
+    if (save) {
+      auto path = saveCheckpoint(step);
+      if (!path)
+        return path.status();
+      result.checkpoints.push_back(*path);
+    }
+    parity ^= 1;
+  }
+  result.peakDeviceBytes = t.peakUsed;
+  return result;
+}
+
+} // namespace octet

@@ -1,0 +1,119 @@
+#ifndef OCTET_RUNTIME_EXEC_TRAINER_H
+#define OCTET_RUNTIME_EXEC_TRAINER_H
+
+// The host training loop over a bundle's programs:
+//   start: parameters and state from their Init (parameters from
+//     --init-weights when given), then INIT; or the latest checkpoint
+//     (--resume);
+//   each step: for every microbatch, write its batch into the
+//     TRAIN_MICROBATCH inputs (tokens, labels, loss_mask, positions,
+//     cu_seqlens: whichever the program takes) and run it; then
+//     OPTIMIZER_STEP; read loss, grad norm and lr; print the step line and
+//     write TensorBoard scalars. The first step runs eagerly, later ones
+//     replay captured CUDA graphs;
+//   every eval_interval steps: EVAL over held-out batches;
+//   every checkpoint_interval steps and at the end: a checkpoint.
+//
+// Evaluation cannot raise peak memory: the EVAL program's slots are part of
+// the memory plan's arenas, which the runtime allocates once at load (the
+// compiler places eval activations in the region the train step's use), it
+// runs eagerly (no graph to instantiate) and reads its batches through the
+// same pinned staging the train step uses. The trainer measures device use
+// around every evaluation and reports both.
+
+#include "runtime/checkpoint/TrainState.h"
+#include "runtime/exec/TrainBackend.h"
+#include "runtime/exec/TrainData.h"
+#include "runtime/metrics/EventFile.h"
+#include "runtime/metrics/StepMetrics.h"
+
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace octet {
+
+struct TrainerOptions {
+  // -1: the bundle's schedule.
+  int64_t steps = -1;
+  int64_t logInterval = -1;
+  int64_t evalInterval = -1;
+  int64_t checkpointInterval = -1;
+  // Held-out batches per evaluation (0: all of a bounded split, capped at
+  // 16).
+  int64_t evalBatches = 0;
+  bool graph = true;
+  std::string checkpointDir;
+  bool resume = false;
+  int keepCheckpoints = 2;
+  // A safetensors file (or HF model directory) with the parameters, by HF
+  // name or octet name; written before INIT runs.
+  std::string initWeights;
+  std::string tensorboardDir;
+  // Where the step lines go; null for none.
+  std::FILE *out = stdout;
+  // Tests inject checkpoint write failures through this.
+  std::function<Status(const std::string &path)> checkpointAfterFile;
+};
+
+struct StepRecord {
+  int64_t step = 0;
+  float loss = 0, gradNorm = 0, lr = 0;
+  double seconds = 0;
+  uint64_t deviceBytesUsed = 0;
+};
+
+struct EvalRecord {
+  int64_t step = 0;
+  double loss = 0;
+  int64_t batches = 0;
+  // Device memory in use just before and just after the evaluation.
+  uint64_t bytesBefore = 0, bytesAfter = 0;
+};
+
+struct TrainResult {
+  // The step the run started after (0, or the resumed checkpoint's).
+  int64_t startStep = 0;
+  std::vector<StepRecord> steps;
+  std::vector<EvalRecord> evals;
+  std::vector<std::string> checkpoints;
+  uint64_t peakDeviceBytes = 0;
+};
+
+class Trainer {
+public:
+  // Checks that the bundle's programs take inputs and give outputs the loop
+  // knows, with the sizes the schedule says; the error names the program,
+  // the slot and what was expected.
+  static StatusOr<std::unique_ptr<Trainer>>
+  create(TrainBackend &backend, TrainData &data, const TrainerOptions &options);
+  ~Trainer();
+
+  // Starts (INIT, weights, or resume), trains, evaluates and checkpoints as
+  // the options and the schedule say.
+  StatusOr<TrainResult> run();
+
+  // Pieces of run(), for tests and tools.
+  Status start(TrainResult &result);
+  Status evaluate(int64_t step, TrainResult &result);
+  StatusOr<std::string> saveCheckpoint(int64_t step);
+  Status loadCheckpoint(const std::string &stepDir, int64_t &step);
+
+private:
+  struct Impl;
+  explicit Trainer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// The learning rate of `step` (1-based) under the schedule: linear warm-up
+// over warmup_steps, then cosine decay to lr·min_lr_ratio at `totalSteps`.
+// Used only when the OPTIMIZER_STEP program takes the rate as an input.
+double scheduledLearningRate(const bundle::Schedule &schedule, int64_t step,
+                             int64_t totalSteps);
+
+} // namespace octet
+
+#endif

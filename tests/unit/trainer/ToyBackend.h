@@ -1,0 +1,68 @@
+#ifndef OCTET_TESTS_UNIT_TRAINER_TOYBACKEND_H
+#define OCTET_TESTS_UNIT_TRAINER_TOYBACKEND_H
+
+// A TrainBackend in host memory running a toy model, so the training loop's
+// logic is tested without a GPU. The bundle is real (plan, slots, programs,
+// parameters, state); the programs' steps are C++ instead of kernels:
+//   INIT            cache = bf16(w)
+//   TRAIN_MICROBATCH pred_i = cache[token_i] + b; loss = mean (pred - y)^2
+//                   with y = label / vocab; grads accumulate into gw, gb
+//   OPTIMIZER_STEP  Adam on (w, b) with moments m, v and a step counter;
+//                   outputs grad_norm, lr; clears gradients; refreshes cache
+//   EVAL            the loss alone
+// The cache (a WEIGHT_CACHE slot) makes resuming without it diverge, as an
+// FP8 weight copy would.
+
+#include "runtime/exec/TrainBackend.h"
+
+#include <functional>
+#include <vector>
+
+namespace octet::test {
+
+struct ToyShape {
+  int64_t vocab = 64, rows = 2, seq = 8, accum = 2, steps = 10;
+  double lr = 0.05;
+  uint64_t seed = 7;
+};
+
+bundle::Bundle makeToyBundle(const ToyShape &shape);
+
+// An empty path under the test's temporary directory (removed if it
+// exists), unique to this process.
+std::string freshTestDir(const std::string &name);
+
+class ToyBackend : public TrainBackend {
+public:
+  explicit ToyBackend(bundle::Bundle bundle);
+  const bundle::Bundle &bundle() const override { return bundle_; }
+  const bundle::Program *program(bundle::ProgramKind kind) const override;
+  Status run(bundle::ProgramKind kind, bool graph) override;
+  Status writeSlot(uint32_t slot, const void *data, uint64_t bytes) override;
+  Status readSlot(uint32_t slot, void *data, uint64_t bytes) override;
+  Status zeroSlot(uint32_t slot) override;
+  Status synchronize() override { return Status::ok(); }
+  StatusOr<std::unique_ptr<HostBuffer>> hostBuffer(uint64_t bytes) override;
+  DeviceMemory memory() const override;
+  std::string deviceName() const override { return "NVIDIA H100 80GB HBM3"; }
+
+  // Slot contents by name (tests compare parameters bit for bit).
+  std::vector<uint8_t> slotBytes(const std::string &name) const;
+  int runs(bundle::ProgramKind kind) const { return runs_[kind]; }
+  int graphRuns() const { return graphRuns_; }
+
+private:
+  float *f32(const std::string &name);
+  int32_t *i32(const std::string &name);
+  uint8_t *at(uint32_t slot);
+  void forward(bool train, float &loss);
+
+  bundle::Bundle bundle_;
+  std::vector<uint8_t> arena_;
+  int runs_[8] = {};
+  int graphRuns_ = 0;
+};
+
+} // namespace octet::test
+
+#endif

@@ -1,0 +1,394 @@
+// The training loop on a host-memory backend: it trains, evaluates at the
+// interval, saves checkpoints atomically (an injected failure leaves the
+// last good one), resumes bit for bit, and refuses bad setups with
+// messages that say what to do.
+
+#include "runtime/exec/Trainer.h"
+#include "runtime/checkpoint/TrainState.h"
+#include "runtime/data/IndexedDataset.h"
+#include "runtime/exec/RunOptions.h"
+#include "tests/unit/trainer/ToyBackend.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <sys/stat.h>
+
+namespace octet::test {
+namespace {
+
+#define ASSERT_OK(expr)                                                        \
+  do {                                                                         \
+    ::octet::Status st_ = (expr);                                              \
+    ASSERT_TRUE(st_.isOk()) << st_.message();                                  \
+  } while (0)
+
+bool exists(const std::string &path) {
+  struct stat info;
+  return stat(path.c_str(), &info) == 0;
+}
+
+struct ToyRun {
+  std::unique_ptr<ToyBackend> backend;
+  std::unique_ptr<TrainData> data;
+  std::unique_ptr<Trainer> trainer;
+  Status status = Status::ok();
+};
+
+ToyRun makeRun(const ToyShape &shape, TrainerOptions options) {
+  ToyRun r;
+  r.backend = std::make_unique<ToyBackend>(makeToyBundle(shape));
+  TrainDataOptions d;
+  d.kind = "synthetic";
+  d.rows = uint32_t(shape.rows);
+  d.sequenceLength = uint32_t(shape.seq);
+  d.seed = shape.seed;
+  d.vocabSize = shape.vocab;
+  auto data = TrainData::open(d);
+  if (!data) {
+    r.status = data.status();
+    return r;
+  }
+  r.data = std::move(*data);
+  options.out = nullptr;
+  auto t = Trainer::create(*r.backend, *r.data, options);
+  if (!t) {
+    r.status = t.status();
+    return r;
+  }
+  r.trainer = std::move(*t);
+  return r;
+}
+
+TEST(Trainer, TrainsAndTheLossFalls) {
+  ToyShape shape;
+  shape.steps = 40;
+  ToyRun r = makeRun(shape, {});
+  ASSERT_OK(r.status);
+  auto result = r.trainer->run();
+  ASSERT_TRUE(result.isOk()) << result.status().message();
+  ASSERT_EQ(result->steps.size(), 40u);
+  EXPECT_LT(result->steps.back().loss, 0.5f * result->steps.front().loss);
+  // Every step: accum microbatches and one optimizer step; graphs from the
+  // second step on.
+  EXPECT_EQ(r.backend->runs(bundle::TRAIN_MICROBATCH), 40 * 2);
+  EXPECT_EQ(r.backend->runs(bundle::OPTIMIZER_STEP), 40);
+  EXPECT_EQ(r.backend->runs(bundle::INIT), 1);
+  EXPECT_EQ(r.backend->graphRuns(), 39 * 3);
+  EXPECT_GT(result->steps[0].gradNorm, 0.0f);
+  EXPECT_FLOAT_EQ(result->steps[0].lr, 0.05f);
+}
+
+TEST(Trainer, EvaluatesAtTheIntervalWithoutRaisingMemory) {
+  ToyShape shape;
+  shape.steps = 6;
+  TrainerOptions o;
+  o.evalInterval = 2;
+  o.evalBatches = 3;
+  ToyRun r = makeRun(shape, o);
+  ASSERT_OK(r.status);
+  auto result = r.trainer->run();
+  ASSERT_TRUE(result.isOk()) << result.status().message();
+  ASSERT_EQ(result->evals.size(), 3u);
+  EXPECT_EQ(result->evals[0].step, 2);
+  EXPECT_EQ(result->evals[2].step, 6);
+  EXPECT_EQ(result->evals[0].batches, 3);
+  EXPECT_EQ(r.backend->runs(bundle::EVAL), 9);
+  for (const EvalRecord &e : result->evals) {
+    EXPECT_EQ(e.bytesAfter, e.bytesBefore);
+    EXPECT_TRUE(std::isfinite(e.loss));
+  }
+  // The same held-out batches every time: the loss moves with the model.
+  EXPECT_NE(result->evals[0].loss, result->evals[2].loss);
+}
+
+TEST(Trainer, ResumeContinuesBitExactly) {
+  ToyShape shape;
+  shape.steps = 9;
+  const int n = 5;
+  // Straight through: 9 steps.
+  TrainerOptions straight;
+  straight.checkpointDir = freshTestDir("trainer-straight");
+  ToyRun a = makeRun(shape, straight);
+  ASSERT_OK(a.status);
+  auto full = a.trainer->run();
+  ASSERT_TRUE(full.isOk()) << full.status().message();
+
+  // 5 steps, a checkpoint, then a new process resumes for 4 more.
+  TrainerOptions first;
+  first.checkpointDir = freshTestDir("trainer-split");
+  first.steps = n;
+  ToyRun b = makeRun(shape, first);
+  ASSERT_OK(b.status);
+  auto part1 = b.trainer->run();
+  ASSERT_TRUE(part1.isOk()) << part1.status().message();
+  ASSERT_EQ(part1->checkpoints.size(), 1u);
+  EXPECT_TRUE(exists(first.checkpointDir + "/step-5/model.safetensors"));
+  EXPECT_TRUE(exists(first.checkpointDir + "/step-5/train_state.safetensors"));
+
+  TrainerOptions second = first;
+  second.steps = -1;
+  second.resume = true;
+  ToyRun c = makeRun(shape, second);
+  ASSERT_OK(c.status);
+  auto part2 = c.trainer->run();
+  ASSERT_TRUE(part2.isOk()) << part2.status().message();
+  EXPECT_EQ(part2->startStep, n);
+  EXPECT_EQ(c.backend->runs(bundle::INIT), 0);
+  ASSERT_EQ(part2->steps.size(), size_t(shape.steps - n));
+  for (size_t i = 0; i < part2->steps.size(); ++i) {
+    const StepRecord &want = full->steps[size_t(n) + i];
+    const StepRecord &got = part2->steps[i];
+    EXPECT_EQ(got.step, want.step);
+    EXPECT_EQ(std::memcmp(&got.loss, &want.loss, 4), 0)
+        << "step " << got.step << ": " << got.loss << " vs " << want.loss;
+    EXPECT_EQ(std::memcmp(&got.gradNorm, &want.gradNorm, 4), 0)
+        << "step " << got.step;
+  }
+  for (const char *slot : {"w", "b", "adam_m.w", "adam_v.w", "step", "cache.w"})
+    EXPECT_EQ(c.backend->slotBytes(slot), a.backend->slotBytes(slot)) << slot;
+}
+
+TEST(Trainer, ResumeWithoutTheWeightCacheWouldDiverge) {
+  // The check above can fail: the cache is state that INIT alone does not
+  // recreate, so a checkpoint missing it resumes differently.
+  ToyShape shape;
+  shape.steps = 4;
+  TrainerOptions o;
+  o.checkpointDir = freshTestDir("trainer-cache");
+  o.steps = 2;
+  ToyRun a = makeRun(shape, o);
+  ASSERT_OK(a.status);
+  ASSERT_TRUE(a.trainer->run().isOk());
+  auto w = a.backend->slotBytes("w");
+  auto cache = a.backend->slotBytes("cache.w");
+  // The cache is the bf16 of the weights: not the weights' bytes.
+  EXPECT_NE(std::vector<uint8_t>(w.begin(), w.begin() + 2),
+            std::vector<uint8_t>(cache.begin(), cache.begin() + 2));
+  auto saved = checkpoint::loadTrainCheckpoint(o.checkpointDir + "/step-2");
+  ASSERT_TRUE(saved.isOk()) << saved.status().message();
+  bool hasCache = false;
+  for (const auto &t : saved->state)
+    hasCache |= t.name == "cache.w" && t.data == cache;
+  EXPECT_TRUE(hasCache);
+  bool hfName = false;
+  for (const auto &t : saved->model)
+    hfName |= t.name == "model.embed_tokens.weight" && t.data == w;
+  EXPECT_TRUE(hfName);
+}
+
+TEST(Trainer, FailedSaveKeepsTheLastGoodCheckpoint) {
+  ToyShape shape;
+  shape.steps = 4;
+  TrainerOptions o;
+  o.checkpointDir = freshTestDir("trainer-atomic");
+  o.checkpointInterval = 2;
+  o.checkpointAfterFile = [](const std::string &path) {
+    if (path.find("/.step-4.partial/train_state") != std::string::npos)
+      return Status::error("injected: disk full");
+    return Status::ok();
+  };
+  ToyRun r = makeRun(shape, o);
+  ASSERT_OK(r.status);
+  auto result = r.trainer->run();
+  ASSERT_FALSE(result.isOk());
+  const std::string &msg = result.status().message();
+  EXPECT_NE(msg.find("injected: disk full"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("step-2 is intact"), std::string::npos) << msg;
+  EXPECT_TRUE(exists(o.checkpointDir + "/step-2/trainer.json"));
+  EXPECT_FALSE(exists(o.checkpointDir + "/step-4"));
+  EXPECT_FALSE(exists(o.checkpointDir + "/.step-4.partial"));
+  auto latest = checkpoint::latestTrainCheckpoint(o.checkpointDir);
+  ASSERT_TRUE(latest.isOk()) << latest.status().message();
+  EXPECT_EQ(*latest, o.checkpointDir + "/step-2");
+
+  // And the run resumes from it.
+  TrainerOptions again;
+  again.checkpointDir = o.checkpointDir;
+  again.resume = true;
+  ToyRun back = makeRun(shape, again);
+  ASSERT_OK(back.status);
+  auto resumed = back.trainer->run();
+  ASSERT_TRUE(resumed.isOk()) << resumed.status().message();
+  EXPECT_EQ(resumed->startStep, 2);
+  EXPECT_EQ(resumed->steps.size(), 2u);
+}
+
+TEST(Trainer, KeepsTheNewestCheckpoints) {
+  ToyShape shape;
+  shape.steps = 6;
+  TrainerOptions o;
+  o.checkpointDir = freshTestDir("trainer-keep");
+  o.checkpointInterval = 1;
+  o.keepCheckpoints = 2;
+  ToyRun r = makeRun(shape, o);
+  ASSERT_OK(r.status);
+  ASSERT_TRUE(r.trainer->run().isOk());
+  EXPECT_FALSE(exists(o.checkpointDir + "/step-4"));
+  EXPECT_TRUE(exists(o.checkpointDir + "/step-5"));
+  EXPECT_TRUE(exists(o.checkpointDir + "/step-6"));
+}
+
+TEST(Trainer, ResumeNeedsACheckpointDirectory) {
+  TrainerOptions o;
+  o.resume = true;
+  ToyRun r = makeRun(ToyShape{}, o);
+  ASSERT_FALSE(r.status.isOk());
+  EXPECT_NE(r.status.message().find("--checkpoint-dir"), std::string::npos);
+
+  o.checkpointDir = freshTestDir("trainer-empty");
+  ToyRun s = makeRun(ToyShape{}, o);
+  ASSERT_OK(s.status);
+  auto result = s.trainer->run();
+  ASSERT_FALSE(result.isOk());
+  EXPECT_NE(result.status().message().find("does not exist"), std::string::npos)
+      << result.status().message();
+}
+
+TEST(Trainer, RefusesAnInputItCannotFill) {
+  bundle::Bundle b = makeToyBundle(ToyShape{});
+  auto *in = b.mutable_ranks(0)->mutable_programs(1)->add_inputs();
+  in->set_name("image_patches");
+  in->set_slot(0);
+  ToyBackend backend(b);
+  TrainDataOptions d;
+  d.rows = 2, d.sequenceLength = 8, d.vocabSize = 64;
+  auto data = TrainData::open(d);
+  ASSERT_TRUE(data.isOk());
+  TrainerOptions o;
+  o.out = nullptr;
+  auto t = Trainer::create(backend, **data, o);
+  ASSERT_FALSE(t.isOk());
+  EXPECT_NE(t.status().message().find("'image_patches'"), std::string::npos)
+      << t.status().message();
+}
+
+TEST(Trainer, InitWeightsComeFromSafetensorsByHfName) {
+  ToyShape shape;
+  std::string dir = freshTestDir("trainer-weights");
+  ASSERT_EQ(::mkdir(dir.c_str(), 0755), 0);
+  std::vector<float> w(size_t(shape.vocab));
+  for (size_t i = 0; i < w.size(); ++i)
+    w[i] = float(i) / 64.0f;
+  float b = 0.25f;
+  std::vector<checkpoint::NamedTensor> tensors = {
+      {"model.embed_tokens.weight",
+       checkpoint::DType::F32,
+       {shape.vocab},
+       std::vector<uint8_t>(reinterpret_cast<uint8_t *>(w.data()),
+                            reinterpret_cast<uint8_t *>(w.data() + w.size()))},
+      {"b",
+       checkpoint::DType::F32,
+       {1},
+       std::vector<uint8_t>(reinterpret_cast<uint8_t *>(&b),
+                            reinterpret_cast<uint8_t *>(&b + 1))}};
+  ASSERT_OK(checkpoint::writeCheckpoint(dir, tensors));
+  TrainerOptions o;
+  o.initWeights = dir;
+  o.steps = 1;
+  ToyRun r = makeRun(shape, o);
+  ASSERT_OK(r.status);
+  TrainResult result;
+  ASSERT_OK(r.trainer->start(result));
+  EXPECT_EQ(r.backend->slotBytes("w"), tensors[0].data);
+  EXPECT_EQ(r.backend->slotBytes("b"), tensors[1].data);
+  // INIT ran after the weights: the cache holds them.
+  EXPECT_EQ(r.backend->runs(bundle::INIT), 1);
+}
+
+TEST(TrainData, RefusesADatasetBeyondTheVocabulary) {
+  std::string prefix = freshTestDir("trainer-vocab");
+  auto writer =
+      data::IndexedDatasetWriter::create(prefix, data::TokenDType::Int32);
+  ASSERT_TRUE(writer.isOk()) << writer.status().message();
+  ASSERT_OK(writer->addSequence({1, 2, 3, 70000, 5}));
+  writer->endDocument();
+  ASSERT_OK(writer->finalize());
+  TrainDataOptions d;
+  d.kind = "indexed";
+  d.path = prefix;
+  d.rows = 1, d.sequenceLength = 16, d.vocabSize = 32000;
+  auto data = TrainData::open(d);
+  ASSERT_FALSE(data.isOk());
+  const std::string &msg = data.status().message();
+  EXPECT_NE(msg.find("token id 70000"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("32000"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("vocab_size of at least 70001"), std::string::npos) << msg;
+}
+
+TEST(TrainData, SyntheticBatchesResumeFromTheirPosition) {
+  TrainDataOptions d;
+  d.rows = 2, d.sequenceLength = 4, d.vocabSize = 50, d.seed = 3;
+  auto a = TrainData::open(d);
+  auto b = TrainData::open(d);
+  ASSERT_TRUE(a.isOk() && b.isOk());
+  data::PackedBatch x, y;
+  ASSERT_OK((*a)->next(x));
+  ASSERT_OK((*a)->next(x));
+  ASSERT_OK((*b)->restore((*a)->position()));
+  ASSERT_OK((*a)->next(x));
+  ASSERT_OK((*b)->next(y));
+  EXPECT_EQ(x.inputs, y.inputs);
+  EXPECT_EQ(x.targets, y.targets);
+  // Labels are the next token.
+  EXPECT_EQ(x.targets[0], x.inputs[1]);
+  EXPECT_FALSE((*b)->restore("text:3").isOk());
+}
+
+} // namespace
+} // namespace octet::test
+
+namespace octet::test {
+namespace {
+
+StatusOr<RunArgs> parse(std::vector<std::string> args) {
+  return parseRunArgs(args);
+}
+
+TEST(RunArgs, ParsesATrainingRun) {
+  auto a = parse({"x.octet", "--steps", "20", "--data", "corpus/train",
+                  "--eval-data", "corpus/valid", "--checkpoint-dir", "ck",
+                  "--tensorboard", "tb", "--keep-checkpoints", "0"});
+  ASSERT_TRUE(a.isOk()) << a.status().message();
+  EXPECT_EQ(a->bundle, "x.octet");
+  EXPECT_EQ(a->trainer.steps, 20);
+  EXPECT_EQ(a->dataKind, "indexed");
+  EXPECT_EQ(a->dataPath, "corpus/train");
+  EXPECT_EQ(a->evalPath, "corpus/valid");
+  EXPECT_EQ(a->trainer.checkpointDir, "ck");
+  EXPECT_EQ(a->trainer.tensorboardDir, "tb");
+  EXPECT_EQ(a->trainer.keepCheckpoints, 0);
+  EXPECT_TRUE(a->trainer.graph);
+}
+
+TEST(RunArgs, UsageErrorsSayWhatIsWrong) {
+  struct Case {
+    std::vector<std::string> args;
+    const char *message;
+  } cases[] = {
+      {{}, "missing BUNDLE.octet"},
+      {{"x.octet", "--steps"}, "--steps needs a value"},
+      {{"x.octet", "--steps", "0"},
+       "--steps takes a whole number of at least 1"},
+      {{"x.octet", "--steps", "ten"}, "got 'ten'"},
+      {{"x.octet", "--data"}, "--data needs a value"},
+      {{"x.octet", "--synthetic", "--data", "p"}, "give one of --synthetic"},
+      {{"x.octet", "--resume"}, "--resume needs --checkpoint-dir"},
+      {{"x.octet", "--resume", "--checkpoint-dir", "d", "--init-weights", "w"},
+       "give one"},
+      {{"x.octet", "--eval-data", "p"}, "held-out split of --data"},
+      {{"x.octet", "--frobnicate"}, "unknown option --frobnicate"},
+      {{"x.octet", "y.octet"}, "one bundle at a time"},
+      {{"x.octet", "--bench", "--checkpoint-dir", "d"}, "--bench does not"},
+  };
+  for (const Case &c : cases) {
+    auto a = parse(c.args);
+    ASSERT_FALSE(a.isOk()) << c.message;
+    EXPECT_NE(a.status().message().find(c.message), std::string::npos)
+        << a.status().message();
+  }
+}
+
+} // namespace
+} // namespace octet::test

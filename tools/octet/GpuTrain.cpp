@@ -1,0 +1,156 @@
+#include "tools/octet/GpuTrain.h"
+
+#include "runtime/bundle/Bundle.h"
+#include "tools/octet/Commands.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <dlfcn.h>
+#include <limits.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace octet {
+
+namespace {
+
+// The few driver entry points the probe needs, with the driver's ABI.
+using CuInit = int (*)(unsigned);
+using CuDeviceGetCount = int (*)(int *);
+using CuDeviceGet = int (*)(int *, int);
+using CuDeviceGetAttribute = int (*)(int *, int, int);
+using CuDeviceGetName = int (*)(char *, int, int);
+constexpr int kComputeCapabilityMajor = 75; // CU_DEVICE_ATTRIBUTE_...MAJOR
+constexpr int kComputeCapabilityMinor = 76;
+
+std::string directoryOf(const std::string &path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+bool executable(const std::string &path) {
+  return access(path.c_str(), X_OK) == 0;
+}
+
+// octet-run beside this binary (an install), in the build tree's
+// tools/octet-run, or where OCTET_RUN says.
+std::string findOctetRun() {
+  if (const char *env = std::getenv("OCTET_RUN"))
+    return env;
+  char buf[PATH_MAX] = {};
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  std::string dir = directoryOf(std::string(buf, n > 0 ? size_t(n) : 0));
+  for (const std::string &candidate :
+       {dir + "/octet-run", dir + "/../octet-run/octet-run"})
+    if (executable(candidate))
+      return candidate;
+  return "";
+}
+
+} // namespace
+
+bool findHopperGpu(std::string &found) {
+  void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    found = "no NVIDIA driver (libcuda.so.1 not found)";
+    return false;
+  }
+  auto init = reinterpret_cast<CuInit>(dlsym(lib, "cuInit"));
+  auto count =
+      reinterpret_cast<CuDeviceGetCount>(dlsym(lib, "cuDeviceGetCount"));
+  auto get = reinterpret_cast<CuDeviceGet>(dlsym(lib, "cuDeviceGet"));
+  auto attr = reinterpret_cast<CuDeviceGetAttribute>(
+      dlsym(lib, "cuDeviceGetAttribute"));
+  auto name = reinterpret_cast<CuDeviceGetName>(dlsym(lib, "cuDeviceGetName"));
+  int devices = 0;
+  if (!init || !count || !get || !attr || !name || init(0) != 0 ||
+      count(&devices) != 0 || devices == 0) {
+    found = "the NVIDIA driver sees no GPU";
+    return false;
+  }
+  found.clear();
+  for (int i = 0; i < devices; ++i) {
+    int dev = 0, major = 0, minor = 0;
+    char text[256] = {};
+    if (get(&dev, i) != 0)
+      continue;
+    attr(&major, kComputeCapabilityMajor, dev);
+    attr(&minor, kComputeCapabilityMinor, dev);
+    name(text, sizeof text, dev);
+    std::string what = std::string(text) + " (sm_" + std::to_string(major) +
+                       std::to_string(minor) + ")";
+    if (major == 9) {
+      found = what;
+      return true;
+    }
+    found += (found.empty() ? "" : ", ") + what;
+  }
+  found += "; octet's GPU kernels need sm_90 (H100/H200)";
+  return false;
+}
+
+int trainOnGpu(const GpuTrainRequest &request, std::string &why) {
+  std::string octetRun = findOctetRun();
+  if (octetRun.empty()) {
+    why = "octet-run is not beside octet (build the octet-run target, or "
+          "set OCTET_RUN to its path)";
+    return -1;
+  }
+  char pattern[] = "/tmp/octet-train-XXXXXX";
+  if (!mkdtemp(pattern)) {
+    why = "cannot create a temporary directory for the bundle";
+    return -1;
+  }
+  std::string dir = pattern, bundlePath = dir + "/train.octet";
+  auto cleanup = [&] {
+    std::remove(bundlePath.c_str());
+    rmdir(dir.c_str());
+  };
+  std::vector<std::string> compileArgs = {"compile", request.spec, "-o",
+                                          bundlePath};
+  std::vector<char *> argv;
+  for (std::string &a : compileArgs)
+    argv.push_back(a.data());
+  std::fflush(stdout);
+  if (int rc = runCompileCommand(int(argv.size()), argv.data()); rc != 0) {
+    cleanup();
+    return rc;
+  }
+  auto bundle = bundle::readBundle(bundlePath);
+  Status runnable = bundle ? bundle::checkRunnable(*bundle) : bundle.status();
+  if (!runnable) {
+    why = runnable.message();
+    cleanup();
+    return -1;
+  }
+  std::vector<std::string> args = {octetRun, bundlePath};
+  if (request.steps > 0) {
+    args.push_back("--steps");
+    args.push_back(std::to_string(request.steps));
+  }
+  args.insert(args.end(), request.dataArgs.begin(), request.dataArgs.end());
+  args.insert(args.end(), request.extraArgs.begin(), request.extraArgs.end());
+  std::fflush(stdout);
+  std::fflush(stderr);
+  pid_t child = fork();
+  if (child == 0) {
+    std::vector<char *> cargs;
+    for (std::string &a : args)
+      cargs.push_back(a.data());
+    cargs.push_back(nullptr);
+    execv(cargs[0], cargs.data());
+    std::fprintf(stderr, "octet train: cannot run %s\n", cargs[0]);
+    _exit(127);
+  }
+  int status = 0;
+  if (child < 0 || waitpid(child, &status, 0) < 0) {
+    cleanup();
+    why = "cannot start " + octetRun;
+    return -1;
+  }
+  cleanup();
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
+} // namespace octet

@@ -1,0 +1,36 @@
+#ifndef OCTET_TOOLS_OCTET_GPUTRAIN_H
+#define OCTET_TOOLS_OCTET_GPUTRAIN_H
+
+// `octet train` on a machine with a Hopper GPU: compile the spec to a
+// bundle, then run octet-run's training loop on it. The octet binary links
+// no CUDA (it must start on machines without a driver), so the GPU is found
+// through the driver library loaded at run time, and training runs in the
+// octet-run process (which links the runtime and static protobuf).
+
+#include <string>
+#include <vector>
+
+namespace octet {
+
+// Whether this machine has a Hopper GPU. `found` says what was found (or
+// why none was), for the line that tells the user which path runs.
+bool findHopperGpu(std::string &found);
+
+struct GpuTrainRequest {
+  std::string spec;
+  int64_t steps = 0;
+  // octet-run's data options (--text FILE, --data PREFIX, --synthetic).
+  std::vector<std::string> dataArgs;
+  // Passed through: --checkpoint-dir, --resume, --tensorboard,
+  // --init-weights.
+  std::vector<std::string> extraArgs;
+};
+
+// Compiles and trains. Returns -1 when the compiled bundle cannot run on
+// the GPU yet (kernels without code): `why` names them, and the caller
+// trains on the CPU instead. Otherwise octet-run's exit code.
+int trainOnGpu(const GpuTrainRequest &request, std::string &why);
+
+} // namespace octet
+
+#endif
