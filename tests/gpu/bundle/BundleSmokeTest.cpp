@@ -1,0 +1,209 @@
+// A compiled bundle on the GPU: the programs whose kernels all have code
+// run through the runtime, from initial values the host computes as the
+// reference interpreter does, and their results match host arithmetic.
+//
+// The bundle comes from OCTET_SMOKE_BUNDLE (default: the tiny-llama bundle
+// the build compiles), so the binary can be carried to a GPU host with it.
+
+#include "compiler/Interpreter/Numerics.h"
+#include "runtime/bundle/Bundle.h"
+#include "runtime/bundle/InitValues.h"
+#include "runtime/exec/Runtime.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <set>
+
+namespace {
+
+using namespace octet;
+using namespace octet::bundle;
+
+#define ASSERT_OK(expr)                                                        \
+  do {                                                                         \
+    ::octet::Status st_ = (expr);                                              \
+    ASSERT_TRUE(st_.isOk()) << st_.message();                                  \
+  } while (0)
+
+std::string bundlePath() {
+  if (const char *p = std::getenv("OCTET_SMOKE_BUNDLE"))
+    return p;
+  return OCTET_SMOKE_BUNDLE_DEFAULT;
+}
+
+// The bundle less the programs that launch a kernel without code, and less
+// those kernels (launch indices renumbered), so that the runtime loads it.
+Bundle runnablePart(const Bundle &full, std::vector<std::string> &kept) {
+  Bundle b = full;
+  std::vector<int> renumber(full.kernels_size(), -1);
+  b.clear_kernels();
+  for (int k = 0; k < full.kernels_size(); ++k)
+    if (!full.kernels(k).missing_code()) {
+      renumber[k] = b.kernels_size();
+      *b.add_kernels() = full.kernels(k);
+    }
+  for (RankProgram &rank : *b.mutable_ranks()) {
+    auto *programs = rank.mutable_programs();
+    for (int p = programs->size() - 1; p >= 0; --p) {
+      bool runnable = true;
+      for (Step &s : *programs->Mutable(p)->mutable_steps())
+        if (s.has_launch()) {
+          int k = renumber[s.launch().kernel()];
+          runnable &= k >= 0;
+          s.mutable_launch()->set_kernel(k < 0 ? 0 : k);
+        }
+      if (!runnable)
+        programs->DeleteSubrange(p, 1);
+    }
+    for (const Program &p : rank.programs())
+      kept.push_back(p.name());
+  }
+  return b;
+}
+
+template <typename T>
+std::vector<T> readSlot(Runtime &rt, const std::string &name) {
+  int slot = rt.findSlot(name);
+  EXPECT_GE(slot, 0) << name;
+  if (slot < 0)
+    return {};
+  uint64_t bytes = rt.bundle().plan().slots(slot).bytes();
+  std::vector<T> out(bytes / sizeof(T));
+  Status st = rt.readSlot(slot, out.data(), bytes);
+  EXPECT_TRUE(st) << st.message();
+  return out;
+}
+
+// Every parameter and state tensor from its Init, as octet train's CPU run
+// starts.
+Status writeInitialValues(Runtime &rt) {
+  const Bundle &b = rt.bundle();
+  auto write = [&](const std::string &name, const Init &init, uint32_t slot) {
+    const Slot &s = b.plan().slots(int(slot));
+    uint64_t elements = s.bytes() / std::max<uint64_t>(1, dtypeBytes(s.dtype()));
+    auto bytes = initialBytes(init, s.dtype(), elements, name);
+    if (!bytes)
+      return bytes.status();
+    return rt.writeSlot(slot, bytes->data(), bytes->size());
+  };
+  for (const Parameter &p : b.parameters())
+    OCTET_RETURN_IF_ERROR(write(p.name(), p.init(), p.slot()));
+  for (const StateTensor &s : b.state())
+    OCTET_RETURN_IF_ERROR(write(s.name(), s.init(), s.slot()));
+  return Status::ok();
+}
+
+// The FP8 copies the init and optimizer programs make of each weight:
+// e4m3(weight · scale), its transpose, and the weight's amax, bit for bit.
+void expectFp8Weights(Runtime &rt, const std::string &when) {
+  int checked = 0;
+  for (const Parameter &p : rt.bundle().parameters()) {
+    if (rt.findSlot("fp8w." + p.name()) < 0)
+      continue;
+    ++checked;
+    std::vector<float> w = readSlot<float>(rt, p.name());
+    std::vector<uint8_t> q = readSlot<uint8_t>(rt, "fp8w." + p.name());
+    std::vector<uint8_t> qt = readSlot<uint8_t>(rt, "fp8w." + p.name() + ".t");
+    std::vector<float> amax = readSlot<float>(rt, "fp8w." + p.name() + ".amax");
+    std::vector<float> scale =
+        readSlot<float>(rt, "fp8." + p.name() + ".w.scale");
+    ASSERT_EQ(p.shape_size(), 2);
+    int64_t rows = p.shape(0), cols = p.shape(1);
+    ASSERT_EQ(q.size(), w.size());
+    ASSERT_EQ(qt.size(), w.size());
+    ASSERT_EQ(scale.size(), 1u);
+    float hostAmax = 0;
+    int64_t wrong = 0;
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c) {
+        float x = w[r * cols + c];
+        hostAmax = std::max(hostAmax, std::fabs(x));
+        uint8_t want = numerics::encodeE4M3(x * scale[0]);
+        wrong += q[r * cols + c] != want;
+        wrong += qt[c * rows + r] != want;
+      }
+    EXPECT_EQ(wrong, 0) << when << ": " << p.name();
+    EXPECT_EQ(amax.at(0), hostAmax) << when << ": " << p.name();
+  }
+  EXPECT_GT(checked, 0) << "no FP8 weight copies in the bundle";
+}
+
+TEST(BundleOnGpu, InitAndOptimizerStepMatchTheHost) {
+  auto full = readBundle(bundlePath());
+  ASSERT_TRUE(full) << full.status().message();
+  std::vector<std::string> kept;
+  Bundle b = runnablePart(*full, kept);
+  std::string list;
+  for (const std::string &k : kept)
+    list += " " + k;
+  std::printf("programs with code:%s\n", list.c_str());
+  auto rtOr = Runtime::load(b, RuntimeOptions{});
+  ASSERT_TRUE(rtOr) << rtOr.status().message();
+  Runtime &rt = **rtOr;
+  ASSERT_TRUE(rt.program(INIT)) << "the init program has a kernel without code";
+  ASSERT_TRUE(rt.program(OPTIMIZER_STEP))
+      << "the optimizer step has a kernel without code";
+
+  ASSERT_OK(writeInitialValues(rt));
+  // A parameter as the interpreter draws it: spot-check the host values.
+  const Parameter &embed = b.parameters(0);
+  std::vector<float> w0 = readSlot<float>(rt, embed.name());
+  auto host = initialBytes(embed.init(), F32, w0.size(), embed.name());
+  ASSERT_TRUE(host);
+  EXPECT_EQ(std::memcmp(host->data(), w0.data(), host->size()), 0);
+
+  ASSERT_OK(rt.run(INIT));
+  ASSERT_OK(rt.synchronize());
+  expectFp8Weights(rt, "after init");
+
+  // Zero gradients: AdamW's moments stay zero and only weight decay moves
+  // a weight, by one factor per tensor.
+  std::map<std::string, std::vector<float>> before;
+  for (const Parameter &p : b.parameters())
+    before[p.name()] = readSlot<float>(rt, p.name());
+  ASSERT_OK(rt.run(OPTIMIZER_STEP));
+  ASSERT_OK(rt.synchronize());
+  ASSERT_OK(rt.run(OPTIMIZER_STEP));
+  ASSERT_OK(rt.synchronize());
+  for (const NamedSlot &out : rt.program(OPTIMIZER_STEP)->outputs()) {
+    float v = 0;
+    ASSERT_OK(rt.readSlot(out.slot(), &v, 4));
+    std::printf("optimizer step output %s = %g\n", out.name().c_str(), v);
+    if (out.name() == "grad_norm")
+      EXPECT_EQ(v, 0.0f);
+    if (out.name() == "lr")
+      EXPECT_GT(v, 0.0f);
+  }
+  std::vector<int64_t> step = readSlot<int64_t>(rt, "optimizer.step");
+  ASSERT_EQ(step.size(), 1u);
+  EXPECT_EQ(step[0], 2);
+  int decayed = 0;
+  for (const Parameter &p : b.parameters()) {
+    for (const char *moment : {"adam_m.", "adam_v."})
+      for (float m : readSlot<float>(rt, moment + p.name()))
+        ASSERT_EQ(m, 0.0f) << moment << p.name();
+    std::vector<float> now = readSlot<float>(rt, p.name());
+    const std::vector<float> &was = before[p.name()];
+    ASSERT_EQ(now.size(), was.size());
+    // The factor of the largest element, then every element against it.
+    size_t big = 0;
+    for (size_t i = 0; i < was.size(); ++i)
+      if (std::fabs(was[i]) > std::fabs(was[big]))
+        big = i;
+    double factor = was[big] == 0 ? 1 : double(now[big]) / was[big];
+    EXPECT_LE(factor, 1.0) << p.name();
+    EXPECT_GT(factor, 0.99) << p.name();
+    decayed += factor < 1.0;
+    for (size_t i = 0; i < was.size(); ++i)
+      ASSERT_NEAR(now[i], was[i] * factor, 1e-6 * std::fabs(was[i]) + 1e-12)
+          << p.name() << "[" << i << "]";
+  }
+  EXPECT_GT(decayed, 0) << "weight decay moved no parameter";
+  expectFp8Weights(rt, "after two optimizer steps");
+}
+
+} // namespace
