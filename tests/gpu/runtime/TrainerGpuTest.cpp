@@ -239,6 +239,23 @@ TEST(GpuTrainer, MissingCodeKernelsAreNamed) {
       << rt.status().message();
 }
 
+TEST(GpuTrainer, OutOfMemoryNamesTheArenaAndItsLargestSlot) {
+  ToyShape shape;
+  Bundle b = gpuToyBundle(shape);
+  uint64_t huge = device().totalMemory() * 2;
+  b.mutable_plan()->mutable_arenas(0)->set_bytes(huge);
+  Slot *w = b.mutable_plan()->mutable_slots(int(slotOf(b, "w")));
+  w->set_bytes(huge - w->offset() - 4096);
+  auto rt = Runtime::load(b, RuntimeOptions{});
+  ASSERT_FALSE(rt.isOk());
+  const std::string &msg = rt.status().message();
+  EXPECT_NE(msg.find("arena 'main' needs"), std::string::npos) << msg;
+  EXPECT_NE(msg.find(std::to_string(huge) + " bytes"), std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("free of"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("'w' ("), std::string::npos) << msg;
+}
+
 std::string runCommand(const std::string &command, int &rc) {
   std::string log = ::testing::TempDir() + "/octet-run-" +
                     std::to_string(::getpid()) + ".log";
