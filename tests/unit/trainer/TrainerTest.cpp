@@ -317,6 +317,58 @@ TEST(TrainData, RefusesADatasetBeyondTheVocabulary) {
   EXPECT_NE(msg.find("vocab_size of at least 70001"), std::string::npos) << msg;
 }
 
+// A Megatron dataset of `documents` documents of varied lengths, ids below
+// 100.
+void writeDataset(const std::string &prefix, int documents) {
+  auto writer =
+      data::IndexedDatasetWriter::create(prefix, data::TokenDType::UInt16);
+  ASSERT_TRUE(writer.isOk()) << writer.status().message();
+  for (int d = 0; d < documents; ++d) {
+    std::vector<int32_t> tokens(size_t(5 + d % 7));
+    for (size_t i = 0; i < tokens.size(); ++i)
+      tokens[i] = int32_t((d * 13 + int(i) * 7) % 100);
+    ASSERT_OK(writer->addSequence(tokens));
+    writer->endDocument();
+  }
+  ASSERT_OK(writer->finalize());
+}
+
+TEST(TrainData, IndexedBatchesResumeAndEvaluateTheSameHeldOutRows) {
+  std::string dir = freshTestDir("trainer-indexed");
+  ASSERT_EQ(::mkdir(dir.c_str(), 0755), 0);
+  writeDataset(dir + "/train", 40);
+  writeDataset(dir + "/valid", 6);
+  TrainDataOptions d;
+  d.kind = "indexed";
+  d.path = dir + "/train";
+  d.evalPath = dir + "/valid";
+  d.rows = 2, d.sequenceLength = 16, d.vocabSize = 100, d.seed = 5;
+  auto a = TrainData::open(d);
+  auto b = TrainData::open(d);
+  ASSERT_TRUE(a.isOk()) << a.status().message();
+  ASSERT_TRUE(b.isOk()) << b.status().message();
+  data::PackedBatch x, y;
+  for (int i = 0; i < 3; ++i)
+    ASSERT_OK((*a)->next(x));
+  ASSERT_OK((*b)->restore((*a)->position()));
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_OK((*a)->next(x));
+    ASSERT_OK((*b)->next(y));
+    EXPECT_EQ(x.inputs, y.inputs) << i;
+    EXPECT_EQ(x.lossMask, y.lossMask) << i;
+    EXPECT_EQ(x.cuSeqlens, y.cuSeqlens) << i;
+  }
+  ASSERT_TRUE((*a)->hasEval());
+  ASSERT_OK((*a)->startEval());
+  ASSERT_OK((*a)->nextEval(x));
+  ASSERT_OK((*a)->nextEval(y));
+  ASSERT_OK((*a)->startEval());
+  data::PackedBatch again;
+  ASSERT_OK((*a)->nextEval(again));
+  EXPECT_EQ(again.inputs, x.inputs);
+  EXPECT_FALSE((*b)->restore("synthetic:3").isOk());
+}
+
 TEST(TrainData, SyntheticBatchesResumeFromTheirPosition) {
   TrainDataOptions d;
   d.rows = 2, d.sequenceLength = 4, d.vocabSize = 50, d.seed = 3;
