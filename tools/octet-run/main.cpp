@@ -59,7 +59,12 @@ void writeJson(const std::string &path, const Bundle &b, const Runtime &rt,
   if (peak)
     js << ",\n \"mfu_bf16_peak\": " << tflops / peak->bf16Tflops
        << ",\n \"mfu_fp8_peak\": " << tflops / peak->fp8Tflops;
-  js << ",\n \"plan_bytes\": " << rt.arenaBytes()
+  // peak_mem_allocated_gib is what the step allocates (the plan's arenas),
+  // as torch.cuda.max_memory_allocated is for the peers; the device's use
+  // adds the context and the runtime's fixed costs.
+  js << ",\n \"peak_mem_allocated_gib\": "
+     << double(rt.arenaBytes()) / double(uint64_t(1) << 30)
+     << ",\n \"plan_bytes\": " << rt.arenaBytes()
      << ",\n \"fixed_cost_bytes\": " << rt.fixedCostBytes()
      << ",\n \"peak_mem_used_gib\": "
      << double(result.peakDeviceBytes) / double(uint64_t(1) << 30) << "\n}\n";
