@@ -127,28 +127,36 @@ LogicalResult emitPtx(ModuleOp module, StringRef dir, StringRef ptxasPath) {
                             "pipeline (octet-codegen) first");
 
   llvm::json::Array kernels;
-  module.walk([&](kernel::FusedOp fused) {
-    auto launches = fused->getAttrOfType<ArrayAttr>("launch");
+  // kernel.fused regions and the attention ops: every op with a launch list.
+  int attentionIndex = 0;
+  module.walk([&](Operation *op) {
+    auto launches = op->getAttrOfType<ArrayAttr>("launch");
     if (!launches)
       return;
+    auto fused = dyn_cast<kernel::FusedOp>(op);
     std::string moduleName;
     llvm::json::Array launchList;
     for (Attribute a : launches) {
       auto dict = cast<DictionaryAttr>(a);
       auto ref = cast<SymbolRefAttr>(dict.get("kernel"));
       moduleName = ref.getRootReference().str();
-      launchList.push_back(llvm::json::Object{
+      llvm::json::Object launch{
           {"kernel", ref.getLeafReference().getValue()},
           {"grid", cast<IntegerAttr>(dict.get("grid")).getInt()},
-          {"block", cast<IntegerAttr>(dict.get("block")).getInt()}});
+          {"block", cast<IntegerAttr>(dict.get("block")).getInt()}};
+      if (auto shared = dict.getAs<IntegerAttr>("shared_bytes"))
+        launch["shared_bytes"] = shared.getInt();
+      launchList.push_back(std::move(launch));
     }
     llvm::json::Array args;
-    for (auto [i, t] : llvm::enumerate(fused.getInputs().getTypes()))
+    TypeRange inputs = fused ? TypeRange(fused.getInputs().getTypes())
+                             : TypeRange(op->getOperandTypes());
+    for (auto [i, t] : llvm::enumerate(inputs))
       args.push_back(describeBuffer("in" + std::to_string(i), "input", t));
-    for (auto [i, t] : llvm::enumerate(fused.getResultTypes()))
+    for (auto [i, t] : llvm::enumerate(op->getResultTypes()))
       args.push_back(describeBuffer("out" + std::to_string(i), "result", t));
     int64_t workspace = 0;
-    if (auto w = fused->getAttrOfType<IntegerAttr>("workspace_bytes"))
+    if (auto w = op->getAttrOfType<IntegerAttr>("workspace_bytes"))
       workspace = w.getInt();
     if (workspace)
       args.push_back(llvm::json::Object{{"name", "workspace"},
@@ -157,11 +165,16 @@ LogicalResult emitPtx(ModuleOp module, StringRef dir, StringRef ptxasPath) {
                                         {"shape", llvm::json::Array{workspace / 4}},
                                         {"bytes", workspace}});
     llvm::json::Array zeroed;
-    if (auto z = fused->getAttrOfType<DenseI64ArrayAttr>("zero_results"))
+    if (auto z = op->getAttrOfType<DenseI64ArrayAttr>("zero_results"))
       for (int64_t i : z.asArrayRef())
         zeroed.push_back(i);
-    llvm::json::Object entry{{"name", fused.getName()},
-                             {"kind", fused.getKind()},
+    // Attention ops have no name of their own: kind and index in the module.
+    std::string kind = fused ? fused.getKind().str()
+                             : op->getName().stripDialect().str();
+    std::string name = fused ? fused.getName().str()
+                             : kind + "_" + std::to_string(attentionIndex++);
+    llvm::json::Object entry{{"name", name},
+                             {"kind", kind},
                              {"module", moduleName},
                              {"ptx", moduleName + ".ptx"},
                              {"launches", std::move(launchList)},
@@ -170,6 +183,14 @@ LogicalResult emitPtx(ModuleOp module, StringRef dir, StringRef ptxasPath) {
                              {"zero_results", std::move(zeroed)}};
     if (cubinOf.count(moduleName))
       entry["cubin"] = cubinOf[moduleName];
+    if (!fused) {
+      // What a caller needs besides the buffers: causality and the scale.
+      llvm::json::Object attrs;
+      attrs["causal"] = op->hasAttr("causal");
+      if (auto scale = op->getAttrOfType<FloatAttr>("scale"))
+        attrs["scale"] = scale.getValueAsDouble();
+      entry["attributes"] = std::move(attrs);
+    }
     kernels.push_back(std::move(entry));
   });
   SmallString<128> manifest(dir);

@@ -54,6 +54,54 @@ def FusedToGpu : Pass<"octet-fused-to-gpu", "mlir::ModuleOp"> {
   ];
 }
 
+def AttentionToGpu : Pass<"octet-attention-to-gpu", "mlir::ModuleOp"> {
+  let summary = "flash-attention kernels for kernel.attention_fwd / kernel.attention_bwd";
+  let description = [{
+    Every attention op gets a `gpu.module` of bf16 tensor-core kernels
+    (mma.sync m16n8k16 with f32 accumulation, ldmatrix from swizzled shared
+    memory, cp.async copies) specialised to its shapes, causality, scale and
+    cu_seqlens length; ops with the same signature share one module. The op
+    keeps its semantics (the interpreter still runs it) and gains `kernels`,
+    `launch` (per kernel: `kernel`, 1-D `grid`, `block`, dynamic
+    `shared_bytes`) and `workspace_bytes`. Arguments of every launch, in
+    order: the op's operands, its results, then the workspace when
+    `workspace_bytes` > 0.
+
+    Forward: a CTA per (query tile, query head, batch row), online softmax
+    in registers in the exp2 domain with the scale folded in, K and V tiles
+    alternating through cp.async so that one loads while the other is used.
+    Backward: `_prep` (D = rowsum(dO∘O), zeroes the f32 dQ accumulator,
+    document bounds per token), the main kernel (a CTA per key tile and kv
+    head: dK, dV in registers over every query tile of the group's heads, dQ
+    through f32 atomics) and `_dq` (accumulator · scale → bf16).
+
+    Before:
+    ```mlir
+    %o, %lse = kernel.attention_fwd %q, %k, %v {causal, scale = 0.125 : f64} : (tensor<1x128x4x64xbf16>, tensor<1x128x2x64xbf16>, tensor<1x128x2x64xbf16>) -> (tensor<1x128x4x64xbf16>, tensor<1x4x128xf32>)
+    ```
+    After (abridged):
+    ```mlir
+    gpu.module @attention_fwd_0 { gpu.func @attention_fwd_0(%q: !llvm.ptr<1>, ...) kernel { ... nvvm.mma.sync ... } }
+    // kernel.attention_fwd gains kernels = [@attention_fwd_0::@attention_fwd_0],
+    // workspace_bytes = 0 and a launch list: grid = 4, block = 128,
+    // shared_bytes = 32768 for that kernel.
+    ```
+  }];
+  let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::scf::SCFDialect",
+                           "mlir::arith::ArithDialect", "mlir::NVVM::NVVMDialect",
+                           "mlir::LLVM::LLVMDialect", "mlir::vector::VectorDialect"];
+  let options = [
+    Option<"fwdWarps", "fwd-warps", "int64_t", "4", "warps per forward CTA">,
+    Option<"fwdMTiles", "fwd-m-tiles", "int64_t", "2",
+           "16-row MMA tiles per forward warp (query tile = 16 · warps · m-tiles)">,
+    Option<"bwdWarps", "bwd-warps", "int64_t", "4",
+           "warps per backward CTA (16 key rows each; query tile of as many rows)">,
+    Option<"keepGoing", "keep-going", "bool", "false",
+           "report an op that cannot be lowered and go on with the others "
+           "(the pass still succeeds; such ops get no `launch`)">,
+  ];
+}
+
 def LowerFp8Casts : Pass<"octet-lower-fp8-casts", "mlir::gpu::GPUModuleOp"> {
   let summary = "lower arith.truncf / arith.extf with FP8 types to NVVM conversions";
   let description = [{

@@ -28,7 +28,10 @@ std::string defaultLibdevice() {
 void buildFusedCodegenPipeline(mlir::OpPassManager &pm,
                                const CodegenOptions &options) {
   pm.addPass(createFusedToGpu(
-      {options.numSMs, /*columnBlocksPerSM=*/3, options.keepGoing}));
+      {options.numSMs, /*columnBlocksPerSM=*/2, options.keepGoing}));
+  AttentionToGpuOptions attention;
+  attention.keepGoing = options.keepGoing;
+  pm.addPass(createAttentionToGpu(attention));
   mlir::GpuNVVMAttachTargetOptions target;
   target.chip = options.chip;
   target.features = options.features;

@@ -1,0 +1,1198 @@
+// octet-attention-to-gpu: kernel.attention_fwd / kernel.attention_bwd →
+// flash-attention gpu.func kernels on bf16 tensor cores (mma.sync
+// m16n8k16, ldmatrix, cp.async).
+//
+// Every loop over fragments is unrolled here, at generation time: a warp's
+// accumulators are plain SSA values carried through one scf.for over the
+// key/value (forward) or query (backward) tiles, so that they live in
+// registers. Shared memory tiles are rows of Dh bf16 in 16-byte chunks,
+// chunk c of row r stored at c ^ (r % 8): the eight rows an ldmatrix reads
+// at one chunk column then fall in eight distinct bank groups.
+
+#include "compiler/Codegen/Passes.h"
+
+#include "dialects/kernel/KernelDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/bit.h"
+
+#include <array>
+#include <cmath>
+#include <limits>
+
+namespace octet::codegen {
+#define GEN_PASS_DEF_ATTENTIONTOGPU
+#include "compiler/Codegen/Passes.h.inc"
+} // namespace octet::codegen
+
+using namespace mlir;
+
+namespace octet::codegen {
+namespace {
+
+constexpr double kLog2e = 1.4426950408889634;
+constexpr double kLn2 = 0.6931471805599453;
+// Rows of a 16-row MMA tile; the fragment layouts below are those of
+// mma.m16n8k16 with A row-major and B column-major.
+constexpr int64_t kTile = 16;
+
+// What every attention kernel needs to know about its op.
+struct AttnShape {
+  int64_t batch = 0, seq = 0, qHeads = 0, kvHeads = 0, headDim = 0;
+  bool causal = false;
+  double scale = 0;
+  int64_t cuLen = 0; // elements of cu_seqlens; 0 without documents
+  int64_t group() const { return qHeads / kvHeads; }
+};
+
+// Tiling of the forward kernel: a CTA per (query tile, head, batch row),
+// `warps` warps of `mTiles` 16-row MMA tiles each.
+struct FwdTiling {
+  int64_t warps = 4, mTiles = 2, keyTile = 64;
+  int64_t queryTile() const { return kTile * mTiles * warps; }
+  int64_t threads() const { return 32 * warps; }
+};
+
+// Tiling of the backward kernel: a CTA per (key tile, kv head, batch row),
+// each warp owning 16 key rows; the query tiles it loops over have as many
+// rows as the CTA has key rows, so that dQ = dS·K splits 16 query rows per
+// warp as well.
+struct BwdTiling {
+  int64_t warps = 4;
+  int64_t keyTile() const { return kTile * warps; }
+  int64_t queryTile() const { return kTile * warps; }
+  int64_t threads() const { return 32 * warps; }
+};
+
+constexpr int64_t kPrepThreads = 128;
+// Query columns the backward handles at once within its query tile.
+constexpr int64_t kPassColumns = 32;
+constexpr int64_t kConvertThreads = 256;
+
+LogicalResult checkShape(Operation *op, Value q, Value k, Value v,
+                         Value cu, bool causal, double scale, AttnShape &s) {
+  auto qt = cast<RankedTensorType>(q.getType());
+  auto kt = cast<RankedTensorType>(k.getType());
+  auto vt = cast<RankedTensorType>(v.getType());
+  for (auto [name, t] : {std::pair<StringRef, RankedTensorType>{"q", qt},
+                         {"k", kt}, {"v", vt}})
+    if (!t.getElementType().isBF16())
+      return op->emitOpError("attention codegen supports bf16 only; ")
+             << name << " is " << t.getElementType()
+             << " (cast it to bf16 before the attention)";
+  if (qt.getRank() != 4 || kt.getShape() != vt.getShape())
+    return op->emitOpError("expects q [B,S,Hq,Dh] and k, v [B,S,Hkv,Dh]");
+  s.batch = qt.getDimSize(0);
+  s.seq = qt.getDimSize(1);
+  s.qHeads = qt.getDimSize(2);
+  s.headDim = qt.getDimSize(3);
+  s.kvHeads = kt.getDimSize(2);
+  s.causal = causal;
+  s.scale = scale;
+  if (s.kvHeads <= 0 || s.qHeads % s.kvHeads)
+    return op->emitOpError("kv heads (") << s.kvHeads
+           << ") must divide query heads (" << s.qHeads << ")";
+  if (s.headDim != 64 && s.headDim != 128)
+    return op->emitOpError("attention codegen supports head dims 64 and "
+                           "128; got ")
+           << s.headDim;
+  if (s.seq % 128)
+    return op->emitOpError("attention codegen needs the sequence to be a "
+                           "multiple of 128 (the query tile); got ")
+           << s.seq << " (pad the batch rows, masking with cu_seqlens)";
+  if (s.batch * s.seq * s.qHeads * s.headDim >=
+      std::numeric_limits<int32_t>::max())
+    return op->emitOpError("tensor too large for 32-bit offsets: ")
+           << s.batch * s.seq * s.qHeads * s.headDim << " elements";
+  if (scale <= 0)
+    return op->emitOpError("attention codegen needs a positive scale");
+  if (cu)
+    s.cuLen = cast<RankedTensorType>(cu.getType()).getNumElements();
+  if (cu && s.cuLen < 2)
+    return op->emitOpError("cu_seqlens needs at least 2 elements");
+  return success();
+}
+
+// Small IR building vocabulary over i32 / f32 scalars and LLVM pointers.
+class Emitter {
+public:
+  Emitter(OpBuilder &b, Location loc)
+      : b(b), loc(loc), ctx(b.getContext()), i32(b.getI32Type()),
+        f32(b.getF32Type()), bf16(b.getBF16Type()),
+        ptrG(LLVM::LLVMPointerType::get(ctx, 1)),
+        ptrS(LLVM::LLVMPointerType::get(ctx, 3)) {}
+
+  OpBuilder &b;
+  Location loc;
+  MLIRContext *ctx;
+  Type i32, f32, bf16, ptrG, ptrS;
+
+  Value c(int64_t v) { return arith::ConstantIntOp::create(b, loc, i32, v); }
+  Value cf(double v) {
+    return arith::ConstantFloatOp::create(b, loc, cast<FloatType>(f32),
+                                          APFloat(static_cast<float>(v)));
+  }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
+  Value add(Value x, int64_t y) { return y ? add(x, c(y)) : x; }
+  Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
+  Value mul(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
+  Value mul(Value x, int64_t y) { return y == 1 ? x : mul(x, c(y)); }
+  Value div(Value x, int64_t y) {
+    return y == 1 ? x : arith::DivUIOp::create(b, loc, x, c(y)).getResult();
+  }
+  Value rem(Value x, int64_t y) { return arith::RemUIOp::create(b, loc, x, c(y)); }
+  Value band(Value x, int64_t y) { return arith::AndIOp::create(b, loc, x, c(y)); }
+  Value bxor(Value x, Value y) { return arith::XOrIOp::create(b, loc, x, y); }
+  Value shr(Value x, int64_t y) { return arith::ShRUIOp::create(b, loc, x, c(y)); }
+  Value shl(Value x, int64_t y) { return arith::ShLIOp::create(b, loc, x, c(y)); }
+  Value smax(Value x, Value y) { return arith::MaxSIOp::create(b, loc, x, y); }
+  Value smin(Value x, Value y) { return arith::MinSIOp::create(b, loc, x, y); }
+  Value cmp(arith::CmpIPredicate p, Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, p, x, y);
+  }
+  Value lt(Value x, Value y) { return cmp(arith::CmpIPredicate::slt, x, y); }
+  Value gt(Value x, Value y) { return cmp(arith::CmpIPredicate::sgt, x, y); }
+  Value le(Value x, Value y) { return cmp(arith::CmpIPredicate::sle, x, y); }
+  Value orb(Value x, Value y) { return arith::OrIOp::create(b, loc, x, y); }
+  Value andb(Value x, Value y) { return arith::AndIOp::create(b, loc, x, y); }
+  Value select(Value p, Value x, Value y) {
+    return arith::SelectOp::create(b, loc, p, x, y);
+  }
+  Value fadd(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
+  Value fsub(Value x, Value y) { return arith::SubFOp::create(b, loc, x, y); }
+  Value fmul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
+  Value fdiv(Value x, Value y) { return arith::DivFOp::create(b, loc, x, y); }
+  Value fma(Value x, Value y, Value z) {
+    return LLVM::FMAOp::create(b, loc, x, y, z);
+  }
+  Value fmax(Value x, Value y) { return arith::MaximumFOp::create(b, loc, x, y); }
+  Value feq(Value x, Value y) {
+    return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, x, y);
+  }
+
+  Value threadId() { return NVVM::ThreadIdXOp::create(b, loc, i32); }
+  Value blockId() { return NVVM::BlockIdXOp::create(b, loc, i32); }
+  void barrier() { NVVM::Barrier0Op::create(b, loc); }
+
+  // Element `index` of a typed global buffer.
+  Value gep(Value base, Type elem, Value index) {
+    return LLVM::GEPOp::create(b, loc, base.getType(), elem, base,
+                               ValueRange{index});
+  }
+  Value load(Type t, Value ptr, unsigned align = 0) {
+    return LLVM::LoadOp::create(b, loc, t, ptr, align);
+  }
+  void store(Value v, Value ptr, unsigned align = 0) {
+    LLVM::StoreOp::create(b, loc, v, ptr, align);
+  }
+
+  // One PTX instruction with register operands.
+  Value asmOp(Type result, StringRef text, StringRef constraints,
+              ValueRange args, bool sideEffects = false) {
+    auto op = LLVM::InlineAsmOp::create(
+        b, loc, result, args, b.getStringAttr(text),
+        b.getStringAttr(constraints),
+        sideEffects ? b.getUnitAttr() : UnitAttr(), UnitAttr(),
+        LLVM::TailCallKindAttr(),
+        LLVM::AsmDialectAttr::get(ctx, LLVM::AsmDialect::AD_ATT), ArrayAttr());
+    return op.getRes();
+  }
+  Value exp2(Value x) {
+    return asmOp(f32, "ex2.approx.ftz.f32 $0, $1;", "=f,f", {x});
+  }
+  Value log2(Value x) {
+    return asmOp(f32, "lg2.approx.ftz.f32 $0, $1;", "=f,f", {x});
+  }
+  // Two f32 → bf16x2 (round to nearest even), `lo` in the low half.
+  Value packBf16(Value lo, Value hi) {
+    return asmOp(i32, "cvt.rn.bf16x2.f32 $0, $1, $2;", "=r,f,f", {hi, lo});
+  }
+
+  Value shuffleXor(Value v, int64_t offset) {
+    return gpu::ShuffleOp::create(b, loc, v, offset, 32, gpu::ShuffleMode::XOR)
+        .getShuffleResult();
+  }
+
+  Value smemAt(Value smem, Value byteOffset) {
+    return LLVM::GEPOp::create(b, loc, ptrS, b.getI8Type(), smem,
+                               ValueRange{byteOffset});
+  }
+  // ldmatrix.x4 (transposed when `trans`): four 8x8 b16 matrices, lane l
+  // giving the row address of matrix l / 8.
+  std::array<Value, 4> ldmatrix4(Value ptr, bool trans) {
+    Type i32x4 = LLVM::LLVMStructType::getLiteral(ctx, {i32, i32, i32, i32});
+    Value r = NVVM::LdMatrixOp::create(
+        b, loc, i32x4, ptr, b.getI32IntegerAttr(4),
+        NVVM::MMALayoutAttr::get(ctx, trans ? NVVM::MMALayout::col
+                                            : NVVM::MMALayout::row),
+        NVVM::LdStMatrixShapeAttr::get(ctx, 8, 8),
+        NVVM::LdStMatrixEltTypeAttr::get(ctx, NVVM::LdStMatrixEltType::B16));
+    std::array<Value, 4> out;
+    for (int i = 0; i < 4; ++i)
+      out[i] = LLVM::ExtractValueOp::create(b, loc, r, i);
+    return out;
+  }
+  // D = A·B + C for one m16n8k16 tile: A 4 regs of bf16x2, B 2, C/D 4 f32.
+  void mma(ArrayRef<Value> a, ArrayRef<Value> bfrag, MutableArrayRef<Value> acc) {
+    Type f32x4 = LLVM::LLVMStructType::getLiteral(ctx, {f32, f32, f32, f32});
+    Value r = NVVM::MmaOp::create(
+        b, loc, f32x4, a, bfrag, ValueRange(acc), {16, 8, 16}, std::nullopt,
+        std::nullopt,
+        std::array<NVVM::MMATypes, 2>{NVVM::MMATypes::bf16,
+                                      NVVM::MMATypes::bf16},
+        std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                       NVVM::MMALayout::col});
+    for (int i = 0; i < 4; ++i)
+      acc[i] = LLVM::ExtractValueOp::create(b, loc, r, i);
+  }
+  // Adds (x, y) to the two f32 at `ptr` (8-byte aligned, global).
+  void reduceAdd2(Value ptr, Value x, Value y) {
+    LLVM::InlineAsmOp::create(
+        b, loc, TypeRange(), ValueRange{ptr, x, y},
+        b.getStringAttr("red.global.add.v2.f32 [$0], {$1, $2};"),
+        b.getStringAttr("l,f,f"), b.getUnitAttr(), UnitAttr(),
+        LLVM::TailCallKindAttr(),
+        LLVM::AsmDialectAttr::get(ctx, LLVM::AsmDialect::AD_ATT), ArrayAttr());
+  }
+  void cpAsync16(Value dst, Value src) {
+    NVVM::CpAsyncOp::create(b, loc, dst, src, 16, NVVM::LoadCacheModifierKind::CG,
+                            Value());
+  }
+  void cpAsyncCommit() { NVVM::CpAsyncCommitGroupOp::create(b, loc); }
+  void cpAsyncWaitAll() { NVVM::CpAsyncWaitGroupOp::create(b, loc, 0); }
+
+  template <typename Fn> void ifThen(Value cond, Fn body) {
+    auto ifOp = scf::IfOp::create(b, loc, cond, /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    body();
+  }
+};
+
+// Byte offset of (row, 16-byte chunk) in a swizzled tile of `rowBytes`.
+Value swizzled(Emitter &e, Value row, Value chunk, int64_t rowBytes) {
+  return e.add(e.mul(row, rowBytes), e.shl(e.bxor(chunk, e.band(row, 7)), 4));
+}
+
+// The row and the chunk parity each lane addresses in an ldmatrix.x4 over a
+// 16x16 slab: `a` for an A operand (and for a transposed B read from a
+// row-major [k, n] tile), `b` for a B operand from a row-major [n, k] tile.
+struct LaneRows {
+  Value aRow, aChunkBit, bRow, bChunkBit;
+  LaneRows(Emitter &e, Value lane) {
+    Value laneRow = e.band(lane, 7);
+    aRow = e.add(laneRow, e.mul(e.band(e.shr(lane, 3), 1), 8));
+    aChunkBit = e.shr(lane, 4);
+    bRow = e.add(laneRow, e.mul(e.shr(lane, 4), 8));
+    bChunkBit = e.band(e.shr(lane, 3), 1);
+  }
+};
+
+// Four fragments from a swizzled tile at `tileBase`: 16 rows from `row`,
+// chunks `chunk` (even) and `chunk` + 1.
+std::array<Value, 4> loadFragments(Emitter &e, Value smem, Value tileBase,
+                                   Value row, Value chunkBit, int64_t chunk,
+                                   bool trans, int64_t rowBytes) {
+  Value chunkIdx = e.bxor(e.c(chunk), chunkBit);
+  return e.ldmatrix4(
+      e.smemAt(smem, e.add(tileBase, swizzled(e, row, chunkIdx, rowBytes))),
+      trans);
+}
+
+// Copies `rows` rows of Dh bf16 (global row stride `stride` elements) into a
+// swizzled shared tile with cp.async, 16 bytes per thread and step.
+void copyTile(Emitter &e, Value smem, Value tileOffset, Value src,
+              int64_t stride, int64_t rows, int64_t headDim, int64_t threads,
+              Value tid) {
+  int64_t chunksPerRow = headDim / 8, chunks = rows * chunksPerRow;
+  for (int64_t first = 0; first < chunks; first += threads) {
+    Value idx = e.add(tid, first);
+    Value row = e.div(idx, chunksPerRow), chunk = e.rem(idx, chunksPerRow);
+    auto copy = [&] {
+      Value dst = e.smemAt(smem, e.add(tileOffset,
+                                       swizzled(e, row, chunk, headDim * 2)));
+      Value from = e.gep(src, e.bf16, e.add(e.mul(row, stride), e.mul(chunk, 8)));
+      e.cpAsync16(dst, from);
+    };
+    if (first + threads <= chunks)
+      copy();
+    else
+      e.ifThen(e.lt(idx, e.c(chunks)), copy);
+  }
+}
+
+// Copies `bytes` (a multiple of 16) of contiguous data with cp.async.
+void copyBytes(Emitter &e, Value smem, Value offset, Value src, int64_t bytes,
+               int64_t threads, Value tid) {
+  for (int64_t first = 0; first < bytes / 16; first += threads) {
+    Value idx = e.add(tid, first);
+    auto copy = [&] {
+      Value dst = e.smemAt(smem, e.add(offset, e.shl(idx, 4)));
+      Value from = LLVM::GEPOp::create(e.b, e.loc, e.ptrG, e.b.getI8Type(), src,
+                                       ValueRange{e.shl(idx, 4)});
+      e.cpAsync16(dst, from);
+    };
+    if (first + threads <= bytes / 16)
+      copy();
+    else
+      e.ifThen(e.lt(idx, e.c(bytes / 16)), copy);
+  }
+}
+
+// The document holding absolute token `token` (b·S + i): its first and last
+// token, relative to batch row `rowStart` and clamped to the row. A
+// branch-free binary search for the last d with cu[d] <= token, unrolled
+// over the static length of cu_seqlens.
+std::pair<Value, Value> documentBounds(Emitter &e, const AttnShape &s,
+                                       Value cu, Value token, Value rowStart) {
+  int64_t last = s.cuLen - 2; // the last document index
+  Value d = e.c(0);
+  if (last > 0)
+    for (int64_t step = (int64_t)llvm::bit_floor((uint64_t)last); step >= 1; step /= 2) {
+      Value cand = e.add(d, step);
+      Value inRange = e.le(cand, e.c(last));
+      Value at = e.load(e.i32, e.gep(cu, e.i32, e.smin(cand, e.c(last))));
+      d = e.select(e.andb(inRange, e.le(at, token)), cand, d);
+    }
+  Value first = e.load(e.i32, e.gep(cu, e.i32, d));
+  Value end = e.load(e.i32, e.gep(cu, e.i32, e.add(d, 1)));
+  Value lo = e.smax(e.sub(first, rowStart), e.c(0));
+  Value hi = e.smin(e.sub(e.add(end, -1), rowStart), e.c(s.seq - 1));
+  return {lo, hi};
+}
+
+gpu::GPUFuncOp makeKernel(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
+                          unsigned numArgs, int64_t threads, Location loc) {
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToEnd(mod.getBody());
+  SmallVector<Type> args(numArgs, LLVM::LLVMPointerType::get(b.getContext(), 1));
+  auto f = gpu::GPUFuncOp::create(b, loc, name, b.getFunctionType(args, {}));
+  f->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  f.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({(int32_t)threads, 1, 1}));
+  b.setInsertionPointToStart(&f.getBody().front());
+  gpu::ReturnOp::create(b, loc);
+  return f;
+}
+
+// The dynamic shared memory of every kernel of the module.
+Value sharedBase(Emitter &e, gpu::GPUModuleOp mod) {
+  StringRef name = "octet_attention_smem";
+  if (!mod.lookupSymbol(name)) {
+    OpBuilder::InsertionGuard guard(e.b);
+    e.b.setInsertionPointToStart(mod.getBody());
+    LLVM::GlobalOp::create(e.b, e.loc,
+                           LLVM::LLVMArrayType::get(e.b.getI8Type(), 0),
+                           /*isConstant=*/false, LLVM::Linkage::External, name,
+                           Attribute(), /*alignment=*/128, /*addrSpace=*/3);
+  }
+  return LLVM::AddressOfOp::create(e.b, e.loc, e.ptrS, name);
+}
+
+// ---------------------------------------------------------------------------
+// Forward
+// ---------------------------------------------------------------------------
+
+// Arguments: q, k, v, [cu_seqlens], out, lse.
+int64_t buildForward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
+                     const AttnShape &s, const FwdTiling &t, Location loc) {
+  bool docs = s.cuLen > 0;
+  gpu::GPUFuncOp f = makeKernel(b, mod, name, docs ? 6 : 5, t.threads(), loc);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(f.getBody().front().getTerminator());
+  Emitter e(b, loc);
+  auto args = f.getArguments();
+  Value q = args[0], k = args[1], v = args[2];
+  Value cu = docs ? args[3] : Value();
+  Value out = args[docs ? 4 : 3], lse = args[docs ? 5 : 4];
+
+  const int64_t D = s.headDim, Br = t.queryTile(), Bc = t.keyTile,
+                MT = t.mTiles, rowBytes = D * 2;
+  const int64_t qStride = s.qHeads * D, kvStride = s.kvHeads * D;
+  const int64_t qTiles = s.seq / Br;
+  const int64_t dTiles = D / 8, kTiles = Bc / 8;
+  Value smem = sharedBase(e, mod);
+  Value sQ = e.c(0), sK = e.c(Br * rowBytes), sV = e.c((Br + Bc) * rowBytes);
+
+  Value tid = e.threadId(), bid = e.blockId();
+  Value warp = e.shr(tid, 5), lane = e.band(tid, 31);
+  Value g = e.shr(lane, 2), t4 = e.band(lane, 3);
+  // The longest (last, when causal) query tiles are dealt first.
+  Value bh = e.rem(bid, s.batch * s.qHeads);
+  Value qt = e.sub(e.c(qTiles - 1), e.div(bid, s.batch * s.qHeads));
+  Value batch = e.div(bh, s.qHeads), head = e.rem(bh, s.qHeads);
+  Value kvHead = e.div(head, s.group());
+  Value q0 = e.mul(qt, Br);
+  Value rowStart = e.mul(batch, s.seq);
+
+  // Keys query row i sees: [lo(i), hi(i)].
+  auto bounds = [&](Value row) -> std::pair<Value, Value> {
+    Value lo = e.c(0), hi = e.c(s.seq - 1);
+    if (docs)
+      std::tie(lo, hi) = documentBounds(e, s, cu, e.add(rowStart, row), rowStart);
+    if (s.causal)
+      hi = row;
+    return {lo, hi};
+  };
+  auto [loFirst, hiFirst] = bounds(q0);
+  auto [loLast, hiLast] = bounds(e.add(q0, Br - 1));
+  Value tileBegin = e.div(loFirst, Bc);
+  Value tileEnd = e.add(e.div(hiLast, Bc), 1);
+
+  // Rows g and g + 8 of each of the warp's m-tiles.
+  Value warpRow = e.mul(warp, kTile * MT);
+  SmallVector<Value> rowLo, rowHi, rowIdx;
+  for (int64_t mt = 0; mt < MT; ++mt)
+    for (int64_t half = 0; half < 2; ++half) {
+      Value row = e.add(q0, e.add(warpRow, e.add(g, mt * kTile + 8 * half)));
+      auto [lo, hi] = bounds(row);
+      rowIdx.push_back(row);
+      rowLo.push_back(lo);
+      rowHi.push_back(hi);
+    }
+
+  Value qBase = e.gep(q, e.bf16, e.add(e.mul(e.add(rowStart, q0), qStride),
+                                       e.mul(head, D)));
+  Value kvBase = e.mul(kvHead, D);
+  auto kvTile = [&](Value base, Value tile) {
+    return e.gep(base, e.bf16,
+                 e.add(e.mul(e.add(rowStart, e.mul(tile, Bc)), kvStride), kvBase));
+  };
+  copyTile(e, smem, sQ, qBase, qStride, Br, D, t.threads(), tid);
+  copyTile(e, smem, sK, kvTile(k, tileBegin), kvStride, Bc, D, t.threads(), tid);
+  e.cpAsyncCommit();
+
+  LaneRows lanes(e, lane);
+  Value aRow = lanes.aRow, aChunkBit = lanes.aChunkBit;
+  Value bRow = lanes.bRow, bChunkBit = lanes.bChunkBit;
+  auto ldAt = [&](Value tileBase, Value row, Value chunkBit, int64_t chunk,
+                  bool trans) {
+    return loadFragments(e, smem, tileBase, row, chunkBit, chunk, trans,
+                         rowBytes);
+  };
+
+  // Loop state: O (MT x dTiles x 4), then m and l (2 per m-tile).
+  Value zero = e.cf(0.0), negInf = e.cf(-std::numeric_limits<float>::infinity());
+  SmallVector<Value> init;
+  for (int64_t i = 0; i < MT * dTiles * 4; ++i)
+    init.push_back(zero);
+  for (int64_t i = 0; i < 2 * MT; ++i)
+    init.push_back(negInf);
+  for (int64_t i = 0; i < 2 * MT; ++i)
+    init.push_back(zero);
+  auto loop = scf::ForOp::create(b, loc, tileBegin, tileEnd, e.c(1), init);
+  {
+    OpBuilder::InsertionGuard inLoop(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value j = loop.getInductionVar();
+    auto carried = loop.getRegionIterArgs();
+    SmallVector<Value> o(carried.begin(), carried.begin() + MT * dTiles * 4);
+    SmallVector<Value> m(carried.begin() + MT * dTiles * 4,
+                         carried.begin() + MT * dTiles * 4 + 2 * MT);
+    SmallVector<Value> l(carried.begin() + MT * dTiles * 4 + 2 * MT,
+                         carried.end());
+    auto oAt = [&](int64_t mt, int64_t dt, int64_t i) -> Value & {
+      return o[(mt * dTiles + dt) * 4 + i];
+    };
+
+    e.cpAsyncWaitAll();
+    e.barrier();
+    copyTile(e, smem, sV, kvTile(v, j), kvStride, Bc, D, t.threads(), tid);
+    e.cpAsyncCommit();
+
+    // S = Q·Kᵀ for the warp's rows.
+    SmallVector<Value> sAcc(MT * kTiles * 4, zero);
+    auto sAt = [&](int64_t mt, int64_t nt, int64_t i) -> Value & {
+      return sAcc[(mt * kTiles + nt) * 4 + i];
+    };
+    for (int64_t kk = 0; kk < D / 16; ++kk) {
+      SmallVector<std::array<Value, 4>> a;
+      for (int64_t mt = 0; mt < MT; ++mt)
+        a.push_back(ldAt(sQ, e.add(warpRow, e.add(aRow, mt * kTile)), aChunkBit,
+                         2 * kk, false));
+      for (int64_t np = 0; np < Bc / 16; ++np) {
+        auto bf = ldAt(sK, e.add(bRow, np * 16), bChunkBit, 2 * kk, false);
+        for (int64_t mt = 0; mt < MT; ++mt) {
+          SmallVector<Value> lo(4), hi(4);
+          for (int i = 0; i < 4; ++i) {
+            lo[i] = sAt(mt, 2 * np, i);
+            hi[i] = sAt(mt, 2 * np + 1, i);
+          }
+          e.mma(a[mt], {bf[0], bf[1]}, lo);
+          e.mma(a[mt], {bf[2], bf[3]}, hi);
+          for (int i = 0; i < 4; ++i) {
+            sAt(mt, 2 * np, i) = lo[i];
+            sAt(mt, 2 * np + 1, i) = hi[i];
+          }
+        }
+      }
+    }
+
+    // Keys outside a row's [lo, hi] get -inf; only tiles that cross some
+    // row's bounds pay for it.
+    Value keyBase = e.mul(j, Bc);
+    Value needsMask = e.orb(e.lt(keyBase, loLast),
+                            e.gt(e.add(keyBase, Bc - 1), hiFirst));
+    auto maskIf = scf::IfOp::create(b, loc, TypeRange(ValueRange(sAcc)), needsMask,
+                                    /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard inIf(b);
+      b.setInsertionPointToStart(maskIf.thenBlock());
+      SmallVector<Value> masked(sAcc);
+      Value colBase = e.add(keyBase, e.mul(t4, 2));
+      for (int64_t mt = 0; mt < MT; ++mt)
+        for (int64_t nt = 0; nt < kTiles; ++nt)
+          for (int64_t i = 0; i < 4; ++i) {
+            int64_t r = mt * 2 + i / 2;
+            Value key = e.add(colBase, nt * 8 + (i % 2));
+            Value out = e.orb(e.lt(key, rowLo[r]), e.gt(key, rowHi[r]));
+            Value &x = masked[(mt * kTiles + nt) * 4 + i];
+            x = e.select(out, negInf, x);
+          }
+      scf::YieldOp::create(b, loc, masked);
+      b.setInsertionPointToStart(maskIf.elseBlock());
+      scf::YieldOp::create(b, loc, sAcc);
+    }
+    for (auto [i, r] : llvm::enumerate(maskIf.getResults()))
+      sAcc[i] = r;
+
+    // Online softmax in the exp2 domain: p = 2^(s·c − m·c), c = scale·log2 e.
+    Value c = e.cf(s.scale * kLog2e);
+    SmallVector<Value> mNew(2 * MT), lNew(2 * MT);
+    for (int64_t mt = 0; mt < MT; ++mt)
+      for (int64_t half = 0; half < 2; ++half) {
+        int64_t r = mt * 2 + half;
+        Value mx = m[r];
+        for (int64_t nt = 0; nt < kTiles; ++nt)
+          for (int64_t i = 0; i < 2; ++i)
+            mx = e.fmax(mx, sAt(mt, nt, half * 2 + i));
+        mx = e.fmax(mx, e.shuffleXor(mx, 1));
+        mx = e.fmax(mx, e.shuffleXor(mx, 2));
+        // A row with no visible key so far keeps m = -inf; exponents then
+        // use 0 so that they give 0, not NaN.
+        Value mUse = e.select(e.feq(mx, negInf), zero, mx);
+        Value alpha = e.exp2(e.fmul(e.fsub(m[r], mUse), c));
+        Value negMc = e.fmul(mUse, e.cf(-s.scale * kLog2e));
+        Value sum = zero;
+        for (int64_t nt = 0; nt < kTiles; ++nt)
+          for (int64_t i = 0; i < 2; ++i) {
+            Value &x = sAt(mt, nt, half * 2 + i);
+            x = e.exp2(e.fma(x, c, negMc));
+            sum = e.fadd(sum, x);
+          }
+        // l stays a per-thread partial sum until the end.
+        lNew[r] = e.fma(l[r], alpha, sum);
+        mNew[r] = mx;
+        for (int64_t dt = 0; dt < dTiles; ++dt)
+          for (int64_t i = 0; i < 2; ++i)
+            oAt(mt, dt, half * 2 + i) = e.fmul(oAt(mt, dt, half * 2 + i), alpha);
+      }
+    // P as the A operand of P·V: the accumulator layout of two n-tiles is
+    // the A layout of one k-step.
+    SmallVector<std::array<Value, 4>> p; // [mt][kk]
+    for (int64_t mt = 0; mt < MT; ++mt)
+      for (int64_t kk = 0; kk < Bc / 16; ++kk)
+        p.push_back({e.packBf16(sAt(mt, 2 * kk, 0), sAt(mt, 2 * kk, 1)),
+                     e.packBf16(sAt(mt, 2 * kk, 2), sAt(mt, 2 * kk, 3)),
+                     e.packBf16(sAt(mt, 2 * kk + 1, 0), sAt(mt, 2 * kk + 1, 1)),
+                     e.packBf16(sAt(mt, 2 * kk + 1, 2), sAt(mt, 2 * kk + 1, 3))});
+
+    // V arrives; K is free for the next tile, which loads under P·V.
+    e.cpAsyncWaitAll();
+    e.barrier();
+    Value next = e.add(j, 1);
+    e.ifThen(e.lt(next, tileEnd), [&] {
+      copyTile(e, smem, sK, kvTile(k, next), kvStride, Bc, D, t.threads(), tid);
+      e.cpAsyncCommit();
+    });
+
+    for (int64_t kk = 0; kk < Bc / 16; ++kk)
+      for (int64_t dp = 0; dp < D / 16; ++dp) {
+        auto bf = ldAt(sV, e.add(aRow, kk * 16), aChunkBit, 2 * dp, true);
+        for (int64_t mt = 0; mt < MT; ++mt) {
+          SmallVector<Value> lo(4), hi(4);
+          for (int i = 0; i < 4; ++i) {
+            lo[i] = oAt(mt, 2 * dp, i);
+            hi[i] = oAt(mt, 2 * dp + 1, i);
+          }
+          e.mma(p[mt * (Bc / 16) + kk], {bf[0], bf[1]}, lo);
+          e.mma(p[mt * (Bc / 16) + kk], {bf[2], bf[3]}, hi);
+          for (int i = 0; i < 4; ++i) {
+            oAt(mt, 2 * dp, i) = lo[i];
+            oAt(mt, 2 * dp + 1, i) = hi[i];
+          }
+        }
+      }
+    SmallVector<Value> yield(o);
+    yield.append(mNew);
+    yield.append(lNew);
+    scf::YieldOp::create(b, loc, yield);
+  }
+
+  // out = O / l (bf16), lse = m·scale + ln l.
+  auto results = loop.getResults();
+  Value lnScale = e.cf(kLn2);
+  for (int64_t mt = 0; mt < MT; ++mt)
+    for (int64_t half = 0; half < 2; ++half) {
+      int64_t r = mt * 2 + half;
+      Value lsum = results[MT * dTiles * 4 + 2 * MT + r];
+      lsum = e.fadd(lsum, e.shuffleXor(lsum, 1));
+      lsum = e.fadd(lsum, e.shuffleXor(lsum, 2));
+      Value m = results[MT * dTiles * 4 + r];
+      Value inv = e.fdiv(e.cf(1.0), lsum);
+      Value row = rowIdx[r];
+      Value outRow = e.gep(out, e.bf16,
+                           e.add(e.mul(e.add(rowStart, row), qStride),
+                                 e.add(e.mul(head, D), e.mul(t4, 2))));
+      for (int64_t dt = 0; dt < dTiles; ++dt) {
+        Value x0 = e.fmul(results[(mt * dTiles + dt) * 4 + half * 2], inv);
+        Value x1 = e.fmul(results[(mt * dTiles + dt) * 4 + half * 2 + 1], inv);
+        e.store(e.packBf16(x0, x1), e.gep(outRow, e.bf16, e.c(dt * 8)), 4);
+      }
+      Value value = e.fadd(e.fmul(m, e.cf(s.scale)),
+                           e.fmul(e.log2(lsum), lnScale));
+      e.ifThen(e.cmp(arith::CmpIPredicate::eq, t4, e.c(0)), [&] {
+        Value at = e.add(e.mul(e.add(e.mul(batch, s.qHeads), head), s.seq), row);
+        e.store(value, e.gep(lse, e.f32, at), 4);
+      });
+    }
+  return (Br + 2 * Bc) * rowBytes;
+}
+
+// ---------------------------------------------------------------------------
+// Backward
+// ---------------------------------------------------------------------------
+
+// Workspace of the backward pass, in 4-byte words: the f32 dQ accumulator
+// [B,S,Hq,Dh], D = rowsum(dO∘O) [B,Hq,S], and with documents each token's
+// document bounds within its row (i32 [B·S] twice).
+struct BwdWorkspace {
+  int64_t dq = 0, delta = 0, docLo = 0, docHi = 0, words = 0;
+  explicit BwdWorkspace(const AttnShape &s) {
+    int64_t tokens = s.batch * s.seq;
+    delta = tokens * s.qHeads * s.headDim;
+    docLo = delta + tokens * s.qHeads;
+    docHi = docLo + (s.cuLen ? tokens : 0);
+    words = docHi + (s.cuLen ? tokens : 0);
+  }
+};
+
+struct BwdArgs {
+  Value dout, q, k, v, out, lse, cu, dq, dk, dv, ws;
+  BwdArgs(gpu::GPUFuncOp f, bool docs) {
+    auto a = f.getArguments();
+    dout = a[0], q = a[1], k = a[2], v = a[3], out = a[4], lse = a[5];
+    unsigned i = 6;
+    cu = docs ? a[i++] : Value();
+    dq = a[i++], dk = a[i++], dv = a[i++], ws = a[i++];
+  }
+};
+
+// D = rowsum(dO∘O) per (token, head), the dQ accumulator zeroed, and each
+// token's document bounds. A thread per (token, head).
+int64_t buildPrep(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
+                  const AttnShape &s, Location loc) {
+  bool docs = s.cuLen > 0;
+  gpu::GPUFuncOp f = makeKernel(b, mod, name, docs ? 11 : 10, kPrepThreads, loc);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(f.getBody().front().getTerminator());
+  Emitter e(b, loc);
+  BwdArgs a(f, docs);
+  BwdWorkspace ws(s);
+  int64_t rows = s.batch * s.seq * s.qHeads, D = s.headDim;
+  Value idx = e.add(e.mul(e.blockId(), kPrepThreads), e.threadId());
+  e.ifThen(e.lt(idx, e.c(rows)), [&] {
+    Value token = e.div(idx, s.qHeads), head = e.rem(idx, s.qHeads);
+    Value batch = e.div(token, s.seq), pos = e.rem(token, s.seq);
+    Type v8bf = VectorType::get({8}, e.bf16), v8f = VectorType::get({8}, e.f32);
+    Type v4f = VectorType::get({4}, e.f32);
+    Value sum = e.cf(0.0);
+    Value zero4 = arith::ConstantOp::create(
+        b, loc, v4f,
+        DenseElementsAttr::get(cast<ShapedType>(v4f), b.getF32FloatAttr(0)));
+    for (int64_t c = 0; c < D / 8; ++c) {
+      Value at = e.add(e.mul(idx, D), c * 8);
+      Value x = arith::ExtFOp::create(
+          b, loc, v8f, e.load(v8bf, e.gep(a.dout, e.bf16, at), 16));
+      Value y = arith::ExtFOp::create(
+          b, loc, v8f, e.load(v8bf, e.gep(a.out, e.bf16, at), 16));
+      for (int64_t i = 0; i < 8; ++i)
+        sum = e.fma(vector::ExtractOp::create(b, loc, x, i),
+                    vector::ExtractOp::create(b, loc, y, i), sum);
+      e.store(zero4, e.gep(a.ws, e.f32, e.add(at, ws.dq)), 16);
+      e.store(zero4, e.gep(a.ws, e.f32, e.add(at, ws.dq + 4)), 16);
+    }
+    Value deltaAt = e.add(e.mul(e.add(e.mul(batch, s.qHeads), head), s.seq), pos);
+    e.store(sum, e.gep(a.ws, e.f32, e.add(deltaAt, ws.delta)), 4);
+    if (docs)
+      e.ifThen(e.cmp(arith::CmpIPredicate::eq, head, e.c(0)), [&] {
+        auto [lo, hi] =
+            documentBounds(e, s, a.cu, token, e.mul(batch, s.seq));
+        e.store(lo, e.gep(a.ws, e.i32, e.add(token, ws.docLo)), 4);
+        e.store(hi, e.gep(a.ws, e.i32, e.add(token, ws.docHi)), 4);
+      });
+  });
+  return 0;
+}
+
+// dQ = scale · accumulator, to bf16; 8 elements per thread.
+int64_t buildConvert(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
+                     const AttnShape &s, Location loc) {
+  bool docs = s.cuLen > 0;
+  gpu::GPUFuncOp f =
+      makeKernel(b, mod, name, docs ? 11 : 10, kConvertThreads, loc);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(f.getBody().front().getTerminator());
+  Emitter e(b, loc);
+  BwdArgs a(f, docs);
+  int64_t groups = s.batch * s.seq * s.qHeads * s.headDim / 8;
+  Value idx = e.add(e.mul(e.blockId(), kConvertThreads), e.threadId());
+  e.ifThen(e.lt(idx, e.c(groups)), [&] {
+    Type v4f = VectorType::get({4}, e.f32), v8f = VectorType::get({8}, e.f32);
+    Type v8bf = VectorType::get({8}, e.bf16);
+    Value at = e.mul(idx, 8);
+    Value lo = e.load(v4f, e.gep(a.ws, e.f32, at), 16);
+    Value hi = e.load(v4f, e.gep(a.ws, e.f32, e.add(at, 4)), 16);
+    Value both = vector::ShuffleOp::create(b, loc, lo, hi,
+                                           ArrayRef<int64_t>{0, 1, 2, 3, 4, 5, 6, 7});
+    Value scale = vector::BroadcastOp::create(b, loc, v8f, e.cf(s.scale));
+    Value scaled = arith::MulFOp::create(b, loc, both, scale);
+    e.store(arith::TruncFOp::create(b, loc, v8bf, scaled),
+            e.gep(a.dq, e.bf16, at), 16);
+  });
+  return 0;
+}
+
+// dK and dV for one key tile of one kv head, over every query tile of the
+// kv head's query heads that sees the tile; dQ through f32 atomics.
+int64_t buildBackward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
+                      const AttnShape &s, const BwdTiling &t, Location loc) {
+  bool docs = s.cuLen > 0;
+  gpu::GPUFuncOp f = makeKernel(b, mod, name, docs ? 11 : 10, t.threads(), loc);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(f.getBody().front().getTerminator());
+  Emitter e(b, loc);
+  BwdArgs a(f, docs);
+  BwdWorkspace ws(s);
+
+  const int64_t D = s.headDim, Bn = t.keyTile(), Bm = t.queryTile(),
+                rowBytes = D * 2, threads = t.threads();
+  const int64_t qStride = s.qHeads * D, kvStride = s.kvHeads * D;
+  const int64_t dTiles = D / 8;
+  // Shared memory: K, V, two stages of (Q, dO, lse, D[, doc lo, doc hi]),
+  // then dSᵀ [Bn, Bm] bf16.
+  const int64_t sideBytes = Bm * 4;
+  const int64_t stageBytes = 2 * Bm * rowBytes + (docs ? 4 : 2) * sideBytes;
+  const int64_t offV = Bn * rowBytes, offStages = 2 * Bn * rowBytes;
+  const int64_t offDs = offStages + 2 * stageBytes;
+  const int64_t dsRowBytes = Bm * 2;
+  const int64_t sharedBytes = offDs + Bn * dsRowBytes;
+  Value smem = sharedBase(e, mod);
+
+  Value tid = e.threadId(), bid = e.blockId();
+  Value warp = e.shr(tid, 5), lane = e.band(tid, 31);
+  Value g = e.shr(lane, 2), t4 = e.band(lane, 3);
+  Value bh = e.rem(bid, s.batch * s.kvHeads);
+  // Causal: the first key tiles have the most query rows; they go first.
+  Value kt = e.div(bid, s.batch * s.kvHeads);
+  Value batch = e.div(bh, s.kvHeads), kvHead = e.rem(bh, s.kvHeads);
+  Value j0 = e.mul(kt, Bn);
+  Value rowStart = e.mul(batch, s.seq);
+  auto wsWord = [&](int64_t base, Value index, Type type) {
+    return e.gep(a.ws, type, e.add(index, base));
+  };
+  auto docLoOf = [&](Value pos) {
+    return e.load(e.i32, wsWord(ws.docLo, e.add(rowStart, pos), e.i32));
+  };
+  auto docHiOf = [&](Value pos) {
+    return e.load(e.i32, wsWord(ws.docHi, e.add(rowStart, pos), e.i32));
+  };
+
+  // Query rows that see some key in [j0, j0 + Bn).
+  Value qLo = s.causal ? j0 : (docs ? docLoOf(j0) : e.c(0));
+  Value qHi = docs ? docHiOf(e.add(j0, Bn - 1)) : e.c(s.seq - 1);
+  Value tileLo = e.div(qLo, Bm);
+  Value tilesPerHead = e.add(e.sub(e.div(qHi, Bm), tileLo), 1);
+  Value steps = e.mul(tilesPerHead, s.group());
+
+  Value kvOffset = e.add(e.mul(e.add(rowStart, j0), kvStride), e.mul(kvHead, D));
+  copyTile(e, smem, e.c(0), e.gep(a.k, e.bf16, kvOffset), kvStride, Bn, D,
+           threads, tid);
+  copyTile(e, smem, e.c(offV), e.gep(a.v, e.bf16, kvOffset), kvStride, Bn, D,
+           threads, tid);
+
+  // Step → (query head, first query row).
+  auto stepHead = [&](Value step) {
+    return e.add(e.mul(kvHead, s.group()), arith::DivUIOp::create(b, loc, step, tilesPerHead));
+  };
+  auto stepRow = [&](Value step) {
+    return e.mul(e.add(tileLo, arith::RemUIOp::create(b, loc, step, tilesPerHead)),
+                 Bm);
+  };
+  auto stageBase = [&](Value stage) {
+    return e.add(e.c(offStages), e.mul(stage, stageBytes));
+  };
+  auto loadStage = [&](Value step) {
+    Value head = stepHead(step), i0 = stepRow(step);
+    Value base = stageBase(e.band(step, 1));
+    Value rows = e.add(e.mul(e.add(rowStart, i0), qStride), e.mul(head, D));
+    copyTile(e, smem, base, e.gep(a.q, e.bf16, rows), qStride, Bm, D, threads,
+             tid);
+    copyTile(e, smem, e.add(base, Bm * rowBytes), e.gep(a.dout, e.bf16, rows),
+             qStride, Bm, D, threads, tid);
+    Value side = e.add(e.mul(e.add(e.mul(batch, s.qHeads), head), s.seq), i0);
+    Value sideOff = e.add(base, 2 * Bm * rowBytes);
+    copyBytes(e, smem, sideOff, e.gep(a.lse, e.f32, side), sideBytes, threads, tid);
+    copyBytes(e, smem, e.add(sideOff, sideBytes),
+              wsWord(ws.delta, side, e.f32), sideBytes, threads, tid);
+    if (docs) {
+      copyBytes(e, smem, e.add(sideOff, 2 * sideBytes),
+                wsWord(ws.docLo, e.add(rowStart, i0), e.i32), sideBytes,
+                threads, tid);
+      copyBytes(e, smem, e.add(sideOff, 3 * sideBytes),
+                wsWord(ws.docHi, e.add(rowStart, i0), e.i32), sideBytes,
+                threads, tid);
+    }
+  };
+  e.ifThen(e.lt(e.c(0), steps), [&] { loadStage(e.c(0)); });
+  e.cpAsyncCommit();
+
+  LaneRows lanes(e, lane);
+  Value aRow = lanes.aRow, aChunkBit = lanes.aChunkBit;
+  Value bRow = lanes.bRow, bChunkBit = lanes.bChunkBit;
+  auto ldAt = [&](Value tileBase, Value row, Value chunkBit, int64_t chunk,
+                  bool trans, int64_t tileRowBytes) {
+    return loadFragments(e, smem, tileBase, row, chunkBit, chunk, trans,
+                         tileRowBytes);
+  };
+  Value warpRow = e.mul(warp, kTile);
+
+  Value zero = e.cf(0.0);
+  SmallVector<Value> init(2 * dTiles * 4, zero); // dK then dV
+  auto loop = scf::ForOp::create(b, loc, e.c(0), steps, e.c(1), init);
+  {
+    OpBuilder::InsertionGuard inLoop(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value step = loop.getInductionVar();
+    SmallVector<Value> dk(loop.getRegionIterArgs().begin(),
+                          loop.getRegionIterArgs().begin() + dTiles * 4);
+    SmallVector<Value> dv(loop.getRegionIterArgs().begin() + dTiles * 4,
+                          loop.getRegionIterArgs().end());
+    e.cpAsyncWaitAll();
+    e.barrier();
+    Value next = e.add(step, 1);
+    e.ifThen(e.lt(next, steps), [&] {
+      loadStage(next);
+      e.cpAsyncCommit();
+    });
+    Value head = stepHead(step), i0 = stepRow(step);
+    Value base = stageBase(e.band(step, 1));
+    Value sQ = base, sDo = e.add(base, Bm * rowBytes);
+    Value sSide = e.add(base, 2 * Bm * rowBytes);
+
+    Value keyRow0 = e.add(j0, e.add(warpRow, g));
+    Value visibleAll;
+    if (docs) {
+      Value loMax = e.load(
+          e.i32, e.smemAt(smem, e.add(sSide, 2 * sideBytes + (Bm - 1) * 4)));
+      Value hiMin = s.causal ? i0
+                             : e.load(e.i32, e.smemAt(smem, e.add(sSide, 3 * sideBytes)));
+      visibleAll = e.andb(e.le(loMax, j0), e.le(e.add(j0, Bn - 1), hiMin));
+    } else {
+      visibleAll = s.causal ? e.le(e.add(j0, Bn - 1), i0)
+                            : arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1)
+                                  .getResult();
+    }
+    Value c = e.cf(s.scale * kLog2e);
+    auto aFrom = [&](ArrayRef<Value> acc, int64_t kk) -> std::array<Value, 4> {
+      return {e.packBf16(acc[(2 * kk) * 4 + 0], acc[(2 * kk) * 4 + 1]),
+              e.packBf16(acc[(2 * kk) * 4 + 2], acc[(2 * kk) * 4 + 3]),
+              e.packBf16(acc[(2 * kk + 1) * 4 + 0], acc[(2 * kk + 1) * 4 + 1]),
+              e.packBf16(acc[(2 * kk + 1) * 4 + 2], acc[(2 * kk + 1) * 4 + 3])};
+    };
+    // The query tile in passes of kPassColumns columns: fewer scores live
+    // at once next to the dK and dV accumulators.
+    for (int64_t pass = 0; pass < Bm / kPassColumns; ++pass) {
+      const int64_t col0 = pass * kPassColumns, nTiles = kPassColumns / 8;
+      // Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ for the warp's 16 key rows.
+      SmallVector<Value> st(nTiles * 4, zero), dpt(nTiles * 4, zero);
+      for (int64_t kk = 0; kk < D / 16; ++kk) {
+        auto ak = ldAt(e.c(0), e.add(warpRow, aRow), aChunkBit, 2 * kk, false,
+                       rowBytes);
+        auto av = ldAt(e.c(offV), e.add(warpRow, aRow), aChunkBit, 2 * kk,
+                       false, rowBytes);
+        for (int64_t np = 0; np < nTiles / 2; ++np) {
+          Value row = e.add(bRow, col0 + np * 16);
+          auto bq = ldAt(sQ, row, bChunkBit, 2 * kk, false, rowBytes);
+          auto bdo = ldAt(sDo, row, bChunkBit, 2 * kk, false, rowBytes);
+          e.mma(ak, {bq[0], bq[1]}, MutableArrayRef<Value>(&st[2 * np * 4], 4));
+          e.mma(ak, {bq[2], bq[3]},
+                MutableArrayRef<Value>(&st[(2 * np + 1) * 4], 4));
+          e.mma(av, {bdo[0], bdo[1]}, MutableArrayRef<Value>(&dpt[2 * np * 4], 4));
+          e.mma(av, {bdo[2], bdo[3]},
+                MutableArrayRef<Value>(&dpt[(2 * np + 1) * 4], 4));
+        }
+      }
+
+      // Pᵀ = 2^(s·c − lse·log2 e) where key row r is visible to query
+      // column q, dSᵀ = Pᵀ ∘ (dPᵀ − D[q]).
+      SmallVector<Value> pt(nTiles * 4), dst(nTiles * 4);
+      for (int64_t nt = 0; nt < nTiles; ++nt)
+        for (int64_t i = 0; i < 2; ++i) {
+          Value colIdx = e.add(e.mul(t4, 2), col0 + nt * 8 + i);
+          Value colByte = e.shl(colIdx, 2);
+          Value l = e.load(e.f32, e.smemAt(smem, e.add(sSide, colByte)), 4);
+          Value dd = e.load(
+              e.f32, e.smemAt(smem, e.add(e.add(sSide, sideBytes), colByte)), 4);
+          Value negL = e.fmul(l, e.cf(-kLog2e));
+          Value lo = e.c(0), hi = e.c(s.seq - 1);
+          if (docs) {
+            lo = e.load(e.i32, e.smemAt(smem, e.add(e.add(sSide, 2 * sideBytes),
+                                                    colByte)));
+            hi = e.load(e.i32, e.smemAt(smem, e.add(e.add(sSide, 3 * sideBytes),
+                                                    colByte)));
+          }
+          if (s.causal)
+            hi = e.add(i0, colIdx);
+          for (int64_t half = 0; half < 2; ++half) {
+            int64_t at = nt * 4 + half * 2 + i;
+            Value keyRow = e.add(keyRow0, 8 * half);
+            Value visible = e.orb(
+                visibleAll, e.andb(e.le(lo, keyRow), e.le(keyRow, hi)));
+            Value pv = e.select(visible, e.exp2(e.fma(st[at], c, negL)), zero);
+            pt[at] = pv;
+            dst[at] = e.fmul(pv, e.fsub(dpt[at], dd));
+          }
+        }
+      // dV += Pᵀ·dO, dK += dSᵀ·Q (scaled at the end).
+      for (int64_t kk = 0; kk < nTiles / 2; ++kk) {
+        auto ap = aFrom(pt, kk), ads = aFrom(dst, kk);
+        Value row = e.add(aRow, col0 + kk * 16);
+        for (int64_t dp = 0; dp < D / 16; ++dp) {
+          auto bdo = ldAt(sDo, row, aChunkBit, 2 * dp, true, rowBytes);
+          auto bq = ldAt(sQ, row, aChunkBit, 2 * dp, true, rowBytes);
+          e.mma(ap, {bdo[0], bdo[1]}, MutableArrayRef<Value>(&dv[2 * dp * 4], 4));
+          e.mma(ap, {bdo[2], bdo[3]},
+                MutableArrayRef<Value>(&dv[(2 * dp + 1) * 4], 4));
+          e.mma(ads, {bq[0], bq[1]}, MutableArrayRef<Value>(&dk[2 * dp * 4], 4));
+          e.mma(ads, {bq[2], bq[3]},
+                MutableArrayRef<Value>(&dk[(2 * dp + 1) * 4], 4));
+        }
+      }
+      // dSᵀ to shared memory (bf16, swizzled rows of Bm), for dQ = dS·K.
+      for (int64_t nt = 0; nt < nTiles; ++nt)
+        for (int64_t half = 0; half < 2; ++half) {
+          Value row = e.add(warpRow, e.add(g, 8 * half));
+          Value chunk = e.c(col0 / 8 + nt);
+          Value off = e.add(e.c(offDs), e.add(swizzled(e, row, chunk, dsRowBytes),
+                                              e.mul(t4, 4)));
+          e.store(e.packBf16(dst[nt * 4 + half * 2], dst[nt * 4 + half * 2 + 1]),
+                  e.smemAt(smem, off), 4);
+        }
+    }
+    e.barrier();
+    // dQ rows warp·16.. of the query tile, 64 columns at a time.
+    // dS is stored transposed: A fragments of dS come from dSᵀ with the
+    // lanes of a B operand, transposed.
+    Value dsARow = bRow, dsChunkBit = bChunkBit;
+    for (int64_t dh = 0; dh < D / 64; ++dh) {
+      SmallVector<Value> acc(8 * 4, zero);
+      for (int64_t kk = 0; kk < Bn / 16; ++kk) {
+        Value chunk = e.add(e.mul(warp, 2), dsChunkBit);
+        Value row = e.add(dsARow, kk * 16);
+        auto ads = e.ldmatrix4(
+            e.smemAt(smem, e.add(e.c(offDs), swizzled(e, row, chunk, dsRowBytes))),
+            true);
+        for (int64_t dp = 0; dp < 4; ++dp) {
+          auto bk = ldAt(e.c(0), e.add(aRow, kk * 16), aChunkBit,
+                         dh * 8 + 2 * dp, true, rowBytes);
+          e.mma(ads, {bk[0], bk[1]}, MutableArrayRef<Value>(&acc[2 * dp * 4], 4));
+          e.mma(ads, {bk[2], bk[3]},
+                MutableArrayRef<Value>(&acc[(2 * dp + 1) * 4], 4));
+        }
+      }
+      for (int64_t half = 0; half < 2; ++half) {
+        Value row = e.add(i0, e.add(warpRow, e.add(g, 8 * half)));
+        Value rowBase = e.add(e.mul(e.add(rowStart, row), qStride),
+                              e.add(e.mul(head, D), e.mul(t4, 2)));
+        // Two adjacent columns per red.global.add.v2.f32 (sm_90).
+        for (int64_t nt = 0; nt < 8; ++nt)
+          e.reduceAdd2(wsWord(ws.dq, e.add(rowBase, dh * 64 + nt * 8), e.f32),
+                       acc[nt * 4 + half * 2], acc[nt * 4 + half * 2 + 1]);
+      }
+    }
+    SmallVector<Value> yield(dk);
+    yield.append(dv);
+    scf::YieldOp::create(b, loc, yield);
+  }
+  auto results = loop.getResults();
+  Value scale = e.cf(s.scale);
+  for (int64_t half = 0; half < 2; ++half) {
+    Value row = e.add(j0, e.add(warpRow, e.add(g, 8 * half)));
+    Value rowBase = e.add(e.mul(e.add(rowStart, row), kvStride),
+                          e.add(e.mul(kvHead, D), e.mul(t4, 2)));
+    for (int64_t dt = 0; dt < dTiles; ++dt) {
+      int64_t at = dt * 4 + half * 2;
+      Value k0 = e.fmul(results[at], scale), k1 = e.fmul(results[at + 1], scale);
+      e.store(e.packBf16(k0, k1), e.gep(a.dk, e.bf16, e.add(rowBase, dt * 8)), 4);
+      Value v0 = results[dTiles * 4 + at], v1 = results[dTiles * 4 + at + 1];
+      e.store(e.packBf16(v0, v1), e.gep(a.dv, e.bf16, e.add(rowBase, dt * 8)), 4);
+    }
+  }
+  return sharedBytes;
+}
+
+// A key for attention ops that compute the same thing, so that every
+// layer's op shares one gpu.module.
+std::string opKey(Operation *op) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << op->getName() << ";";
+  for (Type t : op->getOperandTypes())
+    os << t << ",";
+  os << op->getAttr("causal") << ";" << op->getAttr("scale");
+  return text;
+}
+
+struct AttentionToGpuPass
+    : impl::AttentionToGpuBase<AttentionToGpuPass> {
+  using AttentionToGpuBase::AttentionToGpuBase;
+
+  void runOnOperation() override {
+    ModuleOp moduleOp = getOperation();
+    SmallVector<Operation *> ops;
+    moduleOp.walk([&](Operation *op) {
+      if (isa<kernel::AttentionFwdOp, kernel::AttentionBwdOp>(op))
+        ops.push_back(op);
+    });
+    if (ops.empty())
+      return;
+    OpBuilder b(&getContext());
+    moduleOp->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                      b.getUnitAttr());
+    llvm::StringMap<Operation *> built;
+    // Ops like one already refused (every layer's) are not reported again.
+    llvm::StringSet<> refused;
+    int counter = 0;
+    for (Operation *op : ops) {
+      std::string key = opKey(op);
+      if (refused.contains(key))
+        continue;
+      if (Operation *same = built.lookup(key)) {
+        for (StringRef name : {"kernels", "launch", "workspace_bytes"})
+          op->setAttr(name, same->getAttr(name));
+        continue;
+      }
+      AttnShape s;
+      bool forward = isa<kernel::AttentionFwdOp>(op);
+      LogicalResult ok =
+          forward ? checkShape(op, op->getOperand(0), op->getOperand(1),
+                               op->getOperand(2),
+                               cast<kernel::AttentionFwdOp>(op).getCuSeqlens(),
+                               cast<kernel::AttentionFwdOp>(op).getCausal(),
+                               cast<kernel::AttentionFwdOp>(op)
+                                   .getScale()
+                                   .convertToDouble(),
+                               s)
+                  : checkShape(op, op->getOperand(1), op->getOperand(2),
+                               op->getOperand(3),
+                               cast<kernel::AttentionBwdOp>(op).getCuSeqlens(),
+                               cast<kernel::AttentionBwdOp>(op).getCausal(),
+                               cast<kernel::AttentionBwdOp>(op)
+                                   .getScale()
+                                   .convertToDouble(),
+                               s);
+      for (Type t : op->getResultTypes())
+        if (failed(ok))
+          break;
+        else if (auto rt = cast<RankedTensorType>(t);
+                 !rt.getElementType().isBF16() && !rt.getElementType().isF32())
+          ok = op->emitOpError("attention codegen writes bf16 results; got ")
+               << rt.getElementType();
+      if (failed(ok)) {
+        refused.insert(key);
+        if (!keepGoing)
+          signalPassFailure();
+        continue;
+      }
+
+      std::string sym = (forward ? "attention_fwd_" : "attention_bwd_") +
+                        std::to_string(counter++);
+      while (SymbolTable::lookupSymbolIn(moduleOp, sym))
+        sym = (forward ? "attention_fwd_" : "attention_bwd_") +
+              std::to_string(counter++);
+      b.setInsertionPointToEnd(moduleOp.getBody());
+      auto mod = gpu::GPUModuleOp::create(b, op->getLoc(), sym);
+      SmallVector<Attribute> kernels, launches;
+      auto record = [&](StringRef fn, int64_t grid, int64_t block,
+                        int64_t shared) {
+        auto ref = SymbolRefAttr::get(b.getStringAttr(sym),
+                                      {FlatSymbolRefAttr::get(&getContext(), fn)});
+        kernels.push_back(ref);
+        launches.push_back(b.getDictionaryAttr(
+            {b.getNamedAttr("kernel", ref),
+             b.getNamedAttr("grid", b.getI64IntegerAttr(grid)),
+             b.getNamedAttr("block", b.getI64IntegerAttr(block)),
+             b.getNamedAttr("shared_bytes", b.getI64IntegerAttr(shared))}));
+      };
+      int64_t workspaceBytes = 0;
+      if (forward) {
+        FwdTiling t;
+        t.warps = fwdWarps;
+        t.mTiles = fwdMTiles;
+        if (s.seq % t.queryTile()) {
+          op->emitOpError("sequence ")
+              << s.seq << " is not a multiple of the query tile "
+              << t.queryTile();
+          mod.erase();
+          if (!keepGoing)
+            signalPassFailure();
+          continue;
+        }
+        int64_t shared = buildForward(b, mod, sym, s, t, op->getLoc());
+        record(sym, s.batch * s.qHeads * (s.seq / t.queryTile()), t.threads(),
+               shared);
+      } else {
+        BwdTiling t;
+        t.warps = bwdWarps;
+        if (s.seq % t.keyTile()) {
+          op->emitOpError("sequence ")
+              << s.seq << " is not a multiple of the key tile "
+              << t.keyTile();
+          mod.erase();
+          if (!keepGoing)
+            signalPassFailure();
+          continue;
+        }
+        BwdWorkspace ws(s);
+        workspaceBytes = ws.words * 4;
+        int64_t rows = s.batch * s.seq * s.qHeads;
+        buildPrep(b, mod, sym + "_prep", s, op->getLoc());
+        record(sym + "_prep", (rows + kPrepThreads - 1) / kPrepThreads,
+               kPrepThreads, 0);
+        int64_t shared = buildBackward(b, mod, sym, s, t, op->getLoc());
+        record(sym, s.batch * s.kvHeads * (s.seq / t.keyTile()), t.threads(),
+               shared);
+        int64_t groups = rows * s.headDim / 8;
+        buildConvert(b, mod, sym + "_dq", s, op->getLoc());
+        record(sym + "_dq", (groups + kConvertThreads - 1) / kConvertThreads,
+               kConvertThreads, 0);
+      }
+      op->setAttr("kernels", b.getArrayAttr(kernels));
+      op->setAttr("launch", b.getArrayAttr(launches));
+      op->setAttr("workspace_bytes", b.getI64IntegerAttr(workspaceBytes));
+      built[key] = op;
+    }
+  }
+};
+
+} // namespace
+} // namespace octet::codegen

@@ -1,0 +1,33 @@
+# GPU test of the flash-attention kernels (octet-attention-to-gpu) against
+# the interpreter's attention, and the attention bench (bench/attention_bench.*).
+# Kernels are generated here at build time; the test binary links the
+# interpreter's MLIR-free kernels and the CUDA driver only, statically
+# otherwise, so a build folder can be carried to a GPU host.
+function(octet_attention_kernels name source)
+  set(dir ${CMAKE_CURRENT_BINARY_DIR}/${name})
+  add_custom_command(OUTPUT ${dir}/kernels.json
+    COMMAND $<TARGET_FILE:octet-opt> ${source}
+            --octet-codegen -o ${CMAKE_CURRENT_BINARY_DIR}/${name}.ptx.mlir
+    COMMAND $<TARGET_FILE:octet-opt> ${CMAKE_CURRENT_BINARY_DIR}/${name}.ptx.mlir
+            --octet-emit-ptx=dir=${dir} -o /dev/null
+    DEPENDS octet-opt ${source}
+    COMMENT "octet-codegen ${source}")
+  add_custom_target(octet-${name} DEPENDS ${dir}/kernels.json)
+endfunction()
+
+octet_attention_kernels(attention-kernels
+  ${CMAKE_CURRENT_SOURCE_DIR}/attention-small.mlir)
+octet_attention_kernels(attention-bench-kernels
+  ${PROJECT_SOURCE_DIR}/bench/attention_bench.mlir)
+
+add_executable(octet-gpu-attention-tests AttentionKernelTest.cpp)
+add_dependencies(octet-gpu-attention-tests octet-attention-kernels
+  octet-attention-bench-kernels)
+target_link_libraries(octet-gpu-attention-tests PRIVATE OctetInterpreterKernels
+  CUDA::cuda_driver nlohmann_json::nlohmann_json -static-libstdc++
+  -static-libgcc)
+add_test(NAME gpu.attention COMMAND sh -c
+  "if nvidia-smi -L >/dev/null 2>&1; then exec \"$0\" \"$1\"; else echo 'SKIPPED: no NVIDIA GPU (nvidia-smi lists none)'; fi"
+  $<TARGET_FILE:octet-gpu-attention-tests>
+  ${CMAKE_CURRENT_BINARY_DIR}/attention-kernels)
+set_tests_properties(gpu.attention PROPERTIES LABELS gpu)
