@@ -246,9 +246,9 @@ SafetensorsFile::readTensor(std::string_view name) const {
 // Writing
 //===----------------------------------------------------------------------===//
 
-Status SafetensorsWriter::add(const std::string &name, DType dtype,
-                              std::vector<int64_t> shape, const void *data,
-                              size_t bytes) {
+Status SafetensorsWriter::check(const std::string &name, DType dtype,
+                                const std::vector<int64_t> &shape,
+                                size_t bytes) const {
   if (name == "__metadata__" || name.empty())
     return Status::error("\"" + name + "\" cannot name a tensor");
   if (tensors_.count(name))
@@ -264,9 +264,27 @@ Status SafetensorsWriter::add(const std::string &name, DType dtype,
                          " bytes given, shape and dtype " + dtypeName(dtype) +
                          " need " +
                          std::to_string(elements * dtypeSize(dtype)));
+  return Status::ok();
+}
+
+Status SafetensorsWriter::add(const std::string &name, DType dtype,
+                              std::vector<int64_t> shape, const void *data,
+                              size_t bytes) {
+  if (Status s = check(name, dtype, shape, bytes); !s)
+    return s;
   const uint8_t *p = static_cast<const uint8_t *>(data);
-  tensors_[name] =
-      Pending{dtype, std::move(shape), std::vector<uint8_t>(p, p + bytes)};
+  tensors_[name] = Pending{dtype, std::move(shape),
+                           std::vector<uint8_t>(p, p + bytes), nullptr, bytes};
+  return Status::ok();
+}
+
+Status SafetensorsWriter::addView(const std::string &name, DType dtype,
+                                  std::vector<int64_t> shape, const void *data,
+                                  size_t bytes) {
+  if (Status s = check(name, dtype, shape, bytes); !s)
+    return s;
+  tensors_[name] = Pending{
+      dtype, std::move(shape), {}, static_cast<const uint8_t *>(data), bytes};
   return Status::ok();
 }
 
@@ -276,7 +294,7 @@ std::string SafetensorsWriter::headerJson() const {
     header["__metadata__"] = metadata_;
   uint64_t offset = 0;
   for (const auto &[name, tensor] : tensors_) {
-    uint64_t end = offset + tensor.data.size();
+    uint64_t end = offset + tensor.size;
     header[name] = {{"dtype", dtypeName(tensor.dtype)},
                     {"shape", tensor.shape},
                     {"data_offsets", {offset, end}}};
@@ -290,7 +308,7 @@ std::string SafetensorsWriter::headerJson() const {
 uint64_t SafetensorsWriter::dataBytes() const {
   uint64_t total = 0;
   for (const auto &entry : tensors_)
-    total += entry.second.data.size();
+    total += entry.second.size;
   return total;
 }
 
@@ -305,9 +323,7 @@ Status SafetensorsWriter::write(const std::string &path) const {
   if (Status s = out->write(header); !s)
     return s;
   for (const auto &entry : tensors_)
-    if (Status s =
-            out->write(entry.second.data.data(), entry.second.data.size());
-        !s)
+    if (Status s = out->write(entry.second.bytes(), entry.second.size); !s)
       return s;
   return out->commit();
 }
@@ -474,8 +490,8 @@ Status writeCheckpoint(const std::string &directory,
   std::vector<SafetensorsWriter> shards(shardCount);
   for (size_t i = 0; i < tensors.size(); ++i) {
     const NamedTensor &t = tensors[i];
-    if (Status s = shards[shardOf[i]].add(t.name, t.dtype, t.shape,
-                                          t.data.data(), t.data.size());
+    if (Status s = shards[shardOf[i]].addView(t.name, t.dtype, t.shape,
+                                              t.data.data(), t.data.size());
         !s)
       return s;
   }

@@ -92,6 +92,10 @@ class SafetensorsWriter {
 public:
   Status add(const std::string &name, DType dtype, std::vector<int64_t> shape,
              const void *data, size_t bytes);
+  // As add(), without copying: `data` must stay valid until write() returns
+  // (checkpoints of large models would otherwise hold every tensor twice).
+  Status addView(const std::string &name, DType dtype,
+                 std::vector<int64_t> shape, const void *data, size_t bytes);
   void setMetadata(const std::string &key, const std::string &value) {
     metadata_[key] = value;
   }
@@ -105,8 +109,14 @@ private:
   struct Pending {
     DType dtype;
     std::vector<int64_t> shape;
-    std::vector<uint8_t> data;
+    // Copied by add(), or viewed (data) by addView().
+    std::vector<uint8_t> owned;
+    const uint8_t *data = nullptr;
+    size_t size = 0;
+    const uint8_t *bytes() const { return data ? data : owned.data(); }
   };
+  Status check(const std::string &name, DType dtype,
+               const std::vector<int64_t> &shape, size_t bytes) const;
   std::map<std::string, Pending> tensors_;
   std::map<std::string, std::string> metadata_;
 };

@@ -85,8 +85,8 @@ Status writeState(const std::string &path,
                   const std::vector<NamedTensor> &tensors) {
   SafetensorsWriter writer;
   for (const NamedTensor &t : tensors)
-    if (Status st =
-            writer.add(t.name, t.dtype, t.shape, t.data.data(), t.data.size());
+    if (Status st = writer.addView(t.name, t.dtype, t.shape, t.data.data(),
+                                   t.data.size());
         !st)
       return st;
   writer.setMetadata("format", "octet-train-state");
