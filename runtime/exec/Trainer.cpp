@@ -802,7 +802,7 @@ Status Trainer::start(TrainResult &result) {
   DeviceMemory mem = t.backend.memory();
   t.print("memory: plan arenas " + humanBytes(mem.arenas) +
           ", runtime fixed costs " + humanBytes(mem.fixedCosts) +
-          " (context, cuBLASLt, modules, staging), device in use " +
+          " (context, cuBLASLt, modules), device in use " +
           humanBytes(mem.used) + " of " + humanBytes(mem.total));
   if (!t.peak)
     t.print("note: no peak TFLOP/s known for '" + t.backend.deviceName() +

@@ -16,10 +16,12 @@
 //
 // Evaluation cannot raise peak memory: the EVAL program's slots are part of
 // the memory plan's arenas, which the runtime allocates once at load (the
-// compiler places eval activations in the region the train step's use), it
-// runs eagerly (no graph to instantiate) and reads its batches through the
-// same pinned staging the train step uses. The trainer measures device use
-// around every evaluation and reports both.
+// compiler places eval activations in the region the train step's use); the
+// code of every kernel is loaded at load too (Runtime: cuFuncLoad, not lazy
+// loading at first launch); EVAL runs eagerly (no graph to instantiate) and
+// its batches come through pinned host staging. The trainer measures device
+// use around every evaluation and reports both (GPU test:
+// ResumeIsBitExactAndEvalKeepsMemory).
 
 #include "runtime/checkpoint/TrainState.h"
 #include "runtime/exec/TrainBackend.h"
