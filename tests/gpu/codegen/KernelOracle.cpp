@@ -272,9 +272,11 @@ Tensor makeInput(BlockArgument arg, std::mt19937_64 &rng) {
   std::uniform_real_distribution<double> uniform(0, 1);
   int64_t n = t.numel();
   if (!interp::isFloat(dtype)) {
+    // Integers no op bounds (an index kind with a bound) stay in [0, 1000).
+    int64_t bound = k.kind == InputKind::Index && k.bound > 0 ? k.bound : 1000;
     for (int64_t i = 0; i < n; ++i)
       t.i()[i] = k.kind == InputKind::Step ? 1 + (int64_t)(rng() % 1000)
-                                          : (int64_t)(rng() % k.bound);
+                                          : (int64_t)(rng() % bound);
     return t;
   }
   for (int64_t i = 0; i < n; ++i) {
