@@ -18,7 +18,12 @@
 // - lse (f32): |gpu - ref| <= 1e-4 (1 + |ref|): ex2/lg2.approx have
 //   about 2^-22 relative error; sums run in another order.
 //
-// usage: octet-gpu-attention-tests KERNEL_DIR [SEED]
+// Golden: with --golden DIR (octet-attention-golden's output, the MLIR
+// interpreter run on the build host) one function's forward and backward
+// also run on the golden's inputs and are checked against its results with
+// the same bounds; the backward reads the golden's out and lse.
+//
+// usage: octet-gpu-attention-tests KERNEL_DIR [SEED] [--golden DIR]
 //        octet-gpu-attention-tests --bench KERNEL_DIR [ITERATIONS]
 
 #include "compiler/Interpreter/Kernels.h"
@@ -349,7 +354,72 @@ bool testBackward(AttnKernel &k, std::mt19937 &rng) {
   return ok;
 }
 
-int runTests(const std::string &dir, unsigned seed) {
+std::vector<float> readFloats(const std::string &path) {
+  std::string bytes = readFile(path);
+  std::vector<float> v(bytes.size() / 4);
+  std::memcpy(v.data(), bytes.data(), v.size() * 4);
+  return v;
+}
+
+// The golden's forward and backward, on its inputs.
+bool testGolden(std::vector<AttnKernel> &kernels, const std::string &dir) {
+  auto g = nlohmann::json::parse(readFile(dir + "/golden.json"));
+  std::map<std::string, std::vector<float>> t;
+  for (auto *list : {&g["inputs"], &g["outputs"]})
+    for (auto &x : *list)
+      t[x["name"]] = readFloats(dir + "/" + x["file"].get<std::string>());
+  bool docs = t.count("cu_seqlens") > 0;
+  std::vector<int32_t> cu;
+  if (docs) {
+    cu.resize(t["cu_seqlens"].size());
+    std::memcpy(cu.data(), t["cu_seqlens"].data(), cu.size() * 4);
+  }
+  auto find = [&](const std::string &name) -> AttnKernel & {
+    for (AttnKernel &k : kernels)
+      if (k.name == name)
+        return k;
+    std::fprintf(stderr, "golden names %s, which kernels.json lacks\n",
+                 name.c_str());
+    std::exit(2);
+  };
+  std::printf("golden %s (%s, seed %d)\n", g["function"].get<std::string>().c_str(),
+              g["source"].get<std::string>().c_str(), g["seed"].get<int>());
+  AttnKernel &fwd = find(g["forward"]);
+  DeviceBuffers f(fwd);
+  f.upload(0, encodeBf16(t["q"]));
+  f.upload(1, encodeBf16(t["k"]));
+  f.upload(2, encodeBf16(t["v"]));
+  size_t at = 3;
+  if (docs)
+    f.upload(at++, rawBytes(cu));
+  launchAll(fwd, f.ptrs, nullptr);
+  HARNESS_CHECK(cuCtxSynchronize());
+  bool ok = compare("out", decodeBf16(f.download(at)), t["out"], kFwdRel, true);
+  auto lseBytes = f.download(at + 1);
+  std::vector<float> lse(lseBytes.size() / 4);
+  std::memcpy(lse.data(), lseBytes.data(), lseBytes.size());
+  ok &= compare("lse", lse, t["lse"], kLseRel, false);
+
+  AttnKernel &bwd = find(g["backward"]);
+  DeviceBuffers b(bwd);
+  b.upload(0, encodeBf16(t["dout"]));
+  b.upload(1, encodeBf16(t["q"]));
+  b.upload(2, encodeBf16(t["k"]));
+  b.upload(3, encodeBf16(t["v"]));
+  b.upload(4, encodeBf16(t["out"]));
+  b.upload(5, rawBytes(t["lse"]));
+  at = 6;
+  if (docs)
+    b.upload(at++, rawBytes(cu));
+  launchAll(bwd, b.ptrs, nullptr);
+  HARNESS_CHECK(cuCtxSynchronize());
+  ok &= compare("dq", decodeBf16(b.download(at)), t["dq"], kBwdRel, true);
+  ok &= compare("dk", decodeBf16(b.download(at + 1)), t["dk"], kBwdRel, true);
+  ok &= compare("dv", decodeBf16(b.download(at + 2)), t["dv"], kBwdRel, true);
+  return ok;
+}
+
+int runTests(const std::string &dir, unsigned seed, const std::string &golden) {
   Device device;
   std::printf("device: %s, seed %u\n", device.name().c_str(), seed);
   auto kernels = loadAttention(dir);
@@ -374,6 +444,10 @@ int runTests(const std::string &dir, unsigned seed) {
     failed += !ok;
   }
   std::printf("%d of %zu attention kernels failed\n", failed, kernels.size());
+  if (!golden.empty() && !testGolden(kernels, golden)) {
+    std::printf("the golden check failed\n");
+    return 1;
+  }
   return failed ? 1 : 0;
 }
 
@@ -438,11 +512,20 @@ int runBench(const std::string &dir, int iterations) {
 int main(int argc, char **argv) {
   if (argc >= 3 && std::string(argv[1]) == "--bench")
     return runBench(argv[2], argc > 3 ? std::atoi(argv[3]) : 20);
+  std::string golden;
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::string(argv[i]) == "--golden") {
+      golden = argv[i + 1];
+      for (int j = i; j + 2 < argc + 0; ++j)
+        argv[j] = argv[j + 2];
+      argc -= 2;
+      break;
+    }
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s KERNEL_DIR [SEED]\n"
+    std::fprintf(stderr, "usage: %s KERNEL_DIR [SEED] [--golden DIR]\n"
                          "       %s --bench KERNEL_DIR [ITERATIONS]\n",
                  argv[0], argv[0]);
     return 2;
   }
-  return runTests(argv[1], argc > 2 ? std::atoi(argv[2]) : 1234);
+  return runTests(argv[1], argc > 2 ? std::atoi(argv[2]) : 1234, golden);
 }

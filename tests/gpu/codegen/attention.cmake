@@ -20,14 +20,30 @@ octet_attention_kernels(attention-kernels
 octet_attention_kernels(attention-bench-kernels
   ${PROJECT_SOURCE_DIR}/bench/attention_bench.mlir)
 
+# The interpreter's answers for one case (causal, GQA 4:1, documents, head
+# dim 64), computed here: the GPU host has no MLIR.
+add_executable(octet-attention-golden AttentionGolden.cpp)
+target_link_libraries(octet-attention-golden PRIVATE OctetFusionInterpreter)
+mlir_target_link_libraries(octet-attention-golden PRIVATE MLIRParser
+  MLIRFuncDialect)
+set(attention_golden ${CMAKE_CURRENT_BINARY_DIR}/attention-golden)
+add_custom_command(OUTPUT ${attention_golden}/golden.json
+  COMMAND $<TARGET_FILE:octet-attention-golden>
+          ${CMAKE_CURRENT_SOURCE_DIR}/attention-small.mlir case2
+          --out ${attention_golden} --seed 2024
+  DEPENDS octet-attention-golden ${CMAKE_CURRENT_SOURCE_DIR}/attention-small.mlir
+  COMMENT "octet-attention-golden attention-small.mlir case2")
+add_custom_target(octet-attention-golden-data
+  DEPENDS ${attention_golden}/golden.json)
+
 add_executable(octet-gpu-attention-tests AttentionKernelTest.cpp)
 add_dependencies(octet-gpu-attention-tests octet-attention-kernels
-  octet-attention-bench-kernels)
+  octet-attention-bench-kernels octet-attention-golden-data)
 target_link_libraries(octet-gpu-attention-tests PRIVATE OctetInterpreterKernels
   CUDA::cuda_driver nlohmann_json::nlohmann_json -static-libstdc++
   -static-libgcc)
 add_test(NAME gpu.attention COMMAND sh -c
-  "if nvidia-smi -L >/dev/null 2>&1; then exec \"$0\" \"$1\"; else echo 'SKIPPED: no NVIDIA GPU (nvidia-smi lists none)'; fi"
+  "if nvidia-smi -L >/dev/null 2>&1; then exec \"$0\" \"$1\" --golden \"$2\"; else echo 'SKIPPED: no NVIDIA GPU (nvidia-smi lists none)'; fi"
   $<TARGET_FILE:octet-gpu-attention-tests>
-  ${CMAKE_CURRENT_BINARY_DIR}/attention-kernels)
+  ${CMAKE_CURRENT_BINARY_DIR}/attention-kernels ${attention_golden})
 set_tests_properties(gpu.attention PROPERTIES LABELS gpu)
