@@ -1,6 +1,7 @@
 #include "compiler/Interpreter/Interpreter.h"
 
 #include "compiler/Interpreter/Fp8Ops.h"
+#include "compiler/Interpreter/InitDraws.h"
 #include "compiler/Interpreter/Kernels.h"
 #include "dialects/fp8/Fp8Dialect.h"
 #include "dialects/graph/GraphDialect.h"
@@ -48,28 +49,6 @@ llvm::StringMap<OpHandler> &handlerRegistry() {
 std::mutex &registryMutex() {
   static std::mutex mutex;
   return mutex;
-}
-
-// SplitMix64: a tiny, well-mixed generator whose output is the same on every
-// platform (std::normal_distribution is not).
-struct SplitMix {
-  uint64_t state;
-  uint64_t next() {
-    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  double uniform() { return (next() >> 11) * (1.0 / 9007199254740992.0); }
-};
-
-uint64_t hashName(llvm::StringRef name) {
-  uint64_t h = 1469598103934665603ull; // FNV-1a
-  for (char c : name) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 1099511628211ull;
-  }
-  return h;
 }
 
 float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
@@ -965,13 +944,9 @@ void VariableStore::initialize(ModuleOp module, uint64_t seed) {
       std::fill(t.f(), t.f() + t.numel(), 1.0f);
     } else if (init == "normal") {
       double stdDev = var.getInitStd() ? var.getInitStd()->convertToDouble() : 0;
-      SplitMix rng{seed ^ hashName(name)};
-      for (int64_t i = 0; i < t.numel(); ++i) {
-        // Box-Muller; 1 - u keeps the logarithm finite.
-        double u1 = 1.0 - rng.uniform(), u2 = rng.uniform();
-        double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(2 * M_PI * u2);
-        t.f()[i] = float(z * stdDev);
-      }
+      numerics::NormalDraws draws(numerics::initSeed(seed, name));
+      for (int64_t i = 0; i < t.numel(); ++i)
+        t.f()[i] = float(draws.next() * stdDev);
     }
     t.roundToType();
     set(name, std::move(t));

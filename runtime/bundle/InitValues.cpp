@@ -1,6 +1,7 @@
 #include "runtime/bundle/InitValues.h"
 #include "runtime/bundle/Bundle.h"
 
+#include "compiler/Interpreter/InitDraws.h"
 #include "compiler/Interpreter/Numerics.h"
 
 #include <cmath>
@@ -8,18 +9,6 @@
 
 namespace octet::bundle {
 namespace {
-
-// SplitMix64, as the interpreter's VariableStore draws.
-struct SplitMix {
-  uint64_t state;
-  uint64_t next() {
-    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  double uniform() { return (next() >> 11) * (1.0 / 9007199254740992.0); }
-};
 
 template <typename T> void put(std::string &out, uint64_t i, T value) {
   std::memcpy(&out[i * sizeof(T)], &value, sizeof(T));
@@ -58,12 +47,7 @@ bool isFloat(DType dtype) {
 } // namespace
 
 uint64_t initSeed(uint64_t specSeed, std::string_view name) {
-  uint64_t h = 1469598103934665603ull;
-  for (char c : name) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 1099511628211ull;
-  }
-  return specSeed ^ h;
+  return numerics::initSeed(specSeed, name);
 }
 
 StatusOr<std::string> initialBytes(const Init &init, DType dtype,
@@ -88,13 +72,9 @@ StatusOr<std::string> initialBytes(const Init &init, DType dtype,
       return Status::error(what + " is " + dtypeName(dtype) +
                            " but its init is normal; only floating-point "
                            "tensors draw normal values");
-    SplitMix rng{init.seed()};
-    for (uint64_t i = 0; i < elements; ++i) {
-      // Box-Muller; 1 - u keeps the logarithm finite.
-      double u1 = 1.0 - rng.uniform(), u2 = rng.uniform();
-      double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(2 * M_PI * u2);
-      store(out, dtype, i, float(init.mean() + z * init.std()));
-    }
+    numerics::NormalDraws draws(init.seed());
+    for (uint64_t i = 0; i < elements; ++i)
+      store(out, dtype, i, float(init.mean() + draws.next() * init.std()));
     return out;
   }
   default:
