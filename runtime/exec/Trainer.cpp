@@ -162,6 +162,7 @@ struct Trainer::Impl {
   ProgramIO train, optimizer, eval;
   std::vector<Entry> modelEntries, stateEntries;
   std::vector<std::string> notes;
+  std::vector<std::string> unsplitFused;
   std::optional<metrics::GpuPeak> peak;
   std::unique_ptr<metrics::EventWriter> events;
   // Staging: [parity][microbatch] for training, one for evaluation, and
@@ -310,14 +311,18 @@ struct Trainer::Impl {
           for (size_t i = 0; i < hf.size(); ++i)
             e->pieces.push_back({hf[i], p.hf_rows(int(i))});
         } else {
-          notes.push_back("parameter '" + p.name() + "' fuses " + p.hf_name() +
-                          " but the bundle does not say their rows "
-                          "(Parameter.hf_rows): checkpoints hold it under "
-                          "its octet name");
+          unsplitFused.push_back(p.name());
         }
       }
       modelEntries.push_back(std::move(*e));
     }
+    if (!unsplitFused.empty())
+      notes.push_back(
+          std::to_string(unsplitFused.size()) + " fused parameters (" +
+          unsplitFused.front() +
+          ", ...) list several HF tensors but the "
+          "bundle does not give their rows (Parameter.hf_rows): checkpoints "
+          "hold them under their octet names");
     for (const StateTensor &st : bundle.state()) {
       auto e = entryFor(st.name(), st.slot(), st.dtype(),
                         {st.shape().begin(), st.shape().end()}, "state tensor");
