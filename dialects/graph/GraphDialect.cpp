@@ -80,9 +80,8 @@ LogicalResult EmbeddingOp::verify() {
     return failure();
   SmallVector<int64_t> expected(ids.getShape());
   expected.push_back(table.getDimSize(1));
-  if (failed(expectShape(*this, "result", result, expected)))
-    return failure();
-  return expectSameElementType(*this, "result", result, "table", table);
+  // The gather may round: an F32 table gives BF16 activations.
+  return expectShape(*this, "result", result, expected);
 }
 
 LogicalResult LinearOp::verify() {
@@ -288,9 +287,8 @@ LogicalResult EmbeddingGradOp::verify() {
     return failure();
   SmallVector<int64_t> expected(ids.getShape());
   expected.push_back(result.getDimSize(1));
-  if (failed(expectShape(*this, "grad", grad, expected)))
-    return failure();
-  return expectSameElementType(*this, "result", result, "grad", grad);
+  // BF16 gradients scatter-add into an F32 table gradient.
+  return expectShape(*this, "grad", grad, expected);
 }
 
 LogicalResult RMSNormGradOp::verify() {

@@ -67,7 +67,9 @@ def Graph_StoreOp : Graph_Op<"store", [DeclareOpInterfaceMethods<SymbolUserOpInt
 def Graph_EmbeddingOp : Graph_Op<"embedding", [Pure]> {
   let summary = "gather rows of a table by token id";
   let description = [{
-    table [V, D], ids [B, S] → [B, S, D].
+    table [V, D], ids [B, S] → [B, S, D]. The result may be narrower than
+    the table (rows are rounded as they are copied): BF16 activations read
+    the F32 parameter directly.
     ```mlir
     %h = graph.embedding %table, %ids : (tensor<256x64xf32>, tensor<2x8xi32>) -> tensor<2x8x64xf32>
     ```
@@ -304,6 +306,8 @@ def Graph_EmbeddingGradOp : Graph_Op<"embedding_grad", [Pure]> {
   let description = [{
     dy [B, S, D], ids [B, S] → d_table [V, D] with
     d_table[v] = Σ_{ids[b, s] = v} dy[b, s]. V comes from the result type.
+    The sum is formed in the result's type, which may be wider than dy's
+    (BF16 gradients into an F32 table gradient).
     ```mlir
     %dtable = graph.embedding_grad %dy, %ids : (tensor<2x8x64xf32>, tensor<2x8xi32>) -> tensor<256x64xf32>
     ```
