@@ -4,11 +4,13 @@
 
 namespace octet {
 
-void addKernelFusionPasses(mlir::OpPassManager &pm) {
+void addKernelFusionPasses(mlir::OpPassManager &pm,
+                           const KernelFusionOptions &options) {
   // The LM head first, while its GEMMs and cross-entropy kernels are still
   // apart; then epilogues: the gradient-accumulation adds they take must not
   // be folded into row kernels by the later passes.
-  pm.addPass(createOctetFuseLmHead());
+  if (options.chunkedLmHead)
+    pm.addPass(createOctetFuseLmHead());
   pm.addPass(createOctetFuseEpilogue());
   pm.addPass(createOctetFuseRope());
   pm.addPass(createOctetFuseNormQuantize());

@@ -283,6 +283,12 @@ TEST_F(FusionInterpreterTest, AllKernelFusions) {
   checkKernelPass([](OpPassManager &pm) { addKernelFusionPasses(pm); });
 }
 
+TEST_F(FusionInterpreterTest, AllKernelFusionsWithChunkedLmHead) {
+  checkKernelPass([](OpPassManager &pm) {
+    addKernelFusionPasses(pm, KernelFusionOptions{/*chunkedLmHead=*/true});
+  });
+}
+
 TEST_F(FusionInterpreterTest, FuseQkv) {
   OwningOpRef<ModuleOp> reference = lowered(false);
   OwningOpRef<ModuleOp> fused = lowered(true);
