@@ -76,4 +76,61 @@ def OctetAutodiff : Pass<"octet-autodiff", "mlir::ModuleOp"> {
                            "mlir::func::FuncDialect"];
 }
 
+def OctetBf16Activations : Pass<"octet-bf16-activations", "mlir::ModuleOp"> {
+  let summary = "train step with BF16 activations, BF16 GEMM operands and F32 state";
+  let description = [{
+    Runs after autodiff, before octet-precision. Every F32 tensor that an
+    activation-producing op writes becomes BF16, as Megatron/TransformerEngine
+    and torchtitan train: F32 master weights, F32 gradient accumulation and
+    optimizer state, BF16 activations and activation gradients. Ops whose
+    statistics need F32 (norms, softmax, cross-entropy, reductions) read
+    BF16 and compute in F32 inside their kernels; only their stored results
+    are BF16. The interpreter rounds every result to its element type, so
+    it computes what the GPU does.
+
+    Stays F32:
+    - variables (parameters, moments, gradient accumulators, FP8 scale
+      state, step) and function arguments (loss_mask);
+    - parameter gradients: wgrad GEMMs (BF16 operands, F32 result),
+      `embedding_grad`, `bias_grad`, norm weight/bias gradients (column
+      sums), and the sums of a parameter's gradients;
+    - scalars (loss, its seed gradient, lr, norms), attention's `lse`, the
+      whole optimizer step.
+
+    Becomes BF16: outputs of embedding (the gather reads the F32 table and
+    rounds), linear / fprop and dgrad GEMMs (the logits included: the
+    cross-entropy reads BF16 logits and computes its softmax in F32, as the
+    peers do), norms, RoPE, attention, activations, residual adds, their
+    backward counterparts (dx, dq/dk/dv, d_logits) and the views of all of
+    these. A GEMM's F32 weight (and bias) is read through one `graph.cast`
+    to BF16 per value; octet-precision quantizes FP8 weights from the F32
+    master instead, so for FP8 GEMMs the cast disappears. Elementwise ops
+    that join BF16 and F32 operands compute in F32.
+
+    `activation-dtype=f32` leaves the module as it is.
+
+    Before:
+    ```mlir
+    %w = graph.load @w : tensor<32x64xf32>
+    %y = graph.linear %x, %w {param = "w"} : (tensor<2x8x64xf32>, tensor<32x64xf32>) -> tensor<2x8x32xf32>
+    ...
+    %dw = graph.matmul %dy, %x2 {transpose_a, role = "wgrad", param = "w"} : (tensor<16x32xf32>, tensor<16x64xf32>) -> tensor<32x64xf32>
+    ```
+    After:
+    ```mlir
+    %w = graph.load @w : tensor<32x64xf32>
+    %wb = graph.cast %w : (tensor<32x64xf32>) -> tensor<32x64xbf16>
+    %y = graph.linear %x, %wb {param = "w"} : (tensor<2x8x64xbf16>, tensor<32x64xbf16>) -> tensor<2x8x32xbf16>
+    ...
+    %dw = graph.matmul %dy, %x2 {transpose_a, role = "wgrad", param = "w"} : (tensor<16x32xbf16>, tensor<16x64xbf16>) -> tensor<32x64xf32>
+    ```
+  }];
+  let options = [
+    Option<"activationDtype", "activation-dtype", "std::string", "\"bf16\"",
+           "bf16, or f32 to keep the module unchanged">,
+  ];
+  let dependentDialects = ["octet::graph::GraphDialect",
+                           "mlir::func::FuncDialect"];
+}
+
 #endif

@@ -63,10 +63,10 @@ StringRef roleOf(Operation *op) {
 }
 
 // Looks through the identity-like ops the autodiff pass puts between a
-// variable and its uses.
+// variable and its uses, and the BF16 copy octet-bf16-activations makes.
 Value stripIdentity(Value v) {
   while (Operation *def = v.getDefiningOp()) {
-    if (!isa<graph::SaveOp, graph::ReshapeOp>(def))
+    if (!isa<graph::SaveOp, graph::ReshapeOp, graph::CastOp>(def))
       break;
     v = def->getOperand(0);
   }
@@ -76,6 +76,15 @@ Value stripIdentity(Value v) {
 bool isLoadOf(Value v, StringRef variable) {
   auto load = stripIdentity(v).getDefiningOp<graph::LoadOp>();
   return load && load.getVariable() == variable;
+}
+
+// FP8 weights are quantized from the F32 master weight, not from a BF16
+// copy of it: one rounding instead of two, and no copy to keep.
+Value masterWeight(Value w) {
+  if (auto cast = w.getDefiningOp<graph::CastOp>())
+    if (cast.getInput().getDefiningOp<graph::LoadOp>())
+      return cast.getInput();
+  return w;
 }
 
 struct Quantized {
@@ -302,7 +311,7 @@ void FunctionRewriter::rewriteLinear(graph::LinearOp op) {
   StringRef param = op.getParamAttr().getValue();
   Value x2 = to2d(op.getInput(), m, k);
   Quantized qx = quantize(x2, Kind::Activation, 1, param);
-  Quantized qw = quantize(op.getWeight(), Kind::Weight, 1, param);
+  Quantized qw = quantize(masterWeight(op.getWeight()), Kind::Weight, 1, param);
   fpropInputs[param] = qx;
   b.setInsertionPoint(op);
   auto y2Type = RankedTensorType::get({m, n}, yType.getElementType());
@@ -344,7 +353,8 @@ void FunctionRewriter::rewriteMatmul(graph::MatmulOp op) {
         return {data, scale, {}, it->second.name};
       }
     }
-    return quantize(v, kind, dim, param);
+    return quantize(kind == Kind::Weight ? masterWeight(v) : v, kind, dim,
+                    param);
   };
   Quantized qa = quantizeOperand(lhs, lhsKind, ta ? 0 : 1);
   Quantized qb = quantizeOperand(rhs, rhsKind, tb ? 1 : 0);
