@@ -24,6 +24,9 @@ void buildTrainingPipeline(mlir::OpPassManager &pm,
   autodiff.recompute = options.recompute;
   pm.addPass(createOctetAutodiff(autodiff));
   pm.addPass(mlir::createCSEPass());
+  OctetBf16ActivationsOptions activations;
+  activations.activationDtype = options.activationDtype;
+  pm.addPass(createOctetBf16Activations(activations));
   if (options.fp8) {
     pm.addPass(createOctetPrecision(options.precision));
     pm.addPass(createOctetLayout());

@@ -9,6 +9,7 @@
 #include "mlir/Pass/PassManager.h"
 
 #include <cstdint>
+#include <string>
 
 namespace octet {
 
@@ -27,14 +28,17 @@ struct TrainingPipelineOptions {
   // global_batch_size / (micro_batch_size × data parallel).
   int64_t microbatches = 1;
   bool recompute = true;
+  // Element type of activations and activation gradients ("bf16" or
+  // "f32"); variables, parameter gradients and scalars stay F32 either way.
+  std::string activationDtype = "bf16";
   // FP8 GEMMs (octet-precision, then octet-layout) after autodiff; off for
   // the bf16 recipe.
   bool fp8 = false;
   OctetPrecisionOptions precision;
 };
 
-// Forward graph → train step (autodiff, then canonicalize and CSE; then the
-// FP8 passes when options.fp8).
+// Forward graph → train step (autodiff and CSE, BF16 activations unless
+// options.activationDtype is "f32", then the FP8 passes when options.fp8).
 void buildTrainingPipeline(mlir::OpPassManager &pm,
                            const TrainingPipelineOptions &options);
 

@@ -357,6 +357,7 @@ void checkModelInto(const ModelSpec &m, Issues is) {
 }
 
 void checkPrecision(const Precision &p, const ModelSpec &model, Issues is) {
+  is.oneOf("activation_dtype", p.activation_dtype(), {"bf16", "f32"}, false);
   if (!is.oneOf("recipe", p.recipe(),
                 {"delayed", "current", "blockwise", "bf16"}, true))
     return;
@@ -667,6 +668,8 @@ void applyDefaults(Spec &spec) {
   Precision &p = *t.mutable_precision();
   if (p.recipe().empty())
     p.set_recipe("delayed");
+  if (p.activation_dtype().empty())
+    p.set_activation_dtype("bf16");
   bool fp8 = p.recipe() == "delayed" || p.recipe() == "current" ||
              p.recipe() == "blockwise";
   if (fp8 && p.format().empty())

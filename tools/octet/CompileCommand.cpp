@@ -52,6 +52,8 @@ const CompileStage kStages[] = {
      runAutodiffStage},
     {"fuse-qkv", "q/k/v and gate/up projections as one GEMM each",
      runFuseQkvStage},
+    {"activations", "BF16 activations and activation gradients, f32 state",
+     runActivationsStage},
     {"precision", "FP8 GEMMs per the recipe and policy, K-major layout",
      runPrecisionStage},
     {"kernel", "kernel dialect: GEMMs, attention, one-op fused kernels",

@@ -2,6 +2,7 @@
 #include "tools/octet/TrainingOptions.h"
 
 #include "compiler/Transforms/Fusion/Passes.h"
+#include "compiler/Transforms/Passes.h"
 #include "compiler/Transforms/Precision.h"
 
 #include "mlir/Pass/PassManager.h"
@@ -22,6 +23,14 @@ LogicalResult runFuseQkvStage(ModuleOp module, const spec::Spec &) {
   return run(module, [](PassManager &pm) {
     pm.addPass(createOctetFuseQkv());
     pm.addPass(createCSEPass());
+  });
+}
+
+LogicalResult runActivationsStage(ModuleOp module, const spec::Spec &spec) {
+  OctetBf16ActivationsOptions options;
+  options.activationDtype = spec.train().precision().activation_dtype();
+  return run(module, [&](PassManager &pm) {
+    pm.addPass(createOctetBf16Activations(options));
   });
 }
 

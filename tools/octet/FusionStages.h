@@ -2,7 +2,7 @@
 #define OCTET_TOOLS_OCTET_FUSIONSTAGES_H
 
 // The `octet compile` stages from the train step to fused kernels:
-// fuse-qkv, precision (+ layout), kernel (lowering), fused.
+// fuse-qkv, activations, precision (+ layout), kernel (lowering), fused.
 
 #include "frontends/spec/spec.pb.h"
 
@@ -12,6 +12,9 @@ namespace octet {
 
 mlir::LogicalResult runFuseQkvStage(mlir::ModuleOp module,
                                     const spec::Spec &spec);
+// BF16 activations (train.precision.activation_dtype), after fuse-qkv.
+mlir::LogicalResult runActivationsStage(mlir::ModuleOp module,
+                                        const spec::Spec &spec);
 // octet-precision with the spec's recipe, then octet-layout.
 mlir::LogicalResult runPrecisionStage(mlir::ModuleOp module,
                                       const spec::Spec &spec);

@@ -316,10 +316,15 @@ int runTrainCommand(int argc, char **argv) {
       params += var.getTensorType().getNumElements();
   interp::Interpreter interpreter(m);
 
+  // What the interpreter rounds to: variables are f32 either way.
+  std::string activations = pipeline.activationDtype == "bf16"
+                                ? "bf16 activations, f32 state"
+                                : "float32";
   std::string numerics =
       pipeline.fp8 ? "FP8 GEMMs (" + train.precision().recipe() +
-                         " recipe) emulated exactly, float32 elsewhere"
-                   : "float32";
+                         " recipe) emulated exactly, " + activations +
+                         " elsewhere"
+                   : activations;
   std::printf("octet train: %s, %lld parameters, %lld steps x %lld "
               "microbatch(es) of [%lld, %lld] tokens, %d threads, %s on the "
               "CPU\n",

@@ -24,6 +24,7 @@ TrainingPipelineOptions trainingOptionsFromSpec(const spec::Spec &spec,
   int64_t perStep = train.micro_batch_size() *
                     std::max<int64_t>(1, train.parallel().data());
   o.microbatches = std::max<int64_t>(1, train.global_batch_size() / perStep);
+  o.activationDtype = train.precision().activation_dtype();
   const std::string &recipe = train.precision().recipe();
   o.fp8 = !recipe.empty() && recipe != "bf16";
   if (o.fp8)
@@ -55,8 +56,10 @@ mlir::LogicalResult runAutodiffStage(mlir::ModuleOp module,
                                      const spec::Spec &spec) {
   mlir::PassManager pm(module.getContext());
   TrainingPipelineOptions options = trainingOptionsFromSpec(spec);
-  // `octet compile` runs precision as a stage of its own.
+  // `octet compile` runs BF16 activations and precision as stages of their
+  // own, after fuse-qkv, which matches weights as they are loaded.
   options.fp8 = false;
+  options.activationDtype = "f32";
   buildTrainingPipeline(pm, options);
   return pm.run(module);
 }

@@ -20,25 +20,13 @@ using octet::interp::Tensor;
 
 namespace {
 
-Tensor ints(std::vector<int64_t> shape, std::vector<int64_t> values) {
-  return Tensor::fromInts(std::move(shape), std::move(values));
-}
-
 std::vector<Tensor> batch() {
-  return {ints({2, 6}, {3, 17, 9, 30, 2, 2, 11, 0, 31, 8, 8, 5}),
-          ints({2, 6}, {17, 9, 30, 2, 2, 7, 0, 31, 8, 8, 5, 1}),
-          Tensor::fromFloats({2, 6}, std::vector<float>(12, 1.0f)),
-          ints({2, 6}, {0, 1, 2, 3, 4, 5, 0, 1, 2, 3, 4, 5})};
+  return octet::testing::llamaBatch(
+      2, 6, {3, 17, 9, 30, 2, 2, 11, 0, 31, 8, 8, 5},
+      {17, 9, 30, 2, 2, 7, 0, 31, 8, 8, 5, 1});
 }
 
-double relativeError(const Tensor &got, const Tensor &want) {
-  double diff = 0, norm = 0;
-  for (int64_t i = 0; i < want.numel(); ++i) {
-    diff += double(got.f()[i] - want.f()[i]) * (got.f()[i] - want.f()[i]);
-    norm += double(want.f()[i]) * want.f()[i];
-  }
-  return std::sqrt(diff / std::max(norm, 1e-30));
-}
+using octet::testing::relativeError;
 
 struct TrainRun {
   double loss;
@@ -73,8 +61,11 @@ TEST_P(Precision, KeepsTheTrainStepUpToFp8Rounding) {
   shape.stdDev = 0.3;
   shape.normStd = 0.3;
   std::string text = octet::testing::llamaModule(shape);
+  // The reference is all f32; the FP8 step is the one octet trains: BF16
+  // activations (octet-bf16-activations' default), FP8 GEMMs on top.
   auto reference = octet::testing::parseAndDifferentiate(*ctx, text);
-  auto fp8 = octet::testing::parseAndDifferentiate(*ctx, text);
+  auto fp8 = octet::testing::parseAndDifferentiate(
+      *ctx, text, octet::TrainingPipelineOptions());
   ASSERT_TRUE(reference && fp8);
 
   PassManager pm(ctx.get());
@@ -84,6 +75,27 @@ TEST_P(Precision, KeepsTheTrainStepUpToFp8Rounding) {
   pm.addPass(octet::createOctetPrecision(options));
   pm.addPass(octet::createOctetLayout());
   ASSERT_TRUE(succeeded(pm.run(*fp8)));
+
+  // Activations and gradients are quantized from BF16, weights from their
+  // f32 master copy: BF16 weight copies are left only for the BF16 GEMMs.
+  int fromBf16 = 0;
+  fp8->walk([&](Operation *op) {
+    auto tensor = op->getAttrOfType<StringAttr>("tensor");
+    if (!tensor || !isa<octet::fp8::QuantizeOp, octet::fp8::BlockQuantizeOp>(op))
+      return;
+    Type input = cast<RankedTensorType>(op->getOperand(0).getType())
+                     .getElementType();
+    if (tensor.getValue().ends_with(".w"))
+      EXPECT_TRUE(input.isF32()) << tensor.str();
+    else
+      fromBf16 += input.isBF16();
+  });
+  EXPECT_GT(fromBf16, 0);
+  fp8->walk([&](octet::graph::CastOp cast) {
+    for (Operation *user : cast->getUsers())
+      EXPECT_TRUE(user->hasAttr("bf16_reason"))
+          << user->getName().getStringRef().str();
+  });
 
   int gemms = 0;
   fp8->walk([&](octet::fp8::MatmulOp mm) {

@@ -32,6 +32,12 @@ std::unique_ptr<MLIRContext> makeContext() {
   return ctx;
 }
 
+TrainingPipelineOptions f32Training() {
+  TrainingPipelineOptions options;
+  options.activationDtype = "f32";
+  return options;
+}
+
 OwningOpRef<ModuleOp> parseAndDifferentiate(MLIRContext &ctx,
                                             const std::string &text,
                                             const TrainingPipelineOptions &options) {
@@ -299,6 +305,28 @@ std::string llamaModule(const LlamaShape &c) {
     << T({B, S, V}) << ", " << bsI << ", " << T({B, S})
     << ") -> tensor<f32>\n  return %loss : tensor<f32>\n}\n";
   return m.str();
+}
+
+double relativeError(const Tensor &got, const Tensor &want) {
+  double diff = 0, norm = 0;
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    diff += double(got.f()[i] - want.f()[i]) * (got.f()[i] - want.f()[i]);
+    norm += double(want.f()[i]) * want.f()[i];
+  }
+  return std::sqrt(diff / std::max(norm, 1e-30));
+}
+
+std::vector<Tensor> llamaBatch(int64_t batch, int64_t seq,
+                               const std::vector<int64_t> &tokens,
+                               const std::vector<int64_t> &labels) {
+  std::vector<int64_t> positions(batch * seq);
+  for (int64_t i = 0; i < batch * seq; ++i)
+    positions[i] = i % seq;
+  return {Tensor::fromInts({batch, seq}, tokens),
+          Tensor::fromInts({batch, seq}, labels),
+          Tensor::fromFloats({batch, seq},
+                             std::vector<float>(batch * seq, 1.0f)),
+          Tensor::fromInts({batch, seq}, positions)};
 }
 
 } // namespace octet::testing

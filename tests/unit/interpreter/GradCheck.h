@@ -19,11 +19,16 @@ namespace octet::testing {
 // A context with the dialects forward and train modules use.
 std::unique_ptr<mlir::MLIRContext> makeContext();
 
+// The training pipeline's defaults with f32 activations: gradients checked
+// against finite differences or another framework's f32 arithmetic must not
+// carry BF16 rounding.
+TrainingPipelineOptions f32Training();
+
 // Parses `text` and runs the training pipeline (autodiff) on it; fails the
 // current test on an error.
 mlir::OwningOpRef<mlir::ModuleOp>
 parseAndDifferentiate(mlir::MLIRContext &ctx, const std::string &text,
-                      const TrainingPipelineOptions &options = {});
+                      const TrainingPipelineOptions &options = f32Training());
 
 // Lines that reduce `value` (an f32 tensor of `shape`) to the scalar
 // Σ value ∘ probe with a random probe (variable @probe, which
@@ -46,6 +51,15 @@ struct LlamaShape {
   double stdDev = 0.02, normStd = 0.02, eps = 1e-5, theta = 10000.0;
 };
 std::string llamaModule(const LlamaShape &shape);
+
+// ‖got - want‖ / ‖want‖ over the whole tensor (f32 values).
+double relativeError(const interp::Tensor &got, const interp::Tensor &want);
+
+// The four @forward arguments of a [batch, seq] Llama batch: the tokens and
+// labels given, a loss mask of ones and positions 0..seq-1 in every row.
+std::vector<interp::Tensor> llamaBatch(int64_t batch, int64_t seq,
+                                       const std::vector<int64_t> &tokens,
+                                       const std::vector<int64_t> &labels);
 
 struct GradCheckOptions {
   float step = 1e-2f;
