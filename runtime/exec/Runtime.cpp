@@ -539,6 +539,46 @@ Status Runtime::run(ProgramKind kind) {
   return Status::ok();
 }
 
+StatusOr<std::vector<double>> Runtime::timeSteps(ProgramKind kind) {
+  PreparedProgram *p = find(kind);
+  if (!p)
+    return Status::error(std::string("the bundle has no ") +
+                         programKindName(kind) + " program for rank " +
+                         std::to_string(rank_));
+  std::vector<CUevent> marks(p->steps.size() * 2, nullptr);
+  auto destroy = [&] {
+    for (CUevent e : marks)
+      if (e)
+        cuEventDestroy(e);
+  };
+  Status status = [&]() -> Status {
+    for (CUevent &e : marks)
+      OCTET_CHECK_CUDA(cuEventCreate(&e, CU_EVENT_DEFAULT));
+    for (size_t i = 0; i < p->steps.size(); ++i) {
+      CUstream stream = streams_[p->steps[i].stream]->handle();
+      OCTET_CHECK_CUDA(cuEventRecord(marks[2 * i], stream));
+      OCTET_RETURN_IF_ERROR(runStep(p->steps[i], *p, i)
+                                .withContext("in " + p->steps[i].label));
+      OCTET_CHECK_CUDA(cuEventRecord(marks[2 * i + 1], stream));
+    }
+    OCTET_CHECK_CUDA(cuCtxSynchronize());
+    return Status::ok();
+  }();
+  std::vector<double> ms(p->steps.size(), 0.0);
+  for (size_t i = 0; status.ok() && i < p->steps.size(); ++i) {
+    float t = 0;
+    CUresult r = cuEventElapsedTime(&t, marks[2 * i], marks[2 * i + 1]);
+    if (r != CUDA_SUCCESS)
+      status = Status::error("cuEventElapsedTime failed for step " +
+                             p->steps[i].label);
+    ms[i] = t;
+  }
+  destroy();
+  if (!status.ok())
+    return status;
+  return ms;
+}
+
 Status Runtime::runGraph(ProgramKind kind) {
   PreparedProgram *p = find(kind);
   if (!p)

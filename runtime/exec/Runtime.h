@@ -42,6 +42,10 @@ public:
   const bundle::Program *program(bundle::ProgramKind kind) const;
   // Enqueues every step of the program on the runtime's streams.
   Status run(bundle::ProgramKind kind);
+  // Runs the program eagerly with an event pair around every step and
+  // waits for it: per-step device times in step order, for profiles. The
+  // events serialize nothing the program does not already order.
+  StatusOr<std::vector<double>> timeSteps(bundle::ProgramKind kind);
   // Captures the program once (first call) and replays the graph.
   Status runGraph(bundle::ProgramKind kind);
   Status synchronize();

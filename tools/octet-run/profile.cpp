@@ -1,0 +1,164 @@
+// octet-profile: where a bundle's step spends its device time. Runs the
+// train microbatch and the optimizer step eagerly with an event pair around
+// every step, after one untimed run (module loading, cuBLASLt's first calls),
+// and prints the time by kind of work and by kernel or GEMM shape. The
+// values in the arena are whatever the plan's memory holds (no INIT, no
+// data): kernel times do not depend on them, so this measures speed only.
+//
+//   octet-profile X.octet [--top N] [--repeat R]
+
+#include "runtime/bundle/Bundle.h"
+#include "runtime/exec/Runtime.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <vector>
+
+using namespace octet;
+using namespace octet::bundle;
+
+namespace {
+
+struct Key {
+  std::string category; // "gemm fp8 fprop", "kernel", "memset", ...
+  std::string detail;   // kernel symbol, or the GEMM's shape and types
+};
+
+Key keyOf(const Bundle &b, const Step &s) {
+  if (s.has_launch()) {
+    const Kernel &k = b.kernels(s.launch().kernel());
+    std::string sym = k.symbol();
+    bool attention = sym.find("attention") != std::string::npos ||
+                     k.summary().find("attention") != std::string::npos;
+    return {attention ? "attention" : "generated kernel", sym};
+  }
+  if (s.has_gemm()) {
+    const GemmDescriptor &g = b.gemms(s.gemm().gemm());
+    bool fp8 = g.a_type() == F8E4M3FN || g.a_type() == F8E5M2;
+    char shape[160];
+    std::snprintf(shape, sizeof shape, "%s %lldx%lldx%lld %sx%s->%s%s",
+                  roleName(g.role()), (long long)g.m(), (long long)g.n(),
+                  (long long)g.k(), dtypeName(g.a_type()),
+                  dtypeName(g.b_type()), dtypeName(g.d_type()),
+                  g.accumulate() ? " +=" : "");
+    return {std::string("gemm ") + (fp8 ? "fp8 " : "bf16 ") +
+                roleName(g.role()),
+            shape};
+  }
+  if (s.has_memset())
+    return {"memset", "memset"};
+  if (s.has_copy())
+    return {"copy", "copy"};
+  return {"other", s.label()};
+}
+
+int usage() {
+  std::fprintf(stderr, "usage: octet-profile X.octet [--top N] [--repeat R]\n");
+  return 2;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  if (argc < 2)
+    return usage();
+  std::string path = argv[1];
+  int top = 30, repeat = 3;
+  for (int i = 2; i < argc; ++i) {
+    std::string a = argv[i];
+    if ((a == "--top" || a == "--repeat") && i + 1 < argc) {
+      int v = std::atoi(argv[++i]);
+      if (v <= 0) {
+        std::fprintf(stderr, "octet-profile: %s takes a positive number\n",
+                     a.c_str());
+        return 2;
+      }
+      (a == "--top" ? top : repeat) = v;
+    } else {
+      return usage();
+    }
+  }
+  auto loaded = readBundle(path);
+  if (!loaded) {
+    std::fprintf(stderr, "octet-profile: %s\n",
+                 loaded.status().message().c_str());
+    return 1;
+  }
+  auto rtOr = Runtime::load(*loaded, RuntimeOptions{});
+  if (!rtOr) {
+    std::fprintf(stderr, "octet-profile: %s\n",
+                 rtOr.status().message().c_str());
+    return 1;
+  }
+  Runtime &rt = **rtOr;
+  const Bundle &b = rt.bundle();
+  std::printf("%s\n", rt.device().describe().c_str());
+
+  for (ProgramKind kind : {TRAIN_MICROBATCH, OPTIMIZER_STEP}) {
+    const Program *program = rt.program(kind);
+    if (!program)
+      continue;
+    // The first run loads lazily initialised library state; then the
+    // median of `repeat` runs per step.
+    std::vector<std::vector<double>> runs;
+    for (int r = 0; r <= repeat; ++r) {
+      auto ms = rt.timeSteps(kind);
+      if (!ms) {
+        std::fprintf(stderr, "octet-profile: %s: %s\n",
+                     program->name().c_str(),
+                     ms.status().message().c_str());
+        return 1;
+      }
+      if (r > 0)
+        runs.push_back(std::move(*ms));
+    }
+    std::vector<double> median(program->steps_size());
+    for (int i = 0; i < program->steps_size(); ++i) {
+      std::vector<double> v;
+      for (auto &run : runs)
+        v.push_back(run[i]);
+      std::sort(v.begin(), v.end());
+      median[i] = v[v.size() / 2];
+    }
+    double total = 0;
+    std::map<std::string, std::pair<double, int>> byCategory;
+    std::map<std::pair<std::string, std::string>, std::pair<double, int>>
+        byDetail;
+    for (int i = 0; i < program->steps_size(); ++i) {
+      Key k = keyOf(b, program->steps(i));
+      total += median[i];
+      auto &c = byCategory[k.category];
+      c.first += median[i];
+      c.second += 1;
+      auto &d = byDetail[{k.category, k.detail}];
+      d.first += median[i];
+      d.second += 1;
+    }
+    std::printf("\n%s: %d steps, %.3f ms summed over steps (eager, median of "
+                "%d)\n",
+                program->name().c_str(), program->steps_size(), total,
+                repeat);
+    std::vector<std::pair<double, std::string>> cats;
+    for (auto &[name, v] : byCategory)
+      cats.push_back({v.first, name});
+    std::sort(cats.rbegin(), cats.rend());
+    for (auto &[ms, name] : cats)
+      std::printf("  %-20s %9.3f ms  %5.1f%%  %4d steps\n", name.c_str(), ms,
+                  100.0 * ms / total, byCategory[name].second);
+    std::vector<std::pair<double, std::pair<std::string, std::string>>> rows;
+    for (auto &[key, v] : byDetail)
+      rows.push_back({v.first, key});
+    std::sort(rows.rbegin(), rows.rend());
+    std::printf("  top %d:\n", top);
+    for (int i = 0; i < (int)rows.size() && i < top; ++i) {
+      auto &[ms, key] = rows[i];
+      std::printf("  %9.3f ms %5.1f%% x%-4d %-18s %s\n", ms, 100.0 * ms / total,
+                  byDetail[key].second, key.first.c_str(),
+                  key.second.c_str());
+    }
+  }
+  return 0;
+}
