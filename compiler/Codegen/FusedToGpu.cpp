@@ -22,6 +22,8 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -48,8 +50,17 @@ namespace octet::codegen {
 namespace {
 
 constexpr int64_t kVec = 8;       // elements per thread access
+// The narrow layout, for rows cut at offsets that no 8-element span divides
+// (64-wide heads: q, k and v pieces of 128 elements).
+constexpr int64_t kNarrowVec = 4;
 constexpr int64_t kWarp = 32;
 constexpr int64_t kMaxChunks = 16; // 8·16 = 128 registers per row tensor
+// Values reduced over a block at once (one barrier): LayerNorm's mean and
+// M2, a norm gradient's two row sums.
+constexpr int64_t kMaxReduced = 2;
+// Shared floats of the block reductions: two slots used in turn, each with
+// kMaxReduced values per warp.
+constexpr int64_t kReduceFloats = 2 * kMaxReduced * kWarp;
 constexpr unsigned kGlobalSpace = 1;
 constexpr unsigned kSharedSpace = 3;
 
@@ -75,6 +86,7 @@ struct Segment {
   int64_t rows = 0;
   int64_t blocks = 0;
   bool loop = false; // blocks loop over rows (column sums need it)
+  bool sumsColumns = false;
   int64_t firstBlock = 0;
   SmallVector<Value> columnSums; // in accumulator order
   SmallVector<Value> amaxes;     // in accumulator order
@@ -84,9 +96,13 @@ struct Plan {
   SmallVector<Segment, 0> segments;
   int64_t threads = 0;
   int64_t totalBlocks = 0;
+  int64_t vec = kVec; // elements per thread access
   int64_t workspaceFloats = 0;
   int64_t ropeHalf = 0; // largest RoPE half head size: angle table in smem
   int64_t columnBlocksPerSM = 3;
+  // Blocks a multiprocessor runs at once for the kernels whose blocks loop
+  // over rows (0: none loop).
+  int64_t blocksPerSM = 0;
   DenseMap<Value, int64_t> workspaceOffset; // per ColumnSum value
   DenseMap<Value, int64_t> workspaceRows;
   // Transposed FP8 copies of tensors the kernel reads or writes whole: a
@@ -116,6 +132,10 @@ bool isColumnSum(Value v) {
 }
 
 constexpr int64_t kTransposeThreads = 256;
+// The column-sum kernel: 8 warps, each adding every 8th partial row of the
+// block's 32 columns.
+constexpr int64_t kColumnSumGroups = 8;
+constexpr int64_t kColumnSumThreads = kColumnSumGroups * kWarp;
 
 // A transpose can trail the row kernel when its operands are in memory by
 // then (kernel inputs or results) and only the kernel's results read it.
@@ -208,7 +228,8 @@ bool isSupported(Operation *op) {
 
 // Splits the body into segments and fixes every size. Errors name the op.
 FailureOr<Plan> planKernel(kernel::FusedOp fused, int64_t numSMs,
-                           int64_t columnBlocksPerSM) {
+                           int64_t columnBlocksPerSM, int64_t rowBytesInFlight,
+                           int64_t rowBlocksPerSM) {
   Block &body = fused.getBodyBlock();
   auto yield = cast<kernel::YieldOp>(body.getTerminator());
   Plan plan;
@@ -290,10 +311,6 @@ FailureOr<Plan> planKernel(kernel::FusedOp fused, int64_t numSMs,
           return seg.ops.front()->emitOpError(
                      "mixes element counts in one elementwise group"),
                  failure();
-      if (seg.flatElements % kVec)
-        return seg.ops.front()->emitOpError("element count must be a multiple "
-                                            "of 8 for 16-byte accesses"),
-               failure();
       continue;
     }
     int64_t rowRank =
@@ -318,26 +335,53 @@ FailureOr<Plan> planKernel(kernel::FusedOp fused, int64_t numSMs,
                    << t << " does not have " << seg.rows << " elements",
                failure();
       }
-      if (seg.length.count(v) && seg.length[v] % kVec)
-        return seg.ops.front()->emitOpError("row length ")
-                   << seg.length[v]
-                   << " must be a multiple of 8 for 16-byte accesses",
-               failure();
       if (role == Role::ColumnSum)
-        seg.loop = true;
+        seg.loop = seg.sumsColumns = true;
     }
+    // Persistent blocks: rowBlocksPerSM blocks a multiprocessor loop over
+    // the rows, each loading its next row while it computes this one,
+    // instead of a short-lived block per row.
+    if (rowBlocksPerSM > 0 && seg.rows > numSMs * rowBlocksPerSM)
+      seg.loop = true;
   }
 
-  int64_t threads = 0;
+  // Chunks per thread, sized by the bytes a thread has in flight: a block
+  // loads its whole row at once and computes only when it is in, so the
+  // memory system sees a block's row inputs and nothing more from it.
+  // - rows: 4 chunks, 8 when the row inputs are narrow (one bf16 input:
+  //   4 chunks are only 64 bytes a thread), for about rowBytesInFlight;
+  // - blocks looping over rows (column sums) prefetch the next row and keep
+  //   weight-gradient accumulators: 2 chunks, so both rows fit in registers;
+  // - flat slices: 2 chunks, 4 for one narrow input (64 bytes).
+  auto bytesPerChunk = [](const Segment &seg) {
+    int64_t bytes = 0;
+    for (auto [v, role] : seg.roles)
+      if (role == Role::Row && isa<BlockArgument>(v))
+        bytes += kVec * cast<RankedTensorType>(v.getType())
+                            .getElementType()
+                            .getIntOrFloatBitWidth() /
+                 8;
+    return std::max<int64_t>(bytes, 1);
+  };
+  bool looping =
+      llvm::any_of(plan.segments, [](const Segment &s) { return s.loop; });
+  int64_t threads = 0, flatChunks = 2;
   for (Segment &seg : plan.segments) {
-    if (seg.flat)
+    if (seg.flat) {
+      flatChunks = std::max<int64_t>(
+          flatChunks, std::clamp<int64_t>(64 / bytesPerChunk(seg), 2, 4));
       continue;
+    }
     int64_t longest = 0;
     for (auto [v, len] : seg.length)
       longest = std::max(longest, len);
-    // About four 8-element chunks per thread keeps 64 bytes of each bf16
-    // input in flight per thread without crowding registers.
-    int64_t want = llvm::alignTo(ceilDiv(longest, kVec * 4), kWarp);
+    int64_t chunks =
+        looping ? std::clamp<int64_t>(rowBytesInFlight / 2 /
+                                          bytesPerChunk(seg),
+                                      2, 8)
+                : std::clamp<int64_t>(rowBytesInFlight / bytesPerChunk(seg), 2,
+                                      8);
+    int64_t want = llvm::alignTo(ceilDiv(longest, kVec * chunks), kWarp);
     threads = std::max(threads, std::clamp<int64_t>(want, kWarp, 1024));
   }
   if (threads == 0)
@@ -351,25 +395,52 @@ FailureOr<Plan> planKernel(kernel::FusedOp fused, int64_t numSMs,
       for (int64_t o : offsets)
         pieceGcd = std::gcd(pieceGcd, o);
     }
+  // Every length a thread access must divide: rows, flat tensors, pieces.
+  int64_t lengthGcd = pieceGcd;
+  for (Segment &seg : plan.segments) {
+    if (seg.flat)
+      lengthGcd = std::gcd(lengthGcd, seg.flatElements);
+    for (auto [v, len] : seg.length)
+      lengthGcd = std::gcd(lengthGcd, len);
+  }
+  // 8 elements per access where every length allows it, else 4 (16 bytes
+  // of f32, 8 of bf16).
+  int64_t vec = lengthGcd % kVec == 0 ? kVec : kNarrowVec;
+  if (lengthGcd % vec)
+    return fused.emitOpError("has a row, piece or tensor length with a "
+                             "common divisor of ")
+               << lengthGcd << "; GPU codegen needs a multiple of "
+               << kNarrowVec << " elements",
+           failure();
   if (pieceGcd) {
-    // The widest block whose span (threads · 8 elements) divides every
-    // piece offset; fewer threads only means more chunks per thread.
-    while (threads > kWarp && pieceGcd % (threads * kVec))
-      threads -= kWarp;
-    if (pieceGcd % (threads * kVec))
+    // The widest block whose span (threads · vec elements) divides every
+    // piece offset; fewer threads only means more chunks per thread. A
+    // narrow access comes before a block of less than a warp.
+    auto fit = [&](int64_t v) {
+      int64_t t = threads;
+      while (t > kWarp && pieceGcd % (t * v))
+        t -= kWarp;
+      return pieceGcd % (t * v) ? 0 : t;
+    };
+    int64_t t = fit(vec);
+    if (!t && vec == kVec)
+      t = fit(vec = kNarrowVec);
+    if (!t)
       return fused.emitOpError("slices or joins rows at offsets with a "
                                "common divisor of ")
                  << pieceGcd << "; GPU codegen needs a multiple of "
-                 << kWarp * kVec,
+                 << kWarp * kNarrowVec,
              failure();
+    threads = t;
   }
   plan.threads = threads;
-  int64_t span = threads * kVec;
+  plan.vec = vec;
+  int64_t span = threads * vec;
 
   int64_t block = 0;
   for (Segment &seg : plan.segments) {
     if (seg.flat) {
-      int64_t len = span * 2;
+      int64_t len = span * flatChunks;
       seg.rows = ceilDiv(seg.flatElements, len);
       for (auto [v, role] : seg.roles)
         if (role == Role::Row)
@@ -388,8 +459,8 @@ FailureOr<Plan> planKernel(kernel::FusedOp fused, int64_t numSMs,
                          .back();
         int64_t half = dh / 2;
         bool sameThread = half % span == 0;
-        bool inWarp = span % dh == 0 && half % kVec == 0 &&
-                      half / kVec < kWarp && llvm::isPowerOf2_64(half / kVec);
+        bool inWarp = span % dh == 0 && half % vec == 0 &&
+                      half / vec < kWarp && llvm::isPowerOf2_64(half / vec);
         if (dh % 2 || (!sameThread && !inWarp))
           return rope.emitOpError("head size ")
                      << dh << " does not fit the row layout (" << threads
@@ -398,7 +469,13 @@ FailureOr<Plan> planKernel(kernel::FusedOp fused, int64_t numSMs,
         plan.ropeHalf = std::max(plan.ropeHalf, half);
       }
     seg.blocks =
-        seg.loop ? std::min(seg.rows, numSMs * columnBlocksPerSM) : seg.rows;
+        seg.loop ? std::min(seg.rows,
+                            numSMs * (seg.sumsColumns ? columnBlocksPerSM
+                                                      : rowBlocksPerSM))
+                 : seg.rows;
+    if (seg.loop)
+      plan.blocksPerSM =
+          std::max(plan.blocksPerSM, ceilDiv(seg.blocks, numSMs));
     seg.firstBlock = block;
     block += seg.blocks;
     for (auto [v, role] : seg.roles) {
@@ -430,14 +507,19 @@ struct Val {
   SmallVector<Value> chunks; // vector<8xf32>, Row/Column values
   Value scalar;              // f32: Scalar and PerRow values
   Type pendingFp8;           // chunks still need rounding to this FP8 type
+  Type rawElem; // chunks are as loaded (vector of this type), not yet f32
+  // A column input not loaded yet: read where first used, so that a row
+  // kernel does not hold norm weights in registers through its reductions.
+  Value deferredFrom;
+  int64_t deferredLength = 0;
 };
 
 class KernelBuilder {
 public:
   KernelBuilder(kernel::FusedOp fused, const Plan &plan, OpBuilder &b)
-      : fused(fused), plan(plan), b(b), loc(fused.getLoc()) {
+      : fused(fused), plan(plan), b(b), loc(fused.getLoc()), vec(plan.vec) {
     f32 = b.getF32Type();
-    vecType = VectorType::get({kVec}, f32);
+    vecType = VectorType::get({vec}, f32);
   }
 
   gpu::GPUFuncOp buildMain(gpu::GPUModuleOp module, StringRef name);
@@ -460,14 +542,52 @@ private:
         b, loc, vecType, DenseElementsAttr::get(vecType, (float)v));
   }
   Value bcast(Value s) { return vector::BroadcastOp::create(b, loc, vecType, s); }
-  Value add(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
-  Value sub(Value x, Value y) { return arith::SubFOp::create(b, loc, x, y); }
-  Value mul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
-  Value div(Value x, Value y) { return arith::DivFOp::create(b, loc, x, y); }
-  Value sigmoid(Value x) {
-    Value e = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, x));
-    return div(splat(1.0), add(splat(1.0), e));
+  // Products feeding sums may fuse into one fma (a single rounding instead
+  // of two: within the stated f32 tolerances, and fewer instructions an
+  // element in kernels that issue as much as they move).
+  arith::FastMathFlagsAttr contract() {
+    return arith::FastMathFlagsAttr::get(b.getContext(),
+                                         arith::FastMathFlags::contract);
   }
+  Value add(Value x, Value y) {
+    return arith::AddFOp::create(b, loc, x, y, contract());
+  }
+  Value sub(Value x, Value y) {
+    return arith::SubFOp::create(b, loc, x, y, contract());
+  }
+  Value mul(Value x, Value y) {
+    return arith::MulFOp::create(b, loc, x, y, contract());
+  }
+  Value div(Value x, Value y) { return arith::DivFOp::create(b, loc, x, y); }
+  Value fma(Value x, Value y, Value z) {
+    return math::FmaOp::create(b, loc, x, y, z);
+  }
+  // f applied to every lane of a vector<vec x f32>.
+  Value perLane(Value v, function_ref<Value(Value)> f) {
+    Value out = v;
+    for (int64_t k = 0; k < vec; ++k)
+      out = vector::InsertOp::create(
+          b, loc, f(vector::ExtractOp::create(b, loc, v, k)), out, k);
+    return out;
+  }
+  // 1 / (1 + 2^y) through the SFU: ex2.approx.ftz (at most 2 ulp, PTX ISA)
+  // and rcp.approx.ftz (1 ulp). Four instructions a lane where libdevice's
+  // expf and a correctly rounded division take about twenty, which made the
+  // activation kernels instruction-bound. y = +inf gives 0, y = -inf 1.
+  Value logistic2(Value y) {
+    return perLane(y, [&](Value s) -> Value {
+      Value e = LLVM::InlineAsmOp::create(
+                    b, loc, f32, ValueRange{s}, "ex2.approx.ftz.f32 $0, $1;",
+                    "=f,f", /*has_side_effects=*/false,
+                    /*is_align_stack=*/false, LLVM::tailcallkind::TailCallKind::None,
+                    LLVM::AsmDialectAttr(), ArrayAttr())
+                    .getResult(0);
+      return NVVM::RcpApproxFtzF32Op::create(b, loc, f32,
+                                             add(e, f32c(1.0)));
+    });
+  }
+  // sigmoid(x) = 1 / (1 + 2^(-x·log2 e)).
+  Value sigmoid(Value x) { return logistic2(mul(x, splat(-M_LOG2E))); }
 
   Value toF32(Value v);
   Value fromF32(Value v, Type elem);
@@ -476,7 +596,7 @@ private:
   // Chunk c of a row of `len` elements: this thread's first element, and
   // whether it lies inside the row (null when it always does).
   Value chunkBase(int64_t c) {
-    return arith::AddIOp::create(b, loc, idx(c * plan.threads * kVec), tid8);
+    return arith::AddIOp::create(b, loc, idx(c * plan.threads * vec), tid8);
   }
   Value chunkValid(const Segment &seg, int64_t len, int64_t c, Value rowStart);
 
@@ -487,12 +607,35 @@ private:
 
   // Sum or max over the block; every thread gets the result.
   Value blockReduce(Value x, bool isMax);
+  SmallVector<Value> blockReduce(SmallVector<Value> xs, bool isMax);
+  SmallVector<Value> blockCombine(
+      SmallVector<Value> xs,
+      function_ref<SmallVector<Value>(ArrayRef<Value>, ArrayRef<Value>,
+                                      int64_t)>
+          combine,
+      function_ref<SmallVector<Value>(ArrayRef<Value>, ArrayRef<Value>,
+                                      int64_t)>
+          merge);
+  std::pair<Value, Value> blockMeanM2(Value mean, Value m2, int64_t perThread);
 
   const SmallVector<Value> &chunksOf(Value v);
   Value scalarOf(Value v) { return vals[v].scalar; }
 
   void emitSegment(const Segment &seg, Value localBlock);
-  SmallVector<Value> emitRow(const Segment &seg, Value row, ValueRange accs);
+  SmallVector<Value> loadRow(const Segment &seg, Value row);
+  void loadColumns(const Segment &seg);
+  // A column input's chunks, as stored.
+  SmallVector<Value> loadColumn(Value mem, Type elem, int64_t len);
+  SmallVector<Value> emitRow(const Segment &seg, Value row, ValueRange accs,
+                             ValueRange raw);
+  // Loaded chunks to f32 (once, where first needed).
+  void widen(Val &val) {
+    if (!val.rawElem)
+      return;
+    for (Value &c : val.chunks)
+      c = toF32(c);
+    val.rawElem = Type();
+  }
   LogicalResult emitOp(const Segment &seg, Operation *op, Value row,
                        SmallVector<Value> &accs, DenseMap<Value, int> &accIdx);
   void emitDispatch(ArrayRef<int64_t> starts, int64_t lo, int64_t hi,
@@ -506,6 +649,7 @@ private:
   const Plan &plan;
   OpBuilder &b;
   Location loc;
+  int64_t vec; // elements per thread access
   Type f32;
   VectorType vecType;
   gpu::GPUModuleOp module;
@@ -513,6 +657,7 @@ private:
   int reduceSlot = 0;
   DenseMap<Value, Value> memOf; // region value → kernel argument
   DenseMap<Value, Val> vals;
+  DenseMap<Value, Val> columns; // Column inputs as loaded, per segment
   DenseMap<Value, int64_t> lengthOf;
   int ropeTables = 0;
   // Which RoPE angles the shared table holds in the current row.
@@ -573,7 +718,7 @@ Value KernelBuilder::roundTo(Value v, Type elem) {
 
 Value KernelBuilder::chunkValid(const Segment &seg, int64_t len, int64_t c,
                                 Value rowStart) {
-  int64_t span = plan.threads * kVec;
+  int64_t span = plan.threads * vec;
   Value valid;
   Value base = chunkBase(c);
   if ((c + 1) * span > len)
@@ -594,14 +739,15 @@ Value KernelBuilder::loadChunk(Value mem, Type elem, Value offset,
   // zeros are neutral for the sums and maxima that follow.
   if (valid)
     offset = arith::SelectOp::create(b, loc, valid, offset, idx(0));
-  auto type = VectorType::get({kVec}, elem);
-  int64_t bytes = kVec * elem.getIntOrFloatBitWidth() / 8;
+  auto type = VectorType::get({vec}, elem);
+  int64_t bytes = vec * elem.getIntOrFloatBitWidth() / 8;
   Value v = vector::LoadOp::create(b, loc, type, mem, ValueRange{offset},
                                    /*nontemporal=*/false,
                                    llvm::MaybeAlign(std::min<int64_t>(bytes, 16)));
-  v = toF32(v);
   if (valid)
-    v = arith::SelectOp::create(b, loc, valid, v, splat(0.0));
+    v = arith::SelectOp::create(
+        b, loc, valid, v,
+        arith::ConstantOp::create(b, loc, type, b.getZeroAttr(type)));
   return v;
 }
 
@@ -614,7 +760,7 @@ void KernelBuilder::storeChunk(Value mem, Type elem, Value offset, Value valid,
     b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
   }
   Value narrow = fromF32(v, elem);
-  int64_t bytes = kVec * elem.getIntOrFloatBitWidth() / 8;
+  int64_t bytes = vec * elem.getIntOrFloatBitWidth() / 8;
   vector::StoreOp::create(b, loc, narrow, mem, ValueRange{offset},
                           /*nontemporal=*/false,
                           llvm::MaybeAlign(std::min<int64_t>(bytes, 16)));
@@ -625,43 +771,112 @@ Value KernelBuilder::loadScalar(Value mem, Type elem, Value index) {
   return toF32(v);
 }
 
-Value KernelBuilder::blockReduce(Value x, bool isMax) {
-  auto combine = [&](Value p, Value q) -> Value {
-    return isMax ? Value(arith::MaximumFOp::create(b, loc, p, q)) : add(p, q);
-  };
+// Butterfly over the warp, then each warp's values through shared memory:
+// `combine` merges two partials (it must be symmetric, so that every lane
+// ends with the same bits), `merge` folds the warps' partials in warp order.
+SmallVector<Value> KernelBuilder::blockCombine(
+    SmallVector<Value> xs,
+    function_ref<SmallVector<Value>(ArrayRef<Value>, ArrayRef<Value>, int64_t)>
+        combine,
+    function_ref<SmallVector<Value>(ArrayRef<Value>, ArrayRef<Value>, int64_t)>
+        merge) {
+  assert((int64_t)xs.size() <= kMaxReduced && "too many values reduced");
   Value width = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(kWarp));
-  for (int64_t off = kWarp / 2; off >= 1; off /= 2) {
+  for (int64_t off = kWarp / 2, level = 0; off >= 1; off /= 2, ++level) {
     Value o = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(off));
-    Value other = gpu::ShuffleOp::create(b, loc, x, o, width,
-                                         gpu::ShuffleMode::XOR)
-                      .getShuffleResult();
-    x = combine(x, other);
+    SmallVector<Value> other;
+    for (Value x : xs)
+      other.push_back(gpu::ShuffleOp::create(b, loc, x, o, width,
+                                             gpu::ShuffleMode::XOR)
+                          .getShuffleResult());
+    xs = combine(xs, other, level);
   }
   int64_t warps = plan.threads / kWarp;
   if (warps == 1)
-    return x;
+    return xs;
   // Two slots used in turn: a slot is rewritten only after the barrier of
   // the reduction in between, which every reader of its last use has passed.
-  int64_t slot = (reduceSlot++ % 2) * kWarp;
+  int64_t slot = (reduceSlot++ % 2) * kMaxReduced * kWarp;
   Value isLeader =
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, idx(0));
   {
     OpBuilder::InsertionGuard guard(b);
     auto ifOp = scf::IfOp::create(b, loc, isLeader, false);
     b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
-    Value at = arith::AddIOp::create(b, loc, warp, idx(slot));
-    memref::StoreOp::create(b, loc, x, shared, ValueRange{at});
+    for (auto [j, x] : llvm::enumerate(xs)) {
+      Value at = arith::AddIOp::create(b, loc, warp,
+                                       idx(slot + (int64_t)j * kWarp));
+      memref::StoreOp::create(b, loc, x, shared, ValueRange{at});
+    }
   }
   gpu::BarrierOp::create(b, loc);
-  Value acc = memref::LoadOp::create(b, loc, shared, ValueRange{idx(slot)});
+  auto readWarp = [&](int64_t w) {
+    SmallVector<Value> r;
+    for (size_t j = 0; j < xs.size(); ++j)
+      r.push_back(memref::LoadOp::create(
+          b, loc, shared, ValueRange{idx(slot + (int64_t)j * kWarp + w)}));
+    return r;
+  };
+  SmallVector<Value> acc = readWarp(0);
   for (int64_t w = 1; w < warps; ++w)
-    acc = combine(acc, memref::LoadOp::create(b, loc, shared,
-                                              ValueRange{idx(slot + w)}));
+    acc = merge(acc, readWarp(w), w);
   return acc;
+}
+
+SmallVector<Value> KernelBuilder::blockReduce(SmallVector<Value> xs,
+                                              bool isMax) {
+  auto both = [&](ArrayRef<Value> p, ArrayRef<Value> q, int64_t) {
+    SmallVector<Value> r;
+    for (auto [x, y] : llvm::zip(p, q))
+      r.push_back(isMax ? Value(arith::MaximumFOp::create(b, loc, x, y))
+                        : add(x, y));
+    return r;
+  };
+  return blockCombine(std::move(xs), both, both);
+}
+
+Value KernelBuilder::blockReduce(Value x, bool isMax) {
+  return blockReduce(SmallVector<Value>{x}, isMax).front();
+}
+
+// Mean and M2 (sum of squared deviations) of the block's values, each
+// thread holding `perThread` of them with their mean and M2: Chan et al.'s
+// pairwise update, which with equal counts is mean = (a + b) / 2,
+// M2 = M2a + M2b + (b − a)²·n/2. As accurate as two passes over the data,
+// with one barrier instead of two.
+std::pair<Value, Value> KernelBuilder::blockMeanM2(Value mean, Value m2,
+                                                   int64_t perThread) {
+  auto pairwise = [&](ArrayRef<Value> p, ArrayRef<Value> q, int64_t level) {
+    double n = (double)(perThread << level);
+    Value d = sub(q[0], p[0]);
+    // (p + q)·0.5 and M2p + M2q: the same bits on both lanes.
+    Value m = mul(add(p[0], q[0]), f32c(0.5));
+    Value s = add(add(p[1], q[1]), mul(mul(d, d), f32c(n / 2)));
+    return SmallVector<Value>{m, s};
+  };
+  int64_t perWarp = perThread * kWarp;
+  auto sequential = [&](ArrayRef<Value> acc, ArrayRef<Value> next,
+                        int64_t w) {
+    // acc holds w warps, next one more.
+    Value d = sub(next[0], acc[0]);
+    Value m = add(acc[0], mul(d, f32c(1.0 / (double)(w + 1))));
+    Value s = add(add(acc[1], next[1]),
+                  mul(mul(d, d), f32c((double)w * perWarp / (w + 1))));
+    return SmallVector<Value>{m, s};
+  };
+  SmallVector<Value> r = blockCombine({mean, m2}, pairwise, sequential);
+  return {r[0], r[1]};
 }
 
 const SmallVector<Value> &KernelBuilder::chunksOf(Value v) {
   Val &val = vals[v];
+  if (val.deferredFrom) {
+    Type elem = cast<RankedTensorType>(v.getType()).getElementType();
+    val.chunks = loadColumn(val.deferredFrom, elem, val.deferredLength);
+    val.rawElem = elem;
+    val.deferredFrom = Value();
+  }
+  widen(val);
   if (val.pendingFp8) {
     for (Value &c : val.chunks)
       c = roundTo(c, val.pendingFp8);
@@ -741,7 +956,7 @@ gpu::GPUFuncOp KernelBuilder::buildMain(gpu::GPUModuleOp mod,
   module = mod;
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToEnd(mod.getBody());
-  auto sharedType = MemRefType::get({2 * kWarp + 2 * plan.ropeHalf}, f32,
+  auto sharedType = MemRefType::get({kReduceFloats + 2 * plan.ropeHalf}, f32,
                                     MemRefLayoutAttrInterface(),
                                     b.getI64IntegerAttr(kSharedSpace));
   auto func = gpu::GPUFuncOp::create(
@@ -757,8 +972,8 @@ gpu::GPUFuncOp KernelBuilder::buildMain(gpu::GPUModuleOp mod,
   // capping registers so that they all fit keeps the grid one wave (measured
   // on an H200: RMSNorm backward 57% → 75% of copy bandwidth). Capping the
   // one-block-per-row kernels as well made ptxas spill and lost 4-5%.
-  if (llvm::any_of(plan.segments, [](const Segment &s) { return s.loop; }))
-    func->setAttr("nvvm.minctasm", b.getI32IntegerAttr(plan.columnBlocksPerSM));
+  if (plan.blocksPerSM)
+    func->setAttr("nvvm.minctasm", b.getI32IntegerAttr(plan.blocksPerSM));
   // 16-byte vector reads of the RoPE angle table need an aligned buffer.
   func.setWorkgroupAttributionAttr(0, b.getStringAttr("llvm.align"),
                                    b.getI64IntegerAttr(16));
@@ -776,7 +991,7 @@ gpu::GPUFuncOp KernelBuilder::buildMain(gpu::GPUModuleOp mod,
     workspace = func.getArgument(func.getFunctionType().getNumInputs() - 1);
 
   tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-  tid8 = arith::MulIOp::create(b, loc, tid, idx(kVec));
+  tid8 = arith::MulIOp::create(b, loc, tid, idx(vec));
   lane = arith::RemUIOp::create(b, loc, tid, idx(kWarp));
   warp = arith::DivUIOp::create(b, loc, tid, idx(kWarp));
   Value blockId = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
@@ -881,7 +1096,7 @@ void KernelBuilder::emitSegment(const Segment &seg, Value localBlock) {
     lengthOf[v] = len;
   int64_t numChunkAccs = 0;
   for (Value v : seg.columnSums)
-    numChunkAccs += ceilDiv(seg.length.lookup(v), plan.threads * kVec);
+    numChunkAccs += ceilDiv(seg.length.lookup(v), plan.threads * vec);
   SmallVector<Value> inits;
   for (int64_t i = 0; i < numChunkAccs; ++i)
     inits.push_back(splat(0.0));
@@ -889,18 +1104,51 @@ void KernelBuilder::emitSegment(const Segment &seg, Value localBlock) {
     inits.push_back(f32c(0.0));
 
   SmallVector<Value> accs;
+  columns.clear();
   if (!seg.loop) {
-    accs = emitRow(seg, localBlock, inits);
+    accs = emitRow(seg, localBlock, inits, loadRow(seg, localBlock));
   } else {
+    // Every row reads the same columns (norm weights): once per block when
+    // the block also holds column sums (its registers are sized for it);
+    // persistent row kernels read them per row (L1 hits) to keep registers
+    // for more resident blocks.
+    if (seg.sumsColumns)
+      loadColumns(seg);
+    // Software pipelining: row r + blocks is loaded (as stored, narrow)
+    // before row r is computed, so a block keeps its next row in flight
+    // through the reductions and the stores of this one.
+    size_t numAccs = inits.size();
+    SmallVector<Value> carried = inits;
+    llvm::append_range(carried, loadRow(seg, localBlock));
     auto forOp = scf::ForOp::create(
-        b, loc, localBlock, idx(seg.rows), idx(seg.blocks), inits,
+        b, loc, localBlock, idx(seg.rows), idx(seg.blocks), carried,
         [&](OpBuilder &, Location, Value row, ValueRange iterArgs) {
-          SmallVector<Value> next = emitRow(seg, row, iterArgs);
+          Value next = arith::AddIOp::create(b, loc, row, idx(seg.blocks));
+          Value more = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                             next, idx(seg.rows));
+          SmallVector<Type> rawTypes;
+          for (Value v : iterArgs.drop_front(numAccs))
+            rawTypes.push_back(v.getType());
+          auto ifOp = scf::IfOp::create(b, loc, rawTypes, more,
+                                        /*withElseRegion=*/true);
+          {
+            OpBuilder::InsertionGuard guard(b);
+            b.setInsertionPointToStart(ifOp.thenBlock());
+            scf::YieldOp::create(b, loc, loadRow(seg, next));
+            b.setInsertionPointToStart(ifOp.elseBlock());
+            // Past the last row: the values are never read.
+            scf::YieldOp::create(b, loc, iterArgs.drop_front(numAccs));
+          }
+          SmallVector<Value> out =
+              emitRow(seg, row, iterArgs.take_front(numAccs),
+                      iterArgs.drop_front(numAccs));
           // The next row's reductions reuse the shared slots.
           gpu::BarrierOp::create(b, loc);
-          scf::YieldOp::create(b, loc, next);
+          llvm::append_range(out, ifOp.getResults());
+          scf::YieldOp::create(b, loc, out);
         });
-    accs.assign(forOp.getResults().begin(), forOp.getResults().end());
+    accs.assign(forOp.getResults().begin(),
+                forOp.getResults().begin() + numAccs);
   }
 
   // Column sums: this block's partial row into the workspace.
@@ -911,7 +1159,7 @@ void KernelBuilder::emitSegment(const Segment &seg, Value localBlock) {
     Value rowStart = arith::AddIOp::create(
         b, loc, idx(plan.workspaceOffset.lookup(v)),
         arith::MulIOp::create(b, loc, localBlock, idx(len)));
-    for (int64_t c = 0, e = ceilDiv(len, plan.threads * kVec); c < e; ++c) {
+    for (int64_t c = 0, e = ceilDiv(len, plan.threads * vec); c < e; ++c) {
       Value off = arith::AddIOp::create(b, loc, rowStart, chunkBase(c));
       storeChunk(wsArg, f32, off, chunkValid(seg, len, c, Value()), accs[a++],
                  Type());
@@ -935,45 +1183,91 @@ void KernelBuilder::emitSegment(const Segment &seg, Value localBlock) {
   }
 }
 
+// The segment's row inputs, in role order: every chunk as stored (narrow),
+// converted where first used.
+SmallVector<Value> KernelBuilder::loadRow(const Segment &seg, Value row) {
+  SmallVector<Value> raw;
+  int64_t span = plan.threads * vec;
+  for (auto [v, role] : seg.roles) {
+    if (!isa<BlockArgument>(v) || role != Role::Row)
+      continue;
+    Type elem = cast<RankedTensorType>(v.getType()).getElementType();
+    int64_t len = seg.length.lookup(v);
+    Value rowStart = arith::MulIOp::create(b, loc, row, idx(len));
+    for (int64_t c = 0, e = ceilDiv(len, span); c < e; ++c)
+      raw.push_back(loadChunk(memOf.lookup(v), elem,
+                              arith::AddIOp::create(b, loc, rowStart,
+                                                    chunkBase(c)),
+                              chunkValid(seg, len, c, rowStart)));
+  }
+  return raw;
+}
+
+SmallVector<Value> KernelBuilder::loadColumn(Value mem, Type elem,
+                                             int64_t len) {
+  SmallVector<Value> chunks;
+  for (int64_t c = 0, e = ceilDiv(len, plan.threads * vec); c < e; ++c) {
+    Value valid;
+    if ((c + 1) * plan.threads * vec > len)
+      valid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                    chunkBase(c), idx(len));
+    chunks.push_back(loadChunk(mem, elem, chunkBase(c), valid));
+  }
+  return chunks;
+}
+
+void KernelBuilder::loadColumns(const Segment &seg) {
+  for (auto [v, role] : seg.roles) {
+    if (!isa<BlockArgument>(v) || role != Role::Column)
+      continue;
+    Val val;
+    val.rawElem = cast<RankedTensorType>(v.getType()).getElementType();
+    val.chunks = loadColumn(memOf.lookup(v), val.rawElem,
+                            seg.length.lookup(v));
+    columns[v] = val;
+  }
+}
+
 SmallVector<Value> KernelBuilder::emitRow(const Segment &seg, Value row,
-                                          ValueRange accsIn) {
+                                          ValueRange accsIn, ValueRange raw) {
   SmallVector<Value> accs(accsIn.begin(), accsIn.end());
   anglesFor = nullptr;
   DenseMap<Value, int> accIdx;
   int a = 0;
   for (Value v : seg.columnSums) {
     accIdx[v] = a;
-    a += ceilDiv(seg.length.lookup(v), plan.threads * kVec);
+    a += ceilDiv(seg.length.lookup(v), plan.threads * vec);
   }
   for (Value v : seg.amaxes)
     accIdx[v] = a++;
 
-  int64_t span = plan.threads * kVec;
-  // Load every input the segment reads, all chunks at once, so the block has
-  // its whole row in flight before the first use.
+  int64_t span = plan.threads * vec;
+  // The row's inputs were loaded (all chunks at once, so the whole row is in
+  // flight before the first use); per-row scalars are read here.
+  size_t r = 0;
   for (auto [v, role] : seg.roles) {
-    auto arg = dyn_cast<BlockArgument>(v);
-    if (!arg || role == Role::Scalar)
+    if (!isa<BlockArgument>(v) || role == Role::Scalar)
       continue;
     Type elem = cast<RankedTensorType>(v.getType()).getElementType();
-    Value mem = memOf.lookup(v);
     if (role == Role::PerRow) {
-      vals[v].scalar = loadScalar(mem, elem, row);
-      continue;
+      vals[v].scalar = loadScalar(memOf.lookup(v), elem, row);
+    } else if (role == Role::Column) {
+      if (columns.count(v)) {
+        vals[v] = columns.lookup(v);
+      } else {
+        Val val;
+        val.deferredFrom = memOf.lookup(v);
+        val.deferredLength = seg.length.lookup(v);
+        vals[v] = val;
+      }
+    } else if (role == Role::Row) {
+      Val val;
+      val.rawElem = elem;
+      int64_t n = ceilDiv(seg.length.lookup(v), span);
+      val.chunks.assign(raw.begin() + r, raw.begin() + r + n);
+      r += n;
+      vals[v] = val;
     }
-    int64_t len = seg.length.lookup(v);
-    Value rowStart = role == Role::Row
-                         ? Value(arith::MulIOp::create(b, loc, row, idx(len)))
-                         : Value();
-    Val val;
-    for (int64_t c = 0, e = ceilDiv(len, span); c < e; ++c) {
-      Value off = chunkBase(c);
-      if (rowStart)
-        off = arith::AddIOp::create(b, loc, rowStart, off);
-      val.chunks.push_back(
-          loadChunk(mem, elem, off, chunkValid(seg, len, c, rowStart)));
-    }
-    vals[v] = val;
   }
 
   for (Operation *op : seg.ops)
@@ -989,6 +1283,7 @@ SmallVector<Value> KernelBuilder::emitRow(const Segment &seg, Value row,
     int64_t len = seg.length.lookup(v);
     Type elem = cast<RankedTensorType>(v.getType()).getElementType();
     Val &val = vals[v];
+    widen(val);
     Value rowStart = arith::MulIOp::create(b, loc, row, idx(len));
     for (auto [c, chunk] : llvm::enumerate(val.chunks)) {
       Value off = arith::AddIOp::create(b, loc, rowStart, chunkBase(c));
@@ -1002,7 +1297,7 @@ SmallVector<Value> KernelBuilder::emitRow(const Segment &seg, Value row,
 LogicalResult KernelBuilder::emitOp(const Segment &seg, Operation *op,
                                     Value row, SmallVector<Value> &accs,
                                     DenseMap<Value, int> &accIdx) {
-  int64_t span = plan.threads * kVec;
+  int64_t span = plan.threads * vec;
   auto elemOf = [](Value v) {
     return cast<RankedTensorType>(v.getType()).getElementType();
   };
@@ -1026,38 +1321,63 @@ LogicalResult KernelBuilder::emitOp(const Segment &seg, Operation *op,
       return Value(arith::SelectOp::create(b, loc, ok, x, splat(0.0)));
     return x;
   };
-  auto sumOver = [&](Value like, ArrayRef<Value> chunks) {
+  // This thread's share of a row sum (lanes past the row's end masked).
+  auto threadSum = [&](Value like, ArrayRef<Value> chunks) {
     Value acc;
     for (auto [c, x] : llvm::enumerate(chunks)) {
       Value m = masked(like, c, x);
       acc = acc ? add(acc, m) : m;
     }
-    Value s =
-        vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, acc);
-    return blockReduce(s, false);
+    return Value(
+        vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, acc));
+  };
+  auto sumOver = [&](Value like, ArrayRef<Value> chunks) {
+    return blockReduce(threadSum(like, chunks), false);
+  };
+  auto invSqrt = [&](Value meanSq, double eps) {
+    return div(f32c(1.0),
+               math::SqrtOp::create(b, loc, add(meanSq, f32c(eps))));
+  };
+  auto squares = [&](ArrayRef<Value> chunks) {
+    SmallVector<Value> sq;
+    for (Value c : chunks)
+      sq.push_back(mul(c, c));
+    return sq;
   };
   auto invRms = [&](Value x, double eps, int64_t len) {
-    SmallVector<Value> sq;
-    for (Value c : chunksOf(x))
-      sq.push_back(mul(c, c));
-    Value ss = sumOver(x, sq);
-    Value meanSq = div(ss, f32c((double)len));
-    Value var = add(meanSq, f32c(eps));
-    return div(f32c(1.0), math::SqrtOp::create(b, loc, var));
+    Value ss = sumOver(x, squares(chunksOf(x)));
+    return invSqrt(div(ss, f32c((double)len)), eps);
   };
-  // LayerNorm statistics, two passes over the registers: x - mean, and
-  // 1/sqrt(var + eps) broadcast.
+  // LayerNorm statistics: x - mean, and 1/sqrt(var + eps) broadcast. When
+  // every lane holds row elements, each thread's mean and M2 merge over the
+  // block in one reduction; otherwise two passes (mean, then the centred
+  // squares).
   auto layerStats = [&](Value xv, double eps, SmallVector<Value> &centered) {
     int64_t len = seg.length.lookup(xv);
-    SmallVector<Value> x = chunksOf(xv), sq;
-    Value mean = bcast(div(sumOver(xv, x), f32c((double)len)));
-    for (Value c : x) {
-      centered.push_back(sub(c, mean));
-      sq.push_back(mul(centered.back(), centered.back()));
+    SmallVector<Value> x = chunksOf(xv);
+    Value mean, var;
+    if (len % span == 0) {
+      int64_t perThread = (int64_t)x.size() * vec;
+      Value localMean = div(threadSum(xv, x), f32c((double)perThread));
+      Value lm = bcast(localMean);
+      SmallVector<Value> dev;
+      for (Value c : x)
+        dev.push_back(sub(c, lm));
+      Value localM2 = threadSum(xv, squares(dev));
+      auto [m, m2] = blockMeanM2(localMean, localM2, perThread);
+      mean = m;
+      var = div(m2, f32c((double)len));
+    } else {
+      mean = div(sumOver(xv, x), f32c((double)len));
+      SmallVector<Value> dev;
+      for (Value c : x)
+        dev.push_back(sub(c, bcast(mean)));
+      var = div(sumOver(xv, squares(dev)), f32c((double)len));
     }
-    Value var = div(sumOver(xv, sq), f32c((double)len));
-    return bcast(div(f32c(1.0),
-                     math::SqrtOp::create(b, loc, add(var, f32c(eps)))));
+    Value meanV = bcast(mean);
+    for (Value c : x)
+      centered.push_back(sub(c, meanV));
+    return bcast(invSqrt(var, eps));
   };
   // Per chunk: x̂ = centred·inv, w·dy, w·dy·x̂ (row-summed next) and dy·x̂
   // (the weight gradient's column term).
@@ -1107,16 +1427,16 @@ LogicalResult KernelBuilder::emitOp(const Segment &seg, Operation *op,
     bool tanhForm = o.getApproximate() == "tanh";
     map(o.getResult(),
         [&](Value x) -> Value {
-          Value inner;
           if (tanhForm) {
-            Value x3 = mul(mul(x, x), x);
-            Value u = mul(splat(0.7978845608028654),
-                          add(x, mul(splat(0.044715), x3)));
-            inner = math::TanhOp::create(b, loc, u);
-          } else {
-            inner = math::ErfOp::create(b, loc,
-                                        mul(x, splat(0.7071067811865476)));
+            // 0.5·(1 + tanh(u)) = 1 / (1 + e^(-2u)), u = c·(x + 0.044715·x³):
+            // exact, and without tanh's cancellation near -1 for x < 0.
+            constexpr double c = 0.7978845608028654;
+            Value arg = mul(x, fma(mul(x, x), splat(-2 * c * 0.044715 * M_LOG2E),
+                                   splat(-2 * c * M_LOG2E)));
+            return mul(x, logistic2(arg));
           }
+          Value inner = math::ErfOp::create(b, loc,
+                                            mul(x, splat(0.7071067811865476)));
           return mul(mul(splat(0.5), x), add(splat(1.0), inner));
         },
         o.getInput());
@@ -1227,14 +1547,22 @@ LogicalResult KernelBuilder::emitOp(const Segment &seg, Operation *op,
     vals[o.getResult()] = out;
   } else if (auto o = dyn_cast<graph::RMSNormGradOp>(op)) {
     int64_t len = seg.length.lookup(o.getInput());
-    Value invS = invRms(o.getInput(), o.getEps().convertToDouble(), len);
-    Value inv = bcast(invS);
     SmallVector<Value> dy = chunksOf(o.getGrad());
     SmallVector<Value> x = chunksOf(o.getInput());
     SmallVector<Value> w = chunksOf(o.getWeight());
+    // Σx² and Σ w·dy·x in one block reduction: Σ w·dy·x̂ = inv·Σ w·dy·x.
+    SmallVector<Value> wdyx;
+    for (size_t c = 0; c < x.size(); ++c)
+      wdyx.push_back(mul(mul(dy[c], w[c]), x[c]));
+    SmallVector<Value> sums = blockReduce(
+        {threadSum(o.getInput(), squares(x)), threadSum(o.getInput(), wdyx)},
+        false);
+    Value invS = invSqrt(div(sums[0], f32c((double)len)),
+                         o.getEps().convertToDouble());
+    Value inv = bcast(invS);
     SmallVector<Value> xhat, wdy, prod, dwTerm;
     normGradTerms(dy, x, w, inv, xhat, wdy, prod, dwTerm);
-    Value mean = bcast(div(sumOver(o.getInput(), prod), f32c((double)len)));
+    Value mean = bcast(div(mul(sums[1], invS), f32c((double)len)));
     Val dx;
     for (size_t c = 0; c < x.size(); ++c)
       dx.chunks.push_back(roundTo(mul(sub(wdy[c], mul(xhat[c], mean)), inv),
@@ -1250,8 +1578,10 @@ LogicalResult KernelBuilder::emitOp(const Segment &seg, Operation *op,
     Value inv = layerStats(o.getInput(), o.getEps().convertToDouble(), centered);
     SmallVector<Value> xhat, wdy, prod, dwTerm;
     normGradTerms(dy, centered, w, inv, xhat, wdy, prod, dwTerm);
-    Value c1 = bcast(div(sumOver(o.getInput(), wdy), f32c((double)len)));
-    Value c2 = bcast(div(sumOver(o.getInput(), prod), f32c((double)len)));
+    SmallVector<Value> sums = blockReduce(
+        {threadSum(o.getInput(), wdy), threadSum(o.getInput(), prod)}, false);
+    Value c1 = bcast(div(sums[0], f32c((double)len)));
+    Value c2 = bcast(div(sums[1], f32c((double)len)));
     Val dx;
     for (size_t c = 0; c < x.size(); ++c)
       dx.chunks.push_back(
@@ -1269,7 +1599,7 @@ LogicalResult KernelBuilder::emitOp(const Segment &seg, Operation *op,
     // threads compute cos/sin once into shared memory (libdevice sinf/cosf,
     // full range reduction), everyone reads them as vectors.
     Value pos = scalarOf(o.getPositions());
-    int64_t angles = 2 * kWarp;
+    int64_t angles = kReduceFloats;
     auto sameAngles = [&](Operation *other) {
       auto r = dyn_cast_or_null<graph::RopeOp>(other);
       return r && r.getPositions() == o.getPositions() &&
@@ -1328,9 +1658,9 @@ LogicalResult KernelBuilder::emitOp(const Segment &seg, Operation *op,
         Value width =
             arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(kWarp));
         Value off = arith::ConstantOp::create(
-            b, loc, b.getI32IntegerAttr(half / kVec));
+            b, loc, b.getI32IntegerAttr(half / vec));
         partner = splat(0.0);
-        for (int64_t k = 0; k < kVec; ++k) {
+        for (int64_t k = 0; k < vec; ++k) {
           Value e = vector::ExtractOp::create(b, loc, x[c], k);
           Value s = gpu::ShuffleOp::create(b, loc, e, off, width,
                                            gpu::ShuffleMode::XOR)
@@ -1404,11 +1734,15 @@ gpu::GPUFuncOp KernelBuilder::buildColumnSum(gpu::GPUModuleOp mod,
                                              StringRef name) {
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToEnd(mod.getBody());
+  auto sharedType = MemRefType::get({kColumnSumThreads}, f32,
+                                    MemRefLayoutAttrInterface(),
+                                    b.getI64IntegerAttr(kSharedSpace));
   auto func = gpu::GPUFuncOp::create(b, loc, name,
-                                     b.getFunctionType(argumentTypes(), {}));
+                                     b.getFunctionType(argumentTypes(), {}),
+                                     TypeRange{sharedType}, TypeRange{});
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-  constexpr int64_t threads = 256;
-  func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({threads, 1, 1}));
+  func.setKnownBlockSizeAttr(
+      b.getDenseI32ArrayAttr({(int32_t)kColumnSumThreads, 1, 1}));
   Block &entry = func.getBody().front();
   b.setInsertionPointToStart(&entry);
   auto ret = gpu::ReturnOp::create(b, loc);
@@ -1417,10 +1751,15 @@ gpu::GPUFuncOp KernelBuilder::buildColumnSum(gpu::GPUModuleOp mod,
   Block &body = fused.getBodyBlock();
   auto yield = cast<kernel::YieldOp>(body.getTerminator());
   Value ws = func.getArgument(func.getFunctionType().getNumInputs() - 1);
+  Value sums = func.getWorkgroupAttributions().front();
   Value t = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   Value blockId = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
-  // Sums every column's partials in block order, so the result does not
-  // depend on scheduling.
+  Value lane = arith::RemUIOp::create(b, loc, t, idx(kWarp));
+  Value group = arith::DivUIOp::create(b, loc, t, idx(kWarp));
+  // A block owns 32 columns; its warps split the partial rows (warp g adds
+  // rows g, g + 8, ...), then warp 0 adds the 8 group sums in group order.
+  // The order is fixed, so the result does not depend on scheduling, and a
+  // column has 8 loads in flight instead of one chain through the L2.
   SmallVector<std::pair<Value, unsigned>> outputs;
   for (auto [i, v] : llvm::enumerate(yield.getValues()))
     if (plan.columnSumOf(v))
@@ -1429,7 +1768,7 @@ gpu::GPUFuncOp KernelBuilder::buildColumnSum(gpu::GPUModuleOp mod,
   int64_t next = 0;
   for (auto [v, arg] : outputs) {
     starts.push_back(next);
-    next += ceilDiv(numElements(v.getType()), threads);
+    next += ceilDiv(numElements(v.getType()), kWarp);
   }
   emitDispatch(starts, 0, starts.size(), blockId, [&](int64_t o, Value local) {
     auto [v, argNo] = outputs[o];
@@ -1437,24 +1776,46 @@ gpu::GPUFuncOp KernelBuilder::buildColumnSum(gpu::GPUModuleOp mod,
     int64_t len = numElements(v.getType());
     int64_t partials = plan.workspaceRows.lookup(sum);
     Value col = arith::AddIOp::create(
-        b, loc, arith::MulIOp::create(b, loc, local, idx(threads)), t);
+        b, loc, arith::MulIOp::create(b, loc, local, idx(kWarp)), lane);
     Value inside =
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, col, idx(len));
-    OpBuilder::InsertionGuard g2(b);
-    auto ifOp = scf::IfOp::create(b, loc, inside, false);
-    b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
     Value first = arith::AddIOp::create(
         b, loc, idx(plan.workspaceOffset.lookup(sum)), col);
-    auto loop = scf::ForOp::create(
-        b, loc, idx(0), idx(partials), idx(1), ValueRange{f32c(0.0)},
-        [&](OpBuilder &, Location, Value g, ValueRange acc) {
-          Value at = arith::AddIOp::create(
-              b, loc, first, arith::MulIOp::create(b, loc, g, idx(len)));
-          Value x = memref::LoadOp::create(b, loc, ws, ValueRange{at});
-          scf::YieldOp::create(b, loc, ValueRange{add(acc[0], x)});
-        });
+    Value partial;
+    {
+      OpBuilder::InsertionGuard g2(b);
+      auto ifOp = scf::IfOp::create(b, loc, TypeRange{f32}, inside, true);
+      b.setInsertionPointToStart(ifOp.thenBlock());
+      auto loop = scf::ForOp::create(
+          b, loc, group, idx(partials), idx(kColumnSumGroups),
+          ValueRange{f32c(0.0)},
+          [&](OpBuilder &, Location, Value g, ValueRange acc) {
+            Value at = arith::AddIOp::create(
+                b, loc, first, arith::MulIOp::create(b, loc, g, idx(len)));
+            Value x = memref::LoadOp::create(b, loc, ws, ValueRange{at});
+            scf::YieldOp::create(b, loc, ValueRange{add(acc[0], x)});
+          });
+      scf::YieldOp::create(b, loc, loop.getResult(0));
+      b.setInsertionPointToStart(ifOp.elseBlock());
+      scf::YieldOp::create(b, loc, ValueRange{f32c(0.0)});
+      partial = ifOp.getResult(0);
+    }
+    memref::StoreOp::create(b, loc, partial, sums, ValueRange{t});
+    gpu::BarrierOp::create(b, loc);
+    Value firstGroup = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::eq, group, idx(0));
+    Value write = arith::AndIOp::create(b, loc, firstGroup, inside);
+    OpBuilder::InsertionGuard g2(b);
+    auto ifOp = scf::IfOp::create(b, loc, write, false);
+    b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+    Value total = memref::LoadOp::create(b, loc, sums, ValueRange{lane});
+    for (int64_t g = 1; g < kColumnSumGroups; ++g)
+      total = add(total,
+                  memref::LoadOp::create(
+                      b, loc, sums,
+                      ValueRange{arith::AddIOp::create(b, loc, lane,
+                                                       idx(g * kWarp))}));
     Type elem = cast<RankedTensorType>(v.getType()).getElementType();
-    Value total = loop.getResult(0);
     if (sum != v) {
       // The column sum is rounded to its type before the add, as the
       // interpreter does op by op.
@@ -1468,7 +1829,6 @@ gpu::GPUFuncOp KernelBuilder::buildColumnSum(gpu::GPUModuleOp mod,
     memref::StoreOp::create(b, loc, out, func.getArgument(argNo),
                             ValueRange{col});
   });
-  (void)next;
   return func;
 }
 
@@ -2161,7 +2521,8 @@ struct FusedToGpuPass : impl::FusedToGpuBase<FusedToGpuPass> {
         fused->setAttr("zero_results", b.getDenseI64ArrayAttr({}));
         continue;
       }
-      FailureOr<Plan> plan = planKernel(fused, numSMs, columnBlocksPerSM);
+      FailureOr<Plan> plan = planKernel(fused, numSMs, columnBlocksPerSM,
+                                            rowBytesInFlight, rowBlocksPerSM);
       if (failed(plan)) {
         giveUp();
         if (!keepGoing)
@@ -2177,8 +2538,8 @@ struct FusedToGpuPass : impl::FusedToGpuBase<FusedToGpuPass> {
         for (Value v : cast<kernel::YieldOp>(fused.getBodyBlock().getTerminator())
                            .getValues())
           if (plan->columnSumOf(v))
-            blocks += ceilDiv(numElements(v.getType()), 256);
-        record(sum, blocks, 256);
+            blocks += ceilDiv(numElements(v.getType()), kWarp);
+        record(sum, blocks, kColumnSumThreads);
       }
       if (!plan->transposes.empty()) {
         int64_t grid = 0;

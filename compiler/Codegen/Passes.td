@@ -42,15 +42,22 @@ def FusedToGpu : Pass<"octet-fused-to-gpu", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::scf::SCFDialect",
                            "mlir::arith::ArithDialect", "mlir::math::MathDialect",
                            "mlir::memref::MemRefDialect",
-                           "mlir::vector::VectorDialect"];
+                           "mlir::vector::VectorDialect",
+                           "mlir::LLVM::LLVMDialect", "mlir::NVVM::NVVMDialect"];
   let options = [
     Option<"numSMs", "num-sms", "int64_t", "132",
            "multiprocessors of the target GPU (sizes grids that loop over rows)">,
-    Option<"columnBlocksPerSM", "column-blocks-per-sm", "int64_t", "3",
+    Option<"columnBlocksPerSM", "column-blocks-per-sm", "int64_t", "2",
            "blocks per multiprocessor for kernels that sum columns">,
     Option<"keepGoing", "keep-going", "bool", "false",
            "report a region that cannot be lowered and go on with the others "
            "(the pass still succeeds; such regions get no `launch`)">,
+    Option<"rowBytesInFlight", "row-bytes-in-flight", "int64_t", "128",
+           "bytes of row inputs a thread loads at once in row kernels "
+           "(2 to 8 chunks a thread; half that in blocks looping over rows)">,
+    Option<"rowBlocksPerSM", "row-blocks-per-sm", "int64_t", "0",
+           "persistent row kernels: this many blocks per multiprocessor "
+           "loop over the rows, prefetching the next (0: a block per row)">,
   ];
 }
 

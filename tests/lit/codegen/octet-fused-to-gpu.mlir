@@ -1,5 +1,7 @@
 // RUN: %octet-opt %s --octet-fused-to-gpu | FileCheck %s
 // RUN: %octet-opt %s --octet-fused-to-gpu | FileCheck %s --check-prefix=MORE
+// RUN: %octet-opt %s --octet-fused-to-gpu | FileCheck %s --check-prefix=NARROW
+// RUN: %octet-opt %s --octet-fused-to-gpu="num-sms=1 row-blocks-per-sm=2" | FileCheck %s --check-prefix=PERSIST
 
 // A row kernel: one block per row, 8-element vectors, a shuffle reduction,
 // one atomic per block for the amax.
@@ -10,6 +12,17 @@
 // CHECK-SAME: launch = [{block = 32 : i64, grid = 4 : i64, kernel = @attn_norm::@attn_norm}]
 // CHECK-SAME: workspace_bytes = 0
 // CHECK-SAME: zero_results = array<i64: 1>
+// Persistent row kernels: 2 blocks loop over the 4 rows, loading the next
+// row (scf.if) before computing this one; the amax is carried.
+// PERSIST-LABEL: func.func @forward
+// PERSIST: launch = [{block = 32 : i64, grid = 2 : i64, kernel = @attn_norm::@attn_norm}]
+// PERSIST: gpu.func @attn_norm(
+// PERSIST-SAME: nvvm.minctasm = 2
+// PERSIST: scf.for
+// PERSIST: scf.if
+// PERSIST: vector.load
+// PERSIST: gpu.barrier
+// PERSIST: memref.atomic_rmw maxu
 func.func @forward(%x: tensor<4x256xbf16>, %w: tensor<256xbf16>, %s: tensor<f32>) -> (tensor<4x256xf8E4M3FN>, tensor<f32>) {
   %q, %m = kernel.fused "attn norm" kind("row") ins(%x, %w, %s : tensor<4x256xbf16>, tensor<256xbf16>, tensor<f32>) {
   ^bb0(%a: tensor<4x256xbf16>, %b: tensor<256xbf16>, %c: tensor<f32>):
@@ -48,7 +61,7 @@ func.func @clash(%x: tensor<4x256xf32>) -> tensor<4x256xf32> {
 }
 
 // CHECK: gpu.module @attn_norm
-// CHECK: gpu.func @attn_norm(%{{.*}}: memref<1024xbf16, 1>, %{{.*}}: memref<256xbf16, 1>, %{{.*}}: memref<1xf32, 1>, %{{.*}}: memref<1024xf8E4M3FN, 1>, %{{.*}}: memref<1xi32, 1>) workgroup(%{{.*}} : memref<64xf32, 3> {llvm.align = 16 : i64}) kernel
+// CHECK: gpu.func @attn_norm(%{{.*}}: memref<1024xbf16, 1>, %{{.*}}: memref<256xbf16, 1>, %{{.*}}: memref<1xf32, 1>, %{{.*}}: memref<1024xf8E4M3FN, 1>, %{{.*}}: memref<1xi32, 1>) workgroup(%{{.*}} : memref<128xf32, 3> {llvm.align = 16 : i64}) kernel
 // CHECK-SAME: known_block_size = array<i32: 32, 1, 1>
 // CHECK: vector.load {{.*}} {alignment = 16 : i64} : memref<1024xbf16, 1>, vector<8xbf16>
 // CHECK: gpu.shuffle xor
@@ -97,6 +110,23 @@ func.func @head_split(%x: tensor<4x512xbf16>) -> (tensor<4x256xbf16>, tensor<4x2
     kernel.yield %y : tensor<4x256xbf16>
   } : tensor<4x256xbf16>
   return %a, %b : tensor<4x256xbf16>, tensor<4x256xbf16>
+}
+
+// Pieces at 128 elements (64-wide heads) are below the 8-element layout's
+// smallest span (32 threads x 8): the kernel takes 4-element accesses.
+// NARROW-LABEL: func.func @narrow_join
+// NARROW: launch = [{block = 32 : i64, grid = 4 : i64, kernel = @join::@join}]
+// NARROW: gpu.func @join(
+// NARROW: vector.load {{.*}} : memref<512xf32, 1>, vector<4xf32>
+// NARROW: vector.store {{.*}} : memref<1024xf32, 1>, vector<4xf32>
+func.func @narrow_join(%k: tensor<4x128xf32>, %v: tensor<4x128xf32>) -> tensor<4x256xf32> {
+  %y = kernel.fused "join" kind("row") ins(%k, %v : tensor<4x128xf32>, tensor<4x128xf32>) {
+  ^bb0(%a: tensor<4x128xf32>, %b: tensor<4x128xf32>):
+    %c = graph.concat %a, %b {dim = 1 : i64} : (tensor<4x128xf32>, tensor<4x128xf32>) -> tensor<4x256xf32>
+    %s = graph.silu %c : tensor<4x256xf32>
+    kernel.yield %s : tensor<4x256xf32>
+  } : tensor<4x256xf32>
+  return %y : tensor<4x256xf32>
 }
 
 // Cross-entropy: a block per token over the vocabulary row into per-token
