@@ -3,7 +3,9 @@
 (same shapes and math), timed in the same run as octet's kernels, and merged
 with octet-fused-bench's JSON into one result.
 
-usage: torch_fused.py OCTET_JSON OUT_JSON
+usage: torch_fused.py OCTET_JSON OUT_JSON [OCTET_JSON OUT_JSON]...
+(several octet results, e.g. kernels built with different options in the
+same run, each get the same torch.compile timings)
 """
 import json, math, sys, time
 import torch
@@ -141,7 +143,6 @@ def r(*shape, dt=bf, std=1.0, mean=0.0):
 
 
 def main():
-    octet = json.load(open(sys.argv[1]))
     sc = torch.tensor(96.0, device=dev)
     x, res, dy, dres = r(T, D), r(T, D), r(T, D), r(T, D)
     w, lw, lb = r(D, std=0.1, mean=1.0), r(D, std=0.1, mean=1.0), r(D, std=0.1)
@@ -177,6 +178,14 @@ def main():
     results["adamw"] = bench(c, (ps, gs, ms, vs, scales, lr, step, gsc), reps=10)
     print(f"torch.compile adamw: {results['adamw']:.4f} ms", flush=True)
 
+    if len(sys.argv) < 3 or len(sys.argv) % 2 == 0:
+        sys.exit("usage: torch_fused.py OCTET_JSON OUT_JSON [OCTET_JSON OUT_JSON]...")
+    for src, dst in zip(sys.argv[1::2], sys.argv[2::2]):
+        merge(json.load(open(src)), results, dst)
+
+
+def merge(octet, results, out_path):
+    print(out_path)
     for kern in octet["kernels"]:
         tms = results.get(kern["name"])
         if tms:
@@ -188,7 +197,7 @@ def main():
         print(f"{kern['name']:16s} {kern['ms']:9.4f} {kern['GBps']:7.0f} {100*kern['share_of_copy']:7.1f}% "
               f"{kern.get('torch_compile_ms', float('nan')):9.4f} {kern.get('speedup_vs_torch_compile', float('nan')):7.2f}x")
     print(f"copy {octet['copy_GBps']:.0f} GB/s; geomean share of copy {100*octet['geomean_share_of_copy']:.1f}%")
-    json.dump(octet, open(sys.argv[2], "w"), indent=2)
+    json.dump(octet, open(out_path, "w"), indent=2)
 
 
 if __name__ == "__main__":
