@@ -5,11 +5,13 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/Format.h"
 
 #include <algorithm>
 #include <map>
+#include <optional>
 
 using namespace mlir;
 
@@ -144,14 +146,15 @@ private:
 };
 
 // Byte offset of a graph.slice result inside its input, when the slice is
-// contiguous (every dimension before `dim` is 1); else 0 and the caller
-// treats the whole input as the view.
-uint64_t sliceByteOffset(graph::SliceOp slice) {
+// contiguous (every dimension before `dim` is 1); else none: a strided
+// slice is no view a kernel can be given, and octet-lower-to-kernel
+// computes it in a kernel.
+std::optional<uint64_t> sliceByteOffset(graph::SliceOp slice) {
   auto in = cast<RankedTensorType>(slice.getInput().getType());
   int64_t dim = slice.getDim();
   for (int64_t d = 0; d < dim; ++d)
     if (in.getDimSize(d) != 1)
-      return 0;
+      return std::nullopt;
   int64_t inner = 1;
   for (int64_t d = dim + 1; d < in.getRank(); ++d)
     inner *= in.getDimSize(d);
@@ -168,7 +171,44 @@ struct Buffer {
   bool workspace = false;
   std::string name;
   Type type;
+  // The value that defines the buffer.
+  Value value;
 };
+
+// Ops whose result element i reads element i of each operand and nothing
+// else: a chain of them may write over the tensor it reads.
+bool preservesIndex(Operation *op) {
+  return isa<graph::AdamWUpdateOp, graph::AddOp, graph::MulOp, graph::CastOp,
+             graph::IncrementOp, graph::ReshapeOp>(op);
+}
+
+// Whether result `result` of a kernel.fused is computed from its inputs in
+// `inputs` element by element (every op between those block arguments and
+// the yielded value preserves the index). Not when it is not computed from
+// them at all (a fill), or through an op that moves elements (the roll of
+// an FP8 amax history, a transpose, a row reduction).
+bool computedInPlaceFrom(OpResult result,
+                         const llvm::DenseSet<unsigned> &inputs) {
+  auto fused = cast<kernel::FusedOp>(result.getOwner());
+  Block &body = fused.getBodyBlock();
+  llvm::DenseSet<Value> sameIndex, moved;
+  for (unsigned i : inputs)
+    sameIndex.insert(body.getArgument(i));
+  for (Operation &op : body) {
+    bool fromMoved = llvm::any_of(op.getOperands(),
+                                  [&](Value v) { return moved.contains(v); });
+    bool fromInputs = llvm::any_of(
+        op.getOperands(), [&](Value v) { return sameIndex.contains(v); });
+    for (Value r : op.getResults()) {
+      if (fromMoved || (fromInputs && !preservesIndex(&op)))
+        moved.insert(r);
+      else if (fromInputs)
+        sameIndex.insert(r);
+    }
+  }
+  Value yielded = body.getTerminator()->getOperand(result.getResultNumber());
+  return sameIndex.contains(yielded) && !moved.contains(yielded);
+}
 
 LogicalResult planFunction(func::FuncOp func, MemoryPlan &plan) {
   ProgramPlan program;
@@ -204,6 +244,7 @@ LogicalResult planFunction(func::FuncOp func, MemoryPlan &plan) {
     b.io = io;
     b.name = std::move(name);
     b.type = v.getType();
+    b.value = v;
     roots[v] = Root{static_cast<int>(buffers.size()), {}, 0};
     buffers.push_back(std::move(b));
     return success();
@@ -267,8 +308,15 @@ LogicalResult planFunction(func::FuncOp func, MemoryPlan &plan) {
       continue;
     }
     if (auto slice = dyn_cast<graph::SliceOp>(op)) {
+      std::optional<uint64_t> offset = sliceByteOffset(slice);
+      if (!offset)
+        return slice.emitError("memory plan: a strided slice (dimension ")
+               << slice.getDim()
+               << " of a tensor whose outer dimensions are not 1) is no "
+                  "view of its input's memory; run octet-lower-to-kernel, "
+                  "which computes it in a kernel";
       Root r = roots.lookup(slice.getInput());
-      r.offset += sliceByteOffset(slice);
+      r.offset += *offset;
       roots[slice.getResult()] = r;
       continue;
     }
@@ -294,6 +342,27 @@ LogicalResult planFunction(func::FuncOp func, MemoryPlan &plan) {
       // update an optimizer or an accumulating GEMM does).
       bool oldValueDead =
           readIt == lastVariableRead.end() || readIt->second <= b.def;
+      // A kernel that reads the variable may write a result into it only
+      // when that result is computed from the value it reads, element by
+      // element (a new parameter from the old). One that is not (the
+      // cleared gradient accumulator a multi-tensor optimizer yields, one
+      // zero tensor for several accumulators) could be written before
+      // other parts of the kernel have read the old value.
+      if (oldValueDead && readIt != lastVariableRead.end() &&
+          readIt->second == b.def) {
+        auto result = dyn_cast_or_null<OpResult>(b.value);
+        if (result && isa<kernel::FusedOp>(result.getOwner())) {
+          llvm::DenseSet<unsigned> readers;
+          for (OpOperand &operand : result.getOwner()->getOpOperands()) {
+            auto it = roots.find(operand.get());
+            if (it != roots.end() && it->second.buffer < 0 &&
+                it->second.variable == var)
+              readers.insert(operand.getOperandNumber());
+          }
+          if (!readers.empty() && !computedInPlaceFrom(result, readers))
+            oldValueDead = false;
+        }
+      }
       if (!b.inPlace && !b.io && r.offset == 0 &&
           b.bytes == plan.slots[slotIt->second].bytes && oldValueDead &&
           b.def > 0) {

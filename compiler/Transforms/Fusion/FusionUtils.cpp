@@ -43,6 +43,14 @@ bool isView(Operation *op) {
   return isa_and_nonnull<graph::ReshapeOp, graph::SliceOp>(op);
 }
 
+bool isContiguousSlice(graph::SliceOp slice) {
+  auto in = cast<RankedTensorType>(slice.getInput().getType());
+  for (int64_t d = 0; d < slice.getDim(); ++d)
+    if (in.getDimSize(d) != 1)
+      return false;
+  return true;
+}
+
 bool bodyHas(kernel::FusedOp fused, ArrayRef<StringRef> names) {
   for (Operation &op : fused.getBodyBlock())
     if (llvm::is_contained(names, op.getName().getStringRef()))

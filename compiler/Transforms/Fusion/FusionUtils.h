@@ -4,6 +4,7 @@
 // Building blocks the fusion passes share: which layer an op belongs to,
 // one-op kernels, and merging two kernel.fused ops into one.
 
+#include "dialects/graph/GraphDialect.h"
 #include "dialects/kernel/KernelDialect.h"
 
 #include "mlir/IR/Builders.h"
@@ -26,6 +27,13 @@ llvm::StringRef kindForBody(mlir::Block &body);
 
 // True for ops that only re-view a tensor (reshape, slice): no kernel.
 bool isView(mlir::Operation *op);
+
+// A slice whose elements are one contiguous run of its input's (every
+// dimension before the sliced one is 1), so a kernel can read it in place
+// at a byte offset. Other slices are strided: a kernel that reads its
+// operand densely would read the wrong elements, so they are computed by a
+// kernel of their own (octet-lower-to-kernel).
+bool isContiguousSlice(graph::SliceOp slice);
 
 // Wraps `op` (graph or fp8, at function level) in a one-op kernel.fused
 // named `name` and replaces its results. Returns the new kernel.
