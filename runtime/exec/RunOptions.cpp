@@ -32,6 +32,14 @@ const char *runUsage() {
          "model directory\n"
          "  --tensorboard DIR      write TensorBoard event files there\n"
          "  --no-graph             run every step eagerly (no CUDA graphs)\n"
+         "  --golden DIR           check the first steps against the\n"
+         "                         reference interpreter's (`octet golden\n"
+         "                         SPEC -o DIR`): loss and grad norm per\n"
+         "                         step, every persistent slot after step\n"
+         "                         1; exits 1 on a mismatch (the worst\n"
+         "                         slots are listed; all with --all-slots)\n"
+         "  --golden-save DIR      write the GPU's snapshots there, in the\n"
+         "                         golden's format\n"
          "  --plan                 print the build and memory plan, run "
          "nothing\n"
          "  --all-slots            list every slot of the plan\n"
@@ -107,6 +115,10 @@ StatusOr<RunArgs> parseRunArgs(const std::vector<std::string> &args) {
       st = value(a.trainer.initWeights);
     else if (s == "--json")
       st = value(a.json);
+    else if (s == "--golden")
+      st = value(a.golden);
+    else if (s == "--golden-save")
+      st = value(a.goldenSave);
     else if (s == "--steps")
       st = count(a.trainer.steps, 1);
     else if (s == "--warmup")
@@ -151,6 +163,11 @@ StatusOr<RunArgs> parseRunArgs(const std::vector<std::string> &args) {
                          "parameters come from: give one");
   if (a.bench && (dataGiven && a.dataKind != "synthetic"))
     return Status::error("--bench times synthetic data; drop --data/--text");
+  if (!a.golden.empty() && (a.bench || dataGiven || a.trainer.resume ||
+                            !a.trainer.initWeights.empty()))
+    return Status::error("--golden brings its own initial values and "
+                         "batches; drop --bench, --data/--text/--synthetic, "
+                         "--resume and --init-weights");
   if (a.bench && !a.trainer.checkpointDir.empty())
     return Status::error("--bench does not save checkpoints; drop "
                          "--checkpoint-dir");

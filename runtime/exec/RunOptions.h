@@ -25,6 +25,11 @@ struct RunArgs {
   bool bench = false;
   int64_t warmup = 2;
   std::string json;
+  // --golden DIR: check against the reference interpreter's steps
+  // (runtime/exec/GoldenCheck.h) instead of training.
+  std::string golden;
+  // --golden-save DIR: the GPU's snapshots, in the golden's format.
+  std::string goldenSave;
   // Data: kind "synthetic" (default), "indexed" (--data) or "text"
   // (--text); the schedule's sizes and seed fill the rest.
   std::string dataKind = "synthetic";

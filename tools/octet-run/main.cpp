@@ -5,6 +5,7 @@
 
 #include "runtime/bundle/Bundle.h"
 #include "runtime/bundle/Describe.h"
+#include "runtime/exec/GoldenCheck.h"
 #include "runtime/exec/RunOptions.h"
 #include "runtime/exec/Runtime.h"
 #include "runtime/exec/RuntimeBackend.h"
@@ -100,6 +101,20 @@ int run(RunArgs &args) {
       return fail(st);
     std::printf("recorded %d cuBLASLt algorithm(s) into %s\n", changed,
                 args.bundle.c_str());
+  }
+
+  if (!args.golden.empty()) {
+    RuntimeBackend backend(rt);
+    GoldenCheckOptions golden;
+    golden.dir = args.golden;
+    golden.graph = args.trainer.graph;
+    golden.saveDir = args.goldenSave;
+    if (args.planSlots == 0)
+      golden.worst = 1 << 30;
+    auto passed = runGoldenCheck(backend, golden);
+    if (!passed)
+      return fail(passed.status());
+    return *passed ? 0 : 1;
   }
 
   const Schedule &sched = b.schedule();

@@ -25,6 +25,10 @@ int runExportHfCommand(int argc, char **argv);
 // tools/octet/InspectCommand.cpp: what a .octet bundle holds.
 int runInspectCommand(int argc, char **argv);
 
+// tools/octet/GoldenCommand.cpp: the reference interpreter's first steps of
+// a compiled bundle, for octet-run --golden.
+int runGoldenCommand(int argc, char **argv);
+
 } // namespace octet
 
 #endif

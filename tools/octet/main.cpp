@@ -24,6 +24,9 @@ const Command kCommands[] = {
     {"inspect", "print how a .octet bundle was built, its precision, memory "
                 "plan and kernels",
      octet::runInspectCommand},
+    {"golden", "the interpreter's first steps of a bundle, to check a GPU "
+               "run against",
+     octet::runGoldenCommand},
 #ifdef OCTET_HAVE_DATA_COMMAND
     {"data", "prepare and inspect training data", octet::runDataCommand},
 #endif
