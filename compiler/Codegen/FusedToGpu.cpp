@@ -15,6 +15,7 @@
 // stored), which is what the interpreter does op by op.
 
 #include "compiler/Codegen/Passes.h"
+#include "compiler/Codegen/TransposeKernel.h"
 
 #include "dialects/fp8/Fp8Dialect.h"
 #include "dialects/graph/GraphDialect.h"
@@ -131,7 +132,6 @@ bool isColumnSum(Value v) {
   return isa_and_nonnull<graph::BiasGradOp>(def);
 }
 
-constexpr int64_t kTransposeThreads = 256;
 // The column-sum kernel: 8 warps, each adding every 8th partial row of the
 // block's 32 columns.
 constexpr int64_t kColumnSumGroups = 8;
@@ -1042,11 +1042,7 @@ gpu::GPUFuncOp KernelBuilder::buildTransposes(gpu::GPUModuleOp mod,
 
   // Copies [R, C] → [C, R]; a tensorwise scale passes through as a 1×1 one,
   // block scales transpose with the data.
-  struct Copy {
-    Value from, to;
-    int64_t rows, cols;
-  };
-  SmallVector<Copy> copies;
+  SmallVector<TransposeCopy> copies;
   for (fp8::TransposeOp t : plan.transposes) {
     for (auto [from, to] : {std::pair(t.getInput(), t.getResult()),
                             std::pair(t.getScale(), t.getResultScale())}) {
@@ -1056,38 +1052,10 @@ gpu::GPUFuncOp KernelBuilder::buildTransposes(gpu::GPUModuleOp mod,
       auto type = cast<RankedTensorType>(from.getType());
       int64_t rows = type.getRank() == 2 ? type.getDimSize(0) : 1;
       int64_t cols = type.getNumElements() / rows;
-      copies.push_back({from, to, rows, cols});
+      copies.push_back({memOf.lookup(from), memOf.lookup(to), rows, cols});
     }
   }
-  SmallVector<int64_t> starts;
-  grid = 0;
-  for (const Copy &c : copies) {
-    starts.push_back(grid);
-    grid += ceilDiv(c.rows * c.cols, kTransposeThreads);
-  }
-  Value t = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-  Value blockId = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
-  // A thread per output element: consecutive threads write consecutive
-  // bytes and read down a column. FP8 bytes are copied as they are, no
-  // conversion.
-  emitDispatch(starts, 0, starts.size(), blockId, [&](int64_t i, Value local) {
-    const Copy &c = copies[i];
-    Value out = arith::AddIOp::create(
-        b, loc, arith::MulIOp::create(b, loc, local, idx(kTransposeThreads)),
-        t);
-    Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, out,
-                                         idx(c.rows * c.cols));
-    OpBuilder::InsertionGuard g2(b);
-    auto ifOp = scf::IfOp::create(b, loc, inside, false);
-    b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
-    Value col = arith::DivUIOp::create(b, loc, out, idx(c.rows));
-    Value row = arith::RemUIOp::create(b, loc, out, idx(c.rows));
-    Value in = arith::AddIOp::create(
-        b, loc, arith::MulIOp::create(b, loc, row, idx(c.cols)), col);
-    Value x = memref::LoadOp::create(b, loc, memOf.lookup(c.from),
-                                     ValueRange{in});
-    memref::StoreOp::create(b, loc, x, memOf.lookup(c.to), ValueRange{out});
-  });
+  grid = emitTransposeCopies(b, loc, func, copies);
   return func;
 }
 

@@ -1,0 +1,38 @@
+//===- TransposeKernel.h - FP8 transpose launches ---------------*- C++ -*-===//
+//
+// The launch that trails a row kernel and writes the transposed copies of
+// its FP8 tensors (fp8.transpose: [R, C] -> [C, R], with the scale beside
+// it). Byte tensors whose sides are whole tiles go through shared memory in
+// tiles, with 4-byte global reads and writes; anything else (scales, odd
+// shapes) is copied an element per thread.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef OCTET_COMPILER_CODEGEN_TRANSPOSEKERNEL_H
+#define OCTET_COMPILER_CODEGEN_TRANSPOSEKERNEL_H
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/Builders.h"
+
+namespace octet::codegen {
+
+// Threads of a transpose launch's block.
+constexpr int64_t kTransposeThreads = 256;
+
+// One copy: `from` holds [rows, cols] row-major, `to` receives [cols, rows];
+// both are 1-D global memrefs of the kernel's arguments.
+struct TransposeCopy {
+  mlir::Value from, to;
+  int64_t rows, cols;
+};
+
+// Emits every copy into `func` (a kernel of kTransposeThreads threads, the
+// builder's insertion point inside it) and returns the grid the launch
+// needs. Adds the shared tile to the function's workgroup attributions.
+int64_t emitTransposeCopies(mlir::OpBuilder &b, mlir::Location loc,
+                            mlir::gpu::GPUFuncOp func,
+                            llvm::ArrayRef<TransposeCopy> copies);
+
+} // namespace octet::codegen
+
+#endif // OCTET_COMPILER_CODEGEN_TRANSPOSEKERNEL_H
