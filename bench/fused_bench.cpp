@@ -4,13 +4,19 @@
 // and every result written once (the fewest a kernel can move); a copy moves
 // its size twice (read + write).
 //
-// usage: octet-fused-bench KERNEL_DIR OUT.json
+// usage: octet-fused-bench KERNEL_DIR OUT.json [NAME_PREFIX]
+//
+// With NAME_PREFIX only the regions whose name starts with it are timed
+// (e.g. "layers.0." on the kernels `octet compile SPEC --emit-ptx DIR`
+// writes for a whole train step: one layer's kernels as the compiler
+// generates them). Attention kernels are left to their own bench.
 
 #include "tests/gpu/codegen/Harness.h"
 
 #include <algorithm>
 #include <chrono>
 #include <random>
+#include <set>
 
 using namespace octet::gputest;
 
@@ -82,10 +88,12 @@ void fillRandom(const BufferSpec &a, CUdeviceptr p, std::mt19937_64 &gen) {
 } // namespace
 
 int main(int argc, char **argv) {
-  if (argc < 3) {
-    std::fprintf(stderr, "usage: %s KERNEL_DIR OUT.json\n", argv[0]);
+  if (argc < 3 || argc > 4) {
+    std::fprintf(stderr, "usage: %s KERNEL_DIR OUT.json [NAME_PREFIX]\n",
+                 argv[0]);
     return 2;
   }
+  std::string prefix = argc == 4 ? argv[3] : "";
   Device dev;
   auto kernels = loadManifest(argv[1]);
   std::mt19937_64 gen(1234);
@@ -112,7 +120,14 @@ int main(int argc, char **argv) {
   int counted = 0;
   std::printf("%-16s %10s %10s %10s %8s\n", "kernel", "MB", "ms", "GB/s",
               "of copy");
+  std::set<std::string> timedModules;
   for (KernelSpec &k : kernels) {
+    if (k.name.rfind(prefix, 0) != 0 || k.kind.rfind("attention", 0) == 0)
+      continue;
+    // Regions computing the same thing share a module (the evaluation
+    // forward and the training forward): timed once.
+    if (!timedModules.insert(k.module).second)
+      continue;
     dev.load(k);
     Buffers bufs(k);
     size_t bytes = 0;
