@@ -147,7 +147,7 @@ private:
 
 // Byte offset of a graph.slice result inside its input, when the slice is
 // contiguous (every dimension before `dim` is 1); else none: a strided
-// slice is no view a kernel can be given, and octet-lower-to-kernel
+// slice is no view a kernel can be given, and octet-fuse-elementwise
 // computes it in a kernel.
 std::optional<uint64_t> sliceByteOffset(graph::SliceOp slice) {
   auto in = cast<RankedTensorType>(slice.getInput().getType());
@@ -313,7 +313,7 @@ LogicalResult planFunction(func::FuncOp func, MemoryPlan &plan) {
         return slice.emitError("memory plan: a strided slice (dimension ")
                << slice.getDim()
                << " of a tensor whose outer dimensions are not 1) is no "
-                  "view of its input's memory; run octet-lower-to-kernel, "
+                  "view of its input's memory; run octet-fuse-elementwise, "
                   "which computes it in a kernel";
       Root r = roots.lookup(slice.getInput());
       r.offset += *offset;

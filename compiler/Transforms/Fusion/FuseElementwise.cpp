@@ -41,6 +41,7 @@ struct FuseElementwise
       fusion::normalizeStateAccess(func);
       batchScaleUpdates(func);
       absorbTransposes(func);
+      computeStridedSlices(func);
       for (bool changed = true; changed;) {
         changed = false;
         for (kernel::FusedOp fused : fusion::fusedOps(func)) {
@@ -52,6 +53,28 @@ struct FuseElementwise
           }
         }
       }
+    }
+  }
+
+  // The earlier passes have taken what slices they fuse (RoPE reads q and k
+  // from the QKV GEMM's output) into their kernels. A strided slice left
+  // between kernels (the gate and up halves of each row of the gate/up
+  // GEMM, v for attention, the halves saved for the backward pass) is no
+  // view a kernel can read in place (the memory plan rejects it): it gets a
+  // kernel of its own, which the loop below folds into a neighbour where it
+  // can.
+  void computeStridedSlices(func::FuncOp func) {
+    SmallVector<graph::SliceOp> strided;
+    for (auto slice : func.getBody().front().getOps<graph::SliceOp>())
+      if (!fusion::isContiguousSlice(slice))
+        strided.push_back(slice);
+    OpBuilder b(func.getContext());
+    for (graph::SliceOp slice : strided) {
+      int64_t layer = fusion::layerOf(slice);
+      fusion::wrapInFused(
+          b, slice,
+          (layer >= 0 ? "layers." + std::to_string(layer) + "." : "") +
+              std::string("slice"));
     }
   }
 

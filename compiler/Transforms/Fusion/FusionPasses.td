@@ -251,7 +251,9 @@ def OctetFuseElementwise : Pass<"octet-fuse-elementwise", "mlir::ModuleOp"> {
     (kernel.copy {transpose}) of an FP8 tensor becomes an fp8.transpose in
     the kernel that quantizes it. The small scale bookkeeping kernels of
     delayed scaling (scale_update, compute_scale) of a function become one
-    multi-tensor kernel.
+    multi-tensor kernel. A strided graph.slice left between kernels (outer
+    dimensions other than 1: no view a kernel can read in place) first gets
+    a kernel of its own, which then joins a neighbour like the others.
 
     Before:
     ```mlir

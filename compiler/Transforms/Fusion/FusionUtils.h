@@ -32,7 +32,7 @@ bool isView(mlir::Operation *op);
 // dimension before the sliced one is 1), so a kernel can read it in place
 // at a byte offset. Other slices are strided: a kernel that reads its
 // operand densely would read the wrong elements, so they are computed by a
-// kernel of their own (octet-lower-to-kernel).
+// kernel of their own (octet-fuse-elementwise).
 bool isContiguousSlice(graph::SliceOp slice);
 
 // Wraps `op` (graph or fp8, at function level) in a one-op kernel.fused

@@ -131,29 +131,10 @@ struct LowerToKernel
       LogicalResult result =
           llvm::TypeSwitch<Operation *, LogicalResult>(op)
               .Case<graph::VariableOp, graph::LoadOp, graph::StoreOp,
-                    graph::ReshapeOp, graph::SaveOp,
+                    graph::ReshapeOp, graph::SliceOp, graph::SaveOp,
                     func::ReturnOp>([&](Operation *o) {
                 o->removeAttr("layer");
                 o->removeAttr("section");
-                return success();
-              })
-              .Case([&](graph::SliceOp s) {
-                // A strided slice (the gate and up halves of a fused
-                // gate/up GEMM's rows, q, k and v of a fused QKV) is no
-                // view a kernel can read densely: it gets a kernel, which
-                // the fusion passes may merge into its consumer.
-                if (fusion::isContiguousSlice(s)) {
-                  s->removeAttr("layer");
-                  s->removeAttr("section");
-                  return success();
-                }
-                int64_t layer = fusion::layerOf(s);
-                fusion::wrapInFused(b, s,
-                                    (layer >= 0 ? "layers." +
-                                                      std::to_string(layer) +
-                                                      "."
-                                                : std::string()) +
-                                        "slice");
                 return success();
               })
               .Case([&](graph::LinearOp l) {

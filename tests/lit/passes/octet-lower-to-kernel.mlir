@@ -45,21 +45,3 @@ func.func @fp8(%dy: tensor<32x16xf8E5M2>, %sdy: tensor<f32>, %x: tensor<16x64xf8
 // DP: kernel.collective {{.*}}{group = "data", group_size = 2 : i64, kind = "all_reduce", layer = -1 : i64, section = "optimizer"}
 // DP-NOT: kernel.collective
 // DP1-NOT: kernel.collective
-
-// A slice that is one contiguous run of its input (outer dimensions 1)
-// stays a view; a strided one (the halves of each row of a fused gate/up
-// GEMM) gets a kernel, since a kernel reading it in place would read whole
-// rows.
-// CHECK-LABEL: func.func @slices
-// CHECK: %[[C:.*]] = graph.slice %{{.*}} {dim = 1 : i64, offset = 4 : i64} : (tensor<1x8x6xf32>) -> tensor<1x4x6xf32>
-// CHECK-NEXT: %[[S:.*]] = kernel.fused "slice" kind("elementwise") ins(%{{.*}} : tensor<2x8x6xf32>) {
-// CHECK-NEXT: ^bb0(%[[A:.*]]: tensor<2x8x6xf32>):
-// CHECK-NEXT: graph.slice %[[A]] {dim = 2 : i64, offset = 3 : i64} : (tensor<2x8x6xf32>) -> tensor<2x8x3xf32>
-// CHECK-NEXT: kernel.yield
-// CHECK-NEXT: } {layer = -1 : i64, section = "eval"} : tensor<2x8x3xf32>
-// CHECK-NEXT: return %[[C]], %[[S]]
-func.func @slices(%a: tensor<1x8x6xf32>, %b: tensor<2x8x6xf32>) -> (tensor<1x4x6xf32>, tensor<2x8x3xf32>) {
-  %c = graph.slice %a {dim = 1 : i64, offset = 4 : i64} : (tensor<1x8x6xf32>) -> tensor<1x4x6xf32>
-  %s = graph.slice %b {dim = 2 : i64, offset = 3 : i64} : (tensor<2x8x6xf32>) -> tensor<2x8x3xf32>
-  return %c, %s : tensor<1x4x6xf32>, tensor<2x8x3xf32>
-}
