@@ -49,6 +49,8 @@
 #include "runtime/checkpoint/Safetensors.h"
 #include "runtime/core/Status.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -108,7 +110,7 @@ SlotSummary summarize(const std::string &name, uint64_t elements, At at) {
     sum += v * v;
     s.maxAbs = std::max(s.maxAbs, v < 0 ? -v : v);
   }
-  s.l2 = __builtin_sqrt(sum);
+  s.l2 = std::sqrt(sum);
   uint64_t stride = sampleStride(elements);
   for (uint64_t i = 0; i < elements; i += stride)
     s.samples.push_back(float(at(i)));
