@@ -1992,8 +1992,6 @@ LogicalResult WholeOpBuilder::scalarOps(
     gpu::GPUModuleOp mod, StringRef sym, ArrayRef<Operation *> ops,
     function_ref<void(gpu::GPUFuncOp, int64_t, int64_t)> record) {
   OpBuilder::InsertionGuard guard(b);
-  // One thread: a few scalars (and amax histories of a few entries each).
-  Func f = begin(mod, (sym + "_scalars").str(), kWarp);
   DenseMap<Value, Value> scalars; // values computed in this kernel
   auto read = [&](Value v) -> Value {
     if (Value s = scalars.lookup(v))
@@ -2005,6 +2003,104 @@ LogicalResult WholeOpBuilder::scalarOps(
     if (inMemory(v))
       memref::StoreOp::create(b, loc, x, mem(v), ValueRange{idx(0)});
   };
+  // A delayed-scaling update, its history rolled by `lanes` threads of one
+  // warp (lane `lane`): the maximum is exact in any order, so the lanes
+  // split the copy and reduce by shuffles; lane 0 writes the scalars.
+  auto scaleUpdate = [&](fp8::ScaleUpdateOp o, Value lane,
+                         int64_t lanes) -> LogicalResult {
+    if (!inMemory(o.getAmaxHistory()) || !inMemory(o.getNewHistory()))
+      return o.emitOpError("needs its amax histories in kernel buffers"),
+             failure();
+    auto atLane0 = [&](function_ref<void()> body) {
+      if (lanes == 1)
+        return body();
+      when(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane,
+                                 idx(0)),
+           body);
+    };
+    fp8::RecipeAttr recipe = o.getRecipe();
+    int64_t len = numElements(o.getAmaxHistory().getType());
+    Value amax = read(o.getAmax());
+    // Newest first: [amax, history[0 .. H-2]], and its maximum.
+    atLane0([&] {
+      memref::StoreOp::create(b, loc, amax, mem(o.getNewHistory()),
+                              ValueRange{idx(0)});
+    });
+    Value first = lanes == 1 ? idx(1) : addi(idx(1), lane);
+    auto roll = scf::ForOp::create(
+        b, loc, first, idx(len), idx(lanes), ValueRange{amax},
+        [&](OpBuilder &, Location, Value i, ValueRange acc) {
+          Value h = load(o.getAmaxHistory(),
+                         arith::SubIOp::create(b, loc, i, idx(1)));
+          memref::StoreOp::create(b, loc, h, mem(o.getNewHistory()),
+                                  ValueRange{i});
+          scf::YieldOp::create(
+              b, loc,
+              ValueRange{arith::MaximumFOp::create(b, loc, acc[0], h)});
+        });
+    Value rolled = roll.getResult(0);
+    if (lanes > 1) {
+      Value width =
+          arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(kWarp));
+      for (int64_t off = kWarp / 2; off >= 1; off /= 2) {
+        Value shift =
+            arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(off));
+        rolled = arith::MaximumFOp::create(
+            b, loc, rolled,
+            gpu::ShuffleOp::create(b, loc, rolled, shift, width,
+                                   gpu::ShuffleMode::XOR)
+                .getShuffleResult());
+      }
+    }
+    Value eff = recipe.getAmaxAlgorithm() == fp8::AmaxAlgorithm::max
+                    ? rolled
+                    : amax;
+    double fp8Max = isa<Float8E4M3FNType>(o.getDtype()) ? 448.0 : 57344.0;
+    Value denom = mul(arith::MaximumFOp::create(
+                          b, loc, eff, f32c(o.getEps().convertToDouble())),
+                      f32c(std::ldexp(1.0, recipe.getMargin())));
+    Value next = arith::DivFOp::create(b, loc, f32c(fp8Max), denom);
+    if (recipe.getPowerOfTwoScales()) {
+      // Down to a power of two: keep sign and exponent, clear the mantissa.
+      Value bits = arith::BitcastOp::create(b, loc, b.getI32Type(), next);
+      Value mask = arith::ConstantOp::create(
+          b, loc, b.getI32IntegerAttr((int32_t)0xFF800000u));
+      next = arith::BitcastOp::create(
+          b, loc, f32, arith::AndIOp::create(b, loc, bits, mask));
+    }
+    Value finite = arith::CmpFOp::create(
+        b, loc, arith::CmpFPredicate::OLT, math::AbsFOp::create(b, loc, eff),
+        f32c(std::numeric_limits<float>::infinity()));
+    Value scale =
+        arith::SelectOp::create(b, loc, finite, next, read(o.getScale()));
+    atLane0([&] { write(o.getNewScale(), scale); });
+    return success();
+  };
+
+  // Only scale updates (the step's fp8.scale_updates region, one per FP8
+  // tensor, each with its own history): they are independent, so a block
+  // per update instead of one thread walking every history in turn.
+  if (ops.size() > 1 && llvm::all_of(ops, [](Operation *op) {
+        return isa<fp8::ScaleUpdateOp>(op);
+      })) {
+    Func f = begin(mod, (sym + "_scalars").str(), kWarp);
+    LogicalResult result = success();
+    for (auto [j, op] : llvm::enumerate(ops))
+      when(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, f.block,
+                                 idx(j)),
+           [&] {
+             if (failed(scaleUpdate(cast<fp8::ScaleUpdateOp>(op), f.tid,
+                                    kWarp)))
+               result = failure();
+           });
+    if (failed(result))
+      return failure();
+    record(f.func, (int64_t)ops.size(), kWarp);
+    return success();
+  }
+
+  // One thread: a few scalars (and amax histories of a few entries each).
+  Func f = begin(mod, (sym + "_scalars").str(), kWarp);
   OpBuilder::InsertionGuard inner(b);
   auto ifOp = scf::IfOp::create(b, loc, thread0(f), false);
   b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
@@ -2056,47 +2152,8 @@ LogicalResult WholeOpBuilder::scalarOps(
                 add(toF32(read(o.getNorm())), f32c(1e-6))));
       write(o.getResult(), mul(f32c(scale), coef));
     } else if (auto o = dyn_cast<fp8::ScaleUpdateOp>(op)) {
-      if (!inMemory(o.getAmaxHistory()) || !inMemory(o.getNewHistory()))
-        return o.emitOpError("needs its amax histories in kernel buffers"),
-               failure();
-      fp8::RecipeAttr recipe = o.getRecipe();
-      int64_t len = numElements(o.getAmaxHistory().getType());
-      Value amax = read(o.getAmax());
-      // Newest first: [amax, history[0 .. H-2]], and its maximum.
-      memref::StoreOp::create(b, loc, amax, mem(o.getNewHistory()),
-                              ValueRange{idx(0)});
-      auto roll = scf::ForOp::create(
-          b, loc, idx(1), idx(len), idx(1), ValueRange{amax},
-          [&](OpBuilder &, Location, Value i, ValueRange acc) {
-            Value h = load(o.getAmaxHistory(),
-                           arith::SubIOp::create(b, loc, i, idx(1)));
-            memref::StoreOp::create(b, loc, h, mem(o.getNewHistory()),
-                                    ValueRange{i});
-            scf::YieldOp::create(
-                b, loc,
-                ValueRange{arith::MaximumFOp::create(b, loc, acc[0], h)});
-          });
-      Value eff = recipe.getAmaxAlgorithm() == fp8::AmaxAlgorithm::max
-                      ? roll.getResult(0)
-                      : amax;
-      double fp8Max = isa<Float8E4M3FNType>(o.getDtype()) ? 448.0 : 57344.0;
-      Value denom = mul(arith::MaximumFOp::create(
-                            b, loc, eff, f32c(o.getEps().convertToDouble())),
-                        f32c(std::ldexp(1.0, recipe.getMargin())));
-      Value next = arith::DivFOp::create(b, loc, f32c(fp8Max), denom);
-      if (recipe.getPowerOfTwoScales()) {
-        // Down to a power of two: keep sign and exponent, clear the mantissa.
-        Value bits = arith::BitcastOp::create(b, loc, b.getI32Type(), next);
-        Value mask = arith::ConstantOp::create(
-            b, loc, b.getI32IntegerAttr((int32_t)0xFF800000u));
-        next = arith::BitcastOp::create(
-            b, loc, f32, arith::AndIOp::create(b, loc, bits, mask));
-      }
-      Value finite = arith::CmpFOp::create(
-          b, loc, arith::CmpFPredicate::OLT, math::AbsFOp::create(b, loc, eff),
-          f32c(std::numeric_limits<float>::infinity()));
-      write(o.getNewScale(),
-            arith::SelectOp::create(b, loc, finite, next, read(o.getScale())));
+      if (failed(scaleUpdate(o, f.tid, 1)))
+        return failure();
     } else {
       return op->emitOpError("has no GPU lowering in octet-fused-to-gpu"),
              failure();
