@@ -234,7 +234,10 @@ bundle::Schedule scheduleOf(ModuleOp module, const spec::Spec &spec) {
   s.set_warmup_steps(t.optimizer().warmup_steps());
   double weights = 0;
   module.walk([&](graph::VariableOp var) {
-    if (var.getKind() == "weight")
+    // A tied embedding table is also the LM head's weight: its lookup is
+    // no matmul, but the head's GEMM is.
+    if (var.getKind() == "weight" ||
+        (var.getKind() == "embedding" && m.tie_word_embeddings()))
       weights += static_cast<double>(var.getTensorType().getNumElements());
   });
   int64_t headDim = m.has_head_dim() ? m.head_dim()
