@@ -75,17 +75,26 @@ import glob, json, os, sys
 d = sys.argv[1]
 runs = {}
 for f in sorted(glob.glob(os.path.join(d, "*.json"))):
-    if os.path.basename(f) == "summary.json":
-        continue
-    runs[os.path.basename(f)[:-5]] = json.load(open(f))
+    name = os.path.basename(f)[:-5]
+    if name.startswith(("torch-", "octet-")):
+        runs[name] = json.load(open(f))
+# One FLOP count per case for every row: the peer's 6*N_matmul + 6*L*H*Dh*S
+# (bench/peers/torch_llama.py), so TFLOP/s and MFU compare like for like.
+BF16_PEAK, FP8_PEAK = 989.4, 1978.9
 rows = []
 for name, r in runs.items():
-    rows.append(dict(case=name, tokens_per_s=r.get("tokens_per_s"),
-                     model_tflops=r.get("model_tflops"),
-                     mfu_bf16_peak=r.get("mfu_bf16_peak"),
-                     mfu_fp8_peak=r.get("mfu_fp8_peak"),
+    case = name.split("-", 2)[2]
+    flops = next((p.get("flops_per_token") for n, p in runs.items()
+                  if n.startswith("torch-") and n.endswith(case)
+                  and p.get("flops_per_token")), r.get("flops_per_token"))
+    tps = r.get("tokens_per_s")
+    tflops = tps * flops / 1e12 if tps and flops else None
+    rows.append(dict(case=name, tokens_per_s=tps, flops_per_token=flops,
+                     model_tflops=tflops,
+                     mfu_bf16_peak=tflops / BF16_PEAK if tflops else None,
+                     mfu_fp8_peak=tflops / FP8_PEAK if tflops else None,
                      peak_mem_gib=r.get("peak_mem_allocated_gib"),
-                     error=r.get("error")))
+                     device=r.get("device"), error=r.get("error")))
 ratios = {}
 for name, r in runs.items():
     if not name.startswith("octet-") or not r.get("tokens_per_s"):
@@ -95,17 +104,25 @@ for name, r in runs.items():
         p = runs.get(peer)
         if p and p.get("tokens_per_s"):
             ratios[name + " / " + peer] = r["tokens_per_s"] / p["tokens_per_s"]
-summary = dict(flop_formula="6*N_matmul + 6*L*H*Dh*S (causal attention)",
+summary = dict(flop_formula="6*N_matmul + 6*L*H*Dh*S (causal attention), "
+                            "the peer's count for every row of a case",
+               peaks_tflops=dict(bf16=BF16_PEAK, fp8=FP8_PEAK),
+               commands=["bash bench/compile_bundles.sh  (build machine: "
+                         "bench/specs/*.pbtxt -> carry/bench/*.octet)",
+                         "bash bench/run_bench.sh --only MODEL --octet-run "
+                         "carry/bin/octet-run --bundles carry/bench  (GPU "
+                         "host, one call per model: each octet case beside "
+                         "its peers)"],
                rows=rows, ratios=ratios)
 json.dump(summary, open(os.path.join(d, "summary.json"), "w"), indent=1)
 print("%-34s %10s %8s %6s %6s %8s" % ("case", "tok/s", "TFLOP/s", "MFU16", "MFU8", "mem GiB"))
 for r in rows:
-    if r["error"]:
-        print("%-34s %s" % (r["case"], r["error"][:80]))
+    if r["error"] or not r["tokens_per_s"]:
+        print("%-34s %s" % (r["case"], (r["error"] or "no tokens_per_s")[:80]))
         continue
     print("%-34s %10.0f %8.1f %6.3f %6.3f %8.1f" % (
-        r["case"], r["tokens_per_s"], r["model_tflops"], r["mfu_bf16_peak"],
-        r["mfu_fp8_peak"], r["peak_mem_gib"] or 0))
+        r["case"], r["tokens_per_s"], r["model_tflops"] or 0,
+        r["mfu_bf16_peak"] or 0, r["mfu_fp8_peak"] or 0, r["peak_mem_gib"] or 0))
 for k, v in ratios.items():
     print("%s: %.3f" % (k, v))
 PY
