@@ -5,6 +5,10 @@
 # usage: golden-gpu.sh OCTET OCTET_RUN SPEC DIR STEPS [DATA]
 set -euo pipefail
 octet=$1 run=$2 spec=$3 dir=$4 steps=$5 data=${6:-}
+if ! nvidia-smi -L >/dev/null 2>&1; then
+  echo "SKIPPED: no NVIDIA GPU (nvidia-smi lists none)"
+  exit 0
+fi
 rm -rf "$dir"
 "$octet" golden "$spec" -o "$dir" --steps "$steps" ${data:+--data "$data"}
 "$run" "$dir/model.octet" --golden "$dir"

@@ -22,6 +22,18 @@ inline int reportInputError(const char *command, const std::string &message) {
   return 1;
 }
 
+// The one positional argument every subcommand takes: the first becomes
+// `spec`, a second is a usage error. Returns -1 when taken, else the exit code.
+inline int takeSpecArgument(const char *command, const std::string &arg,
+                            std::string &spec) {
+  if (spec.empty()) {
+    spec = arg;
+    return -1;
+  }
+  return reportUsageError(command, "one SPEC only; got '" + spec + "' and '" +
+                                       arg + "'");
+}
+
 } // namespace octet
 
 #endif

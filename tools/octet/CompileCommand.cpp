@@ -174,11 +174,9 @@ int parseOptions(int argc, char **argv, Options &opts) {
       opts.output = argv[++i];
     } else if (arg.starts_with("-") && arg != "-") {
       return usageError("unknown option '" + arg.str() + "'");
-    } else if (opts.spec.empty()) {
-      opts.spec = arg.str();
-    } else {
-      return usageError("one SPEC only; got '" + opts.spec + "' and '" +
-                        arg.str() + "'");
+    } else if (int rc = takeSpecArgument("compile", arg.str(), opts.spec);
+               rc >= 0) {
+      return rc;
     }
   }
   if (opts.spec.empty())

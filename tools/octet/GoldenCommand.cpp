@@ -97,11 +97,9 @@ int parseOptions(int argc, char **argv, Options &opts) {
                           "'");
     } else if (arg.starts_with("-")) {
       return usageError("unknown option '" + arg.str() + "'");
-    } else if (opts.spec.empty()) {
-      opts.spec = arg.str();
-    } else {
-      return usageError("one SPEC only; got '" + opts.spec + "' and '" +
-                        arg.str() + "'");
+    } else if (int rc = takeSpecArgument("golden", arg.str(), opts.spec);
+               rc >= 0) {
+      return rc;
     }
   }
   if (opts.spec.empty())
