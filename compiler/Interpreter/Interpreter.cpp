@@ -11,6 +11,7 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -158,6 +159,16 @@ public:
   const Tensor &operand(Operation *op, unsigned index) override {
     return values_.find(op->getOperand(index))->second;
   }
+  Tensor takeOperand(Operation *op, unsigned index) override {
+    Value v = op->getOperand(index);
+    auto it = values_.find(v);
+    bool lastUse = dyingNow_ && llvm::is_contained(*dyingNow_, v);
+    for (unsigned j = index + 1; lastUse && j < op->getNumOperands(); ++j)
+      lastUse = op->getOperand(j) != v;
+    if (!lastUse)
+      return it->second;
+    return std::move(it->second);
+  }
   void setResult(Operation *op, unsigned index, Tensor value) override {
     value.roundToType();
     values_[op->getResult(index)] = std::move(value);
@@ -168,6 +179,9 @@ public:
   }
   VariableStore &variables() override { return vars_; }
   llvm::DenseMap<Value, Tensor> values_;
+  // The values whose last use is the op being executed, when handlers may
+  // take them (not while an observer still wants to see the operands).
+  const llvm::SmallVector<Value> *dyingNow_ = nullptr;
 
 private:
   VariableStore &vars_;
@@ -787,9 +801,9 @@ llvm::Error execute(Operation *op, Frame &f) {
         return Error::success();
       })
       .Case([&](graph::CastOp o) -> Error {
-        Tensor out = f.operand(o, 0).clone();
+        const Tensor &in = f.operand(o, 0);
         Tensor typed = like(o.getResult());
-        std::copy_n(out.f(), out.numel(), typed.f());
+        std::copy_n(in.f(), in.numel(), typed.f());
         f.setResult(o, 0, std::move(typed));
         return Error::success();
       })
@@ -954,7 +968,7 @@ void VariableStore::initialize(ModuleOp module, uint64_t seed) {
 }
 
 llvm::Expected<std::vector<Tensor>>
-Interpreter::run(llvm::StringRef name, const std::vector<Tensor> &args,
+Interpreter::run(llvm::StringRef name, std::vector<Tensor> args,
                  VariableStore &variables) {
   auto fail = [](const llvm::Twine &message) {
     return llvm::make_error<llvm::StringError>(message,
@@ -987,18 +1001,59 @@ Interpreter::run(llvm::StringRef name, const std::vector<Tensor> &args,
                   dtypeName(*expected) + ", got " +
                   shapeString(args[i].shape()) + " " +
                   dtypeName(args[i].dtype()));
-    frame.values_[body.getArgument(i)] = args[i];
   }
-  // Drop each value after its last use so peak memory follows liveness.
+  for (unsigned i = 0; i < args.size(); ++i)
+    if (!body.getArgument(i).use_empty())
+      frame.values_[body.getArgument(i)] = std::move(args[i]);
+  args.clear();
+  // Drop each value after its last use so peak memory follows liveness;
+  // results nothing uses go right after their op.
   llvm::DenseMap<Operation *, llvm::SmallVector<Value>> dying;
   {
     llvm::DenseMap<Value, Operation *> last;
-    for (Operation &op : body)
+    for (Operation &op : body) {
       for (Value v : op.getOperands())
         last[v] = &op;
+      for (Value r : op.getResults())
+        if (r.use_empty())
+          last[r] = &op;
+    }
     for (auto &[value, op] : last)
       dying[op].push_back(value);
   }
+  // Variables whose stored value is dead before the function overwrites
+  // it: released after the last load ahead of the first store, or at the
+  // start when the function stores before it loads. Only when every load
+  // and store is in the body itself, where that order is the execution
+  // order.
+  llvm::DenseMap<Operation *, llvm::SmallVector<std::string>> releaseAfter;
+  llvm::SmallVector<std::string> releaseAtStart;
+  bool nestedAccess = false;
+  for (Operation &op : body)
+    op.walk([&](Operation *inner) {
+      if (inner != &op && isa<graph::LoadOp, graph::StoreOp>(inner))
+        nestedAccess = true;
+    });
+  if (!nestedAccess) {
+    llvm::StringMap<Operation *> lastLoad;
+    llvm::StringSet<> stored;
+    for (Operation &op : body) {
+      if (auto load = dyn_cast<graph::LoadOp>(op)) {
+        if (!stored.contains(load.getVariable()))
+          lastLoad[load.getVariable()] = &op;
+      } else if (auto store = dyn_cast<graph::StoreOp>(op)) {
+        StringRef var = store.getVariable();
+        if (!stored.insert(var).second)
+          continue;
+        if (Operation *at = lastLoad.lookup(var))
+          releaseAfter[at].push_back(var.str());
+        else
+          releaseAtStart.push_back(var.str());
+      }
+    }
+  }
+  for (const std::string &var : releaseAtStart)
+    variables.release(var);
   for (Operation &op : body) {
     if (auto ret = dyn_cast<func::ReturnOp>(op)) {
       std::vector<Tensor> results;
@@ -1009,8 +1064,11 @@ Interpreter::run(llvm::StringRef name, const std::vector<Tensor> &args,
     if (isa<graph::VariableOp>(op))
       continue;
     auto opStart = std::chrono::steady_clock::now();
+    auto it = dying.find(&op);
+    frame.dyingNow_ = it != dying.end() && !observer_ ? &it->second : nullptr;
     if (llvm::Error err = execute(&op, frame))
       return std::move(err);
+    frame.dyingNow_ = nullptr;
     if (profiling())
       recordProfile(op.getName().getStringRef(),
                     std::chrono::duration<double>(
@@ -1018,10 +1076,12 @@ Interpreter::run(llvm::StringRef name, const std::vector<Tensor> &args,
                         .count());
     if (observer_)
       observer_(&op, frame);
-    auto it = dying.find(&op);
     if (it != dying.end())
       for (Value v : it->second)
         frame.values_.erase(v);
+    if (auto released = releaseAfter.find(&op); released != releaseAfter.end())
+      for (const std::string &var : released->second)
+        variables.release(var);
   }
   return fail("@" + name + " has no func.return");
 }

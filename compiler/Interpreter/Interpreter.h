@@ -32,6 +32,9 @@ public:
   void set(const std::string &name, Tensor value) {
     vars_[name] = std::move(value);
   }
+  // Drops a variable whose value is about to be overwritten, so its storage
+  // can go once nothing else holds it (Interpreter::run).
+  void release(const std::string &name) { vars_.erase(name); }
   const std::map<std::string, Tensor> &all() const { return vars_; }
 
 private:
@@ -50,6 +53,14 @@ class ExecContext {
 public:
   virtual ~ExecContext() = default;
   virtual const Tensor &operand(mlir::Operation *op, unsigned index) = 0;
+  // The operand's value for a handler that hands it on (to a nested run):
+  // moved out of the frame when this op is the value's last use and no later
+  // operand of the op is the same value, so it is freed as soon as the
+  // callee is done with it rather than after the op. operand(op, index) is
+  // not valid afterwards.
+  virtual Tensor takeOperand(mlir::Operation *op, unsigned index) {
+    return operand(op, index);
+  }
   // Stores a result after rounding it to the result's element type.
   virtual void setResult(mlir::Operation *op, unsigned index, Tensor value) = 0;
   virtual VariableStore &variables() = 0;
@@ -75,8 +86,15 @@ public:
   // Runs the function `name` with `args` and returns its results. Errors name
   // the function, the argument or the op (with its location) and what was
   // wrong.
+  //
+  // Peak memory follows liveness: a value is dropped after its last use
+  // (arguments too, when the caller moves them in), and a variable that the
+  // function overwrites leaves the store once the function has read it for
+  // the last time before that store, so an update holds one copy of each
+  // optimizer state, not the old and the new together. A run that fails
+  // part-way can therefore leave such variables out of the store.
   llvm::Expected<std::vector<Tensor>> run(llvm::StringRef name,
-                                          const std::vector<Tensor> &args,
+                                          std::vector<Tensor> args,
                                           VariableStore &variables);
 
 private:

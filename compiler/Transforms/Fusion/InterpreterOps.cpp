@@ -42,11 +42,14 @@ llvm::Error runAs(Operation *op, ExecContext &ctx,
   b.setInsertionPointToEnd(entry);
   SmallVector<Value> results = build(b, entry->getArguments());
   func::ReturnOp::create(b, op->getLoc(), results);
+  // Taken, not copied: the nested run then frees each operand after its
+  // last use inside the body (a multi-tensor optimizer step holds one
+  // parameter's old and new state at a time, not the whole model's).
   std::vector<Tensor> args;
   for (unsigned i = 0; i < op->getNumOperands(); ++i)
-    args.push_back(ctx.operand(op, i));
+    args.push_back(ctx.takeOperand(op, i));
   interp::Interpreter interpreter(*scratch);
-  auto out = interpreter.run("body", args, ctx.variables());
+  auto out = interpreter.run("body", std::move(args), ctx.variables());
   if (!out)
     return out.takeError();
   for (auto [i, t] : llvm::enumerate(*out))
