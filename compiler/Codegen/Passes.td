@@ -58,6 +58,17 @@ def FusedToGpu : Pass<"octet-fused-to-gpu", "mlir::ModuleOp"> {
     Option<"rowBlocksPerSM", "row-blocks-per-sm", "int64_t", "0",
            "persistent row kernels: this many blocks per multiprocessor "
            "loop over the rows, prefetching the next (0: a block per row)">,
+    Option<"multiTensorBlocksPerSM", "multi-tensor-blocks-per-sm", "int64_t",
+           "2",
+           "multi-tensor kernels (AdamW): this many blocks per multiprocessor "
+           "loop over each tensor's slices, prefetching the next (0: a block "
+           "per slice)">,
+    Option<"flatBlocksPerSM", "flat-blocks-per-sm", "int64_t", "0",
+           "the same for the other elementwise kernels over flattened "
+           "tensors">,
+    Option<"flatChunks", "flat-chunks", "int64_t", "0",
+           "8-element chunks a thread holds per flattened tensor slice "
+           "(0: 1 where blocks loop, else 2, or 4 for one narrow input)">,
   ];
 }
 

@@ -27,8 +27,13 @@ std::string defaultLibdevice() {
 
 void buildFusedCodegenPipeline(mlir::OpPassManager &pm,
                                const CodegenOptions &options) {
-  pm.addPass(createFusedToGpu(
-      {options.numSMs, /*columnBlocksPerSM=*/2, options.keepGoing}));
+  FusedToGpuOptions fused;
+  fused.numSMs = options.numSMs;
+  fused.keepGoing = options.keepGoing;
+  fused.multiTensorBlocksPerSM = options.multiTensorBlocksPerSM;
+  fused.flatBlocksPerSM = options.flatBlocksPerSM;
+  fused.flatChunks = options.flatChunks;
+  pm.addPass(createFusedToGpu(fused));
   AttentionToGpuOptions attention;
   attention.keepGoing = options.keepGoing;
   pm.addPass(createAttentionToGpu(attention));
@@ -58,11 +63,39 @@ void buildFusedCodegenPipeline(mlir::OpPassManager &pm,
   pm.addPass(mlir::createGpuModuleToBinaryPass(binary));
 }
 
+namespace {
+// The knobs worth trying from octet-opt; the rest keep their defaults.
+struct CodegenPipelineOptions
+    : mlir::PassPipelineOptions<CodegenPipelineOptions> {
+  Option<int64_t> multiTensorBlocksPerSM{
+      *this, "multi-tensor-blocks-per-sm",
+      llvm::cl::desc("multi-tensor kernels: blocks per multiprocessor "
+                     "looping over a tensor (0: one per slice)"),
+      llvm::cl::init(CodegenOptions().multiTensorBlocksPerSM)};
+  Option<int64_t> flatBlocksPerSM{
+      *this, "flat-blocks-per-sm",
+      llvm::cl::desc("other elementwise kernels over flattened tensors: "
+                     "blocks per multiprocessor looping over a tensor"),
+      llvm::cl::init(CodegenOptions().flatBlocksPerSM)};
+  Option<int64_t> flatChunks{
+      *this, "flat-chunks",
+      llvm::cl::desc("8-element chunks a thread holds per flattened slice "
+                     "(0: the pass's choice)"),
+      llvm::cl::init(CodegenOptions().flatChunks)};
+};
+} // namespace
+
 void registerCodegenPipelines() {
-  mlir::PassPipelineRegistration<>(
+  mlir::PassPipelineRegistration<CodegenPipelineOptions>(
       "octet-codegen",
       "kernel.fused regions to PTX for sm_90a (gpu.binary ops)",
-      [](mlir::OpPassManager &pm) { buildFusedCodegenPipeline(pm); });
+      [](mlir::OpPassManager &pm, const CodegenPipelineOptions &o) {
+        CodegenOptions options;
+        options.multiTensorBlocksPerSM = o.multiTensorBlocksPerSM;
+        options.flatBlocksPerSM = o.flatBlocksPerSM;
+        options.flatChunks = o.flatChunks;
+        buildFusedCodegenPipeline(pm, options);
+      });
 }
 
 } // namespace octet::codegen

@@ -24,6 +24,13 @@ struct CodegenOptions {
   // Regions that cannot be lowered are reported and left without kernels
   // instead of failing the pipeline (so the rest can still be inspected).
   bool keepGoing = false;
+  // Elementwise kernels over flattened tensors: blocks per multiprocessor
+  // that loop over a tensor (0: a block per slice), in multi-tensor
+  // kernels (AdamW) and in the others, and 8-element chunks per thread
+  // (0: the pass's choice).
+  int64_t multiTensorBlocksPerSM = 2;
+  int64_t flatBlocksPerSM = 0;
+  int64_t flatChunks = 0;
 };
 
 // kernel.fused → gpu.func → NVVM → gpu.binary holding PTX for `chip`.

@@ -368,11 +368,21 @@ private:
       }
       return success();
     }
+    if (plan::isStoredZeroFill(&op))
+      return success();
     if (auto store = dyn_cast<graph::StoreOp>(op)) {
       auto var = plan.variableSlots.find(store.getVariable());
       if (var == plan.variableSlots.end())
         return store.emitError("bundle: no slot for @")
                << store.getVariable();
+      if (Operation *def = store.getValue().getDefiningOp();
+          def && plan::isStoredZeroFill(def)) {
+        bundle::Memset *m =
+            step("clear " + store.getVariable().str())->mutable_memset();
+        m->mutable_dst()->set_slot(var->second);
+        m->set_bytes(plan.slots[var->second].bytes);
+        return success();
+      }
       bundle::SlotRef src = ref(store.getValue());
       // In-place results already live in the variable.
       if (src.slot() == var->second && src.byte_offset() == 0)

@@ -41,6 +41,15 @@ const char *slotKindName(SlotKind kind) {
   return "?";
 }
 
+bool isStoredZeroFill(Operation *op) {
+  if (auto fused = dyn_cast<kernel::FusedOp>(op))
+    return fused.isStoredZeroFill();
+  auto fill = dyn_cast<graph::FillOp>(op);
+  return fill && fill.getValue().isZero() && !fill->use_empty() &&
+         llvm::all_of(fill->getUsers(),
+                      [](Operation *user) { return isa<graph::StoreOp>(user); });
+}
+
 const ProgramPlan *MemoryPlan::program(llvm::StringRef name) const {
   for (const ProgramPlan &p : programs)
     if (p.name == name)
@@ -290,6 +299,8 @@ LogicalResult planFunction(func::FuncOp func, MemoryPlan &plan) {
       roots[op.getResult(0)] = roots.lookup(op.getOperand(0));
       continue;
     }
+    if (isStoredZeroFill(&op))
+      continue;
     // An all-reduce runs in place (NCCL allows send == recv), so the
     // reduced gradients stay in their accumulators instead of doubling the
     // optimizer step's memory; reduce-scatter and all-gather change the

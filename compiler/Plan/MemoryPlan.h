@@ -50,6 +50,11 @@ enum class SlotKind {
 };
 const char *slotKindName(SlotKind kind);
 
+// A zero tensor that only graph.store reads (the cleared gradient
+// accumulators of an optimizer step): it gets no buffer, and each store is
+// a memset of its variable.
+bool isStoredZeroFill(mlir::Operation *op);
+
 struct Slot {
   std::string name;
   SlotKind kind;

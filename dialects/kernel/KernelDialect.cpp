@@ -132,6 +132,23 @@ void FusedOp::build(OpBuilder &builder, OperationState &state,
   body->push_back(block);
 }
 
+bool FusedOp::isStoredZeroFill() {
+  Block &body = getBodyBlock();
+  if (getNumResults() != 1 || !getInputs().empty() ||
+      body.getOperations().size() != 2 || getResult(0).use_empty())
+    return false;
+  // The graph dialect is not a dependency of this one: the fill and the
+  // stores are matched by name.
+  Operation &fill = body.front();
+  auto value = fill.getAttrOfType<FloatAttr>("value");
+  return fill.getName().getStringRef() == "graph.fill" && value &&
+         value.getValue().isZero() &&
+         body.getTerminator()->getOperand(0) == fill.getResult(0) &&
+         llvm::all_of(getResult(0).getUsers(), [](Operation *user) {
+           return user->getName().getStringRef() == "graph.store";
+         });
+}
+
 LogicalResult FusedOp::verify() {
   StringRef kind = getKind();
   if (kind != "row" && kind != "elementwise" && kind != "multi_tensor")

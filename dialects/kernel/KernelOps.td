@@ -135,6 +135,10 @@ def Kernel_FusedOp : Kernel_Op<"fused", [Pure, IsolatedFromAbove,
   ];
   let extraClassDeclaration = [{
     ::mlir::Block &getBodyBlock() { return getBody().front(); }
+    // Whether the body only yields one zero-filled tensor and only
+    // graph.store reads it (cleared gradient accumulators): the stores are
+    // memsets of the variables, and the kernel never runs.
+    bool isStoredZeroFill();
   }];
 }
 

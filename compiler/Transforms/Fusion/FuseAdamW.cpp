@@ -1,6 +1,8 @@
 // octet-fuse-adamw: every AdamW update of a function in one multi-tensor
-// kernel, with the zeroing of the gradient accumulators and the FP8 cast of
-// the updated weights for the next step.
+// kernel, with the FP8 cast of the updated weights for the next step. The
+// zeroing of the gradient accumulators stays out: a stored zero tensor is a
+// memset of the accumulator (plan::isStoredZeroFill), which moves half the
+// bytes of a kernel writing zeros that are then copied.
 
 #include "compiler/Transforms/Fusion/FusionUtils.h"
 #include "compiler/Transforms/Fusion/Passes.h"
@@ -84,19 +86,13 @@ struct FuseAdamW : public octet::impl::OctetFuseAdamWBase<FuseAdamW> {
     }
   }
 
-  // Every AdamW update, accumulator zeroing and weight cast of `func`, as
-  // one multi-tensor kernel.
+  // Every AdamW update and weight cast of `func`, as one multi-tensor
+  // kernel.
   void batch(func::FuncOp func) {
     SmallVector<kernel::FusedOp> members;
     for (kernel::FusedOp fused : fusion::fusedOps(func))
       if (fusion::bodyOnly(fused, {"graph.adamw_update"}) ||
-          (fused->hasAttr("octet.weight_cast")) ||
-          (fusion::bodyOnly(fused, {"graph.fill"}) &&
-           fused.getInputs().empty() &&
-           llvm::all_of(fused->getUsers(), [](Operation *u) {
-             auto store = dyn_cast<graph::StoreOp>(u);
-             return store && store.getVariable().starts_with("grad.");
-           })))
+          fused->hasAttr("octet.weight_cast"))
         members.push_back(fused);
     for (kernel::FusedOp fused : members)
       fused->removeAttr("octet.weight_cast");

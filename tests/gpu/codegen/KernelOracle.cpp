@@ -560,6 +560,9 @@ int main(int argc, char **argv) {
     }
   };
   module->walk([&](kernel::FusedOp fused) {
+    // Cleared accumulators are memsets of their variables: no kernel.
+    if (fused.isStoredZeroFill())
+      return;
     std::string name = fused.getName().str();
     size_t index = region++;
     if (!kernelDir.empty()) {

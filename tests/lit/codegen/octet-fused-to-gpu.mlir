@@ -2,6 +2,8 @@
 // RUN: %octet-opt %s --octet-fused-to-gpu | FileCheck %s --check-prefix=MORE
 // RUN: %octet-opt %s --octet-fused-to-gpu | FileCheck %s --check-prefix=NARROW
 // RUN: %octet-opt %s --octet-fused-to-gpu="num-sms=1 row-blocks-per-sm=2" | FileCheck %s --check-prefix=PERSIST
+// RUN: %octet-opt %s --octet-fused-to-gpu="num-sms=1" | FileCheck %s --check-prefix=MULTI
+// RUN: %octet-opt %s --octet-fused-to-gpu="num-sms=1 multi-tensor-blocks-per-sm=0" | FileCheck %s --check-prefix=SLICES
 
 // A row kernel: one block per row, 8-element vectors, a shuffle reduction,
 // one atomic per block for the amax.
@@ -47,6 +49,50 @@ func.func @backward(%dy: tensor<4x256xbf16>, %x: tensor<4x256xbf16>, %w: tensor<
   return %dx, %dw : tensor<4x256xbf16>, tensor<256xf32>
 }
 
+
+// A multi-tensor kernel: by default 2 blocks per multiprocessor loop over
+// each large tensor's slices of 256 threads x 8 elements (a chunk each),
+// prefetching the next; a tensor of one slice gets one block. The FP8
+// cast's amax is carried through the loop: one atomic per block.
+// MULTI-LABEL: func.func @optimizer
+// MULTI: launch = [{block = 256 : i64, grid = 3 : i64, kernel = @adamw::@adamw}]
+// MULTI: gpu.func @adamw(
+// MULTI-SAME: nvvm.minctasm = 2
+// MULTI: scf.if
+// MULTI: scf.for
+// MULTI: memref.atomic_rmw maxu
+// With no looping, a block per slice of 2 chunks: 16384 / 4096 + 1.
+// SLICES-LABEL: func.func @optimizer
+// SLICES: launch = [{block = 256 : i64, grid = 5 : i64, kernel = @adamw::@adamw}]
+// SLICES: gpu.func @adamw(
+// SLICES-NOT: scf.for
+// SLICES: gpu.return
+func.func @optimizer(%p: tensor<16x1024xf32>, %g: tensor<16x1024xf32>, %m: tensor<16x1024xf32>, %v: tensor<16x1024xf32>, %s: tensor<f32>, %lr: tensor<f32>, %step: tensor<i64>, %clip: tensor<f32>, %w: tensor<256xf32>, %wg: tensor<256xf32>, %wm: tensor<256xf32>, %wv: tensor<256xf32>) {
+  %r:8 = kernel.fused "adamw" kind("multi_tensor") ins(%p, %g, %m, %v, %s, %lr, %step, %clip, %w, %wg, %wm, %wv : tensor<16x1024xf32>, tensor<16x1024xf32>, tensor<16x1024xf32>, tensor<16x1024xf32>, tensor<f32>, tensor<f32>, tensor<i64>, tensor<f32>, tensor<256xf32>, tensor<256xf32>, tensor<256xf32>, tensor<256xf32>) {
+  ^bb0(%a: tensor<16x1024xf32>, %b: tensor<16x1024xf32>, %c: tensor<16x1024xf32>, %d: tensor<16x1024xf32>, %e: tensor<f32>, %f: tensor<f32>, %h: tensor<i64>, %i: tensor<f32>, %j: tensor<256xf32>, %k: tensor<256xf32>, %l: tensor<256xf32>, %n: tensor<256xf32>):
+    %np, %nm, %nv = graph.adamw_update %a, %b, %c, %d, %f, %h, %i {beta1 = 0.9 : f64, beta2 = 0.95 : f64, eps = 1.0e-8 : f64, weight_decay = 0.1 : f64} : (tensor<16x1024xf32>, tensor<16x1024xf32>, tensor<16x1024xf32>, tensor<16x1024xf32>, tensor<f32>, tensor<i64>, tensor<f32>) -> (tensor<16x1024xf32>, tensor<16x1024xf32>, tensor<16x1024xf32>)
+    %q, %amax = fp8.quantize %np, %e : (tensor<16x1024xf32>, tensor<f32>) -> (tensor<16x1024xf8E4M3FN>, tensor<f32>)
+    %wp, %wm2, %wv2 = graph.adamw_update %j, %k, %l, %n, %f, %h, %i {beta1 = 0.9 : f64, beta2 = 0.95 : f64, eps = 1.0e-8 : f64, weight_decay = 0.0 : f64} : (tensor<256xf32>, tensor<256xf32>, tensor<256xf32>, tensor<256xf32>, tensor<f32>, tensor<i64>, tensor<f32>) -> (tensor<256xf32>, tensor<256xf32>, tensor<256xf32>)
+    kernel.yield %np, %nm, %nv, %q, %amax, %wp, %wm2, %wv2 : tensor<16x1024xf32>, tensor<16x1024xf32>, tensor<16x1024xf32>, tensor<16x1024xf8E4M3FN>, tensor<f32>, tensor<256xf32>, tensor<256xf32>, tensor<256xf32>
+  } : tensor<16x1024xf32>, tensor<16x1024xf32>, tensor<16x1024xf32>, tensor<16x1024xf8E4M3FN>, tensor<f32>, tensor<256xf32>, tensor<256xf32>, tensor<256xf32>
+  return
+}
+
+// A zero tensor that only graph.store reads is a memset of each variable
+// (the bundle's clears): no kernel.
+// CHECK-LABEL: func.func @clear
+// CHECK: kernel.fused "zeros"
+// CHECK-NOT: kernels =
+// CHECK: graph.store
+graph.variable @grad.w : tensor<8x1024xf32> {init = "zeros", kind = "state"}
+func.func @clear() {
+  %z = kernel.fused "zeros" kind("elementwise") {
+    %f = graph.fill {value = 0.0 : f64} : tensor<8x1024xf32>
+    kernel.yield %f : tensor<8x1024xf32>
+  } : tensor<8x1024xf32>
+  graph.store %z, @grad.w : tensor<8x1024xf32>
+  return
+}
 
 // A kernel named like another symbol of the module gets its own name.
 // CHECK-LABEL: func.func @clash

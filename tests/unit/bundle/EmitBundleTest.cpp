@@ -231,6 +231,39 @@ TEST(EmitBundle, TinyLlamaIsDeterministicAndComplete) {
   EXPECT_EQ(fp8Gemms, 4 * 4 * 3 * 2 - 4 * 4 * 2) // train: 3 per linear;
       << "FP8 GEMMs of the train and eval programs";  // eval: fprop only
 
+  // The optimizer step clears every gradient accumulator with a memset of
+  // its own slot, after the kernel that reads it; no zero tensor is copied.
+  std::set<std::string> cleared;
+  for (const Program &p : b.ranks(0).programs()) {
+    if (p.kind() != OPTIMIZER_STEP)
+      continue;
+    int adamw = -1;
+    for (int i = 0; i < p.steps_size(); ++i)
+      if (p.steps(i).has_launch() &&
+          p.steps(i).label().find("optimizer.adamw") != std::string::npos)
+        adamw = i;
+    ASSERT_GE(adamw, 0) << "no multi-tensor AdamW launch in " << p.name();
+    for (int i = 0; i < p.steps_size(); ++i) {
+      const Step &s = p.steps(i);
+      if (s.has_copy()) {
+        const std::string &dst = b.plan().slots(int(s.copy().dst().slot())).name();
+        EXPECT_NE(dst.rfind("grad.", 0), 0u) << s.label() << " copies into " << dst;
+      }
+      if (!s.has_memset() || s.label().rfind("clear ", 0) != 0)
+        continue;
+      const auto &slot = b.plan().slots(int(s.memset().dst().slot()));
+      EXPECT_EQ("clear " + slot.name(), s.label());
+      EXPECT_EQ(s.memset().bytes(), slot.bytes()) << s.label();
+      EXPECT_EQ(s.memset().value(), 0u) << s.label();
+      EXPECT_GT(i, adamw) << s.label() << " runs before AdamW reads it";
+      cleared.insert(slot.name());
+    }
+  }
+  std::set<std::string> gradients;
+  for (const auto &prm : b.parameters())
+    gradients.insert("grad." + prm.name());
+  EXPECT_EQ(cleared, gradients);
+
   // Each shared kernel is one module: every layer's RMSNorm runs the same.
   std::set<std::string> names;
   for (const Module &m : b.modules())
