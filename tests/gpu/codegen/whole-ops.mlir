@@ -6,11 +6,11 @@
 // gradient norm, the optimizer's scalar ops and the delayed FP8 scale
 // update, a norm gradient added into its weight-gradient accumulator and
 // the residual gradient, and AdamW zeroing the gradient accumulators it
-// read, over a tensor of a million elements, enough that the multi-tensor
+// read, over a tensor of 600000 elements: enough that the multi-tensor
 // kernel's blocks loop over its slices (the FP8 cast's amax carried across
-// them, the last slice partial). Vocabulary 1000 (no power of two) and 300 (ids repeat, so the
-// embedding gradient's atomic adds collide).
-func.func @whole_ops(%pos: tensor<2x32xi32>, %qkv: tensor<64x1024xbf16>, %dk: tensor<2x32x2x128xbf16>, %dq: tensor<2x32x4x128xbf16>, %dv: tensor<64x256xbf16>, %dscale: tensor<f32>, %table: tensor<300x256xbf16>, %ids: tensor<2x32xi32>, %dy: tensor<2x32x256xf32>, %acc_a: tensor<300x256xf32>, %acc_b: tensor<300x256xf32>, %logits: tensor<2x32x1000xf32>, %labels: tensor<2x32xi32>, %mask: tensor<2x32xf32>, %dloss: tensor<f32>, %g0: tensor<300x256xf32>, %g1: tensor<1000xf32>, %g2: tensor<7x3xf32>, %step: tensor<i64>, %norm: tensor<f32>, %hist: tensor<16xf32>, %amax: tensor<f32>, %scale: tensor<f32>, %ndy: tensor<2x32x1024xf32>, %nx: tensor<2x32x1024xf32>, %nw: tensor<1024xf32>, %nacc: tensor<1024xf32>, %ndres: tensor<2x32x1024xf32>, %ap: tensor<1000x1000xf32>, %apg: tensor<1000x1000xf32>, %apm: tensor<1000x1000xf32>, %apv: tensor<1000x1000xf32>, %ab: tensor<256xf32>, %abg: tensor<256xf32>, %abm: tensor<256xf32>, %abv: tensor<256xf32>, %alr: tensor<f32>, %agscale: tensor<f32>, %aqs: tensor<f32>) {
+// them, the last slice partial). Vocabulary 1000 (no power of two) and 300
+// (ids repeat, so the embedding gradient's atomic adds collide).
+func.func @whole_ops(%pos: tensor<2x32xi32>, %qkv: tensor<64x1024xbf16>, %dk: tensor<2x32x2x128xbf16>, %dq: tensor<2x32x4x128xbf16>, %dv: tensor<64x256xbf16>, %dscale: tensor<f32>, %table: tensor<300x256xbf16>, %ids: tensor<2x32xi32>, %dy: tensor<2x32x256xf32>, %acc_a: tensor<300x256xf32>, %acc_b: tensor<300x256xf32>, %logits: tensor<2x32x1000xf32>, %labels: tensor<2x32xi32>, %mask: tensor<2x32xf32>, %dloss: tensor<f32>, %g0: tensor<300x256xf32>, %g1: tensor<1000xf32>, %g2: tensor<7x3xf32>, %step: tensor<i64>, %norm: tensor<f32>, %hist: tensor<16xf32>, %amax: tensor<f32>, %scale: tensor<f32>, %ndy: tensor<2x32x1024xf32>, %nx: tensor<2x32x1024xf32>, %nw: tensor<1024xf32>, %nacc: tensor<1024xf32>, %ndres: tensor<2x32x1024xf32>, %ap: tensor<600x1000xf32>, %apg: tensor<600x1000xf32>, %apm: tensor<600x1000xf32>, %apv: tensor<600x1000xf32>, %ab: tensor<256xf32>, %abg: tensor<256xf32>, %abm: tensor<256xf32>, %abv: tensor<256xf32>, %alr: tensor<f32>, %agscale: tensor<f32>, %aqs: tensor<f32>) {
   %rope_split:2 = kernel.fused "rope_split" kind("elementwise") ins(%pos, %qkv : tensor<2x32xi32>, tensor<64x1024xbf16>) {
   ^bb0(%p: tensor<2x32xi32>, %x: tensor<64x1024xbf16>):
     %x3 = graph.reshape %x : (tensor<64x1024xbf16>) -> tensor<2x32x1024xbf16>
@@ -75,14 +75,14 @@ func.func @whole_ops(%pos: tensor<2x32xi32>, %qkv: tensor<64x1024xbf16>, %dk: te
     %r_t8, %r_ts = fp8.transpose %r_q8, %r_s : (tensor<64x1024xf8E5M2>, tensor<f32>) -> (tensor<1024x64xf8E5M2>, tensor<f32>)
     kernel.yield %r_acc2, %r_g, %r_q8, %r_m, %r_t8, %r_ts : tensor<1024xf32>, tensor<2x32x1024xf32>, tensor<64x1024xf8E5M2>, tensor<f32>, tensor<1024x64xf8E5M2>, tensor<f32>
   } : tensor<1024xf32>, tensor<2x32x1024xf32>, tensor<64x1024xf8E5M2>, tensor<f32>, tensor<1024x64xf8E5M2>, tensor<f32>
-  %adamw:10 = kernel.fused "adamw_zero_grads" kind("multi_tensor") ins(%ap, %apg, %apm, %apv, %alr, %step, %agscale, %ab, %abg, %abm, %abv, %aqs : tensor<1000x1000xf32>, tensor<1000x1000xf32>, tensor<1000x1000xf32>, tensor<1000x1000xf32>, tensor<f32>, tensor<i64>, tensor<f32>, tensor<256xf32>, tensor<256xf32>, tensor<256xf32>, tensor<256xf32>, tensor<f32>) {
-  ^bb0(%r_p0: tensor<1000x1000xf32>, %r_g0: tensor<1000x1000xf32>, %r_m0: tensor<1000x1000xf32>, %r_v0: tensor<1000x1000xf32>, %r_l: tensor<f32>, %r_st: tensor<i64>, %r_gs: tensor<f32>, %r_p1: tensor<256xf32>, %r_g1: tensor<256xf32>, %r_m1: tensor<256xf32>, %r_v1: tensor<256xf32>, %r_qs: tensor<f32>):
-    %r_np0, %r_nm0, %r_nv0 = graph.adamw_update %r_p0, %r_g0, %r_m0, %r_v0, %r_l, %r_st, %r_gs {beta1 = 9.000000e-01 : f64, beta2 = 9.500000e-01 : f64, eps = 1.000000e-08 : f64, weight_decay = 1.000000e-01 : f64} : (tensor<1000x1000xf32>, tensor<1000x1000xf32>, tensor<1000x1000xf32>, tensor<1000x1000xf32>, tensor<f32>, tensor<i64>, tensor<f32>) -> (tensor<1000x1000xf32>, tensor<1000x1000xf32>, tensor<1000x1000xf32>)
-    %r_q0, %r_a0 = fp8.quantize %r_np0, %r_qs : (tensor<1000x1000xf32>, tensor<f32>) -> (tensor<1000x1000xf8E4M3FN>, tensor<f32>)
-    %r_z0 = graph.fill {value = 0.000000e+00 : f64} : tensor<1000x1000xf32>
+  %adamw:10 = kernel.fused "adamw_zero_grads" kind("multi_tensor") ins(%ap, %apg, %apm, %apv, %alr, %step, %agscale, %ab, %abg, %abm, %abv, %aqs : tensor<600x1000xf32>, tensor<600x1000xf32>, tensor<600x1000xf32>, tensor<600x1000xf32>, tensor<f32>, tensor<i64>, tensor<f32>, tensor<256xf32>, tensor<256xf32>, tensor<256xf32>, tensor<256xf32>, tensor<f32>) {
+  ^bb0(%r_p0: tensor<600x1000xf32>, %r_g0: tensor<600x1000xf32>, %r_m0: tensor<600x1000xf32>, %r_v0: tensor<600x1000xf32>, %r_l: tensor<f32>, %r_st: tensor<i64>, %r_gs: tensor<f32>, %r_p1: tensor<256xf32>, %r_g1: tensor<256xf32>, %r_m1: tensor<256xf32>, %r_v1: tensor<256xf32>, %r_qs: tensor<f32>):
+    %r_np0, %r_nm0, %r_nv0 = graph.adamw_update %r_p0, %r_g0, %r_m0, %r_v0, %r_l, %r_st, %r_gs {beta1 = 9.000000e-01 : f64, beta2 = 9.500000e-01 : f64, eps = 1.000000e-08 : f64, weight_decay = 1.000000e-01 : f64} : (tensor<600x1000xf32>, tensor<600x1000xf32>, tensor<600x1000xf32>, tensor<600x1000xf32>, tensor<f32>, tensor<i64>, tensor<f32>) -> (tensor<600x1000xf32>, tensor<600x1000xf32>, tensor<600x1000xf32>)
+    %r_q0, %r_a0 = fp8.quantize %r_np0, %r_qs : (tensor<600x1000xf32>, tensor<f32>) -> (tensor<600x1000xf8E4M3FN>, tensor<f32>)
+    %r_z0 = graph.fill {value = 0.000000e+00 : f64} : tensor<600x1000xf32>
     %r_np1, %r_nm1, %r_nv1 = graph.adamw_update %r_p1, %r_g1, %r_m1, %r_v1, %r_l, %r_st, %r_gs {beta1 = 9.000000e-01 : f64, beta2 = 9.500000e-01 : f64, eps = 1.000000e-08 : f64, weight_decay = 0.000000e+00 : f64} : (tensor<256xf32>, tensor<256xf32>, tensor<256xf32>, tensor<256xf32>, tensor<f32>, tensor<i64>, tensor<f32>) -> (tensor<256xf32>, tensor<256xf32>, tensor<256xf32>)
     %r_z1 = graph.fill {value = 0.000000e+00 : f64} : tensor<256xf32>
-    kernel.yield %r_np0, %r_nm0, %r_nv0, %r_q0, %r_a0, %r_z0, %r_np1, %r_nm1, %r_nv1, %r_z1 : tensor<1000x1000xf32>, tensor<1000x1000xf32>, tensor<1000x1000xf32>, tensor<1000x1000xf8E4M3FN>, tensor<f32>, tensor<1000x1000xf32>, tensor<256xf32>, tensor<256xf32>, tensor<256xf32>, tensor<256xf32>
-  } : tensor<1000x1000xf32>, tensor<1000x1000xf32>, tensor<1000x1000xf32>, tensor<1000x1000xf8E4M3FN>, tensor<f32>, tensor<1000x1000xf32>, tensor<256xf32>, tensor<256xf32>, tensor<256xf32>, tensor<256xf32>
+    kernel.yield %r_np0, %r_nm0, %r_nv0, %r_q0, %r_a0, %r_z0, %r_np1, %r_nm1, %r_nv1, %r_z1 : tensor<600x1000xf32>, tensor<600x1000xf32>, tensor<600x1000xf32>, tensor<600x1000xf8E4M3FN>, tensor<f32>, tensor<600x1000xf32>, tensor<256xf32>, tensor<256xf32>, tensor<256xf32>, tensor<256xf32>
+  } : tensor<600x1000xf32>, tensor<600x1000xf32>, tensor<600x1000xf32>, tensor<600x1000xf8E4M3FN>, tensor<f32>, tensor<600x1000xf32>, tensor<256xf32>, tensor<256xf32>, tensor<256xf32>, tensor<256xf32>
   return
 }
