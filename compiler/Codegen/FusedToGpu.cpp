@@ -13,6 +13,15 @@
 // Values are carried as f32 and rounded to each op's result type after the
 // op (bf16/f16 results are rounded at once, FP8 ones when first read or
 // stored), which is what the interpreter does op by op.
+//
+// An FP8 result that the region also transposes ([R, C] -> [C, R], the
+// K-major copy a weight-gradient GEMM reads) is written transposed by the
+// row kernel itself when its rows are the kernel's: a block then takes tiles
+// of transpose-tile-rows consecutive rows, one row after another, gathers
+// its columns' bytes of the tile and writes each column's run of the
+// transposed tensor at once (emitTiledRows). Other transposes run as a
+// launch after the row kernel (TransposeKernel.h), which reads the tensor
+// back.
 
 #include "compiler/Codegen/Passes.h"
 #include "compiler/Codegen/TransposeKernel.h"
@@ -62,6 +71,23 @@ constexpr int64_t kMaxReduced = 2;
 // Shared floats of the block reductions: two slots used in turn, each with
 // kMaxReduced values per warp.
 constexpr int64_t kReduceFloats = 2 * kMaxReduced * kWarp;
+// The transposes a row kernel writes itself. A thread gathers the bytes of
+// its columns kRegisterTileRows rows at a time in registers, and parks each
+// full group in shared memory until the tile's last; registers a thread may
+// give to the gathering, shared bytes a block may park (static shared
+// memory stops at 48 KiB), and the registers the resident-block request
+// budgets beside the gathering: a base, and a current and a prefetched
+// chunk (16 bytes each) per row input.
+constexpr int64_t kRegisterTileRows = 8;
+// Threads of a tiled block: one block a multiprocessor still has 128
+// registers a thread.
+constexpr int64_t kMaxTiledThreads = 512;
+constexpr int64_t kMaxTileRegisters = 32;
+constexpr int64_t kMaxParkBytes = 40 * 1024;
+constexpr int64_t kTiledBaseRegisters = 32;
+constexpr int64_t kRegistersPerRowInput = 8;
+constexpr int64_t kRegistersPerSM = 65536;
+constexpr int64_t kMaxBlocksPerSM = 32;
 constexpr unsigned kGlobalSpace = 1;
 constexpr unsigned kSharedSpace = 3;
 
@@ -91,6 +117,12 @@ struct Segment {
   int64_t firstBlock = 0;
   SmallVector<Value> columnSums; // in accumulator order
   SmallVector<Value> amaxes;     // in accumulator order
+  // Rows a block takes one after another so that it writes the transposed
+  // FP8 copies of `tiled` itself (0: a row at a time, no transposes).
+  int64_t tileRows = 0;
+  SmallVector<fp8::TransposeOp> tiled;
+  int64_t tileRegisters = 0; // per thread, gathering kRegisterTileRows
+  int64_t parkBytes = 0;     // per block
 };
 
 struct Plan {
@@ -100,15 +132,17 @@ struct Plan {
   int64_t vec = kVec; // elements per thread access
   int64_t workspaceFloats = 0;
   int64_t ropeHalf = 0; // largest RoPE half head size: angle table in smem
+  int64_t parkBytes = 0; // shared bytes of the largest tiled segment
   int64_t columnBlocksPerSM = 3;
   // Blocks a multiprocessor runs at once for the kernels whose blocks loop
   // over rows (0: none loop).
   int64_t blocksPerSM = 0;
   DenseMap<Value, int64_t> workspaceOffset; // per ColumnSum value
   DenseMap<Value, int64_t> workspaceRows;
-  // Transposed FP8 copies of tensors the kernel reads or writes whole: a
-  // block of the row kernel holds a row and a transpose needs columns, so
-  // they run as a kernel of their own after the others.
+  // Transposed FP8 copies of tensors the kernel reads or writes whole that
+  // no segment writes itself (Segment::tiled): a block of the row kernel
+  // holds a row and a transpose needs columns, so they run as a kernel of
+  // their own after the others.
   SmallVector<fp8::TransposeOp> transposes;
   // Gradient accumulation into a column sum (acc + dweight): the kernel that
   // adds up the partial rows adds the accumulator too. Result → (column
@@ -230,7 +264,13 @@ bool isSupported(Operation *op) {
 FailureOr<Plan> planKernel(kernel::FusedOp fused, int64_t numSMs,
                            int64_t columnBlocksPerSM, int64_t rowBytesInFlight,
                            int64_t rowBlocksPerSM, int64_t flatBlocksPerSM,
-                           int64_t flatChunksOverride) {
+                           int64_t flatChunksOverride,
+                           int64_t transposeTileRows) {
+  auto untiled = [&] {
+    return planKernel(fused, numSMs, columnBlocksPerSM, rowBytesInFlight,
+                      rowBlocksPerSM, flatBlocksPerSM, flatChunksOverride,
+                      /*transposeTileRows=*/0);
+  };
   Block &body = fused.getBodyBlock();
   auto yield = cast<kernel::YieldOp>(body.getTerminator());
   Plan plan;
@@ -346,6 +386,48 @@ FailureOr<Plan> planKernel(kernel::FusedOp fused, int64_t numSMs,
       seg.loop = true;
   }
 
+  // Transposes the row kernel writes itself: a transpose of an FP8 [R, C]
+  // result whose rows are the segment's rows, R a multiple of the tile, with
+  // a tensorwise scale the kernel reads (its copy is a single element).
+  // The segment's blocks then take transposeTileRows rows at a time. A
+  // kernel of several segments (the multi-tensor AdamW) keeps its
+  // transposes apart: its block size serves every segment.
+  SmallVector<fp8::TransposeOp> separate;
+  for (fp8::TransposeOp t : plan.transposes) {
+    Value in = t.getInput();
+    auto type = cast<RankedTensorType>(in.getType());
+    int64_t rows = type.getDimSize(0), cols = type.getDimSize(1);
+    Segment *home = nullptr;
+    if (transposeTileRows > 0 && plan.segments.size() == 1 &&
+        isa<OpResult>(in) &&
+        isa<BlockArgument>(t.getScale()) &&
+        numElements(t.getScale().getType()) == 1 &&
+        rows % transposeTileRows == 0)
+      for (Segment &seg : plan.segments) {
+        auto it = seg.roles.find(in);
+        if (it == seg.roles.end() || it->second != Role::Row)
+          continue;
+        // A flattened segment (no op needs rows) takes the tensor's rows.
+        if (seg.flat && seg.flatElements % rows == 0) {
+          seg.flat = false;
+          seg.rows = rows;
+          for (auto [v, role] : seg.roles)
+            if (role == Role::Row)
+              seg.length[v] = numElements(v.getType()) / rows;
+        }
+        if (!seg.flat && seg.rows == rows && seg.length.lookup(in) == cols)
+          home = &seg;
+        break;
+      }
+    if (!home) {
+      separate.push_back(t);
+      continue;
+    }
+    home->tileRows = transposeTileRows;
+    home->tiled.push_back(t);
+  }
+  plan.transposes = std::move(separate);
+
   // Chunks per thread, sized by the bytes a thread has in flight: a block
   // loads its whole row at once and computes only when it is in, so the
   // memory system sees a block's row inputs and nothing more from it.
@@ -376,8 +458,13 @@ FailureOr<Plan> planKernel(kernel::FusedOp fused, int64_t numSMs,
     int64_t longest = 0;
     for (auto [v, len] : seg.length)
       longest = std::max(longest, len);
+    // A tiled segment gathers a byte a row for every column it owns: one
+    // chunk a thread keeps that small, with at most kMaxTiledThreads threads
+    // (a block takes a row only after the previous one, so what it has in
+    // flight is a row, whatever its chunks).
     int64_t chunks =
-        looping ? std::clamp<int64_t>(rowBytesInFlight / 2 /
+        seg.tileRows ? ceilDiv(longest, kVec * kMaxTiledThreads)
+        : looping ? std::clamp<int64_t>(rowBytesInFlight / 2 /
                                           bytesPerChunk(seg),
                                       2, 8)
                 : std::clamp<int64_t>(rowBytesInFlight / bytesPerChunk(seg), 2,
@@ -437,6 +524,24 @@ FailureOr<Plan> planKernel(kernel::FusedOp fused, int64_t numSMs,
   plan.threads = threads;
   plan.vec = vec;
   int64_t span = threads * vec;
+  // What a tile costs: the gathering registers (8 bytes of each column a
+  // thread owns, four to a register) and the parked bytes (the tile's other
+  // rows). Rows cut into pieces (fewer threads, more chunks) or too long
+  // for kMaxTiledThreads threads of two chunks make that more than a thread
+  // or a block holds: then the transposes run as their own kernel.
+  for (Segment &seg : plan.segments) {
+    for (fp8::TransposeOp t : seg.tiled) {
+      int64_t columns = ceilDiv(seg.length.lookup(t.getInput()), span) * vec;
+      seg.tileRegisters += columns * kRegisterTileRows / 4;
+      seg.parkBytes +=
+          columns * threads * (seg.tileRows - kRegisterTileRows);
+    }
+    if (seg.tileRows && (seg.tileRegisters > kMaxTileRegisters ||
+                         seg.parkBytes > kMaxParkBytes ||
+                         threads > kMaxTiledThreads))
+      return untiled();
+    plan.parkBytes = std::max(plan.parkBytes, seg.parkBytes);
+  }
 
   int64_t block = 0;
   // Blocks that loop prefetch the next slice, which doubles the registers
@@ -483,7 +588,31 @@ FailureOr<Plan> planKernel(kernel::FusedOp fused, int64_t numSMs,
     int64_t perSM = seg.sumsColumns ? columnBlocksPerSM
                     : seg.flat      ? flatBlocksPerSM
                                     : rowBlocksPerSM;
-    seg.blocks = seg.loop ? std::min(seg.rows, numSMs * perSM) : seg.rows;
+    // A tiled segment deals out tiles of rows as others deal out rows.
+    int64_t units = seg.tileRows ? seg.rows / seg.tileRows : seg.rows;
+    if (seg.tileRows) {
+      seg.loop = seg.sumsColumns ||
+                 (rowBlocksPerSM > 0 && units > numSMs * rowBlocksPerSM);
+      // A tiled block runs its rows one by one, so the blocks resident on
+      // a multiprocessor bound the rows it has in flight: ask ptxas for as
+      // many as the estimated registers allow (64 a thread, two blocks of
+      // 512 threads, for one or two bf16 row inputs; one block for a norm
+      // gradient, and a grid that loops over the tiles matches it).
+      int64_t registers = kTiledBaseRegisters + seg.tileRegisters;
+      for (auto [v, role] : seg.roles) {
+        if (role == Role::Row && isa<BlockArgument>(v))
+          registers += kRegistersPerRowInput;
+        else if (role == Role::ColumnSum)
+          registers += vec * ceilDiv(seg.length.lookup(v), span);
+      }
+      int64_t fit = std::clamp<int64_t>(
+          kRegistersPerSM / (registers * plan.threads), 1, kMaxBlocksPerSM);
+      if (seg.loop)
+        perSM = std::min(perSM, fit);
+      else
+        plan.blocksPerSM = std::max(plan.blocksPerSM, fit);
+    }
+    seg.blocks = seg.loop ? std::min(units, numSMs * perSM) : units;
     if (seg.loop)
       plan.blocksPerSM =
           std::max(plan.blocksPerSM, ceilDiv(seg.blocks, numSMs));
@@ -614,6 +743,8 @@ private:
   Value loadChunk(Value mem, Type elem, Value offset, Value valid);
   void storeChunk(Value mem, Type elem, Value offset, Value valid, Value v,
                   Type pendingFp8);
+  // A chunk already in its stored type.
+  void storeNarrow(Value mem, Value offset, Value valid, Value narrow);
   Value loadScalar(Value mem, Type elem, Value index);
 
   // Sum or max over the block; every thread gets the result.
@@ -637,8 +768,17 @@ private:
   void loadColumns(const Segment &seg);
   // A column input's chunks, as stored.
   SmallVector<Value> loadColumn(Value mem, Type elem, int64_t len);
+  // `stored`, when given, receives the FP8 chunks of the segment's tiled
+  // transpose inputs as they were stored.
   SmallVector<Value> emitRow(const Segment &seg, Value row, ValueRange accs,
-                             ValueRange raw);
+                             ValueRange raw,
+                             DenseMap<Value, SmallVector<Value>> *stored =
+                                 nullptr);
+  // A tiled segment: tiles of seg.tileRows rows, each row after the other,
+  // and the transposed copies of its tiles. `accs` in: the accumulators'
+  // initial values; out: their final ones.
+  void emitTiledRows(const Segment &seg, Value localBlock,
+                     SmallVector<Value> &accs);
   // Loaded chunks to f32 (once, where first needed).
   void widen(Val &val) {
     if (!val.rawElem)
@@ -665,6 +805,7 @@ private:
   VectorType vecType;
   gpu::GPUModuleOp module;
   Value tid, tid8, lane, warp, shared, workspace;
+  Value parked; // i8 shared buffer of the tiled transposes' parked groups
   int reduceSlot = 0;
   DenseMap<Value, Value> memOf; // region value → kernel argument
   DenseMap<Value, Val> vals;
@@ -772,6 +913,21 @@ void KernelBuilder::storeChunk(Value mem, Type elem, Value offset, Value valid,
   }
   Value narrow = fromF32(v, elem);
   int64_t bytes = vec * elem.getIntOrFloatBitWidth() / 8;
+  vector::StoreOp::create(b, loc, narrow, mem, ValueRange{offset},
+                          /*nontemporal=*/false,
+                          llvm::MaybeAlign(std::min<int64_t>(bytes, 16)));
+}
+
+void KernelBuilder::storeNarrow(Value mem, Value offset, Value valid,
+                                Value narrow) {
+  OpBuilder::InsertionGuard guard(b);
+  if (valid) {
+    auto ifOp = scf::IfOp::create(b, loc, valid, /*withElseRegion=*/false);
+    b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+  }
+  auto type = cast<VectorType>(narrow.getType());
+  int64_t bytes =
+      type.getNumElements() * type.getElementTypeBitWidth() / 8;
   vector::StoreOp::create(b, loc, narrow, mem, ValueRange{offset},
                           /*nontemporal=*/false,
                           llvm::MaybeAlign(std::min<int64_t>(bytes, 16)));
@@ -970,9 +1126,14 @@ gpu::GPUFuncOp KernelBuilder::buildMain(gpu::GPUModuleOp mod,
   auto sharedType = MemRefType::get({kReduceFloats + 2 * plan.ropeHalf}, f32,
                                     MemRefLayoutAttrInterface(),
                                     b.getI64IntegerAttr(kSharedSpace));
+  SmallVector<Type> workgroup{sharedType};
+  if (plan.parkBytes)
+    workgroup.push_back(MemRefType::get({plan.parkBytes}, b.getI8Type(),
+                                        MemRefLayoutAttrInterface(),
+                                        b.getI64IntegerAttr(kSharedSpace)));
   auto func = gpu::GPUFuncOp::create(
-      b, loc, name, b.getFunctionType(argumentTypes(), {}),
-      TypeRange{sharedType}, TypeRange{});
+      b, loc, name, b.getFunctionType(argumentTypes(), {}), workgroup,
+      TypeRange{});
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
   func.setKnownBlockSizeAttr(
       b.getDenseI32ArrayAttr({(int32_t)plan.threads, 1, 1}));
@@ -996,6 +1157,12 @@ gpu::GPUFuncOp KernelBuilder::buildMain(gpu::GPUModuleOp mod,
   Block &body = fused.getBodyBlock();
   bindArguments(func);
   shared = func.getWorkgroupAttributions().front();
+  if (plan.parkBytes) {
+    parked = func.getWorkgroupAttributions()[1];
+    // 8-byte accesses of the parked groups.
+    func.setWorkgroupAttributionAttr(1, b.getStringAttr("llvm.align"),
+                                     b.getI64IntegerAttr(16));
+  }
   // The entry block's arguments end with the workgroup buffer: index the
   // workspace by the signature.
   if (plan.workspaceFloats)
@@ -1013,6 +1180,27 @@ gpu::GPUFuncOp KernelBuilder::buildMain(gpu::GPUModuleOp mod,
       vals[arg].scalar = loadScalar(
           memOf[arg], cast<RankedTensorType>(arg.getType()).getElementType(),
           idx(0));
+
+  // The tiled transposes' tensorwise scales: a one-element copy.
+  for (const Segment &seg : plan.segments)
+    for (fp8::TransposeOp t : seg.tiled) {
+      if (!memOf.count(t.getResultScale()))
+        continue;
+      Value first = arith::AndIOp::create(
+          b, loc,
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, blockId,
+                                idx(0)),
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid,
+                                idx(0)));
+      OpBuilder::InsertionGuard guard(b);
+      auto ifOp = scf::IfOp::create(b, loc, first, false);
+      b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+      Value scale = memref::LoadOp::create(b, loc, memOf.lookup(t.getScale()),
+                                           ValueRange{idx(0)});
+      memref::StoreOp::create(b, loc, scale,
+                              memOf.lookup(t.getResultScale()),
+                              ValueRange{idx(0)});
+    }
 
   SmallVector<int64_t> starts;
   for (const Segment &seg : plan.segments)
@@ -1084,7 +1272,10 @@ void KernelBuilder::emitSegment(const Segment &seg, Value localBlock) {
 
   SmallVector<Value> accs;
   columns.clear();
-  if (!seg.loop) {
+  if (seg.tileRows) {
+    accs = inits;
+    emitTiledRows(seg, localBlock, accs);
+  } else if (!seg.loop) {
     accs = emitRow(seg, localBlock, inits, loadRow(seg, localBlock));
   } else {
     // Every row reads the same columns (norm weights): once per block when
@@ -1165,6 +1356,191 @@ void KernelBuilder::emitSegment(const Segment &seg, Value localBlock) {
   }
 }
 
+// Each thread gathers, for every column c it owns of a transposed input,
+// the bytes of kRegisterTileRows rows in a vector<8 x fp8> that shifts by
+// one each row (the newest byte last: two byte permutes a row), so that
+// after a group of rows byte j is the group's row j. Every full group but
+// the tile's last is parked in shared memory, in a slot of this thread's
+// own (no barrier; a warp stores 256 consecutive bytes). After the tile the
+// column's TR bytes, consecutive in the transposed [C, R] tensor, go out as
+// one 16-byte store (TR = 16: the parked group, then the registers).
+void KernelBuilder::emitTiledRows(const Segment &seg, Value localBlock,
+                                  SmallVector<Value> &accs) {
+  int64_t tileRows = seg.tileRows;
+  int64_t tiles = seg.rows / tileRows;
+  int64_t span = plan.threads * vec;
+  int64_t groups = tileRows / kRegisterTileRows;
+  Type i8 = b.getIntegerType(8);
+  auto groupType = VectorType::get({kRegisterTileRows}, i8);
+  auto parkedType = [&](Type elem) {
+    return VectorType::get({kRegisterTileRows}, elem);
+  };
+  // Gathering vectors, in (transpose, chunk, lane) order.
+  struct Column {
+    fp8::TransposeOp transpose;
+    int64_t chunk, lane;
+    Type elem;
+  };
+  SmallVector<Column> columns;
+  SmallVector<Value> gatherInits;
+  for (fp8::TransposeOp t : seg.tiled) {
+    Type elem =
+        cast<RankedTensorType>(t.getInput().getType()).getElementType();
+    Value zero = arith::ConstantOp::create(
+        b, loc, parkedType(elem), b.getZeroAttr(parkedType(elem)));
+    for (int64_t c = 0, e = ceilDiv(seg.length.lookup(t.getInput()), span);
+         c < e; ++c)
+      for (int64_t lane = 0; lane < vec; ++lane) {
+        columns.push_back({t, c, lane, elem});
+        gatherInits.push_back(zero);
+      }
+  }
+  // Column k's group g: parked at ((g·columns + k)·threads + tid)·8.
+  auto parkOffset = [&](Value group, int64_t k) {
+    Value slot = arith::AddIOp::create(
+        b, loc,
+        arith::MulIOp::create(b, loc, group, idx((int64_t)columns.size())),
+        idx(k));
+    return arith::AddIOp::create(
+        b, loc,
+        arith::MulIOp::create(b, loc, slot,
+                              idx(plan.threads * kRegisterTileRows)),
+        arith::MulIOp::create(b, loc, tid, idx(kRegisterTileRows)));
+  };
+  size_t numAccs = accs.size();
+  SmallVector<Value> carried = accs;
+  SmallVector<Value> firstRaw =
+      loadRow(seg, arith::MulIOp::create(b, loc, localBlock, idx(tileRows)));
+  size_t numRaw = firstRaw.size();
+  llvm::append_range(carried, firstRaw);
+  auto tileLoop = scf::ForOp::create(
+      b, loc, localBlock, idx(tiles), idx(seg.blocks), carried,
+      [&](OpBuilder &, Location, Value tile, ValueRange tileIter) {
+        Value firstRow = arith::MulIOp::create(b, loc, tile, idx(tileRows));
+        // The row after a tile's last is the first of the block's next
+        // tile; past the block's last there is none.
+        Value nextTileRow = arith::MulIOp::create(
+            b, loc, arith::AddIOp::create(b, loc, tile, idx(seg.blocks)),
+            idx(tileRows));
+        SmallVector<Value> rowInits(tileIter.begin(), tileIter.end());
+        llvm::append_range(rowInits, gatherInits);
+        auto rowLoop = scf::ForOp::create(
+            b, loc, idx(0), idx(tileRows), idx(1), rowInits,
+            [&](OpBuilder &, Location, Value i, ValueRange iter) {
+              Value row = arith::AddIOp::create(b, loc, firstRow, i);
+              Value last = arith::CmpIOp::create(
+                  b, loc, arith::CmpIPredicate::eq, i, idx(tileRows - 1));
+              Value next = arith::SelectOp::create(
+                  b, loc, last, nextTileRow,
+                  arith::AddIOp::create(b, loc, row, idx(1)));
+              Value more = arith::CmpIOp::create(
+                  b, loc, arith::CmpIPredicate::ult, next, idx(seg.rows));
+              ValueRange raw = iter.slice(numAccs, numRaw);
+              auto ifOp = scf::IfOp::create(b, loc, raw.getTypes(), more,
+                                            /*withElseRegion=*/true);
+              {
+                OpBuilder::InsertionGuard guard(b);
+                b.setInsertionPointToStart(ifOp.thenBlock());
+                scf::YieldOp::create(b, loc, loadRow(seg, next));
+                b.setInsertionPointToStart(ifOp.elseBlock());
+                // Past the block's last row: the values are never read.
+                scf::YieldOp::create(b, loc, raw);
+              }
+              DenseMap<Value, SmallVector<Value>> stored;
+              int slotsBefore = reduceSlot;
+              SmallVector<Value> out = emitRow(
+                  seg, row, iter.take_front(numAccs), raw, &stored);
+              // The next row's reductions (or RoPE angles) reuse the shared
+              // slots; a row without either (a quantize) needs no barrier.
+              if (reduceSlot != slotsBefore || plan.ropeHalf)
+                gpu::BarrierOp::create(b, loc);
+              llvm::append_range(out, ifOp.getResults());
+              SmallVector<int64_t> mask;
+              for (int64_t j = 1; j < kRegisterTileRows; ++j)
+                mask.push_back(j);
+              mask.push_back(0); // replaced by the new byte's lane below
+              SmallVector<Value> gathered;
+              for (auto [k, col] : llvm::enumerate(columns)) {
+                mask.back() = kRegisterTileRows + col.lane;
+                Value chunk = stored[col.transpose.getInput()][col.chunk];
+                gathered.push_back(vector::ShuffleOp::create(
+                    b, loc, iter[numAccs + numRaw + k], chunk, mask));
+              }
+              if (groups > 1) {
+                // A full group that is not the tile's last: park it.
+                Value inGroup = arith::RemUIOp::create(
+                    b, loc, i, idx(kRegisterTileRows));
+                Value park = arith::AndIOp::create(
+                    b, loc,
+                    arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                          inGroup,
+                                          idx(kRegisterTileRows - 1)),
+                    arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
+                                          i, idx(tileRows - 1)));
+                OpBuilder::InsertionGuard guard(b);
+                auto parkIf = scf::IfOp::create(b, loc, park, false);
+                b.setInsertionPoint(parkIf.thenBlock()->getTerminator());
+                Value group =
+                    arith::DivUIOp::create(b, loc, i, idx(kRegisterTileRows));
+                for (auto [k, g] : llvm::enumerate(gathered))
+                  vector::StoreOp::create(
+                      b, loc, arith::BitcastOp::create(b, loc, groupType, g),
+                      parked, ValueRange{parkOffset(group, k)},
+                      /*nontemporal=*/false,
+                      llvm::MaybeAlign(kRegisterTileRows));
+              }
+              llvm::append_range(out, gathered);
+              scf::YieldOp::create(b, loc, out);
+            });
+        // ptxas would unroll the rows (their trip count is known) and keep
+        // several in registers beside the gathered bytes: over 100 a
+        // thread where one row at a time fits in 64.
+        rowLoop->setAttr(
+            "loop_annotation",
+            LLVM::LoopAnnotationAttr::get(
+                b.getContext(), /*disableNonforced=*/nullptr,
+                /*vectorize=*/nullptr, /*interleave=*/nullptr,
+                LLVM::LoopUnrollAttr::get(b.getContext(),
+                                          /*disable=*/b.getBoolAttr(true),
+                                          nullptr, nullptr, nullptr, nullptr,
+                                          nullptr, nullptr),
+                nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
+                nullptr, nullptr, nullptr, nullptr, {}));
+        // The tile's columns: bytes [firstRow, firstRow + TR) of row c of
+        // the transposed tensor, the parked groups first.
+        for (auto [k, col] : llvm::enumerate(columns)) {
+          Value in = col.transpose.getInput();
+          if (!memOf.count(col.transpose.getResult()))
+            continue;
+          int64_t len = seg.length.lookup(in);
+          Value bytes = rowLoop.getResult(numAccs + numRaw + k);
+          for (int64_t g = groups - 2; g >= 0; --g) {
+            Value group = vector::LoadOp::create(
+                b, loc, groupType, parked, ValueRange{parkOffset(idx(g), k)},
+                /*nontemporal=*/false, llvm::MaybeAlign(kRegisterTileRows));
+            Value earlier =
+                arith::BitcastOp::create(b, loc, parkedType(col.elem), group);
+            int64_t have =
+                cast<VectorType>(bytes.getType()).getNumElements();
+            SmallVector<int64_t> join(kRegisterTileRows + have);
+            std::iota(join.begin(), join.end(), 0);
+            bytes = vector::ShuffleOp::create(b, loc, earlier, bytes, join);
+          }
+          Value column = arith::AddIOp::create(b, loc, chunkBase(col.chunk),
+                                               idx(col.lane));
+          Value off = arith::AddIOp::create(
+              b, loc, arith::MulIOp::create(b, loc, column, idx(seg.rows)),
+              firstRow);
+          storeNarrow(memOf.lookup(col.transpose.getResult()), off,
+                      chunkValid(seg, len, col.chunk, Value()), bytes);
+        }
+        scf::YieldOp::create(
+            b, loc, rowLoop.getResults().take_front(numAccs + numRaw));
+      });
+  accs.assign(tileLoop.getResults().begin(),
+              tileLoop.getResults().begin() + numAccs);
+}
+
 // The segment's row inputs, in role order: every chunk as stored (narrow),
 // converted where first used.
 SmallVector<Value> KernelBuilder::loadRow(const Segment &seg, Value row) {
@@ -1210,8 +1586,9 @@ void KernelBuilder::loadColumns(const Segment &seg) {
   }
 }
 
-SmallVector<Value> KernelBuilder::emitRow(const Segment &seg, Value row,
-                                          ValueRange accsIn, ValueRange raw) {
+SmallVector<Value> KernelBuilder::emitRow(
+    const Segment &seg, Value row, ValueRange accsIn, ValueRange raw,
+    DenseMap<Value, SmallVector<Value>> *stored) {
   SmallVector<Value> accs(accsIn.begin(), accsIn.end());
   anglesFor = nullptr;
   DenseMap<Value, int> accIdx;
@@ -1267,10 +1644,19 @@ SmallVector<Value> KernelBuilder::emitRow(const Segment &seg, Value row,
     Val &val = vals[v];
     widen(val);
     Value rowStart = arith::MulIOp::create(b, loc, row, idx(len));
+    bool keep = stored && llvm::any_of(seg.tiled, [&](fp8::TransposeOp t) {
+                  return t.getInput() == v;
+                });
     for (auto [c, chunk] : llvm::enumerate(val.chunks)) {
       Value off = arith::AddIOp::create(b, loc, rowStart, chunkBase(c));
-      storeChunk(memOf.lookup(v), elem, off, chunkValid(seg, len, c, rowStart),
-                 chunk, val.pendingFp8);
+      Value valid = chunkValid(seg, len, c, rowStart);
+      if (!keep) {
+        storeChunk(memOf.lookup(v), elem, off, valid, chunk, val.pendingFp8);
+        continue;
+      }
+      Value narrow = fromF32(chunk, elem);
+      storeNarrow(memOf.lookup(v), off, valid, narrow);
+      (*stored)[v].push_back(narrow);
     }
   }
   return accs;
@@ -2503,6 +2889,11 @@ struct FusedToGpuPass : impl::FusedToGpuBase<FusedToGpuPass> {
     moduleOp.walk([&](kernel::FusedOp op) { fusedOps.push_back(op); });
     if (fusedOps.empty())
       return;
+    if (transposeTileRows < 0 || transposeTileRows % kRegisterTileRows) {
+      moduleOp.emitError("transpose-tile-rows must be 0 or a multiple of ")
+          << kRegisterTileRows << ", not " << (int64_t)transposeTileRows;
+      return signalPassFailure();
+    }
     OpBuilder b(&getContext());
     moduleOp->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
                       b.getUnitAttr());
@@ -2567,7 +2958,7 @@ struct FusedToGpuPass : impl::FusedToGpuBase<FusedToGpuPass> {
           fused, numSMs, columnBlocksPerSM, rowBytesInFlight, rowBlocksPerSM,
           fused.getKind() == "multi_tensor" ? multiTensorBlocksPerSM
                                             : flatBlocksPerSM,
-          flatChunks);
+          flatChunks, transposeTileRows);
       if (failed(plan)) {
         giveUp();
         if (!keepGoing)

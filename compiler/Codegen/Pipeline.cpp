@@ -33,6 +33,7 @@ void buildFusedCodegenPipeline(mlir::OpPassManager &pm,
   fused.multiTensorBlocksPerSM = options.multiTensorBlocksPerSM;
   fused.flatBlocksPerSM = options.flatBlocksPerSM;
   fused.flatChunks = options.flatChunks;
+  fused.transposeTileRows = options.transposeTileRows;
   pm.addPass(createFusedToGpu(fused));
   AttentionToGpuOptions attention;
   attention.keepGoing = options.keepGoing;
@@ -82,6 +83,16 @@ struct CodegenPipelineOptions
       llvm::cl::desc("8-element chunks a thread holds per flattened slice "
                      "(0: the pass's choice)"),
       llvm::cl::init(CodegenOptions().flatChunks)};
+  Option<int64_t> numSMs{
+      *this, "num-sms",
+      llvm::cl::desc("multiprocessors of the target GPU (sizes the grids "
+                     "that loop over rows)"),
+      llvm::cl::init(CodegenOptions().numSMs)};
+  Option<int64_t> transposeTileRows{
+      *this, "transpose-tile-rows",
+      llvm::cl::desc("rows a block takes at a time to write the FP8 "
+                     "transposes of its results (0: a launch of their own)"),
+      llvm::cl::init(CodegenOptions().transposeTileRows)};
 };
 } // namespace
 
@@ -94,6 +105,8 @@ void registerCodegenPipelines() {
         options.multiTensorBlocksPerSM = o.multiTensorBlocksPerSM;
         options.flatBlocksPerSM = o.flatBlocksPerSM;
         options.flatChunks = o.flatChunks;
+        options.numSMs = o.numSMs;
+        options.transposeTileRows = o.transposeTileRows;
         buildFusedCodegenPipeline(pm, options);
       });
 }

@@ -31,6 +31,9 @@ struct CodegenOptions {
   int64_t multiTensorBlocksPerSM = 2;
   int64_t flatBlocksPerSM = 0;
   int64_t flatChunks = 0;
+  // Rows a block takes at a time to write the FP8 transposes of its
+  // results itself (0: a transpose launch after the row kernel).
+  int64_t transposeTileRows = 16;
 };
 
 // kernel.fused → gpu.func → NVVM → gpu.binary holding PTX for `chip`.

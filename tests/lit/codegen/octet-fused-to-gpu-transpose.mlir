@@ -1,16 +1,85 @@
 // RUN: %octet-opt %s --octet-fused-to-gpu | FileCheck %s
+// RUN: %octet-opt %s --octet-fused-to-gpu=transpose-tile-rows=0 | FileCheck %s --check-prefix=TILES
+// RUN: %octet-opt %s --octet-fused-to-gpu=transpose-tile-rows=32 | FileCheck %s --check-prefix=ROWS32
+// RUN: not %octet-opt %s --octet-fused-to-gpu=transpose-tile-rows=12 2>&1 | FileCheck %s --check-prefix=BAD
 
 // The launches come first (in the functions), the kernels after them (in
 // the GPU modules).
 
-// A transpose of FP8 bytes whose sides are whole 64-byte tiles: a block per
-// tile (2 x 3 here), then a thread per element for the tensorwise scale (one
-// block). Each thread reads four 4-byte rows of a 4 x 4 square, turns it over
-// with shuffles, writes its columns as words into the padded shared tile
-// (64 rows of 17 words), and after a barrier writes four 4-byte pieces of
-// output rows.
+// A transpose of an FP8 result whose rows are the kernel's rows, 16 of them
+// a tile (transpose-tile-rows): the row kernel writes it itself, a block
+// per tile of 16 rows (8 here) and no launch after it. A thread gathers the
+// bytes of each of its 8 columns, 8 rows at a time, in a vector that shifts
+// by a byte a row; it parks the first 8 in shared memory (its own slots:
+// 8 columns x 32 threads x 8 bytes), and after the tile's last row writes
+// each column's 16 bytes with one store. A quantize reduces nothing over the
+// block, so its rows need no barrier. The tensorwise scale is copied by
+// thread 0 of block 0. Threads past the row's end (192 = 24 threads x 8)
+// store nothing.
 // CHECK: func.func @tiled_transpose
-// CHECK: {block = 256 : i64, grid = 7 : i64, kernel = @tq::@tq_transpose}
+// CHECK: launch = [{block = 32 : i64, grid = 8 : i64, kernel = @tq::@tq}]
+// CHECK: func.func @untiled_transpose
+// CHECK: {block = 256 : i64, grid = 3 : i64, kernel = @qs::@qs_transpose}
+// CHECK-LABEL: gpu.func @tq(
+// CHECK-SAME: %[[X:[a-z0-9]+]]: memref<24576xbf16, 1>, %[[S:[a-z0-9]+]]: memref<1xf32, 1>, %[[Q:[a-z0-9]+]]: memref<24576xf8E4M3FN, 1>, %[[T:[a-z0-9]+]]: memref<24576xf8E4M3FN, 1>, %[[TS:[a-z0-9]+]]: memref<1xf32, 1>)
+// CHECK-SAME: workgroup(%{{.*}} : memref<128xf32, 3> {llvm.align = 16 : i64}, %[[PARK:[a-z0-9]+]] : memref<2048xi8, 3> {llvm.align = 16 : i64})
+// CHECK: scf.if
+// CHECK: %[[SCALE:.*]] = memref.load %[[S]]
+// CHECK: memref.store %[[SCALE]], %[[TS]]
+// CHECK: scf.for {{.*}} -> (f32, vector<8xbf16>) {
+// CHECK: scf.for {{.*}} -> (f32, vector<8xbf16>, vector<8xf8E4M3FN>, vector<8xf8E4M3FN>, vector<8xf8E4M3FN>, vector<8xf8E4M3FN>, vector<8xf8E4M3FN>, vector<8xf8E4M3FN>, vector<8xf8E4M3FN>, vector<8xf8E4M3FN>) {
+// CHECK: vector.load %[[X]]
+// CHECK: %[[ROW:.*]] = arith.truncf {{.*}} : vector<8xf32> to vector<8xf8E4M3FN>
+// CHECK: vector.store %[[ROW]], %[[Q]]
+// CHECK-NOT: gpu.barrier
+// CHECK: %[[FIRST:.*]] = vector.shuffle %{{.*}}, %[[ROW]] [1, 2, 3, 4, 5, 6, 7, 8] : vector<8xf8E4M3FN>, vector<8xf8E4M3FN>
+// CHECK: vector.shuffle %{{.*}}, %[[ROW]] [1, 2, 3, 4, 5, 6, 7, 15] : vector<8xf8E4M3FN>, vector<8xf8E4M3FN>
+// CHECK: scf.if
+// CHECK: %[[BITS:.*]] = arith.bitcast %[[FIRST]] : vector<8xf8E4M3FN> to vector<8xi8>
+// CHECK-NEXT: vector.store %[[BITS]], %[[PARK]]{{.*}} {alignment = 8 : i64} : memref<2048xi8, 3>, vector<8xi8>
+// CHECK-COUNT-7: vector.store {{.*}}, %[[PARK]]
+// CHECK: } {loop_annotation = #loop_annotation}
+// CHECK: %[[PARKED:.*]] = vector.load %[[PARK]]
+// CHECK-NEXT: %[[EARLIER:.*]] = arith.bitcast %[[PARKED]] : vector<8xi8> to vector<8xf8E4M3FN>
+// CHECK-NEXT: %[[COLUMN:.*]] = vector.shuffle %[[EARLIER]], %{{.*}}#2 [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]
+// CHECK: scf.if
+// CHECK-NEXT: vector.store %[[COLUMN]], %[[T]][{{.*}}] {alignment = 16 : i64} : memref<24576xf8E4M3FN, 1>, vector<16xf8E4M3FN>
+// CHECK-COUNT-7: vector.store {{.*}}, %[[T]][{{.*}}] {alignment = 16 : i64} : memref<24576xf8E4M3FN, 1>, vector<16xf8E4M3FN>
+// CHECK: gpu.return
+
+// With transpose-tile-rows=0 the transposes run as a launch of their own, a
+// block per 64-byte tile (2 x 3 here), then a thread per element for the
+// tensorwise scale (one block). Each thread reads four 4-byte rows of a 4 x
+// 4 square, turns it over with shuffles, writes its columns as words into
+// the padded shared tile (64 rows of 17 words), and after a barrier writes
+// four 4-byte pieces of output rows.
+// TILES: func.func @tiled_transpose
+// TILES: {block = 256 : i64, grid = 7 : i64, kernel = @tq::@tq_transpose}
+// TILES: func.func @untiled_transpose
+// TILES: {block = 256 : i64, grid = 3 : i64, kernel = @qs::@qs_transpose}
+// TILES: gpu.func @tq_transpose
+// TILES-SAME: workgroup(%{{.*}} : memref<4352xi8, 3> {llvm.align = 4 : i64})
+// TILES-COUNT-4: vector.load {{.*}} {alignment = 4 : i64} : memref<24576xf8E4M3FN, 1>, vector<4xf8E4M3FN>
+// TILES: vector.shuffle {{.*}} [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf8E4M3FN>, vector<4xf8E4M3FN>
+// TILES: vector.shuffle {{.*}} [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf8E4M3FN>, vector<4xf8E4M3FN>
+// TILES: vector.shuffle {{.*}} [0, 4, 8, 12] : vector<8xf8E4M3FN>, vector<8xf8E4M3FN>
+// TILES: vector.store {{.*}} {alignment = 4 : i64} : memref<4352xi8, 3>, vector<4xi8>
+// TILES: vector.shuffle {{.*}} [3, 7, 11, 15] : vector<8xf8E4M3FN>, vector<8xf8E4M3FN>
+// TILES: gpu.barrier
+// TILES-COUNT-4: vector.store {{.*}} {alignment = 4 : i64} : memref<24576xf8E4M3FN, 1>, vector<4xf8E4M3FN>
+// TILES: } else {
+// TILES: memref.load {{.*}} : memref<1xf32, 1>
+// TILES: memref.store {{.*}} : memref<1xf32, 1>
+
+// 32-row tiles: three groups of 8 parked (8 columns x 32 threads x 24
+// bytes), then a full 32-byte sector a column.
+// ROWS32: launch = [{block = 32 : i64, grid = 4 : i64, kernel = @tq::@tq}]
+// ROWS32: gpu.func @tq(
+// ROWS32-SAME: memref<6144xi8, 3>
+// ROWS32: vector.shuffle {{.*}} [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31] : vector<8xf8E4M3FN>, vector<24xf8E4M3FN>
+// ROWS32: vector.store {{.*}} {alignment = 16 : i64} : memref<24576xf8E4M3FN, 1>, vector<32xf8E4M3FN>
+
+// BAD: transpose-tile-rows must be 0 or a multiple of 8, not 12
 func.func @tiled_transpose(%x: tensor<128x192xbf16>, %s: tensor<f32>) -> (tensor<128x192xf8E4M3FN>, tensor<192x128xf8E4M3FN>, tensor<f32>) {
   %q, %qt, %st = kernel.fused "tq" kind("elementwise") ins(%x, %s : tensor<128x192xbf16>, tensor<f32>) {
   ^bb0(%a: tensor<128x192xbf16>, %b: tensor<f32>):
@@ -21,24 +90,9 @@ func.func @tiled_transpose(%x: tensor<128x192xbf16>, %s: tensor<f32>) -> (tensor
   return %q, %qt, %st : tensor<128x192xf8E4M3FN>, tensor<192x128xf8E4M3FN>, tensor<f32>
 }
 
-// A side that is not a whole tile (2 rows) keeps the copy a thread per
-// output element, and no shared tile.
-// CHECK: func.func @untiled_transpose
-// CHECK: {block = 256 : i64, grid = 3 : i64, kernel = @qs::@qs_transpose}
-// CHECK: gpu.func @tq_transpose
-// CHECK-SAME: workgroup(%{{.*}} : memref<4352xi8, 3> {llvm.align = 4 : i64})
-// CHECK-COUNT-4: vector.load {{.*}} {alignment = 4 : i64} : memref<24576xf8E4M3FN, 1>, vector<4xf8E4M3FN>
-// CHECK: vector.shuffle {{.*}} [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf8E4M3FN>, vector<4xf8E4M3FN>
-// CHECK: vector.shuffle {{.*}} [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf8E4M3FN>, vector<4xf8E4M3FN>
-// CHECK: vector.shuffle {{.*}} [0, 4, 8, 12] : vector<8xf8E4M3FN>, vector<8xf8E4M3FN>
-// CHECK: vector.store {{.*}} {alignment = 4 : i64} : memref<4352xi8, 3>, vector<4xi8>
-// CHECK: vector.shuffle {{.*}} [3, 7, 11, 15] : vector<8xf8E4M3FN>, vector<8xf8E4M3FN>
-// CHECK: gpu.barrier
-// CHECK-COUNT-4: vector.store {{.*}} {alignment = 4 : i64} : memref<24576xf8E4M3FN, 1>, vector<4xf8E4M3FN>
-// CHECK: } else {
-// CHECK: memref.load {{.*}} : memref<1xf32, 1>
-// CHECK: memref.store {{.*}} : memref<1xf32, 1>
-// CHECK: gpu.func @qs_transpose({{[^)]*}}) kernel attributes
+// Rows that are not a whole tile (2 here) keep the transpose a launch of its
+// own, a thread per output element: no shared tile.
+// CHECK-LABEL: gpu.func @qs_transpose({{[^)]*}}) kernel attributes
 // CHECK-NOT: vector.load
 // CHECK: memref.load {{.*}} : memref<512xf8E4M3FN, 1>
 func.func @untiled_transpose(%x: tensor<2x256xbf16>, %s: tensor<f32>) -> (tensor<2x256xf8E4M3FN>, tensor<256x2xf8E4M3FN>, tensor<f32>) {
