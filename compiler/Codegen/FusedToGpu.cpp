@@ -1492,9 +1492,10 @@ void KernelBuilder::emitTiledRows(const Segment &seg, Value localBlock,
               llvm::append_range(out, gathered);
               scf::YieldOp::create(b, loc, out);
             });
-        // ptxas would unroll the rows (their trip count is known) and keep
-        // several in registers beside the gathered bytes: over 100 a
-        // thread where one row at a time fits in 64.
+        // The rows stay a loop: their trip count is known, and ptxas may
+        // unroll it and keep several rows in registers beside the gathered
+        // bytes (it did when the whole tile was in registers: 109 a thread
+        // for a quantize where 57 did a row at a time).
         rowLoop->setAttr(
             "loop_annotation",
             LLVM::LoopAnnotationAttr::get(
