@@ -15,13 +15,14 @@
 // stored), which is what the interpreter does op by op.
 //
 // An FP8 result that the region also transposes ([R, C] -> [C, R], the
-// K-major copy a weight-gradient GEMM reads) is written transposed by the
-// row kernel itself when its rows are the kernel's: a block then takes tiles
-// of transpose-tile-rows consecutive rows, one row after another, gathers
-// its columns' bytes of the tile and writes each column's run of the
-// transposed tensor at once (emitTiledRows). Other transposes run as a
-// launch after the row kernel (TransposeKernel.h), which reads the tensor
-// back.
+// K-major copy a weight-gradient GEMM reads) runs as a launch after the row
+// kernel (TransposeKernel.h), which reads the tensor back. With
+// transpose-tile-rows > 0 the row kernel writes it itself when its rows are
+// the kernel's: a block then takes tiles of that many consecutive rows, one
+// row after another, gathers its columns' bytes of the tile and writes each
+// column's run of the transposed tensor at once (emitTiledRows). That is
+// off by default: its column runs are 16 bytes, half a sector each, and it
+// measured slower on an H100 (Pipeline.h).
 
 #include "compiler/Codegen/Passes.h"
 #include "compiler/Codegen/TransposeKernel.h"

@@ -32,8 +32,12 @@ struct CodegenOptions {
   int64_t flatBlocksPerSM = 0;
   int64_t flatChunks = 0;
   // Rows a block takes at a time to write the FP8 transposes of its
-  // results itself (0: a transpose launch after the row kernel).
-  int64_t transposeTileRows = 16;
+  // results itself (0: a transpose launch after the row kernel). Off: on an
+  // H100 the 16-row tiles' 16-byte column stores, each half a sector 8 KB
+  // from the next, ran the llama3-8b norm + quantize + transpose kernels
+  // at 34-57% of copy bandwidth against 63-78% for the separate launch
+  // (bench/results/h100/transpose-tiles.json).
+  int64_t transposeTileRows = 0;
 };
 
 // kernel.fused → gpu.func → NVVM → gpu.binary holding PTX for `chip`.

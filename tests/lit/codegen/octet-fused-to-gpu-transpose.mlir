@@ -1,5 +1,5 @@
-// RUN: %octet-opt %s --octet-fused-to-gpu | FileCheck %s
-// RUN: %octet-opt %s --octet-fused-to-gpu=transpose-tile-rows=0 | FileCheck %s --check-prefix=TILES
+// RUN: %octet-opt %s --octet-fused-to-gpu=transpose-tile-rows=16 | FileCheck %s
+// RUN: %octet-opt %s --octet-fused-to-gpu | FileCheck %s --check-prefix=TILES
 // RUN: %octet-opt %s --octet-fused-to-gpu=transpose-tile-rows=32 | FileCheck %s --check-prefix=ROWS32
 // RUN: not %octet-opt %s --octet-fused-to-gpu=transpose-tile-rows=12 2>&1 | FileCheck %s --check-prefix=BAD
 
@@ -47,8 +47,9 @@
 // CHECK-COUNT-7: vector.store {{.*}}, %[[T]][{{.*}}] {alignment = 16 : i64} : memref<24576xf8E4M3FN, 1>, vector<16xf8E4M3FN>
 // CHECK: gpu.return
 
-// With transpose-tile-rows=0 the transposes run as a launch of their own, a
-// block per 64-byte tile (2 x 3 here), then a thread per element for the
+// By default (transpose-tile-rows=0) the transposes run as a launch of
+// their own, a block per 64-byte tile (2 x 3 here), then a thread per
+// element for the
 // tensorwise scale (one block). Each thread reads four 4-byte rows of a 4 x
 // 4 square, turns it over with shuffles, writes its columns as words into
 // the padded shared tile (64 rows of 17 words), and after a barrier writes
