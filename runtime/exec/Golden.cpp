@@ -14,9 +14,21 @@ namespace ckpt = octet::checkpoint;
 Tolerances tolerancesFor(const std::string &numerics) {
   if (numerics == "fp8")
     return {/*loss=*/2e-3, /*gradNorm=*/2e-2, /*growth=*/0.1,
-            /*tensor=*/0.25};
+            /*tensor=*/0.5, /*tensorNorm=*/5e-2};
   return {/*loss=*/1e-3, /*gradNorm=*/5e-3, /*growth=*/0.1,
-          /*tensor=*/2e-2};
+          /*tensor=*/2e-2, /*tensorNorm=*/2e-2};
+}
+
+Tolerances slotTolerances(const Tolerances &tol, const std::string &name) {
+  Tolerances t = tol;
+  if (name.rfind("adam_v.", 0) == 0) {
+    t.tensor *= 2;
+    t.tensorNorm *= 2;
+  } else if (name.rfind("fp8.", 0) == 0) {
+    // An amax is one element, and the scale follows it.
+    t.tensor = t.tensorNorm = kFp8StateTolerance;
+  }
+  return t;
 }
 
 uint64_t sampleStride(uint64_t elements) {

@@ -64,9 +64,11 @@ double slotValue(const uint8_t *p, DType dtype, uint64_t i) {
 
 struct Mismatch {
   std::string name;
-  double error = 0, normError = 0, tolerance = 0;
+  double error = 0, normError = 0, tolerance = 0, normTolerance = 0;
   double gpuL2 = 0, goldenL2 = 0, gpuMax = 0, goldenMax = 0;
-  double score() const { return std::max(error, normError) / tolerance; }
+  double score() const {
+    return std::max(error / tolerance, normError / normTolerance);
+  }
 };
 
 class Checker {
@@ -193,7 +195,9 @@ Status Checker::compareSnapshot(const std::string &name,
     m.name = slotName;
     m.error = golden::relativeL2(got.samples, want.samples);
     m.normError = golden::relativeError(got.l2, want.l2);
-    m.tolerance = tol_.tensor;
+    golden::Tolerances slotTol = golden::slotTolerances(tol_, slotName);
+    m.tolerance = slotTol.tensor;
+    m.normTolerance = slotTol.tensorNorm;
     m.gpuL2 = got.l2;
     m.goldenL2 = want.l2;
     m.gpuMax = got.maxAbs;
@@ -206,8 +210,9 @@ Status Checker::compareSnapshot(const std::string &name,
   int bad = 0;
   for (const Mismatch &m : all)
     bad += !(m.score() <= 1);
-  print("%s: %zu slots, %d outside relative L2 %.3g; worst:\n", what.c_str(),
-        all.size(), bad, tol_.tensor);
+  print("%s: %zu slots, %d outside their bounds (relative L2 %.3g, norm "
+        "%.3g; twice that for adam_v); worst:\n",
+        what.c_str(), all.size(), bad, tol_.tensor, tol_.tensorNorm);
   print("  %-52s %10s %10s %12s %12s %11s %11s\n", "slot", "rel L2",
         "norm err", "gpu |x|", "golden |x|", "gpu max", "golden max");
   for (size_t i = 0; i < all.size() && int(i) < options_.worst; ++i) {
@@ -252,9 +257,11 @@ StatusOr<bool> Checker::run() {
     return Status::error("the bundle has no train or optimizer program");
   int64_t accum = std::max<int64_t>(1, bundle_.schedule().grad_accum_steps());
   print("golden %s: %zu steps, %s numerics; tolerances: loss %.3g, grad "
-        "norm %.3g (+%.0f%% per later step), slots %.3g relative L2\n",
+        "norm %.3g (+%.0f%% per later step), slots %.3g relative L2 and "
+        "%.3g in norm (twice for adam_v)\n",
         options_.dir.c_str(), steps->size(), info->get("numerics").c_str(),
-        tol_.loss, tol_.gradNorm, 100 * tol_.growth, tol_.tensor);
+        tol_.loss, tol_.gradNorm, 100 * tol_.growth, tol_.tensor,
+        tol_.tensorNorm);
 
   bool ok = true;
   const MemoryPlan &plan = bundle_.plan();
