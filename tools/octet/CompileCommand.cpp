@@ -71,7 +71,7 @@ std::string knownStages() {
 void printHelp(std::FILE *out) {
   std::fprintf(
       out,
-      "usage: octet compile SPEC [--train-spec FILE.pbtxt] "
+      "usage: octet compile SPEC [--train-spec FILE.pbtxt] [--steps N] "
       "[--dump-ir=STAGE[,STAGE...]] [-o OUT] [--emit-ptx DIR]\n\n"
       "SPEC is a model + training spec (.pbtxt, protobuf text format) or a\n"
       "Hugging Face config.json (model only). With a config.json the train\n"
@@ -79,6 +79,8 @@ void printHelp(std::FILE *out) {
       "ignored), else from the documented defaults.\n\n"
       "options:\n"
       "  --train-spec FILE   train settings for an HF config.json\n"
+      "  --steps N           optimizer steps (default: train.steps); the LR\n"
+      "                      schedule compiled into the step ends at N\n"
       "  --dump-ir=STAGE     print the IR after STAGE to stdout (repeatable,\n"
       "                      or a comma-separated list)\n"
       "  -o OUT              OUT.octet: the bundle octet-run executes (spec,\n"
@@ -113,6 +115,7 @@ int inputError(const Status &status) {
 
 struct Options {
   std::string spec, trainSpec, output, ptxDir;
+  int64_t steps = 0; // 0: the spec's train.steps
   std::vector<std::string> dumps;
   bool fusionReport = false;
   bool precisionReport = false;
@@ -162,6 +165,13 @@ int parseOptions(int argc, char **argv, Options &opts) {
     } else if ((rc = value("--emit-ptx", opts.ptxDir)) != 1) {
       if (rc)
         return rc;
+    } else if (std::string steps; (rc = value("--steps", steps)) != 1) {
+      if (rc)
+        return rc;
+      if (llvm::StringRef(steps).getAsInteger(10, opts.steps) ||
+          opts.steps < 1)
+        return usageError("--steps takes a positive number of optimizer "
+                          "steps, not '" + steps + "'");
     } else if (arg == "--fusion-report") {
       opts.fusionReport = true;
     } else if (arg == "--precision-report") {
@@ -315,6 +325,9 @@ int runCompileCommand(int argc, char **argv) {
   StatusOr<spec::Spec> spec = loadInput(opts);
   if (!spec)
     return inputError(spec.status());
+  // The LR schedule (compiled into the step) ends at the run's last step.
+  if (opts.steps > 0)
+    spec->mutable_train()->set_steps(opts.steps);
 
   DialectRegistry registry;
   registerCompilerDialects(registry);

@@ -109,6 +109,12 @@ int trainOnGpu(const GpuTrainRequest &request, std::string &why) {
   };
   std::vector<std::string> compileArgs = {"compile", request.spec, "-o",
                                           bundlePath};
+  // The device computes the learning rate: its schedule must end where
+  // the run does, as the CPU path's does.
+  if (request.steps > 0) {
+    compileArgs.push_back("--steps");
+    compileArgs.push_back(std::to_string(request.steps));
+  }
   std::vector<char *> argv;
   for (std::string &a : compileArgs)
     argv.push_back(a.data());
