@@ -547,9 +547,10 @@ FailureOr<Plan> planKernel(kernel::FusedOp fused, int64_t numSMs,
   int64_t block = 0;
   // Blocks that loop prefetch the next slice, which doubles the registers
   // a chunk takes: one chunk each, and more blocks (measured on an H100:
-  // a Llama 3.2 1B multi-tensor AdamW at 58% of copy bandwidth with 2
-  // chunks and a block per slice, 94% with 2 looping blocks per SM of one
-  // chunk each; 2 chunks or 3 blocks per SM made ptxas spill).
+  // a Llama 3.2 1B multi-tensor AdamW at 58% of copy bandwidth with a
+  // block per slice of one chunk, 94% with 2 looping blocks per SM of one
+  // chunk each; 2 chunks or 3 blocks per SM made ptxas spill and ran at
+  // 55-61%).
   if (flatChunksOverride > 0)
     flatChunks = flatChunksOverride;
   else if (flatBlocksPerSM > 0)
