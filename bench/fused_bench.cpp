@@ -25,28 +25,53 @@ namespace {
 constexpr int kWarmup = 3;
 constexpr int kRepeats = 20;
 
-// Median milliseconds of `body` over kRepeats, timed with events.
-template <typename F> double medianMs(F body) {
+// Before every timed repeat a 256 MiB memset evicts the 50 MB L2 (no kernel
+// starts on inputs a previous repeat left in cache) and keeps the GPU busy
+// while the host enqueues the start event and the launches, so that the
+// time between the events is the device's, not the host's launch latency.
+// An idle GPU would record the start event at once and then wait for each
+// launch to arrive: several microseconds, a tenth of a 40 us kernel.
+struct Timer {
+  static constexpr size_t kFlushBytes = size_t(256) << 20;
+  CUdeviceptr flush = 0;
   CUevent start, stop;
-  HARNESS_CHECK(cuEventCreate(&start, CU_EVENT_DEFAULT));
-  HARNESS_CHECK(cuEventCreate(&stop, CU_EVENT_DEFAULT));
-  for (int i = 0; i < kWarmup; ++i)
-    body();
-  std::vector<double> ms;
-  for (int i = 0; i < kRepeats; ++i) {
-    HARNESS_CHECK(cuEventRecord(start, nullptr));
-    body();
-    HARNESS_CHECK(cuEventRecord(stop, nullptr));
-    HARNESS_CHECK(cuEventSynchronize(stop));
-    float t;
-    HARNESS_CHECK(cuEventElapsedTime(&t, start, stop));
-    ms.push_back(t);
+  Timer() {
+    HARNESS_CHECK(cuMemAlloc(&flush, kFlushBytes));
+    HARNESS_CHECK(cuEventCreate(&start, CU_EVENT_DEFAULT));
+    HARNESS_CHECK(cuEventCreate(&stop, CU_EVENT_DEFAULT));
   }
-  cuEventDestroy(start);
-  cuEventDestroy(stop);
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
-}
+  ~Timer() {
+    cuEventDestroy(start);
+    cuEventDestroy(stop);
+    cuMemFree(flush);
+  }
+  // Median milliseconds of `timed` over kRepeats; `before` runs untimed
+  // after the flush (e.g. the amax zeroing, or the launches a timed one
+  // depends on).
+  template <typename B, typename F> double medianMs(B before, F timed) {
+    for (int i = 0; i < kWarmup; ++i) {
+      before();
+      timed();
+    }
+    std::vector<double> ms;
+    for (int i = 0; i < kRepeats; ++i) {
+      HARNESS_CHECK(cuMemsetD32Async(flush, i, kFlushBytes / 4, nullptr));
+      before();
+      HARNESS_CHECK(cuEventRecord(start, nullptr));
+      timed();
+      HARNESS_CHECK(cuEventRecord(stop, nullptr));
+      HARNESS_CHECK(cuEventSynchronize(stop));
+      float t;
+      HARNESS_CHECK(cuEventElapsedTime(&t, start, stop));
+      ms.push_back(t);
+    }
+    std::sort(ms.begin(), ms.end());
+    return ms[ms.size() / 2];
+  }
+  template <typename F> double medianMs(F timed) {
+    return medianMs([] {}, timed);
+  }
+};
 
 // Random bits of the right kind: N(0,1)-like bf16 / f32, small ints for
 // positions, so that no kernel runs on zeros.
@@ -104,7 +129,8 @@ int main(int argc, char **argv) {
   HARNESS_CHECK(cuMemAlloc(&a, copyBytes));
   HARNESS_CHECK(cuMemAlloc(&b, copyBytes));
   HARNESS_CHECK(cuMemsetD32(a, 0x3f800000, copyBytes / 4));
-  double copyMs = medianMs(
+  Timer timer;
+  double copyMs = timer.medianMs(
       [&] { HARNESS_CHECK(cuMemcpyDtoDAsync(b, a, copyBytes, nullptr)); });
   double copyGBs = 2.0 * copyBytes / (copyMs * 1e6);
   cuMemFree(a);
@@ -118,7 +144,7 @@ int main(int argc, char **argv) {
   out["repeats"] = kRepeats;
   double logSum = 0;
   int counted = 0;
-  std::printf("%-16s %10s %10s %10s %8s\n", "kernel", "MB", "ms", "GB/s",
+  std::printf("%-24s %10s %10s %10s %8s\n", "kernel", "MB", "ms", "GB/s",
               "of copy");
   std::set<std::string> timedModules;
   for (KernelSpec &k : kernels) {
@@ -138,20 +164,47 @@ int main(int argc, char **argv) {
       if (s.role != "workspace")
         bytes += s.bytes;
     }
-    double ms = medianMs([&] { launch(k, bufs, nullptr); });
+    // The kernel: its launches, with the amax zeroing before them untimed
+    // (memsets of 4 bytes each; with them: ms_with_amax_zeroing).
+    double ms = timer.medianMs([&] { zeroAccumulated(k, bufs, nullptr); },
+                               [&] {
+                                 runLaunches(k, bufs, nullptr, 0,
+                                             k.launches.size());
+                               });
+    double withZeroMs = timer.medianMs([&] { launch(k, bufs, nullptr); });
     HARNESS_CHECK(cuCtxSynchronize());
     double gbs = bytes / (ms * 1e6);
     double share = gbs / copyGBs;
     logSum += std::log(share);
     ++counted;
-    std::printf("%-16s %10.1f %10.4f %10.0f %7.1f%%\n", k.name.c_str(),
-                bytes / 1e6, ms, gbs, 100 * share);
+    std::printf("%-24s %10.1f %10.4f %10.0f %7.1f%%  (with amax zeroing %.4f ms)\n",
+                k.name.c_str(), bytes / 1e6, ms, gbs, 100 * share, withZeroMs);
+    // Each launch alone, the ones before it run untimed (a trailing
+    // transpose reads what the row kernel wrote; the flush is before both,
+    // so what the row kernel left in L2 stays there as in the step).
     nlohmann::json launches = nlohmann::json::array();
-    for (auto &l : k.launches)
-      launches.push_back({{"kernel", l.kernel}, {"grid", l.grid}, {"block", l.block}});
+    for (size_t i = 0; i < k.launches.size(); ++i) {
+      const Launch &l = k.launches[i];
+      double launchMs = k.launches.size() == 1
+                            ? ms
+                            : timer.medianMs(
+                                  [&] {
+                                    zeroAccumulated(k, bufs, nullptr);
+                                    runLaunches(k, bufs, nullptr, 0, i);
+                                  },
+                                  [&] { runLaunches(k, bufs, nullptr, i, i + 1); });
+      if (k.launches.size() > 1)
+        std::printf("    %-36s grid %6d block %4d %10.4f ms\n", l.kernel.c_str(),
+                    l.grid, l.block, launchMs);
+      launches.push_back({{"kernel", l.kernel},
+                          {"grid", l.grid},
+                          {"block", l.block},
+                          {"ms", launchMs}});
+    }
     out["kernels"].push_back({{"name", k.name},
                               {"bytes", bytes},
                               {"ms", ms},
+                              {"ms_with_amax_zeroing", withZeroMs},
                               {"GBps", gbs},
                               {"share_of_copy", share},
                               {"launches", launches}});

@@ -154,18 +154,31 @@ struct Buffers {
   }
 };
 
-// Zeroes the amax results (the kernels accumulate into them), then runs
-// every launch of the kernel in order.
-inline void launch(const KernelSpec &spec, Buffers &bufs, CUstream stream) {
+// Zeroes the amax results (the kernels accumulate into them).
+inline void zeroAccumulated(const KernelSpec &spec, Buffers &bufs,
+                            CUstream stream) {
   int inputs = spec.numInputs();
   for (int r : spec.zeroResults)
     HARNESS_CHECK(cuMemsetD32Async(bufs.ptrs[inputs + r], 0, 1, stream));
+}
+
+// Runs launches [first, last) of the kernel in order.
+inline void runLaunches(const KernelSpec &spec, Buffers &bufs, CUstream stream,
+                        size_t first, size_t last) {
   std::vector<void *> params;
   for (CUdeviceptr &p : bufs.ptrs)
     params.push_back(&p);
-  for (const Launch &l : spec.launches)
+  for (size_t i = first; i < last; ++i) {
+    const Launch &l = spec.launches[i];
     HARNESS_CHECK(cuLaunchKernel(l.function, l.grid, 1, 1, l.block, 1, 1, 0,
                                  stream, params.data(), nullptr));
+  }
+}
+
+// Zeroes the amax results, then runs every launch of the kernel in order.
+inline void launch(const KernelSpec &spec, Buffers &bufs, CUstream stream) {
+  zeroAccumulated(spec, bufs, stream);
+  runLaunches(spec, bufs, stream, 0, spec.launches.size());
 }
 
 } // namespace octet::gputest
