@@ -70,6 +70,9 @@ void TransposeEmitter::emitTiled(const TransposeCopy &c, Value tile,
   auto sharedWordType = VectorType::get({kSquare}, b.getIntegerType(8));
   llvm::MaybeAlign wordAlign(kSquare);
   int64_t tileCols = c.cols / kTile;
+  // The last rows first: they are the ones the row kernel before this
+  // launch wrote last, the likeliest to be still in L2.
+  tile = arith::SubIOp::create(b, loc, idx(blocksFor(c) - 1), tile);
   Value row0 = mul(arith::DivUIOp::create(b, loc, tile, idx(tileCols)), kTile);
   Value col0 = mul(arith::RemUIOp::create(b, loc, tile, idx(tileCols)), kTile);
   // Consecutive threads take consecutive words of a row: coalesced reads
