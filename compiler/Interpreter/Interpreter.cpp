@@ -725,11 +725,60 @@ llvm::Error dequantize(fp8::DequantizeOp op, Frame &f) {
   return llvm::Error::success();
 }
 
+// cuBLASLt's meaning of the op, one rounding at the end: the product scaled
+// by one factor 1/(sa·sb) (as the GPU applies it), then the epilogue in f32
+// (fusion::expandGemmEpilogues states the same meaning in graph ops).
 llvm::Error kernelGemm(kernel::GemmOp op, Frame &f) {
   float alpha = 1.0f;
   if (op.getAScale())
     alpha = 1.0f / (f.operand(op, 2).item() * f.operand(op, 3).item());
-  return matmul(op, f, op.getTransposeA(), op.getTransposeB(), alpha);
+  const Tensor &a = f.operand(op, 0), &b = f.operand(op, 1);
+  bool ta = op.getTransposeA(), tb = op.getTransposeB();
+  int64_t m = ta ? a.dim(1) : a.dim(0), k = ta ? a.dim(0) : a.dim(1);
+  int64_t n = tb ? b.dim(0) : b.dim(1);
+  Tensor out = like(op.getResult());
+  gemm(m, n, k, a.f(), ta, b.f(), tb, out.f(), alpha, false);
+  float *d = out.f();
+  // Operands by name: which of the optional ones are present moves the
+  // positions of the others.
+  auto operandOf = [&](Value v) -> const Tensor & {
+    for (OpOperand &o : op->getOpOperands())
+      if (o.get() == v)
+        return f.operand(op, o.getOperandNumber());
+    llvm_unreachable("not an operand of the op");
+  };
+  if (Value biasValue = op.getBias()) {
+    const Tensor &bias = operandOf(biasValue);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        d[i * n + j] += bias.f()[j];
+  }
+  llvm::StringRef epilogue = op.getEpilogueKind();
+  if (epilogue == "gelu_aux") {
+    Tensor pre = like(op.getAux()[0]);
+    std::copy(d, d + m * n, pre.f());
+    f.setResult(op, 1, std::move(pre));
+  }
+  if (epilogue == "gelu" || epilogue == "gelu_aux")
+    for (int64_t i = 0; i < m * n; ++i)
+      d[i] = gelu(d[i], /*tanhApprox=*/true);
+  if (epilogue == "bias_grad") {
+    Tensor grad = like(op.getAux()[0]);
+    for (int64_t i = 0; i < m; ++i) {
+      double sum = 0;
+      for (int64_t j = 0; j < k; ++j)
+        sum += ta ? a.f()[j * m + i] : a.f()[i * k + j];
+      grad.f()[i] = float(sum);
+    }
+    f.setResult(op, 1, std::move(grad));
+  }
+  if (Value cValue = op.getC()) {
+    const Tensor &c = operandOf(cValue);
+    for (int64_t i = 0; i < m * n; ++i)
+      d[i] += c.f()[i];
+  }
+  f.setResult(op, 0, std::move(out));
+  return llvm::Error::success();
 }
 
 llvm::Error kernelCopy(kernel::CopyOp op, Frame &f) {
