@@ -36,8 +36,8 @@
 // and by the relative error of their full L2 norms; the loss and grad norm
 // by relative error, with the bound growing by `growth` per step after the
 // first (each update feeds on slightly different gradients). AdamW's second
-// moments (adam_v.*) square a gradient, which doubles its relative error:
-// they get twice the slot bounds. The FP8 scale state (fp8.*: amax
+// moments (adam_v.*) are compared as their square roots (summarize), with
+// the slot bounds. The FP8 scale state (fp8.*: amax
 // histories, scales) holds the largest element of a tensor, which a flip
 // upstream moves by up to one E5M2 unit: 0.25 for samples and norm.
 //
@@ -88,7 +88,7 @@ struct Tolerances {
   double tensor, tensorNorm;
 };
 
-// The bounds for the slot `name`: second moments get twice `tol`'s.
+// The bounds for the slot `name`.
 Tolerances slotTolerances(const Tolerances &tol, const std::string &name);
 // "fp8" when any GEMM of the bundle runs in FP8, else "bf16".
 Tolerances tolerancesFor(const std::string &numerics);
@@ -111,9 +111,20 @@ struct SlotSummary {
   std::vector<float> samples;
 };
 
-// Norm, largest magnitude and samples of `elements` values given by `at`.
+// Second moments are compared as their square roots, what AdamW divides
+// by: √v carries the gradient's relative error, where the norm of v itself
+// is a 4-norm of the gradient that its few largest elements decide.
+bool comparedAsSquareRoot(const std::string &name);
+
+// Norm, largest magnitude and samples of `elements` values given by `at`
+// (of their square roots for comparedAsSquareRoot slots).
 template <typename At>
-SlotSummary summarize(const std::string &name, uint64_t elements, At at) {
+SlotSummary summarize(const std::string &name, uint64_t elements, At raw) {
+  bool root = comparedAsSquareRoot(name);
+  auto at = [&](uint64_t i) -> double {
+    double v = raw(i);
+    return root ? std::sqrt(v) : v;
+  };
   SlotSummary s;
   s.name = name;
   s.elements = elements;

@@ -211,7 +211,7 @@ Status Checker::compareSnapshot(const std::string &name,
   for (const Mismatch &m : all)
     bad += !(m.score() <= 1);
   print("%s: %zu slots, %d outside their bounds (relative L2 %.3g, norm "
-        "%.3g; twice that for adam_v); worst:\n",
+        "%.3g; adam_v as its square root); worst:\n",
         what.c_str(), all.size(), bad, tol_.tensor, tol_.tensorNorm);
   print("  %-52s %10s %10s %12s %12s %11s %11s\n", "slot", "rel L2",
         "norm err", "gpu |x|", "golden |x|", "gpu max", "golden max");
@@ -258,7 +258,7 @@ StatusOr<bool> Checker::run() {
   int64_t accum = std::max<int64_t>(1, bundle_.schedule().grad_accum_steps());
   print("golden %s: %zu steps, %s numerics; tolerances: loss %.3g, grad "
         "norm %.3g (+%.0f%% per later step), slots %.3g relative L2 and "
-        "%.3g in norm (twice for adam_v)\n",
+        "%.3g in norm (adam_v as its square root)\n",
         options_.dir.c_str(), steps->size(), info->get("numerics").c_str(),
         tol_.loss, tol_.gradNorm, 100 * tol_.growth, tol_.tensor,
         tol_.tensorNorm);
