@@ -666,9 +666,16 @@ public:
 
   gpu::GPUFuncOp buildMain(gpu::GPUModuleOp module, StringRef name);
   gpu::GPUFuncOp buildColumnSum(gpu::GPUModuleOp module, StringRef name);
-  // Every trailing transpose of the plan; returns the grid it needs.
+  // Every trailing transpose of the plan; returns the grid it needs. With
+  // `quantize` (quantizeInTranspose's op) the launch also does that
+  // quantize, and no row kernel runs.
   gpu::GPUFuncOp buildTransposes(gpu::GPUModuleOp module, StringRef name,
-                                 int64_t &grid);
+                                 int64_t &grid,
+                                 fp8::QuantizeOp quantize = nullptr);
+  // A kernel that only quantizes a [R, C] input and transposes the result
+  // (tensorwise scale, tiles that divide R and C): its quantize, which the
+  // transpose launch can do itself, reading the input once. Null otherwise.
+  fp8::QuantizeOp quantizeInTranspose();
 
 private:
   // Kernel arguments: inputs, results, then the workspace.
@@ -1226,8 +1233,33 @@ void KernelBuilder::bindArguments(gpu::GPUFuncOp func) {
       memOf[v] = func.getArgument(numInputs + i);
 }
 
+fp8::QuantizeOp KernelBuilder::quantizeInTranspose() {
+  if (plan.segments.size() != 1 || plan.transposes.size() != 1 ||
+      plan.segments.front().ops.size() != 1)
+    return nullptr;
+  auto q = dyn_cast<fp8::QuantizeOp>(plan.segments.front().ops.front());
+  fp8::TransposeOp t = plan.transposes.front();
+  if (!q || t.getInput() != q.getResult() ||
+      !isa<BlockArgument>(q.getInput()) || !isa<BlockArgument>(q.getScale()) ||
+      numElements(q.getScale().getType()) != 1 ||
+      numElements(t.getScale().getType()) != 1)
+    return nullptr;
+  auto type = cast<RankedTensorType>(q.getInput().getType());
+  if (type.getRank() != 2 ||
+      !canQuantizeInTranspose(type.getDimSize(0), type.getDimSize(1)))
+    return nullptr;
+  // Both layouts must be results: the row-major one is what the launch
+  // writes as it goes.
+  auto yield = cast<kernel::YieldOp>(fused.getBodyBlock().getTerminator());
+  if (!llvm::is_contained(yield.getValues(), q.getResult()) ||
+      !llvm::is_contained(yield.getValues(), t.getResult()))
+    return nullptr;
+  return q;
+}
+
 gpu::GPUFuncOp KernelBuilder::buildTransposes(gpu::GPUModuleOp mod,
-                                              StringRef name, int64_t &grid) {
+                                              StringRef name, int64_t &grid,
+                                              fp8::QuantizeOp quantize) {
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToEnd(mod.getBody());
   auto func = gpu::GPUFuncOp::create(b, loc, name,
@@ -1253,7 +1285,13 @@ gpu::GPUFuncOp KernelBuilder::buildTransposes(gpu::GPUModuleOp mod,
       auto type = cast<RankedTensorType>(from.getType());
       int64_t rows = type.getRank() == 2 ? type.getDimSize(0) : 1;
       int64_t cols = type.getNumElements() / rows;
-      copies.push_back({memOf.lookup(from), memOf.lookup(to), rows, cols});
+      TransposeCopy copy{memOf.lookup(from), memOf.lookup(to), rows, cols};
+      if (quantize && from == quantize.getResult()) {
+        copy.source = memOf.lookup(quantize.getInput());
+        copy.scale = memOf.lookup(quantize.getScale());
+        copy.amax = memOf.lookup(quantize.getAmax());
+      }
+      copies.push_back(copy);
     }
   }
   grid = emitTransposeCopies(b, loc, func, copies);
@@ -2969,7 +3007,8 @@ struct FusedToGpuPass : impl::FusedToGpuBase<FusedToGpuPass> {
         continue;
       }
       KernelBuilder kb(fused, *plan, b);
-      if (!plan->segments.empty())
+      fp8::QuantizeOp quantizeInTranspose = kb.quantizeInTranspose();
+      if (!plan->segments.empty() && !quantizeInTranspose)
         record(kb.buildMain(mod, sym), plan->totalBlocks, plan->threads);
       if (plan->workspaceFloats) {
         gpu::GPUFuncOp sum = kb.buildColumnSum(mod, sym + "_colsum");
@@ -2982,7 +3021,8 @@ struct FusedToGpuPass : impl::FusedToGpuBase<FusedToGpuPass> {
       }
       if (!plan->transposes.empty()) {
         int64_t grid = 0;
-        gpu::GPUFuncOp t = kb.buildTransposes(mod, sym + "_transpose", grid);
+        gpu::GPUFuncOp t =
+            kb.buildTransposes(mod, sym + "_transpose", grid, quantizeInTranspose);
         record(t, grid, kTransposeThreads);
       }
       SmallVector<int64_t> zeroed;

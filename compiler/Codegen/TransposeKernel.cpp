@@ -10,10 +10,17 @@
 // word so that the column writes of a warp fall on 16 banks (two threads a
 // bank) rather than all on one.
 //
+// A copy may also quantize: each thread then reads its square from the
+// wider source (four 4-element reads), casts it to FP8, writes the rows of
+// the row-major FP8 result and turns them over as above. One launch then
+// reads the source once and writes both layouts, where a row kernel and a
+// transpose launch write the FP8 tensor, read it back and write it again.
+//
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Codegen/TransposeKernel.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -40,6 +47,9 @@ bool isTiled(const TransposeCopy &c) {
          c.rows % kTile == 0 && c.cols % kTile == 0;
 }
 
+constexpr int64_t kWarpSize = 32;
+constexpr int64_t kWarps = kTransposeThreads / kWarpSize;
+
 int64_t blocksFor(const TransposeCopy &c) {
   if (isTiled(c))
     return (c.rows / kTile) * (c.cols / kTile);
@@ -52,6 +62,8 @@ public:
 
   void emitTiled(const TransposeCopy &c, Value tile, Value shared);
   void emitElementwise(const TransposeCopy &c, Value block);
+  // Block maximum of `x` (every thread's), then one atomic into `amax`.
+  void emitBlockAmax(Value x, Value amax, Value shared);
 
   Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
   Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
@@ -61,7 +73,45 @@ public:
   OpBuilder &b;
   Location loc;
   Value thread;
+  // This thread's largest |source| so far (quantizing copies).
+  Value amaxPartial;
 };
+
+void TransposeEmitter::emitBlockAmax(Value x, Value amax, Value shared) {
+  Type i32 = b.getI32Type();
+  Value width = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(kWarpSize));
+  for (int64_t off = kWarpSize / 2; off >= 1; off /= 2) {
+    Value o = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(off));
+    Value other = gpu::ShuffleOp::create(b, loc, x, o, width,
+                                         gpu::ShuffleMode::XOR)
+                      .getShuffleResult();
+    x = arith::MaximumFOp::create(b, loc, x, other);
+  }
+  Value lane = arith::RemUIOp::create(b, loc, thread, idx(kWarpSize));
+  Value warp = arith::DivUIOp::create(b, loc, thread, idx(kWarpSize));
+  {
+    OpBuilder::InsertionGuard guard(b);
+    Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane,
+                                        idx(0));
+    auto ifOp = scf::IfOp::create(b, loc, first, false);
+    b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+    memref::StoreOp::create(b, loc, x, shared, ValueRange{warp});
+  }
+  gpu::BarrierOp::create(b, loc);
+  OpBuilder::InsertionGuard guard(b);
+  Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, thread,
+                                      idx(0));
+  auto ifOp = scf::IfOp::create(b, loc, first, false);
+  b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+  // Warps in order: the same bits whatever the order they finished in.
+  Value m = memref::LoadOp::create(b, loc, shared, ValueRange{idx(0)});
+  for (int64_t w = 1; w < kWarps; ++w)
+    m = arith::MaximumFOp::create(
+        b, loc, m, memref::LoadOp::create(b, loc, shared, ValueRange{idx(w)}));
+  Value bits = arith::BitcastOp::create(b, loc, i32, m);
+  memref::AtomicRMWOp::create(b, loc, arith::AtomicRMWKind::maxu, bits, amax,
+                              ValueRange{idx(0)});
+}
 
 void TransposeEmitter::emitTiled(const TransposeCopy &c, Value tile,
                                  Value shared) {
@@ -82,14 +132,48 @@ void TransposeEmitter::emitTiled(const TransposeCopy &c, Value tile,
   Value squareRow =
       arith::DivUIOp::create(b, loc, thread, idx(kSquaresPerSide));
 
-  // Read the square: its rows, a word each.
+  // Read the square: its rows, a word each (or quantize them from the
+  // source and write them to the row-major result).
   Value firstRow = add(row0, mul(squareRow, kSquare));
   Value readCol = add(col0, mul(squareCol, kSquare));
   SmallVector<Value, kSquare> rows;
-  for (int64_t i = 0; i < kSquare; ++i) {
-    Value at = add(mul(add(firstRow, idx(i)), c.cols), readCol);
-    rows.push_back(vector::LoadOp::create(b, loc, wordType, c.from,
-                                          ValueRange{at}, false, wordAlign));
+  if (c.source) {
+    Type wide = cast<MemRefType>(c.source.getType()).getElementType();
+    auto wideType = VectorType::get({kSquare}, wide);
+    auto f32Type = VectorType::get({kSquare}, b.getF32Type());
+    Value scale = vector::BroadcastOp::create(
+        b, loc, f32Type,
+        memref::LoadOp::create(b, loc, c.scale, ValueRange{idx(0)}));
+    SmallVector<Value, kSquare> wideRows;
+    for (int64_t i = 0; i < kSquare; ++i) {
+      Value at = add(mul(add(firstRow, idx(i)), c.cols), readCol);
+      wideRows.push_back(vector::LoadOp::create(
+          b, loc, wideType, c.source, ValueRange{at}, false,
+          llvm::MaybeAlign(kSquare * wide.getIntOrFloatBitWidth() / 8)));
+    }
+    for (int64_t i = 0; i < kSquare; ++i) {
+      Value x = wideRows[i];
+      if (!wide.isF32())
+        x = arith::ExtFOp::create(b, loc, f32Type, x);
+      Value m = vector::ReductionOp::create(
+          b, loc, vector::CombiningKind::MAXIMUMF,
+          math::AbsFOp::create(b, loc, x));
+      amaxPartial = amaxPartial
+                        ? Value(arith::MaximumFOp::create(b, loc, amaxPartial, m))
+                        : m;
+      Value q = arith::TruncFOp::create(
+          b, loc, wordType, arith::MulFOp::create(b, loc, x, scale));
+      Value at = add(mul(add(firstRow, idx(i)), c.cols), readCol);
+      vector::StoreOp::create(b, loc, q, c.from, ValueRange{at}, false,
+                              wordAlign);
+      rows.push_back(q);
+    }
+  } else {
+    for (int64_t i = 0; i < kSquare; ++i) {
+      Value at = add(mul(add(firstRow, idx(i)), c.cols), readCol);
+      rows.push_back(vector::LoadOp::create(b, loc, wordType, c.from,
+                                            ValueRange{at}, false, wordAlign));
+    }
   }
   // Turn it over: column k of the square gathers byte k of every row.
   Value upper = vector::ShuffleOp::create(
@@ -141,9 +225,19 @@ void TransposeEmitter::emitElementwise(const TransposeCopy &c, Value block) {
 
 } // namespace
 
+bool canQuantizeInTranspose(int64_t rows, int64_t cols) {
+  return rows % kTile == 0 && cols % kTile == 0;
+}
+
 int64_t emitTransposeCopies(OpBuilder &b, Location loc, gpu::GPUFuncOp func,
                             ArrayRef<TransposeCopy> copies) {
-  Value shared;
+  Value shared, amaxShared;
+  if (llvm::any_of(copies, [](const TransposeCopy &c) { return c.amax; })) {
+    auto type = MemRefType::get({kWarps}, b.getF32Type(),
+                                MemRefLayoutAttrInterface(),
+                                b.getI64IntegerAttr(kSharedSpace));
+    amaxShared = func.addWorkgroupAttribution(type, loc);
+  }
   if (llvm::any_of(copies, isTiled)) {
     // Bytes of any FP8 type, held as i8: moved as they are, never converted.
     auto type = MemRefType::get(
@@ -171,7 +265,10 @@ int64_t emitTransposeCopies(OpBuilder &b, Location loc, gpu::GPUFuncOp func,
         e.emitElementwise(c, local);
         return;
       }
+      e.amaxPartial = Value();
       e.emitTiled(c, local, shared);
+      if (c.amax)
+        e.emitBlockAmax(e.amaxPartial, c.amax, amaxShared);
     };
     if (i + 1 == copies.size()) {
       emitCase();

@@ -21,10 +21,21 @@ constexpr int64_t kTransposeThreads = 256;
 
 // One copy: `from` holds [rows, cols] row-major, `to` receives [cols, rows];
 // both are 1-D global memrefs of the kernel's arguments.
+//
+// With `source` the copy also does the quantize that feeds it (a tiled copy
+// only): `from` is then written, not read, as quantize(source · scale) of a
+// wider-typed `source` [rows, cols] (the FP8 cast rounds to nearest even,
+// saturating, as the row kernels' does), and `amax`, when set, receives the
+// largest |source| by one atomic max a block (of the float bits, the value
+// being non-negative or NaN; zeroed before the launch).
 struct TransposeCopy {
   mlir::Value from, to;
   int64_t rows, cols;
+  mlir::Value source = {}, scale = {}, amax = {};
 };
+
+// Whether a copy with `source` set can be emitted for these sizes.
+bool canQuantizeInTranspose(int64_t rows, int64_t cols);
 
 // Emits every copy into `func` (a kernel of kTransposeThreads threads, the
 // builder's insertion point inside it) and returns the grid the launch

@@ -47,18 +47,43 @@
 // CHECK-COUNT-7: vector.store {{.*}}, %[[T]][{{.*}}] {alignment = 16 : i64} : memref<24576xf8E4M3FN, 1>, vector<16xf8E4M3FN>
 // CHECK: gpu.return
 
-// By default (transpose-tile-rows=0) the transposes run as a launch of
-// their own, a block per 64-byte tile (2 x 3 here), then a thread per
-// element for the
-// tensorwise scale (one block). Each thread reads four 4-byte rows of a 4 x
-// 4 square, turns it over with shuffles, writes its columns as words into
-// the padded shared tile (64 rows of 17 words), and after a barrier writes
-// four 4-byte pieces of output rows.
+// By default (transpose-tile-rows=0) a kernel that only quantizes a tensor
+// and transposes the result is one launch: a block per 64 x 64 tile (2 x 3
+// here) reads its thread's 4 x 4 square of the bf16 input (four 4-element
+// reads), casts it to FP8, writes those rows of the row-major result and
+// turns them over as the plain transpose below does; a thread per element
+// copies the tensorwise scale (one block). No row kernel runs.
 // TILES: func.func @tiled_transpose
-// TILES: {block = 256 : i64, grid = 7 : i64, kernel = @tq::@tq_transpose}
+// TILES: launch = [{block = 256 : i64, grid = 7 : i64, kernel = @tq::@tq_transpose}]
 // TILES: func.func @untiled_transpose
 // TILES: {block = 256 : i64, grid = 3 : i64, kernel = @qs::@qs_transpose}
-// TILES: gpu.func @tq_transpose
+// TILES: func.func @scaled_transpose
+// TILES: launch = [{block = 256 : i64, grid = 3 : i64, kernel = @sq::@sq}, {block = 256 : i64, grid = 7 : i64, kernel = @sq::@sq_transpose}]
+// TILES: func.func @quantize_amax_transpose
+// TILES: launch = [{block = 256 : i64, grid = 3 : i64, kernel = @qa::@qa_transpose}], workspace_bytes = 0 : i64, zero_results = array<i64: 1>
+// TILES-LABEL: gpu.func @tq_transpose(
+// TILES-SAME: %[[X:[a-z0-9]+]]: memref<24576xbf16, 1>, %[[S:[a-z0-9]+]]: memref<1xf32, 1>, %[[Q:[a-z0-9]+]]: memref<24576xf8E4M3FN, 1>, %[[T:[a-z0-9]+]]: memref<24576xf8E4M3FN, 1>
+// TILES-SAME: workgroup(%[[TILE:[a-z0-9]+]] : memref<4352xi8, 3> {llvm.align = 4 : i64})
+// TILES-COUNT-4: vector.load %[[X]]{{.*}} {alignment = 8 : i64} : memref<24576xbf16, 1>, vector<4xbf16>
+// TILES: %[[ROW:.*]] = arith.truncf {{.*}} : vector<4xf32> to vector<4xf8E4M3FN>
+// TILES: vector.store %[[ROW]], %[[Q]]{{.*}} {alignment = 4 : i64} : memref<24576xf8E4M3FN, 1>, vector<4xf8E4M3FN>
+// TILES-COUNT-3: vector.store {{.*}}, %[[Q]]
+// TILES: vector.shuffle %[[ROW]], {{.*}} [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf8E4M3FN>, vector<4xf8E4M3FN>
+// TILES: vector.shuffle {{.*}} [0, 4, 8, 12] : vector<8xf8E4M3FN>, vector<8xf8E4M3FN>
+// TILES: vector.store {{.*}}, %[[TILE]]{{.*}} : memref<4352xi8, 3>, vector<4xi8>
+// TILES: gpu.barrier
+// TILES-COUNT-4: vector.store {{.*}}, %[[T]]{{.*}} {alignment = 4 : i64} : memref<24576xf8E4M3FN, 1>, vector<4xf8E4M3FN>
+// TILES-NOT: atomic_rmw
+// TILES: } else {
+// TILES: memref.load {{.*}} : memref<1xf32, 1>
+// TILES: memref.store {{.*}} : memref<1xf32, 1>
+
+// A kernel that does more than quantize keeps its row kernel, and the
+// transposes run as a launch of their own: each thread reads four 4-byte
+// rows of a 4 x 4 square of the FP8 result, turns it over with shuffles,
+// writes its columns as words into the padded shared tile (64 rows of 17
+// words), and after a barrier writes four 4-byte pieces of output rows.
+// TILES-LABEL: gpu.func @sq_transpose(
 // TILES-SAME: workgroup(%{{.*}} : memref<4352xi8, 3> {llvm.align = 4 : i64})
 // TILES-COUNT-4: vector.load {{.*}} {alignment = 4 : i64} : memref<24576xf8E4M3FN, 1>, vector<4xf8E4M3FN>
 // TILES: vector.shuffle {{.*}} [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf8E4M3FN>, vector<4xf8E4M3FN>
@@ -68,9 +93,24 @@
 // TILES: vector.shuffle {{.*}} [3, 7, 11, 15] : vector<8xf8E4M3FN>, vector<8xf8E4M3FN>
 // TILES: gpu.barrier
 // TILES-COUNT-4: vector.store {{.*}} {alignment = 4 : i64} : memref<24576xf8E4M3FN, 1>, vector<4xf8E4M3FN>
-// TILES: } else {
-// TILES: memref.load {{.*}} : memref<1xf32, 1>
-// TILES: memref.store {{.*}} : memref<1xf32, 1>
+
+// With the amax a result (zeroed before the launch: zero_results), each
+// thread keeps the largest |x| of its square (f32 input here, no widening),
+// the block takes the maximum of its warps' (a butterfly, then a shared
+// slot a warp, read in warp order by thread 0) and adds it with one atomic.
+// TILES-LABEL: gpu.func @qa_transpose(
+// TILES-SAME: %[[AMAX:[a-z0-9]+]]: memref<1xi32, 1>
+// TILES-SAME: workgroup(%[[WARPMAX:[a-z0-9]+]] : memref<8xf32, 3>
+// TILES-COUNT-4: vector.load {{.*}} : memref<8192xf32, 1>, vector<4xf32>
+// TILES-NOT: arith.extf
+// TILES: vector.reduction <maximumf>
+// TILES: arith.truncf {{.*}} : vector<4xf32> to vector<4xf8E5M2>
+// TILES: gpu.barrier
+// TILES: gpu.shuffle  xor
+// TILES: memref.store {{.*}}, %[[WARPMAX]]
+// TILES: gpu.barrier
+// TILES-COUNT-8: memref.load %[[WARPMAX]]
+// TILES: memref.atomic_rmw maxu {{.*}}, %[[AMAX]]
 
 // 32-row tiles: three groups of 8 parked (8 columns x 32 threads x 24
 // bytes), then a full 32-byte sector a column.
@@ -104,4 +144,29 @@ func.func @untiled_transpose(%x: tensor<2x256xbf16>, %s: tensor<f32>) -> (tensor
     kernel.yield %r, %t, %ts : tensor<2x256xf8E4M3FN>, tensor<256x2xf8E4M3FN>, tensor<f32>
   } : tensor<2x256xf8E4M3FN>, tensor<256x2xf8E4M3FN>, tensor<f32>
   return %q, %qt, %st : tensor<2x256xf8E4M3FN>, tensor<256x2xf8E4M3FN>, tensor<f32>
+}
+
+// A kernel that adds before it quantizes: a row kernel and a transpose
+// launch.
+func.func @scaled_transpose(%x: tensor<128x192xbf16>, %s: tensor<f32>) -> (tensor<128x192xf8E4M3FN>, tensor<192x128xf8E4M3FN>, tensor<f32>) {
+  %q, %qt, %st = kernel.fused "sq" kind("elementwise") ins(%x, %s : tensor<128x192xbf16>, tensor<f32>) {
+  ^bb0(%a: tensor<128x192xbf16>, %b: tensor<f32>):
+    %y = graph.add %a, %a : tensor<128x192xbf16>
+    %r, %amax = fp8.quantize %y, %b : (tensor<128x192xbf16>, tensor<f32>) -> (tensor<128x192xf8E4M3FN>, tensor<f32>)
+    %t, %ts = fp8.transpose %r, %b : (tensor<128x192xf8E4M3FN>, tensor<f32>) -> (tensor<192x128xf8E4M3FN>, tensor<f32>)
+    kernel.yield %r, %t, %ts : tensor<128x192xf8E4M3FN>, tensor<192x128xf8E4M3FN>, tensor<f32>
+  } : tensor<128x192xf8E4M3FN>, tensor<192x128xf8E4M3FN>, tensor<f32>
+  return %q, %qt, %st : tensor<128x192xf8E4M3FN>, tensor<192x128xf8E4M3FN>, tensor<f32>
+}
+
+// A quantize with an amax result, from f32 (the optimizer's FP8 weight
+// copies are this kind).
+func.func @quantize_amax_transpose(%x: tensor<64x128xf32>, %s: tensor<f32>) -> (tensor<64x128xf8E5M2>, tensor<f32>, tensor<128x64xf8E5M2>, tensor<f32>) {
+  %q, %m, %qt, %st = kernel.fused "qa" kind("elementwise") ins(%x, %s : tensor<64x128xf32>, tensor<f32>) {
+  ^bb0(%a: tensor<64x128xf32>, %b: tensor<f32>):
+    %r, %amax = fp8.quantize %a, %b : (tensor<64x128xf32>, tensor<f32>) -> (tensor<64x128xf8E5M2>, tensor<f32>)
+    %t, %ts = fp8.transpose %r, %b : (tensor<64x128xf8E5M2>, tensor<f32>) -> (tensor<128x64xf8E5M2>, tensor<f32>)
+    kernel.yield %r, %amax, %t, %ts : tensor<64x128xf8E5M2>, tensor<f32>, tensor<128x64xf8E5M2>, tensor<f32>
+  } : tensor<64x128xf8E5M2>, tensor<f32>, tensor<128x64xf8E5M2>, tensor<f32>
+  return %q, %m, %qt, %st : tensor<64x128xf8E5M2>, tensor<f32>, tensor<128x64xf8E5M2>, tensor<f32>
 }
