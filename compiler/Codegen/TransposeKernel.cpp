@@ -261,6 +261,8 @@ int64_t emitTransposeCopies(OpBuilder &b, Location loc, gpu::GPUFuncOp func,
     int64_t end = start + blocksFor(c);
     Value local = arith::SubIOp::create(b, loc, blockId, e.idx(start));
     auto emitCase = [&] {
+      assert((!c.source || isTiled(c)) &&
+             "a quantizing copy needs whole tiles (canQuantizeInTranspose)");
       if (!isTiled(c)) {
         e.emitElementwise(c, local);
         return;
