@@ -230,13 +230,19 @@ llvm::Error linear(graph::LinearOp op, Frame &f) {
   return llvm::Error::success();
 }
 
-llvm::Error matmul(Operation *op, Frame &f, bool ta, bool tb, float alpha) {
+// alpha · op(a) · op(b) of the op's first two operands, as the first
+// result's tensor (not yet rounded to its type).
+Tensor product(Operation *op, Frame &f, bool ta, bool tb, float alpha) {
   const Tensor &a = f.operand(op, 0), &b = f.operand(op, 1);
   int64_t m = ta ? a.dim(1) : a.dim(0), k = ta ? a.dim(0) : a.dim(1);
   int64_t n = tb ? b.dim(0) : b.dim(1);
   Tensor out = like(op->getResult(0));
   gemm(m, n, k, a.f(), ta, b.f(), tb, out.f(), alpha, false);
-  f.setResult(op, 0, std::move(out));
+  return out;
+}
+
+llvm::Error matmul(Operation *op, Frame &f, bool ta, bool tb, float alpha) {
+  f.setResult(op, 0, product(op, f, ta, tb, alpha));
   return llvm::Error::success();
 }
 
@@ -732,12 +738,10 @@ llvm::Error kernelGemm(kernel::GemmOp op, Frame &f) {
   float alpha = 1.0f;
   if (op.getAScale())
     alpha = 1.0f / (f.operand(op, 2).item() * f.operand(op, 3).item());
-  const Tensor &a = f.operand(op, 0), &b = f.operand(op, 1);
-  bool ta = op.getTransposeA(), tb = op.getTransposeB();
-  int64_t m = ta ? a.dim(1) : a.dim(0), k = ta ? a.dim(0) : a.dim(1);
-  int64_t n = tb ? b.dim(0) : b.dim(1);
-  Tensor out = like(op.getResult());
-  gemm(m, n, k, a.f(), ta, b.f(), tb, out.f(), alpha, false);
+  bool ta = op.getTransposeA();
+  Tensor out = product(op, f, ta, op.getTransposeB(), alpha);
+  const Tensor &a = f.operand(op, 0);
+  int64_t m = out.dim(0), n = out.dim(1), k = ta ? a.dim(0) : a.dim(1);
   float *d = out.f();
   // Operands by name: which of the optional ones are present moves the
   // positions of the others.
