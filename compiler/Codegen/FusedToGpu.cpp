@@ -644,6 +644,17 @@ std::string symbolFor(StringRef name) {
   return s;
 }
 
+// Whether two RoPEs rotate by the same angles (one cos/sin table serves both).
+bool sameRopeAngles(graph::RopeOp a, graph::RopeOp b) {
+  return a.getPositions() == b.getPositions() && a.getTheta() == b.getTheta() &&
+         a.getScaling() == b.getScaling() && a.getFactor() == b.getFactor() &&
+         a.getLowFreqFactor() == b.getLowFreqFactor() &&
+         a.getHighFreqFactor() == b.getHighFreqFactor() &&
+         a.getOriginalMaxPosition() == b.getOriginalMaxPosition() &&
+         cast<RankedTensorType>(a.getInput().getType()).getShape().back() ==
+             cast<RankedTensorType>(b.getInput().getType()).getShape().back();
+}
+
 // A value as the threads of a block hold it.
 struct Val {
   SmallVector<Value> chunks; // vector<8xf32>, Row/Column values
@@ -675,7 +686,18 @@ public:
   // A kernel that only quantizes a [R, C] input and transposes the result
   // (tensorwise scale, tiles that divide R and C): its quantize, which the
   // transpose launch can do itself, reading the input once. Null otherwise.
+  // The input may also be a join (along its rows) of inputs, each as it is
+  // or through a RoPE of head size kRopeTileHead (RoPE backward and the
+  // q/k/v join): inTransposePieces then lists them.
   fp8::QuantizeOp quantizeInTranspose();
+
+  // A column piece of the join quantizeInTranspose found.
+  struct JoinPiece {
+    BlockArgument input;
+    int64_t col0, width;
+    graph::RopeOp rope;
+  };
+  SmallVector<JoinPiece> inTransposePieces;
 
 private:
   // Kernel arguments: inputs, results, then the workspace.
@@ -1234,32 +1256,90 @@ void KernelBuilder::bindArguments(gpu::GPUFuncOp func) {
 }
 
 fp8::QuantizeOp KernelBuilder::quantizeInTranspose() {
-  if (plan.segments.size() != 1 || plan.transposes.size() != 1 ||
-      plan.segments.front().ops.size() != 1)
+  inTransposePieces.clear();
+  if (plan.transposes.size() != 1)
     return nullptr;
-  auto q = dyn_cast<fp8::QuantizeOp>(plan.segments.front().ops.front());
   fp8::TransposeOp t = plan.transposes.front();
-  if (!q || t.getInput() != q.getResult() ||
-      !isa<BlockArgument>(q.getInput()) || !isa<BlockArgument>(q.getScale()) ||
+  auto q = t.getInput().getDefiningOp<fp8::QuantizeOp>();
+  if (!q || !isa<BlockArgument>(q.getScale()) ||
       numElements(q.getScale().getType()) != 1 ||
       numElements(t.getScale().getType()) != 1)
     return nullptr;
   auto type = cast<RankedTensorType>(q.getInput().getType());
-  if (type.getRank() != 2 ||
-      !canQuantizeInTranspose(type.getDimSize(0), type.getDimSize(1)))
+  if (type.getRank() != 2)
     return nullptr;
+  int64_t rows = type.getDimSize(0);
   // Both layouts must be results: the row-major one is what the launch
   // writes as it goes.
   auto yield = cast<kernel::YieldOp>(fused.getBodyBlock().getTerminator());
   if (!llvm::is_contained(yield.getValues(), q.getResult()) ||
       !llvm::is_contained(yield.getValues(), t.getResult()))
     return nullptr;
+  if (isa<BlockArgument>(q.getInput()))
+    return plan.segments.size() == 1 && plan.segments.front().ops.size() == 1 &&
+                   canQuantizeInTranspose(rows, type.getDimSize(1))
+               ? q
+               : nullptr;
+
+  // A join: every op of the region is the join, the quantize, the
+  // transpose, or on the way from an input to the join (reshapes, RoPEs),
+  // used once.
+  auto concat = q.getInput().getDefiningOp<graph::ConcatOp>();
+  if (!concat || concat.getDim() != 1 || !concat->hasOneUse())
+    return nullptr;
+  llvm::SmallPtrSet<Operation *, 16> covered{concat, q, t, yield};
+  SmallVector<JoinPiece> pieces;
+  SmallVector<int64_t> widths;
+  int64_t col0 = 0;
+  for (Value operand : concat.getInputs()) {
+    int64_t width = cast<RankedTensorType>(operand.getType()).getDimSize(1);
+    Value v = operand;
+    auto usedOnce = [&](Value x) {
+      covered.insert(x.getDefiningOp());
+      return x.hasOneUse();
+    };
+    while (auto r = v.getDefiningOp<graph::ReshapeOp>()) {
+      if (!usedOnce(v))
+        return nullptr;
+      v = r.getInput();
+    }
+    JoinPiece piece{nullptr, col0, width, nullptr};
+    if (auto rope = v.getDefiningOp<graph::RopeOp>()) {
+      auto in = cast<RankedTensorType>(rope.getInput().getType());
+      if (!usedOnce(v) || !isa<BlockArgument>(rope.getInput()) ||
+          !isa<BlockArgument>(rope.getPositions()) ||
+          in.getShape().back() != kRopeTileHead ||
+          in.getNumElements() / (in.getShape().back() * in.getShape().end()[-2]) !=
+              rows ||
+          numElements(rope.getPositions().getType()) != rows)
+        return nullptr;
+      for (const JoinPiece &other : pieces)
+        if (other.rope && !sameRopeAngles(other.rope, rope))
+          return nullptr;
+      piece.rope = rope;
+      v = rope.getInput();
+    }
+    auto input = dyn_cast<BlockArgument>(v);
+    if (!input)
+      return nullptr;
+    piece.input = input;
+    pieces.push_back(piece);
+    widths.push_back(width);
+    col0 += width;
+  }
+  for (Operation &op : fused.getBodyBlock())
+    if (!covered.contains(&op))
+      return nullptr;
+  if (!canQuantizePiecesInTranspose(rows, widths))
+    return nullptr;
+  inTransposePieces = std::move(pieces);
   return q;
 }
 
 gpu::GPUFuncOp KernelBuilder::buildTransposes(gpu::GPUModuleOp mod,
                                               StringRef name, int64_t &grid,
                                               fp8::QuantizeOp quantize) {
+  module = mod;
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToEnd(mod.getBody());
   auto func = gpu::GPUFuncOp::create(b, loc, name,
@@ -1287,9 +1367,20 @@ gpu::GPUFuncOp KernelBuilder::buildTransposes(gpu::GPUModuleOp mod,
       int64_t cols = type.getNumElements() / rows;
       TransposeCopy copy{memOf.lookup(from), memOf.lookup(to), rows, cols};
       if (quantize && from == quantize.getResult()) {
-        copy.source = memOf.lookup(quantize.getInput());
         copy.scale = memOf.lookup(quantize.getScale());
         copy.amax = memOf.lookup(quantize.getAmax());
+        if (inTransposePieces.empty())
+          copy.source = memOf.lookup(quantize.getInput());
+        for (const JoinPiece &p : inTransposePieces) {
+          TransposePiece piece{memOf.lookup(p.input), p.col0, p.width};
+          if (graph::RopeOp rope = p.rope) {
+            piece.invFreq = ropeTable(rope);
+            piece.inverse = rope.getInverse();
+            piece.roundTo = getElementTypeOrSelf(rope.getResult().getType());
+            copy.positions = memOf.lookup(rope.getPositions());
+          }
+          copy.pieces.push_back(piece);
+        }
       }
       copies.push_back(copy);
     }
@@ -2011,14 +2102,7 @@ LogicalResult KernelBuilder::emitOp(const Segment &seg, Operation *op,
     int64_t angles = kReduceFloats;
     auto sameAngles = [&](Operation *other) {
       auto r = dyn_cast_or_null<graph::RopeOp>(other);
-      return r && r.getPositions() == o.getPositions() &&
-             r.getTheta() == o.getTheta() && r.getScaling() == o.getScaling() &&
-             r.getFactor() == o.getFactor() &&
-             r.getLowFreqFactor() == o.getLowFreqFactor() &&
-             r.getHighFreqFactor() == o.getHighFreqFactor() &&
-             r.getOriginalMaxPosition() == o.getOriginalMaxPosition() &&
-             cast<RankedTensorType>(r.getInput().getType()).getShape().back() ==
-                 dh;
+      return r && sameRopeAngles(r, o);
     };
     if (!sameAngles(anglesFor)) {
       if (anglesFor) // others may still read the previous table

@@ -20,10 +20,13 @@
 
 #include "compiler/Codegen/TransposeKernel.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include <cmath>
 
 using namespace mlir;
 
@@ -50,7 +53,16 @@ bool isTiled(const TransposeCopy &c) {
 constexpr int64_t kWarpSize = 32;
 constexpr int64_t kWarps = kTransposeThreads / kWarpSize;
 
+// A quantizing copy of pieces goes in units of kTile rows and two tiles'
+// columns, a block per unit: a RoPE head, whose rotated pairs of elements
+// are then in one thread's two squares.
+constexpr int64_t kUnit = 2 * kTile;
+static_assert(kUnit == kRopeTileHead, "a RoPE head is a unit");
+constexpr int64_t kTileBytes = kTile * kSharedRowWords * kSquare;
+
 int64_t blocksFor(const TransposeCopy &c) {
+  if (!c.pieces.empty())
+    return (c.rows / kTile) * (c.cols / kUnit);
   if (isTiled(c))
     return (c.rows / kTile) * (c.cols / kTile);
   return (c.rows * c.cols + kTransposeThreads - 1) / kTransposeThreads;
@@ -61,6 +73,26 @@ public:
   TransposeEmitter(OpBuilder &b, Location loc) : b(b), loc(loc) {}
 
   void emitTiled(const TransposeCopy &c, Value tile, Value shared);
+  // Four elements of `source` [*, cols] at (row, col), as stored.
+  Value loadRaw(Value source, Value row, int64_t cols, Value col);
+  Value toF32(Value x);
+  // Rows firstRow.. of a square (f32) cast to FP8, written to the row-major
+  // result at `col` and returned; their largest magnitude joins amaxPartial.
+  SmallVector<Value, 4> quantizeRows(const TransposeCopy &c,
+                                     ArrayRef<Value> values, Value firstRow,
+                                     Value col);
+  VectorType f32Vector() { return VectorType::get({kSquare}, b.getF32Type()); }
+  // A unit of a quantizing copy of pieces.
+  void emitPieces(const TransposeCopy &c, Value block, Value shared);
+  // The four rows of a square (FP8 words) into the shared tile at
+  // `sharedBase` (bytes), transposed.
+  void turnOver(ArrayRef<Value> rows, Value squareRow, Value squareCol,
+                Value shared, Value sharedBase);
+  // The shared tile at `sharedBase` out as kTile rows of `c.to` from
+  // column row0, row col0 on.
+  void writeTransposed(const TransposeCopy &c, Value shared, Value sharedBase,
+                       Value row0, Value col0, Value squareRow,
+                       Value squareCol);
   void emitElementwise(const TransposeCopy &c, Value block);
   // Block maximum of `x` (every thread's), then one atomic into `amax`.
   void emitBlockAmax(Value x, Value amax, Value shared);
@@ -75,6 +107,8 @@ public:
   Value thread;
   // This thread's largest |source| so far (quantizing copies).
   Value amaxPartial;
+  // emitPieces: the else yields of its chain of tests, closed at its end.
+  SmallVector<scf::YieldOp> pendingYields;
 };
 
 void TransposeEmitter::emitBlockAmax(Value x, Value amax, Value shared) {
@@ -117,7 +151,6 @@ void TransposeEmitter::emitTiled(const TransposeCopy &c, Value tile,
                                  Value shared) {
   Type elem = cast<MemRefType>(c.from.getType()).getElementType();
   auto wordType = VectorType::get({kSquare}, elem);
-  auto sharedWordType = VectorType::get({kSquare}, b.getIntegerType(8));
   llvm::MaybeAlign wordAlign(kSquare);
   int64_t tileCols = c.cols / kTile;
   // The last rows first: they are the ones the row kernel before this
@@ -138,36 +171,11 @@ void TransposeEmitter::emitTiled(const TransposeCopy &c, Value tile,
   Value readCol = add(col0, mul(squareCol, kSquare));
   SmallVector<Value, kSquare> rows;
   if (c.source) {
-    Type wide = cast<MemRefType>(c.source.getType()).getElementType();
-    auto wideType = VectorType::get({kSquare}, wide);
-    auto f32Type = VectorType::get({kSquare}, b.getF32Type());
-    Value scale = vector::BroadcastOp::create(
-        b, loc, f32Type,
-        memref::LoadOp::create(b, loc, c.scale, ValueRange{idx(0)}));
     SmallVector<Value, kSquare> wideRows;
-    for (int64_t i = 0; i < kSquare; ++i) {
-      Value at = add(mul(add(firstRow, idx(i)), c.cols), readCol);
-      wideRows.push_back(vector::LoadOp::create(
-          b, loc, wideType, c.source, ValueRange{at}, false,
-          llvm::MaybeAlign(kSquare * wide.getIntOrFloatBitWidth() / 8)));
-    }
-    for (int64_t i = 0; i < kSquare; ++i) {
-      Value x = wideRows[i];
-      if (!wide.isF32())
-        x = arith::ExtFOp::create(b, loc, f32Type, x);
-      Value m = vector::ReductionOp::create(
-          b, loc, vector::CombiningKind::MAXIMUMF,
-          math::AbsFOp::create(b, loc, x));
-      amaxPartial = amaxPartial
-                        ? Value(arith::MaximumFOp::create(b, loc, amaxPartial, m))
-                        : m;
-      Value q = arith::TruncFOp::create(
-          b, loc, wordType, arith::MulFOp::create(b, loc, x, scale));
-      Value at = add(mul(add(firstRow, idx(i)), c.cols), readCol);
-      vector::StoreOp::create(b, loc, q, c.from, ValueRange{at}, false,
-                              wordAlign);
-      rows.push_back(q);
-    }
+    for (int64_t i = 0; i < kSquare; ++i)
+      wideRows.push_back(
+          toF32(loadRaw(c.source, add(firstRow, idx(i)), c.cols, readCol)));
+    rows = quantizeRows(c, wideRows, firstRow, readCol);
   } else {
     for (int64_t i = 0; i < kSquare; ++i) {
       Value at = add(mul(add(firstRow, idx(i)), c.cols), readCol);
@@ -175,7 +183,58 @@ void TransposeEmitter::emitTiled(const TransposeCopy &c, Value tile,
                                             ValueRange{at}, false, wordAlign));
     }
   }
-  // Turn it over: column k of the square gathers byte k of every row.
+  turnOver(rows, squareRow, squareCol, shared, idx(0));
+  gpu::BarrierOp::create(b, loc);
+  writeTransposed(c, shared, idx(0), row0, col0, squareRow, squareCol);
+}
+
+Value TransposeEmitter::loadRaw(Value source, Value row, int64_t cols,
+                                Value col) {
+  Type wide = cast<MemRefType>(source.getType()).getElementType();
+  return vector::LoadOp::create(
+      b, loc, VectorType::get({kSquare}, wide), source,
+      ValueRange{add(mul(row, cols), col)}, false,
+      llvm::MaybeAlign(kSquare * wide.getIntOrFloatBitWidth() / 8));
+}
+
+Value TransposeEmitter::toF32(Value x) {
+  if (getElementTypeOrSelf(x.getType()).isF32())
+    return x;
+  return arith::ExtFOp::create(b, loc, f32Vector(), x);
+}
+
+SmallVector<Value, 4> TransposeEmitter::quantizeRows(const TransposeCopy &c,
+                                                     ArrayRef<Value> values,
+                                                     Value firstRow, Value col) {
+  Type elem = cast<MemRefType>(c.from.getType()).getElementType();
+  auto wordType = VectorType::get({kSquare}, elem);
+  Value scale = vector::BroadcastOp::create(
+      b, loc, f32Vector(),
+      memref::LoadOp::create(b, loc, c.scale, ValueRange{idx(0)}));
+  SmallVector<Value, kSquare> rows;
+  for (auto [i, x] : llvm::enumerate(values)) {
+    Value m = vector::ReductionOp::create(b, loc,
+                                          vector::CombiningKind::MAXIMUMF,
+                                          math::AbsFOp::create(b, loc, x));
+    amaxPartial = amaxPartial
+                      ? Value(arith::MaximumFOp::create(b, loc, amaxPartial, m))
+                      : m;
+    Value q = arith::TruncFOp::create(b, loc, wordType,
+                                      arith::MulFOp::create(b, loc, x, scale));
+    Value at = add(mul(add(firstRow, idx(i)), c.cols), col);
+    vector::StoreOp::create(b, loc, q, c.from, ValueRange{at}, false,
+                            llvm::MaybeAlign(kSquare));
+    rows.push_back(q);
+  }
+  return rows;
+}
+
+void TransposeEmitter::turnOver(ArrayRef<Value> rows, Value squareRow,
+                                Value squareCol, Value shared,
+                                Value sharedBase) {
+  auto sharedWordType = VectorType::get({kSquare}, b.getIntegerType(8));
+  llvm::MaybeAlign wordAlign(kSquare);
+  // Column k of the square gathers byte k of every row.
   Value upper = vector::ShuffleOp::create(
       b, loc, rows[0], rows[1], ArrayRef<int64_t>{0, 1, 2, 3, 4, 5, 6, 7});
   Value lower = vector::ShuffleOp::create(
@@ -185,18 +244,27 @@ void TransposeEmitter::emitTiled(const TransposeCopy &c, Value tile,
         b, loc, upper, lower, ArrayRef<int64_t>{k, 4 + k, 8 + k, 12 + k});
     // Shared row = tile column, word = square row.
     Value sharedRow = add(mul(squareCol, kSquare), idx(k));
-    Value at = mul(add(mul(sharedRow, kSharedRowWords), squareRow), kSquare);
+    Value at = add(sharedBase,
+                   mul(add(mul(sharedRow, kSharedRowWords), squareRow), kSquare));
     vector::StoreOp::create(
         b, loc, vector::BitCastOp::create(b, loc, sharedWordType, column),
         shared, ValueRange{at}, false, wordAlign);
   }
-  gpu::BarrierOp::create(b, loc);
+}
 
-  // Write the output rows (tile columns), kSquaresPerSide threads a row.
+void TransposeEmitter::writeTransposed(const TransposeCopy &c, Value shared,
+                                       Value sharedBase, Value row0, Value col0,
+                                       Value squareRow, Value squareCol) {
+  Type elem = cast<MemRefType>(c.from.getType()).getElementType();
+  auto wordType = VectorType::get({kSquare}, elem);
+  auto sharedWordType = VectorType::get({kSquare}, b.getIntegerType(8));
+  llvm::MaybeAlign wordAlign(kSquare);
+  // The output rows (tile columns), kSquaresPerSide threads a row.
   Value outCol = add(row0, mul(squareCol, kSquare));
   for (int64_t p = 0; p < kSquare; ++p) {
     Value sharedRow = add(squareRow, idx(p * kSquaresPerSide));
-    Value at = mul(add(mul(sharedRow, kSharedRowWords), squareCol), kSquare);
+    Value at = add(sharedBase,
+                   mul(add(mul(sharedRow, kSharedRowWords), squareCol), kSquare));
     Value word = vector::BitCastOp::create(
         b, loc, wordType,
         vector::LoadOp::create(b, loc, sharedWordType, shared, ValueRange{at},
@@ -205,6 +273,153 @@ void TransposeEmitter::emitTiled(const TransposeCopy &c, Value tile,
     vector::StoreOp::create(b, loc, word, c.to, ValueRange{out}, false,
                             wordAlign);
   }
+}
+
+void TransposeEmitter::emitPieces(const TransposeCopy &c, Value block,
+                                  Value shared) {
+  Type f32 = b.getF32Type();
+  int64_t units = c.cols / kUnit;
+  Value row0 = mul(arith::DivUIOp::create(b, loc, block, idx(units)), kTile);
+  Value unit = arith::RemUIOp::create(b, loc, block, idx(units));
+  Value col0 = mul(unit, kUnit);
+  Value squareCol =
+      arith::RemUIOp::create(b, loc, thread, idx(kSquaresPerSide));
+  Value squareRow =
+      arith::DivUIOp::create(b, loc, thread, idx(kSquaresPerSide));
+  Value firstRow = add(row0, mul(squareRow, kSquare));
+  Value squareAt = mul(squareCol, kSquare);
+  auto f32c = [&](float v) {
+    return arith::ConstantOp::create(b, loc, f32, b.getF32FloatAttr(v));
+  };
+  auto approx = [&](StringRef op, Value x) {
+    return LLVM::InlineAsmOp::create(
+               b, loc, f32, ValueRange{x}, (op + ".approx.ftz.f32 $0, $1;").str(),
+               "=f,f", /*has_side_effects=*/false, /*is_align_stack=*/false,
+               LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr(),
+               ArrayAttr())
+        .getResult(0);
+  };
+  auto contract = arith::FastMathFlagsAttr::get(b.getContext(),
+                                                arith::FastMathFlags::contract);
+
+  // cos and sin of a row's angles at this thread's four frequencies:
+  // position x inverse frequency (f32, as the row kernels compute it),
+  // reduced by 2pi in three parts (Cody-Waite: k < 2^13 keeps k·C1 exact;
+  // about 3e-7 for positions below 10^5), then cos.approx / sin.approx (at
+  // most 2^-20.5 absolute on [-pi, pi], PTX ISA). Two SFU instructions a
+  // pair where libdevice's cosf/sinf (Payne-Hanek reduction) take about a
+  // hundred instructions each; the row kernels amortise those over a
+  // token's heads in a shared table, which a block of one head cannot.
+  double twoPi = 2 * M_PI;
+  float c1 = 6.28125f; // 201/32: 8 significant bits
+  float c2 = (float)(twoPi - c1);
+  float c3 = (float)(twoPi - c1 - (double)c2);
+  auto cosSin = [&](const TransposePiece &p, int64_t i) {
+    Value pos = arith::SIToFPOp::create(
+        b, loc, f32,
+        memref::LoadOp::create(b, loc, c.positions,
+                               ValueRange{add(firstRow, idx(i))}));
+    Value cos = arith::ConstantOp::create(
+        b, loc, f32Vector(), DenseElementsAttr::get(f32Vector(), 0.0f));
+    Value sin = cos;
+    for (int64_t k = 0; k < kSquare; ++k) {
+      Value freq = memref::LoadOp::create(b, loc, p.invFreq,
+                                          ValueRange{add(squareAt, idx(k))});
+      Value angle = arith::MulFOp::create(b, loc, pos, freq);
+      Value turns = math::RoundEvenOp::create(
+          b, loc, arith::MulFOp::create(b, loc, angle, f32c((float)(1 / twoPi))));
+      Value minusTurns = arith::NegFOp::create(b, loc, turns);
+      Value r = angle;
+      for (float part : {c1, c2, c3})
+        r = math::FmaOp::create(b, loc, minusTurns, f32c(part), r);
+      cos = vector::InsertOp::create(b, loc, approx("cos", r), cos, k);
+      sin = vector::InsertOp::create(b, loc, approx("sin", r), sin, k);
+    }
+    return std::pair(cos, sin);
+  };
+
+  // The unit of piece p: both tiles' squares read, rotated if the piece is,
+  // quantized (row-major result written) and turned over into the two
+  // shared tiles.
+  auto emitUnit = [&](const TransposePiece &p) {
+    Value local = add(arith::SubIOp::create(b, loc, col0, idx(p.col0)), squareAt);
+    SmallVector<Value, kSquare> halves[2];
+    for (int64_t h = 0; h < 2; ++h)
+      for (int64_t i = 0; i < kSquare; ++i)
+        halves[h].push_back(toF32(loadRaw(p.source, add(firstRow, idx(i)),
+                                          p.width, add(local, idx(h * kTile)))));
+    if (p.invFreq) {
+      auto splat = [&](double v) {
+        return arith::ConstantOp::create(
+            b, loc, f32Vector(), DenseElementsAttr::get(f32Vector(), (float)v));
+      };
+      // rotate-half: first half x·cos − x₂·sin, second half x·cos + x₁·sin;
+      // the inverse rotates by −angle.
+      Value firstSign = splat(p.inverse ? 1.0 : -1.0);
+      Value secondSign = splat(p.inverse ? -1.0 : 1.0);
+      auto rotate = [&](Value x, Value sign, Value partner, Value cos,
+                        Value sin) -> Value {
+        Value y = arith::AddFOp::create(
+            b, loc, arith::MulFOp::create(b, loc, x, cos, contract),
+            arith::MulFOp::create(
+                b, loc, arith::MulFOp::create(b, loc, sign, partner, contract),
+                sin, contract),
+            contract);
+        if (p.roundTo && !p.roundTo.isF32())
+          y = arith::ExtFOp::create(
+              b, loc, f32Vector(),
+              arith::TruncFOp::create(
+                  b, loc, VectorType::get({kSquare}, p.roundTo), y)
+                  .getResult());
+        return y;
+      };
+      for (int64_t i = 0; i < kSquare; ++i) {
+        auto [cos, sin] = cosSin(p, i);
+        Value x1 = halves[0][i], x2 = halves[1][i];
+        halves[0][i] = rotate(x1, firstSign, x2, cos, sin);
+        halves[1][i] = rotate(x2, secondSign, x1, cos, sin);
+      }
+    }
+    for (int64_t h = 0; h < 2; ++h) {
+      SmallVector<Value, kSquare> rows = quantizeRows(
+          c, halves[h], firstRow, add(add(col0, idx(h * kTile)), squareAt));
+      turnOver(rows, squareRow, squareCol, shared, idx(h * kTileBytes));
+    }
+  };
+
+  // The unit's piece: a chain of tests on its column, uniform in the block.
+  amaxPartial = f32c(0);
+  for (size_t i = 0; i + 1 < c.pieces.size(); ++i) {
+    const TransposePiece &p = c.pieces[i];
+    Value here = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, col0,
+                                       idx(p.col0 + p.width));
+    auto ifOp = scf::IfOp::create(b, loc, TypeRange{f32}, here,
+                                  /*withElseRegion=*/true);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    Value before = amaxPartial;
+    emitUnit(p);
+    scf::YieldOp::create(b, loc, amaxPartial);
+    amaxPartial = before;
+    b.setInsertionPointToStart(ifOp.elseBlock());
+    // The else block's yield follows the rest of the chain.
+    auto yield = scf::YieldOp::create(b, loc, ifOp.getResult(0));
+    yield->setOperand(0, amaxPartial);
+    b.setInsertionPoint(yield);
+    pendingYields.push_back(yield);
+  }
+  emitUnit(c.pieces.back());
+  // Close the chain from the innermost test out.
+  for (scf::YieldOp yield : llvm::reverse(pendingYields)) {
+    yield->setOperand(0, amaxPartial);
+    auto ifOp = cast<scf::IfOp>(yield->getParentOp());
+    amaxPartial = ifOp.getResult(0);
+    b.setInsertionPointAfter(ifOp);
+  }
+  pendingYields.clear();
+  gpu::BarrierOp::create(b, loc);
+  for (int64_t h = 0; h < 2; ++h)
+    writeTransposed(c, shared, idx(h * kTileBytes), row0,
+                    add(col0, idx(h * kTile)), squareRow, squareCol);
 }
 
 // A thread per output element, reading down a column: for scales and
@@ -229,6 +444,12 @@ bool canQuantizeInTranspose(int64_t rows, int64_t cols) {
   return rows % kTile == 0 && cols % kTile == 0;
 }
 
+bool canQuantizePiecesInTranspose(int64_t rows, ArrayRef<int64_t> widths) {
+  return rows % kTile == 0 && llvm::all_of(widths, [](int64_t w) {
+           return w > 0 && w % kUnit == 0;
+         });
+}
+
 int64_t emitTransposeCopies(OpBuilder &b, Location loc, gpu::GPUFuncOp func,
                             ArrayRef<TransposeCopy> copies) {
   Value shared, amaxShared;
@@ -238,10 +459,13 @@ int64_t emitTransposeCopies(OpBuilder &b, Location loc, gpu::GPUFuncOp func,
                                 b.getI64IntegerAttr(kSharedSpace));
     amaxShared = func.addWorkgroupAttribution(type, loc);
   }
-  if (llvm::any_of(copies, isTiled)) {
+  bool hasPieces = llvm::any_of(
+      copies, [](const TransposeCopy &c) { return !c.pieces.empty(); });
+  if (llvm::any_of(copies, isTiled) || hasPieces) {
     // Bytes of any FP8 type, held as i8: moved as they are, never converted.
+    // Units of pieces turn two tiles over at once.
     auto type = MemRefType::get(
-        {kTile * kSharedRowWords * kSquare}, b.getIntegerType(8),
+        {(hasPieces ? 2 : 1) * kTileBytes}, b.getIntegerType(8),
         MemRefLayoutAttrInterface(), b.getI64IntegerAttr(kSharedSpace));
     shared = func.addWorkgroupAttribution(type, loc);
     func.setWorkgroupAttributionAttr(func.getNumWorkgroupAttributions() - 1,
@@ -263,12 +487,19 @@ int64_t emitTransposeCopies(OpBuilder &b, Location loc, gpu::GPUFuncOp func,
     auto emitCase = [&] {
       assert((!c.source || isTiled(c)) &&
              "a quantizing copy needs whole tiles (canQuantizeInTranspose)");
-      if (!isTiled(c)) {
-        e.emitElementwise(c, local);
-        return;
-      }
+      assert((c.pieces.empty() ||
+              canQuantizePiecesInTranspose(
+                  c.rows, llvm::map_to_vector(c.pieces, [](auto &p) {
+                    return p.width;
+                  }))) &&
+             "pieces need whole units (canQuantizePiecesInTranspose)");
       e.amaxPartial = Value();
-      e.emitTiled(c, local, shared);
+      if (!c.pieces.empty())
+        e.emitPieces(c, local, shared);
+      else if (!isTiled(c))
+        return e.emitElementwise(c, local);
+      else
+        e.emitTiled(c, local, shared);
       if (c.amax)
         e.emitBlockAmax(e.amaxPartial, c.amax, amaxShared);
     };

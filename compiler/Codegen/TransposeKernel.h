@@ -13,6 +13,7 @@
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/SmallVector.h"
 
 namespace octet::codegen {
 
@@ -28,14 +29,38 @@ constexpr int64_t kTransposeThreads = 256;
 // saturating, as the row kernels' does), and `amax`, when set, receives the
 // largest |source| by one atomic max a block (of the float bits, the value
 // being non-negative or NaN; zeroed before the launch).
+//
+// With `pieces` instead of `source`, the quantized tensor is the join of
+// column pieces [rows, width], each an input read as it is or rotated
+// (RoPE, head size kRopeTileHead, the angles of `positions` and the
+// inverse frequencies `invFreq`: a memref of kRopeTileHead / 2 floats).
+struct TransposePiece {
+  mlir::Value source;
+  int64_t col0, width;
+  mlir::Value invFreq = {};
+  bool inverse = false;
+  // The rotated values are rounded to this type before they are quantized.
+  mlir::Type roundTo = {};
+};
+
 struct TransposeCopy {
   mlir::Value from, to;
   int64_t rows, cols;
   mlir::Value source = {}, scale = {}, amax = {};
+  llvm::SmallVector<TransposePiece> pieces = {};
+  mlir::Value positions = {};
 };
+
+// Head size of the RoPE pieces a quantizing copy can rotate itself: a
+// head's halves are two tiles side by side.
+constexpr int64_t kRopeTileHead = 128;
 
 // Whether a copy with `source` set can be emitted for these sizes.
 bool canQuantizeInTranspose(int64_t rows, int64_t cols);
+// Whether a copy with `pieces` can be: every piece a whole number of
+// kRopeTileHead-column units.
+bool canQuantizePiecesInTranspose(int64_t rows,
+                                  llvm::ArrayRef<int64_t> widths);
 
 // Emits every copy into `func` (a kernel of kTransposeThreads threads, the
 // builder's insertion point inside it) and returns the grid the launch

@@ -61,6 +61,10 @@
 // TILES: launch = [{block = 256 : i64, grid = 3 : i64, kernel = @sq::@sq}, {block = 256 : i64, grid = 7 : i64, kernel = @sq::@sq_transpose}]
 // TILES: func.func @quantize_amax_transpose
 // TILES: launch = [{block = 256 : i64, grid = 3 : i64, kernel = @qa::@qa_transpose}], workspace_bytes = 0 : i64, zero_results = array<i64: 1>
+// TILES: func.func @rope_join_transpose
+// TILES: launch = [{block = 256 : i64, grid = 9 : i64, kernel = @rj::@rj_transpose}], workspace_bytes = 0 : i64, zero_results = array<i64: 1>
+// TILES: func.func @rope_join_small_heads
+// TILES: launch = [{block = 32 : i64, grid = 64 : i64, kernel = @rs::@rs}, {block = 256 : i64, grid = 5 : i64, kernel = @rs::@rs_transpose}]
 // TILES-LABEL: gpu.func @tq_transpose(
 // TILES-SAME: %[[X:[a-z0-9]+]]: memref<24576xbf16, 1>, %[[S:[a-z0-9]+]]: memref<1xf32, 1>, %[[Q:[a-z0-9]+]]: memref<24576xf8E4M3FN, 1>, %[[T:[a-z0-9]+]]: memref<24576xf8E4M3FN, 1>
 // TILES-SAME: workgroup(%[[TILE:[a-z0-9]+]] : memref<4352xi8, 3> {llvm.align = 4 : i64})
@@ -111,6 +115,39 @@
 // TILES: gpu.barrier
 // TILES-COUNT-8: memref.load %[[WARPMAX]]
 // TILES: memref.atomic_rmw maxu {{.*}}, %[[AMAX]]
+
+// A join of RoPE'd q and k heads and v: a block per unit of 64 rows and a
+// head's 128 columns (2 bands x 4 units + the scale's block). A q unit
+// reads both halves of its squares (8 four-element reads), rotates each
+// pair with cos/sin of its angle (Cody-Waite reduction, then the SFU),
+// rounds to bf16 as the RoPE result is, quantizes, writes the row-major
+// rows and turns both tiles over; the plain v unit only quantizes.
+// TILES-LABEL: gpu.func @rj_transpose(
+// TILES-SAME: %[[K:[a-z0-9]+]]: memref<16384xbf16, 1>, %[[P:[a-z0-9]+]]: memref<128xi32, 1>, %[[Q:[a-z0-9]+]]: memref<32768xbf16, 1>, %[[V:[a-z0-9]+]]: memref<16384xbf16, 1>
+// TILES-SAME: %[[OUT:[a-z0-9]+]]: memref<65536xf8E5M2, 1>, %[[AM:[a-z0-9]+]]: memref<1xi32, 1>, %[[OUTT:[a-z0-9]+]]: memref<65536xf8E5M2, 1>
+// TILES-SAME: workgroup(%{{.*}} : memref<8xf32, 3>, %[[TILES2:[a-z0-9]+]] : memref<8704xi8, 3>
+// TILES: scf.if {{.*}} -> (f32) {
+// TILES-COUNT-8: vector.load %[[Q]]{{.*}} {alignment = 8 : i64} : memref<32768xbf16, 1>, vector<4xbf16>
+// TILES: memref.load %[[P]]
+// TILES: math.roundeven
+// TILES-COUNT-3: math.fma
+// TILES: llvm.inline_asm "cos.approx.ftz.f32 $0, $1;"
+// TILES: llvm.inline_asm "sin.approx.ftz.f32 $0, $1;"
+// TILES: arith.truncf {{.*}} : vector<4xf32> to vector<4xbf16>
+// TILES: arith.truncf {{.*}} : vector<4xf32> to vector<4xf8E5M2>
+// TILES: vector.store {{.*}}, %[[OUT]]
+// TILES: vector.store {{.*}}, %[[TILES2]]
+// TILES: } else {
+// TILES: scf.if {{.*}} -> (f32) {
+// TILES-COUNT-8: vector.load %[[K]]
+// TILES: llvm.inline_asm "cos.approx.ftz.f32 $0, $1;"
+// TILES: } else {
+// TILES-COUNT-8: vector.load %[[V]]
+// TILES-NOT: llvm.inline_asm
+// TILES: arith.truncf {{.*}} : vector<4xf32> to vector<4xf8E5M2>
+// TILES: gpu.barrier
+// TILES-COUNT-8: vector.store {{.*}}, %[[OUTT]]{{.*}} {alignment = 4 : i64} : memref<65536xf8E5M2, 1>, vector<4xf8E5M2>
+// TILES: memref.atomic_rmw maxu {{.*}}, %[[AM]]
 
 // 32-row tiles: three groups of 8 parked (8 columns x 32 threads x 24
 // bytes), then a full 32-byte sector a column.
@@ -169,4 +206,37 @@ func.func @quantize_amax_transpose(%x: tensor<64x128xf32>, %s: tensor<f32>) -> (
     kernel.yield %r, %amax, %t, %ts : tensor<64x128xf8E5M2>, tensor<f32>, tensor<128x64xf8E5M2>, tensor<f32>
   } : tensor<64x128xf8E5M2>, tensor<f32>, tensor<128x64xf8E5M2>, tensor<f32>
   return %q, %m, %qt, %st : tensor<64x128xf8E5M2>, tensor<f32>, tensor<128x64xf8E5M2>, tensor<f32>
+}
+
+// RoPE backward of q and k, joined with v along the row, quantized and
+// transposed (the wqkv input gradient): one launch of head-wide units.
+func.func @rope_join_transpose(%k: tensor<1x128x1x128xbf16>, %pos: tensor<1x128xi32>, %q: tensor<1x128x2x128xbf16>, %v: tensor<128x128xbf16>, %s: tensor<f32>) -> (tensor<128x512xf8E5M2>, tensor<f32>, tensor<512x128xf8E5M2>, tensor<f32>) {
+  %q8, %m, %qt, %st = kernel.fused "rj" kind("elementwise") ins(%k, %pos, %q, %v, %s : tensor<1x128x1x128xbf16>, tensor<1x128xi32>, tensor<1x128x2x128xbf16>, tensor<128x128xbf16>, tensor<f32>) {
+  ^bb0(%a: tensor<1x128x1x128xbf16>, %p: tensor<1x128xi32>, %b: tensor<1x128x2x128xbf16>, %c: tensor<128x128xbf16>, %sc: tensor<f32>):
+    %rk = graph.rope %a, %p {inverse, theta = 5.000000e+05 : f64} : (tensor<1x128x1x128xbf16>, tensor<1x128xi32>) -> tensor<1x128x1x128xbf16>
+    %rq = graph.rope %b, %p {inverse, theta = 5.000000e+05 : f64} : (tensor<1x128x2x128xbf16>, tensor<1x128xi32>) -> tensor<1x128x2x128xbf16>
+    %k1 = graph.reshape %rk : (tensor<1x128x1x128xbf16>) -> tensor<1x128x128xbf16>
+    %k2 = graph.reshape %k1 : (tensor<1x128x128xbf16>) -> tensor<128x128xbf16>
+    %q2 = graph.reshape %rq : (tensor<1x128x2x128xbf16>) -> tensor<128x256xbf16>
+    %cat = graph.concat %q2, %k2, %c {dim = 1 : i64} : (tensor<128x256xbf16>, tensor<128x128xbf16>, tensor<128x128xbf16>) -> tensor<128x512xbf16>
+    %r, %am = fp8.quantize %cat, %sc : (tensor<128x512xbf16>, tensor<f32>) -> (tensor<128x512xf8E5M2>, tensor<f32>)
+    %t, %ts = fp8.transpose %r, %sc : (tensor<128x512xf8E5M2>, tensor<f32>) -> (tensor<512x128xf8E5M2>, tensor<f32>)
+    kernel.yield %r, %am, %t, %ts : tensor<128x512xf8E5M2>, tensor<f32>, tensor<512x128xf8E5M2>, tensor<f32>
+  } : tensor<128x512xf8E5M2>, tensor<f32>, tensor<512x128xf8E5M2>, tensor<f32>
+  return %q8, %m, %qt, %st : tensor<128x512xf8E5M2>, tensor<f32>, tensor<512x128xf8E5M2>, tensor<f32>
+}
+
+// Heads of 64 (half a tile) are not units: the row kernel rotates them and
+// the transpose is a launch of its own.
+func.func @rope_join_small_heads(%q: tensor<1x64x2x64xbf16>, %pos: tensor<1x64xi32>, %v: tensor<64x128xbf16>, %s: tensor<f32>) -> (tensor<64x256xf8E5M2>, tensor<256x64xf8E5M2>, tensor<f32>) {
+  %q8, %qt, %st = kernel.fused "rs" kind("elementwise") ins(%q, %pos, %v, %s : tensor<1x64x2x64xbf16>, tensor<1x64xi32>, tensor<64x128xbf16>, tensor<f32>) {
+  ^bb0(%b: tensor<1x64x2x64xbf16>, %p: tensor<1x64xi32>, %c: tensor<64x128xbf16>, %sc: tensor<f32>):
+    %rq = graph.rope %b, %p {inverse, theta = 1.000000e+04 : f64} : (tensor<1x64x2x64xbf16>, tensor<1x64xi32>) -> tensor<1x64x2x64xbf16>
+    %q2 = graph.reshape %rq : (tensor<1x64x2x64xbf16>) -> tensor<64x128xbf16>
+    %cat = graph.concat %q2, %c {dim = 1 : i64} : (tensor<64x128xbf16>, tensor<64x128xbf16>) -> tensor<64x256xbf16>
+    %r, %am = fp8.quantize %cat, %sc : (tensor<64x256xbf16>, tensor<f32>) -> (tensor<64x256xf8E5M2>, tensor<f32>)
+    %t, %ts = fp8.transpose %r, %sc : (tensor<64x256xf8E5M2>, tensor<f32>) -> (tensor<256x64xf8E5M2>, tensor<f32>)
+    kernel.yield %r, %t, %ts : tensor<64x256xf8E5M2>, tensor<256x64xf8E5M2>, tensor<f32>
+  } : tensor<64x256xf8E5M2>, tensor<256x64xf8E5M2>, tensor<f32>
+  return %q8, %qt, %st : tensor<64x256xf8E5M2>, tensor<256x64xf8E5M2>, tensor<f32>
 }
