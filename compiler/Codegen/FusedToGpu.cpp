@@ -171,6 +171,8 @@ bool isColumnSum(Value v) {
 // block's 32 columns.
 constexpr int64_t kColumnSumGroups = 8;
 constexpr int64_t kColumnSumThreads = kColumnSumGroups * kWarp;
+// Partial rows a warp loads at once.
+constexpr int64_t kColumnSumUnroll = 8;
 
 // A transpose can trail the row kernel when its operands are in memory by
 // then (kernel inputs or results) and only the kernel's results read it.
@@ -2279,14 +2281,46 @@ gpu::GPUFuncOp KernelBuilder::buildColumnSum(gpu::GPUModuleOp mod,
       OpBuilder::InsertionGuard g2(b);
       auto ifOp = scf::IfOp::create(b, loc, TypeRange{f32}, inside, true);
       b.setInsertionPointToStart(ifOp.thenBlock());
+      auto partialAt = [&](Value g) {
+        Value at = arith::AddIOp::create(
+            b, loc, first, arith::MulIOp::create(b, loc, g, idx(len)));
+        return memref::LoadOp::create(b, loc, ws, ValueRange{at});
+      };
+      // This warp's rows in chunks of kColumnSumUnroll, loaded together
+      // and added in order (the bits do not change): one load at a time
+      // through the L2 left the kernel latency-bound (llama3-8b RMSNorm
+      // backward: 264 partial rows, 33 a warp, 6.1 us on an H100).
+      Value rows = arith::DivUIOp::create(
+          b, loc,
+          arith::SubIOp::create(b, loc, idx(partials + kColumnSumGroups - 1),
+                                group),
+          idx(kColumnSumGroups));
+      Value chunks = arith::DivUIOp::create(b, loc, rows, idx(kColumnSumUnroll));
+      auto unrolled = scf::ForOp::create(
+          b, loc, idx(0), chunks, idx(1), ValueRange{f32c(0.0)},
+          [&](OpBuilder &, Location, Value c, ValueRange acc) {
+            Value base = arith::AddIOp::create(
+                b, loc, group,
+                arith::MulIOp::create(
+                    b, loc, c, idx(kColumnSumUnroll * kColumnSumGroups)));
+            SmallVector<Value> xs;
+            for (int64_t u = 0; u < kColumnSumUnroll; ++u)
+              xs.push_back(partialAt(arith::AddIOp::create(
+                  b, loc, base, idx(u * kColumnSumGroups))));
+            Value total = acc[0];
+            for (Value x : xs)
+              total = add(total, x);
+            scf::YieldOp::create(b, loc, ValueRange{total});
+          });
+      Value rest = arith::AddIOp::create(
+          b, loc, group,
+          arith::MulIOp::create(b, loc, chunks,
+                                idx(kColumnSumUnroll * kColumnSumGroups)));
       auto loop = scf::ForOp::create(
-          b, loc, group, idx(partials), idx(kColumnSumGroups),
-          ValueRange{f32c(0.0)},
+          b, loc, rest, idx(partials), idx(kColumnSumGroups),
+          ValueRange{unrolled.getResult(0)},
           [&](OpBuilder &, Location, Value g, ValueRange acc) {
-            Value at = arith::AddIOp::create(
-                b, loc, first, arith::MulIOp::create(b, loc, g, idx(len)));
-            Value x = memref::LoadOp::create(b, loc, ws, ValueRange{at});
-            scf::YieldOp::create(b, loc, ValueRange{add(acc[0], x)});
+            scf::YieldOp::create(b, loc, ValueRange{add(acc[0], partialAt(g))});
           });
       scf::YieldOp::create(b, loc, loop.getResult(0));
       b.setInsertionPointToStart(ifOp.elseBlock());

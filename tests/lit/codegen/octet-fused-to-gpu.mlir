@@ -118,8 +118,17 @@ func.func @clash(%x: tensor<4x256xf32>) -> tensor<4x256xf32> {
 // CHECK: gpu.func @norm_bwd(
 // CHECK: scf.for
 // CHECK: gpu.barrier
+// The column sums: a warp loads 8 of its partial rows at once, adds them in
+// order, then the rows left over one at a time.
 // CHECK: gpu.func @norm_bwd_colsum(
 // CHECK: scf.for
+// CHECK-COUNT-8: memref.load
+// CHECK-COUNT-8: arith.addf
+// CHECK: scf.yield
+// CHECK: scf.for
+// CHECK: memref.load
+// CHECK: arith.addf
+// CHECK: scf.yield
 
 // A trailing FP8 transpose runs as a second launch (a thread per output
 // byte); the tensorwise scale passes through.
