@@ -33,6 +33,7 @@ void buildFusedCodegenPipeline(mlir::OpPassManager &pm,
   fused.multiTensorBlocksPerSM = options.multiTensorBlocksPerSM;
   fused.flatBlocksPerSM = options.flatBlocksPerSM;
   fused.flatChunks = options.flatChunks;
+  fused.rowBytesInFlight = options.rowBytesInFlight;
   fused.transposeTileRows = options.transposeTileRows;
   pm.addPass(createFusedToGpu(fused));
   AttentionToGpuOptions attention;
@@ -83,6 +84,11 @@ struct CodegenPipelineOptions
       llvm::cl::desc("8-element chunks a thread holds per flattened slice "
                      "(0: the pass's choice)"),
       llvm::cl::init(CodegenOptions().flatChunks)};
+  Option<int64_t> rowBytesInFlight{
+      *this, "row-bytes-in-flight",
+      llvm::cl::desc("row kernels: bytes of row inputs a thread loads at "
+                     "once"),
+      llvm::cl::init(CodegenOptions().rowBytesInFlight)};
   Option<int64_t> numSMs{
       *this, "num-sms",
       llvm::cl::desc("multiprocessors of the target GPU (sizes the grids "
@@ -105,6 +111,7 @@ void registerCodegenPipelines() {
         options.multiTensorBlocksPerSM = o.multiTensorBlocksPerSM;
         options.flatBlocksPerSM = o.flatBlocksPerSM;
         options.flatChunks = o.flatChunks;
+        options.rowBytesInFlight = o.rowBytesInFlight;
         options.numSMs = o.numSMs;
         options.transposeTileRows = o.transposeTileRows;
         buildFusedCodegenPipeline(pm, options);

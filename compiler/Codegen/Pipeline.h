@@ -31,6 +31,9 @@ struct CodegenOptions {
   int64_t multiTensorBlocksPerSM = 2;
   int64_t flatBlocksPerSM = 0;
   int64_t flatChunks = 0;
+  // Row kernels: bytes of row inputs a thread loads at once (sizes the
+  // chunks a thread holds, hence the block).
+  int64_t rowBytesInFlight = 128;
   // Rows a block takes at a time to write the FP8 transposes of its
   // results itself (0: a transpose launch after the row kernel). Off: on an
   // H100 the 16-row tiles' 16-byte column stores, each half a sector 8 KB
