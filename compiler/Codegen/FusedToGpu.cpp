@@ -436,6 +436,7 @@ FailureOr<Plan> planKernel(kernel::FusedOp fused, int64_t numSMs,
   // memory system sees a block's row inputs and nothing more from it.
   // - rows: 4 chunks, 8 when the row inputs are narrow (one bf16 input:
   //   4 chunks are only 64 bytes a thread), for about rowBytesInFlight;
+  //   norms half that (below);
   // - blocks looping over rows (column sums) prefetch the next row and keep
   //   weight-gradient accumulators: 2 chunks, so both rows fit in registers;
   // - flat slices: 2 chunks, 4 for one narrow input (64 bytes).
@@ -465,12 +466,22 @@ FailureOr<Plan> planKernel(kernel::FusedOp fused, int64_t numSMs,
     // chunk a thread keeps that small, with at most kMaxTiledThreads threads
     // (a block takes a row only after the previous one, so what it has in
     // flight is a row, whatever its chunks).
+    // A norm's block holds its row through a block-wide sum before it
+    // stores anything: half the bytes a thread, so twice the threads (and
+    // blocks) share that wait. On an H100 (llama3-8b, bench/results/h100/
+    // row-bytes-in-flight.json) RMSNorm + quantize went from 80.0% to
+    // 82.0% of copy bandwidth, add + RMSNorm from 92.4% to 93.5%; RoPE,
+    // which has no such sum, lost 2.6-4.9% the same way.
+    bool sumsRows = llvm::any_of(seg.ops, [](Operation *op) {
+      return isa<graph::RMSNormOp, graph::LayerNormOp>(op);
+    });
+    int64_t bytesInFlight = sumsRows ? rowBytesInFlight / 2 : rowBytesInFlight;
     int64_t chunks =
         seg.tileRows ? ceilDiv(longest, kVec * kMaxTiledThreads)
         : looping ? std::clamp<int64_t>(rowBytesInFlight / 2 /
                                           bytesPerChunk(seg),
                                       2, 8)
-                : std::clamp<int64_t>(rowBytesInFlight / bytesPerChunk(seg), 2,
+                : std::clamp<int64_t>(bytesInFlight / bytesPerChunk(seg), 2,
                                       8);
     int64_t want = llvm::alignTo(ceilDiv(longest, kVec * chunks), kWarp);
     threads = std::max(threads, std::clamp<int64_t>(want, kWarp, 1024));
