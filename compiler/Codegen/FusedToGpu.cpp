@@ -690,6 +690,12 @@ public:
 
   gpu::GPUFuncOp buildMain(gpu::GPUModuleOp module, StringRef name);
   gpu::GPUFuncOp buildColumnSum(gpu::GPUModuleOp module, StringRef name);
+  // The column sums and the trailing transposes in one launch (the column
+  // sums' blocks first): a kernel with both saves a launch, whose few
+  // microseconds of ramp are most of a column sum's time.
+  gpu::GPUFuncOp buildColumnSumAndTransposes(gpu::GPUModuleOp module,
+                                             StringRef name, int64_t &grid);
+  int64_t columnSumBlocks();
   // Every trailing transpose of the plan; returns the grid it needs. With
   // `quantize` (quantizeInTranspose's op) the launch also does that
   // quantize, and no row kernel runs.
@@ -713,6 +719,16 @@ public:
   SmallVector<JoinPiece> inTransposePieces;
 
 private:
+  // A kernel of the region's arguments and `threads` threads, the builder
+  // at its body.
+  gpu::GPUFuncOp createKernel(gpu::GPUModuleOp module, StringRef name,
+                              int64_t threads, TypeRange workgroup);
+  MemRefType columnSumSharedType();
+  // Column sums of blocks [0, columnSumBlocks()) of `blockId`.
+  void emitColumnSums(gpu::GPUFuncOp func, Value blockId);
+  // The trailing transposes, block firstBlock on; returns their blocks.
+  int64_t emitTransposes(gpu::GPUFuncOp func, fp8::QuantizeOp quantize,
+                         int64_t firstBlock);
   // Kernel arguments: inputs, results, then the workspace.
   SmallVector<Type> argumentTypes();
   Type memrefFor(Value tensorValue, bool atomicMax);
@@ -1349,23 +1365,56 @@ fp8::QuantizeOp KernelBuilder::quantizeInTranspose() {
   return q;
 }
 
-gpu::GPUFuncOp KernelBuilder::buildTransposes(gpu::GPUModuleOp mod,
-                                              StringRef name, int64_t &grid,
-                                              fp8::QuantizeOp quantize) {
+gpu::GPUFuncOp KernelBuilder::createKernel(gpu::GPUModuleOp mod,
+                                           StringRef name, int64_t threads,
+                                           TypeRange workgroup) {
   module = mod;
-  OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToEnd(mod.getBody());
-  auto func = gpu::GPUFuncOp::create(b, loc, name,
-                                     b.getFunctionType(argumentTypes(), {}));
+  auto func = gpu::GPUFuncOp::create(
+      b, loc, name, b.getFunctionType(argumentTypes(), {}), workgroup,
+      TypeRange{});
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-  func.setKnownBlockSizeAttr(
-      b.getDenseI32ArrayAttr({(int32_t)kTransposeThreads, 1, 1}));
+  func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({(int32_t)threads, 1, 1}));
   Block &entry = func.getBody().front();
   b.setInsertionPointToStart(&entry);
   auto ret = gpu::ReturnOp::create(b, loc);
   b.setInsertionPoint(ret);
   bindArguments(func);
+  return func;
+}
 
+gpu::GPUFuncOp KernelBuilder::buildTransposes(gpu::GPUModuleOp mod,
+                                              StringRef name, int64_t &grid,
+                                              fp8::QuantizeOp quantize) {
+  OpBuilder::InsertionGuard guard(b);
+  gpu::GPUFuncOp func = createKernel(mod, name, kTransposeThreads, {});
+  grid = emitTransposes(func, quantize, 0);
+  return func;
+}
+
+gpu::GPUFuncOp KernelBuilder::buildColumnSumAndTransposes(gpu::GPUModuleOp mod,
+                                                          StringRef name,
+                                                          int64_t &grid) {
+  static_assert(kColumnSumThreads == kTransposeThreads,
+                "one block size for both");
+  OpBuilder::InsertionGuard guard(b);
+  gpu::GPUFuncOp func =
+      createKernel(mod, name, kTransposeThreads, {columnSumSharedType()});
+  Value blockId = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  int64_t sumBlocks = columnSumBlocks();
+  Value summing = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                        blockId, idx(sumBlocks));
+  auto ifOp = scf::IfOp::create(b, loc, summing, /*withElseRegion=*/true);
+  b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+  emitColumnSums(func, blockId);
+  b.setInsertionPoint(ifOp.elseBlock()->getTerminator());
+  grid = sumBlocks + emitTransposes(func, nullptr, sumBlocks);
+  return func;
+}
+
+int64_t KernelBuilder::emitTransposes(gpu::GPUFuncOp func,
+                                      fp8::QuantizeOp quantize,
+                                      int64_t firstBlock) {
   // Copies [R, C] → [C, R]; a tensorwise scale passes through as a 1×1 one,
   // block scales transpose with the data.
   SmallVector<TransposeCopy> copies;
@@ -1398,8 +1447,7 @@ gpu::GPUFuncOp KernelBuilder::buildTransposes(gpu::GPUModuleOp mod,
       copies.push_back(copy);
     }
   }
-  grid = emitTransposeCopies(b, loc, func, copies);
-  return func;
+  return emitTransposeCopies(b, loc, func, copies, firstBlock);
 }
 
 void KernelBuilder::emitSegment(const Segment &seg, Value localBlock) {
@@ -2236,30 +2284,35 @@ LogicalResult KernelBuilder::emitOp(const Segment &seg, Operation *op,
   return success();
 }
 
+MemRefType KernelBuilder::columnSumSharedType() {
+  return MemRefType::get({kColumnSumThreads}, f32, MemRefLayoutAttrInterface(),
+                         b.getI64IntegerAttr(kSharedSpace));
+}
+
+int64_t KernelBuilder::columnSumBlocks() {
+  int64_t blocks = 0;
+  for (Value v : cast<kernel::YieldOp>(fused.getBodyBlock().getTerminator())
+                     .getValues())
+    if (plan.columnSumOf(v))
+      blocks += ceilDiv(numElements(v.getType()), kWarp);
+  return blocks;
+}
+
 gpu::GPUFuncOp KernelBuilder::buildColumnSum(gpu::GPUModuleOp mod,
                                              StringRef name) {
   OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToEnd(mod.getBody());
-  auto sharedType = MemRefType::get({kColumnSumThreads}, f32,
-                                    MemRefLayoutAttrInterface(),
-                                    b.getI64IntegerAttr(kSharedSpace));
-  auto func = gpu::GPUFuncOp::create(b, loc, name,
-                                     b.getFunctionType(argumentTypes(), {}),
-                                     TypeRange{sharedType}, TypeRange{});
-  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-  func.setKnownBlockSizeAttr(
-      b.getDenseI32ArrayAttr({(int32_t)kColumnSumThreads, 1, 1}));
-  Block &entry = func.getBody().front();
-  b.setInsertionPointToStart(&entry);
-  auto ret = gpu::ReturnOp::create(b, loc);
-  b.setInsertionPoint(ret);
+  gpu::GPUFuncOp func =
+      createKernel(mod, name, kColumnSumThreads, {columnSumSharedType()});
+  emitColumnSums(func, gpu::BlockIdOp::create(b, loc, gpu::Dimension::x));
+  return func;
+}
 
+void KernelBuilder::emitColumnSums(gpu::GPUFuncOp func, Value blockId) {
   Block &body = fused.getBodyBlock();
   auto yield = cast<kernel::YieldOp>(body.getTerminator());
   Value ws = func.getArgument(func.getFunctionType().getNumInputs() - 1);
   Value sums = func.getWorkgroupAttributions().front();
   Value t = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-  Value blockId = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
   Value lane = arith::RemUIOp::create(b, loc, t, idx(kWarp));
   Value group = arith::DivUIOp::create(b, loc, t, idx(kWarp));
   // A block owns 32 columns; its warps split the partial rows (warp g adds
@@ -2367,7 +2420,6 @@ gpu::GPUFuncOp KernelBuilder::buildColumnSum(gpu::GPUModuleOp mod,
     memref::StoreOp::create(b, loc, out, func.getArgument(argNo),
                             ValueRange{col});
   });
-  return func;
 }
 
 // Kernels for ops that do not fit the register-resident row model: a
@@ -3139,16 +3191,15 @@ struct FusedToGpuPass : impl::FusedToGpuBase<FusedToGpuPass> {
       fp8::QuantizeOp quantizeInTranspose = kb.quantizeInTranspose();
       if (!plan->segments.empty() && !quantizeInTranspose)
         record(kb.buildMain(mod, sym), plan->totalBlocks, plan->threads);
-      if (plan->workspaceFloats) {
-        gpu::GPUFuncOp sum = kb.buildColumnSum(mod, sym + "_colsum");
-        int64_t blocks = 0;
-        for (Value v : cast<kernel::YieldOp>(fused.getBodyBlock().getTerminator())
-                           .getValues())
-          if (plan->columnSumOf(v))
-            blocks += ceilDiv(numElements(v.getType()), kWarp);
-        record(sum, blocks, kColumnSumThreads);
-      }
-      if (!plan->transposes.empty()) {
+      if (plan->workspaceFloats && !plan->transposes.empty()) {
+        int64_t grid = 0;
+        gpu::GPUFuncOp f = kb.buildColumnSumAndTransposes(
+            mod, sym + "_colsum_transpose", grid);
+        record(f, grid, kTransposeThreads);
+      } else if (plan->workspaceFloats) {
+        record(kb.buildColumnSum(mod, sym + "_colsum"), kb.columnSumBlocks(),
+               kColumnSumThreads);
+      } else if (!plan->transposes.empty()) {
         int64_t grid = 0;
         gpu::GPUFuncOp t =
             kb.buildTransposes(mod, sym + "_transpose", grid, quantizeInTranspose);

@@ -451,7 +451,8 @@ bool canQuantizePiecesInTranspose(int64_t rows, ArrayRef<int64_t> widths) {
 }
 
 int64_t emitTransposeCopies(OpBuilder &b, Location loc, gpu::GPUFuncOp func,
-                            ArrayRef<TransposeCopy> copies) {
+                            ArrayRef<TransposeCopy> copies,
+                            int64_t firstBlock) {
   Value shared, amaxShared;
   if (llvm::any_of(copies, [](const TransposeCopy &c) { return c.amax; })) {
     auto type = MemRefType::get({kWarps}, b.getF32Type(),
@@ -474,7 +475,9 @@ int64_t emitTransposeCopies(OpBuilder &b, Location loc, gpu::GPUFuncOp func,
   }
   TransposeEmitter e(b, loc);
   e.thread = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-  Value blockId = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  Value blockId = arith::SubIOp::create(
+      b, loc, gpu::BlockIdOp::create(b, loc, gpu::Dimension::x),
+      e.idx(firstBlock));
 
   // Copy i takes blocks [start, start + blocksFor(i)): a chain of tests on
   // the block id, uniform within a block (the tiled copy has a barrier).

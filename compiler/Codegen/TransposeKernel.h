@@ -63,11 +63,13 @@ bool canQuantizePiecesInTranspose(int64_t rows,
                                   llvm::ArrayRef<int64_t> widths);
 
 // Emits every copy into `func` (a kernel of kTransposeThreads threads, the
-// builder's insertion point inside it) and returns the grid the launch
-// needs. Adds the shared tile to the function's workgroup attributions.
+// builder's insertion point inside it), taking blocks `firstBlock` on, and
+// returns how many it takes. Adds the shared tile to the function's
+// workgroup attributions.
 int64_t emitTransposeCopies(mlir::OpBuilder &b, mlir::Location loc,
                             mlir::gpu::GPUFuncOp func,
-                            llvm::ArrayRef<TransposeCopy> copies);
+                            llvm::ArrayRef<TransposeCopy> copies,
+                            int64_t firstBlock = 0);
 
 } // namespace octet::codegen
 

@@ -65,6 +65,8 @@
 // TILES: launch = [{block = 256 : i64, grid = 9 : i64, kernel = @rj::@rj_transpose}], workspace_bytes = 0 : i64, zero_results = array<i64: 1>
 // TILES: func.func @rope_join_small_heads
 // TILES: launch = [{block = 32 : i64, grid = 64 : i64, kernel = @rs::@rs}, {block = 256 : i64, grid = 5 : i64, kernel = @rs::@rs_transpose}]
+// TILES: func.func @norm_grad_transpose
+// TILES: launch = [{block = 32 : i64, grid = 128 : i64, kernel = @ngt::@ngt}, {block = 256 : i64, grid = 17 : i64, kernel = @ngt::@ngt_colsum_transpose}]
 // TILES-LABEL: gpu.func @tq_transpose(
 // TILES-SAME: %[[X:[a-z0-9]+]]: memref<24576xbf16, 1>, %[[S:[a-z0-9]+]]: memref<1xf32, 1>, %[[Q:[a-z0-9]+]]: memref<24576xf8E4M3FN, 1>, %[[T:[a-z0-9]+]]: memref<24576xf8E4M3FN, 1>
 // TILES-SAME: workgroup(%[[TILE:[a-z0-9]+]] : memref<4352xi8, 3> {llvm.align = 4 : i64})
@@ -148,6 +150,19 @@
 // TILES: gpu.barrier
 // TILES-COUNT-8: vector.store {{.*}}, %[[OUTT]]{{.*}} {alignment = 4 : i64} : memref<65536xf8E5M2, 1>, vector<4xf8E5M2>
 // TILES: memref.atomic_rmw maxu {{.*}}, %[[AM]]
+
+// The weight gradient's column sums take the first 8 blocks of the launch
+// after the row kernel, the transpose (8 tiles and the scale) the rest.
+// TILES-LABEL: gpu.func @ngt_colsum_transpose(
+// TILES-SAME: workgroup(%[[SUMS:[a-z0-9]+]] : memref<256xf32, 3>, %[[TILE:[a-z0-9]+]] : memref<4352xi8, 3>
+// TILES: %[[B:.*]] = gpu.block_id x
+// TILES: %[[SUMMING:.*]] = arith.cmpi ult, %[[B]], %c8
+// TILES: scf.if %[[SUMMING]] {
+// TILES: memref.store {{.*}}, %[[SUMS]]
+// TILES: } else {
+// TILES: %[[B2:.*]] = gpu.block_id x
+// TILES: arith.subi %[[B2]], %c8
+// TILES: vector.store {{.*}}, %[[TILE]]
 
 // 32-row tiles: three groups of 8 parked (8 columns x 32 threads x 24
 // bytes), then a full 32-byte sector a column.
@@ -239,4 +254,18 @@ func.func @rope_join_small_heads(%q: tensor<1x64x2x64xbf16>, %pos: tensor<1x64xi
     kernel.yield %r, %t, %ts : tensor<64x256xf8E5M2>, tensor<256x64xf8E5M2>, tensor<f32>
   } : tensor<64x256xf8E5M2>, tensor<256x64xf8E5M2>, tensor<f32>
   return %q8, %qt, %st : tensor<64x256xf8E5M2>, tensor<256x64xf8E5M2>, tensor<f32>
+}
+
+// A norm gradient whose FP8 input gradient is also transposed: the column
+// sums of the weight gradient and the transpose share the launch after the
+// row kernel (column sums' blocks first).
+func.func @norm_grad_transpose(%dy: tensor<128x256xbf16>, %x: tensor<128x256xbf16>, %w: tensor<256xf32>, %s: tensor<f32>) -> (tensor<256xf32>, tensor<128x256xf8E5M2>, tensor<f32>, tensor<256x128xf8E5M2>, tensor<f32>) {
+  %dw, %q, %m, %t, %ts = kernel.fused "ngt" kind("row") ins(%dy, %x, %w, %s : tensor<128x256xbf16>, tensor<128x256xbf16>, tensor<256xf32>, tensor<f32>) {
+  ^bb0(%a: tensor<128x256xbf16>, %b: tensor<128x256xbf16>, %c: tensor<256xf32>, %sc: tensor<f32>):
+    %dx, %g = graph.rms_norm_grad %a, %b, %c {eps = 1.000000e-05 : f64} : (tensor<128x256xbf16>, tensor<128x256xbf16>, tensor<256xf32>) -> (tensor<128x256xbf16>, tensor<256xf32>)
+    %r, %am = fp8.quantize %dx, %sc : (tensor<128x256xbf16>, tensor<f32>) -> (tensor<128x256xf8E5M2>, tensor<f32>)
+    %tr, %trs = fp8.transpose %r, %sc : (tensor<128x256xf8E5M2>, tensor<f32>) -> (tensor<256x128xf8E5M2>, tensor<f32>)
+    kernel.yield %g, %r, %am, %tr, %trs : tensor<256xf32>, tensor<128x256xf8E5M2>, tensor<f32>, tensor<256x128xf8E5M2>, tensor<f32>
+  } : tensor<256xf32>, tensor<128x256xf8E5M2>, tensor<f32>, tensor<256x128xf8E5M2>, tensor<f32>
+  return %dw, %q, %m, %t, %ts : tensor<256xf32>, tensor<128x256xf8E5M2>, tensor<f32>, tensor<256x128xf8E5M2>, tensor<f32>
 }
