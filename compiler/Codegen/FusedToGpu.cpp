@@ -717,6 +717,10 @@ public:
     graph::RopeOp rope;
   };
   SmallVector<JoinPiece> inTransposePieces;
+  // Or a join of the results of one elementwise op (SwiGLU's gradient:
+  // gate and up), each computed from the op's operands at the same place.
+  Operation *inTransposeOp = nullptr;
+  SmallVector<Value> inTransposeResults; // in join order
 
 private:
   // A kernel of the region's arguments and `threads` threads, the builder
@@ -729,6 +733,8 @@ private:
   // The trailing transposes, block firstBlock on; returns their blocks.
   int64_t emitTransposes(gpu::GPUFuncOp func, fp8::QuantizeOp quantize,
                          int64_t firstBlock);
+  // inTransposeOp's results (join order) from its operands' values.
+  SmallVector<Value> evaluateInTranspose(ArrayRef<Value> operands);
   // Kernel arguments: inputs, results, then the workspace.
   SmallVector<Type> argumentTypes();
   Type memrefFor(Value tensorValue, bool atomicMax);
@@ -1286,24 +1292,31 @@ void KernelBuilder::bindArguments(gpu::GPUFuncOp func) {
 
 fp8::QuantizeOp KernelBuilder::quantizeInTranspose() {
   inTransposePieces.clear();
-  if (plan.transposes.size() != 1)
+  inTransposeOp = nullptr;
+  inTransposeResults.clear();
+  auto fail = [&]() -> fp8::QuantizeOp {
+    inTransposeOp = nullptr;
+    inTransposeResults.clear();
     return nullptr;
+  };
+  if (plan.transposes.size() != 1)
+    return fail();
   fp8::TransposeOp t = plan.transposes.front();
   auto q = t.getInput().getDefiningOp<fp8::QuantizeOp>();
   if (!q || !isa<BlockArgument>(q.getScale()) ||
       numElements(q.getScale().getType()) != 1 ||
       numElements(t.getScale().getType()) != 1)
-    return nullptr;
+    return fail();
   auto type = cast<RankedTensorType>(q.getInput().getType());
   if (type.getRank() != 2)
-    return nullptr;
+    return fail();
   int64_t rows = type.getDimSize(0);
   // Both layouts must be results: the row-major one is what the launch
   // writes as it goes.
   auto yield = cast<kernel::YieldOp>(fused.getBodyBlock().getTerminator());
   if (!llvm::is_contained(yield.getValues(), q.getResult()) ||
       !llvm::is_contained(yield.getValues(), t.getResult()))
-    return nullptr;
+    return fail();
   if (isa<BlockArgument>(q.getInput()))
     return plan.segments.size() == 1 && plan.segments.front().ops.size() == 1 &&
                    canQuantizeInTranspose(rows, type.getDimSize(1))
@@ -1315,7 +1328,7 @@ fp8::QuantizeOp KernelBuilder::quantizeInTranspose() {
   // used once.
   auto concat = q.getInput().getDefiningOp<graph::ConcatOp>();
   if (!concat || concat.getDim() != 1 || !concat->hasOneUse())
-    return nullptr;
+    return fail();
   llvm::SmallPtrSet<Operation *, 16> covered{concat, q, t, yield};
   SmallVector<JoinPiece> pieces;
   SmallVector<int64_t> widths;
@@ -1329,10 +1342,23 @@ fp8::QuantizeOp KernelBuilder::quantizeInTranspose() {
     };
     while (auto r = v.getDefiningOp<graph::ReshapeOp>()) {
       if (!usedOnce(v))
-        return nullptr;
+        return fail();
       v = r.getInput();
     }
     JoinPiece piece{nullptr, col0, width, nullptr};
+    if (auto op = v.getDefiningOp<graph::SwigluGradOp>()) {
+      if (!usedOnce(v) || (inTransposeOp && inTransposeOp != op) ||
+          !llvm::all_of(op->getOperands(), [&](Value x) {
+            return isa<BlockArgument>(x) &&
+                   numElements(x.getType()) == rows * width;
+          }))
+        return fail();
+      inTransposeOp = op;
+      inTransposeResults.push_back(v);
+      widths.push_back(width);
+      col0 += width;
+      continue;
+    }
     if (auto rope = v.getDefiningOp<graph::RopeOp>()) {
       auto in = cast<RankedTensorType>(rope.getInput().getType());
       if (!usedOnce(v) || !isa<BlockArgument>(rope.getInput()) ||
@@ -1341,16 +1367,16 @@ fp8::QuantizeOp KernelBuilder::quantizeInTranspose() {
           in.getNumElements() / (in.getShape().back() * in.getShape().end()[-2]) !=
               rows ||
           numElements(rope.getPositions().getType()) != rows)
-        return nullptr;
+        return fail();
       for (const JoinPiece &other : pieces)
         if (other.rope && !sameRopeAngles(other.rope, rope))
-          return nullptr;
+          return fail();
       piece.rope = rope;
       v = rope.getInput();
     }
     auto input = dyn_cast<BlockArgument>(v);
     if (!input)
-      return nullptr;
+      return fail();
     piece.input = input;
     pieces.push_back(piece);
     widths.push_back(width);
@@ -1358,11 +1384,49 @@ fp8::QuantizeOp KernelBuilder::quantizeInTranspose() {
   }
   for (Operation &op : fused.getBodyBlock())
     if (!covered.contains(&op))
-      return nullptr;
+      return fail();
+  if (inTransposeOp) {
+    // Every piece a result of the op, each result once, all as wide.
+    if (!pieces.empty() ||
+        inTransposeResults.size() != inTransposeOp->getNumResults() ||
+        !canQuantizeResultsInTranspose(rows, widths))
+      return fail();
+    return q;
+  }
   if (!canQuantizePiecesInTranspose(rows, widths))
-    return nullptr;
+    return fail();
   inTransposePieces = std::move(pieces);
   return q;
+}
+
+SmallVector<Value> KernelBuilder::evaluateInTranspose(ArrayRef<Value> operands) {
+  // The op as the row kernels emit it, on four elements a value instead of
+  // a chunk (the same arithmetic and roundings).
+  int64_t savedVec = vec;
+  VectorType savedType = vecType;
+  vec = cast<VectorType>(operands.front().getType()).getNumElements();
+  vecType = VectorType::get({vec}, f32);
+  for (auto [operand, x] : llvm::zip(inTransposeOp->getOperands(), operands)) {
+    Val val;
+    val.chunks = {x};
+    vals[operand] = val;
+  }
+  const Segment *seg = nullptr;
+  for (const Segment &s : plan.segments)
+    if (llvm::is_contained(s.ops, inTransposeOp))
+      seg = &s;
+  assert(seg && "the op is planned");
+  SmallVector<Value> accs;
+  DenseMap<Value, int> accIdx;
+  LogicalResult emitted = emitOp(*seg, inTransposeOp, idx(0), accs, accIdx);
+  assert(succeeded(emitted) && "an elementwise op emits");
+  (void)emitted;
+  SmallVector<Value> results;
+  for (Value r : inTransposeResults)
+    results.push_back(chunksOf(r).front());
+  vec = savedVec;
+  vecType = savedType;
+  return results;
 }
 
 gpu::GPUFuncOp KernelBuilder::createKernel(gpu::GPUModuleOp mod,
@@ -1431,8 +1495,15 @@ int64_t KernelBuilder::emitTransposes(gpu::GPUFuncOp func,
       if (quantize && from == quantize.getResult()) {
         copy.scale = memOf.lookup(quantize.getScale());
         copy.amax = memOf.lookup(quantize.getAmax());
-        if (inTransposePieces.empty())
+        if (inTransposeOp) {
+          for (Value operand : inTransposeOp->getOperands())
+            copy.operands.push_back(memOf.lookup(operand));
+          copy.evaluate = [this](ArrayRef<Value> operands) {
+            return evaluateInTranspose(operands);
+          };
+        } else if (inTransposePieces.empty()) {
           copy.source = memOf.lookup(quantize.getInput());
+        }
         for (const JoinPiece &p : inTransposePieces) {
           TransposePiece piece{memOf.lookup(p.input), p.col0, p.width};
           if (graph::RopeOp rope = p.rope) {

@@ -60,7 +60,22 @@ constexpr int64_t kUnit = 2 * kTile;
 static_assert(kUnit == kRopeTileHead, "a RoPE head is a unit");
 constexpr int64_t kTileBytes = kTile * kSharedRowWords * kSquare;
 
+// A join of an elementwise op's results: the width of each.
+int64_t resultWidth(const TransposeCopy &c) {
+  return cast<MemRefType>(c.operands.front().getType()).getNumElements() /
+         c.rows;
+}
+
+// Shared tiles a block of the copy turns over at once.
+int64_t tilesFor(const TransposeCopy &c) {
+  if (c.evaluate)
+    return c.cols / resultWidth(c);
+  return c.pieces.empty() ? 1 : kUnit / kTile;
+}
+
 int64_t blocksFor(const TransposeCopy &c) {
+  if (c.evaluate)
+    return (c.rows / kTile) * (resultWidth(c) / kTile);
   if (!c.pieces.empty())
     return (c.rows / kTile) * (c.cols / kUnit);
   if (isTiled(c))
@@ -82,8 +97,18 @@ public:
                                      ArrayRef<Value> values, Value firstRow,
                                      Value col);
   VectorType f32Vector() { return VectorType::get({kSquare}, b.getF32Type()); }
+  // Where block `tile` of a grid `across` blocks wide (each `step` columns
+  // of kTile rows) puts this thread's square.
+  struct Square {
+    Value row0, col0;           // the block's first row and column
+    Value squareRow, squareCol; // the square's place in the tile
+    Value firstRow, col;        // its first row and column in the tensor
+  };
+  Square placeSquare(Value tile, int64_t across, int64_t step);
   // A unit of a quantizing copy of pieces.
   void emitPieces(const TransposeCopy &c, Value block, Value shared);
+  // A tile of every result of a quantizing copy of an op's results.
+  void emitResults(const TransposeCopy &c, Value block, Value shared);
   // The four rows of a square (FP8 words) into the shared tile at
   // `sharedBase` (bytes), transposed.
   void turnOver(ArrayRef<Value> rows, Value squareRow, Value squareCol,
@@ -147,6 +172,21 @@ void TransposeEmitter::emitBlockAmax(Value x, Value amax, Value shared) {
                               ValueRange{idx(0)});
 }
 
+TransposeEmitter::Square TransposeEmitter::placeSquare(Value tile,
+                                                      int64_t across,
+                                                      int64_t step) {
+  Square q;
+  q.row0 = mul(arith::DivUIOp::create(b, loc, tile, idx(across)), kTile);
+  q.col0 = mul(arith::RemUIOp::create(b, loc, tile, idx(across)), step);
+  // Consecutive threads take consecutive words of a row: coalesced reads
+  // and coalesced writes.
+  q.squareCol = arith::RemUIOp::create(b, loc, thread, idx(kSquaresPerSide));
+  q.squareRow = arith::DivUIOp::create(b, loc, thread, idx(kSquaresPerSide));
+  q.firstRow = add(q.row0, mul(q.squareRow, kSquare));
+  q.col = add(q.col0, mul(q.squareCol, kSquare));
+  return q;
+}
+
 void TransposeEmitter::emitTiled(const TransposeCopy &c, Value tile,
                                  Value shared) {
   Type elem = cast<MemRefType>(c.from.getType()).getElementType();
@@ -156,19 +196,11 @@ void TransposeEmitter::emitTiled(const TransposeCopy &c, Value tile,
   // The last rows first: they are the ones the row kernel before this
   // launch wrote last, the likeliest to be still in L2.
   tile = arith::SubIOp::create(b, loc, idx(blocksFor(c) - 1), tile);
-  Value row0 = mul(arith::DivUIOp::create(b, loc, tile, idx(tileCols)), kTile);
-  Value col0 = mul(arith::RemUIOp::create(b, loc, tile, idx(tileCols)), kTile);
-  // Consecutive threads take consecutive words of a row: coalesced reads
-  // here and coalesced writes below.
-  Value squareCol =
-      arith::RemUIOp::create(b, loc, thread, idx(kSquaresPerSide));
-  Value squareRow =
-      arith::DivUIOp::create(b, loc, thread, idx(kSquaresPerSide));
+  auto [row0, col0, squareRow, squareCol, firstRow, readCol] =
+      placeSquare(tile, tileCols, kTile);
 
   // Read the square: its rows, a word each (or quantize them from the
   // source and write them to the row-major result).
-  Value firstRow = add(row0, mul(squareRow, kSquare));
-  Value readCol = add(col0, mul(squareCol, kSquare));
   SmallVector<Value, kSquare> rows;
   if (c.source) {
     SmallVector<Value, kSquare> wideRows;
@@ -278,15 +310,9 @@ void TransposeEmitter::writeTransposed(const TransposeCopy &c, Value shared,
 void TransposeEmitter::emitPieces(const TransposeCopy &c, Value block,
                                   Value shared) {
   Type f32 = b.getF32Type();
-  int64_t units = c.cols / kUnit;
-  Value row0 = mul(arith::DivUIOp::create(b, loc, block, idx(units)), kTile);
-  Value unit = arith::RemUIOp::create(b, loc, block, idx(units));
-  Value col0 = mul(unit, kUnit);
-  Value squareCol =
-      arith::RemUIOp::create(b, loc, thread, idx(kSquaresPerSide));
-  Value squareRow =
-      arith::DivUIOp::create(b, loc, thread, idx(kSquaresPerSide));
-  Value firstRow = add(row0, mul(squareRow, kSquare));
+  Square at = placeSquare(block, c.cols / kUnit, kUnit);
+  Value row0 = at.row0, col0 = at.col0, firstRow = at.firstRow;
+  Value squareRow = at.squareRow, squareCol = at.squareCol;
   Value squareAt = mul(squareCol, kSquare);
   auto f32c = [&](float v) {
     return arith::ConstantOp::create(b, loc, f32, b.getF32FloatAttr(v));
@@ -422,6 +448,39 @@ void TransposeEmitter::emitPieces(const TransposeCopy &c, Value block,
                     add(col0, idx(h * kTile)), squareRow, squareCol);
 }
 
+void TransposeEmitter::emitResults(const TransposeCopy &c, Value block,
+                                   Value shared) {
+  int64_t width = resultWidth(c), results = c.cols / width;
+  auto [row0, col0, squareRow, squareCol, firstRow, col] =
+      placeSquare(block, width / kTile, kTile);
+  // Every operand's square is read before anything is computed.
+  SmallVector<SmallVector<Value, kSquare>> operands;
+  for (Value operand : c.operands) {
+    operands.emplace_back();
+    for (int64_t i = 0; i < kSquare; ++i)
+      operands.back().push_back(loadRaw(operand, add(firstRow, idx(i)), width, col));
+  }
+  SmallVector<SmallVector<Value, kSquare>> values(results);
+  for (int64_t i = 0; i < kSquare; ++i) {
+    SmallVector<Value> at;
+    for (auto &rows : operands)
+      at.push_back(toF32(rows[i]));
+    SmallVector<Value> out = c.evaluate(at);
+    assert((int64_t)out.size() == results && "a value per result");
+    for (int64_t r = 0; r < results; ++r)
+      values[r].push_back(out[r]);
+  }
+  for (int64_t r = 0; r < results; ++r) {
+    SmallVector<Value, kSquare> rows =
+        quantizeRows(c, values[r], firstRow, add(col, idx(r * width)));
+    turnOver(rows, squareRow, squareCol, shared, idx(r * kTileBytes));
+  }
+  gpu::BarrierOp::create(b, loc);
+  for (int64_t r = 0; r < results; ++r)
+    writeTransposed(c, shared, idx(r * kTileBytes), row0,
+                    add(col0, idx(r * width)), squareRow, squareCol);
+}
+
 // A thread per output element, reading down a column: for scales and
 // shapes that are not whole tiles (small tensors).
 void TransposeEmitter::emitElementwise(const TransposeCopy &c, Value block) {
@@ -444,6 +503,11 @@ bool canQuantizeInTranspose(int64_t rows, int64_t cols) {
   return rows % kTile == 0 && cols % kTile == 0;
 }
 
+bool canQuantizeResultsInTranspose(int64_t rows, ArrayRef<int64_t> widths) {
+  return rows % kTile == 0 && !widths.empty() && widths.front() % kTile == 0 &&
+         llvm::all_equal(widths);
+}
+
 bool canQuantizePiecesInTranspose(int64_t rows, ArrayRef<int64_t> widths) {
   return rows % kTile == 0 && llvm::all_of(widths, [](int64_t w) {
            return w > 0 && w % kUnit == 0;
@@ -460,13 +524,15 @@ int64_t emitTransposeCopies(OpBuilder &b, Location loc, gpu::GPUFuncOp func,
                                 b.getI64IntegerAttr(kSharedSpace));
     amaxShared = func.addWorkgroupAttribution(type, loc);
   }
-  bool hasPieces = llvm::any_of(
-      copies, [](const TransposeCopy &c) { return !c.pieces.empty(); });
-  if (llvm::any_of(copies, isTiled) || hasPieces) {
+  int64_t tiles = 0;
+  for (const TransposeCopy &c : copies)
+    if (isTiled(c) || c.evaluate || !c.pieces.empty())
+      tiles = std::max(tiles, tilesFor(c));
+  if (tiles) {
     // Bytes of any FP8 type, held as i8: moved as they are, never converted.
-    // Units of pieces turn two tiles over at once.
+    // Units of pieces or results turn several tiles over at once.
     auto type = MemRefType::get(
-        {(hasPieces ? 2 : 1) * kTileBytes}, b.getIntegerType(8),
+        {tiles * kTileBytes}, b.getIntegerType(8),
         MemRefLayoutAttrInterface(), b.getI64IntegerAttr(kSharedSpace));
     shared = func.addWorkgroupAttribution(type, loc);
     func.setWorkgroupAttributionAttr(func.getNumWorkgroupAttributions() - 1,
@@ -497,7 +563,9 @@ int64_t emitTransposeCopies(OpBuilder &b, Location loc, gpu::GPUFuncOp func,
                   }))) &&
              "pieces need whole units (canQuantizePiecesInTranspose)");
       e.amaxPartial = Value();
-      if (!c.pieces.empty())
+      if (c.evaluate)
+        e.emitResults(c, local, shared);
+      else if (!c.pieces.empty())
         e.emitPieces(c, local, shared);
       else if (!isTiled(c))
         return e.emitElementwise(c, local);

@@ -15,6 +15,8 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/SmallVector.h"
 
+#include <functional>
+
 namespace octet::codegen {
 
 // Threads of a transpose launch's block.
@@ -49,6 +51,13 @@ struct TransposeCopy {
   mlir::Value source = {}, scale = {}, amax = {};
   llvm::SmallVector<TransposePiece> pieces = {};
   mlir::Value positions = {};
+  // Or the quantized tensor is the join of an elementwise op's n results,
+  // each [rows, cols / n]: `operands` ([rows, cols / n] each) are read at a
+  // place and `evaluate` gives the n results there (four f32 elements a
+  // value, in join order).
+  llvm::SmallVector<mlir::Value> operands = {};
+  std::function<llvm::SmallVector<mlir::Value>(llvm::ArrayRef<mlir::Value>)>
+      evaluate = {};
 };
 
 // Head size of the RoPE pieces a quantizing copy can rotate itself: a
@@ -61,6 +70,9 @@ bool canQuantizeInTranspose(int64_t rows, int64_t cols);
 // kRopeTileHead-column units.
 bool canQuantizePiecesInTranspose(int64_t rows,
                                   llvm::ArrayRef<int64_t> widths);
+// Whether a copy with `evaluate` can be: results of one width, whole tiles.
+bool canQuantizeResultsInTranspose(int64_t rows,
+                                   llvm::ArrayRef<int64_t> widths);
 
 // Emits every copy into `func` (a kernel of kTransposeThreads threads, the
 // builder's insertion point inside it), taking blocks `firstBlock` on, and

@@ -67,6 +67,8 @@
 // TILES: launch = [{block = 32 : i64, grid = 64 : i64, kernel = @rs::@rs}, {block = 256 : i64, grid = 5 : i64, kernel = @rs::@rs_transpose}]
 // TILES: func.func @norm_grad_transpose
 // TILES: launch = [{block = 32 : i64, grid = 128 : i64, kernel = @ngt::@ngt}, {block = 256 : i64, grid = 17 : i64, kernel = @ngt::@ngt_colsum_transpose}]
+// TILES: func.func @swiglu_grad_transpose
+// TILES: launch = [{block = 256 : i64, grid = 5 : i64, kernel = @sgt::@sgt_transpose}], workspace_bytes = 0 : i64, zero_results = array<i64: 1>
 // TILES-LABEL: gpu.func @tq_transpose(
 // TILES-SAME: %[[X:[a-z0-9]+]]: memref<24576xbf16, 1>, %[[S:[a-z0-9]+]]: memref<1xf32, 1>, %[[Q:[a-z0-9]+]]: memref<24576xf8E4M3FN, 1>, %[[T:[a-z0-9]+]]: memref<24576xf8E4M3FN, 1>
 // TILES-SAME: workgroup(%[[TILE:[a-z0-9]+]] : memref<4352xi8, 3> {llvm.align = 4 : i64})
@@ -163,6 +165,24 @@
 // TILES: %[[B2:.*]] = gpu.block_id x
 // TILES: arith.subi %[[B2]], %c8
 // TILES: vector.store {{.*}}, %[[TILE]]
+
+// A block per tile of both SwiGLU gradients (2 bands x 2 tiles + the
+// scale's block): the three operands' squares read once, the gradient
+// computed as the row kernels compute it (the sigmoid through ex2/rcp),
+// both results quantized, their rows written and both tiles turned over.
+// TILES-LABEL: gpu.func @sgt_transpose(
+// TILES-SAME: %[[DY:[a-z0-9]+]]: memref<16384xbf16, 1>, %[[G:[a-z0-9]+]]: memref<16384xbf16, 1>, %[[U:[a-z0-9]+]]: memref<16384xbf16, 1>, %{{.*}}: memref<1xf32, 1>, %[[OUT:[a-z0-9]+]]: memref<32768xf8E5M2, 1>
+// TILES-SAME: %[[OUTT:[a-z0-9]+]]: memref<32768xf8E5M2, 1>
+// TILES-SAME: workgroup(%{{.*}} : memref<8xf32, 3>, %[[TILES3:[a-z0-9]+]] : memref<8704xi8, 3>
+// TILES-COUNT-4: vector.load %[[DY]]
+// TILES-COUNT-4: vector.load %[[G]]
+// TILES-COUNT-4: vector.load %[[U]]
+// TILES: llvm.inline_asm "ex2.approx.ftz.f32 $0, $1;"
+// TILES: arith.truncf {{.*}} : vector<4xf32> to vector<4xbf16>
+// TILES-COUNT-8: vector.store {{.*}}, %[[OUT]]
+// TILES: vector.store {{.*}}, %[[TILES3]]
+// TILES: gpu.barrier
+// TILES-COUNT-8: vector.store {{.*}}, %[[OUTT]]
 
 // 32-row tiles: three groups of 8 parked (8 columns x 32 threads x 24
 // bytes), then a full 32-byte sector a column.
@@ -268,4 +288,21 @@ func.func @norm_grad_transpose(%dy: tensor<128x256xbf16>, %x: tensor<128x256xbf1
     kernel.yield %g, %r, %am, %tr, %trs : tensor<256xf32>, tensor<128x256xf8E5M2>, tensor<f32>, tensor<256x128xf8E5M2>, tensor<f32>
   } : tensor<256xf32>, tensor<128x256xf8E5M2>, tensor<f32>, tensor<256x128xf8E5M2>, tensor<f32>
   return %dw, %q, %m, %t, %ts : tensor<256xf32>, tensor<128x256xf8E5M2>, tensor<f32>, tensor<256x128xf8E5M2>, tensor<f32>
+}
+
+// SwiGLU's gradient, gate and up joined, quantized and transposed: a block
+// per 64 x 64 tile of both results (read the three operands' squares once,
+// compute both, write both tiles' rows and turn both over).
+func.func @swiglu_grad_transpose(%dy: tensor<1x128x128xbf16>, %g: tensor<1x128x128xbf16>, %u: tensor<1x128x128xbf16>, %s: tensor<f32>) -> (tensor<128x256xf8E5M2>, tensor<f32>, tensor<256x128xf8E5M2>, tensor<f32>) {
+  %q8, %m, %qt, %st = kernel.fused "sgt" kind("elementwise") ins(%dy, %g, %u, %s : tensor<1x128x128xbf16>, tensor<1x128x128xbf16>, tensor<1x128x128xbf16>, tensor<f32>) {
+  ^bb0(%a: tensor<1x128x128xbf16>, %b: tensor<1x128x128xbf16>, %c: tensor<1x128x128xbf16>, %sc: tensor<f32>):
+    %gg, %ug = graph.swiglu_grad %a, %b, %c : tensor<1x128x128xbf16>
+    %u2 = graph.reshape %ug : (tensor<1x128x128xbf16>) -> tensor<128x128xbf16>
+    %g2 = graph.reshape %gg : (tensor<1x128x128xbf16>) -> tensor<128x128xbf16>
+    %cat = graph.concat %g2, %u2 {dim = 1 : i64} : (tensor<128x128xbf16>, tensor<128x128xbf16>) -> tensor<128x256xbf16>
+    %r, %am = fp8.quantize %cat, %sc : (tensor<128x256xbf16>, tensor<f32>) -> (tensor<128x256xf8E5M2>, tensor<f32>)
+    %t, %ts = fp8.transpose %r, %sc : (tensor<128x256xf8E5M2>, tensor<f32>) -> (tensor<256x128xf8E5M2>, tensor<f32>)
+    kernel.yield %r, %am, %t, %ts : tensor<128x256xf8E5M2>, tensor<f32>, tensor<256x128xf8E5M2>, tensor<f32>
+  } : tensor<128x256xf8E5M2>, tensor<f32>, tensor<256x128xf8E5M2>, tensor<f32>
+  return %q8, %m, %qt, %st : tensor<128x256xf8E5M2>, tensor<f32>, tensor<256x128xf8E5M2>, tensor<f32>
 }
