@@ -6,6 +6,14 @@ StatusOr<PreparedLaunch> PreparedLaunch::prepare(CUfunction function,
                                                  const LaunchConfig &config,
                                                  std::vector<KernelParam> params,
                                                  std::string label) {
+  if (config.cluster == 0 || config.cluster > kMaxPortableCluster ||
+      config.grid[0] % config.cluster != 0)
+    return Status::error(
+        "launching " + label + ": a cluster of " +
+        std::to_string(config.cluster) + " blocks for a grid of " +
+        std::to_string(config.grid[0]) + " along x; a cluster must be 1 to " +
+        std::to_string(kMaxPortableCluster) +
+        " blocks and divide the grid (fix the launch's `cluster` or `grid`)");
   PreparedLaunch p;
   p.function_ = function;
   p.config_ = config;
@@ -57,6 +65,29 @@ void PreparedLaunch::bindPointers() {
 }
 
 Status PreparedLaunch::launch(CUstream stream) const {
+  if (config_.cluster > 1) {
+    CUlaunchAttribute cluster{};
+    cluster.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    cluster.value.clusterDim.x = config_.cluster;
+    cluster.value.clusterDim.y = 1;
+    cluster.value.clusterDim.z = 1;
+    CUlaunchConfig cfg{};
+    cfg.gridDimX = config_.grid[0], cfg.gridDimY = config_.grid[1];
+    cfg.gridDimZ = config_.grid[2];
+    cfg.blockDimX = config_.block[0], cfg.blockDimY = config_.block[1];
+    cfg.blockDimZ = config_.block[2];
+    cfg.sharedMemBytes = config_.dynamicSharedBytes;
+    cfg.hStream = stream;
+    cfg.attrs = &cluster;
+    cfg.numAttrs = 1;
+    CUresult r = cuLaunchKernelEx(&cfg, function_,
+                                  const_cast<void **>(pointers_.data()),
+                                  nullptr);
+    if (r != CUDA_SUCCESS)
+      return cudaDriverError(r, "cuLaunchKernelEx", __FILE__, __LINE__)
+          .withContext("launching " + label_);
+    return Status::ok();
+  }
   CUresult r = cuLaunchKernel(
       function_, config_.grid[0], config_.grid[1], config_.grid[2],
       config_.block[0], config_.block[1], config_.block[2],

@@ -66,14 +66,21 @@ struct LaunchConfig {
   unsigned grid[3] = {1, 1, 1};
   unsigned block[3] = {1, 1, 1};
   unsigned dynamicSharedBytes = 0;
+  // Blocks per thread block cluster along x (sm_90): consecutive blocks that
+  // run at once on one GPC and share their shared memory. 1: no cluster.
+  unsigned cluster = 1;
 };
+
+// Most blocks a cluster may have without opting in to non-portable sizes.
+constexpr unsigned kMaxPortableCluster = 8;
 
 // A prepared launch: the parameter array is built once, so replaying it (or
 // capturing it into a CUDA graph) costs one cuLaunchKernel.
 class PreparedLaunch {
 public:
   // `label` names the launch in errors. Raises the function's dynamic shared
-  // memory limit when the launch needs more than the default 48 KiB.
+  // memory limit when the launch needs more than the default 48 KiB. A
+  // cluster must divide the grid's x and be at most kMaxPortableCluster.
   static StatusOr<PreparedLaunch> prepare(CUfunction function,
                                           const LaunchConfig &config,
                                           std::vector<KernelParam> params,

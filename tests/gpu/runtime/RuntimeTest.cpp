@@ -53,6 +53,47 @@ TEST(Module, LoadsPtxThroughDriverJitAndLaunches) {
   checkAxpy(f, 10000);
 }
 
+CUfunction clusterSwap() {
+  static std::unique_ptr<Module> m =
+      unwrap(Module::load(device(), "test", "", "", ptx()));
+  return m ? unwrap(m->function("octet_test_cluster_swap")) : nullptr;
+}
+
+TEST(Launch, ClusterOfTwoBlocksSharesSharedMemory) {
+  CUfunction f = clusterSwap();
+  ASSERT_NE(f, nullptr);
+  constexpr unsigned kBlocks = 8;
+  DeviceBuffer out(kBlocks * 4);
+  LaunchConfig cfg;
+  cfg.grid[0] = kBlocks;
+  cfg.block[0] = 32;
+  cfg.cluster = 2;
+  auto launch = PreparedLaunch::prepare(f, cfg, {KernelParam::ptr(out.get())},
+                                        "cluster swap");
+  ASSERT_TRUE(launch.isOk()) << launch.status().message();
+  ASSERT_OK(launch->launch(nullptr));
+  auto got = out.download<uint32_t>();
+  for (unsigned b = 0; b < kBlocks; ++b)
+    EXPECT_EQ(got[b], b ^ 1u) << "block " << b;
+}
+
+TEST(Launch, ClusterThatDoesNotDivideTheGridIsRefused) {
+  CUfunction f = clusterSwap();
+  ASSERT_NE(f, nullptr);
+  DeviceBuffer out(7 * 4);
+  LaunchConfig cfg;
+  cfg.grid[0] = 7;
+  cfg.block[0] = 32;
+  cfg.cluster = 2;
+  auto launch = PreparedLaunch::prepare(f, cfg, {KernelParam::ptr(out.get())},
+                                        "odd grid");
+  ASSERT_FALSE(launch.isOk());
+  EXPECT_NE(launch.status().message().find("odd grid"), std::string::npos);
+  EXPECT_NE(launch.status().message().find("divide the grid"),
+            std::string::npos)
+      << launch.status().message();
+}
+
 TEST(Module, LoadsMatchingCubin) {
   std::string cubin = readFile(besideBinary("test_kernels.cubin"));
   ASSERT_FALSE(cubin.empty());
