@@ -15,6 +15,10 @@
 // the row-major FP8 result and turns them over as above. One launch then
 // reads the source once and writes both layouts, where a row kernel and a
 // transpose launch write the FP8 tensor, read it back and write it again.
+// The quantized tensor may also be a join along the row: of inputs, some
+// through a RoPE (a block per 64-row, head-wide unit, both halves of a
+// rotated pair in one thread), or of an elementwise op's results (a block
+// per 64 x 64 tile of every result, its operands read once).
 //
 //===----------------------------------------------------------------------===//
 
@@ -132,8 +136,6 @@ public:
   Value thread;
   // This thread's largest |source| so far (quantizing copies).
   Value amaxPartial;
-  // emitPieces: the else yields of its chain of tests, closed at its end.
-  SmallVector<scf::YieldOp> pendingYields;
 };
 
 void TransposeEmitter::emitBlockAmax(Value x, Value amax, Value shared) {
@@ -413,35 +415,31 @@ void TransposeEmitter::emitPieces(const TransposeCopy &c, Value block,
     }
   };
 
-  // The unit's piece: a chain of tests on its column, uniform in the block.
-  amaxPartial = f32c(0);
-  for (size_t i = 0; i + 1 < c.pieces.size(); ++i) {
+  // The unit's piece: a chain of tests on its column, uniform in the block;
+  // each test yields the thread's amax so far.
+  auto dispatch = [&](auto &self, size_t i) -> void {
     const TransposePiece &p = c.pieces[i];
+    if (i + 1 == c.pieces.size())
+      return emitUnit(p);
     Value here = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, col0,
                                        idx(p.col0 + p.width));
     auto ifOp = scf::IfOp::create(b, loc, TypeRange{f32}, here,
                                   /*withElseRegion=*/true);
-    b.setInsertionPointToStart(ifOp.thenBlock());
     Value before = amaxPartial;
-    emitUnit(p);
-    scf::YieldOp::create(b, loc, amaxPartial);
-    amaxPartial = before;
-    b.setInsertionPointToStart(ifOp.elseBlock());
-    // The else block's yield follows the rest of the chain.
-    auto yield = scf::YieldOp::create(b, loc, ifOp.getResult(0));
-    yield->setOperand(0, amaxPartial);
-    b.setInsertionPoint(yield);
-    pendingYields.push_back(yield);
-  }
-  emitUnit(c.pieces.back());
-  // Close the chain from the innermost test out.
-  for (scf::YieldOp yield : llvm::reverse(pendingYields)) {
-    yield->setOperand(0, amaxPartial);
-    auto ifOp = cast<scf::IfOp>(yield->getParentOp());
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(ifOp.thenBlock());
+      emitUnit(p);
+      scf::YieldOp::create(b, loc, amaxPartial);
+      amaxPartial = before;
+      b.setInsertionPointToStart(ifOp.elseBlock());
+      self(self, i + 1);
+      scf::YieldOp::create(b, loc, amaxPartial);
+    }
     amaxPartial = ifOp.getResult(0);
-    b.setInsertionPointAfter(ifOp);
-  }
-  pendingYields.clear();
+  };
+  amaxPartial = f32c(0);
+  dispatch(dispatch, 0);
   gpu::BarrierOp::create(b, loc);
   for (int64_t h = 0; h < 2; ++h)
     writeTransposed(c, shared, idx(h * kTileBytes), row0,
