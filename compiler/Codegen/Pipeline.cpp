@@ -34,6 +34,7 @@ void buildFusedCodegenPipeline(mlir::OpPassManager &pm,
   fused.flatBlocksPerSM = options.flatBlocksPerSM;
   fused.flatChunks = options.flatChunks;
   fused.rowBytesInFlight = options.rowBytesInFlight;
+  fused.columnBlocksPerSM = options.columnBlocksPerSM;
   fused.transposeTileRows = options.transposeTileRows;
   pm.addPass(createFusedToGpu(fused));
   AttentionToGpuOptions attention;
@@ -89,6 +90,11 @@ struct CodegenPipelineOptions
       llvm::cl::desc("row kernels: bytes of row inputs a thread loads at "
                      "once"),
       llvm::cl::init(CodegenOptions().rowBytesInFlight)};
+  Option<int64_t> columnBlocksPerSM{
+      *this, "column-blocks-per-sm",
+      llvm::cl::desc("kernels with column sums: blocks per multiprocessor "
+                     "looping over rows"),
+      llvm::cl::init(CodegenOptions().columnBlocksPerSM)};
   Option<int64_t> numSMs{
       *this, "num-sms",
       llvm::cl::desc("multiprocessors of the target GPU (sizes the grids "
@@ -112,6 +118,7 @@ void registerCodegenPipelines() {
         options.flatBlocksPerSM = o.flatBlocksPerSM;
         options.flatChunks = o.flatChunks;
         options.rowBytesInFlight = o.rowBytesInFlight;
+        options.columnBlocksPerSM = o.columnBlocksPerSM;
         options.numSMs = o.numSMs;
         options.transposeTileRows = o.transposeTileRows;
         buildFusedCodegenPipeline(pm, options);

@@ -34,6 +34,9 @@ struct CodegenOptions {
   // Row kernels: bytes of row inputs a thread loads at once (sizes the
   // chunks a thread holds, hence the block).
   int64_t rowBytesInFlight = 128;
+  // Kernels with column sums (norm gradients): blocks per multiprocessor,
+  // each looping over rows and writing a partial row.
+  int64_t columnBlocksPerSM = 2;
   // Rows a block takes at a time to write the FP8 transposes of its
   // results itself (0: a transpose launch after the row kernel). Off: on an
   // H100 the 16-row tiles' 16-byte column stores, each half a sector 8 KB
