@@ -2,7 +2,9 @@
 // small shapes: the head split after the QKV GEMM (graph.slice), its
 // backward join (graph.concat) with the E5M2 quantize and the K-major
 // transpose, embedding and its gradient into accumulators, cross-entropy
-// with its gradient (the per-chunk kernel of the LM head), the global
+// with its gradient (the per-chunk kernel of the LM head), a forward RoPE
+// (llama3 scaling, f32) joined after a plain piece, quantized and
+// transposed in one launch, the global
 // gradient norm, the optimizer's scalar ops and the delayed FP8 scale
 // update, a norm gradient added into its weight-gradient accumulator and
 // the residual gradient, and AdamW zeroing the gradient accumulators it
@@ -10,7 +12,7 @@
 // kernel's blocks loop over its slices (the FP8 cast's amax carried across
 // them, the last slice partial). Vocabulary 1000 (no power of two) and 300
 // (ids repeat, so the embedding gradient's atomic adds collide).
-func.func @whole_ops(%pos: tensor<2x32xi32>, %qkv: tensor<64x1024xbf16>, %dk: tensor<2x32x2x128xbf16>, %dq: tensor<2x32x4x128xbf16>, %dv: tensor<64x256xbf16>, %dscale: tensor<f32>, %table: tensor<300x256xbf16>, %ids: tensor<2x32xi32>, %dy: tensor<2x32x256xf32>, %acc_a: tensor<300x256xf32>, %acc_b: tensor<300x256xf32>, %logits: tensor<2x32x1000xf32>, %labels: tensor<2x32xi32>, %mask: tensor<2x32xf32>, %dloss: tensor<f32>, %g0: tensor<300x256xf32>, %g1: tensor<1000xf32>, %g2: tensor<7x3xf32>, %step: tensor<i64>, %norm: tensor<f32>, %hist: tensor<16xf32>, %amax: tensor<f32>, %scale: tensor<f32>, %ndy: tensor<2x32x1024xf32>, %nx: tensor<2x32x1024xf32>, %nw: tensor<1024xf32>, %nacc: tensor<1024xf32>, %ndres: tensor<2x32x1024xf32>, %ap: tensor<600x1000xf32>, %apg: tensor<600x1000xf32>, %apm: tensor<600x1000xf32>, %apv: tensor<600x1000xf32>, %ab: tensor<256xf32>, %abg: tensor<256xf32>, %abm: tensor<256xf32>, %abv: tensor<256xf32>, %alr: tensor<f32>, %agscale: tensor<f32>, %aqs: tensor<f32>) {
+func.func @whole_ops(%pos: tensor<2x32xi32>, %qkv: tensor<64x1024xbf16>, %dk: tensor<2x32x2x128xbf16>, %dq: tensor<2x32x4x128xbf16>, %dv: tensor<64x256xbf16>, %dscale: tensor<f32>, %table: tensor<300x256xbf16>, %ids: tensor<2x32xi32>, %dy: tensor<2x32x256xf32>, %acc_a: tensor<300x256xf32>, %acc_b: tensor<300x256xf32>, %logits: tensor<2x32x1000xf32>, %labels: tensor<2x32xi32>, %mask: tensor<2x32xf32>, %dloss: tensor<f32>, %g0: tensor<300x256xf32>, %g1: tensor<1000xf32>, %g2: tensor<7x3xf32>, %step: tensor<i64>, %norm: tensor<f32>, %hist: tensor<16xf32>, %amax: tensor<f32>, %scale: tensor<f32>, %ndy: tensor<2x32x1024xf32>, %nx: tensor<2x32x1024xf32>, %nw: tensor<1024xf32>, %nacc: tensor<1024xf32>, %ndres: tensor<2x32x1024xf32>, %ap: tensor<600x1000xf32>, %apg: tensor<600x1000xf32>, %apm: tensor<600x1000xf32>, %apv: tensor<600x1000xf32>, %ab: tensor<256xf32>, %abg: tensor<256xf32>, %abm: tensor<256xf32>, %abv: tensor<256xf32>, %alr: tensor<f32>, %agscale: tensor<f32>, %aqs: tensor<f32>, %fq: tensor<2x32x4x128xf32>, %fv: tensor<64x256xf32>) {
   %rope_split:2 = kernel.fused "rope_split" kind("elementwise") ins(%pos, %qkv : tensor<2x32xi32>, tensor<64x1024xbf16>) {
   ^bb0(%p: tensor<2x32xi32>, %x: tensor<64x1024xbf16>):
     %x3 = graph.reshape %x : (tensor<64x1024xbf16>) -> tensor<2x32x1024xbf16>
@@ -33,6 +35,15 @@ func.func @whole_ops(%pos: tensor<2x32xi32>, %qkv: tensor<64x1024xbf16>, %dk: te
     %t8, %ts = fp8.transpose %q8, %s : (tensor<64x1024xf8E5M2>, tensor<f32>) -> (tensor<1024x64xf8E5M2>, tensor<f32>)
     kernel.yield %q8, %m, %t8, %ts : tensor<64x1024xf8E5M2>, tensor<f32>, tensor<1024x64xf8E5M2>, tensor<f32>
   } : tensor<64x1024xf8E5M2>, tensor<f32>, tensor<1024x64xf8E5M2>, tensor<f32>
+  %rope_fwd:4 = kernel.fused "rope_fwd_join_quantize_transpose" kind("elementwise") ins(%fq, %pos, %fv, %aqs : tensor<2x32x4x128xf32>, tensor<2x32xi32>, tensor<64x256xf32>, tensor<f32>) {
+  ^bb0(%q: tensor<2x32x4x128xf32>, %p: tensor<2x32xi32>, %v: tensor<64x256xf32>, %s: tensor<f32>):
+    %r = graph.rope %q, %p {theta = 500000.0 : f64, scaling = "llama3", factor = 8.0 : f64, low_freq_factor = 1.0 : f64, high_freq_factor = 4.0 : f64, original_max_position = 8192 : i64} : (tensor<2x32x4x128xf32>, tensor<2x32xi32>) -> tensor<2x32x4x128xf32>
+    %r2 = graph.reshape %r : (tensor<2x32x4x128xf32>) -> tensor<64x512xf32>
+    %cat = graph.concat %v, %r2 {dim = 1 : i64} : (tensor<64x256xf32>, tensor<64x512xf32>) -> tensor<64x768xf32>
+    %q8, %m = fp8.quantize %cat, %s : (tensor<64x768xf32>, tensor<f32>) -> (tensor<64x768xf8E4M3FN>, tensor<f32>)
+    %t8, %ts = fp8.transpose %q8, %s : (tensor<64x768xf8E4M3FN>, tensor<f32>) -> (tensor<768x64xf8E4M3FN>, tensor<f32>)
+    kernel.yield %q8, %m, %t8, %ts : tensor<64x768xf8E4M3FN>, tensor<f32>, tensor<768x64xf8E4M3FN>, tensor<f32>
+  } : tensor<64x768xf8E4M3FN>, tensor<f32>, tensor<768x64xf8E4M3FN>, tensor<f32>
   %emb = kernel.fused "embedding" kind("row") ins(%table, %ids : tensor<300x256xbf16>, tensor<2x32xi32>) {
   ^bb0(%t: tensor<300x256xbf16>, %i: tensor<2x32xi32>):
     %e = graph.embedding %t, %i : (tensor<300x256xbf16>, tensor<2x32xi32>) -> tensor<2x32x256xbf16>
