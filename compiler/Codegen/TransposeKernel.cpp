@@ -342,7 +342,7 @@ void TransposeEmitter::emitPieces(const TransposeCopy &c, Value block,
   float c1 = 6.28125f; // 201/32: 8 significant bits
   float c2 = (float)(twoPi - c1);
   float c3 = (float)(twoPi - c1 - (double)c2);
-  auto cosSin = [&](const TransposePiece &p, int64_t i) {
+  auto cosSin = [&](ArrayRef<Value> freqs, int64_t i) {
     Value pos = arith::SIToFPOp::create(
         b, loc, f32,
         memref::LoadOp::create(b, loc, c.positions,
@@ -351,9 +351,7 @@ void TransposeEmitter::emitPieces(const TransposeCopy &c, Value block,
         b, loc, f32Vector(), DenseElementsAttr::get(f32Vector(), 0.0f));
     Value sin = cos;
     for (int64_t k = 0; k < kSquare; ++k) {
-      Value freq = memref::LoadOp::create(b, loc, p.invFreq,
-                                          ValueRange{add(squareAt, idx(k))});
-      Value angle = arith::MulFOp::create(b, loc, pos, freq);
+      Value angle = arith::MulFOp::create(b, loc, pos, freqs[k]);
       Value turns = math::RoundEvenOp::create(
           b, loc, arith::MulFOp::create(b, loc, angle, f32c((float)(1 / twoPi))));
       Value minusTurns = arith::NegFOp::create(b, loc, turns);
@@ -370,7 +368,7 @@ void TransposeEmitter::emitPieces(const TransposeCopy &c, Value block,
   // quantized (row-major result written) and turned over into the two
   // shared tiles.
   auto emitUnit = [&](const TransposePiece &p) {
-    Value local = add(arith::SubIOp::create(b, loc, col0, idx(p.col0)), squareAt);
+    Value local = arith::SubIOp::create(b, loc, at.col, idx(p.col0));
     SmallVector<Value, kSquare> halves[2];
     for (int64_t h = 0; h < 2; ++h)
       for (int64_t i = 0; i < kSquare; ++i)
@@ -401,16 +399,21 @@ void TransposeEmitter::emitPieces(const TransposeCopy &c, Value block,
                   .getResult());
         return y;
       };
+      // This thread's four frequencies serve its four rows.
+      SmallVector<Value, kSquare> freqs;
+      for (int64_t k = 0; k < kSquare; ++k)
+        freqs.push_back(memref::LoadOp::create(
+            b, loc, p.invFreq, ValueRange{add(squareAt, idx(k))}));
       for (int64_t i = 0; i < kSquare; ++i) {
-        auto [cos, sin] = cosSin(p, i);
+        auto [cos, sin] = cosSin(freqs, i);
         Value x1 = halves[0][i], x2 = halves[1][i];
         halves[0][i] = rotate(x1, firstSign, x2, cos, sin);
         halves[1][i] = rotate(x2, secondSign, x1, cos, sin);
       }
     }
     for (int64_t h = 0; h < 2; ++h) {
-      SmallVector<Value, kSquare> rows = quantizeRows(
-          c, halves[h], firstRow, add(add(col0, idx(h * kTile)), squareAt));
+      SmallVector<Value, kSquare> rows =
+          quantizeRows(c, halves[h], firstRow, add(at.col, idx(h * kTile)));
       turnOver(rows, squareRow, squareCol, shared, idx(h * kTileBytes));
     }
   };
