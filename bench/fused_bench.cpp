@@ -199,6 +199,8 @@ int main(int argc, char **argv) {
       launches.push_back({{"kernel", l.kernel},
                           {"grid", l.grid},
                           {"block", l.block},
+                          {"cluster", l.cluster},
+                          {"shared_bytes", l.sharedBytes},
                           {"ms", launchMs}});
     }
     out["kernels"].push_back({{"name", k.name},

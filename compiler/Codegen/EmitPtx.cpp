@@ -146,6 +146,8 @@ LogicalResult emitPtx(ModuleOp module, StringRef dir, StringRef ptxasPath) {
           {"block", cast<IntegerAttr>(dict.get("block")).getInt()}};
       if (auto shared = dict.getAs<IntegerAttr>("shared_bytes"))
         launch["shared_bytes"] = shared.getInt();
+      if (auto cluster = dict.getAs<IntegerAttr>("cluster"))
+        launch["cluster"] = cluster.getInt();
       launchList.push_back(std::move(launch));
     }
     llvm::json::Array args;

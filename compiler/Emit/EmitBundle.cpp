@@ -318,6 +318,9 @@ private:
         k->set_max_dynamic_shared_bytes(std::max<uint32_t>(
             k->max_dynamic_shared_bytes(), shared.getInt()));
       }
+      if (auto cluster = dict.getAs<IntegerAttr>("cluster");
+          cluster && cluster.getInt() > 1)
+        launch->set_cluster(cluster.getInt());
       for (Value v : op.getOperands())
         *launch->add_args()->mutable_slot() = ref(v);
       for (Value v : op.getResults())

@@ -370,6 +370,7 @@ StatusOr<Runtime::PreparedStep> Runtime::prepareStep(const Step &step,
     cfg.block[0] = l.block().x(), cfg.block[1] = std::max(1u, l.block().y());
     cfg.block[2] = std::max(1u, l.block().z());
     cfg.dynamicSharedBytes = l.dynamic_shared_bytes();
+    cfg.cluster = std::max(1u, l.cluster());
     auto pl = PreparedLaunch::prepare(functions_[l.kernel()], cfg,
                                       std::move(params), p.label);
     if (!pl)

@@ -47,6 +47,8 @@ struct BufferSpec {
 struct Launch {
   std::string kernel;
   unsigned grid = 0, block = 0;
+  // Dynamic shared memory; blocks per thread block cluster (1: none).
+  unsigned sharedBytes = 0, cluster = 1;
   CUfunction function = nullptr;
 };
 
@@ -87,7 +89,9 @@ inline std::vector<KernelSpec> loadManifest(const std::string &dir) {
     if (k.contains("cubin"))
       s.cubin = dir + "/" + k["cubin"].get<std::string>();
     for (auto &l : k["launches"])
-      s.launches.push_back({l["kernel"], l["grid"], l["block"]});
+      s.launches.push_back({l["kernel"], l["grid"], l["block"],
+                            l.value("shared_bytes", 0u),
+                            l.value("cluster", 1u)});
     for (auto &a : k["args"]) {
       BufferSpec b;
       b.name = a["name"];
@@ -129,8 +133,13 @@ public:
       std::string image = readFile(spec.ptx);
       HARNESS_CHECK(cuModuleLoadData(&mod, image.c_str()));
     }
-    for (Launch &l : spec.launches)
+    for (Launch &l : spec.launches) {
       HARNESS_CHECK(cuModuleGetFunction(&l.function, mod, l.kernel.c_str()));
+      if (l.sharedBytes > 48 * 1024)
+        HARNESS_CHECK(cuFuncSetAttribute(
+            l.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            l.sharedBytes));
+    }
   }
 
 private:
@@ -170,8 +179,21 @@ inline void runLaunches(const KernelSpec &spec, Buffers &bufs, CUstream stream,
     params.push_back(&p);
   for (size_t i = first; i < last; ++i) {
     const Launch &l = spec.launches[i];
-    HARNESS_CHECK(cuLaunchKernel(l.function, l.grid, 1, 1, l.block, 1, 1, 0,
-                                 stream, params.data(), nullptr));
+    CUlaunchConfig config = {};
+    config.gridDimX = l.grid, config.gridDimY = 1, config.gridDimZ = 1;
+    config.blockDimX = l.block, config.blockDimY = 1, config.blockDimZ = 1;
+    config.sharedMemBytes = l.sharedBytes;
+    config.hStream = stream;
+    CUlaunchAttribute cluster = {};
+    cluster.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    cluster.value.clusterDim.x = l.cluster;
+    cluster.value.clusterDim.y = 1;
+    cluster.value.clusterDim.z = 1;
+    if (l.cluster > 1) {
+      config.attrs = &cluster;
+      config.numAttrs = 1;
+    }
+    HARNESS_CHECK(cuLaunchKernelEx(&config, l.function, params.data(), nullptr));
   }
 }
 
