@@ -24,6 +24,7 @@
 // off by default: its column runs are 16 bytes, half a sector each, and it
 // measured slower on an H100 (Pipeline.h).
 
+#include "compiler/Codegen/NormTransposeKernel.h"
 #include "compiler/Codegen/Passes.h"
 #include "compiler/Codegen/TransposeKernel.h"
 
@@ -3215,14 +3216,22 @@ struct FusedToGpuPass : impl::FusedToGpuBase<FusedToGpuPass> {
       b.setInsertionPointToEnd(moduleOp.getBody());
       auto mod = gpu::GPUModuleOp::create(b, fused.getLoc(), sym);
       SmallVector<Attribute> kernels, launches;
-      auto record = [&](gpu::GPUFuncOp f, int64_t grid, int64_t block) {
+      auto record = [&](gpu::GPUFuncOp f, int64_t grid, int64_t block,
+                        int64_t sharedBytes = 0, int64_t cluster = 1) {
         auto ref = SymbolRefAttr::get(
             b.getStringAttr(sym), {FlatSymbolRefAttr::get(f.getNameAttr())});
         kernels.push_back(ref);
-        launches.push_back(b.getDictionaryAttr(
-            {b.getNamedAttr("kernel", ref),
-             b.getNamedAttr("grid", b.getI64IntegerAttr(grid)),
-             b.getNamedAttr("block", b.getI64IntegerAttr(block))}));
+        SmallVector<NamedAttribute> attrs{
+            b.getNamedAttr("kernel", ref),
+            b.getNamedAttr("grid", b.getI64IntegerAttr(grid)),
+            b.getNamedAttr("block", b.getI64IntegerAttr(block))};
+        if (sharedBytes)
+          attrs.push_back(
+              b.getNamedAttr("shared_bytes", b.getI64IntegerAttr(sharedBytes)));
+        if (cluster > 1)
+          attrs.push_back(
+              b.getNamedAttr("cluster", b.getI64IntegerAttr(cluster)));
+        launches.push_back(b.getDictionaryAttr(attrs));
       };
       // A region that cannot be lowered: its diagnostic is out; with
       // keep-going the others still get kernels.
@@ -3246,6 +3255,19 @@ struct FusedToGpuPass : impl::FusedToGpuBase<FusedToGpuPass> {
                        b.getI64IntegerAttr(wb.workspaceFloats() * 4));
         fused->setAttr("zero_results", b.getDenseI64ArrayAttr({}));
         continue;
+      }
+      if (clusterNormTranspose) {
+        if (std::optional<ClusterLaunch> l =
+                buildNormTranspose(b, mod, sym, fused, numSMs)) {
+          record(mod.lookupSymbol<gpu::GPUFuncOp>(sym), l->grid, l->block,
+                 l->sharedBytes, l->cluster);
+          fused.setKernelsAttr(b.getArrayAttr(kernels));
+          fused->setAttr("launch", b.getArrayAttr(launches));
+          fused->setAttr("workspace_bytes", b.getI64IntegerAttr(0));
+          fused->setAttr("zero_results",
+                         b.getDenseI64ArrayAttr({l->amaxResult}));
+          continue;
+        }
       }
       FailureOr<Plan> plan = planKernel(
           fused, numSMs, columnBlocksPerSM, rowBytesInFlight, rowBlocksPerSM,

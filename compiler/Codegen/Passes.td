@@ -73,6 +73,11 @@ def FusedToGpu : Pass<"octet-fused-to-gpu", "mlir::ModuleOp"> {
            "FP8 transposes of a row kernel's results: rows a block takes at "
            "a time to write them itself (a multiple of 8; 0: a launch of "
            "their own after the row kernel, which measured faster)">,
+    Option<"clusterNormTranspose", "cluster-norm-transpose", "bool", "true",
+           "RMSNorm + FP8 quantize + transpose regions as one launch of "
+           "2-block clusters that hand each other the FP8 bytes through "
+           "distributed shared memory (sm_90; false: a row kernel and a "
+           "transpose launch)">,
   ];
 }
 

@@ -36,6 +36,7 @@ void buildFusedCodegenPipeline(mlir::OpPassManager &pm,
   fused.rowBytesInFlight = options.rowBytesInFlight;
   fused.columnBlocksPerSM = options.columnBlocksPerSM;
   fused.transposeTileRows = options.transposeTileRows;
+  fused.clusterNormTranspose = options.clusterNormTranspose;
   pm.addPass(createFusedToGpu(fused));
   AttentionToGpuOptions attention;
   attention.keepGoing = options.keepGoing;
@@ -105,6 +106,11 @@ struct CodegenPipelineOptions
       llvm::cl::desc("rows a block takes at a time to write the FP8 "
                      "transposes of its results (0: a launch of their own)"),
       llvm::cl::init(CodegenOptions().transposeTileRows)};
+  Option<bool> clusterNormTranspose{
+      *this, "cluster-norm-transpose",
+      llvm::cl::desc("RMSNorm + FP8 quantize + transpose regions as one "
+                     "clustered launch (false: row kernel + transpose)"),
+      llvm::cl::init(CodegenOptions().clusterNormTranspose)};
 };
 } // namespace
 
@@ -121,6 +127,7 @@ void registerCodegenPipelines() {
         options.columnBlocksPerSM = o.columnBlocksPerSM;
         options.numSMs = o.numSMs;
         options.transposeTileRows = o.transposeTileRows;
+        options.clusterNormTranspose = o.clusterNormTranspose;
         buildFusedCodegenPipeline(pm, options);
       });
 }

@@ -44,6 +44,9 @@ struct CodegenOptions {
   // at 34-57% of copy bandwidth against 63-78% for the separate launch
   // (bench/results/h100/transpose-tiles.json).
   int64_t transposeTileRows = 0;
+  // RMSNorm + FP8 quantize + transpose regions as one clustered launch
+  // (NormTransposeKernel.h) where their shapes allow it.
+  bool clusterNormTranspose = true;
 };
 
 // kernel.fused → gpu.func → NVVM → gpu.binary holding PTX for `chip`.
