@@ -49,7 +49,7 @@
 // CHECK: prmt.b32 $0, $1, $2, 0x40;
 // CHECK: prmt.b32 $0, $1, $2, 0x5410;
 // CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<1>
-// CHECK: mbarrier.arrive.release.cluster.shared::cluster.b64
+// CHECK: mbarrier.arrive.shared::cluster.b64 _, [$0];
 // The block's amax: one atomic max; block 0 passes the scale through.
 // CHECK: barrier.cluster.arrive.release.aligned;
 // CHECK: red.global.max.u32
