@@ -73,11 +73,11 @@ __device__ __forceinline__ uint4 ldx(const uint4 *p, int hint) {
   else v = __ldg(p);
   return v;
 }
-// y = bf16(x * rstd * w) ; sum of squares in the warp order: lane partials over its 16x8 columns, xor tree.
-__device__ __forceinline__ float rowSS(const uint4 (&v)[16]) {
+// Sum of squares of n 16-byte chunks of bf16 in the warp order: lane
+// partials over its chunks, then an xor tree over the warp.
+__device__ __forceinline__ float partialSS(const uint4 *v, int n) {
   float ss = 0;
-#pragma unroll
-  for (int c = 0; c < 16; ++c) {
+  for (int c = 0; c < n; ++c) {
     const __nv_bfloat162 *h = reinterpret_cast<const __nv_bfloat162 *>(&v[c]);
 #pragma unroll
     for (int i = 0; i < 4; ++i) { float2 f = __bfloat1622float2(h[i]); ss += f.x * f.x + f.y * f.y; }
@@ -150,17 +150,6 @@ __device__ __forceinline__ void st_async16(uint32_t remote, uint4 v, uint32_t re
 // ---------------------------------------------------------------- Variant E: D with each row split over S warps
 // (more warps doing rows at fewer registers each). The S partial sums of squares meet in shared memory behind a
 // named barrier per row group; the sum order is matched by refKernelS<S>.
-__device__ __forceinline__ float partialSS(const uint4 *v, int n) {
-  float ss = 0;
-  for (int c = 0; c < n; ++c) {
-    const __nv_bfloat162 *h = reinterpret_cast<const __nv_bfloat162 *>(&v[c]);
-#pragma unroll
-    for (int i = 0; i < 4; ++i) { float2 f = __bfloat1622float2(h[i]); ss += f.x * f.x + f.y * f.y; }
-  }
-#pragma unroll
-  for (int o = 16; o; o >>= 1) ss += __shfl_xor_sync(~0u, ss, o);
-  return ss;
-}
 template <int N, int S, int ROWW, int TW, int NBUF, int SLOTS, int MINB, int DBG = 0>
 __global__ void __launch_bounds__((ROWW + TW) * 32, MINB)
 clE(const uint4 *__restrict__ x, const float4 *__restrict__ w, const float *scale_p, uint2 *__restrict__ out,
@@ -324,15 +313,7 @@ __global__ void __launch_bounds__(64) rowKernel(const uint4 *x, const float4 *w,
   const uint4 *xr = x + (size_t)row * (C / 8);
 #pragma unroll
   for (int c = 0; c < CH; ++c) v[c] = xr[c * 64 + t];
-  float ss = 0;
-#pragma unroll
-  for (int c = 0; c < CH; ++c) {
-    const __nv_bfloat162 *h = reinterpret_cast<const __nv_bfloat162 *>(&v[c]);
-#pragma unroll
-    for (int i = 0; i < 4; ++i) { float2 f = __bfloat1622float2(h[i]); ss += f.x * f.x + f.y * f.y; }
-  }
-#pragma unroll
-  for (int o = 16; o; o >>= 1) ss += __shfl_xor_sync(~0u, ss, o);
+  const float ss = partialSS(v, CH);
   if ((t & 31) == 0) red[t >> 5] = ss;
   __syncthreads();
   float rstd = rsqrtf((red[0] + red[1]) / C + 1e-5f);
@@ -369,7 +350,7 @@ __global__ void refKernel(const __nv_bfloat16 *x, const float *w, const float *s
   const uint4 *xr = reinterpret_cast<const uint4 *>(x + (size_t)row * C);
   uint4 v[16];
   for (int c = 0; c < 16; ++c) v[c] = xr[c * 32 + lane];
-  float rstd = rsqrtf(rowSS(v) / C + 1e-5f);
+  float rstd = rsqrtf(partialSS(v, 16) / C + 1e-5f);
   float amax = 0;
   for (int c = lane; c < C; c += 32) {
     float y = yval(__bfloat162float(x[(size_t)row * C + c]), rstd, w[c]);
