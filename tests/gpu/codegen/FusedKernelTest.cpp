@@ -295,6 +295,9 @@ int runDirectory(Device &dev, const std::string &kernelDir,
     }
     // Twice, poisoned each time: a launch must not depend on what an
     // earlier one left behind (the column-sum tickets, the amax zeroing).
+    std::vector<std::vector<double>> wanted;
+    for (const GoldenBuffer &want : g.results)
+      wanted.push_back(decode(want.dtype, readFile(want.file)));
     bool ok = true;
     for (int run = 0; run < 2; ++run) {
       for (size_t i = nin; i < k.args.size(); ++i)
@@ -307,7 +310,7 @@ int runDirectory(Device &dev, const std::string &kernelDir,
         std::string bytes(a.bytes, '\0');
         HARNESS_CHECK(cuMemcpyDtoH(bytes.data(), bufs.ptrs[nin + r], a.bytes));
         auto gotValues = decode(a.dtype, bytes);
-        auto wantValues = decode(want.dtype, readFile(want.file));
+        const auto &wantValues = wanted[r];
         Verdict v;
         if (gotValues.size() != wantValues.size())
           v = {false, "size differs from golden"};
