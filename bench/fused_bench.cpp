@@ -200,6 +200,7 @@ int main(int argc, char **argv) {
                           {"grid", l.grid},
                           {"block", l.block},
                           {"cluster", l.cluster},
+                          {"programmatic", l.programmatic},
                           {"shared_bytes", l.sharedBytes},
                           {"ms", launchMs}});
     }

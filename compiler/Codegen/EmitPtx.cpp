@@ -148,6 +148,8 @@ LogicalResult emitPtx(ModuleOp module, StringRef dir, StringRef ptxasPath) {
         launch["shared_bytes"] = shared.getInt();
       if (auto cluster = dict.getAs<IntegerAttr>("cluster"))
         launch["cluster"] = cluster.getInt();
+      if (dict.get("programmatic"))
+        launch["programmatic"] = true;
       launchList.push_back(std::move(launch));
     }
     llvm::json::Array args;

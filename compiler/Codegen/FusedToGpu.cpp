@@ -24,6 +24,7 @@
 // off by default: its column runs are 16 bytes, half a sector each, and it
 // measured slower on an H100 (Pipeline.h).
 
+#include "compiler/Codegen/Emitter.h"
 #include "compiler/Codegen/NormTransposeKernel.h"
 #include "compiler/Codegen/Passes.h"
 #include "compiler/Codegen/TransposeKernel.h"
@@ -1235,6 +1236,11 @@ gpu::GPUFuncOp KernelBuilder::buildMain(gpu::GPUModuleOp mod,
   if (plan.workspaceFloats)
     workspace = func.getArgument(func.getFunctionType().getNumInputs() - 1);
 
+  // A launch follows (column sums, transposes): it may start as soon as
+  // every block of this one has, and waits for this one's results itself.
+  if (plan.workspaceFloats || !plan.transposes.empty())
+    Emitter(b, loc).asmVoid("griddepcontrol.launch_dependents;", "", {});
+
   tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   tid8 = arith::MulIOp::create(b, loc, tid, idx(vec));
   lane = arith::RemUIOp::create(b, loc, tid, idx(kWarp));
@@ -1444,6 +1450,11 @@ gpu::GPUFuncOp KernelBuilder::createKernel(gpu::GPUModuleOp mod,
   b.setInsertionPointToStart(&entry);
   auto ret = gpu::ReturnOp::create(b, loc);
   b.setInsertionPoint(ret);
+  // These kernels follow the row kernel, launched as its programmatic
+  // dependent so that their launch overlaps its last blocks: nothing of its
+  // output is read before it has finished. Launched plainly, the wait
+  // returns at once.
+  Emitter(b, loc).asmVoid("griddepcontrol.wait;", "~{memory}", {});
   bindArguments(func);
   return func;
 }
@@ -3217,7 +3228,8 @@ struct FusedToGpuPass : impl::FusedToGpuBase<FusedToGpuPass> {
       auto mod = gpu::GPUModuleOp::create(b, fused.getLoc(), sym);
       SmallVector<Attribute> kernels, launches;
       auto record = [&](gpu::GPUFuncOp f, int64_t grid, int64_t block,
-                        int64_t sharedBytes = 0, int64_t cluster = 1) {
+                        int64_t sharedBytes = 0, int64_t cluster = 1,
+                        bool programmatic = false) {
         auto ref = SymbolRefAttr::get(
             b.getStringAttr(sym), {FlatSymbolRefAttr::get(f.getNameAttr())});
         kernels.push_back(ref);
@@ -3231,6 +3243,8 @@ struct FusedToGpuPass : impl::FusedToGpuBase<FusedToGpuPass> {
         if (cluster > 1)
           attrs.push_back(
               b.getNamedAttr("cluster", b.getI64IntegerAttr(cluster)));
+        if (programmatic)
+          attrs.push_back(b.getNamedAttr("programmatic", b.getUnitAttr()));
         launches.push_back(b.getDictionaryAttr(attrs));
       };
       // A region that cannot be lowered: its diagnostic is out; with
@@ -3282,21 +3296,25 @@ struct FusedToGpuPass : impl::FusedToGpuBase<FusedToGpuPass> {
       }
       KernelBuilder kb(fused, *plan, b);
       fp8::QuantizeOp quantizeInTranspose = kb.quantizeInTranspose();
-      if (!plan->segments.empty() && !quantizeInTranspose)
+      // The launch after the row kernel is its programmatic dependent
+      // (H100, llama3-8b LayerNorm backward: 79.0-79.8% -> 80.0-80.4% of
+      // copy).
+      bool rowKernel = !plan->segments.empty() && !quantizeInTranspose;
+      if (rowKernel)
         record(kb.buildMain(mod, sym), plan->totalBlocks, plan->threads);
       if (plan->workspaceFloats && !plan->transposes.empty()) {
         int64_t grid = 0;
         gpu::GPUFuncOp f = kb.buildColumnSumAndTransposes(
             mod, sym + "_colsum_transpose", grid);
-        record(f, grid, kTransposeThreads);
+        record(f, grid, kTransposeThreads, 0, 1, rowKernel);
       } else if (plan->workspaceFloats) {
         record(kb.buildColumnSum(mod, sym + "_colsum"), kb.columnSumBlocks(),
-               kColumnSumThreads);
+               kColumnSumThreads, 0, 1, rowKernel);
       } else if (!plan->transposes.empty()) {
         int64_t grid = 0;
         gpu::GPUFuncOp t =
             kb.buildTransposes(mod, sym + "_transpose", grid, quantizeInTranspose);
-        record(t, grid, kTransposeThreads);
+        record(t, grid, kTransposeThreads, 0, 1, rowKernel);
       }
       SmallVector<int64_t> zeroed;
       auto yield = cast<kernel::YieldOp>(fused.getBodyBlock().getTerminator());

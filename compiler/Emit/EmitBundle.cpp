@@ -321,6 +321,8 @@ private:
       if (auto cluster = dict.getAs<IntegerAttr>("cluster");
           cluster && cluster.getInt() > 1)
         launch->set_cluster(cluster.getInt());
+      if (dict.get("programmatic"))
+        launch->set_programmatic(true);
       for (Value v : op.getOperands())
         *launch->add_args()->mutable_slot() = ref(v);
       for (Value v : op.getResults())

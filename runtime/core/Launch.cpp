@@ -65,12 +65,21 @@ void PreparedLaunch::bindPointers() {
 }
 
 Status PreparedLaunch::launch(CUstream stream) const {
-  if (config_.cluster > 1) {
-    CUlaunchAttribute cluster{};
-    cluster.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-    cluster.value.clusterDim.x = config_.cluster;
-    cluster.value.clusterDim.y = 1;
-    cluster.value.clusterDim.z = 1;
+  if (config_.cluster > 1 || config_.programmatic) {
+    CUlaunchAttribute attrs[2]{};
+    unsigned numAttrs = 0;
+    if (config_.cluster > 1) {
+      CUlaunchAttribute &cluster = attrs[numAttrs++];
+      cluster.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+      cluster.value.clusterDim.x = config_.cluster;
+      cluster.value.clusterDim.y = 1;
+      cluster.value.clusterDim.z = 1;
+    }
+    if (config_.programmatic) {
+      CUlaunchAttribute &dependent = attrs[numAttrs++];
+      dependent.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+      dependent.value.programmaticStreamSerializationAllowed = 1;
+    }
     CUlaunchConfig cfg{};
     cfg.gridDimX = config_.grid[0], cfg.gridDimY = config_.grid[1];
     cfg.gridDimZ = config_.grid[2];
@@ -78,8 +87,8 @@ Status PreparedLaunch::launch(CUstream stream) const {
     cfg.blockDimZ = config_.block[2];
     cfg.sharedMemBytes = config_.dynamicSharedBytes;
     cfg.hStream = stream;
-    cfg.attrs = &cluster;
-    cfg.numAttrs = 1;
+    cfg.attrs = attrs;
+    cfg.numAttrs = numAttrs;
     CUresult r = cuLaunchKernelEx(&cfg, function_,
                                   const_cast<void **>(pointers_.data()),
                                   nullptr);

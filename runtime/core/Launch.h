@@ -69,6 +69,9 @@ struct LaunchConfig {
   // Blocks per thread block cluster along x (sm_90): consecutive blocks that
   // run at once on one GPC and share their shared memory. 1: no cluster.
   unsigned cluster = 1;
+  // A programmatic dependent launch (sm_90): it may begin while the stream's
+  // previous kernel runs, and waits (griddepcontrol.wait) for its results.
+  bool programmatic = false;
 };
 
 // Most blocks a cluster may have without opting in to non-portable sizes.

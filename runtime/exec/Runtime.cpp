@@ -371,6 +371,7 @@ StatusOr<Runtime::PreparedStep> Runtime::prepareStep(const Step &step,
     cfg.block[2] = std::max(1u, l.block().z());
     cfg.dynamicSharedBytes = l.dynamic_shared_bytes();
     cfg.cluster = std::max(1u, l.cluster());
+    cfg.programmatic = l.programmatic();
     auto pl = PreparedLaunch::prepare(functions_[l.kernel()], cfg,
                                       std::move(params), p.label);
     if (!pl)

@@ -49,6 +49,8 @@ struct Launch {
   unsigned grid = 0, block = 0;
   // Dynamic shared memory; blocks per thread block cluster (1: none).
   unsigned sharedBytes = 0, cluster = 1;
+  // A programmatic dependent launch of the one before it.
+  bool programmatic = false;
   CUfunction function = nullptr;
 };
 
@@ -91,7 +93,8 @@ inline std::vector<KernelSpec> loadManifest(const std::string &dir) {
     for (auto &l : k["launches"])
       s.launches.push_back({l["kernel"], l["grid"], l["block"],
                             l.value("shared_bytes", 0u),
-                            l.value("cluster", 1u)});
+                            l.value("cluster", 1u),
+                            l.value("programmatic", false)});
     for (auto &a : k["args"]) {
       BufferSpec b;
       b.name = a["name"];
@@ -184,14 +187,19 @@ inline void runLaunches(const KernelSpec &spec, Buffers &bufs, CUstream stream,
     config.blockDimX = l.block, config.blockDimY = 1, config.blockDimZ = 1;
     config.sharedMemBytes = l.sharedBytes;
     config.hStream = stream;
-    CUlaunchAttribute cluster = {};
-    cluster.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-    cluster.value.clusterDim.x = l.cluster;
-    cluster.value.clusterDim.y = 1;
-    cluster.value.clusterDim.z = 1;
+    CUlaunchAttribute attrs[2] = {};
+    config.attrs = attrs;
     if (l.cluster > 1) {
-      config.attrs = &cluster;
-      config.numAttrs = 1;
+      CUlaunchAttribute &cluster = attrs[config.numAttrs++];
+      cluster.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+      cluster.value.clusterDim.x = l.cluster;
+      cluster.value.clusterDim.y = 1;
+      cluster.value.clusterDim.z = 1;
+    }
+    if (l.programmatic) {
+      CUlaunchAttribute &dependent = attrs[config.numAttrs++];
+      dependent.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+      dependent.value.programmaticStreamSerializationAllowed = 1;
     }
     HARNESS_CHECK(cuLaunchKernelEx(&config, l.function, params.data(), nullptr));
   }

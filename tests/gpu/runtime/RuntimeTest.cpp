@@ -94,6 +94,40 @@ TEST(Launch, ClusterThatDoesNotDivideTheGridIsRefused) {
       << launch.status().message();
 }
 
+// The copy may start while the fill still spins (the fill lets it at once),
+// but its griddepcontrol.wait holds it until the fill's stores are done.
+TEST(Launch, ProgrammaticDependentWaitsForThePreviousKernel) {
+  static std::unique_ptr<Module> m =
+      unwrap(Module::load(device(), "test", "", "", ptx()));
+  ASSERT_TRUE(m);
+  CUfunction fill = unwrap(m->function("octet_test_late_fill"));
+  CUfunction copy = unwrap(m->function("octet_test_dependent_copy"));
+  ASSERT_NE(fill, nullptr);
+  ASSERT_NE(copy, nullptr);
+  constexpr unsigned kN = 1u << 16;
+  DeviceBuffer filled(kN * 4), copied(kN * 4);
+  filled.upload(std::vector<uint32_t>(kN, 0));
+  copied.poison();
+  LaunchConfig cfg;
+  cfg.grid[0] = kN / 256;
+  cfg.block[0] = 256;
+  auto first = PreparedLaunch::prepare(
+      fill, cfg, {KernelParam::ptr(filled.get()), KernelParam::fromU32(kN)},
+      "late fill");
+  cfg.programmatic = true;
+  auto second = PreparedLaunch::prepare(
+      copy, cfg,
+      {KernelParam::ptr(filled.get()), KernelParam::ptr(copied.get()),
+       KernelParam::fromU32(kN)},
+      "dependent copy");
+  ASSERT_TRUE(first.isOk() && second.isOk());
+  ASSERT_OK(first->launch(nullptr));
+  ASSERT_OK(second->launch(nullptr));
+  auto got = copied.download<uint32_t>();
+  for (unsigned i = 0; i < kN; ++i)
+    ASSERT_EQ(got[i], i + 1) << "element " << i;
+}
+
 TEST(Module, LoadsMatchingCubin) {
   std::string cubin = readFile(besideBinary("test_kernels.cubin"));
   ASSERT_FALSE(cubin.empty());

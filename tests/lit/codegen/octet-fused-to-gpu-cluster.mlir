@@ -11,8 +11,8 @@
 // CHECK: launch = [{block = 1024 : i64, cluster = 2 : i64, grid = 4 : i64, kernel = @nqt::@nqt, shared_bytes = 205352 : i64}], workspace_bytes = 0 : i64, zero_results = array<i64: 1>}
 // A row of 256 columns is too short for 4 warps of 256-column chunks: the
 // row kernel and the transpose launch, as before.
-// CHECK: launch = [{block = 32 : i64, grid = 64 : i64, kernel = @short::@short}, {block = 256 : i64, grid = 5 : i64, kernel = @short::@short_transpose}]
-// OFF: launch = [{block = {{[0-9]+}} : i64, grid = 320 : i64, kernel = @nqt::@nqt}, {block = 256 : i64, grid = {{[0-9]+}} : i64, kernel = @nqt::@nqt_transpose}]
+// CHECK: launch = [{block = 32 : i64, grid = 64 : i64, kernel = @short::@short}, {block = 256 : i64, grid = 5 : i64, kernel = @short::@short_transpose, programmatic}]
+// OFF: launch = [{block = {{[0-9]+}} : i64, grid = 320 : i64, kernel = @nqt::@nqt}, {block = 256 : i64, grid = {{[0-9]+}} : i64, kernel = @nqt::@nqt_transpose, programmatic}]
 // OFF-NOT: cluster =
 
 // The kernel: global pointers, one block a multiprocessor.

@@ -19,7 +19,7 @@
 // CHECK: func.func @tiled_transpose
 // CHECK: launch = [{block = 32 : i64, grid = 8 : i64, kernel = @tq::@tq}]
 // CHECK: func.func @untiled_transpose
-// CHECK: {block = 256 : i64, grid = 3 : i64, kernel = @qs::@qs_transpose}
+// CHECK: {block = 256 : i64, grid = 3 : i64, kernel = @qs::@qs_transpose, programmatic}
 // CHECK-LABEL: gpu.func @tq(
 // CHECK-SAME: %[[X:[a-z0-9]+]]: memref<24576xbf16, 1>, %[[S:[a-z0-9]+]]: memref<1xf32, 1>, %[[Q:[a-z0-9]+]]: memref<24576xf8E4M3FN, 1>, %[[T:[a-z0-9]+]]: memref<24576xf8E4M3FN, 1>, %[[TS:[a-z0-9]+]]: memref<1xf32, 1>)
 // CHECK-SAME: workgroup(%{{.*}} : memref<128xf32, 3> {llvm.align = 16 : i64}, %[[PARK:[a-z0-9]+]] : memref<2048xi8, 3> {llvm.align = 16 : i64})
@@ -56,17 +56,17 @@
 // TILES: func.func @tiled_transpose
 // TILES: launch = [{block = 256 : i64, grid = 7 : i64, kernel = @tq::@tq_transpose}]
 // TILES: func.func @untiled_transpose
-// TILES: {block = 256 : i64, grid = 3 : i64, kernel = @qs::@qs_transpose}
+// TILES: {block = 256 : i64, grid = 3 : i64, kernel = @qs::@qs_transpose, programmatic}
 // TILES: func.func @scaled_transpose
-// TILES: launch = [{block = 256 : i64, grid = 3 : i64, kernel = @sq::@sq}, {block = 256 : i64, grid = 7 : i64, kernel = @sq::@sq_transpose}]
+// TILES: launch = [{block = 256 : i64, grid = 3 : i64, kernel = @sq::@sq}, {block = 256 : i64, grid = 7 : i64, kernel = @sq::@sq_transpose, programmatic}]
 // TILES: func.func @quantize_amax_transpose
 // TILES: launch = [{block = 256 : i64, grid = 3 : i64, kernel = @qa::@qa_transpose}], workspace_bytes = 0 : i64, zero_results = array<i64: 1>
 // TILES: func.func @rope_join_transpose
 // TILES: launch = [{block = 256 : i64, grid = 9 : i64, kernel = @rj::@rj_transpose}], workspace_bytes = 0 : i64, zero_results = array<i64: 1>
 // TILES: func.func @rope_join_small_heads
-// TILES: launch = [{block = 32 : i64, grid = 64 : i64, kernel = @rs::@rs}, {block = 256 : i64, grid = 5 : i64, kernel = @rs::@rs_transpose}]
+// TILES: launch = [{block = 32 : i64, grid = 64 : i64, kernel = @rs::@rs}, {block = 256 : i64, grid = 5 : i64, kernel = @rs::@rs_transpose, programmatic}]
 // TILES: func.func @norm_grad_transpose
-// TILES: launch = [{block = 32 : i64, grid = 128 : i64, kernel = @ngt::@ngt}, {block = 256 : i64, grid = 17 : i64, kernel = @ngt::@ngt_colsum_transpose}]
+// TILES: launch = [{block = 32 : i64, grid = 128 : i64, kernel = @ngt::@ngt}, {block = 256 : i64, grid = 17 : i64, kernel = @ngt::@ngt_colsum_transpose, programmatic}]
 // TILES: func.func @swiglu_grad_transpose
 // TILES: launch = [{block = 256 : i64, grid = 5 : i64, kernel = @sgt::@sgt_transpose}], workspace_bytes = 0 : i64, zero_results = array<i64: 1>
 // TILES-LABEL: gpu.func @tq_transpose(

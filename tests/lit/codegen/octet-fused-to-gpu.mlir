@@ -36,9 +36,10 @@ func.func @forward(%x: tensor<4x256xbf16>, %w: tensor<256xbf16>, %s: tensor<f32>
 }
 
 // Column sums (the weight gradient) go through per-block partial rows and a
-// second kernel.
+// second kernel, launched as the row kernel's programmatic dependent.
 // CHECK-LABEL: func.func @backward
 // CHECK: } {kernels = [@norm_bwd::@norm_bwd, @norm_bwd::@norm_bwd_colsum]
+// CHECK-SAME: launch = [{block = 32 : i64, grid = 4 : i64, kernel = @norm_bwd::@norm_bwd}, {block = 256 : i64, grid = 8 : i64, kernel = @norm_bwd::@norm_bwd_colsum, programmatic}]
 // CHECK-SAME: workspace_bytes = 4096
 func.func @backward(%dy: tensor<4x256xbf16>, %x: tensor<4x256xbf16>, %w: tensor<256xbf16>) -> (tensor<4x256xbf16>, tensor<256xf32>) {
   %dx, %dw = kernel.fused "norm_bwd" kind("row") ins(%dy, %x, %w : tensor<4x256xbf16>, tensor<4x256xbf16>, tensor<256xbf16>) {
@@ -114,13 +115,16 @@ func.func @clash(%x: tensor<4x256xf32>) -> tensor<4x256xf32> {
 // CHECK: arith.truncf {{.*}} : vector<8xf32> to vector<8xf8E4M3FN>
 // CHECK: vector.store {{.*}} {alignment = 8 : i64} : memref<1024xf8E4M3FN, 1>, vector<8xf8E4M3FN>
 // CHECK: memref.atomic_rmw maxu
+// The row kernel lets its dependent launch start at once; the column sums
+// wait for the row kernel's results, then a warp loads 8 of its partial rows
+// at once, adds them in order, then the rows left over one at a time.
 // CHECK: gpu.module @norm_bwd
 // CHECK: gpu.func @norm_bwd(
+// CHECK-NEXT: "griddepcontrol.launch_dependents;"
 // CHECK: scf.for
 // CHECK: gpu.barrier
-// The column sums: a warp loads 8 of its partial rows at once, adds them in
-// order, then the rows left over one at a time.
 // CHECK: gpu.func @norm_bwd_colsum(
+// CHECK-NEXT: "griddepcontrol.wait;", "~{memory}"
 // CHECK: scf.for
 // CHECK-COUNT-8: memref.load
 // CHECK-COUNT-8: arith.addf
@@ -133,7 +137,7 @@ func.func @clash(%x: tensor<4x256xf32>) -> tensor<4x256xf32> {
 // A trailing FP8 transpose runs as a second launch (a thread per output
 // byte); the tensorwise scale passes through.
 // MORE-LABEL: func.func @quantize_transpose
-// MORE: launch = [{block = {{[0-9]+}} : i64, grid = 1 : i64, kernel = @qt::@qt}, {block = 256 : i64, grid = 3 : i64, kernel = @qt::@qt_transpose}]
+// MORE: launch = [{block = {{[0-9]+}} : i64, grid = 1 : i64, kernel = @qt::@qt}, {block = 256 : i64, grid = 3 : i64, kernel = @qt::@qt_transpose, programmatic}]
 func.func @quantize_transpose(%x: tensor<2x256xbf16>, %s: tensor<f32>) -> (tensor<2x256xf8E4M3FN>, tensor<256x2xf8E4M3FN>, tensor<f32>) {
   %q, %qt, %st = kernel.fused "qt" kind("elementwise") ins(%x, %s : tensor<2x256xbf16>, tensor<f32>) {
   ^bb0(%a: tensor<2x256xbf16>, %b: tensor<f32>):

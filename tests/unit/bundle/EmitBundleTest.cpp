@@ -54,6 +54,16 @@ std::vector<std::string> entryParams(const std::string &ptx,
   return types;
 }
 
+// The body of `.entry symbol(...)` in `ptx`, up to the next entry.
+std::string entryBody(const std::string &ptx, const std::string &symbol) {
+  size_t at = ptx.find(".entry " + symbol + "(");
+  if (at == std::string::npos)
+    return "";
+  size_t next = ptx.find(".entry ", at + 1);
+  return ptx.substr(at, next == std::string::npos ? std::string::npos
+                                                  : next - at);
+}
+
 bool argMatches(const KernelArg &arg, const std::string &ptxType) {
   switch (arg.value_case()) {
   case KernelArg::kSlot:
@@ -72,8 +82,11 @@ bool argMatches(const KernelArg &arg, const std::string &ptxType) {
 
 // Every launch of a kernel with code passes as many arguments as its PTX
 // entry takes, of matching kinds, each slot reference inside its slot; an
-// memset stays inside its slot. `checked` counts the launches checked.
-void checkLaunches(const Bundle &b, int &checked) {
+// memset stays inside its slot. A programmatic launch may start before the
+// kernel ahead of it ends, so its kernel must wait (griddepcontrol.wait)
+// before it reads anything, and it must follow a launch. `checked` counts
+// the launches checked, `programmatic` the programmatic ones.
+void checkLaunches(const Bundle &b, int &checked, int &programmatic) {
   std::map<uint32_t, std::vector<std::string>> params;
   for (int k = 0; k < b.kernels_size(); ++k) {
     const Kernel &kernel = b.kernels(k);
@@ -85,7 +98,7 @@ void checkLaunches(const Bundle &b, int &checked) {
     EXPECT_TRUE(found) << "kernel " << kernel.symbol() << " is not an entry "
                        << "of module " << b.modules(int(kernel.module())).name();
   }
-  checked = 0;
+  checked = programmatic = 0;
   const auto &slots = b.plan().slots();
   for (const Program &p : b.ranks(0).programs())
     for (int i = 0; i < p.steps_size(); ++i) {
@@ -118,6 +131,17 @@ void checkLaunches(const Bundle &b, int &checked) {
         EXPECT_LT(ref.byte_offset(), std::max<uint64_t>(
                                          1, slots[int(ref.slot())].bytes()))
             << at << " argument " << a;
+      }
+      if (l.programmatic()) {
+        const Kernel &kernel = b.kernels(int(l.kernel()));
+        EXPECT_NE(entryBody(b.modules(int(kernel.module())).ptx(),
+                            kernel.symbol())
+                      .find("griddepcontrol.wait;"),
+                  std::string::npos)
+            << at << ": a programmatic launch of a kernel that does not wait";
+        EXPECT_TRUE(i > 0 && p.steps(i - 1).has_launch())
+            << at << ": a programmatic launch after no kernel";
+        ++programmatic;
       }
       EXPECT_GT(l.grid().x(), 0u) << at;
       EXPECT_GT(l.block().x(), 0u) << at;
@@ -269,8 +293,8 @@ TEST(EmitBundle, TinyLlamaIsDeterministicAndComplete) {
   for (const Module &m : b.modules())
     EXPECT_TRUE(names.insert(m.name()).second) << m.name();
   EXPECT_GT(b.modules_size(), 10);
-  int launches = 0;
-  checkLaunches(b, launches);
+  int launches = 0, programmatic = 0;
+  checkLaunches(b, launches, programmatic);
   EXPECT_GT(launches, 100);
 
   // The optimizer step and init have code; attention and the fused LM head
@@ -304,9 +328,12 @@ TEST(EmitBundle, Llama3_8bLaunchesMatchTheirKernels) {
   auto parsed = parseBundle(bytes, "llama3-8b.octet");
   ASSERT_TRUE(parsed) << parsed.status().message();
   const Bundle &b = *parsed;
-  int launches = 0;
-  checkLaunches(b, launches);
+  int launches = 0, programmatic = 0;
+  checkLaunches(b, launches, programmatic);
   EXPECT_GT(launches, 1000);
+  // Every layer's norm gradients end in a column-sum (and transpose) launch
+  // that runs as the row kernel's programmatic dependent.
+  EXPECT_GE(programmatic, 2 * 32);
   // 32 layers share their kernels: far fewer modules than launches.
   EXPECT_LT(b.modules_size(), 200);
   checkModulesAssemble(b, dir);
