@@ -35,33 +35,25 @@ std::string compile(const std::string &spec, const std::string &out) {
   return readFile(out);
 }
 
-// The parameter types of `.entry symbol(...)` in `ptx`, in order (".u64",
-// ".f32", ...); empty when the entry is missing.
-std::vector<std::string> entryParams(const std::string &ptx,
-                                     const std::string &symbol,
-                                     bool &found) {
-  std::vector<std::string> types;
-  size_t at = ptx.find(".entry " + symbol + "(");
-  found = at != std::string::npos;
-  if (!found)
-    return types;
-  size_t end = ptx.find(')', at);
-  std::string list = ptx.substr(at, end - at);
-  static const std::regex param(R"(\.param\s+(\.[a-z0-9]+))");
-  for (std::sregex_iterator it(list.begin(), list.end(), param), e; it != e;
-       ++it)
-    types.push_back((*it)[1]);
-  return types;
-}
-
-// The body of `.entry symbol(...)` in `ptx`, up to the next entry.
-std::string entryBody(const std::string &ptx, const std::string &symbol) {
+// `.entry symbol(...)` of `ptx` up to the next entry; empty when missing.
+std::string entryText(const std::string &ptx, const std::string &symbol) {
   size_t at = ptx.find(".entry " + symbol + "(");
   if (at == std::string::npos)
     return "";
   size_t next = ptx.find(".entry ", at + 1);
   return ptx.substr(at, next == std::string::npos ? std::string::npos
                                                   : next - at);
+}
+
+// The parameter types of an entry's text, in order (".u64", ".f32", ...).
+std::vector<std::string> entryParams(const std::string &entry) {
+  std::vector<std::string> types;
+  std::string list = entry.substr(0, entry.find(')'));
+  static const std::regex param(R"(\.param\s+(\.[a-z0-9]+))");
+  for (std::sregex_iterator it(list.begin(), list.end(), param), e; it != e;
+       ++it)
+    types.push_back((*it)[1]);
+  return types;
 }
 
 bool argMatches(const KernelArg &arg, const std::string &ptxType) {
@@ -88,14 +80,17 @@ bool argMatches(const KernelArg &arg, const std::string &ptxType) {
 // the launches checked, `programmatic` the programmatic ones.
 void checkLaunches(const Bundle &b, int &checked, int &programmatic) {
   std::map<uint32_t, std::vector<std::string>> params;
+  std::set<uint32_t> waits; // kernels whose entry has griddepcontrol.wait
   for (int k = 0; k < b.kernels_size(); ++k) {
     const Kernel &kernel = b.kernels(k);
     if (kernel.missing_code())
       continue;
-    bool found = false;
-    params[k] = entryParams(b.modules(int(kernel.module())).ptx(),
-                            kernel.symbol(), found);
-    EXPECT_TRUE(found) << "kernel " << kernel.symbol() << " is not an entry "
+    std::string entry =
+        entryText(b.modules(int(kernel.module())).ptx(), kernel.symbol());
+    params[k] = entryParams(entry);
+    if (entry.find("griddepcontrol.wait;") != std::string::npos)
+      waits.insert(k);
+    EXPECT_FALSE(entry.empty()) << "kernel " << kernel.symbol() << " is not an entry "
                        << "of module " << b.modules(int(kernel.module())).name();
   }
   checked = programmatic = 0;
@@ -133,11 +128,7 @@ void checkLaunches(const Bundle &b, int &checked, int &programmatic) {
             << at << " argument " << a;
       }
       if (l.programmatic()) {
-        const Kernel &kernel = b.kernels(int(l.kernel()));
-        EXPECT_NE(entryBody(b.modules(int(kernel.module())).ptx(),
-                            kernel.symbol())
-                      .find("griddepcontrol.wait;"),
-                  std::string::npos)
+        EXPECT_TRUE(waits.count(l.kernel()))
             << at << ": a programmatic launch of a kernel that does not wait";
         EXPECT_TRUE(i > 0 && p.steps(i - 1).has_launch())
             << at << ": a programmatic launch after no kernel";
