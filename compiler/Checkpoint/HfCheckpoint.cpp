@@ -1,8 +1,8 @@
 #include "compiler/Checkpoint/HfCheckpoint.h"
 
 #include "dialects/graph/GraphDialect.h"
-#include "frontends/spec/SpecReader.h"
-#include "runtime/data/AtomicFile.h"
+#include "spec/SpecReader.h"
+#include "support/AtomicFile.h"
 
 #include <google/protobuf/util/message_differencer.h>
 #include <nlohmann/json.hpp>

@@ -4,14 +4,14 @@
 // Hugging Face checkpoints in and out of a compiled model's parameters (the
 // interpreter's VariableStore). The graph says where each parameter lives:
 // graph.variable's hf_name (plus graph.hf_transpose / graph.hf_chunk, see
-// frontends/spec/GraphImporter.h), or, for a variable that octet-fuse-qkv
+// frontends/GraphImporter.h), or, for a variable that octet-fuse-qkv
 // made by stacking several, hf_names with the rows of each in `split`.
-// runtime/checkpoint/HfWeights does the loading and checking.
+// hf/HfWeights does the loading and checking.
 
 #include "compiler/Interpreter/Interpreter.h"
-#include "frontends/spec/spec.pb.h"
-#include "runtime/checkpoint/HfWeights.h"
-#include "runtime/core/Status.h"
+#include "spec/spec.pb.h"
+#include "hf/HfWeights.h"
+#include "support/Status.h"
 
 #include "mlir/IR/BuiltinOps.h"
 

@@ -3,8 +3,8 @@
 #include "compiler/Emit/KernelModules.h"
 #include "dialects/graph/GraphDialect.h"
 #include "dialects/kernel/KernelDialect.h"
-#include "runtime/bundle/Bundle.h"
-#include "runtime/bundle/InitValues.h"
+#include "bundle/Bundle.h"
+#include "bundle/InitValues.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinTypes.h"

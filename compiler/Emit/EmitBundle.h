@@ -2,7 +2,7 @@
 #define OCTET_COMPILER_EMIT_EMITBUNDLE_H
 
 // The kernel-dialect train step as a .octet bundle
-// (runtime/bundle/bundle.proto): codegen's PTX and cubins, parameter table,
+// (bundle/bundle.proto): codegen's PTX and cubins, parameter table,
 // state tensors, the memory plan's slots, GEMM descriptors from kernel.gemm,
 // and one program per function (train microbatch, optimizer step, eval,
 // init) for every rank, each step bound to plan slots.
@@ -17,7 +17,7 @@
 // bundle.
 
 #include "compiler/Plan/MemoryPlan.h"
-#include "runtime/bundle/bundle.pb.h"
+#include "bundle/bundle.pb.h"
 
 #include "mlir/IR/BuiltinOps.h"
 

@@ -5,7 +5,7 @@
 // small kernels the bundle adds around cuBLASLt calls, and the gpu.binary
 // PTX assembled into cubins.
 
-#include "runtime/bundle/bundle.pb.h"
+#include "bundle/bundle.pb.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/DenseMap.h"

@@ -1,7 +1,7 @@
 #include "compiler/Interpreter/Interpreter.h"
 
 #include "compiler/Interpreter/Fp8Ops.h"
-#include "compiler/Interpreter/InitDraws.h"
+#include "support/InitDraws.h"
 #include "compiler/Interpreter/Kernels.h"
 #include "dialects/fp8/Fp8Dialect.h"
 #include "dialects/graph/GraphDialect.h"

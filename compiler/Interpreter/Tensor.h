@@ -8,7 +8,7 @@
 // Storage is shared and treated as immutable once a value is produced, which
 // makes reshape and copies free.
 
-#include "compiler/Interpreter/Numerics.h"
+#include "support/Numerics.h"
 
 #include <cstdint>
 #include <memory>

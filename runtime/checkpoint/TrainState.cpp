@@ -1,6 +1,6 @@
 #include "runtime/checkpoint/TrainState.h"
 
-#include "runtime/data/AtomicFile.h"
+#include "support/AtomicFile.h"
 
 #include <nlohmann/json.hpp>
 

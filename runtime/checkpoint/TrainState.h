@@ -19,8 +19,8 @@
 // at any point removes the partial directory and leaves the previous
 // checkpoint, and DIR/latest, as they were.
 
-#include "runtime/checkpoint/Safetensors.h"
-#include "runtime/core/Status.h"
+#include "hf/Safetensors.h"
+#include "support/Status.h"
 
 #include <cstdint>
 #include <functional>

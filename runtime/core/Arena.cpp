@@ -1,6 +1,6 @@
 #include "runtime/core/Arena.h"
 
-#include "runtime/core/Bytes.h"
+#include "support/Bytes.h"
 
 #include <algorithm>
 

@@ -4,10 +4,9 @@
 // OCTET_CHECK_CUDA / OCTET_CHECK_CUBLAS turn a failed library call into a
 // returned Status naming the call, the file and line, and the library's own
 // error name and message. They return from the enclosing function, which
-// must return Status or StatusOr<T>. OCTET_CHECK_NCCL is in NcclCheck.h, so
-// that code without collectives needs no NCCL headers.
+// must return Status or StatusOr<T>.
 
-#include "runtime/core/Status.h"
+#include "support/Status.h"
 
 #include <cublasLt.h>
 #include <cuda.h>

@@ -5,7 +5,7 @@
 // cudart, so one libcuda is all it needs from the driver).
 
 #include "runtime/core/CudaCheck.h"
-#include "runtime/core/Status.h"
+#include "support/Status.h"
 
 #include <cstdint>
 #include <memory>

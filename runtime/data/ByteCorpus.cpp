@@ -1,6 +1,6 @@
 #include "runtime/data/ByteCorpus.h"
 
-#include "runtime/data/AtomicFile.h"
+#include "support/AtomicFile.h"
 #include "runtime/data/Random.h"
 
 #include <cmath>

@@ -11,8 +11,8 @@
 //   document boundaries int64[document count] (0, then the index of the
 //   sequence after each document's last one).
 
-#include "runtime/core/Status.h"
-#include "runtime/data/AtomicFile.h"
+#include "support/Status.h"
+#include "support/AtomicFile.h"
 
 #include <cstdint>
 #include <memory>

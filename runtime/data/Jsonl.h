@@ -1,7 +1,7 @@
 #ifndef OCTET_RUNTIME_DATA_JSONL_H
 #define OCTET_RUNTIME_DATA_JSONL_H
 
-#include "runtime/core/Status.h"
+#include "support/Status.h"
 
 #include <string>
 #include <string_view>

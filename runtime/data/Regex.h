@@ -1,7 +1,7 @@
 #ifndef OCTET_RUNTIME_DATA_REGEX_H
 #define OCTET_RUNTIME_DATA_REGEX_H
 
-#include "runtime/core/Status.h"
+#include "support/Status.h"
 
 #include <memory>
 #include <string>

@@ -1,7 +1,7 @@
 #ifndef OCTET_RUNTIME_DATA_SFTPACKING_H
 #define OCTET_RUNTIME_DATA_SFTPACKING_H
 
-#include "runtime/core/Status.h"
+#include "support/Status.h"
 #include "runtime/data/IndexedDataset.h"
 
 #include <cstdint>

@@ -1,7 +1,7 @@
 #ifndef OCTET_RUNTIME_DATA_TOKENIZER_H
 #define OCTET_RUNTIME_DATA_TOKENIZER_H
 
-#include "runtime/core/Status.h"
+#include "support/Status.h"
 
 #include <cstdint>
 #include <memory>

@@ -3,7 +3,7 @@
 
 // What a training step reads, whatever the data: tokens, labels (the next
 // token), loss mask, positions and cu_seqlens, as the forward graph takes
-// them (frontends/spec/GraphImporter.h). One source per data kind:
+// them (frontends/GraphImporter.h). One source per data kind:
 //   "text"     a UTF-8 file as bytes (ByteCorpus): every row is one
 //              document, positions 0..S-1, every token trained on;
 //   "indexed"  a Megatron .bin/.idx prefix from `octet data preprocess`,
@@ -16,7 +16,7 @@
 //              then packed as "indexed" is. For small data: larger sets go
 //              through `octet data preprocess` once.
 
-#include "runtime/core/Status.h"
+#include "support/Status.h"
 #include "runtime/data/SftPacking.h"
 
 #include <cstdint>

@@ -53,8 +53,8 @@
 // agrees to about 1%. A wrong index or layout gives about 1 or more, a
 // wrong scale a norm error of a factor.
 
-#include "runtime/checkpoint/Safetensors.h"
-#include "runtime/core/Status.h"
+#include "hf/Safetensors.h"
+#include "support/Status.h"
 
 #include <algorithm>
 #include <cmath>

@@ -4,7 +4,7 @@
 // octet-run's command line, parsed apart from the GPU so that its errors
 // are tested on any machine.
 
-#include "runtime/core/Status.h"
+#include "support/Status.h"
 #include "runtime/exec/TrainData.h"
 #include "runtime/exec/Trainer.h"
 

@@ -1,6 +1,6 @@
 #include "runtime/exec/Runtime.h"
 
-#include "runtime/bundle/Bundle.h"
+#include "bundle/Bundle.h"
 
 #include <algorithm>
 #include <cstdlib>

@@ -7,7 +7,7 @@
 // that run eagerly or as one captured CUDA graph.
 
 #include "runtime/blas/Gemm.h"
-#include "runtime/bundle/bundle.pb.h"
+#include "bundle/bundle.pb.h"
 #include "runtime/core/Arena.h"
 #include "runtime/core/Device.h"
 #include "runtime/core/Graph.h"

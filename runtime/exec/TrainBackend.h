@@ -10,8 +10,8 @@
 // queue. A host buffer handed to writeSlot or readSlot must stay valid, and
 // a read's result is only there, after synchronize().
 
-#include "runtime/bundle/bundle.pb.h"
-#include "runtime/core/Status.h"
+#include "bundle/bundle.pb.h"
+#include "support/Status.h"
 
 #include <cstdint>
 #include <memory>

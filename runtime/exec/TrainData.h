@@ -14,7 +14,7 @@
 // is opened, so a dataset made with another tokenizer is refused before
 // step 1 rather than read out of bounds on the GPU.
 
-#include "runtime/core/Status.h"
+#include "support/Status.h"
 #include "runtime/data/SftPacking.h"
 
 #include <cstdint>

@@ -1,9 +1,9 @@
 #include "runtime/exec/Trainer.h"
 
-#include "compiler/Interpreter/Numerics.h"
-#include "runtime/bundle/Bundle.h"
-#include "runtime/bundle/InitValues.h"
-#include "runtime/checkpoint/Safetensors.h"
+#include "support/Numerics.h"
+#include "bundle/Bundle.h"
+#include "bundle/InitValues.h"
+#include "hf/Safetensors.h"
 
 #include <chrono>
 #include <cmath>

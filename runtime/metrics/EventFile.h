@@ -8,7 +8,7 @@
 // the rest hold scalar summaries. TensorBoard reads every file named
 // events.out.tfevents.* in a directory.
 
-#include "runtime/core/Status.h"
+#include "support/Status.h"
 
 #include <cstdint>
 #include <cstdio>

@@ -1,6 +1,6 @@
 #include "runtime/metrics/StepMetrics.h"
 
-#include "runtime/core/Bytes.h"
+#include "support/Bytes.h"
 
 #include <cstdio>
 

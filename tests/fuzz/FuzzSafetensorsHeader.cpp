@@ -1,6 +1,6 @@
 // Fuzz target: a safetensors file as a whole (length, header JSON, data).
 
-#include "runtime/checkpoint/Safetensors.h"
+#include "hf/Safetensors.h"
 #include "tests/fuzz/FuzzDriver.h"
 
 #include <cstring>

@@ -2,7 +2,7 @@
 // everything `octet compile` does before importing: parse, defaults, checks,
 // and the file reader that locates each issue at its line.
 
-#include "frontends/spec/SpecReader.h"
+#include "spec/SpecReader.h"
 #include "tests/fuzz/FuzzDriver.h"
 
 #include <google/protobuf/util/message_differencer.h>

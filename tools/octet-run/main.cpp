@@ -3,8 +3,8 @@
 // (LOCAL_RANK / RANK as torchrun sets them) through the host training loop
 // (runtime/exec/Trainer.h).
 
-#include "runtime/bundle/Bundle.h"
-#include "runtime/bundle/Describe.h"
+#include "bundle/Bundle.h"
+#include "bundle/Describe.h"
 #include "runtime/exec/GoldenCheck.h"
 #include "runtime/exec/RunOptions.h"
 #include "runtime/exec/Runtime.h"

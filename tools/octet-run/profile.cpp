@@ -7,7 +7,7 @@
 //
 //   octet-profile X.octet [--top N] [--repeat R]
 
-#include "runtime/bundle/Bundle.h"
+#include "bundle/Bundle.h"
 #include "runtime/exec/Runtime.h"
 
 #include <algorithm>

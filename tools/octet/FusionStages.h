@@ -4,7 +4,7 @@
 // The `octet compile` stages from the train step to fused kernels:
 // fuse-qkv, activations, precision (+ layout), kernel (lowering), fused.
 
-#include "frontends/spec/spec.pb.h"
+#include "spec/spec.pb.h"
 
 #include "mlir/IR/BuiltinOps.h"
 

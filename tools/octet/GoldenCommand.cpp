@@ -11,10 +11,10 @@
 
 #include "compiler/Interpreter/Interpreter.h"
 #include "compiler/Interpreter/Kernels.h"
-#include "compiler/Interpreter/Numerics.h"
+#include "support/Numerics.h"
 #include "compiler/Registration.h"
 #include "compiler/Transforms/Fusion/InterpreterOps.h"
-#include "runtime/bundle/Bundle.h"
+#include "bundle/Bundle.h"
 #include "runtime/data/TrainBatches.h"
 #include "runtime/exec/Golden.h"
 #include "tools/octet/CommandErrors.h"

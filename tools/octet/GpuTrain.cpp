@@ -1,6 +1,6 @@
 #include "tools/octet/GpuTrain.h"
 
-#include "runtime/bundle/Bundle.h"
+#include "bundle/Bundle.h"
 #include "tools/octet/Commands.h"
 
 #include <cstdio>

@@ -5,7 +5,7 @@
 // export-hf` and `octet train --init-from` (tools/octet/HfCommand.cpp).
 
 #include "compiler/Checkpoint/HfCheckpoint.h"
-#include "frontends/spec/spec.pb.h"
+#include "spec/spec.pb.h"
 
 #include <string>
 

@@ -1,8 +1,8 @@
 // octet inspect: what a .octet bundle holds, through the same reports
 // octet-run prints, so a bundle can be read on a machine with no GPU.
 
-#include "runtime/bundle/Bundle.h"
-#include "runtime/bundle/Describe.h"
+#include "bundle/Bundle.h"
+#include "bundle/Describe.h"
 #include "tools/octet/Commands.h"
 #include "tools/octet/CommandErrors.h"
 

@@ -5,7 +5,7 @@
 // compile --dump-ir=autodiff` and `octet train`.
 
 #include "compiler/Pipelines/Pipelines.h"
-#include "frontends/spec/spec.pb.h"
+#include "spec/spec.pb.h"
 
 #include "mlir/IR/BuiltinOps.h"
 

@@ -5,9 +5,9 @@
 // The bundle comes from OCTET_SMOKE_BUNDLE (default: the tiny-llama bundle
 // the build compiles), so the binary can be carried to a GPU host with it.
 
-#include "compiler/Interpreter/Numerics.h"
-#include "runtime/bundle/Bundle.h"
-#include "runtime/bundle/InitValues.h"
+#include "support/Numerics.h"
+#include "bundle/Bundle.h"
+#include "bundle/InitValues.h"
 #include "runtime/exec/Runtime.h"
 
 #include <gtest/gtest.h>

@@ -27,7 +27,7 @@
 //        octet-gpu-attention-tests --bench KERNEL_DIR [ITERATIONS]
 
 #include "compiler/Interpreter/Kernels.h"
-#include "compiler/Interpreter/Numerics.h"
+#include "support/Numerics.h"
 #include "tests/gpu/codegen/Harness.h"
 
 #include <algorithm>

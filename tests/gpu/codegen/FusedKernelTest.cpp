@@ -21,7 +21,7 @@
 //
 // usage: octet-gpu-codegen-tests KERNEL_DIR GOLDEN_DIR [KERNEL_DIR GOLDEN_DIR]...
 
-#include "compiler/Interpreter/Numerics.h"
+#include "support/Numerics.h"
 #include "tests/gpu/codegen/Harness.h"
 
 #include <algorithm>

@@ -31,7 +31,7 @@
 // from the clock.
 
 #include "compiler/Interpreter/Interpreter.h"
-#include "compiler/Interpreter/Numerics.h"
+#include "support/Numerics.h"
 #include "compiler/Transforms/Fusion/InterpreterOps.h"
 #include "dialects/fp8/Fp8Dialect.h"
 #include "dialects/graph/GraphDialect.h"

@@ -3,7 +3,7 @@
 // exact casts), so the reference sees the very numbers the GPU multiplies and
 // the only differences are accumulation order and the output rounding.
 
-#include "compiler/Interpreter/Numerics.h"
+#include "support/Numerics.h"
 #include "runtime/blas/Gemm.h"
 #include "tests/gpu/runtime/GpuTest.h"
 

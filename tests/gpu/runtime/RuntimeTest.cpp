@@ -3,7 +3,7 @@
 // hand-written bundle run end to end by the executor.
 
 #include "runtime/exec/Runtime.h"
-#include "runtime/bundle/Bundle.h"
+#include "bundle/Bundle.h"
 #include "runtime/core/Arena.h"
 #include "runtime/core/Graph.h"
 #include "runtime/core/Launch.h"

@@ -5,7 +5,7 @@
 // run is bit-identical to a straight one, and that evaluation leaves
 // device memory where it was.
 
-#include "runtime/bundle/Bundle.h"
+#include "bundle/Bundle.h"
 #include "runtime/exec/Runtime.h"
 #include "runtime/exec/RuntimeBackend.h"
 #include "runtime/exec/Trainer.h"

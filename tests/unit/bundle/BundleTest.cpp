@@ -2,9 +2,9 @@
 // sees for a bundle of another format version, a corrupt copy, or a plan
 // slot outside its arena.
 
-#include "runtime/bundle/Bundle.h"
-#include "runtime/bundle/Describe.h"
-#include "runtime/bundle/Sha256.h"
+#include "bundle/Bundle.h"
+#include "bundle/Describe.h"
+#include "support/Sha256.h"
 
 #include <gtest/gtest.h>
 

@@ -3,7 +3,7 @@
 // plan, programs and the codegen's kernels, and every launch matches its
 // kernel's PTX parameter list and stays inside the slots it names.
 
-#include "runtime/bundle/Bundle.h"
+#include "bundle/Bundle.h"
 
 #include <gtest/gtest.h>
 

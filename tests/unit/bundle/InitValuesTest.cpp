@@ -4,8 +4,8 @@
 
 #include "compiler/Interpreter/Interpreter.h"
 #include "compiler/Registration.h"
-#include "runtime/bundle/Bundle.h"
-#include "runtime/bundle/InitValues.h"
+#include "bundle/Bundle.h"
+#include "bundle/InitValues.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"

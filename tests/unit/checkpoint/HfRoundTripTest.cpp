@@ -5,15 +5,15 @@
 // the file.
 
 #include "compiler/Checkpoint/HfCheckpoint.h"
-#include "compiler/Interpreter/Numerics.h"
+#include "support/Numerics.h"
 #include "compiler/Transforms/Fusion/InterpreterOps.h"
 #include "compiler/Transforms/Fusion/Passes.h"
 #include "dialects/graph/GraphDialect.h"
-#include "frontends/hf/HfConfig.h"
-#include "frontends/spec/GraphImporter.h"
-#include "frontends/spec/SpecReader.h"
-#include "runtime/checkpoint/HfWeights.h"
-#include "runtime/data/AtomicFile.h"
+#include "hf/HfConfig.h"
+#include "frontends/GraphImporter.h"
+#include "spec/SpecReader.h"
+#include "hf/HfWeights.h"
+#include "support/AtomicFile.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"

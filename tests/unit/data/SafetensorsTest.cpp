@@ -1,4 +1,4 @@
-#include "runtime/checkpoint/Safetensors.h"
+#include "hf/Safetensors.h"
 #include "tests/unit/data/TestUtil.h"
 
 #include <gtest/gtest.h>

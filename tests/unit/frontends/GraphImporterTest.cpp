@@ -1,7 +1,7 @@
-#include "frontends/spec/GraphImporter.h"
+#include "frontends/GraphImporter.h"
 #include "dialects/graph/GraphDialect.h"
-#include "frontends/hf/HfConfig.h"
-#include "frontends/spec/SpecReader.h"
+#include "hf/HfConfig.h"
+#include "spec/SpecReader.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"

@@ -1,5 +1,5 @@
-#include "frontends/hf/HfConfig.h"
-#include "frontends/spec/SpecReader.h"
+#include "hf/HfConfig.h"
+#include "spec/SpecReader.h"
 
 #include <gmock/gmock.h>
 #include <google/protobuf/util/message_differencer.h>

@@ -1,4 +1,4 @@
-#include "frontends/spec/SpecReader.h"
+#include "spec/SpecReader.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

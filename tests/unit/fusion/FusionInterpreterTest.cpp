@@ -16,8 +16,8 @@
 #include "compiler/Transforms/Fusion/Passes.h"
 #include "compiler/Transforms/Passes.h"
 #include "compiler/Transforms/Precision.h"
-#include "frontends/spec/GraphImporter.h"
-#include "frontends/spec/SpecReader.h"
+#include "frontends/GraphImporter.h"
+#include "spec/SpecReader.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"

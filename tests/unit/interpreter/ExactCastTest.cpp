@@ -1,7 +1,7 @@
 // The interpreter's FP8 casts against an outside oracle: ml_dtypes' casts of
 // every BF16 bit pattern, made by tests/fixtures/fp8_casts/make_golden.py.
 
-#include "compiler/Interpreter/Numerics.h"
+#include "support/Numerics.h"
 
 #include <gtest/gtest.h>
 

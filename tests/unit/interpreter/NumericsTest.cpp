@@ -1,7 +1,7 @@
 // Exact casts: saturation, NaN, subnormals and ties, checked against values
 // worked out by hand from the format definitions (OCP FP8, IEEE half, bfloat16).
 
-#include "compiler/Interpreter/Numerics.h"
+#include "support/Numerics.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 #include "tests/unit/trainer/ToyBackend.h"
 
-#include "compiler/Interpreter/Numerics.h"
-#include "runtime/bundle/Bundle.h"
+#include "support/Numerics.h"
+#include "bundle/Bundle.h"
 
 #include <gtest/gtest.h>
 

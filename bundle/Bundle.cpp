@@ -1,0 +1,401 @@
+#include "bundle/Bundle.h"
+
+#include "support/Sha256.h"
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+namespace octet::bundle {
+
+std::string serializeDeterministic(const Bundle &bundle) {
+  std::string out;
+  {
+    google::protobuf::io::StringOutputStream raw(&out);
+    google::protobuf::io::CodedOutputStream coded(&raw);
+    coded.SetSerializationDeterministic(true);
+    bundle.SerializeToCodedStream(&coded);
+  }
+  return out;
+}
+
+std::string computeContentHash(const Bundle &bundle) {
+  Bundle copy = bundle;
+  copy.clear_content_hash();
+  auto digest = sha256(serializeDeterministic(copy));
+  return std::string(digest.begin(), digest.end());
+}
+
+std::string finalizeAndSerialize(Bundle &bundle) {
+  if (bundle.format_version() == 0)
+    bundle.set_format_version(kBundleFormatVersion);
+  bundle.set_content_hash(computeContentHash(bundle));
+  return serializeDeterministic(bundle);
+}
+
+Status writeBundle(Bundle &bundle, const std::string &path) {
+  std::string bytes = finalizeAndSerialize(bundle);
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out)
+      return Status::error("cannot write bundle '" + tmp +
+                           "': check that the directory exists and is "
+                           "writable");
+    out.write(bytes.data(), std::streamsize(bytes.size()));
+    out.flush();
+    if (!out)
+      return Status::error("writing bundle '" + tmp +
+                           "' failed (disk full?)");
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    return Status::error("cannot rename '" + tmp + "' to '" + path + "'");
+  }
+  return Status::ok();
+}
+
+StatusOr<Bundle> parseBundle(const std::string &bytes,
+                             const std::string &origin) {
+  Bundle bundle;
+  if (!bundle.ParseFromString(bytes))
+    return Status::error(origin +
+                         " is not an octet bundle (protobuf parse failed): "
+                         "pass a file written by `octet compile -o`");
+  if (bundle.format_version() != kBundleFormatVersion)
+    return Status::error(
+        origin + " has bundle format version " +
+        std::to_string(bundle.format_version()) + " (compiler " +
+        (bundle.compiler_version().empty() ? std::string("unknown")
+                                           : bundle.compiler_version()) +
+        "), but this runtime reads version " +
+        std::to_string(kBundleFormatVersion) +
+        ": recompile the spec with this release (octet compile SPEC -o "
+        "FILE.octet) or run it with the octet-run of the release that built "
+        "it");
+  if (bundle.content_hash().empty())
+    return Status::error(origin + " has no content hash: it was not written "
+                                  "by octet compile; recompile it");
+  if (bundle.content_hash() != computeContentHash(bundle))
+    return Status::error(origin +
+                         " is corrupt: its content hash does not match its "
+                         "contents (truncated copy, or edited by hand); "
+                         "copy or compile it again");
+  Status st = validate(bundle);
+  if (!st)
+    return st.withContext(origin);
+  return bundle;
+}
+
+StatusOr<Bundle> readBundle(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return Status::error("cannot open bundle '" + path +
+                         "': check the path (bundles are written by `octet "
+                         "compile SPEC -o FILE.octet`)");
+  std::stringstream buf;
+  buf << in.rdbuf();
+  return parseBundle(buf.str(), "bundle '" + path + "'");
+}
+
+namespace {
+
+Status checkRef(const Bundle &b, const SlotRef &ref,
+                const std::string &what) {
+  const auto &slots = b.plan().slots();
+  if (ref.slot() >= uint32_t(slots.size()))
+    return Status::error(what + " refers to slot " + std::to_string(ref.slot()) +
+                         " but the plan has " + std::to_string(slots.size()) +
+                         " slots");
+  const Slot &s = slots[int(ref.slot())];
+  if (ref.byte_offset() >= s.bytes() && s.bytes() > 0)
+    return Status::error(what + " reads byte " +
+                         std::to_string(ref.byte_offset()) + " of slot '" +
+                         s.name() + "', which has " +
+                         std::to_string(s.bytes()) + " bytes");
+  return Status::ok();
+}
+
+Status checkStep(const Bundle &b, const Step &step, const std::string &where) {
+  std::string at = where + " (" + step.label() + ")";
+  switch (step.op_case()) {
+  case Step::kLaunch: {
+    const KernelLaunch &l = step.launch();
+    if (l.kernel() >= uint32_t(b.kernels_size()))
+      return Status::error(at + " launches kernel " +
+                           std::to_string(l.kernel()) + " of " +
+                           std::to_string(b.kernels_size()));
+    for (int i = 0; i < l.args_size(); ++i)
+      if (l.args(i).has_slot())
+        if (Status st = checkRef(b, l.args(i).slot(),
+                                 at + " argument " + std::to_string(i));
+            !st)
+          return st;
+    // A kernel without code has no launch shape yet; checkRunnable() is
+    // what keeps it from running.
+    if (!b.kernels(int(l.kernel())).missing_code() &&
+        (l.grid().x() == 0 || l.block().x() == 0))
+      return Status::error(at + " has an empty grid or block");
+    return Status::ok();
+  }
+  case Step::kGemm: {
+    const GemmCall &g = step.gemm();
+    if (g.gemm() >= uint32_t(b.gemms_size()))
+      return Status::error(at + " calls GEMM " + std::to_string(g.gemm()) +
+                           " of " + std::to_string(b.gemms_size()));
+    const GemmDescriptor &d = b.gemms(int(g.gemm()));
+    Status st = checkRef(b, g.a(), at + " operand A");
+    if (st)
+      st = checkRef(b, g.b(), at + " operand B");
+    if (st)
+      st = checkRef(b, g.d(), at + " output D");
+    if (st && d.has_a_scale())
+      st = checkRef(b, g.a_scale(), at + " A scale");
+    if (st && d.has_b_scale())
+      st = checkRef(b, g.b_scale(), at + " B scale");
+    if (st && d.has_d_scale())
+      st = checkRef(b, g.d_scale(), at + " D scale");
+    if (st && d.has_amax_d())
+      st = checkRef(b, g.amax_d(), at + " amax of D");
+    if (st && d.workspace_bytes() > 0)
+      st = checkRef(b, g.workspace(), at + " workspace");
+    return st;
+  }
+  case Step::kMemset:
+    return checkRef(b, step.memset().dst(), at + " memset");
+  case Step::kCopy: {
+    Status st = checkRef(b, step.copy().dst(), at + " copy destination");
+    if (st)
+      st = checkRef(b, step.copy().src(), at + " copy source");
+    return st;
+  }
+  case Step::kCollective: {
+    const Collective &c = step.collective();
+    if (c.group() >= uint32_t(b.groups_size()))
+      return Status::error(at + " uses group " + std::to_string(c.group()) +
+                           " of " + std::to_string(b.groups_size()));
+    Status st = Status::ok();
+    if (c.has_send())
+      st = checkRef(b, c.send(), at + " send buffer");
+    if (st && c.has_recv())
+      st = checkRef(b, c.recv(), at + " receive buffer");
+    return st;
+  }
+  case Step::OP_NOT_SET:
+    return Status::error(at + " has no operation");
+  }
+  return Status::ok();
+}
+
+} // namespace
+
+Status validate(const Bundle &b) {
+  const MemoryPlan &plan = b.plan();
+  for (int i = 0; i < plan.slots_size(); ++i) {
+    const Slot &s = plan.slots(i);
+    std::string at = "memory plan slot " + std::to_string(i) + " '" +
+                     s.name() + "'";
+    if (s.arena() >= uint32_t(plan.arenas_size()))
+      return Status::error(at + " is in arena " + std::to_string(s.arena()) +
+                           " but the plan has " +
+                           std::to_string(plan.arenas_size()));
+    const Arena &a = plan.arenas(int(s.arena()));
+    if (s.offset() + s.bytes() > a.bytes())
+      return Status::error(at + " ends at byte " +
+                           std::to_string(s.offset() + s.bytes()) +
+                           ", past the end of arena '" + a.name() + "' (" +
+                           std::to_string(a.bytes()) + " bytes)");
+    if (a.alignment() > 1 && s.offset() % a.alignment() != 0)
+      return Status::error(at + " at offset " + std::to_string(s.offset()) +
+                           " is not aligned to " +
+                           std::to_string(a.alignment()) + " bytes");
+  }
+  for (int i = 0; i < b.kernels_size(); ++i)
+    if (!b.kernels(i).missing_code() &&
+        b.kernels(i).module() >= uint32_t(b.modules_size()))
+      return Status::error("kernel '" + b.kernels(i).symbol() +
+                           "' is in module " +
+                           std::to_string(b.kernels(i).module()) +
+                           " but the bundle has " +
+                           std::to_string(b.modules_size()) + " modules");
+  for (const Module &m : b.modules())
+    if (m.ptx().empty() && m.cubin().empty())
+      return Status::error("module '" + m.name() +
+                           "' has neither PTX nor a cubin");
+  for (const Parameter &p : b.parameters())
+    if (p.slot() >= uint32_t(plan.slots_size()))
+      return Status::error("parameter '" + p.name() + "' has slot " +
+                           std::to_string(p.slot()) + " out of range");
+  for (const StateTensor &s : b.state())
+    if (s.slot() >= uint32_t(plan.slots_size()))
+      return Status::error("state tensor '" + s.name() + "' has slot " +
+                           std::to_string(s.slot()) + " out of range");
+  if (b.world_size() == 0)
+    return Status::error("world_size is 0: a bundle is built for at least one "
+                         "rank");
+  if (uint32_t(b.ranks_size()) != b.world_size())
+    return Status::error("world_size is " + std::to_string(b.world_size()) +
+                         " but the bundle has programs for " +
+                         std::to_string(b.ranks_size()) + " ranks");
+  for (int r = 0; r < b.ranks_size(); ++r) {
+    const RankProgram &rp = b.ranks(r);
+    if (rp.rank() != uint32_t(r))
+      return Status::error("rank programs out of order: entry " +
+                           std::to_string(r) + " is for rank " +
+                           std::to_string(rp.rank()));
+    for (const Program &p : rp.programs())
+      for (int s = 0; s < p.steps_size(); ++s)
+        if (Status st = checkStep(b, p.steps(s),
+                                  "rank " + std::to_string(r) + " program '" +
+                                      p.name() + "' step " +
+                                      std::to_string(s));
+            !st)
+          return st;
+  }
+  return Status::ok();
+}
+
+Status checkRunnable(const Bundle &b) {
+  std::vector<std::string> missing;
+  for (const Kernel &k : b.kernels())
+    if (k.missing_code())
+      missing.push_back(k.symbol());
+  if (!missing.empty()) {
+    std::string list;
+    size_t shown = std::min<size_t>(missing.size(), 8);
+    for (size_t i = 0; i < shown; ++i)
+      list += (i ? ", " : "") + missing[i];
+    if (shown < missing.size())
+      list += " and " + std::to_string(missing.size() - shown) + " more";
+    return Status::error(
+        "the bundle cannot run: " + std::to_string(missing.size()) +
+        " kernels have no code (the compiler's codegen does not cover them "
+        "yet): " + list +
+        "; `octet inspect` lists them all, recompile with a compiler whose "
+        "codegen covers them");
+  }
+  return Status::ok();
+}
+
+const char *dtypeName(DType dtype) {
+  switch (dtype) {
+  case F32:
+    return "f32";
+  case BF16:
+    return "bf16";
+  case F16:
+    return "f16";
+  case F8E4M3FN:
+    return "e4m3";
+  case F8E5M2:
+    return "e5m2";
+  case I32:
+    return "i32";
+  case I64:
+    return "i64";
+  case U8:
+    return "u8";
+  default:
+    return "?";
+  }
+}
+
+uint64_t dtypeBytes(DType dtype) {
+  switch (dtype) {
+  case F32:
+  case I32:
+    return 4;
+  case BF16:
+  case F16:
+    return 2;
+  case F8E4M3FN:
+  case F8E5M2:
+  case U8:
+    return 1;
+  case I64:
+    return 8;
+  default:
+    return 0;
+  }
+}
+
+const char *slotKindName(SlotKind kind) {
+  switch (kind) {
+  case PARAMETER:
+    return "parameter";
+  case GRADIENT:
+    return "gradient";
+  case OPTIMIZER_STATE:
+    return "optimizer";
+  case FP8_STATE:
+    return "fp8-state";
+  case WEIGHT_CACHE:
+    return "weight-cache";
+  case ACTIVATION:
+    return "activation";
+  case IO:
+    return "io";
+  case WORKSPACE:
+    return "workspace";
+  case SCRATCH:
+    return "scratch";
+  default:
+    return "?";
+  }
+}
+
+const char *roleName(GemmRole role) {
+  switch (role) {
+  case FPROP:
+    return "fprop";
+  case DGRAD:
+    return "dgrad";
+  case WGRAD:
+    return "wgrad";
+  default:
+    return "-";
+  }
+}
+
+const char *programKindName(ProgramKind kind) {
+  switch (kind) {
+  case TRAIN_MICROBATCH:
+    return "train-microbatch";
+  case OPTIMIZER_STEP:
+    return "optimizer-step";
+  case EVAL:
+    return "eval";
+  case INIT:
+    return "init";
+  default:
+    return "?";
+  }
+}
+
+const char *epilogueName(GemmEpilogue epilogue) {
+  switch (epilogue) {
+  case EPILOGUE_NONE:
+    return "none";
+  case EPILOGUE_BIAS:
+    return "bias";
+  case EPILOGUE_GELU:
+    return "gelu";
+  case EPILOGUE_BIAS_GELU:
+    return "bias+gelu";
+  case EPILOGUE_GELU_AUX:
+    return "gelu-aux";
+  case EPILOGUE_BIAS_GELU_AUX:
+    return "bias+gelu-aux";
+  case EPILOGUE_BIAS_GRAD:
+    return "bias-grad";
+  default:
+    return "?";
+  }
+}
+
+} // namespace octet::bundle

@@ -1,0 +1,195 @@
+#include "bundle/Describe.h"
+
+#include "bundle/Bundle.h"
+#include "support/Sha256.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace octet::bundle {
+namespace {
+
+std::string shapeString(const google::protobuf::RepeatedField<int64_t> &s) {
+  std::string out = "[";
+  for (int i = 0; i < s.size(); ++i) {
+    if (i)
+      out += ", ";
+    out += std::to_string(s[i]);
+  }
+  return out + "]";
+}
+
+std::string pad(std::string s, size_t width) {
+  if (s.size() < width)
+    s.append(width - s.size(), ' ');
+  return s;
+}
+
+} // namespace
+
+void describeBuild(const Bundle &b, std::ostream &os) {
+  const BuildInfo &bi = b.build();
+  os << "bundle format " << b.format_version() << ", compiled by octet "
+     << (b.compiler_version().empty() ? "?" : b.compiler_version()) << "\n";
+  os << "content hash  " << toHex(b.content_hash()) << "\n";
+  os << "model         " << (bi.model_name().empty() ? "?" : bi.model_name())
+     << " (spec: " << (bi.spec_format().empty() ? "?" : bi.spec_format())
+     << ", " << bi.spec_text().size() << " bytes)\n";
+  os << "target        " << (bi.target().empty() ? "?" : bi.target())
+     << ", world size " << b.world_size() << "\n";
+  if (bi.options_size()) {
+    os << "options      ";
+    for (const Option &o : bi.options())
+      os << " " << o.key() << "=" << o.value();
+    os << "\n";
+  }
+  uint64_t params = 0;
+  for (const Parameter &p : b.parameters()) {
+    uint64_t n = 1;
+    for (int64_t d : p.shape())
+      n *= uint64_t(d);
+    params += n;
+  }
+  os << "parameters    " << b.parameters_size() << " tensors, " << params
+     << " elements\n";
+  const Schedule &s = b.schedule();
+  if (s.seq_len())
+    os << "schedule      micro-batch " << s.micro_batch_size() << " x seq "
+       << s.seq_len() << ", accumulate " << s.grad_accum_steps() << ", "
+       << s.steps() << " steps, lr " << s.lr() << "\n";
+}
+
+void describePrecision(const Bundle &b, std::ostream &os) {
+  os << "precision (" << b.precision_size() << " GEMMs)\n";
+  if (b.precision_size() == 0)
+    return;
+  os << "  " << pad("parameter", 40) << pad("role", 7) << pad("A", 6)
+     << pad("B", 6) << pad("D", 6) << pad("recipe", 11) << "why\n";
+  for (const PrecisionEntry &e : b.precision())
+    os << "  " << pad(e.param(), 40) << pad(roleName(e.role()), 7)
+       << pad(dtypeName(e.a_type()), 6) << pad(dtypeName(e.b_type()), 6)
+       << pad(dtypeName(e.d_type()), 6) << pad(e.recipe(), 11) << e.reason()
+       << "\n";
+}
+
+void describePlan(const Bundle &b, std::ostream &os, int maxSlots) {
+  const MemoryPlan &plan = b.plan();
+  uint64_t total = 0;
+  for (const Arena &a : plan.arenas())
+    total += a.bytes();
+  os << "memory plan: " << humanBytes(total) << " in " << plan.arenas_size()
+     << " arena(s), " << plan.slots_size() << " slots; peak live "
+     << humanBytes(plan.peak_live_bytes()) << "\n";
+  for (int i = 0; i < plan.arenas_size(); ++i) {
+    const Arena &a = plan.arenas(i);
+    os << "  arena " << i << " '" << a.name() << "': " << humanBytes(a.bytes())
+       << " (" << a.bytes() << " bytes), stream " << a.stream()
+       << ", alignment " << a.alignment() << "\n";
+  }
+  // Persistent kinds are summed by their bytes; activations share space
+  // through liveness, so their sum exceeds what they occupy.
+  std::map<int, std::pair<uint64_t, int>> byKind;
+  for (const Slot &s : plan.slots()) {
+    auto &e = byKind[int(s.kind())];
+    e.first += s.bytes();
+    e.second += 1;
+  }
+  os << "  by kind (sum of slot sizes; activations overlap in time):\n";
+  for (auto &[kind, e] : byKind)
+    os << "    " << pad(slotKindName(SlotKind(kind)), 14)
+       << pad(humanBytes(e.first), 12) << e.second << " slots\n";
+  std::vector<int> order(size_t(plan.slots_size()));
+  for (int i = 0; i < plan.slots_size(); ++i)
+    order[size_t(i)] = i;
+  std::stable_sort(order.begin(), order.end(), [&](int x, int y) {
+    return plan.slots(x).bytes() > plan.slots(y).bytes();
+  });
+  size_t shown = maxSlots > 0 ? std::min(order.size(), size_t(maxSlots))
+                              : order.size();
+  os << "  " << (shown == order.size() ? "slots" : "largest slots")
+     << " (offset, bytes, kind, dtype, shape, live steps):\n";
+  for (size_t i = 0; i < shown; ++i) {
+    const Slot &s = plan.slots(order[i]);
+    char off[32];
+    std::snprintf(off, sizeof off, "%12llu", (unsigned long long)s.offset());
+    os << "    " << pad(s.name(), 40) << off << "  "
+       << pad(humanBytes(s.bytes()), 11) << pad(slotKindName(s.kind()), 13)
+       << pad(dtypeName(s.dtype()), 5) << pad(shapeString(s.shape()), 18);
+    if (!s.program().empty())
+      os << s.program() << "[" << s.first_step() << ", " << s.last_step()
+         << "]";
+    else
+      os << "persistent";
+    os << "\n";
+  }
+}
+
+void describeKernels(const Bundle &b, std::ostream &os) {
+  std::vector<int> launches(size_t(b.kernels_size()), 0);
+  std::vector<int> calls(size_t(b.gemms_size()), 0);
+  for (const RankProgram &rp : b.ranks())
+    for (const Program &p : rp.programs())
+      for (const Step &s : p.steps()) {
+        if (s.has_launch() && s.launch().kernel() < launches.size())
+          ++launches[s.launch().kernel()];
+        if (s.has_gemm() && s.gemm().gemm() < calls.size())
+          ++calls[s.gemm().gemm()];
+      }
+  os << "modules (" << b.modules_size() << ")\n";
+  for (const Module &m : b.modules())
+    os << "  " << pad(m.name(), 32) << "PTX " << humanBytes(m.ptx().size())
+       << (m.cubin().empty() ? std::string(", no cubin")
+                             : ", cubin " + m.cubin_arch() + " " +
+                                   humanBytes(m.cubin().size()))
+       << "\n";
+  os << "kernels (" << b.kernels_size() << ")\n";
+  for (int i = 0; i < b.kernels_size(); ++i) {
+    const Kernel &k = b.kernels(i);
+    os << "  " << pad(k.symbol(), 40) << " " << pad(std::to_string(launches[size_t(i)]) +
+                                                 " launches",
+                                             14)
+       << k.summary() << (k.missing_code() ? "  [no code]" : "") << "\n";
+  }
+  os << "GEMMs (" << b.gemms_size() << ")\n";
+  for (int i = 0; i < b.gemms_size(); ++i) {
+    const GemmDescriptor &g = b.gemms(i);
+    char shape[96];
+    std::snprintf(shape, sizeof shape, "%lldx%lldx%lld",
+                  (long long)g.m(), (long long)g.n(), (long long)g.k());
+    os << "  " << pad(g.name(), 36) << " " << pad(roleName(g.role()), 7)
+       << pad(shape, 20) << dtypeName(g.a_type()) << "x"
+       << dtypeName(g.b_type()) << "->" << dtypeName(g.d_type())
+       << " epilogue " << epilogueName(g.epilogue())
+       << (g.fast_accum() ? " fast-accum" : "")
+       << (g.accumulate() ? " accumulate" : "")
+       << (g.algorithm().empty() ? " algo: heuristic at load"
+                                 : " algo: recorded")
+       << ", " << calls[size_t(i)] << " calls\n";
+  }
+}
+
+void describePrograms(const Bundle &b, std::ostream &os) {
+  for (const RankProgram &rp : b.ranks()) {
+    os << "rank " << rp.rank() << " (stage " << rp.stage() << ")\n";
+    for (const Program &p : rp.programs()) {
+      int launches = 0, gemms = 0, other = 0;
+      for (const Step &s : p.steps()) {
+        if (s.has_launch())
+          ++launches;
+        else if (s.has_gemm())
+          ++gemms;
+        else
+          ++other;
+      }
+      os << "  " << pad(programKindName(p.kind()), 18) << pad(p.name(), 20)
+         << p.steps_size() << " steps: " << launches << " kernels, " << gemms
+         << " GEMMs, " << other << " other"
+         << (p.capturable() ? ", CUDA-graph capturable" : "") << "\n";
+    }
+  }
+}
+
+} // namespace octet::bundle

@@ -1,0 +1,29 @@
+#ifndef OCTET_BUNDLE_INITVALUES_H
+#define OCTET_BUNDLE_INITVALUES_H
+
+// The initial value of a parameter or state tensor as its bundle Init says,
+// computed on the host exactly as the reference interpreter computes it
+// (bundle.proto, message Init, gives the generator), so a GPU run and a CPU
+// run start from the same bits.
+
+#include "bundle/bundle.pb.h"
+#include "support/Status.h"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace octet::bundle {
+
+// The per-tensor seed the compiler stores in Init.seed: the spec's seed
+// XOR the FNV-1a hash of the tensor's name.
+uint64_t initSeed(uint64_t specSeed, std::string_view name);
+
+// `elements` values in `dtype`, little-endian, ready for a slot. `what`
+// names the tensor in errors (a NORMAL init of an integer or FP8 tensor).
+StatusOr<std::string> initialBytes(const Init &init, DType dtype,
+                                   uint64_t elements, const std::string &what);
+
+} // namespace octet::bundle
+
+#endif

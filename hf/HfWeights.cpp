@@ -1,0 +1,325 @@
+#include "hf/HfWeights.h"
+
+#include "support/Numerics.h"
+
+#include <cmath>
+#include <cstring>
+#include <set>
+
+namespace octet::checkpoint {
+
+namespace {
+
+std::string shapeText(const std::vector<int64_t> &shape) {
+  std::string out = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    out += (i ? ", " : "") + std::to_string(shape[i]);
+  return out + "]";
+}
+
+int64_t rowSize(const std::vector<int64_t> &shape) {
+  int64_t n = 1;
+  for (size_t i = 1; i < shape.size(); ++i)
+    n *= shape[i];
+  return n;
+}
+
+int64_t elementCount(const std::vector<int64_t> &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+// The HF tensor's shape as the parameter sees it: its row count along
+// dimension 0 and the parameter's trailing dimensions.
+std::vector<int64_t> orientedShape(const HfParameterLayout &layout,
+                                   const HfPiece &piece) {
+  std::vector<int64_t> shape = layout.shape;
+  if (shape.empty())
+    return shape;
+  auto rows = layout.hfRows.find(piece.hfName);
+  shape[0] = rows != layout.hfRows.end() ? rows->second : piece.rows;
+  return shape;
+}
+
+std::vector<int64_t> storedShape(std::vector<int64_t> oriented,
+                                 bool transpose) {
+  if (transpose && oriented.size() == 2)
+    std::swap(oriented[0], oriented[1]);
+  return oriented;
+}
+
+std::vector<float> transposed(const std::vector<float> &in, int64_t rows,
+                              int64_t cols) {
+  std::vector<float> out(in.size());
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c)
+      out[c * rows + r] = in[r * cols + c];
+  return out;
+}
+
+// Checks that the pieces of a layout tile its rows, so a bad layout is an
+// internal error rather than garbage in a parameter.
+Status checkLayout(const HfParameterLayout &layout) {
+  int64_t rows = layout.shape.empty() ? 1 : layout.shape[0];
+  std::vector<bool> covered(static_cast<size_t>(rows), false);
+  for (const HfPiece &p : layout.pieces) {
+    bool ok = p.rows > 0 && p.paramRow >= 0 && p.paramRow + p.rows <= rows &&
+              p.hfRow >= 0 && !p.hfName.empty() &&
+              (!p.transpose || layout.shape.size() == 2);
+    auto hfRows = layout.hfRows.find(p.hfName);
+    int64_t limit = hfRows != layout.hfRows.end() ? hfRows->second : p.rows;
+    ok = ok && p.hfRow + p.rows <= limit;
+    for (int64_t r = p.paramRow; ok && r < p.paramRow + p.rows; ++r) {
+      ok = !covered[r];
+      covered[r] = true;
+    }
+    if (!ok)
+      return Status::error("internal error: the checkpoint layout of "
+                           "parameter \"" +
+                           layout.name + "\" has a bad piece (" + p.hfName +
+                           ")");
+  }
+  for (bool c : covered)
+    if (!c)
+      return Status::error("internal error: the checkpoint layout of "
+                           "parameter \"" +
+                           layout.name + "\" leaves rows without a source");
+  return Status::ok();
+}
+
+bool isRecomputedBuffer(const std::string &name) {
+  const std::string suffix = "rotary_emb.inv_freq";
+  return name.size() >= suffix.size() &&
+         name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+} // namespace
+
+HfParameterLayout singleTensorLayout(const std::string &name,
+                                     std::vector<int64_t> shape,
+                                     const std::string &hfName) {
+  HfParameterLayout layout;
+  layout.name = name;
+  layout.shape = std::move(shape);
+  HfPiece piece;
+  piece.hfName = hfName;
+  piece.rows = layout.shape.empty() ? 1 : layout.shape[0];
+  layout.pieces.push_back(piece);
+  return layout;
+}
+
+StatusOr<HfWeights> loadHfWeights(const CheckpointReader &reader,
+                                  const std::vector<HfParameterLayout> &layouts,
+                                  const std::string &source) {
+  HfWeights out;
+  std::set<std::string> used;
+  std::vector<std::string> missing;
+  for (const HfParameterLayout &layout : layouts) {
+    if (Status s = checkLayout(layout); !s)
+      return s;
+    for (const HfPiece &p : layout.pieces) {
+      used.insert(p.hfName);
+      if (!reader.find(p.hfName))
+        missing.push_back("\"" + p.hfName + "\" (parameter \"" + layout.name +
+                          "\")");
+    }
+  }
+  if (!missing.empty()) {
+    std::string list;
+    for (size_t i = 0; i < missing.size() && i < 8; ++i)
+      list += (i ? ", " : "") + missing[i];
+    if (missing.size() > 8)
+      list += " and " + std::to_string(missing.size() - 8) + " more";
+    return Status::error(
+        source + " lacks " + std::to_string(missing.size()) + " tensor" +
+        (missing.size() == 1 ? "" : "s") + " the model needs: " + list +
+        "; the checkpoint and the model config (config.json or the spec) "
+        "describe different models");
+  }
+
+  // Every tensor of the checkpoint must go somewhere.
+  for (const std::string &name : reader.tensorNames()) {
+    if (used.count(name))
+      continue;
+    if (isRecomputedBuffer(name)) {
+      out.skipped[name] = "recomputed from rope_theta";
+      continue;
+    }
+    const TensorInfo *info = reader.find(name);
+    const TensorInfo *embed = reader.find("model.embed_tokens.weight");
+    if (name == "lm_head.weight" && used.count("model.embed_tokens.weight") &&
+        embed->dtype == info->dtype && embed->shape == info->shape &&
+        std::memcmp(reader.tensorData(name),
+                    reader.tensorData("model.embed_tokens.weight"),
+                    info->end - info->begin) == 0) {
+      out.skipped[name] = "a copy of model.embed_tokens.weight (tied)";
+      continue;
+    }
+    std::string hint =
+        name == "lm_head.weight"
+            ? "; the model ties its LM head to the embedding "
+              "(tie_word_embeddings) but this lm_head.weight differs from "
+              "model.embed_tokens.weight: set tie_word_embeddings false"
+            : "; the checkpoint and the model config (config.json or the "
+              "spec) describe different models";
+    return Status::error(reader.fileOf(name) + " holds tensor \"" + name +
+                         "\" " + shapeText(info->shape) +
+                         ", which no parameter of the model takes" + hint);
+  }
+
+  std::map<std::string, std::vector<float>> widened;
+  auto load =
+      [&](const std::string &name, const HfParameterLayout &layout,
+          const HfPiece &piece) -> StatusOr<const std::vector<float> *> {
+    const TensorInfo *info = reader.find(name);
+    std::vector<int64_t> expected =
+        storedShape(orientedShape(layout, piece), piece.transpose);
+    if (info->shape != expected)
+      return Status::error(
+          reader.fileOf(name) + ": tensor \"" + name + "\" has shape " +
+          shapeText(info->shape) + ", but parameter \"" + layout.name +
+          "\" needs " + shapeText(expected) +
+          " from the model config (config.json or the spec); the two "
+          "describe different models");
+    auto cached = widened.find(name);
+    if (cached != widened.end())
+      return &cached->second;
+    const uint8_t *data = reader.tensorData(name);
+    size_t count = static_cast<size_t>(info->elementCount());
+    std::vector<float> values(count);
+    switch (info->dtype) {
+    case DType::F32:
+      std::memcpy(values.data(), data, count * 4);
+      break;
+    case DType::BF16:
+    case DType::F16:
+      for (size_t i = 0; i < count; ++i) {
+        uint16_t bits;
+        std::memcpy(&bits, data + 2 * i, 2);
+        values[i] = info->dtype == DType::BF16 ? numerics::decodeBF16(bits)
+                                               : numerics::decodeF16(bits);
+      }
+      break;
+    default:
+      return Status::error(reader.fileOf(name) + ": tensor \"" + name +
+                           "\" is " + dtypeName(info->dtype) +
+                           "; octet loads F32, BF16 and F16 weights (convert "
+                           "the checkpoint with torch first)");
+    }
+    if (piece.transpose)
+      values = transposed(values, info->shape[0], info->shape[1]);
+    out.dtypes[name] = info->dtype;
+    return &(widened[name] = std::move(values));
+  };
+
+  for (const HfParameterLayout &layout : layouts) {
+    std::vector<float> values(static_cast<size_t>(elementCount(layout.shape)));
+    int64_t row = rowSize(layout.shape);
+    for (const HfPiece &piece : layout.pieces) {
+      StatusOr<const std::vector<float> *> hf =
+          load(piece.hfName, layout, piece);
+      if (!hf)
+        return hf.status();
+      std::memcpy(values.data() + piece.paramRow * row,
+                  (*hf)->data() + piece.hfRow * row,
+                  sizeof(float) * piece.rows * row);
+    }
+    out.parameters[layout.name] = std::move(values);
+  }
+  return out;
+}
+
+StatusOr<std::vector<NamedTensor>>
+exportHfTensors(const std::map<std::string, std::vector<float>> &parameters,
+                const std::vector<HfParameterLayout> &layouts,
+                const std::map<std::string, DType> &dtypes) {
+  struct Assembly {
+    std::vector<int64_t> oriented;
+    bool transpose = false;
+    std::vector<float> values;
+    std::vector<bool> rowsFilled;
+  };
+  std::vector<std::string> order;
+  std::map<std::string, Assembly> byName;
+  for (const HfParameterLayout &layout : layouts) {
+    if (Status s = checkLayout(layout); !s)
+      return s;
+    auto found = parameters.find(layout.name);
+    if (found == parameters.end() ||
+        int64_t(found->second.size()) != elementCount(layout.shape))
+      return Status::error("no values of shape " + shapeText(layout.shape) +
+                           " for parameter \"" + layout.name + "\" to export");
+    int64_t row = rowSize(layout.shape);
+    for (const HfPiece &piece : layout.pieces) {
+      std::vector<int64_t> oriented = orientedShape(layout, piece);
+      auto [it, inserted] = byName.try_emplace(piece.hfName);
+      Assembly &a = it->second;
+      if (inserted) {
+        order.push_back(piece.hfName);
+        a.oriented = oriented;
+        a.transpose = piece.transpose;
+        a.values.resize(static_cast<size_t>(elementCount(oriented)));
+        a.rowsFilled.assign(oriented.empty() ? 1 : oriented[0], false);
+      } else if (a.oriented != oriented || a.transpose != piece.transpose) {
+        return Status::error("internal error: parameters disagree on the "
+                             "shape of HF tensor \"" +
+                             piece.hfName + "\"");
+      }
+      for (int64_t r = piece.hfRow; r < piece.hfRow + piece.rows; ++r) {
+        if (a.rowsFilled[r])
+          return Status::error("internal error: two parameters write row " +
+                               std::to_string(r) + " of HF tensor \"" +
+                               piece.hfName + "\"");
+        a.rowsFilled[r] = true;
+      }
+      std::memcpy(a.values.data() + piece.hfRow * row,
+                  found->second.data() + piece.paramRow * row,
+                  sizeof(float) * piece.rows * row);
+    }
+  }
+
+  std::vector<NamedTensor> out;
+  for (const std::string &name : order) {
+    Assembly &a = byName[name];
+    for (bool filled : a.rowsFilled)
+      if (!filled)
+        return Status::error("HF tensor \"" + name +
+                             "\" is only partly covered by the model's "
+                             "parameters; cannot export it");
+    std::vector<int64_t> shape = storedShape(a.oriented, a.transpose);
+    if (a.transpose)
+      a.values = transposed(a.values, a.oriented[0], a.oriented[1]);
+    auto dt = dtypes.find(name);
+    DType dtype = dt == dtypes.end() ? DType::F32 : dt->second;
+    NamedTensor t;
+    t.name = name;
+    t.dtype = dtype;
+    t.shape = shape;
+    size_t count = a.values.size();
+    switch (dtype) {
+    case DType::F32:
+      t.data.resize(count * 4);
+      std::memcpy(t.data.data(), a.values.data(), count * 4);
+      break;
+    case DType::BF16:
+    case DType::F16:
+      t.data.resize(count * 2);
+      for (size_t i = 0; i < count; ++i) {
+        uint16_t bits = dtype == DType::BF16 ? numerics::encodeBF16(a.values[i])
+                                             : numerics::encodeF16(a.values[i]);
+        std::memcpy(t.data.data() + 2 * i, &bits, 2);
+      }
+      break;
+    default:
+      return Status::error(std::string("cannot export HF tensor \"") + name +
+                           "\" as " + dtypeName(dtype) +
+                           "; octet writes F32, BF16 or F16");
+    }
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+} // namespace octet::checkpoint

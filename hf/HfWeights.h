@@ -1,0 +1,92 @@
+#ifndef OCTET_HF_HFWEIGHTS_H
+#define OCTET_HF_HFWEIGHTS_H
+
+// Parameters in and out of Hugging Face checkpoints, without MLIR: the
+// caller describes where each parameter lives (HfParameterLayout, read off
+// the graph's variables by compiler/Checkpoint), and this file moves the
+// numbers, checking every shape and dtype on the way.
+//
+// A parameter is float32 in octet's orientation. It comes from HF tensors
+// in one of three ways:
+//   - one tensor, same shape (every Llama parameter);
+//   - several tensors stacked along dimension 0 (a fused QKV or gate/up
+//     variable: q_proj, k_proj, v_proj in that order);
+//   - rows of one tensor, after an optional transpose (GPT-2's Conv1D
+//     c_attn holds q, k and v side by side).
+// Rotary embeddings need no permutation: HF's Llama checkpoints are in the
+// rotate-half layout that graph.rope computes (pairs i and i + head_dim/2),
+// which tests/unit/checkpoint/HfRoundTripTest.cpp checks against
+// transformers' logits. Checkpoints in Meta's original interleaved layout
+// must go through transformers' conversion script first.
+//
+// F32, BF16 and F16 tensors are widened to float32 exactly; the dtype each
+// HF tensor had is kept, so that an export writes the same bits back.
+
+#include "hf/Safetensors.h"
+#include "support/Status.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace octet::checkpoint {
+
+// One slice of a parameter: rows [paramRow, paramRow + rows) of the
+// parameter are rows [hfRow, hfRow + rows) of HF tensor `hfName` (after
+// transposing it when `transpose`).
+struct HfPiece {
+  std::string hfName;
+  int64_t hfRow = 0;
+  int64_t paramRow = 0;
+  int64_t rows = 0;
+  bool transpose = false;
+};
+
+struct HfParameterLayout {
+  std::string name;           // octet's
+  std::vector<int64_t> shape; // octet's
+  std::vector<HfPiece> pieces;
+  // The rows the HF tensor has along dimension 0 (after the transpose), by
+  // name, when a piece covers only part of it (GPT-2's c_attn: 3 × hidden).
+  std::map<std::string, int64_t> hfRows;
+};
+
+// The layout of a parameter stored as one HF tensor of the same shape.
+HfParameterLayout singleTensorLayout(const std::string &name,
+                                     std::vector<int64_t> shape,
+                                     const std::string &hfName);
+
+struct HfWeights {
+  // Octet name → values, row-major in the parameter's shape.
+  std::map<std::string, std::vector<float>> parameters;
+  // HF name → the dtype it was stored in.
+  std::map<std::string, DType> dtypes;
+  // HF tensors that were present and deliberately not loaded (rotary
+  // inverse frequencies, which are recomputed; a tied lm_head.weight that
+  // equals the embedding bit for bit), with the reason.
+  std::map<std::string, std::string> skipped;
+};
+
+// Loads every parameter of `layouts` from `reader`, which was opened on
+// `source` (named in errors when no single file is at fault). Errors, each
+// naming the tensor and its file: a parameter's tensor is missing; the
+// checkpoint holds a tensor no parameter takes; a shape differs from the
+// one the model's config implies; a dtype is neither F32, BF16 nor F16.
+StatusOr<HfWeights> loadHfWeights(const CheckpointReader &reader,
+                                  const std::vector<HfParameterLayout> &layouts,
+                                  const std::string &source);
+
+// The HF tensors the parameters make, under their HF names, in the dtype
+// `dtypes` gives for each (F32 where it names none). Rounding to BF16/F16 is
+// to nearest, ties to even (support/Numerics, which has no
+// MLIR); values that were loaded from that dtype come back bit for bit.
+// `parameters` must hold every layout's values.
+StatusOr<std::vector<NamedTensor>>
+exportHfTensors(const std::map<std::string, std::vector<float>> &parameters,
+                const std::vector<HfParameterLayout> &layouts,
+                const std::map<std::string, DType> &dtypes);
+
+} // namespace octet::checkpoint
+
+#endif
