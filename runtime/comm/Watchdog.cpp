@@ -85,9 +85,11 @@ void Watchdog::run() {
                          [&] { return stopping_; }))
         return;
     }
-    bool fromStore = false;
-    std::string cause;
-    {
+    // The store first: when a rank dies, the others' communicators fail
+    // too, and the store's notice is the one that names it.
+    std::string cause = storeNotice();
+    bool fromStore = !cause.empty();
+    if (cause.empty()) {
       // Polled under the lock, so unwatch() returns only once its object
       // is no longer in use here.
       std::lock_guard<std::mutex> lock(mutex_);
@@ -99,15 +101,13 @@ void Watchdog::run() {
         }
       }
     }
-    if (cause.empty() && store_) {
-      int64_t step = lastStep_.load(std::memory_order_relaxed);
-      if (step != publishedStep_ &&
-          store_->set(stepKey(options_.rank), std::to_string(step)))
-        publishedStep_ = step;
-      auto notice = store_->failureNotice();
-      if (!notice || !notice->empty()) {
+    if (!cause.empty() && !fromStore && store_) {
+      // A peer's death may reach NCCL a moment before the store.
+      std::this_thread::sleep_for(options_.pollInterval);
+      std::string notice = storeNotice();
+      if (!notice.empty()) {
+        cause = notice;
         fromStore = true;
-        cause = notice ? *notice : notice.status().message();
       }
     }
     if (cause.empty() && options_.stepTimeout.count() > 0) {
@@ -121,6 +121,19 @@ void Watchdog::run() {
       return;
     }
   }
+}
+
+// The job's failure notice, or why the store cannot be asked ("" while all
+// is well); publishes this rank's last step on the way.
+std::string Watchdog::storeNotice() {
+  if (!store_)
+    return "";
+  int64_t step = lastStep_.load(std::memory_order_relaxed);
+  if (step != publishedStep_ &&
+      store_->set(stepKey(options_.rank), std::to_string(step)))
+    publishedStep_ = step;
+  auto notice = store_->failureNotice();
+  return notice ? *notice : notice.status().message();
 }
 
 // The step timeout's message: this rank's last step and, where the store

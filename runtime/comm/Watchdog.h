@@ -106,6 +106,7 @@ public:
 private:
   explicit Watchdog(WatchdogOptions options) : options_(std::move(options)) {}
   void run();
+  std::string storeNotice();
   std::string stepTimeoutCause();
   void fire(const std::string &cause, bool fromStore);
 

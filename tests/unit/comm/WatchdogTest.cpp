@@ -120,6 +120,15 @@ TEST_F(WatchdogTest, AnAsyncErrorAbortsEveryCommunicatorAndTellsTheStore) {
       mentions(rank[0]->failureNotice().value(), "rank 1: communicator 'pp'"));
 }
 
+TEST_F(WatchdogTest, ALostRankIsTheCauseOfTheCommunicatorErrorItBrings) {
+  FakeComm world("world");
+  world.failing = true;
+  rank[1].reset(); // both at once: the notice names the cause
+  auto dog = start(0);
+  dog->watch(&world);
+  EXPECT_TRUE(mentions(waitForExit(), "the job failed: rank 1 is lost"));
+}
+
 TEST_F(WatchdogTest, TheStoreHostGoneIsRankZeroLost) {
   auto dog = start(1);
   rank[0].reset();
