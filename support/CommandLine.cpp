@@ -46,8 +46,8 @@ public:
     if (!positionals.empty()) {
       out << "\narguments:\n";
       for (const CLI::Option *o : positionals)
-        CLI::detail::format_help(out, o->get_name(), o->get_description(),
-                                 kNameColumn);
+        CLI::detail::format_help(out, positionalName(*o),
+                                 o->get_description(), kNameColumn);
     }
     out << "\noptions:\n";
     for (const CLI::Option *o : options)
@@ -73,6 +73,14 @@ private:
     return house ? house->text().summary : app.get_description();
   }
 
+  static bool takesValue(const CLI::Option &o) {
+    return o.get_type_size_max() > 0 && !o.get_type_name().empty();
+  }
+
+  static std::string positionalName(const CLI::Option &o) {
+    return o.get_option_text().empty() ? o.get_name() : o.get_option_text();
+  }
+
   // "-o, --out DIR", "--resume".
   static std::string namesOf(const CLI::Option &o) {
     std::string names;
@@ -80,7 +88,7 @@ private:
       names += (names.empty() ? "-" : ", -") + s;
     for (const std::string &l : o.get_lnames())
       names += (names.empty() ? "--" : ", --") + l;
-    if (o.get_type_size_max() > 0)
+    if (takesValue(o))
       names += " " + o.get_type_name();
     return names;
   }
@@ -89,7 +97,7 @@ private:
   static std::string usageItem(const CLI::Option &o) {
     std::string name = o.get_snames().empty() ? "--" + o.get_lnames().front()
                                               : "-" + o.get_snames().front();
-    if (o.get_type_size_max() > 0)
+    if (takesValue(o))
       name += " " + o.get_type_name();
     return "[" + name + "]";
   }
@@ -100,8 +108,7 @@ private:
     std::vector<std::string> items;
     for (const CLI::Option *o : app.get_options(
              [](const CLI::Option *o) { return o->get_positional(); }))
-      items.push_back(o->get_option_text().empty() ? o->get_name()
-                                                   : o->get_option_text());
+      items.push_back(positionalName(*o));
     if (!commandsOf(app).empty())
       items.push_back("<command> [options]");
     for (const CLI::Option *o : app.get_options([&](const CLI::Option *o) {
@@ -291,14 +298,22 @@ CLI::Option *addCount(CLI::App &app, const std::string &name, int &out,
 CLI::Option *addValue(CLI::App &app, const std::string &name,
                       std::string &out, const std::string &valueName,
                       const std::string &help) {
+  return addValue(
+      app, name, [&out](const std::string &text) { out = text; }, valueName,
+      help);
+}
+
+CLI::Option *addValue(CLI::App &app, const std::string &name,
+                      std::function<void(const std::string &)> set,
+                      const std::string &valueName, const std::string &help) {
   std::string flag = displayName(name);
   CLI::Option *option = app.add_option_function<std::string>(
       name,
-      [&out, flag, valueName](const std::string &text) {
+      [set, flag, valueName](const std::string &text) {
         if (text.empty())
           throw CLI::ValidationError(flag + " needs a value (" + valueName +
                                      ")");
-        out = text;
+        set(text);
       },
       help);
   option->type_name(valueName);

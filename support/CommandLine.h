@@ -12,6 +12,7 @@
 // options include CLI11; this header forward-declares it.
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -88,6 +89,11 @@ CLI::Option *addCount(CLI::App &app, const std::string &name, int &out,
 CLI::Option *addValue(CLI::App &app, const std::string &name,
                       std::string &out, const std::string &valueName,
                       const std::string &help);
+// The same, handing the value to `set` (which may throw
+// CLI::ValidationError with its own one-line message).
+CLI::Option *addValue(CLI::App &app, const std::string &name,
+                      std::function<void(const std::string &)> set,
+                      const std::string &valueName, const std::string &help);
 // One of `choices`: "--dtype takes source, f32, bf16 or f16; got 'x'".
 CLI::Option *addChoice(CLI::App &app, const std::string &name,
                        std::string &out,

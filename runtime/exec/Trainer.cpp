@@ -692,7 +692,7 @@ struct Trainer::Impl {
   Status loadWeights(const std::string &path) {
     auto reader = ckpt::CheckpointReader::open(path);
     if (!reader)
-      return reader.status().withContext("--init-weights");
+      return reader.status().withContext("--init-from");
     // Parameters are found by HF name, else by octet name.
     std::map<std::string, std::string> octetNames;
     for (size_t i = 0; i < modelEntries.size(); ++i)
@@ -822,7 +822,7 @@ Status Trainer::start(TrainResult &result) {
             ": no evaluation");
   // Fresh start (bundle.proto, ProgramKind INIT): the host writes every
   // parameter and state tensor from its Init (parameters from
-  // --init-weights when given), then INIT derives what the compiler
+  // --init-from when given), then INIT derives what the compiler
   // computes from them. A resumed run restores every persistent slot from
   // the checkpoint instead and skips INIT. Either way the gradient
   // accumulators start at zero.

@@ -394,8 +394,14 @@ TEST(TrainData, SyntheticBatchesResumeFromTheirPosition) {
 namespace octet::test {
 namespace {
 
+// A usage error as a Status carrying its one line; help and version are not
+// asked for here.
 StatusOr<RunArgs> parse(std::vector<std::string> args) {
-  return parseRunArgs(args);
+  RunArgs a;
+  cli::Outcome outcome = parseRunArgs(args, a);
+  if (outcome.isUsageError())
+    return Status::error(outcome.text());
+  return a;
 }
 
 TEST(RunArgs, ParsesATrainingRun) {
@@ -427,7 +433,7 @@ TEST(RunArgs, UsageErrorsSayWhatIsWrong) {
       {{"x.octet", "--data"}, "--data needs a value"},
       {{"x.octet", "--synthetic", "--data", "p"}, "give one of --synthetic"},
       {{"x.octet", "--resume"}, "--resume needs --checkpoint-dir"},
-      {{"x.octet", "--resume", "--checkpoint-dir", "d", "--init-weights", "w"},
+      {{"x.octet", "--resume", "--checkpoint-dir", "d", "--init-from", "w"},
        "give one"},
       {{"x.octet", "--eval-data", "p"}, "held-out split of --data"},
       {{"x.octet", "--frobnicate"}, "unknown option --frobnicate"},
