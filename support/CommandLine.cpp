@@ -15,6 +15,8 @@ namespace octet::cli {
 namespace {
 
 constexpr size_t kNameColumn = 26;
+// The group of options shown without brackets in the usage line.
+constexpr const char *kRequiredGroup = "required";
 constexpr size_t kWidth = 79;
 
 // The house help layout: a usage line made from the options, the
@@ -93,13 +95,14 @@ private:
     return names;
   }
 
-  // "[-o DIR]", "[--resume]": the option's first name and what it takes.
+  // "[-o DIR]", "[--resume]": the option's first name and what it takes;
+  // no brackets when it is required.
   static std::string usageItem(const CLI::Option &o) {
     std::string name = o.get_snames().empty() ? "--" + o.get_lnames().front()
                                               : "-" + o.get_snames().front();
     if (takesValue(o))
       name += " " + o.get_type_name();
-    return "[" + name + "]";
+    return o.get_group() == kRequiredGroup ? name : "[" + name + "]";
   }
 
   // "usage: octet compile SPEC [--train-spec FILE] ...", wrapped under the
@@ -210,6 +213,9 @@ std::string rewrite(const CLI::ParseError &error, const CLI::App &where) {
     for (const CLI::App *sub : where.get_subcommands(
              [](const CLI::App *s) { return !s->get_name().empty(); }))
       names += (names.empty() ? "" : ", ") + sub->get_name();
+    std::vector<std::string> left = where.remaining();
+    if (!left.empty() && !left.front().empty() && left.front()[0] != '-')
+      return "unknown command '" + left.front() + "'; the commands: " + names;
     return "name a command: " + names;
   }
   return message;
@@ -352,6 +358,10 @@ CLI::Option *addPositionals(CLI::App &app, const std::string &name,
                             std::vector<std::string> &out,
                             const std::string &help) {
   return app.add_option(name, out, help);
+}
+
+CLI::Option *required(CLI::Option *option) {
+  return option->group(kRequiredGroup);
 }
 
 void addRetired(CLI::App &app, const std::string &name,

@@ -106,6 +106,10 @@ CLI::Option *addFlag(CLI::App &app, const std::string &name, bool &out,
 CLI::Option *addPositionals(CLI::App &app, const std::string &name,
                             std::vector<std::string> &out,
                             const std::string &help);
+// Marks an option the command cannot do without: the usage line shows it
+// without brackets. The command checks that it was given, in its own words.
+CLI::Option *required(CLI::Option *option);
+
 // A spelling that was retired: using it is a usage error naming the one to
 // use instead (`why` says what changed, e.g. "--data is now the indexed
 // dataset PREFIX"). Hidden from help.

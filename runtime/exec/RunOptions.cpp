@@ -104,6 +104,9 @@ const RunOption kRunOptions[] = {
      +[](RunArgs &a) -> std::string & { return a.json; }},
 };
 
+constexpr const char *kMissingBundle =
+    "missing BUNDLE.octet (written by `octet compile SPEC -o BUNDLE.octet`)";
+
 constexpr const char *kDataSourceConflict =
     ": give one of --synthetic, --data, --text";
 
@@ -214,15 +217,14 @@ cli::Outcome parseRunArgs(const std::vector<std::string> &args,
                  bundles[1] + "'");
   if (!bundles.empty())
     out.bundle = bundles[0];
+  if (out.bundle.empty())
+    return usage(kMissingBundle);
   if (Status st = validateRunArgs(out); !st)
     return usage(st.message());
   return outcome;
 }
 
 Status validateRunArgs(const RunArgs &a) {
-  if (a.bundle.empty())
-    return Status::error("missing BUNDLE.octet (written by `octet compile "
-                         "SPEC -o BUNDLE.octet`)");
   bool ownData = a.dataKind != "synthetic";
   if (!a.evalPath.empty() && a.dataKind != "indexed")
     return Status::error("--eval-data is the held-out split of --data "
@@ -356,6 +358,8 @@ StatusOr<RunArgs> runArgsFromJson(const std::string &text,
       a.dataPath = synthetic ? "" : v.get<std::string>();
     }
   }
+  if (a.bundle.empty())
+    return Status::error(source + ": no \"bundle\"; " + kMissingBundle);
   if (Status st = validateRunArgs(a); !st)
     return st.withContext(source);
   return a;
@@ -397,11 +401,8 @@ cli::Outcome parseProfileArgs(const std::vector<std::string> &args,
   cli::Outcome outcome = cli::parse(app, args);
   if (!outcome.shouldRun())
     return outcome;
-  std::string error = cli::onePositional(
-      bundles, "BUNDLE",
-      "missing BUNDLE.octet (written by `octet compile SPEC -o "
-      "BUNDLE.octet`)",
-      out.bundle);
+  std::string error =
+      cli::onePositional(bundles, "BUNDLE", kMissingBundle, out.bundle);
   if (!error.empty())
     return cli::Outcome::usageError("octet-profile", error);
   return outcome;

@@ -52,7 +52,7 @@ struct RunArgs {
 cli::Outcome parseRunArgs(const std::vector<std::string> &args, RunArgs &out);
 
 // The rules between options (--resume needs --checkpoint-dir, ...), for
-// the command line and the options file alike.
+// the command line and the options file alike; the bundle is checked apart.
 Status validateRunArgs(const RunArgs &args);
 
 // Whether the files the options name are there (the bundle, --text FILE,

@@ -13,7 +13,6 @@
 #include "spec/SpecReader.h"
 #include "bundle/Bundle.h"
 #include "tools/octet/Commands.h"
-#include "tools/octet/CommandErrors.h"
 #include "tools/octet/FusionStages.h"
 #include "tools/octet/TrainingOptions.h"
 
@@ -68,133 +67,12 @@ std::string knownStages() {
   return out;
 }
 
-void printHelp(std::FILE *out) {
-  std::fprintf(
-      out,
-      "usage: octet compile SPEC [--train-spec FILE.pbtxt] [--steps N] "
-      "[--dump-ir=STAGE[,STAGE...]] [-o OUT] [--emit-ptx DIR]\n\n"
-      "SPEC is a model + training spec (.pbtxt, protobuf text format) or a\n"
-      "Hugging Face config.json (model only). With a config.json the train\n"
-      "settings come from --train-spec (its model block, if any, is\n"
-      "ignored), else from the documented defaults.\n\n"
-      "options:\n"
-      "  --train-spec FILE   train settings for an HF config.json\n"
-      "  --steps N           optimizer steps (default: train.steps); the LR\n"
-      "                      schedule compiled into the step ends at N\n"
-      "  --dump-ir=STAGE     print the IR after STAGE to stdout (repeatable,\n"
-      "                      or a comma-separated list)\n"
-      "  -o OUT              OUT.octet: the bundle octet-run executes (spec,\n"
-      "                      parameters, state, memory plan, programs);\n"
-      "                      any other name: the IR after the last stage\n"
-      "  --fusion-report     per kernel and per layer: ops fused, bytes,\n"
-      "                      FLOPs, before and after fusion\n"
-      "  --precision-report  per layer and GEMM (fprop, dgrad, wgrad): input\n"
-      "                      formats and FP8 recipe, or why it stays wide\n"
-      "  --memory-plan       the static memory plan of the fused step: total,\n"
-      "                      persistent and activation bytes, each program's\n"
-      "                      peak, the largest slots\n"
-      "  --emit-ptx DIR      after the last stage, every fused kernel to PTX\n"
-      "                      for sm_90a: DIR/<kernel>.ptx, a .cubin each\n"
-      "                      where ptxas is found (PATH, CUDA_HOME), and\n"
-      "                      DIR/kernels.json, the launch manifest\n"
-      "  -h, --help          this text\n\n"
-      "stages:\n");
-  for (const CompileStage &s : kStages)
-    std::fprintf(out, "  %-10s %s\n", s.name, s.summary);
-  std::fprintf(out, "\nWithout --dump-ir or -o, prints a one-line summary.\n");
-}
-
-int usageError(const std::string &message) {
-  return reportUsageError("compile", message);
-}
-
 int inputError(const Status &status) {
   std::fprintf(stderr, "%s\n", status.message().c_str());
   return 1;
 }
 
-struct Options {
-  std::string spec, trainSpec, output, ptxDir;
-  int64_t steps = 0; // 0: the spec's train.steps
-  std::vector<std::string> dumps;
-  bool fusionReport = false;
-  bool precisionReport = false;
-  bool memoryPlan = false;
-};
-
-// Returns -1 when parsing succeeded, else the exit code.
-int parseOptions(int argc, char **argv, Options &opts) {
-  for (int i = 1; i < argc; ++i) {
-    llvm::StringRef arg = argv[i];
-    // 0: `flag` taken with its value; 1: not this flag; else the exit code.
-    auto value = [&](llvm::StringRef flag, std::string &out) -> int {
-      if (arg == flag && i + 1 < argc)
-        out = argv[++i];
-      else if (arg.starts_with(flag) &&
-               arg.drop_front(flag.size()).starts_with("="))
-        out = arg.drop_front(flag.size() + 1).str();
-      else if (arg != flag)
-        return 1;
-      if (out.empty())
-        return usageError(flag.str() + " needs a value");
-      return 0;
-    };
-    if (arg == "-h" || arg == "--help") {
-      printHelp(stdout);
-      return 0;
-    }
-    std::string dump;
-    int rc;
-    if ((rc = value("--train-spec", opts.trainSpec)) != 1) {
-      if (rc)
-        return rc;
-    } else if ((rc = value("--dump-ir", dump)) != 1) {
-      if (rc)
-        return rc;
-      llvm::SmallVector<llvm::StringRef> names;
-      llvm::StringRef(dump).split(names, ',', -1, /*KeepEmpty=*/false);
-      for (llvm::StringRef name : names) {
-        bool known = false;
-        for (const CompileStage &s : kStages)
-          known |= name == s.name;
-        if (!known)
-          return usageError("unknown stage '" + name.str() +
-                            "' for --dump-ir; known stages: " + knownStages());
-        opts.dumps.push_back(name.str());
-      }
-    } else if ((rc = value("--emit-ptx", opts.ptxDir)) != 1) {
-      if (rc)
-        return rc;
-    } else if (std::string steps; (rc = value("--steps", steps)) != 1) {
-      if (rc)
-        return rc;
-      if (llvm::StringRef(steps).getAsInteger(10, opts.steps) ||
-          opts.steps < 1)
-        return usageError("--steps takes a positive number of optimizer "
-                          "steps, not '" + steps + "'");
-    } else if (arg == "--fusion-report") {
-      opts.fusionReport = true;
-    } else if (arg == "--precision-report") {
-      opts.precisionReport = true;
-    } else if (arg == "--memory-plan") {
-      opts.memoryPlan = true;
-    } else if (arg == "-o") {
-      if (i + 1 >= argc)
-        return usageError("-o needs a file name");
-      opts.output = argv[++i];
-    } else if (arg.starts_with("-") && arg != "-") {
-      return usageError("unknown option '" + arg.str() + "'");
-    } else if (int rc = takeSpecArgument("compile", arg.str(), opts.spec);
-               rc >= 0) {
-      return rc;
-    }
-  }
-  if (opts.spec.empty())
-    return usageError("missing SPEC (a .pbtxt spec or an HF config.json)");
-  return -1;
-}
-
-StatusOr<spec::Spec> loadInput(const Options &opts) {
+StatusOr<spec::Spec> loadInput(const CompileOptions &opts) {
   if (!llvm::StringRef(opts.spec).ends_with(".json")) {
     if (!opts.trainSpec.empty())
       return Status::error(opts.spec + ": --train-spec applies to an HF "
@@ -259,7 +137,7 @@ bundle::Schedule scheduleOf(ModuleOp module, const spec::Spec &spec) {
 // The bundle of a compiled module: the plan, then every program bound to its
 // slots. The spec is stored as text so `octet inspect` can say how it was
 // built; nothing machine-specific (paths, times) goes in.
-Status writeBundleFile(ModuleOp module, const Options &opts,
+Status writeBundleFile(ModuleOp module, const CompileOptions &opts,
                        const spec::Spec &spec) {
   auto readText = [](const std::string &path) -> StatusOr<std::string> {
     auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
@@ -318,10 +196,14 @@ int64_t countParameters(ModuleOp module) {
 
 } // namespace
 
-int runCompileCommand(int argc, char **argv) {
-  Options opts;
-  if (int rc = parseOptions(argc, argv, opts); rc >= 0)
-    return rc;
+std::vector<CompileStageInfo> compileStages() {
+  std::vector<CompileStageInfo> stages;
+  for (const CompileStage &s : kStages)
+    stages.push_back({s.name, s.summary});
+  return stages;
+}
+
+int runCompileCommand(const CompileOptions &opts) {
   StatusOr<spec::Spec> spec = loadInput(opts);
   if (!spec)
     return inputError(spec.status());

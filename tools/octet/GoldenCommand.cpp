@@ -38,83 +38,15 @@ using namespace mlir;
 namespace octet {
 namespace {
 
-struct Options {
-  std::string spec, dir, data;
-  int64_t steps = 3;
-};
-
-void printHelp(std::FILE *out) {
-  std::fprintf(
-      out,
-      "usage: octet golden SPEC -o DIR [--steps K] [--data TEXT]\n\n"
-      "Compiles SPEC as `octet compile -o` does (DIR/model.octet and the\n"
-      "fused IR it is emitted from, DIR/model.mlir), initialises every\n"
-      "parameter and state tensor as the bundle's Init says, runs K steps\n"
-      "of the fused programs on the reference interpreter (INIT, then per\n"
-      "step the train program per microbatch and the optimizer step) and\n"
-      "writes what `octet-run DIR/model.octet --golden DIR` checks the GPU\n"
-      "against: the batches, each step's loss and grad norm, and after\n"
-      "step 1 every gradient (before the optimizer) and every parameter\n"
-      "and state tensor (after it), by slot name.\n\n"
-      "  -o DIR        the golden directory (created)\n"
-      "  --steps K     steps to run (default 3)\n"
-      "  --data TEXT   batches from a UTF-8 text file, read as bytes\n"
-      "                (default: tokens drawn uniformly from the vocabulary\n"
-      "                with the spec's seed)\n");
-}
-
-int usageError(const std::string &message) {
-  return reportUsageError("golden", message);
-}
-
 int inputError(const std::string &message) {
   return reportInputError("golden", message);
 }
 
-int parseOptions(int argc, char **argv, Options &opts) {
-  for (int i = 1; i < argc; ++i) {
-    llvm::StringRef arg = argv[i];
-    auto next = [&](std::string &out) -> bool {
-      if (i + 1 >= argc)
-        return false;
-      out = argv[++i];
-      return true;
-    };
-    std::string text;
-    if (arg == "-h" || arg == "--help") {
-      printHelp(stdout);
-      return 0;
-    } else if (arg == "-o") {
-      if (!next(opts.dir))
-        return usageError("-o needs a directory");
-    } else if (arg == "--data") {
-      if (!next(opts.data))
-        return usageError("--data needs a text file");
-    } else if (arg == "--steps") {
-      if (!next(text) || llvm::StringRef(text).getAsInteger(10, opts.steps) ||
-          opts.steps < 1)
-        return usageError("--steps takes a positive integer; got '" + text +
-                          "'");
-    } else if (arg.starts_with("-")) {
-      return usageError("unknown option '" + arg.str() + "'");
-    } else if (int rc = takeSpecArgument("golden", arg.str(), opts.spec);
-               rc >= 0) {
-      return rc;
-    }
-  }
-  if (opts.spec.empty())
-    return usageError("missing SPEC");
-  if (opts.dir.empty())
-    return usageError("missing -o DIR (the golden directory to write)");
-  return -1;
-}
-
-int compileTo(const Options &opts, const std::string &output) {
-  std::vector<std::string> args = {"compile", opts.spec, "-o", output};
-  std::vector<char *> argv;
-  for (std::string &a : args)
-    argv.push_back(a.data());
-  return runCompileCommand(int(argv.size()), argv.data());
+int compileTo(const GoldenOptions &opts, const std::string &output) {
+  CompileOptions compile;
+  compile.spec = opts.spec;
+  compile.output = output;
+  return runCompileCommand(compile);
 }
 
 // The interpreter's value in the slot's dtype, as the GPU holds it. Floats
@@ -206,7 +138,7 @@ const bundle::Program *programOf(const bundle::Bundle &b,
   return nullptr;
 }
 
-int run(const Options &opts) {
+int run(const GoldenOptions &opts) {
   using Clock = std::chrono::steady_clock;
   if (std::error_code ec = llvm::sys::fs::create_directories(opts.dir))
     return inputError(opts.dir + ": cannot create: " + ec.message());
@@ -255,7 +187,7 @@ int run(const Options &opts) {
       std::to_string(std::max<int64_t>(1, sched.grad_accum_steps()));
   info.values["numerics"] = fp8 ? "fp8" : "bf16";
   info.values["spec"] = opts.spec;
-  info.values["data"] = opts.data.empty() ? "random tokens" : opts.data;
+  info.values["data"] = opts.text.empty() ? "random tokens" : opts.text;
   std::string hash;
   for (unsigned char c : b.content_hash()) {
     char hex[3];
@@ -305,10 +237,10 @@ int run(const Options &opts) {
   int64_t rows = sched.micro_batch_size(), seq = sched.seq_len();
   int64_t accum = std::max<int64_t>(1, sched.grad_accum_steps());
   std::unique_ptr<data::TrainBatchSource> text;
-  if (!opts.data.empty()) {
+  if (!opts.text.empty()) {
     data::TrainBatchOptions o;
     o.kind = "text";
-    o.path = opts.data;
+    o.path = opts.text;
     o.rows = uint32_t(rows);
     o.sequenceLength = uint32_t(seq);
     o.seed = sched.seed();
@@ -447,11 +379,6 @@ int run(const Options &opts) {
 
 } // namespace
 
-int runGoldenCommand(int argc, char **argv) {
-  Options opts;
-  if (int rc = parseOptions(argc, argv, opts); rc >= 0)
-    return rc;
-  return run(opts);
-}
+int runGoldenCommand(const GoldenOptions &opts) { return run(opts); }
 
 } // namespace octet

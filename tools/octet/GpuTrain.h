@@ -5,10 +5,13 @@
 // bundle, then run octet-run's training loop on it. The octet binary links
 // no CUDA (it must start on machines without a driver), so the GPU is found
 // through the driver library loaded at run time, and training runs in the
-// octet-run process (which links the runtime and static protobuf).
+// octet-run process (which links the runtime and static protobuf). octet
+// hands octet-run its options as one file (RunArgs as JSON, `octet-run
+// --options FILE`), not as flags re-made from its own.
+
+#include "runtime/exec/RunOptions.h"
 
 #include <string>
-#include <vector>
 
 namespace octet {
 
@@ -18,12 +21,10 @@ bool findHopperGpu(std::string &found);
 
 struct GpuTrainRequest {
   std::string spec;
-  int64_t steps = 0;
-  // octet-run's data options (--text FILE, --data PREFIX, --synthetic).
-  std::vector<std::string> dataArgs;
-  // Passed through: --checkpoint-dir, --resume, --tensorboard,
-  // --init-weights.
-  std::vector<std::string> extraArgs;
+  int64_t steps = 0; // 0: the spec's train.steps
+  // octet-run's options (tools/octet/CommandLine.h, gpuRunArgs); the bundle
+  // is the one trainOnGpu compiles.
+  RunArgs run;
 };
 
 // Compiles and trains. Returns -1 when the compiled bundle cannot run on

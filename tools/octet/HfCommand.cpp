@@ -46,54 +46,8 @@ std::string configBeside(const std::string &hfPath) {
          "/config.json";
 }
 
-void printHelp(std::FILE *out) {
-  std::fprintf(
-      out,
-      "usage: octet export-hf [MODEL] --init-from HF --out DIR [--dtype D]\n"
-      "                       [--max-shard-size SIZE]\n\n"
-      "Loads the Hugging Face checkpoint HF (a directory with "
-      "model.safetensors,\n"
-      "or model.safetensors.index.json and its shards) into the parameters of "
-      "MODEL,\n"
-      "checking every tensor's name, shape and dtype against the graph, and "
-      "writes\n"
-      "them back out under their HF names, with a config.json.\n\n"
-      "  MODEL              a .pbtxt spec or a HF config.json (default: "
-      "HF/config.json)\n"
-      "  --dtype D          source (default: each tensor as it came, so the "
-      "export\n"
-      "                     equals the input bit for bit), f32, bf16 or f16 "
-      "(round to\n"
-      "                     nearest even)\n"
-      "  --max-shard-size SIZE   bytes per safetensors file, e.g. 200KB, "
-      "5GB\n"
-      "                     (default 5GB); more make shards and an index\n");
-}
-
-int usageError(const std::string &message) {
-  return reportUsageError("export-hf", message);
-}
-
 int inputError(const std::string &message) {
   return reportInputError("export-hf", message);
-}
-
-bool parseSize(llvm::StringRef text, uint64_t &bytes) {
-  uint64_t unit = 1;
-  for (auto [suffix, factor] : {std::pair<const char *, uint64_t>{"KB", 1000},
-                                {"MB", 1000000},
-                                {"GB", 1000000000},
-                                {"KiB", 1024},
-                                {"MiB", 1 << 20},
-                                {"GiB", 1ull << 30}})
-    if (text.consume_back(suffix)) {
-      unit = factor;
-      break;
-    }
-  if (text.empty() || text.getAsInteger(10, bytes) || bytes == 0)
-    return false;
-  bytes *= unit;
-  return true;
 }
 
 StatusOr<spec::Spec> loadModel(const std::string &path) {
@@ -168,46 +122,13 @@ StatusOr<size_t> saveHf(const spec::Spec &spec, const std::string &configSource,
   return exportHfCheckpoint(outDir, module, store, options);
 }
 
-int runExportHfCommand(int argc, char **argv) {
-  std::string model, hfDir, outDir, dtype = "source";
-  uint64_t maxShard = 5000000000ull;
-  for (int i = 1; i < argc; ++i) {
-    llvm::StringRef arg = argv[i];
-    auto value = [&](llvm::StringRef flag, std::string &out) -> bool {
-      if (arg == flag && i + 1 < argc) {
-        out = argv[++i];
-        return true;
-      }
-      if (arg.starts_with((flag + "=").str())) {
-        out = arg.drop_front(flag.size() + 1).str();
-        return true;
-      }
-      return false;
-    };
-    std::string text;
-    if (arg == "--help" || arg == "-h") {
-      printHelp(stdout);
-      return 0;
-    } else if (value("--init-from", hfDir) || value("--out", outDir) ||
-               value("--dtype", dtype)) {
-    } else if (value("--max-shard-size", text)) {
-      if (!parseSize(text, maxShard))
-        return usageError("--max-shard-size takes a size such as 200KB or "
-                          "5GB; got '" +
-                          text + "'");
-    } else if (arg.starts_with("-")) {
-      return usageError("unknown option '" + arg.str() + "'");
-    } else if (model.empty()) {
-      model = arg.str();
-    } else {
-      return usageError("one MODEL only; got '" + model + "' and '" +
-                        arg.str() + "'");
-    }
-  }
-  if (hfDir.empty())
-    return usageError("missing --init-from HF (the checkpoint to load)");
-  if (outDir.empty())
-    return usageError("missing --out DIR");
+int runExportHfCommand(const ExportHfOptions &opts) {
+  if (Status st = checkExportHfInputs(opts); !st)
+    return inputError(st.message());
+  const std::string &hfDir = opts.initFrom, &outDir = opts.out,
+                    &dtype = opts.dtype;
+  uint64_t maxShard = opts.maxShardBytes;
+  std::string model = opts.model;
   if (model.empty())
     model = configBeside(hfDir);
 
@@ -220,9 +141,6 @@ int runExportHfCommand(int argc, char **argv) {
     options.defaultDType = checkpoint::DType::BF16;
   else if (dtype == "f16")
     options.defaultDType = checkpoint::DType::F16;
-  else
-    return usageError("--dtype is source, f32, bf16 or f16; got '" + dtype +
-                      "'");
 
   StatusOr<spec::Spec> spec = loadModel(model);
   if (!spec)

@@ -39,52 +39,6 @@ using namespace mlir;
 namespace octet {
 namespace {
 
-struct Options {
-  std::string spec;
-  int64_t steps = 0;            // 0: the spec's train.steps
-  std::string data;             // overrides train.data.path
-  std::string initFrom, saveHf; // Hugging Face checkpoint directories
-  int64_t fp8StatsInterval = 0; // 0: no FP8 statistics
-  bool cpu = false;             // the interpreter even with a GPU
-  // GPU runs only: octet-run's checkpoint and TensorBoard options.
-  std::string checkpointDir, tensorboardDir;
-  bool resume = false;
-};
-
-void printHelp(std::FILE *out) {
-  std::fprintf(
-      out,
-      "usage: octet train SPEC [--steps N] [--data FILE] [--init-from HF]\n"
-      "                   [--save-hf DIR] [--cpu] [--checkpoint-dir DIR]\n"
-      "                   [--resume] [--tensorboard DIR]\n\n"
-      "On a machine with a Hopper GPU (H100/H200), compiles SPEC to a\n"
-      "bundle and trains it with the GPU runtime (octet-run), printing the\n"
-      "memory plan and a line per step (step, loss, grad norm, lr,\n"
-      "tokens/s, model TFLOP/s, MFU, memory). Elsewhere, or while the\n"
-      "bundle has kernels without GPU code, compiles SPEC through autodiff\n"
-      "and trains it on the CPU with the reference interpreter (float32\n"
-      "train step), printing step, loss, grad norm, lr and tokens/s.\n\n"
-      "  --steps N     optimizer steps (default: train.steps); the LR\n"
-      "                schedule ends at N\n"
-      "  --data FILE   a UTF-8 text file, read as bytes (default:\n"
-      "                train.data.path, with train.data.kind \"text\")\n"
-      "                train.data.kind \"indexed\" reads the prefix that\n"
-      "                `octet data preprocess` wrote, and \"jsonl\" a\n"
-      "                jsonl file (with train.data.tokenizer), packed (SFT)\n"
-      "  --init-from HF   start from a Hugging Face checkpoint directory\n"
-      "                (its config.json must describe the spec's model)\n"
-      "  --save-hf DIR    write the trained weights there as a HF\n"
-      "                checkpoint, in the dtypes they were loaded in\n"
-      "  --fp8-stats-interval N   every N steps, per FP8 tensor: amax,\n"
-      "                scale, shares of values that underflow to zero or\n"
-      "                saturate\n"
-      "  --cpu         train on the CPU interpreter even with a GPU\n"
-      "  --checkpoint-dir DIR, --resume, --tensorboard DIR   GPU runs:\n"
-      "                checkpoints (HF-named safetensors plus optimizer,\n"
-      "                FP8 and data state) and TensorBoard event files\n"
-      "  OCTET_THREADS=N   worker threads (default: all cores)\n");
-}
-
 int usageError(const std::string &message) {
   return reportUsageError("train", message);
 }
@@ -93,65 +47,10 @@ int inputError(const std::string &message) {
   return reportInputError("train", message);
 }
 
-int parseOptions(int argc, char **argv, Options &opts) {
-  for (int i = 1; i < argc; ++i) {
-    llvm::StringRef arg = argv[i];
-    auto value = [&](llvm::StringRef flag, std::string &out) -> bool {
-      if (arg == flag) {
-        if (i + 1 >= argc)
-          return false;
-        out = argv[++i];
-        return true;
-      }
-      if (arg.starts_with((flag + "=").str())) {
-        out = arg.drop_front(flag.size() + 1).str();
-        return true;
-      }
-      return false;
-    };
-    std::string text;
-    if (arg == "--help" || arg == "-h") {
-      printHelp(stdout);
-      return 0;
-    } else if (value("--steps", text)) {
-      char *end = nullptr;
-      long long n = std::strtoll(text.c_str(), &end, 10);
-      if (text.empty() || *end || n < 1)
-        return usageError("--steps takes a positive integer; got '" + text +
-                          "'");
-      opts.steps = n;
-    } else if (value("--fp8-stats-interval", text)) {
-      if (llvm::StringRef(text).getAsInteger(10, opts.fp8StatsInterval) ||
-          opts.fp8StatsInterval < 1)
-        return usageError("--fp8-stats-interval takes a positive integer; "
-                          "got '" + text + "'");
-    } else if (arg == "--cpu") {
-      opts.cpu = true;
-    } else if (arg == "--resume") {
-      opts.resume = true;
-    } else if (value("--data", opts.data) ||
-               value("--init-from", opts.initFrom) ||
-               value("--save-hf", opts.saveHf) ||
-               value("--checkpoint-dir", opts.checkpointDir) ||
-               value("--tensorboard", opts.tensorboardDir)) {
-    } else if (arg.starts_with("-")) {
-      return usageError("unknown option '" + arg.str() + "'");
-    } else if (int rc = takeSpecArgument("train", arg.str(), opts.spec);
-               rc >= 0) {
-      return rc;
-    }
-  }
-  if (opts.spec.empty())
-    return usageError("missing SPEC");
-  if (opts.resume && opts.checkpointDir.empty())
-    return usageError("--resume needs --checkpoint-dir DIR");
-  return -1;
-}
-
 // Trains on the GPU when there is a Hopper GPU and the compiled bundle can
 // run on it: returns the exit code, or -1 to train on the CPU instead (the
 // line printed says why).
-int tryGpu(const Options &opts, const spec::Spec &spec, int64_t steps) {
+int tryGpu(const TrainOptions &opts, const spec::Spec &spec) {
   std::string found;
   if (opts.cpu)
     return -1;
@@ -162,31 +61,15 @@ int tryGpu(const Options &opts, const spec::Spec &spec, int64_t steps) {
   }
   GpuTrainRequest request;
   request.spec = opts.spec;
-  request.steps = steps;
-  std::string kind = opts.data.empty() ? spec.train().data().kind() : "text";
-  std::string path = opts.data.empty() ? spec.train().data().path() : opts.data;
-  if (kind == "text")
-    request.dataArgs = {"--text", path};
-  else if (kind == "indexed")
-    request.dataArgs = {"--data", path};
-  else {
-    std::printf("octet train: %s: train.data.kind \"%s\" is read by the CPU "
-                "trainer only (run `octet data preprocess` for an indexed "
-                "dataset the GPU reads): training on the CPU interpreter\n",
-                found.c_str(), kind.c_str());
+  request.steps = opts.steps;
+  StatusOr<RunArgs> run = gpuRunArgs(opts, spec.train().data().kind(),
+                                     spec.train().data().path(), "");
+  if (!run) {
+    std::printf("octet train: %s: %s: training on the CPU interpreter\n",
+                found.c_str(), run.status().message().c_str());
     return -1;
   }
-  if (!opts.checkpointDir.empty())
-    request.extraArgs.insert(request.extraArgs.end(),
-                             {"--checkpoint-dir", opts.checkpointDir});
-  if (opts.resume)
-    request.extraArgs.push_back("--resume");
-  if (!opts.tensorboardDir.empty())
-    request.extraArgs.insert(request.extraArgs.end(),
-                             {"--tensorboard", opts.tensorboardDir});
-  if (!opts.initFrom.empty())
-    request.extraArgs.insert(request.extraArgs.end(),
-                             {"--init-weights", opts.initFrom});
+  request.run = std::move(*run);
   if (!opts.saveHf.empty())
     std::printf("octet train: --save-hf: GPU checkpoints (--checkpoint-dir) "
                 "hold the parameters under their HF names\n");
@@ -230,10 +113,9 @@ bool checkBatchTensor(func::FuncOp fn, unsigned i, const interp::Tensor &t,
 
 } // namespace
 
-int runTrainCommand(int argc, char **argv) {
-  Options opts;
-  if (int rc = parseOptions(argc, argv, opts); rc >= 0)
-    return rc;
+int runTrainCommand(const TrainOptions &opts) {
+  if (Status st = checkTrainInputs(opts); !st)
+    return inputError(st.message());
   StatusOr<spec::Spec> loaded = spec::loadSpecFile(opts.spec);
   if (!loaded)
     return inputError(loaded.status().message());
@@ -241,15 +123,15 @@ int runTrainCommand(int argc, char **argv) {
   const spec::TrainSpec &train = spec.train();
   int64_t steps = opts.steps > 0 ? opts.steps : train.steps();
   int64_t batch = train.micro_batch_size(), seq = train.seq_len();
-  if (int rc = tryGpu(opts, spec, opts.steps); rc >= 0)
+  if (int rc = tryGpu(opts, spec); rc >= 0)
     return rc;
   if (!opts.checkpointDir.empty() || !opts.tensorboardDir.empty())
     return usageError("--checkpoint-dir, --resume and --tensorboard are "
                       "options of GPU training; the CPU interpreter run has "
                       "neither");
 
-  std::string dataPath = opts.data;
-  std::string kind = opts.data.empty() ? train.data().kind() : "text";
+  std::string dataPath = opts.dataPath;
+  std::string kind = opts.dataKind.empty() ? train.data().kind() : opts.dataKind;
   if (dataPath.empty()) {
     if (kind != "text" && kind != "indexed" && kind != "jsonl")
       return inputError(
@@ -257,7 +139,7 @@ int runTrainCommand(int argc, char **argv) {
           "\"; `octet train` on the CPU reads byte-level text (\"text\"), "
           "a dataset from `octet data preprocess` (\"indexed\") or a jsonl "
           "file (\"jsonl\"): set train.data.kind and train.data.path, or "
-          "pass --data FILE");
+          "pass --text FILE or --data PREFIX");
     dataPath = train.data().path();
   }
   if (kind == "text" &&
