@@ -155,13 +155,16 @@ bool parseWhole(const std::string &text, int64_t &value, bool &tooLarge) {
   return begin != end && ec == std::errc() && ptr == end;
 }
 
+// `boundedAbove`: `most` is the option's own bound, not its type's, and
+// the message says so.
 CLI::Option *addWhole(CLI::App &app, const std::string &name,
                       std::function<void(int64_t)> set, int64_t least,
-                      int64_t most, const std::string &help) {
+                      int64_t most, bool boundedAbove,
+                      const std::string &help) {
   std::string flag = displayName(name);
   CLI::Option *option = app.add_option_function<std::string>(
       name,
-      [flag, set, least, most](const std::string &text) {
+      [flag, set, least, most, boundedAbove](const std::string &text) {
         int64_t value = 0;
         bool tooLarge = false;
         bool ok = parseWhole(text, value, tooLarge);
@@ -170,8 +173,7 @@ CLI::Option *addWhole(CLI::App &app, const std::string &name,
           return;
         }
         std::string takes = flag + " takes a whole number ";
-        bool showMost = most != std::numeric_limits<int64_t>::max() ||
-                        tooLarge || (ok && value > most);
+        bool showMost = boundedAbove || tooLarge || (ok && value > most);
         takes += showMost ? "from " + std::to_string(least) + " to " +
                                 std::to_string(most)
                           : "of at least " + std::to_string(least);
@@ -291,14 +293,15 @@ Outcome parse(CLI::App &app, std::vector<std::string> args) {
 CLI::Option *addCount(CLI::App &app, const std::string &name, int64_t &out,
                       int64_t least, const std::string &help, int64_t most) {
   return addWhole(
-      app, name, [&out](int64_t v) { out = v; }, least, most, help);
+      app, name, [&out](int64_t v) { out = v; }, least, most,
+      most != std::numeric_limits<int64_t>::max(), help);
 }
 
 CLI::Option *addCount(CLI::App &app, const std::string &name, int &out,
                       int least, const std::string &help, int most) {
   return addWhole(
       app, name, [&out](int64_t v) { out = static_cast<int>(v); }, least,
-      most, help);
+      most, most != std::numeric_limits<int>::max(), help);
 }
 
 CLI::Option *addValue(CLI::App &app, const std::string &name,
