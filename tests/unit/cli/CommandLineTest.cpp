@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <unistd.h>
 
 namespace octet::test {
@@ -420,6 +421,30 @@ TEST(CommandLine, OctetRunLooksForItsFilesBeforeTheGpu) {
   ASSERT_FALSE(missing.isOk());
   EXPECT_EQ(missing.message(),
             "--init-from /nonexistent: no such file or directory");
+}
+
+// README.md's "Command line" section shows each tool's usage lines as the
+// tool prints them (the first paragraph of --help).
+TEST(CommandLine, ReadmeShowsEveryToolsUsage) {
+  std::ifstream in(std::string(OCTET_SOURCE_DIR) + "/README.md");
+  ASSERT_TRUE(in) << "README.md";
+  std::string readme((std::istreambuf_iterator<char>(in)),
+                     std::istreambuf_iterator<char>());
+  size_t section = readme.find("## Command line\n");
+  ASSERT_NE(section, std::string::npos);
+  readme = readme.substr(section, readme.find("\n## ", section + 1) - section);
+  for (const cli::Outcome &help :
+       {octet({"compile", "--help"}), octet({"train", "--help"}),
+        octet({"export-hf", "--help"}), octet({"data", "preprocess", "--help"}),
+        octet({"data", "inspect", "--help"}), octet({"inspect", "--help"}),
+        octet({"golden", "--help"}), octetRun({"--help"}),
+        octetProfile({"--help"})}) {
+    std::string usage = help.text().substr(0, help.text().find("\n\n") + 1);
+    EXPECT_NE(readme.find("\n" + usage), std::string::npos)
+        << "README.md's Command line section lacks, or has an old version "
+           "of:\n"
+        << usage;
+  }
 }
 
 } // namespace
