@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cstdio>
 #include <sstream>
+#include <sys/stat.h>
 
 #ifndef OCTET_VERSION
 #error "OCTET_VERSION is set by support/CMakeLists.txt from the top level"
@@ -378,6 +379,25 @@ void addRetired(CLI::App &app, const std::string &name,
   // Takes its old value, if any, so that the message is about the option.
   option->expected(0, 1);
   option->group("");
+}
+
+bool pathExists(const std::string &path, PathKind kind) {
+  struct stat info;
+  if (stat(path.c_str(), &info) != 0)
+    return false;
+  return kind == PathKind::Any ||
+         (kind == PathKind::File ? S_ISREG(info.st_mode)
+                                 : S_ISDIR(info.st_mode));
+}
+
+std::string missingIndexedDataset(const std::string &flag,
+                                  const std::string &prefix) {
+  for (const char *ext : {".bin", ".idx"})
+    if (!pathExists(prefix + ext, PathKind::File))
+      return flag + " " + prefix + ": " + prefix + ext +
+             " not found (an indexed dataset PREFIX names PREFIX.bin and "
+             "PREFIX.idx, written by `octet data preprocess`)";
+  return "";
 }
 
 std::string onePositional(const std::vector<std::string> &values,

@@ -123,6 +123,14 @@ std::string onePositional(const std::vector<std::string> &values,
                           const std::string &name, const std::string &missing,
                           std::string &out);
 
+// The files a command line names, looked for before the work starts.
+enum class PathKind { File, Directory, Any };
+bool pathExists(const std::string &path, PathKind kind);
+// "--data corpus/train: corpus/train.idx not found (...)", or empty when
+// PREFIX.bin and PREFIX.idx are there.
+std::string missingIndexedDataset(const std::string &flag,
+                                  const std::string &prefix);
+
 } // namespace octet::cli
 
 #endif

@@ -7,7 +7,6 @@
 
 #include <fstream>
 #include <sstream>
-#include <sys/stat.h>
 #include <variant>
 
 namespace octet {
@@ -156,25 +155,9 @@ void defineRunOptions(CLI::App &app, RunArgs &out, int &dataSources) {
   }
 }
 
-bool exists(const std::string &path, bool directory) {
-  struct stat info;
-  return stat(path.c_str(), &info) == 0 &&
-         (directory ? S_ISDIR(info.st_mode) : S_ISREG(info.st_mode));
-}
-
-bool existsAtAll(const std::string &path) {
-  struct stat info;
-  return stat(path.c_str(), &info) == 0;
-}
-
 Status checkPrefix(const std::string &flag, const std::string &prefix) {
-  for (const char *ext : {".bin", ".idx"})
-    if (!exists(prefix + ext, false))
-      return Status::error(flag + " " + prefix + ": " + prefix + ext +
-                           " not found (an indexed dataset PREFIX names "
-                           "PREFIX.bin and PREFIX.idx, written by `octet "
-                           "data preprocess`)");
-  return Status::ok();
+  std::string missing = cli::missingIndexedDataset(flag, prefix);
+  return missing.empty() ? Status::ok() : Status::error(missing);
 }
 
 } // namespace
@@ -251,19 +234,19 @@ Status validateRunArgs(const RunArgs &a) {
 }
 
 Status checkRunInputs(const RunArgs &a) {
-  if (!exists(a.bundle, false))
+  if (!cli::pathExists(a.bundle, cli::PathKind::File))
     return Status::error(a.bundle + ": no such file (the bundle `octet "
                                     "compile SPEC -o X.octet` writes)");
-  if (a.dataKind == "text" && !exists(a.dataPath, false))
+  if (a.dataKind == "text" && !cli::pathExists(a.dataPath, cli::PathKind::File))
     return Status::error("--text " + a.dataPath + ": no such file");
   if (a.dataKind == "indexed")
     OCTET_RETURN_IF_ERROR(checkPrefix("--data", a.dataPath));
   if (!a.evalPath.empty())
     OCTET_RETURN_IF_ERROR(checkPrefix("--eval-data", a.evalPath));
-  if (!a.trainer.initWeights.empty() && !existsAtAll(a.trainer.initWeights))
+  if (!a.trainer.initWeights.empty() && !cli::pathExists(a.trainer.initWeights, cli::PathKind::Any))
     return Status::error("--init-from " + a.trainer.initWeights +
                          ": no such file or directory");
-  if (!a.golden.empty() && !exists(a.golden, true))
+  if (!a.golden.empty() && !cli::pathExists(a.golden, cli::PathKind::Directory))
     return Status::error("--golden " + a.golden +
                          ": no such directory (`octet golden SPEC -o DIR` "
                          "writes one)");

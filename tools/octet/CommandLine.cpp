@@ -4,19 +4,12 @@
 
 #include <algorithm>
 #include <limits>
-#include <sys/stat.h>
 
 namespace octet {
 namespace {
 
 bool isFile(const std::string &path) {
-  struct stat info;
-  return stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode);
-}
-
-bool existsAtAll(const std::string &path) {
-  struct stat info;
-  return stat(path.c_str(), &info) == 0;
+  return cli::pathExists(path, cli::PathKind::File);
 }
 
 // A usage error found after parsing, in the command's name.
@@ -487,21 +480,17 @@ Status checkTrainInputs(const TrainOptions &opts) {
   if (opts.dataKind == "text" && !isFile(opts.dataPath))
     return Status::error("--text " + opts.dataPath + ": no such file");
   if (opts.dataKind == "indexed")
-    for (const char *ext : {".bin", ".idx"})
-      if (!isFile(opts.dataPath + ext))
-        return Status::error("--data " + opts.dataPath + ": " +
-                             opts.dataPath + ext +
-                             " not found (an indexed dataset PREFIX names "
-                             "PREFIX.bin and PREFIX.idx, written by `octet "
-                             "data preprocess`)");
-  if (!opts.initFrom.empty() && !existsAtAll(opts.initFrom))
+    if (std::string missing = cli::missingIndexedDataset("--data", opts.dataPath);
+        !missing.empty())
+      return Status::error(missing);
+  if (!opts.initFrom.empty() && !cli::pathExists(opts.initFrom, cli::PathKind::Any))
     return Status::error("--init-from " + opts.initFrom +
                          ": no such file or directory");
   return Status::ok();
 }
 
 Status checkExportHfInputs(const ExportHfOptions &opts) {
-  if (!existsAtAll(opts.initFrom))
+  if (!cli::pathExists(opts.initFrom, cli::PathKind::Any))
     return Status::error("--init-from " + opts.initFrom +
                          ": no such file or directory");
   return Status::ok();
