@@ -282,46 +282,60 @@ Status checkRunnable(const Bundle &b) {
   return Status::ok();
 }
 
-const char *dtypeName(DType dtype) {
+std::optional<octet::DType> dtypeFromProto(DType dtype) {
   switch (dtype) {
   case F32:
-    return "f32";
+    return octet::DType::F32;
   case BF16:
-    return "bf16";
+    return octet::DType::BF16;
   case F16:
-    return "f16";
+    return octet::DType::F16;
   case F8E4M3FN:
-    return "e4m3";
+    return octet::DType::F8E4M3FN;
   case F8E5M2:
-    return "e5m2";
+    return octet::DType::F8E5M2;
   case I32:
-    return "i32";
+    return octet::DType::I32;
   case I64:
-    return "i64";
+    return octet::DType::I64;
   case U8:
-    return "u8";
+    return octet::DType::U8;
   default:
-    return "?";
+    return std::nullopt;
   }
 }
 
-uint64_t dtypeBytes(DType dtype) {
+DType dtypeToProto(octet::DType dtype) {
   switch (dtype) {
-  case F32:
-  case I32:
-    return 4;
-  case BF16:
-  case F16:
-    return 2;
-  case F8E4M3FN:
-  case F8E5M2:
-  case U8:
-    return 1;
-  case I64:
-    return 8;
+  case octet::DType::F32:
+    return F32;
+  case octet::DType::BF16:
+    return BF16;
+  case octet::DType::F16:
+    return F16;
+  case octet::DType::F8E4M3FN:
+    return F8E4M3FN;
+  case octet::DType::F8E5M2:
+    return F8E5M2;
+  case octet::DType::I32:
+    return I32;
+  case octet::DType::I64:
+    return I64;
+  case octet::DType::U8:
+    return U8;
   default:
-    return 0;
+    return DTYPE_UNSPECIFIED;
   }
+}
+
+const char *dtypeName(DType dtype) {
+  std::optional<octet::DType> known = dtypeFromProto(dtype);
+  return known ? octet::dtypeName(*known) : "?";
+}
+
+uint64_t dtypeBytes(DType dtype) {
+  std::optional<octet::DType> known = dtypeFromProto(dtype);
+  return known ? octet::dtypeBytes(*known) : 0;
 }
 
 const char *slotKindName(SlotKind kind) {

@@ -204,7 +204,7 @@ StatusOr<HfWeights> loadHfWeights(const CheckpointReader &reader,
       break;
     default:
       return Status::error(reader.fileOf(name) + ": tensor \"" + name +
-                           "\" is " + dtypeName(info->dtype) +
+                           "\" is " + safetensorsDTypeName(info->dtype) +
                            "; octet loads F32, BF16 and F16 weights (convert "
                            "the checkpoint with torch first)");
     }
@@ -314,7 +314,7 @@ exportHfTensors(const std::map<std::string, std::vector<float>> &parameters,
       break;
     default:
       return Status::error(std::string("cannot export HF tensor \"") + name +
-                           "\" as " + dtypeName(dtype) +
+                           "\" as " + safetensorsDTypeName(dtype) +
                            "; octet writes F32, BF16 or F16");
     }
     out.push_back(std::move(t));

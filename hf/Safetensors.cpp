@@ -13,19 +13,20 @@ using nlohmann::json;
 
 namespace {
 
-struct DTypeEntry {
-  DType dtype;
-  const char *name;
-  size_t size;
-};
-
-constexpr DTypeEntry kDTypes[] = {
-    {DType::F64, "F64", 8},         {DType::F32, "F32", 4},
-    {DType::F16, "F16", 2},         {DType::BF16, "BF16", 2},
-    {DType::F8_E4M3, "F8_E4M3", 1}, {DType::F8_E5M2, "F8_E5M2", 1},
-    {DType::I64, "I64", 8},         {DType::I32, "I32", 4},
-    {DType::I16, "I16", 2},         {DType::I8, "I8", 1},
-    {DType::U8, "U8", 1},           {DType::BOOL, "BOOL", 1},
+// The format's words for octet's element types.
+constexpr std::pair<DType, const char *> kDTypeNames[] = {
+    {DType::F64, "F64"},
+    {DType::F32, "F32"},
+    {DType::F16, "F16"},
+    {DType::BF16, "BF16"},
+    {DType::F8E4M3FN, "F8_E4M3"},
+    {DType::F8E5M2, "F8_E5M2"},
+    {DType::I64, "I64"},
+    {DType::I32, "I32"},
+    {DType::I16, "I16"},
+    {DType::I8, "I8"},
+    {DType::U8, "U8"},
+    {DType::Bool, "BOOL"},
 };
 
 // The reference implementation refuses larger headers too.
@@ -55,25 +56,18 @@ bool endsWith(const std::string &text, const std::string &suffix) {
 
 } // namespace
 
-const char *dtypeName(DType dtype) {
-  for (const DTypeEntry &e : kDTypes)
-    if (e.dtype == dtype)
-      return e.name;
+const char *safetensorsDTypeName(DType dtype) {
+  for (const auto &[known, name] : kDTypeNames)
+    if (known == dtype)
+      return name;
   return "?";
 }
 
-std::optional<DType> parseDType(std::string_view name) {
-  for (const DTypeEntry &e : kDTypes)
-    if (name == e.name)
-      return e.dtype;
+std::optional<DType> parseSafetensorsDType(std::string_view name) {
+  for (const auto &[dtype, known] : kDTypeNames)
+    if (name == known)
+      return dtype;
   return std::nullopt;
-}
-
-size_t dtypeSize(DType dtype) {
-  for (const DTypeEntry &e : kDTypes)
-    if (e.dtype == dtype)
-      return e.size;
-  return 0;
 }
 
 uint64_t TensorInfo::elementCount() const {
@@ -145,7 +139,8 @@ StatusOr<SafetensorsHeader> parseSafetensorsHeader(const uint8_t *bytes,
     auto offsetsIt = value.find("data_offsets");
     if (dtypeIt == value.end() || !dtypeIt->is_string())
       return fail(where + " has no dtype string");
-    std::optional<DType> dtype = parseDType(dtypeIt->get<std::string>());
+    std::optional<DType> dtype =
+        parseSafetensorsDType(dtypeIt->get<std::string>());
     if (!dtype)
       return fail(where + " has unknown dtype \"" +
                   dtypeIt->get<std::string>() + "\"");
@@ -170,7 +165,7 @@ StatusOr<SafetensorsHeader> parseSafetensorsHeader(const uint8_t *bytes,
       tensor.shape.push_back(static_cast<int64_t>(extent));
     }
     uint64_t bytesNeeded;
-    if (!multiplyChecked(elements, dtypeSize(*dtype), bytesNeeded))
+    if (!multiplyChecked(elements, dtypeBytes(*dtype), bytesNeeded))
       return fail(where + " has a shape whose size overflows");
     tensor.begin = (*offsetsIt)[0].get<uint64_t>();
     tensor.end = (*offsetsIt)[1].get<uint64_t>();
@@ -259,11 +254,11 @@ Status SafetensorsWriter::check(const std::string &name, DType dtype,
       return Status::error("tensor \"" + name + "\" has a negative extent");
     elements *= static_cast<uint64_t>(d);
   }
-  if (elements * dtypeSize(dtype) != bytes)
+  if (elements * dtypeBytes(dtype) != bytes)
     return Status::error("tensor \"" + name + "\": " + std::to_string(bytes) +
-                         " bytes given, shape and dtype " + dtypeName(dtype) +
-                         " need " +
-                         std::to_string(elements * dtypeSize(dtype)));
+                         " bytes given, shape and dtype " +
+                         safetensorsDTypeName(dtype) + " need " +
+                         std::to_string(elements * dtypeBytes(dtype)));
   return Status::ok();
 }
 
@@ -295,7 +290,7 @@ std::string SafetensorsWriter::headerJson() const {
   uint64_t offset = 0;
   for (const auto &[name, tensor] : tensors_) {
     uint64_t end = offset + tensor.size;
-    header[name] = {{"dtype", dtypeName(tensor.dtype)},
+    header[name] = {{"dtype", safetensorsDTypeName(tensor.dtype)},
                     {"shape", tensor.shape},
                     {"data_offsets", {offset, end}}};
     offset = end;

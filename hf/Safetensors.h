@@ -6,8 +6,9 @@
 //    ..., "__metadata__": {"key": "value"}}
 // then the tensor data; offsets are relative to the end of the header.
 
-#include "support/Status.h"
 #include "support/AtomicFile.h"
+#include "support/DType.h"
+#include "support/Status.h"
 
 #include <cstdint>
 #include <map>
@@ -19,24 +20,10 @@
 
 namespace octet::checkpoint {
 
-enum class DType {
-  F64,
-  F32,
-  F16,
-  BF16,
-  F8_E4M3,
-  F8_E5M2,
-  I64,
-  I32,
-  I16,
-  I8,
-  U8,
-  BOOL,
-};
-
-const char *dtypeName(DType dtype); // as safetensors writes it
-std::optional<DType> parseDType(std::string_view name);
-size_t dtypeSize(DType dtype);
+// The header's spelling of a dtype ("BF16", "F8_E4M3", ...), which also
+// names the dtypes of a file's tensors in messages; every DType has one.
+const char *safetensorsDTypeName(DType dtype);
+std::optional<DType> parseSafetensorsDType(std::string_view name);
 
 struct TensorInfo {
   std::string name;

@@ -15,7 +15,6 @@ using namespace mlir;
 
 namespace octet {
 
-using checkpoint::DType;
 using checkpoint::HfParameterLayout;
 using checkpoint::HfPiece;
 
@@ -178,9 +177,9 @@ StatusOr<size_t> exportHfCheckpoint(const std::string &directory,
       return Status::error("parameter \"" + layout.name +
                            "\" has no value to export");
     const interp::Tensor &t = store.get(layout.name);
-    if (t.dtype() != interp::DType::F32 || t.shape() != layout.shape)
+    if (t.dtype() != DType::F32 || t.shape() != layout.shape)
       return Status::error("parameter \"" + layout.name + "\" holds a " +
-                           interp::dtypeName(t.dtype()) + " " +
+                           dtypeName(t.dtype()) + " " +
                            interp::shapeString(t.shape()) +
                            " tensor; the graph declares f32 " +
                            interp::shapeString(layout.shape));

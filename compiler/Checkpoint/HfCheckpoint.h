@@ -32,7 +32,7 @@ struct HfLoadSummary {
   size_t tensors = 0;
   int64_t elements = 0;
   // HF tensor → the dtype it was stored in, for an export in kind.
-  std::map<std::string, checkpoint::DType> dtypes;
+  std::map<std::string, DType> dtypes;
   std::map<std::string, std::string> skipped; // see HfWeights::skipped
 };
 
@@ -48,8 +48,8 @@ struct HfExportOptions {
   // HF tensor → dtype; tensors it does not name are written as
   // `defaultDType`. Pass HfLoadSummary::dtypes to write each tensor back in
   // the dtype it came in.
-  std::map<std::string, checkpoint::DType> dtypes;
-  checkpoint::DType defaultDType = checkpoint::DType::F32;
+  std::map<std::string, DType> dtypes;
+  DType defaultDType = DType::F32;
   uint64_t maxShardBytes = 5ull << 30;
   // Written beside the weights as config.json when not empty.
   std::string configJson;

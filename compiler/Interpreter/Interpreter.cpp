@@ -976,9 +976,9 @@ llvm::Expected<DType> dtypeOf(Type type) {
   if (type.isF16())
     return DType::F16;
   if (isa<Float8E4M3FNType>(type))
-    return DType::E4M3FN;
+    return DType::F8E4M3FN;
   if (isa<Float8E5M2Type>(type))
-    return DType::E5M2;
+    return DType::F8E5M2;
   if (type.isInteger(32))
     return DType::I32;
   if (type.isInteger(64))

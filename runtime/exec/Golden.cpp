@@ -173,9 +173,9 @@ Status writeSnapshot(const std::string &dir, const std::string &name,
   for (const SlotSummary &s : slots) {
     text += s.name + "\t" + std::to_string(s.elements) + "\t" + number(s.l2) +
             "\t" + number(s.maxAbs) + "\n";
-    OCTET_RETURN_IF_ERROR(writer.addView(
-        s.name, ckpt::DType::F32, {int64_t(s.samples.size())},
-        s.samples.data(), s.samples.size() * sizeof(float)));
+    OCTET_RETURN_IF_ERROR(
+        writer.addView(s.name, DType::F32, {int64_t(s.samples.size())},
+                       s.samples.data(), s.samples.size() * sizeof(float)));
   }
   OCTET_RETURN_IF_ERROR(writeText(path(dir, name + ".tsv"), text));
   return writer.write(path(dir, name + ".safetensors"));

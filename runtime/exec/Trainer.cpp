@@ -1,9 +1,9 @@
 #include "runtime/exec/Trainer.h"
 
-#include "support/Numerics.h"
 #include "bundle/Bundle.h"
 #include "bundle/InitValues.h"
 #include "hf/Safetensors.h"
+#include "support/Numerics.h"
 
 #include <chrono>
 #include <cmath>
@@ -38,7 +38,7 @@ struct Binding {
   std::string name;
   uint32_t slot = 0;
   uint64_t bytes = 0;
-  DType dtype = DTYPE_UNSPECIFIED;
+  bundle::DType dtype = DTYPE_UNSPECIFIED;
   uint64_t stageOffset = 0;
 };
 
@@ -52,35 +52,12 @@ struct ProgramIO {
 struct Entry {
   std::string name;
   uint32_t slot = 0;
-  ckpt::DType dtype = ckpt::DType::U8;
+  octet::DType dtype = octet::DType::U8;
   std::vector<int64_t> shape;
   uint64_t bytes = 0;
   // A fused parameter saved as its HF tensors: (name, rows) along dim 0.
   std::vector<std::pair<std::string, int64_t>> pieces;
 };
-
-std::optional<ckpt::DType> toCheckpointType(DType t) {
-  switch (t) {
-  case F32:
-    return ckpt::DType::F32;
-  case BF16:
-    return ckpt::DType::BF16;
-  case F16:
-    return ckpt::DType::F16;
-  case F8E4M3FN:
-    return ckpt::DType::F8_E4M3;
-  case F8E5M2:
-    return ckpt::DType::F8_E5M2;
-  case I32:
-    return ckpt::DType::I32;
-  case I64:
-    return ckpt::DType::I64;
-  case U8:
-    return ckpt::DType::U8;
-  default:
-    return std::nullopt;
-  }
-}
 
 std::string hexOf(const std::string &bytes) {
   static const char *digits = "0123456789abcdef";
@@ -115,37 +92,22 @@ std::string shapeText(const std::vector<int64_t> &shape) {
 // Converts `count` elements to `to`; only between float formats that
 // parameters are kept in.
 StatusOr<std::vector<uint8_t>> convertFloats(const uint8_t *src,
-                                             ckpt::DType from, ckpt::DType to,
+                                             octet::DType from, octet::DType to,
                                              uint64_t count,
                                              const std::string &what) {
-  std::vector<uint8_t> out(count * ckpt::dtypeSize(to));
-  auto load = [&](uint64_t i) -> float {
-    if (from == ckpt::DType::F32) {
-      float f;
-      std::memcpy(&f, src + 4 * i, 4);
-      return f;
-    }
-    uint16_t h;
-    std::memcpy(&h, src + 2 * i, 2);
-    return from == ckpt::DType::BF16 ? numerics::decodeBF16(h)
-                                     : numerics::decodeF16(h);
-  };
-  bool fromOk = from == ckpt::DType::F32 || from == ckpt::DType::BF16 ||
-                from == ckpt::DType::F16;
-  bool toOk = to == ckpt::DType::F32 || to == ckpt::DType::BF16;
+  bool fromOk = from == octet::DType::F32 || from == octet::DType::BF16 ||
+                from == octet::DType::F16;
+  bool toOk = to == octet::DType::F32 || to == octet::DType::BF16;
   if (!fromOk || !toOk)
-    return Status::error(what + " is " + ckpt::dtypeName(from) +
-                         " but the parameter is " + ckpt::dtypeName(to) +
+    return Status::error(what + " is " + ckpt::safetensorsDTypeName(from) +
+                         " but the parameter is " +
+                         ckpt::safetensorsDTypeName(to) +
                          ": only F32/BF16/F16 weights convert");
-  for (uint64_t i = 0; i < count; ++i) {
-    float f = load(i);
-    if (to == ckpt::DType::F32) {
-      std::memcpy(out.data() + 4 * i, &f, 4);
-    } else {
-      uint16_t h = numerics::encodeBF16(f);
-      std::memcpy(out.data() + 2 * i, &h, 2);
-    }
-  }
+  size_t fromBytes = octet::dtypeBytes(from), toBytes = octet::dtypeBytes(to);
+  std::vector<uint8_t> out(count * toBytes);
+  for (uint64_t i = 0; i < count; ++i)
+    numerics::encodeFloat(to, numerics::decodeFloat(from, src + fromBytes * i),
+                          out.data() + toBytes * i);
   return out;
 }
 
@@ -203,7 +165,7 @@ struct Trainer::Impl {
       b.dtype = s.dtype();
       b.bytes = s.bytes();
       uint64_t want = 0;
-      DType wantType = I32;
+      bundle::DType wantType = I32;
       bool atLeast = false;
       if (batchInputs && in.name() == "tokens")
         b.feed = Feed::Tokens, want = tokens * 4;
@@ -263,25 +225,22 @@ struct Trainer::Impl {
   Status planEntries() {
     const MemoryPlan &plan = bundle.plan();
     std::set<uint32_t> covered;
-    auto entryFor = [&](const std::string &name, uint32_t slot, DType dtype,
-                        std::vector<int64_t> shape,
+    auto entryFor = [&](const std::string &name, uint32_t slot,
+                        bundle::DType dtype, std::vector<int64_t> shape,
                         const std::string &what) -> StatusOr<Entry> {
       const Slot &s = plan.slots(int(slot));
       Entry e;
       e.name = name;
       e.slot = slot;
       e.bytes = s.bytes();
-      auto t = toCheckpointType(dtype);
-      if (!t)
-        t = ckpt::DType::U8;
-      e.dtype = *t;
-      uint64_t element = ckpt::dtypeSize(e.dtype);
+      e.dtype = dtypeFromProto(dtype).value_or(octet::DType::U8);
+      uint64_t element = octet::dtypeBytes(e.dtype);
       uint64_t count = 1;
       for (int64_t d : shape)
         count *= uint64_t(d);
       if (shape.empty() && e.bytes != element) {
         if (e.bytes % element)
-          e.dtype = ckpt::DType::U8, element = 1;
+          e.dtype = octet::DType::U8, element = 1;
         shape = {int64_t(e.bytes / element)};
       } else if (count * element != e.bytes) {
         return Status::error(what + " '" + name + "' is " + shapeText(shape) +
@@ -578,7 +537,7 @@ struct Trainer::Impl {
   Status
   restoreEntries(const std::vector<Entry> &entries, const std::string &origin,
                  const std::function<
-                     StatusOr<std::pair<ckpt::DType, std::vector<uint8_t>>>(
+                     StatusOr<std::pair<octet::DType, std::vector<uint8_t>>>(
                          const std::string &)> &lookup,
                  bool convert) {
     std::vector<std::vector<uint8_t>> keep;
@@ -596,13 +555,14 @@ struct Trainer::Impl {
         std::vector<uint8_t> part = std::move(found->second);
         if (found->first != e.dtype) {
           if (!convert)
-            return Status::error(
-                origin + ": tensor '" + name + "' is " +
-                ckpt::dtypeName(found->first) + " but the bundle keeps it as " +
-                ckpt::dtypeName(e.dtype) + ": it was saved by another bundle");
+            return Status::error(origin + ": tensor '" + name + "' is " +
+                                 ckpt::safetensorsDTypeName(found->first) +
+                                 " but the bundle keeps it as " +
+                                 ckpt::safetensorsDTypeName(e.dtype) +
+                                 ": it was saved by another bundle");
           auto converted =
               convertFloats(part.data(), found->first, e.dtype,
-                            part.size() / ckpt::dtypeSize(found->first),
+                            part.size() / octet::dtypeBytes(found->first),
                             origin + ": tensor '" + name + "'");
           if (!converted)
             return converted.status();
@@ -614,8 +574,9 @@ struct Trainer::Impl {
         return Status::error(
             origin + ": tensor '" + e.name + "' has " +
             std::to_string(bytes.size()) + " bytes, but the bundle's is " +
-            shapeText(e.shape) + " " + ckpt::dtypeName(e.dtype) + " (" +
-            std::to_string(e.bytes) + " bytes): it belongs to another model");
+            shapeText(e.shape) + " " + ckpt::safetensorsDTypeName(e.dtype) +
+            " (" + std::to_string(e.bytes) +
+            " bytes): it belongs to another model");
       keep.push_back(std::move(bytes));
       OCTET_RETURN_IF_ERROR(
           backend.writeSlot(e.slot, keep.back().data(), e.bytes));
@@ -638,7 +599,7 @@ struct Trainer::Impl {
   Status writeInitialValues(bool parameters) {
     struct Job {
       const Init *init;
-      DType dtype;
+      bundle::DType dtype;
       uint64_t elements;
       uint32_t slot;
       std::string what;
@@ -698,7 +659,7 @@ struct Trainer::Impl {
     for (size_t i = 0; i < modelEntries.size(); ++i)
       octetNames[modelEntries[i].name] = bundle.parameters(int(i)).name();
     auto lookup = [&](const std::string &name)
-        -> StatusOr<std::pair<ckpt::DType, std::vector<uint8_t>>> {
+        -> StatusOr<std::pair<octet::DType, std::vector<uint8_t>>> {
       std::string found = name;
       if (!reader->find(found) && octetNames.count(name))
         found = octetNames[name];
@@ -923,7 +884,7 @@ Status Trainer::loadCheckpoint(const std::string &stepDir, int64_t &step) {
                          ": resuming would not continue that run");
   auto lookupIn = [&](std::vector<ckpt::NamedTensor> &tensors) {
     return [&tensors, &stepDir](const std::string &name)
-               -> StatusOr<std::pair<ckpt::DType, std::vector<uint8_t>>> {
+               -> StatusOr<std::pair<octet::DType, std::vector<uint8_t>>> {
       for (ckpt::NamedTensor &x : tensors)
         if (x.name == name)
           return std::make_pair(x.dtype, std::move(x.data));

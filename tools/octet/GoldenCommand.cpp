@@ -124,7 +124,7 @@ StatusOr<std::string> slotBytes(const interp::Tensor &t, bundle::DType dtype,
   uint64_t n = uint64_t(t.numel());
   std::string out(n * bundle::dtypeBytes(dtype), '\0');
   char *dst = out.data();
-  bool isFloat = interp::isFloat(t.dtype());
+  bool isFloat = octet::isFloat(t.dtype());
   auto value = [&](uint64_t i) -> double {
     return isFloat ? double(t.f()[i]) : double(t.i()[i]);
   };
@@ -172,7 +172,7 @@ StatusOr<std::string> slotBytes(const interp::Tensor &t, bundle::DType dtype,
 
 golden::SlotSummary summarizeTensor(const std::string &name,
                                     const interp::Tensor &t) {
-  if (interp::isFloat(t.dtype()))
+  if (isFloat(t.dtype()))
     return golden::summarize(name, uint64_t(t.numel()),
                              [&](uint64_t i) { return double(t.f()[i]); });
   return golden::summarize(name, uint64_t(t.numel()),
@@ -380,7 +380,7 @@ int run(const Options &opts) {
           keepFloats.back().resize(size_t(count), 0.0f);
           args.push_back(interp::Tensor::fromFloats(shape, keepFloats.back()));
           if (Status st = batchesOut.addView(
-                  tensorName, checkpoint::DType::F32, shape,
+                  tensorName, DType::F32, shape,
                   keepFloats.back().data(), size_t(count) * 4);
               !st)
             return inputError(st.message());
@@ -402,7 +402,7 @@ int run(const Options &opts) {
         keepInts.push_back(values);
         args.push_back(interp::Tensor::fromInts(
             shape, std::vector<int64_t>(values.begin(), values.end())));
-        if (Status st = batchesOut.addView(tensorName, checkpoint::DType::I32,
+        if (Status st = batchesOut.addView(tensorName, DType::I32,
                                            shape, keepInts.back().data(),
                                            size_t(count) * 4);
             !st)

@@ -134,7 +134,7 @@ StatusOr<HfLoadSummary> initFromHf(const spec::Spec &spec,
   std::string dtypes;
   std::map<std::string, int> counts;
   for (const auto &[name, dtype] : summary->dtypes)
-    ++counts[checkpoint::dtypeName(dtype)];
+    ++counts[checkpoint::safetensorsDTypeName(dtype)];
   for (const auto &[name, count] : counts)
     dtypes += (dtypes.empty() ? "" : ", ") + std::to_string(count) + " " + name;
   std::printf("init: %zu parameters (%lld values) from %zu tensors of %s "
@@ -215,11 +215,11 @@ int runExportHfCommand(int argc, char **argv) {
   options.maxShardBytes = maxShard;
   bool keepDTypes = dtype == "source";
   if (dtype == "f32" || keepDTypes)
-    options.defaultDType = checkpoint::DType::F32;
+    options.defaultDType = DType::F32;
   else if (dtype == "bf16")
-    options.defaultDType = checkpoint::DType::BF16;
+    options.defaultDType = DType::BF16;
   else if (dtype == "f16")
-    options.defaultDType = checkpoint::DType::F16;
+    options.defaultDType = DType::F16;
   else
     return usageError("--dtype is source, f32, bf16 or f16; got '" + dtype +
                       "'");

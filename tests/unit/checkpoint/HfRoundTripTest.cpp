@@ -29,7 +29,6 @@
 
 using namespace octet;
 using checkpoint::CheckpointReader;
-using checkpoint::DType;
 using checkpoint::NamedTensor;
 
 namespace {
@@ -268,7 +267,7 @@ void writeConverted(
 
 TEST(HfRoundTrip, Bf16AndF16AreWidenedExactlyAndExportedBitExact) {
   for (DType dtype : {DType::BF16, DType::F16}) {
-    SCOPED_TRACE(checkpoint::dtypeName(dtype));
+    SCOPED_TRACE(dtypeName(dtype));
     std::string in = tempDir("half"), out = tempDir("half-out");
     writeConverted(kFixtures + "tied", in, dtype);
     Model m = importModel(in + "/config.json", 1, 4);

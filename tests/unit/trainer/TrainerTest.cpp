@@ -274,12 +274,12 @@ TEST(Trainer, InitWeightsComeFromSafetensorsByHfName) {
   float b = 0.25f;
   std::vector<checkpoint::NamedTensor> tensors = {
       {"model.embed_tokens.weight",
-       checkpoint::DType::F32,
+       DType::F32,
        {shape.vocab},
        std::vector<uint8_t>(reinterpret_cast<uint8_t *>(w.data()),
                             reinterpret_cast<uint8_t *>(w.data() + w.size()))},
       {"b",
-       checkpoint::DType::F32,
+       DType::F32,
        {1},
        std::vector<uint8_t>(reinterpret_cast<uint8_t *>(&b),
                             reinterpret_cast<uint8_t *>(&b + 1))}};
