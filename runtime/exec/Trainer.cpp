@@ -3,6 +3,7 @@
 #include "bundle/Bundle.h"
 #include "bundle/InitValues.h"
 #include "hf/Safetensors.h"
+#include "support/LrSchedule.h"
 #include "support/Numerics.h"
 
 #include <chrono>
@@ -19,14 +20,8 @@ namespace ckpt = octet::checkpoint;
 
 double scheduledLearningRate(const Schedule &s, int64_t step,
                              int64_t totalSteps) {
-  double peak = s.lr();
-  int64_t warmup = std::max<int64_t>(0, s.warmup_steps());
-  if (warmup > 0 && step <= warmup)
-    return peak * double(step) / double(warmup);
-  double minLr = peak * s.min_lr_ratio();
-  int64_t decay = std::max<int64_t>(1, totalSteps - warmup);
-  double progress = std::min(1.0, double(step - warmup) / double(decay));
-  return minLr + 0.5 * (peak - minLr) * (1.0 + std::cos(M_PI * progress));
+  return learningRateAt(
+      {s.lr(), s.warmup_steps(), totalSteps, s.min_lr_ratio()}, step);
 }
 
 namespace {
