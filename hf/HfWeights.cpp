@@ -6,7 +6,7 @@
 #include <cstring>
 #include <set>
 
-namespace octet::checkpoint {
+namespace octet::hf {
 
 namespace {
 
@@ -322,4 +322,4 @@ exportHfTensors(const std::map<std::string, std::vector<float>> &parameters,
   return out;
 }
 
-} // namespace octet::checkpoint
+} // namespace octet::hf

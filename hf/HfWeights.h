@@ -30,7 +30,7 @@
 #include <string>
 #include <vector>
 
-namespace octet::checkpoint {
+namespace octet::hf {
 
 // One slice of a parameter: rows [paramRow, paramRow + rows) of the
 // parameter are rows [hfRow, hfRow + rows) of HF tensor `hfName` (after
@@ -87,6 +87,6 @@ exportHfTensors(const std::map<std::string, std::vector<float>> &parameters,
                 const std::vector<HfParameterLayout> &layouts,
                 const std::map<std::string, DType> &dtypes);
 
-} // namespace octet::checkpoint
+} // namespace octet::hf
 
 #endif

@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-namespace octet::checkpoint {
+namespace octet::hf {
 
 using nlohmann::json;
 
@@ -519,4 +519,4 @@ Status writeCheckpoint(const std::string &directory,
   return writeFileAtomically(indexPath, index.dump(2) + "\n");
 }
 
-} // namespace octet::checkpoint
+} // namespace octet::hf

@@ -18,7 +18,7 @@
 #include <string_view>
 #include <vector>
 
-namespace octet::checkpoint {
+namespace octet::hf {
 
 // The header's spelling of a dtype ("BF16", "F8_E4M3", ...), which also
 // names the dtypes of a file's tensors in messages; every DType has one.
@@ -143,6 +143,6 @@ Status writeCheckpoint(const std::string &directory,
                        const std::vector<NamedTensor> &tensors,
                        uint64_t maxShardBytes = 5ull << 30);
 
-} // namespace octet::checkpoint
+} // namespace octet::hf
 
 #endif

@@ -15,8 +15,8 @@ using namespace mlir;
 
 namespace octet {
 
-using checkpoint::HfParameterLayout;
-using checkpoint::HfPiece;
+using hf::HfParameterLayout;
+using hf::HfPiece;
 
 namespace {
 
@@ -69,7 +69,7 @@ StatusOr<HfParameterLayout> layoutOf(graph::VariableOp var) {
                          "cannot be loaded from or exported to a HF "
                          "checkpoint");
   HfParameterLayout layout =
-      checkpoint::singleTensorLayout(name, shape, var.getHfName()->str());
+      hf::singleTensorLayout(name, shape, var.getHfName()->str());
   layout.pieces[0].transpose = transpose;
   if (chunk) {
     if (chunk.size() != 2 || chunk[1] < 1 || chunk[0] < 0 ||
@@ -93,11 +93,11 @@ Status makeDirectory(const std::string &path) {
 // from_pretrained(dtype="auto") loads them as written. Left as it is when
 // the tensors mix dtypes or the text is not a JSON object.
 std::string withDType(const std::string &config,
-                      const std::vector<checkpoint::NamedTensor> &tensors) {
+                      const std::vector<hf::NamedTensor> &tensors) {
   if (tensors.empty())
     return config;
   DType dtype = tensors.front().dtype;
-  for (const checkpoint::NamedTensor &t : tensors)
+  for (const hf::NamedTensor &t : tensors)
     if (t.dtype != dtype)
       return config;
   const char *name = dtype == DType::BF16  ? "bfloat16"
@@ -140,12 +140,10 @@ StatusOr<HfLoadSummary> loadHfCheckpoint(const std::string &path,
   StatusOr<std::vector<HfParameterLayout>> layouts = hfLayouts(module);
   if (!layouts)
     return layouts.status();
-  StatusOr<checkpoint::CheckpointReader> reader =
-      checkpoint::CheckpointReader::open(path);
+  StatusOr<hf::CheckpointReader> reader = hf::CheckpointReader::open(path);
   if (!reader)
     return reader.status();
-  StatusOr<checkpoint::HfWeights> weights =
-      checkpoint::loadHfWeights(*reader, *layouts, path);
+  StatusOr<hf::HfWeights> weights = hf::loadHfWeights(*reader, *layouts, path);
   if (!weights)
     return weights.status();
 
@@ -192,14 +190,14 @@ StatusOr<size_t> exportHfCheckpoint(const std::string &directory,
       dtypes[piece.hfName] =
           it == options.dtypes.end() ? options.defaultDType : it->second;
     }
-  StatusOr<std::vector<checkpoint::NamedTensor>> tensors =
-      checkpoint::exportHfTensors(parameters, *layouts, dtypes);
+  StatusOr<std::vector<hf::NamedTensor>> tensors =
+      hf::exportHfTensors(parameters, *layouts, dtypes);
   if (!tensors)
     return tensors.status();
   if (Status s = makeDirectory(directory); !s)
     return s;
-  if (Status s = checkpoint::writeCheckpoint(directory, *tensors,
-                                             options.maxShardBytes);
+  if (Status s =
+          hf::writeCheckpoint(directory, *tensors, options.maxShardBytes);
       !s)
     return s;
   if (!options.configJson.empty())

@@ -23,8 +23,7 @@ namespace octet {
 
 // The layout of every trainable variable of `module`; a trainable variable
 // with no HF name is an error naming it.
-StatusOr<std::vector<checkpoint::HfParameterLayout>>
-hfLayouts(mlir::ModuleOp module);
+StatusOr<std::vector<hf::HfParameterLayout>> hfLayouts(mlir::ModuleOp module);
 
 struct HfLoadSummary {
   std::string source; // the file or directory read

@@ -82,9 +82,9 @@ std::vector<int64_t> completeSteps(const std::string &dir) {
 }
 
 Status writeState(const std::string &path,
-                  const std::vector<NamedTensor> &tensors) {
-  SafetensorsWriter writer;
-  for (const NamedTensor &t : tensors)
+                  const std::vector<hf::NamedTensor> &tensors) {
+  hf::SafetensorsWriter writer;
+  for (const hf::NamedTensor &t : tensors)
     if (Status st = writer.addView(t.name, t.dtype, t.shape, t.data.data(),
                                    t.data.size());
         !st)
@@ -118,7 +118,7 @@ StatusOr<std::string> saveTrainCheckpoint(const std::string &dir,
                          "): " + st.message());
   };
 
-  Status st = writeCheckpoint(partial, ckpt.model);
+  Status st = hf::writeCheckpoint(partial, ckpt.model);
   if (st)
     st = written(partial + "/model.safetensors");
   if (st)
@@ -193,13 +193,13 @@ StatusOr<std::string> latestTrainCheckpoint(const std::string &dir) {
 
 namespace {
 
-StatusOr<std::vector<NamedTensor>> readAll(const std::string &path) {
-  auto reader = CheckpointReader::open(path);
+StatusOr<std::vector<hf::NamedTensor>> readAll(const std::string &path) {
+  auto reader = hf::CheckpointReader::open(path);
   if (!reader)
     return reader.status();
-  std::vector<NamedTensor> out;
+  std::vector<hf::NamedTensor> out;
   for (const std::string &name : reader->tensorNames()) {
-    const TensorInfo *info = reader->find(name);
+    const hf::TensorInfo *info = reader->find(name);
     auto data = reader->readTensor(name);
     if (!data)
       return data.status();

@@ -233,8 +233,8 @@ StatusOr<bool> Checker::run() {
   auto steps = golden::readSteps(options_.dir);
   if (!steps)
     return steps.status();
-  auto batches = checkpoint::SafetensorsFile::open(options_.dir + "/" +
-                                                   golden::kBatchesFile);
+  auto batches =
+      hf::SafetensorsFile::open(options_.dir + "/" + golden::kBatchesFile);
   if (!batches)
     return batches.status();
   const Program *train = programOf(backend_, TRAIN_MICROBATCH);

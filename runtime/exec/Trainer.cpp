@@ -94,9 +94,9 @@ StatusOr<std::vector<uint8_t>> convertFloats(const uint8_t *src,
                 from == octet::DType::F16;
   bool toOk = to == octet::DType::F32 || to == octet::DType::BF16;
   if (!fromOk || !toOk)
-    return Status::error(what + " is " + ckpt::safetensorsDTypeName(from) +
+    return Status::error(what + " is " + hf::safetensorsDTypeName(from) +
                          " but the parameter is " +
-                         ckpt::safetensorsDTypeName(to) +
+                         hf::safetensorsDTypeName(to) +
                          ": only F32/BF16/F16 weights convert");
   size_t fromBytes = octet::dtypeBytes(from), toBytes = octet::dtypeBytes(to);
   std::vector<uint8_t> out(count * toBytes);
@@ -490,10 +490,10 @@ struct Trainer::Impl {
     c.dataPosition = checkpointPosition;
     c.bundleHash = hexOf(bundle.content_hash());
     auto read = [&](const std::vector<Entry> &entries,
-                    std::vector<ckpt::NamedTensor> &out) -> Status {
+                    std::vector<hf::NamedTensor> &out) -> Status {
       for (const Entry &e : entries) {
-        ckpt::NamedTensor t{e.name, e.dtype, e.shape,
-                            std::vector<uint8_t>(e.bytes)};
+        hf::NamedTensor t{e.name, e.dtype, e.shape,
+                          std::vector<uint8_t>(e.bytes)};
         OCTET_RETURN_IF_ERROR(backend.readSlot(e.slot, t.data.data(), e.bytes));
         out.push_back(std::move(t));
       }
@@ -503,7 +503,7 @@ struct Trainer::Impl {
     OCTET_RETURN_IF_ERROR(read(stateEntries, c.state));
     OCTET_RETURN_IF_ERROR(backend.synchronize());
     // Fused parameters go out as their HF tensors.
-    std::vector<ckpt::NamedTensor> split;
+    std::vector<hf::NamedTensor> split;
     for (size_t i = 0; i < modelEntries.size(); ++i) {
       const Entry &e = modelEntries[i];
       if (e.pieces.empty()) {
@@ -551,9 +551,9 @@ struct Trainer::Impl {
         if (found->first != e.dtype) {
           if (!convert)
             return Status::error(origin + ": tensor '" + name + "' is " +
-                                 ckpt::safetensorsDTypeName(found->first) +
+                                 hf::safetensorsDTypeName(found->first) +
                                  " but the bundle keeps it as " +
-                                 ckpt::safetensorsDTypeName(e.dtype) +
+                                 hf::safetensorsDTypeName(e.dtype) +
                                  ": it was saved by another bundle");
           auto converted =
               convertFloats(part.data(), found->first, e.dtype,
@@ -569,7 +569,7 @@ struct Trainer::Impl {
         return Status::error(
             origin + ": tensor '" + e.name + "' has " +
             std::to_string(bytes.size()) + " bytes, but the bundle's is " +
-            shapeText(e.shape) + " " + ckpt::safetensorsDTypeName(e.dtype) +
+            shapeText(e.shape) + " " + hf::safetensorsDTypeName(e.dtype) +
             " (" + std::to_string(e.bytes) +
             " bytes): it belongs to another model");
       keep.push_back(std::move(bytes));
@@ -646,7 +646,7 @@ struct Trainer::Impl {
   }
 
   Status loadWeights(const std::string &path) {
-    auto reader = ckpt::CheckpointReader::open(path);
+    auto reader = hf::CheckpointReader::open(path);
     if (!reader)
       return reader.status().withContext("--init-weights");
     // Parameters are found by HF name, else by octet name.
@@ -658,7 +658,7 @@ struct Trainer::Impl {
       std::string found = name;
       if (!reader->find(found) && octetNames.count(name))
         found = octetNames[name];
-      const ckpt::TensorInfo *info = reader->find(found);
+      const hf::TensorInfo *info = reader->find(found);
       if (!info) {
         auto names = reader->tensorNames();
         std::string some;
@@ -877,10 +877,10 @@ Status Trainer::loadCheckpoint(const std::string &stepDir, int64_t &step) {
                          std::to_string(c->seed) + ", this bundle's is " +
                          std::to_string(t.schedule.seed()) +
                          ": resuming would not continue that run");
-  auto lookupIn = [&](std::vector<ckpt::NamedTensor> &tensors) {
+  auto lookupIn = [&](std::vector<hf::NamedTensor> &tensors) {
     return [&tensors, &stepDir](const std::string &name)
                -> StatusOr<std::pair<octet::DType, std::vector<uint8_t>>> {
-      for (ckpt::NamedTensor &x : tensors)
+      for (hf::NamedTensor &x : tensors)
         if (x.name == name)
           return std::make_pair(x.dtype, std::move(x.data));
       return Status::error(stepDir + " has no tensor '" + name +

@@ -5,7 +5,7 @@
 
 #include <cstring>
 
-using namespace octet::checkpoint;
+using namespace octet::hf;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   octet::StatusOr<SafetensorsHeader> header =

@@ -319,7 +319,7 @@ int run(const Options &opts) {
   }
   RandomTokens random(sched.seed() ^ 0x676f6c64656eull);
 
-  checkpoint::SafetensorsWriter batchesOut;
+  hf::SafetensorsWriter batchesOut;
   std::vector<std::vector<int32_t>> keepInts;
   std::vector<std::vector<float>> keepFloats;
   std::vector<golden::StepValues> steps;

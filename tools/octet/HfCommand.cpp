@@ -134,7 +134,7 @@ StatusOr<HfLoadSummary> initFromHf(const spec::Spec &spec,
   std::string dtypes;
   std::map<std::string, int> counts;
   for (const auto &[name, dtype] : summary->dtypes)
-    ++counts[checkpoint::safetensorsDTypeName(dtype)];
+    ++counts[hf::safetensorsDTypeName(dtype)];
   for (const auto &[name, count] : counts)
     dtypes += (dtypes.empty() ? "" : ", ") + std::to_string(count) + " " + name;
   std::printf("init: %zu parameters (%lld values) from %zu tensors of %s "

@@ -28,8 +28,8 @@
 #include <filesystem>
 
 using namespace octet;
-using checkpoint::CheckpointReader;
-using checkpoint::NamedTensor;
+using hf::CheckpointReader;
+using hf::NamedTensor;
 
 namespace {
 
@@ -82,7 +82,7 @@ std::map<std::string, interp::Tensor> readGolden() {
   if (!reader)
     return out;
   for (const std::string &name : reader->tensorNames()) {
-    const checkpoint::TensorInfo *info = reader->find(name);
+    const hf::TensorInfo *info = reader->find(name);
     const uint8_t *data = reader->tensorData(name);
     size_t n = info->elementCount();
     if (info->dtype == DType::F32) {
@@ -232,7 +232,7 @@ void writeConverted(
   for (const std::string &name : reader->tensorNames()) {
     if (std::find(drop.begin(), drop.end(), name) != drop.end())
       continue;
-    const checkpoint::TensorInfo *info = reader->find(name);
+    const hf::TensorInfo *info = reader->find(name);
     NamedTensor t{name, dtype, info->shape, {}};
     const float *values =
         reinterpret_cast<const float *>(reader->tensorData(name));
@@ -259,7 +259,7 @@ void writeConverted(
     tensors.push_back(std::move(t));
   }
   std::filesystem::create_directories(to);
-  ASSERT_TRUE(checkpoint::writeCheckpoint(to, tensors));
+  ASSERT_TRUE(hf::writeCheckpoint(to, tensors));
   std::filesystem::copy_file(kFixtures + "tied/config.json",
                              to + "/config.json",
                              std::filesystem::copy_options::overwrite_existing);
@@ -355,7 +355,7 @@ TEST(HfRoundTrip, FusedQkvVariableStacksTheHfTensorsAndSplitsThemBack) {
   make("model.layers.0.self_attn.q_proj.weight", 4, 100);
   make("model.layers.0.self_attn.k_proj.weight", 2, 200);
   make("model.layers.0.self_attn.v_proj.weight", 2, 300);
-  ASSERT_TRUE(checkpoint::writeCheckpoint(dir, tensors));
+  ASSERT_TRUE(hf::writeCheckpoint(dir, tensors));
 
   interp::VariableStore store;
   StatusOr<HfLoadSummary> loaded = loadHfCheckpoint(dir, *module, store);
@@ -374,10 +374,10 @@ TEST(HfRoundTrip, FusedQkvVariableStacksTheHfTensorsAndSplitsThemBack) {
 
 TEST(HfRoundTrip, TransposedChunksOfOneTensorRoundTrip) {
   // GPT-2: c_attn.weight is [in, 3 * out]; q, k, v are its transposed thirds.
-  std::vector<checkpoint::HfParameterLayout> layouts;
+  std::vector<hf::HfParameterLayout> layouts;
   for (int64_t i = 0; i < 3; ++i) {
-    auto layout = checkpoint::singleTensorLayout(
-        "w" + std::to_string(i), {2, 3}, "h.0.attn.c_attn.weight");
+    auto layout = hf::singleTensorLayout("w" + std::to_string(i), {2, 3},
+                                         "h.0.attn.c_attn.weight");
     layout.pieces[0].transpose = true;
     layout.pieces[0].hfRow = 2 * i;
     layout.hfRows["h.0.attn.c_attn.weight"] = 6;
@@ -387,7 +387,7 @@ TEST(HfRoundTrip, TransposedChunksOfOneTensorRoundTrip) {
   for (int64_t i = 0; i < 3; ++i)
     for (int64_t j = 0; j < 6; ++j)
       params["w" + std::to_string(i)].push_back(float(10 * i + j));
-  auto tensors = checkpoint::exportHfTensors(params, layouts, {});
+  auto tensors = hf::exportHfTensors(params, layouts, {});
   ASSERT_TRUE(tensors) << tensors.status().message();
   ASSERT_EQ(tensors->size(), 1u);
   EXPECT_EQ((*tensors)[0].shape, (std::vector<int64_t>{3, 6}));
@@ -397,10 +397,10 @@ TEST(HfRoundTrip, TransposedChunksOfOneTensorRoundTrip) {
   EXPECT_EQ(first, 10.0f);                                   // w1[0, 0]
 
   std::string dir = tempDir("gpt2");
-  ASSERT_TRUE(checkpoint::writeCheckpoint(dir, *tensors));
+  ASSERT_TRUE(hf::writeCheckpoint(dir, *tensors));
   auto reader = CheckpointReader::open(dir);
   ASSERT_TRUE(reader);
-  auto loaded = checkpoint::loadHfWeights(*reader, layouts, dir);
+  auto loaded = hf::loadHfWeights(*reader, layouts, dir);
   ASSERT_TRUE(loaded) << loaded.status().message();
   EXPECT_EQ(loaded->parameters, params);
   std::filesystem::remove_all(dir);
@@ -460,11 +460,11 @@ TEST(HfRoundTripErrors, ExtraTensorAndUnsupportedDtypeAreNamed) {
   std::vector<NamedTensor> tensors = {
       {"model.norm.weight", DType::I32, {64}, std::vector<uint8_t>(256, 0)}};
   dir = tempDir("dtype");
-  ASSERT_TRUE(checkpoint::writeCheckpoint(dir, tensors));
-  std::vector<checkpoint::HfParameterLayout> layouts = {
-      checkpoint::singleTensorLayout("final_norm", {64}, "model.norm.weight")};
+  ASSERT_TRUE(hf::writeCheckpoint(dir, tensors));
+  std::vector<hf::HfParameterLayout> layouts = {
+      hf::singleTensorLayout("final_norm", {64}, "model.norm.weight")};
   auto reader = CheckpointReader::open(dir);
-  auto loaded = checkpoint::loadHfWeights(*reader, layouts, dir);
+  auto loaded = hf::loadHfWeights(*reader, layouts, dir);
   ASSERT_FALSE(loaded);
   EXPECT_NE(loaded.status().message().find("\"model.norm.weight\" is I32"),
             std::string::npos)
@@ -481,7 +481,7 @@ TEST(HfRoundTrip, TiedCheckpointWithACopiedLmHeadLoads) {
   ASSERT_TRUE(reader);
   std::vector<NamedTensor> tensors;
   for (const std::string &name : reader->tensorNames()) {
-    const checkpoint::TensorInfo *info = reader->find(name);
+    const hf::TensorInfo *info = reader->find(name);
     const uint8_t *data = reader->tensorData(name);
     tensors.push_back(
         {name, info->dtype, info->shape,
@@ -492,7 +492,7 @@ TEST(HfRoundTrip, TiedCheckpointWithACopiedLmHeadLoads) {
     }
   }
   std::string dir = tempDir("tied-copy");
-  ASSERT_TRUE(checkpoint::writeCheckpoint(dir, tensors));
+  ASSERT_TRUE(hf::writeCheckpoint(dir, tensors));
   Model m = importModel(kFixtures + "tied/config.json", 1, 4);
   interp::VariableStore store;
   StatusOr<HfLoadSummary> loaded = loadHfCheckpoint(dir, *m.module, store);

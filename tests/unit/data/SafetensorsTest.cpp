@@ -7,7 +7,7 @@
 #include <cstring>
 
 using namespace octet;
-using namespace octet::checkpoint;
+using namespace octet::hf;
 
 namespace {
 
