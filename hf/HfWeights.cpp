@@ -110,6 +110,42 @@ HfParameterLayout singleTensorLayout(const std::string &name,
   return layout;
 }
 
+StatusOr<HfParameterLayout>
+parameterLayout(const std::string &name, std::vector<int64_t> shape,
+                const std::vector<std::string> &hfNames,
+                const std::vector<int64_t> &rows) {
+  if (hfNames.empty())
+    return Status::error("parameter \"" + name +
+                         "\" has no Hugging Face name (hf_name), so it "
+                         "cannot be loaded from or exported to a HF "
+                         "checkpoint");
+  if (hfNames.size() == 1 && rows.empty())
+    return singleTensorLayout(name, std::move(shape), hfNames[0]);
+  if (rows.size() != hfNames.size())
+    return Status::error(
+        "parameter \"" + name + "\" lists " + std::to_string(hfNames.size()) +
+        " HF tensors but the rows of " + std::to_string(rows.size()) +
+        ": each tensor needs its row count");
+  HfParameterLayout layout;
+  layout.name = name;
+  layout.shape = std::move(shape);
+  int64_t offset = 0;
+  for (size_t i = 0; i < hfNames.size(); ++i) {
+    HfPiece piece;
+    piece.hfName = hfNames[i];
+    piece.paramRow = offset;
+    piece.rows = rows[i];
+    offset += rows[i];
+    layout.pieces.push_back(piece);
+  }
+  int64_t paramRows = layout.shape.empty() ? 1 : layout.shape[0];
+  if (offset != paramRows)
+    return Status::error(
+        "parameter \"" + name + "\" has " + std::to_string(paramRows) +
+        " rows, but its HF tensors' rows add up to " + std::to_string(offset));
+  return layout;
+}
+
 StatusOr<HfWeights> loadHfWeights(const CheckpointReader &reader,
                                   const std::vector<HfParameterLayout> &layouts,
                                   const std::string &source) {

@@ -2,6 +2,7 @@
 
 #include "bundle/Bundle.h"
 #include "bundle/InitValues.h"
+#include "hf/HfWeights.h"
 #include "hf/Safetensors.h"
 #include "support/LrSchedule.h"
 #include "support/Numerics.h"
@@ -50,8 +51,8 @@ struct Entry {
   octet::DType dtype = octet::DType::U8;
   std::vector<int64_t> shape;
   uint64_t bytes = 0;
-  // A fused parameter saved as its HF tensors: (name, rows) along dim 0.
-  std::vector<std::pair<std::string, int64_t>> pieces;
+  // A fused parameter saved as its HF tensors, stacked along dimension 0.
+  std::vector<hf::HfPiece> pieces;
 };
 
 std::string hexOf(const std::string &bytes) {
@@ -248,26 +249,23 @@ struct Trainer::Impl {
       return e;
     };
     for (const Parameter &p : bundle.parameters()) {
-      std::vector<std::string> hf = p.hf_name().empty()
-                                        ? std::vector<std::string>{}
-                                        : splitComma(p.hf_name());
-      std::string name = hf.size() == 1 ? hf[0] : p.name();
-      auto e = entryFor(name, p.slot(), p.dtype(),
-                        {p.shape().begin(), p.shape().end()}, "parameter");
+      // Checkpoints hold a parameter under its HF names when the bundle
+      // gives them (hf::parameterLayout), else under its octet name.
+      std::vector<int64_t> shape(p.shape().begin(), p.shape().end());
+      std::vector<std::string> hfNames;
+      if (!p.hf_name().empty())
+        hfNames = splitComma(p.hf_name());
+      auto layout = hf::parameterLayout(
+          p.name(), shape, hfNames, {p.hf_rows().begin(), p.hf_rows().end()});
+      bool single = layout && layout->pieces.size() == 1;
+      auto e = entryFor(single ? layout->pieces[0].hfName : p.name(), p.slot(),
+                        p.dtype(), shape, "parameter");
       if (!e)
         return e.status();
-      if (hf.size() > 1) {
-        int64_t sum = 0;
-        for (int64_t r : p.hf_rows())
-          sum += r;
-        if (size_t(p.hf_rows_size()) == hf.size() && !e->shape.empty() &&
-            sum == e->shape[0]) {
-          for (size_t i = 0; i < hf.size(); ++i)
-            e->pieces.push_back({hf[i], p.hf_rows(int(i))});
-        } else {
-          unsplitFused.push_back(p.name());
-        }
-      }
+      if (layout && !single)
+        e->pieces = layout->pieces;
+      else if (hfNames.size() > 1)
+        unsplitFused.push_back(p.name());
       modelEntries.push_back(std::move(*e));
     }
     if (!unsplitFused.empty())
@@ -512,12 +510,12 @@ struct Trainer::Impl {
       }
       uint64_t rowBytes = e.bytes / uint64_t(e.shape[0]);
       uint64_t at = 0;
-      for (const auto &[name, pieceRows] : e.pieces) {
+      for (const hf::HfPiece &piece : e.pieces) {
         std::vector<int64_t> shape = e.shape;
-        shape[0] = pieceRows;
-        uint64_t n = uint64_t(pieceRows) * rowBytes;
+        shape[0] = piece.rows;
+        uint64_t n = uint64_t(piece.rows) * rowBytes;
         split.push_back(
-            {name, e.dtype, shape,
+            {piece.hfName, e.dtype, shape,
              std::vector<uint8_t>(c.model[i].data.begin() + long(at),
                                   c.model[i].data.begin() + long(at + n))});
         at += n;
@@ -540,8 +538,8 @@ struct Trainer::Impl {
       std::vector<std::string> names;
       if (e.pieces.empty())
         names.push_back(e.name);
-      for (const auto &p : e.pieces)
-        names.push_back(p.first);
+      for (const hf::HfPiece &piece : e.pieces)
+        names.push_back(piece.hfName);
       std::vector<uint8_t> bytes;
       for (const std::string &name : names) {
         auto found = lookup(name);

@@ -547,4 +547,41 @@ TEST(HfRoundTrip, ConfigJsonFromASpecReadsBackAsTheSameModel) {
   EXPECT_TRUE(checkSameModel(m.spec.model(), "spec", *back, "generated"));
 }
 
+TEST(HfLayout, OneRuleForSingleAndStackedTensors) {
+  auto single =
+      hf::parameterLayout("final_norm", {64}, {"model.norm.weight"}, {});
+  ASSERT_TRUE(single) << single.status().message();
+  ASSERT_EQ(single->pieces.size(), 1u);
+  EXPECT_EQ(single->pieces[0].hfName, "model.norm.weight");
+  EXPECT_EQ(single->pieces[0].rows, 64);
+
+  auto fused = hf::parameterLayout(
+      "layers.0.attn.wqkv", {96, 64},
+      {"q_proj.weight", "k_proj.weight", "v_proj.weight"}, {64, 16, 16});
+  ASSERT_TRUE(fused) << fused.status().message();
+  ASSERT_EQ(fused->pieces.size(), 3u);
+  EXPECT_EQ(fused->pieces[1].hfName, "k_proj.weight");
+  EXPECT_EQ(fused->pieces[1].paramRow, 64);
+  EXPECT_EQ(fused->pieces[2].paramRow, 80);
+  EXPECT_EQ(fused->pieces[2].rows, 16);
+  EXPECT_EQ(fused->pieces[2].hfRow, 0);
+}
+
+TEST(HfLayout, NamesWithoutRowsOrRowsThatDoNotAddUpAreErrors) {
+  auto none = hf::parameterLayout("w", {4, 4}, {}, {});
+  ASSERT_FALSE(none);
+  EXPECT_NE(none.status().message().find("has no Hugging Face name"),
+            std::string::npos)
+      << none.status().message();
+  auto noRows = hf::parameterLayout("wqkv", {8, 4}, {"q", "k"}, {});
+  ASSERT_FALSE(noRows);
+  EXPECT_NE(noRows.status().message().find("lists 2 HF tensors"),
+            std::string::npos)
+      << noRows.status().message();
+  auto short_ = hf::parameterLayout("wqkv", {8, 4}, {"q", "k"}, {4, 2});
+  ASSERT_FALSE(short_);
+  EXPECT_NE(short_.status().message().find("has 8 rows"), std::string::npos)
+      << short_.status().message();
+}
+
 } // namespace
