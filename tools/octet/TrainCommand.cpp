@@ -299,9 +299,9 @@ int runTrainCommand(int argc, char **argv) {
   auto step = m.lookupSymbol<func::FuncOp>("train_microbatch");
 
   interp::VariableStore vars;
-  std::optional<HfLoadSummary> hfInit;
+  std::optional<hf::HfLoadSummary> hfInit;
   if (!opts.initFrom.empty()) {
-    StatusOr<HfLoadSummary> loaded =
+    StatusOr<hf::HfLoadSummary> loaded =
         initFromHf(spec, opts.spec, opts.initFrom, m, vars);
     if (!loaded)
       return inputError(loaded.status().message());
@@ -419,7 +419,7 @@ int runTrainCommand(int argc, char **argv) {
   }
   double total = std::chrono::duration<double>(Clock::now() - start).count();
   if (!opts.saveHf.empty()) {
-    HfExportOptions exportOptions;
+    hf::HfExportOptions exportOptions;
     if (hfInit)
       exportOptions.dtypes = hfInit->dtypes;
     StatusOr<size_t> written = saveHf(

@@ -29,6 +29,10 @@
 
 using namespace octet;
 using hf::CheckpointReader;
+using hf::checkSameModel;
+using hf::hfConfigJson;
+using hf::HfExportOptions;
+using hf::HfLoadSummary;
 using hf::NamedTensor;
 
 namespace {
