@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <utility>
 #include <vector>
 
 namespace octet::bundle {
@@ -282,50 +283,30 @@ Status checkRunnable(const Bundle &b) {
   return Status::ok();
 }
 
+namespace {
+
+// Every wire value but DTYPE_UNSPECIFIED, and its DType.
+constexpr std::pair<DType, octet::DType> kWireDTypes[] = {
+    {F32, octet::DType::F32},       {BF16, octet::DType::BF16},
+    {F16, octet::DType::F16},       {F8E4M3FN, octet::DType::F8E4M3FN},
+    {F8E5M2, octet::DType::F8E5M2}, {I32, octet::DType::I32},
+    {I64, octet::DType::I64},       {U8, octet::DType::U8},
+};
+
+} // namespace
+
 std::optional<octet::DType> dtypeFromProto(DType dtype) {
-  switch (dtype) {
-  case F32:
-    return octet::DType::F32;
-  case BF16:
-    return octet::DType::BF16;
-  case F16:
-    return octet::DType::F16;
-  case F8E4M3FN:
-    return octet::DType::F8E4M3FN;
-  case F8E5M2:
-    return octet::DType::F8E5M2;
-  case I32:
-    return octet::DType::I32;
-  case I64:
-    return octet::DType::I64;
-  case U8:
-    return octet::DType::U8;
-  default:
-    return std::nullopt;
-  }
+  for (const auto &[wire, known] : kWireDTypes)
+    if (wire == dtype)
+      return known;
+  return std::nullopt;
 }
 
 DType dtypeToProto(octet::DType dtype) {
-  switch (dtype) {
-  case octet::DType::F32:
-    return F32;
-  case octet::DType::BF16:
-    return BF16;
-  case octet::DType::F16:
-    return F16;
-  case octet::DType::F8E4M3FN:
-    return F8E4M3FN;
-  case octet::DType::F8E5M2:
-    return F8E5M2;
-  case octet::DType::I32:
-    return I32;
-  case octet::DType::I64:
-    return I64;
-  case octet::DType::U8:
-    return U8;
-  default:
-    return DTYPE_UNSPECIFIED;
-  }
+  for (const auto &[wire, known] : kWireDTypes)
+    if (known == dtype)
+      return wire;
+  return DTYPE_UNSPECIFIED;
 }
 
 const char *dtypeName(DType dtype) {

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <utility>
 
 namespace octet::hf {
 
@@ -14,20 +15,15 @@ using nlohmann::json;
 namespace {
 
 // The format's words for octet's element types.
+// clang-format off
 constexpr std::pair<DType, const char *> kDTypeNames[] = {
-    {DType::F64, "F64"},
-    {DType::F32, "F32"},
-    {DType::F16, "F16"},
-    {DType::BF16, "BF16"},
-    {DType::F8E4M3FN, "F8_E4M3"},
+    {DType::F64, "F64"},   {DType::F32, "F32"}, {DType::F16, "F16"},
+    {DType::BF16, "BF16"}, {DType::I64, "I64"}, {DType::I32, "I32"},
+    {DType::I16, "I16"},   {DType::I8, "I8"},   {DType::U8, "U8"},
+    {DType::Bool, "BOOL"}, {DType::F8E4M3FN, "F8_E4M3"},
     {DType::F8E5M2, "F8_E5M2"},
-    {DType::I64, "I64"},
-    {DType::I32, "I32"},
-    {DType::I16, "I16"},
-    {DType::I8, "I8"},
-    {DType::U8, "U8"},
-    {DType::Bool, "BOOL"},
 };
+// clang-format on
 
 // The reference implementation refuses larger headers too.
 constexpr uint64_t kMaxHeaderBytes = 100ull << 20;

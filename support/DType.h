@@ -29,16 +29,41 @@ enum class DType : uint8_t {
   Bool, // one byte
 };
 
+namespace detail {
+struct DTypeInfo {
+  DType dtype;
+  const char *name;
+  size_t bytes;
+  bool floating;
+};
+// In enum order: the accessors below index it (they run per element in the
+// numerics, so they stay inline).
+inline constexpr DTypeInfo kDTypes[] = {
+    {DType::F64, "f64", 8, true},       {DType::F32, "f32", 4, true},
+    {DType::BF16, "bf16", 2, true},     {DType::F16, "f16", 2, true},
+    {DType::F8E4M3FN, "e4m3", 1, true}, {DType::F8E5M2, "e5m2", 1, true},
+    {DType::I64, "i64", 8, false},      {DType::I32, "i32", 4, false},
+    {DType::I16, "i16", 2, false},      {DType::I8, "i8", 1, false},
+    {DType::U8, "u8", 1, false},        {DType::Bool, "bool", 1, false},
+};
+constexpr const DTypeInfo &infoOf(DType dtype) {
+  return kDTypes[static_cast<size_t>(dtype)];
+}
+} // namespace detail
+
 // Short lower-case names, as `octet inspect` and every report print them:
 // f64 f32 bf16 f16 e4m3 e5m2 i64 i32 i16 i8 u8 bool.
-const char *dtypeName(DType dtype);
+constexpr const char *dtypeName(DType dtype) {
+  return detail::infoOf(dtype).name;
+}
 // The DType `name` spells (as dtypeName writes it), if any.
 std::optional<DType> parseDType(std::string_view name);
 // Bytes of one element.
-size_t dtypeBytes(DType dtype);
-
-bool isFloat(DType dtype);
-bool isFp8(DType dtype);
+constexpr size_t dtypeBytes(DType dtype) { return detail::infoOf(dtype).bytes; }
+constexpr bool isFloat(DType dtype) { return detail::infoOf(dtype).floating; }
+constexpr bool isFp8(DType dtype) {
+  return dtype == DType::F8E4M3FN || dtype == DType::F8E5M2;
+}
 
 } // namespace octet
 

@@ -31,18 +31,8 @@ Spec specOf(DType dtype) {
   return {8, 23, 127, std::numeric_limits<float>::max(), true};
 }
 
-// The types roundTo changes: those narrower than float32.
-bool rounds(DType dtype) {
-  switch (dtype) {
-  case DType::BF16:
-  case DType::F16:
-  case DType::F8E4M3FN:
-  case DType::F8E5M2:
-    return true;
-  default:
-    return false;
-  }
-}
+// The types roundTo changes: the floats narrower than float32.
+bool rounds(DType dtype) { return isFloat(dtype) && dtypeBytes(dtype) < 4; }
 
 uint32_t bitsOf(float x) {
   uint32_t u;
