@@ -12,16 +12,6 @@
 namespace octet::hf {
 namespace {
 
-bool isFile(const std::string &path) {
-  struct stat info;
-  return stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode);
-}
-
-bool isDirectory(const std::string &path) {
-  struct stat info;
-  return stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
-}
-
 Status makeDirectory(const std::string &path) {
   if (::mkdir(path.c_str(), 0777) == 0 || errno == EEXIST)
     return Status::ok();
@@ -73,7 +63,7 @@ Status checkConfigBeside(const spec::ModelSpec &model,
                          const std::string &modelSource,
                          const std::string &hfPath) {
   std::string config = configBeside(hfPath);
-  if (!isFile(config))
+  if (!isRegularFile(config))
     return Status::ok();
   StatusOr<spec::ModelSpec> hfModel = readHfConfigFile(config);
   if (!hfModel)
@@ -151,7 +141,7 @@ writeHfCheckpoint(const std::string &directory,
 
 StatusOr<std::string> exportConfigJson(const spec::ModelSpec &model,
                                        const std::string &configSource) {
-  if (!configSource.empty() && isFile(configSource))
+  if (!configSource.empty() && isRegularFile(configSource))
     return readWholeFile(configSource);
   return hfConfigJson(model);
 }

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <sys/stat.h>
 #include <unistd.h>
 #include <utility>
 
@@ -33,16 +32,6 @@ bool multiplyChecked(uint64_t a, uint64_t b, uint64_t &out) {
     return false;
   out = a * b;
   return true;
-}
-
-bool isDirectory(const std::string &path) {
-  struct stat info;
-  return stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
-}
-
-bool fileExists(const std::string &path) {
-  struct stat info;
-  return stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode);
 }
 
 bool endsWith(const std::string &text, const std::string &suffix) {
@@ -338,9 +327,9 @@ std::string parentDirectory(const std::string &path) {
 StatusOr<CheckpointReader> CheckpointReader::open(const std::string &path) {
   std::string indexPath, singlePath;
   if (isDirectory(path)) {
-    if (fileExists(path + "/" + kIndexName))
+    if (isRegularFile(path + "/" + kIndexName))
       indexPath = path + "/" + kIndexName;
-    else if (fileExists(path + "/" + kSingleName))
+    else if (isRegularFile(path + "/" + kSingleName))
       singlePath = path + "/" + kSingleName;
     else
       return Status::error(path + " holds neither " + kSingleName + " nor " +
