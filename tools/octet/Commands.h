@@ -10,8 +10,7 @@ namespace octet {
 
 int runCompileCommand(int argc, char **argv);
 
-// tools/octet/DataCommand.cpp; wired in only where that file exists
-// (OCTET_HAVE_DATA_COMMAND).
+// tools/octet/DataCommand.cpp: prepare and inspect training data.
 int runDataCommand(int argc, char **argv);
 
 // tools/octet/TrainCommand.cpp: train a spec on the CPU through the reference

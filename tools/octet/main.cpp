@@ -27,9 +27,7 @@ const Command kCommands[] = {
     {"golden", "the interpreter's first steps of a bundle, to check a GPU "
                "run against",
      octet::runGoldenCommand},
-#ifdef OCTET_HAVE_DATA_COMMAND
     {"data", "prepare and inspect training data", octet::runDataCommand},
-#endif
 };
 
 void printHelp(std::FILE *out) {
