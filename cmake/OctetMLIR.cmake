@@ -38,3 +38,28 @@ function(octet_tablegen ofn)
     EXTRA_INCLUDES ${MLIR_INCLUDE_DIRS} ${PROJECT_SOURCE_DIR})
   set(TABLEGEN_OUTPUT ${TABLEGEN_OUTPUT} PARENT_SCOPE)
 endfunction()
+
+# One of octet's dialects from its ODS file ${prefix}Ops.td: the dialect's
+# and the ops' declarations and definitions (${prefix}Dialect.h.inc,
+# ${prefix}Dialect.cpp.inc, ${prefix}Ops.h.inc, ${prefix}Ops.cpp.inc) with
+# whatever the caller generated before it, as Octet${prefix}IncGen, and the
+# dialect library Octet${prefix} from ${prefix}Dialect.cpp.
+#
+#   octet_dialect(PREFIX NAMESPACE [MLIR_LIBS upstream MLIR libraries...])
+#
+# A macro: the generated files accumulate in the caller's TABLEGEN_OUTPUT.
+macro(octet_dialect prefix namespace)
+  cmake_parse_arguments(_octet_dialect "" "" "MLIR_LIBS" ${ARGN})
+  set(LLVM_TARGET_DEFINITIONS ${prefix}Ops.td)
+  octet_tablegen(${prefix}Dialect.h.inc -gen-dialect-decls
+    -dialect=${namespace})
+  octet_tablegen(${prefix}Dialect.cpp.inc -gen-dialect-defs
+    -dialect=${namespace})
+  octet_tablegen(${prefix}Ops.h.inc -gen-op-decls)
+  octet_tablegen(${prefix}Ops.cpp.inc -gen-op-defs)
+  add_mlir_dialect_tablegen_target(Octet${prefix}IncGen)
+  octet_mlir_library(Octet${prefix} DIALECT ${prefix}Dialect.cpp
+    DEPENDS Octet${prefix}IncGen
+    LINK_LIBS OctetDialectCommon
+    MLIR_LIBS ${_octet_dialect_MLIR_LIBS})
+endmacro()
