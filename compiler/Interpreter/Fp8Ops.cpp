@@ -23,9 +23,8 @@ Tensor likeResult(Value result) {
                                      type.getShape().end()));
 }
 
-numerics::Format fp8Format(Type type) {
-  return isa<Float8E5M2Type>(type) ? numerics::Format::E5M2
-                                   : numerics::Format::E4M3FN;
+DType fp8Format(Type type) {
+  return isa<Float8E5M2Type>(type) ? DType::F8E5M2 : DType::F8E4M3FN;
 }
 
 float amaxOf(const float *x, int64_t n) {
@@ -41,8 +40,7 @@ float amaxOf(const float *x, int64_t n) {
 }
 
 // One element's contribution to the statistics.
-void countCast(float x, float scaled, numerics::Format format,
-               Fp8TensorStats &s) {
+void countCast(float x, float scaled, DType format, Fp8TensorStats &s) {
   float q = numerics::roundTo(format, scaled, numerics::Overflow::SatFinite);
   s.underflows += x != 0.0f && q == 0.0f;
   // Saturated: beyond where round-to-nearest would still give the largest
@@ -264,8 +262,8 @@ OpObserver Fp8StatsCollector::observer() {
     if (auto q = dyn_cast<fp8::QuantizeOp>(op)) {
       const Tensor &x = ctx.operand(op, 0);
       Type type = q.getResult().getType().getElementType();
-      numerics::Format format = fp8Format(type);
-      s.format = numerics::formatName(format);
+      DType format = fp8Format(type);
+      s.format = dtypeName(format);
       s.scale = ctx.operand(op, 1).item();
       s.amax = amaxOf(x.f(), x.numel());
       s.values = x.numel();
@@ -273,8 +271,8 @@ OpObserver Fp8StatsCollector::observer() {
         countCast(x.f()[i], x.f()[i] * s.scale, format, s);
     } else if (auto bq = dyn_cast<fp8::BlockQuantizeOp>(op)) {
       const Tensor &x = ctx.operand(op, 0);
-      numerics::Format format = fp8Format(bq.getDtype());
-      s.format = numerics::formatName(format);
+      DType format = fp8Format(bq.getDtype());
+      s.format = dtypeName(format);
       s.amax = amaxOf(x.f(), x.numel());
       s.values = x.numel();
       // The scales are results, which observers do not see: recompute them

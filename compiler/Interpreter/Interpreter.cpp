@@ -2,6 +2,7 @@
 
 #include "compiler/Interpreter/Fp8Ops.h"
 #include "support/InitDraws.h"
+#include "support/LrSchedule.h"
 #include "compiler/Interpreter/Kernels.h"
 #include "dialects/fp8/Fp8Dialect.h"
 #include "dialects/graph/GraphDialect.h"
@@ -603,19 +604,10 @@ llvm::Error biasGrad(graph::BiasGradOp op, Frame &f) {
 //===----------------------------------------------------------------------===//
 
 llvm::Error lrSchedule(graph::LrScheduleOp op, Frame &f) {
-  double step = double(f.operand(op, 0).intItem());
-  double lr = op.getLr().convertToDouble();
-  double warmup = double(op.getWarmupStepsAttr().getInt());
-  double total = double(op.getTotalStepsAttr().getInt());
-  double ratio = op.getMinLrRatio().convertToDouble();
-  double value;
-  if (warmup > 0 && step <= warmup) {
-    value = lr * step / warmup;
-  } else {
-    double progress =
-        std::clamp((step - warmup) / std::max(1.0, total - warmup), 0.0, 1.0);
-    value = lr * (ratio + (1 - ratio) * 0.5 * (1 + std::cos(M_PI * progress)));
-  }
+  LrSchedule schedule{
+      op.getLr().convertToDouble(), op.getWarmupStepsAttr().getInt(),
+      op.getTotalStepsAttr().getInt(), op.getMinLrRatio().convertToDouble()};
+  double value = learningRateAt(schedule, f.operand(op, 0).intItem());
   f.setResult(op, 0, Tensor::scalar(float(value)));
   return llvm::Error::success();
 }
@@ -976,9 +968,9 @@ llvm::Expected<DType> dtypeOf(Type type) {
   if (type.isF16())
     return DType::F16;
   if (isa<Float8E4M3FNType>(type))
-    return DType::E4M3FN;
+    return DType::F8E4M3FN;
   if (isa<Float8E5M2Type>(type))
-    return DType::E5M2;
+    return DType::F8E5M2;
   if (type.isInteger(32))
     return DType::I32;
   if (type.isInteger(64))

@@ -88,9 +88,10 @@ private:
   std::unique_ptr<Impl> impl_;
 };
 
-// The learning rate of `step` (1-based) under the schedule: linear warm-up
-// over warmup_steps, then cosine decay to lr·min_lr_ratio at `totalSteps`.
-// Used only when the OPTIMIZER_STEP program takes the rate as an input.
+// The learning rate of `step` (1-based) under the bundle's schedule, ending
+// at `totalSteps`: support/LrSchedule, as graph.lr_schedule computes it. Used
+// only when the OPTIMIZER_STEP program takes the rate as an input or does
+// not report it.
 double scheduledLearningRate(const bundle::Schedule &schedule, int64_t step,
                              int64_t totalSteps);
 

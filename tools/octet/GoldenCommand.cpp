@@ -56,7 +56,7 @@ StatusOr<std::string> slotBytes(const interp::Tensor &t, bundle::DType dtype,
   uint64_t n = uint64_t(t.numel());
   std::string out(n * bundle::dtypeBytes(dtype), '\0');
   char *dst = out.data();
-  bool isFloat = interp::isFloat(t.dtype());
+  bool isFloat = octet::isFloat(t.dtype());
   auto value = [&](uint64_t i) -> double {
     return isFloat ? double(t.f()[i]) : double(t.i()[i]);
   };
@@ -104,7 +104,7 @@ StatusOr<std::string> slotBytes(const interp::Tensor &t, bundle::DType dtype,
 
 golden::SlotSummary summarizeTensor(const std::string &name,
                                     const interp::Tensor &t) {
-  if (interp::isFloat(t.dtype()))
+  if (isFloat(t.dtype()))
     return golden::summarize(name, uint64_t(t.numel()),
                              [&](uint64_t i) { return double(t.f()[i]); });
   return golden::summarize(name, uint64_t(t.numel()),
@@ -251,7 +251,7 @@ int run(const GoldenOptions &opts) {
   }
   RandomTokens random(sched.seed() ^ 0x676f6c64656eull);
 
-  checkpoint::SafetensorsWriter batchesOut;
+  hf::SafetensorsWriter batchesOut;
   std::vector<std::vector<int32_t>> keepInts;
   std::vector<std::vector<float>> keepFloats;
   std::vector<golden::StepValues> steps;
@@ -312,7 +312,7 @@ int run(const GoldenOptions &opts) {
           keepFloats.back().resize(size_t(count), 0.0f);
           args.push_back(interp::Tensor::fromFloats(shape, keepFloats.back()));
           if (Status st = batchesOut.addView(
-                  tensorName, checkpoint::DType::F32, shape,
+                  tensorName, DType::F32, shape,
                   keepFloats.back().data(), size_t(count) * 4);
               !st)
             return inputError(st.message());
@@ -334,7 +334,7 @@ int run(const GoldenOptions &opts) {
         keepInts.push_back(values);
         args.push_back(interp::Tensor::fromInts(
             shape, std::vector<int64_t>(values.begin(), values.end())));
-        if (Status st = batchesOut.addView(tensorName, checkpoint::DType::I32,
+        if (Status st = batchesOut.addView(tensorName, DType::I32,
                                            shape, keepInts.back().data(),
                                            size_t(count) * 4);
             !st)

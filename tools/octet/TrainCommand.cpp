@@ -181,9 +181,9 @@ int runTrainCommand(const TrainOptions &opts) {
   auto step = m.lookupSymbol<func::FuncOp>("train_microbatch");
 
   interp::VariableStore vars;
-  std::optional<HfLoadSummary> hfInit;
+  std::optional<hf::HfLoadSummary> hfInit;
   if (!opts.initFrom.empty()) {
-    StatusOr<HfLoadSummary> loaded =
+    StatusOr<hf::HfLoadSummary> loaded =
         initFromHf(spec, opts.spec, opts.initFrom, m, vars);
     if (!loaded)
       return inputError(loaded.status().message());
@@ -301,7 +301,7 @@ int runTrainCommand(const TrainOptions &opts) {
   }
   double total = std::chrono::duration<double>(Clock::now() - start).count();
   if (!opts.saveHf.empty()) {
-    HfExportOptions exportOptions;
+    hf::HfExportOptions exportOptions;
     if (hfInit)
       exportOptions.dtypes = hfInit->dtypes;
     StatusOr<size_t> written = saveHf(

@@ -95,7 +95,7 @@ llvm::Error runSlice(Operation *op, ExecContext &ctx) {
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t j = 0; j < n * inner; ++j) {
       int64_t src = (o * full + off) * inner + j, dst = o * n * inner + j;
-      if (interp::isFloat(x.dtype()))
+      if (isFloat(x.dtype()))
         out.f()[dst] = x.f()[src];
       else
         out.i()[dst] = x.i()[src];
@@ -119,7 +119,7 @@ llvm::Error runConcat(Operation *op, ExecContext &ctx) {
     for (int64_t o = 0; o < outer; ++o)
       for (int64_t j = 0; j < n * inner; ++j) {
         int64_t src = o * n * inner + j, dst = (o * total + at) * inner + j;
-        if (interp::isFloat(x.dtype()))
+        if (isFloat(x.dtype()))
           out.f()[dst] = x.f()[src];
         else
           out.i()[dst] = x.i()[src];

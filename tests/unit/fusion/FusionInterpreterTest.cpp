@@ -130,7 +130,7 @@ protected:
   static void expectClose(const Tensor &a, const Tensor &b, double rel,
                           const std::string &what) {
     ASSERT_EQ(a.shape(), b.shape()) << what;
-    if (!interp::isFloat(a.dtype()))
+    if (!isFloat(a.dtype()))
       return;
     double maxAbs = 0, maxDiff = 0;
     for (int64_t i = 0; i < a.numel(); ++i) {

@@ -272,18 +272,18 @@ TEST(Trainer, InitWeightsComeFromSafetensorsByHfName) {
   for (size_t i = 0; i < w.size(); ++i)
     w[i] = float(i) / 64.0f;
   float b = 0.25f;
-  std::vector<checkpoint::NamedTensor> tensors = {
+  std::vector<hf::NamedTensor> tensors = {
       {"model.embed_tokens.weight",
-       checkpoint::DType::F32,
+       DType::F32,
        {shape.vocab},
        std::vector<uint8_t>(reinterpret_cast<uint8_t *>(w.data()),
                             reinterpret_cast<uint8_t *>(w.data() + w.size()))},
       {"b",
-       checkpoint::DType::F32,
+       DType::F32,
        {1},
        std::vector<uint8_t>(reinterpret_cast<uint8_t *>(&b),
                             reinterpret_cast<uint8_t *>(&b + 1))}};
-  ASSERT_OK(checkpoint::writeCheckpoint(dir, tensors));
+  ASSERT_OK(hf::writeCheckpoint(dir, tensors));
   TrainerOptions o;
   o.initWeights = dir;
   o.steps = 1;
