@@ -115,8 +115,9 @@ def AttentionToGpu : Pass<"octet-attention-to-gpu", "mlir::ModuleOp"> {
     ```
   }];
   let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::scf::SCFDialect",
-                           "mlir::arith::ArithDialect", "mlir::NVVM::NVVMDialect",
-                           "mlir::LLVM::LLVMDialect", "mlir::vector::VectorDialect"];
+                           "mlir::arith::ArithDialect", "mlir::math::MathDialect",
+                           "mlir::NVVM::NVVMDialect", "mlir::LLVM::LLVMDialect",
+                           "mlir::vector::VectorDialect"];
   let options = [
     Option<"fwdWarps", "fwd-warps", "int64_t", "4", "warps per forward CTA">,
     Option<"fwdMTiles", "fwd-m-tiles", "int64_t", "2",
