@@ -10,6 +10,7 @@
 // at one chunk column then fall in eight distinct bank groups.
 
 #include "compiler/Codegen/Emitter.h"
+#include "compiler/Codegen/Launches.h"
 #include "compiler/Codegen/Passes.h"
 
 #include "dialects/kernel/KernelDialect.h"
@@ -900,8 +901,7 @@ struct AttentionToGpuPass
       if (refused.contains(key))
         continue;
       if (Operation *same = built.lookup(key)) {
-        for (StringRef name : {"kernels", "launch", "workspace_bytes"})
-          op->setAttr(name, same->getAttr(name));
+        copyLaunches(same, op);
         continue;
       }
       AttnShape s;
@@ -944,17 +944,10 @@ struct AttentionToGpuPass
               std::to_string(counter++);
       b.setInsertionPointToEnd(moduleOp.getBody());
       auto mod = gpu::GPUModuleOp::create(b, op->getLoc(), sym);
-      SmallVector<Attribute> kernels, launches;
+      LaunchList launches(b, sym);
       auto record = [&](StringRef fn, int64_t grid, int64_t block,
                         int64_t shared) {
-        auto ref = SymbolRefAttr::get(b.getStringAttr(sym),
-                                      {FlatSymbolRefAttr::get(&getContext(), fn)});
-        kernels.push_back(ref);
-        launches.push_back(b.getDictionaryAttr(
-            {b.getNamedAttr("kernel", ref),
-             b.getNamedAttr("grid", b.getI64IntegerAttr(grid)),
-             b.getNamedAttr("block", b.getI64IntegerAttr(block)),
-             b.getNamedAttr("shared_bytes", b.getI64IntegerAttr(shared))}));
+        launches.add(fn, grid, block, shared);
       };
       int64_t workspaceBytes = 0;
       if (forward) {
@@ -999,9 +992,7 @@ struct AttentionToGpuPass
         record(sym + "_dq", (groups + kConvertThreads - 1) / kConvertThreads,
                kConvertThreads, 0);
       }
-      op->setAttr("kernels", b.getArrayAttr(kernels));
-      op->setAttr("launch", b.getArrayAttr(launches));
-      op->setAttr("workspace_bytes", b.getI64IntegerAttr(workspaceBytes));
+      launches.apply(op, workspaceBytes, std::nullopt);
       built[key] = op;
     }
   }

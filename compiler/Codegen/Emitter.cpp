@@ -21,7 +21,9 @@ Emitter::Emitter(OpBuilder &b, Location loc)
       ptrG(LLVM::LLVMPointerType::get(ctx, 1)),
       ptrS(LLVM::LLVMPointerType::get(ctx, 3)) {}
 
-Value Emitter::idx(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+Value Emitter::idx(int64_t v) {
+  return arith::ConstantIndexOp::create(b, loc, v);
+}
 Value Emitter::i32c(int64_t v) {
   return arith::ConstantIntOp::create(b, loc, i32, v);
 }
@@ -72,7 +74,9 @@ Value Emitter::andI(Value x, Value y) {
 Value Emitter::andI(Value x, int64_t y) {
   return andI(x, intc(x.getType(), y));
 }
-Value Emitter::orI(Value x, Value y) { return arith::OrIOp::create(b, loc, x, y); }
+Value Emitter::orI(Value x, Value y) {
+  return arith::OrIOp::create(b, loc, x, y);
+}
 Value Emitter::xOrI(Value x, Value y) {
   return arith::XOrIOp::create(b, loc, x, y);
 }
@@ -117,9 +121,9 @@ Value Emitter::indexCast(Value x) {
 }
 
 static arith::FastMathFlagsAttr fastMath(Emitter &e) {
-  return arith::FastMathFlagsAttr::get(e.ctx, e.contract
-                                                  ? arith::FastMathFlags::contract
-                                                  : arith::FastMathFlags::none);
+  return arith::FastMathFlagsAttr::get(
+      e.ctx,
+      e.contract ? arith::FastMathFlags::contract : arith::FastMathFlags::none);
 }
 Value Emitter::addF(Value x, Value y) {
   return arith::AddFOp::create(b, loc, x, y, fastMath(*this));
@@ -257,8 +261,7 @@ Value Emitter::threadId32() { return NVVM::ThreadIdXOp::create(b, loc, i32); }
 Value Emitter::blockId32() { return NVVM::BlockIdXOp::create(b, loc, i32); }
 void Emitter::barrier() { gpu::BarrierOp::create(b, loc); }
 Value Emitter::shuffleXor(Value x, int64_t offset) {
-  return gpu::ShuffleOp::create(b, loc, x, offset, kWarp,
-                                gpu::ShuffleMode::XOR)
+  return gpu::ShuffleOp::create(b, loc, x, offset, kWarp, gpu::ShuffleMode::XOR)
       .getShuffleResult();
 }
 
@@ -269,10 +272,11 @@ void Emitter::ifThen(Value cond, function_ref<void()> body) {
   body();
 }
 
-ValueRange Emitter::forLoop(
-    Value lb, Value ub, int64_t step, ValueRange init,
-    function_ref<SmallVector<Value>(Value, ValueRange)> body) {
-  auto loop = scf::ForOp::create(b, loc, lb, ub, intc(lb.getType(), step), init);
+ValueRange
+Emitter::forLoop(Value lb, Value ub, int64_t step, ValueRange init,
+                 function_ref<SmallVector<Value>(Value, ValueRange)> body) {
+  auto loop =
+      scf::ForOp::create(b, loc, lb, ub, intc(lb.getType(), step), init);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(loop.getBody());
   SmallVector<Value> next =
@@ -282,21 +286,20 @@ ValueRange Emitter::forLoop(
   return loop.getResults();
 }
 
+// No asm dialect attribute: LLVM's default, AT&T, which PTX text ignores.
 Value Emitter::asmOp(Type result, StringRef text, StringRef constraints,
                      ValueRange args, bool sideEffects) {
   auto op = LLVM::InlineAsmOp::create(
-      b, loc, result, args, b.getStringAttr(text),
-      b.getStringAttr(constraints), sideEffects ? b.getUnitAttr() : UnitAttr(),
-      UnitAttr(), LLVM::TailCallKindAttr(),
-      LLVM::AsmDialectAttr::get(ctx, LLVM::AsmDialect::AD_ATT), ArrayAttr());
+      b, loc, result, args, b.getStringAttr(text), b.getStringAttr(constraints),
+      sideEffects ? b.getUnitAttr() : UnitAttr(), UnitAttr(),
+      LLVM::TailCallKindAttr(), LLVM::AsmDialectAttr(), ArrayAttr());
   return op.getRes();
 }
 void Emitter::asmVoid(StringRef text, StringRef constraints, ValueRange args) {
-  LLVM::InlineAsmOp::create(
-      b, loc, TypeRange(), args, b.getStringAttr(text),
-      b.getStringAttr(constraints), b.getUnitAttr(), UnitAttr(),
-      LLVM::TailCallKindAttr(),
-      LLVM::AsmDialectAttr::get(ctx, LLVM::AsmDialect::AD_ATT), ArrayAttr());
+  LLVM::InlineAsmOp::create(b, loc, TypeRange(), args, b.getStringAttr(text),
+                            b.getStringAttr(constraints), b.getUnitAttr(),
+                            UnitAttr(), LLVM::TailCallKindAttr(),
+                            LLVM::AsmDialectAttr(), ArrayAttr());
 }
 Value Emitter::exp2(Value x) {
   return asmOp(f32, "ex2.approx.ftz.f32 $0, $1;", "=f,f", {x});
@@ -328,8 +331,7 @@ void Emitter::mma(ArrayRef<Value> a, ArrayRef<Value> bfrag,
   Value r = NVVM::MmaOp::create(
       b, loc, f32x4, a, bfrag, ValueRange(acc), {16, 8, 16}, std::nullopt,
       std::nullopt,
-      std::array<NVVM::MMATypes, 2>{NVVM::MMATypes::bf16,
-                                    NVVM::MMATypes::bf16},
+      std::array<NVVM::MMATypes, 2>{NVVM::MMATypes::bf16, NVVM::MMATypes::bf16},
       std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
                                      NVVM::MMALayout::col});
   for (int i = 0; i < 4; ++i)
@@ -352,15 +354,15 @@ void Emitter::cpAsyncWaitAll() { NVVM::CpAsyncWaitGroupOp::create(b, loc, 0); }
 
 SmallVector<Value> warpReduce(Emitter &e, SmallVector<Value> xs,
                               Combine combine) {
-  Value width = arith::ConstantOp::create(e.b, e.loc,
-                                          e.b.getI32IntegerAttr(kWarp));
+  Value width =
+      arith::ConstantOp::create(e.b, e.loc, e.b.getI32IntegerAttr(kWarp));
   for (int64_t off = kWarp / 2, level = 0; off >= 1; off /= 2, ++level) {
     Value o = arith::ConstantOp::create(e.b, e.loc, e.b.getI32IntegerAttr(off));
     SmallVector<Value> other;
     for (Value x : xs)
-      other.push_back(gpu::ShuffleOp::create(e.b, e.loc, x, o, width,
-                                             gpu::ShuffleMode::XOR)
-                          .getShuffleResult());
+      other.push_back(
+          gpu::ShuffleOp::create(e.b, e.loc, x, o, width, gpu::ShuffleMode::XOR)
+              .getShuffleResult());
     xs = combine(xs, other, level);
   }
   return xs;
@@ -392,18 +394,22 @@ struct Slots {
   int64_t first; // floats before the slot
   Value lane, warp;
 
-  bool isPointer() const { return isa<LLVM::LLVMPointerType>(s.shared.getType()); }
+  bool isPointer() const {
+    return isa<LLVM::LLVMPointerType>(s.shared.getType());
+  }
   void write(Value x, int64_t j) {
     int64_t at = first + j * kWarp;
     if (isPointer())
-      return e.storePtr(x, e.smemAt(s.shared, e.addI(e.i32c(s.byteOffset + 4 * at),
-                                                     e.shLI(warp, 2))));
+      return e.storePtr(
+          x, e.smemAt(s.shared,
+                      e.addI(e.i32c(s.byteOffset + 4 * at), e.shLI(warp, 2))));
     e.store(x, s.shared, e.addI(warp, at));
   }
   Value read(int64_t w, int64_t j) {
     int64_t at = first + j * kWarp + w;
     if (isPointer())
-      return e.loadPtr(e.f32, e.smemAt(s.shared, e.i32c(s.byteOffset + 4 * at)));
+      return e.loadPtr(e.f32,
+                       e.smemAt(s.shared, e.i32c(s.byteOffset + 4 * at)));
     return e.load(s.shared, e.idx(at));
   }
 };

@@ -221,9 +221,10 @@ using Combine = llvm::function_ref<llvm::SmallVector<mlir::Value>(
 // lane 0 writes its values to the scratch, and after a barrier the warps'
 // values are folded in warp order by `merge`, so that the bits do not
 // depend on scheduling. Every thread gets the result.
-llvm::SmallVector<mlir::Value>
-blockReduce(Emitter &e, ReductionScratch &scratch,
-            llvm::SmallVector<mlir::Value> xs, Combine combine, Combine merge);
+llvm::SmallVector<mlir::Value> blockReduce(Emitter &e,
+                                           ReductionScratch &scratch,
+                                           llvm::SmallVector<mlir::Value> xs,
+                                           Combine combine, Combine merge);
 // A sum (addF) or a maximum (maximumF) of one value over the block.
 mlir::Value blockSum(Emitter &e, ReductionScratch &scratch, mlir::Value x);
 mlir::Value blockMax(Emitter &e, ReductionScratch &scratch, mlir::Value x);
@@ -234,9 +235,8 @@ void blockMaxInThread0(Emitter &e, ReductionScratch &scratch, mlir::Value x,
 // The butterfly alone (gpu.shuffle xor; `combine` must be symmetric, so
 // that every lane ends with the same bits): every lane gets the warp's
 // reduction.
-llvm::SmallVector<mlir::Value> warpReduce(Emitter &e,
-                                          llvm::SmallVector<mlir::Value> xs,
-                                          Combine combine);
+llvm::SmallVector<mlir::Value>
+warpReduce(Emitter &e, llvm::SmallVector<mlir::Value> xs, Combine combine);
 mlir::Value warpSum(Emitter &e, mlir::Value x);
 mlir::Value warpMax(Emitter &e, mlir::Value x);
 

@@ -13,7 +13,7 @@
 // CHECK-SAME: workspace_bytes = 0
 // CHECK: kernel.attention_bwd
 // CHECK-SAME: kernels = [@attention_bwd_1::@attention_bwd_1_prep, @attention_bwd_1::@attention_bwd_1, @attention_bwd_1::@attention_bwd_1_dq]
-// CHECK-SAME: launch = [{block = 128 : i64, grid = 16 : i64, kernel = @attention_bwd_1::@attention_bwd_1_prep, shared_bytes = 0 : i64}, {block = 128 : i64, grid = 16 : i64, kernel = @attention_bwd_1::@attention_bwd_1, shared_bytes = 107520 : i64}, {block = 256 : i64, grid = 128 : i64, kernel = @attention_bwd_1::@attention_bwd_1_dq, shared_bytes = 0 : i64}]
+// CHECK-SAME: launch = [{block = 128 : i64, grid = 16 : i64, kernel = @attention_bwd_1::@attention_bwd_1_prep}, {block = 128 : i64, grid = 16 : i64, kernel = @attention_bwd_1::@attention_bwd_1, shared_bytes = 107520 : i64}, {block = 256 : i64, grid = 128 : i64, kernel = @attention_bwd_1::@attention_bwd_1_dq}]
 // The workspace: the f32 dQ accumulator (2·256·4·128 words) and D (2·4·256).
 // CHECK-SAME: workspace_bytes = 1056768
 func.func @gqa(%q: tensor<2x256x4x128xbf16>, %k: tensor<2x256x2x128xbf16>, %v: tensor<2x256x2x128xbf16>, %do: tensor<2x256x4x128xbf16>) -> (tensor<2x256x4x128xbf16>, tensor<2x256x2x128xbf16>, tensor<2x256x2x128xbf16>) {
