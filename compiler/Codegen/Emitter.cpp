@@ -150,6 +150,9 @@ Value Emitter::fma(Value x, Value y, Value z) {
 Value Emitter::absF(Value x) { return math::AbsFOp::create(b, loc, x); }
 Value Emitter::sqrt(Value x) { return math::SqrtOp::create(b, loc, x); }
 Value Emitter::exp(Value x) { return math::ExpOp::create(b, loc, x); }
+Value Emitter::log(Value x) { return math::LogOp::create(b, loc, x); }
+Value Emitter::cos(Value x) { return math::CosOp::create(b, loc, x); }
+Value Emitter::sin(Value x) { return math::SinOp::create(b, loc, x); }
 Value Emitter::oeq(Value x, Value y) {
   return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, x, y);
 }

@@ -104,6 +104,9 @@ public:
   mlir::Value absF(mlir::Value x);
   mlir::Value sqrt(mlir::Value x);
   mlir::Value exp(mlir::Value x);
+  mlir::Value log(mlir::Value x);
+  mlir::Value cos(mlir::Value x);
+  mlir::Value sin(mlir::Value x);
   mlir::Value oeq(mlir::Value x, mlir::Value y);
   mlir::Value olt(mlir::Value x, mlir::Value y);
   mlir::Value ole(mlir::Value x, mlir::Value y);

@@ -390,9 +390,9 @@ void RowKernelBuilder::emitRope(graph::RopeOp o) {
                          Value f = load(table, i);
                          Value angle = mulF(pos, f);
                          Value at = addI(i, idx(angles));
-                         store(math::CosOp::create(b, loc, angle), shared, at);
+                         store(cos(angle), shared, at);
                          Value at2 = addI(at, idx(half));
-                         store(math::SinOp::create(b, loc, angle), shared, at2);
+                         store(sin(angle), shared, at2);
                          scf::YieldOp::create(b, loc);
                        });
     barrier();

@@ -258,7 +258,7 @@ LogicalResult WholeOpBuilder::scalarOps(gpu::GPUModuleOp mod, StringRef sym,
       Value p = mulF(subF(step, f32c(warmup)),
                      f32c(1.0 / std::max(1.0, total - warmup)));
       p = minimumF(maximumF(p, f32c(0)), f32c(1));
-      Value cosine = math::CosOp::create(b, loc, mulF(p, f32c(M_PI)));
+      Value cosine = cos(mulF(p, f32c(M_PI)));
       Value decay =
           mulF(f32c(lr), addF(f32c(ratio), mulF(f32c((1 - ratio) * 0.5),
                                                 addF(f32c(1), cosine))));
@@ -482,8 +482,7 @@ LogicalResult WholeOpBuilder::build(gpu::GPUModuleOp mod, StringRef sym,
           Value label = indexCast(readAt(o.getLabels(), f.block));
           Value inRow = ult(label, idx(width));
           Value safe = select(inRow, label, idx(0));
-          Value nll = arith::SubFOp::create(
-              b, loc, addF(mx, math::LogOp::create(b, loc, sum)), z(safe));
+          Value nll = subF(addF(mx, log(sum)), z(safe));
           Value term = select(keep, mulF(nll, m), f32c(0));
           store(term, workspace, f.block);
           store(m, workspace, addI(f.block, idx(rows)));
@@ -526,7 +525,7 @@ LogicalResult WholeOpBuilder::build(gpu::GPUModuleOp mod, StringRef sym,
       Value mx = stride(f, width, f32c(-INFINITY), true, z);
       Value sum = stride(f, width, f32c(0), false,
                          [&](Value j) { return exp(subF(z(j), mx)); });
-      Value lse = addF(mx, math::LogOp::create(b, loc, sum));
+      Value lse = addF(mx, log(sum));
       Value label = indexCast(readAt(o.getLabels(), f.block));
       Value keep = une(m, f32c(0));
       scf::ForOp::create(b, loc, f.tid, idx(width), idx(kWholeThreads),
