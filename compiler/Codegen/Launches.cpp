@@ -2,7 +2,7 @@
 
 #include "compiler/Codegen/Launches.h"
 
-#include "mlir/IR/BuiltinAttributes.h"
+#include "dialects/kernel/KernelDialect.h"
 
 using namespace mlir;
 
@@ -16,34 +16,28 @@ void LaunchList::add(StringRef kernel, int64_t grid, int64_t block,
   auto ref = SymbolRefAttr::get(
       moduleSym, {FlatSymbolRefAttr::get(b.getContext(), kernel)});
   kernels.push_back(ref);
-  SmallVector<NamedAttribute> attrs{
-      b.getNamedAttr("kernel", ref),
-      b.getNamedAttr("grid", b.getI64IntegerAttr(grid)),
-      b.getNamedAttr("block", b.getI64IntegerAttr(block))};
-  if (sharedBytes)
-    attrs.push_back(
-        b.getNamedAttr("shared_bytes", b.getI64IntegerAttr(sharedBytes)));
-  if (cluster > 1)
-    attrs.push_back(b.getNamedAttr("cluster", b.getI64IntegerAttr(cluster)));
-  if (programmatic)
-    attrs.push_back(b.getNamedAttr("programmatic", b.getUnitAttr()));
-  launches.push_back(b.getDictionaryAttr(attrs));
+  launches.push_back(kernel::LaunchAttr::get(b.getContext(), ref, grid, block,
+                                             sharedBytes, cluster,
+                                             programmatic));
 }
 
 void LaunchList::apply(Operation *op, int64_t workspaceBytes,
                        std::optional<ArrayRef<int64_t>> zeroResults) const {
-  op->setAttr("kernels", b.getArrayAttr(kernels));
-  op->setAttr("launch", b.getArrayAttr(launches));
-  op->setAttr("workspace_bytes", b.getI64IntegerAttr(workspaceBytes));
+  auto launched = cast<kernel::LaunchedOpInterface>(op);
+  launched.setKernelsAttr(b.getArrayAttr(kernels));
+  launched.setLaunchAttr(b.getArrayAttr(launches));
+  launched.setWorkspaceBytesAttr(b.getI64IntegerAttr(workspaceBytes));
   if (zeroResults)
-    op->setAttr("zero_results", b.getDenseI64ArrayAttr(*zeroResults));
+    launched.setZeroResultsAttr(b.getDenseI64ArrayAttr(*zeroResults));
 }
 
 void copyLaunches(Operation *from, Operation *to) {
-  for (StringRef name :
-       {"kernels", "launch", "workspace_bytes", "zero_results"})
-    if (Attribute a = from->getAttr(name))
-      to->setAttr(name, a);
+  auto source = cast<kernel::LaunchedOpInterface>(from);
+  auto target = cast<kernel::LaunchedOpInterface>(to);
+  target.setKernelsAttr(source.getKernelsAttr());
+  target.setLaunchAttr(source.getLaunchAttr());
+  target.setWorkspaceBytesAttr(source.getWorkspaceBytesAttr());
+  target.setZeroResultsAttr(source.getZeroResultsAttr());
 }
 
 } // namespace octet::codegen

@@ -394,7 +394,7 @@ int runCompileCommand(int argc, char **argv) {
     int64_t unlowered = 0;
     (*module)->walk([&](kernel::FusedOp fused) {
       // Cleared accumulators are memsets, not kernels.
-      unlowered += !fused->hasAttr("launch") && !fused.isStoredZeroFill();
+      unlowered += !fused.hasLaunches() && !fused.isStoredZeroFill();
     });
     llvm::outs() << opts.ptxDir << ": "
                  << std::distance(binaries.begin(), binaries.end())
