@@ -173,7 +173,7 @@ void copyTile(Emitter &e, Value smem, Value tileOffset, Value src,
     if (first + threads <= chunks)
       copy();
     else
-      e.ifThen(e.slt(idx, e.i32c(chunks)), copy);
+      e.ifThen(e.cmpI(arith::CmpIPredicate::slt, idx, e.i32c(chunks)), copy);
   }
 }
 
@@ -191,7 +191,8 @@ void copyBytes(Emitter &e, Value smem, Value offset, Value src, int64_t bytes,
     if (first + threads <= bytes / 16)
       copy();
     else
-      e.ifThen(e.slt(idx, e.i32c(bytes / 16)), copy);
+      e.ifThen(e.cmpI(arith::CmpIPredicate::slt, idx, e.i32c(bytes / 16)),
+               copy);
   }
 }
 
@@ -206,9 +207,11 @@ std::pair<Value, Value> documentBounds(Emitter &e, const AttnShape &s,
   if (last > 0)
     for (int64_t step = (int64_t)llvm::bit_floor((uint64_t)last); step >= 1; step /= 2) {
       Value cand = e.addI(d, step);
-      Value inRange = e.sle(cand, e.i32c(last));
+      Value inRange = e.cmpI(arith::CmpIPredicate::sle, cand, e.i32c(last));
       Value at = e.loadPtr(e.i32, e.gep(cu, e.i32, e.minSI(cand, e.i32c(last))));
-      d = e.select(e.andI(inRange, e.sle(at, token)), cand, d);
+      d = e.select(
+          e.andI(inRange, e.cmpI(arith::CmpIPredicate::sle, at, token)), cand,
+          d);
     }
   Value first = e.loadPtr(e.i32, e.gep(cu, e.i32, d));
   Value end = e.loadPtr(e.i32, e.gep(cu, e.i32, e.addI(d, 1)));
@@ -359,8 +362,9 @@ int64_t buildForward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
     // Keys outside a row's [lo, hi] get -inf; only tiles that cross some
     // row's bounds pay for it.
     Value keyBase = e.mulI(j, Bc);
-    Value needsMask = e.orI(e.slt(keyBase, loLast),
-                            e.sgt(e.addI(keyBase, Bc - 1), hiFirst));
+    Value needsMask = e.orI(
+        e.cmpI(arith::CmpIPredicate::slt, keyBase, loLast),
+        e.cmpI(arith::CmpIPredicate::sgt, e.addI(keyBase, Bc - 1), hiFirst));
     auto maskIf = scf::IfOp::create(b, loc, TypeRange(ValueRange(sAcc)), needsMask,
                                     /*withElseRegion=*/true);
     {
@@ -373,7 +377,8 @@ int64_t buildForward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
           for (int64_t i = 0; i < 4; ++i) {
             int64_t r = mt * 2 + i / 2;
             Value key = e.addI(colBase, nt * 8 + (i % 2));
-            Value out = e.orI(e.slt(key, rowLo[r]), e.sgt(key, rowHi[r]));
+            Value out = e.orI(e.cmpI(arith::CmpIPredicate::slt, key, rowLo[r]),
+                              e.cmpI(arith::CmpIPredicate::sgt, key, rowHi[r]));
             Value &x = masked[(mt * kTiles + nt) * 4 + i];
             x = e.select(out, negInf, x);
           }
@@ -398,7 +403,8 @@ int64_t buildForward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
         mx = e.maximumF(mx, e.shuffleXor(mx, 2));
         // A row with no visible key so far keeps m = -inf; exponents then
         // use 0 so that they give 0, not NaN.
-        Value mUse = e.select(e.oeq(mx, negInf), zero, mx);
+        Value mUse =
+            e.select(e.cmpF(arith::CmpFPredicate::OEQ, mx, negInf), zero, mx);
         Value alpha = e.exp2(e.mulF(e.subF(m[r], mUse), c));
         Value negMc = e.mulF(mUse, e.f32c(-s.scale * kLog2e));
         Value sum = zero;
@@ -429,7 +435,7 @@ int64_t buildForward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
     e.cpAsyncWaitAll();
     e.barrier();
     Value next = e.addI(j, 1);
-    e.ifThen(e.slt(next, tileEnd), [&] {
+    e.ifThen(e.cmpI(arith::CmpIPredicate::slt, next, tileEnd), [&] {
       copyTile(e, smem, sK, kvTile(k, next), kvStride, Bc, D, t.threads(), tid);
       e.cpAsyncCommit();
     });
@@ -479,7 +485,7 @@ int64_t buildForward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
       }
       Value value = e.addF(e.mulF(m, e.f32c(s.scale)),
                            e.mulF(e.log2(lsum), lnScale));
-      e.ifThen(e.eq(t4, e.i32c(0)), [&] {
+      e.ifThen(e.cmpI(arith::CmpIPredicate::eq, t4, e.i32c(0)), [&] {
         Value at = e.addI(e.mulI(e.addI(e.mulI(batch, s.qHeads), head), s.seq), row);
         e.storePtr(value, e.gep(lse, e.f32, at), 4);
       });
@@ -529,7 +535,7 @@ int64_t buildPrep(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
   BwdWorkspace ws(s);
   int64_t rows = s.batch * s.seq * s.qHeads, D = s.headDim;
   Value idx = e.addI(e.mulI(e.blockId32(), kPrepThreads), e.threadId32());
-  e.ifThen(e.slt(idx, e.i32c(rows)), [&] {
+  e.ifThen(e.cmpI(arith::CmpIPredicate::slt, idx, e.i32c(rows)), [&] {
     Value token = e.divUI(idx, s.qHeads), head = e.remUI(idx, s.qHeads);
     Value batch = e.divUI(token, s.seq), pos = e.remUI(token, s.seq);
     Type v8bf = VectorType::get({8}, e.bf16);
@@ -548,7 +554,7 @@ int64_t buildPrep(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
     Value deltaAt = e.addI(e.mulI(e.addI(e.mulI(batch, s.qHeads), head), s.seq), pos);
     e.storePtr(sum, e.gep(a.ws, e.f32, e.addI(deltaAt, ws.delta)), 4);
     if (docs)
-      e.ifThen(e.eq(head, e.i32c(0)), [&] {
+      e.ifThen(e.cmpI(arith::CmpIPredicate::eq, head, e.i32c(0)), [&] {
         auto [lo, hi] =
             documentBounds(e, s, a.cu, token, e.mulI(batch, s.seq));
         e.storePtr(lo, e.gep(a.ws, e.i32, e.addI(token, ws.docLo)), 4);
@@ -570,7 +576,7 @@ int64_t buildConvert(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
   BwdArgs a(f, docs);
   int64_t groups = s.batch * s.seq * s.qHeads * s.headDim / 8;
   Value idx = e.addI(e.mulI(e.blockId32(), kConvertThreads), e.threadId32());
-  e.ifThen(e.slt(idx, e.i32c(groups)), [&] {
+  e.ifThen(e.cmpI(arith::CmpIPredicate::slt, idx, e.i32c(groups)), [&] {
     Type v4f = VectorType::get({4}, e.f32);
     auto v8f = VectorType::get({8}, e.f32);
     Type v8bf = VectorType::get({8}, e.bf16);
@@ -676,7 +682,8 @@ int64_t buildBackward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
                 threads, tid);
     }
   };
-  e.ifThen(e.slt(e.i32c(0), steps), [&] { loadStage(e.i32c(0)); });
+  e.ifThen(e.cmpI(arith::CmpIPredicate::slt, e.i32c(0), steps),
+           [&] { loadStage(e.i32c(0)); });
   e.cpAsyncCommit();
 
   LaneRows lanes(e, lane);
@@ -703,7 +710,7 @@ int64_t buildBackward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
     e.cpAsyncWaitAll();
     e.barrier();
     Value next = e.addI(step, 1);
-    e.ifThen(e.slt(next, steps), [&] {
+    e.ifThen(e.cmpI(arith::CmpIPredicate::slt, next, steps), [&] {
       loadStage(next);
       e.cpAsyncCommit();
     });
@@ -719,11 +726,14 @@ int64_t buildBackward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
           e.i32, e.smemAt(smem, e.addI(sSide, 2 * sideBytes + (Bm - 1) * 4)));
       Value hiMin = s.causal ? i0
                              : e.loadPtr(e.i32, e.smemAt(smem, e.addI(sSide, 3 * sideBytes)));
-      visibleAll = e.andI(e.sle(loMax, j0), e.sle(e.addI(j0, Bn - 1), hiMin));
+      visibleAll =
+          e.andI(e.cmpI(arith::CmpIPredicate::sle, loMax, j0),
+                 e.cmpI(arith::CmpIPredicate::sle, e.addI(j0, Bn - 1), hiMin));
     } else {
-      visibleAll = s.causal ? e.sle(e.addI(j0, Bn - 1), i0)
-                            : arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1)
-                                  .getResult();
+      visibleAll =
+          s.causal ? e.cmpI(arith::CmpIPredicate::sle, e.addI(j0, Bn - 1), i0)
+                   : arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1)
+                         .getResult();
     }
     Value c = e.f32c(s.scale * kLog2e);
     auto aFrom = [&](ArrayRef<Value> acc, int64_t kk) -> std::array<Value, 4> {
@@ -779,8 +789,10 @@ int64_t buildBackward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
           for (int64_t half = 0; half < 2; ++half) {
             int64_t at = nt * 4 + half * 2 + i;
             Value keyRow = e.addI(keyRow0, 8 * half);
-            Value visible = e.orI(
-                visibleAll, e.andI(e.sle(lo, keyRow), e.sle(keyRow, hi)));
+            Value visible =
+                e.orI(visibleAll,
+                      e.andI(e.cmpI(arith::CmpIPredicate::sle, lo, keyRow),
+                             e.cmpI(arith::CmpIPredicate::sle, keyRow, hi)));
             Value pv = e.select(visible, e.exp2(e.fma(st[at], c, negL)), zero);
             pt[at] = pv;
             dst[at] = e.mulF(pv, e.subF(dpt[at], dd));

@@ -31,7 +31,7 @@ RowKernelBuilder::buildColumnSumAndTransposes(gpu::GPUModuleOp mod,
                                               {columnSumSharedType()});
   Value block = blockId();
   int64_t sumBlocks = columnSumBlocks();
-  Value summing = ult(block, idx(sumBlocks));
+  Value summing = cmpI(arith::CmpIPredicate::ult, block, idx(sumBlocks));
   auto ifOp = scf::IfOp::create(b, loc, summing, /*withElseRegion=*/true);
   b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
   emitColumnSums(func, block);
@@ -91,7 +91,7 @@ void RowKernelBuilder::emitColumnSums(gpu::GPUFuncOp func, Value block) {
     int64_t len = numElements(v.getType());
     int64_t partials = plan.workspaceRows.lookup(sum);
     Value col = addI(mulI(local, idx(kWarp)), lane);
-    Value inside = ult(col, idx(len));
+    Value inside = cmpI(arith::CmpIPredicate::ult, col, idx(len));
     Value first = addI(idx(plan.workspaceOffset.lookup(sum)), col);
     Value partial;
     {
@@ -138,7 +138,7 @@ void RowKernelBuilder::emitColumnSums(gpu::GPUFuncOp func, Value block) {
     }
     store(partial, sums, t);
     barrier();
-    Value firstGroup = eq(group, idx(0));
+    Value firstGroup = cmpI(arith::CmpIPredicate::eq, group, idx(0));
     Value write = andI(firstGroup, inside);
     OpBuilder::InsertionGuard g2(b);
     auto ifOp = scf::IfOp::create(b, loc, write, false);

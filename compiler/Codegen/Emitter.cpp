@@ -92,26 +92,8 @@ Value Emitter::maxSI(Value x, Value y) {
 Value Emitter::minSI(Value x, Value y) {
   return arith::MinSIOp::create(b, loc, x, y);
 }
-Value Emitter::eq(Value x, Value y) {
-  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, x, y);
-}
-Value Emitter::ne(Value x, Value y) {
-  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, x, y);
-}
-Value Emitter::slt(Value x, Value y) {
-  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, x, y);
-}
-Value Emitter::sle(Value x, Value y) {
-  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, x, y);
-}
-Value Emitter::sgt(Value x, Value y) {
-  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, x, y);
-}
-Value Emitter::ult(Value x, Value y) {
-  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, x, y);
-}
-Value Emitter::uge(Value x, Value y) {
-  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, x, y);
+Value Emitter::cmpI(arith::CmpIPredicate predicate, Value x, Value y) {
+  return arith::CmpIOp::create(b, loc, predicate, x, y);
 }
 Value Emitter::select(Value cond, Value x, Value y) {
   return arith::SelectOp::create(b, loc, cond, x, y);
@@ -141,11 +123,11 @@ Value Emitter::negF(Value x) { return arith::NegFOp::create(b, loc, x); }
 Value Emitter::maximumF(Value x, Value y) {
   return arith::MaximumFOp::create(b, loc, x, y);
 }
-Value Emitter::minimumF(Value x, Value y) {
-  return arith::MinimumFOp::create(b, loc, x, y);
-}
 Value Emitter::fma(Value x, Value y, Value z) {
   return math::FmaOp::create(b, loc, x, y, z);
+}
+Value Emitter::minimumF(Value x, Value y) {
+  return arith::MinimumFOp::create(b, loc, x, y);
 }
 Value Emitter::absF(Value x) { return math::AbsFOp::create(b, loc, x); }
 Value Emitter::sqrt(Value x) { return math::SqrtOp::create(b, loc, x); }
@@ -153,17 +135,8 @@ Value Emitter::exp(Value x) { return math::ExpOp::create(b, loc, x); }
 Value Emitter::log(Value x) { return math::LogOp::create(b, loc, x); }
 Value Emitter::cos(Value x) { return math::CosOp::create(b, loc, x); }
 Value Emitter::sin(Value x) { return math::SinOp::create(b, loc, x); }
-Value Emitter::oeq(Value x, Value y) {
-  return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, x, y);
-}
-Value Emitter::olt(Value x, Value y) {
-  return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, x, y);
-}
-Value Emitter::ole(Value x, Value y) {
-  return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLE, x, y);
-}
-Value Emitter::une(Value x, Value y) {
-  return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, x, y);
+Value Emitter::cmpF(arith::CmpFPredicate predicate, Value x, Value y) {
+  return arith::CmpFOp::create(b, loc, predicate, x, y);
 }
 Value Emitter::bitcast(Type type, Value x) {
   return arith::BitcastOp::create(b, loc, type, x);
@@ -200,15 +173,15 @@ Value Emitter::broadcast(VectorType type, Value scalar) {
 Value Emitter::extract(Value vector, int64_t lane) {
   return vector::ExtractOp::create(b, loc, vector, lane);
 }
+Value Emitter::reduceAdd(Value vector) {
+  return vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD,
+                                     vector);
+}
 Value Emitter::insert(Value scalar, Value vector, int64_t lane) {
   return vector::InsertOp::create(b, loc, scalar, vector, lane);
 }
 Value Emitter::shuffle(Value x, Value y, ArrayRef<int64_t> mask) {
   return vector::ShuffleOp::create(b, loc, x, y, mask);
-}
-Value Emitter::reduceAdd(Value vector) {
-  return vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD,
-                                     vector);
 }
 Value Emitter::reduceMaximumF(Value vector) {
   return vector::ReductionOp::create(b, loc, vector::CombiningKind::MAXIMUMF,
@@ -434,10 +407,11 @@ SmallVector<Value> acrossWarps(Emitter &e, ReductionScratch &s,
   Slots slots{e, s, first, lane, warp};
   if (s.barrierFirst)
     e.barrier();
-  e.ifThen(e.eq(lane, e.intc(lane.getType(), 0)), [&] {
-    for (auto [j, x] : llvm::enumerate(xs))
-      slots.write(x, j);
-  });
+  e.ifThen(e.cmpI(arith::CmpIPredicate::eq, lane, e.intc(lane.getType(), 0)),
+           [&] {
+             for (auto [j, x] : llvm::enumerate(xs))
+               slots.write(x, j);
+           });
   e.barrier();
   auto fold = [&] {
     auto readWarp = [&](int64_t w) {
@@ -453,7 +427,8 @@ SmallVector<Value> acrossWarps(Emitter &e, ReductionScratch &s,
   };
   if (!inThread0)
     return fold();
-  e.ifThen(e.eq(s.tid, e.intc(s.tid.getType(), 0)), [&] { use(fold()); });
+  e.ifThen(e.cmpI(arith::CmpIPredicate::eq, s.tid, e.intc(s.tid.getType(), 0)),
+           [&] { use(fold()); });
   return {};
 }
 

@@ -8,9 +8,8 @@
 //   maxSI / minSI   arith integer ops, on index and i32 alike (the int64_t
 //                   overloads make a constant of the operand's type and
 //                   fold x + 0, x · 1 and x / 1 away);
-//   eq / ne / slt / sle / sgt / ult / uge   arith.cmpi with that predicate;
+//   cmpI / cmpF     arith.cmpi / arith.cmpf with the predicate given;
 //   addF / subF / mulF / divF / maximumF / minimumF / fma   float ops;
-//   oeq / olt / ole / une   arith.cmpf with that predicate;
 //   load / store    memref.load / memref.store;
 //   vload / vstore  vector.load / vector.store;
 //   loadPtr / storePtr / gep   LLVM pointer accesses (kernels written at the
@@ -28,6 +27,10 @@
 
 #include <array>
 
+namespace mlir::arith {
+enum class CmpIPredicate : uint64_t;
+enum class CmpFPredicate : uint64_t;
+} // namespace mlir::arith
 namespace mlir::gpu {
 class GPUFuncOp;
 class GPUModuleOp;
@@ -82,13 +85,9 @@ public:
   mlir::Value shRUI(mlir::Value x, int64_t y);
   mlir::Value maxSI(mlir::Value x, mlir::Value y);
   mlir::Value minSI(mlir::Value x, mlir::Value y);
-  mlir::Value eq(mlir::Value x, mlir::Value y);
-  mlir::Value ne(mlir::Value x, mlir::Value y);
-  mlir::Value slt(mlir::Value x, mlir::Value y);
-  mlir::Value sle(mlir::Value x, mlir::Value y);
-  mlir::Value sgt(mlir::Value x, mlir::Value y);
-  mlir::Value ult(mlir::Value x, mlir::Value y);
-  mlir::Value uge(mlir::Value x, mlir::Value y);
+  // arith.cmpi with that predicate.
+  mlir::Value cmpI(mlir::arith::CmpIPredicate predicate, mlir::Value x,
+                   mlir::Value y);
   mlir::Value select(mlir::Value cond, mlir::Value x, mlir::Value y);
   mlir::Value indexCast(mlir::Value x); // to index
 
@@ -107,10 +106,9 @@ public:
   mlir::Value log(mlir::Value x);
   mlir::Value cos(mlir::Value x);
   mlir::Value sin(mlir::Value x);
-  mlir::Value oeq(mlir::Value x, mlir::Value y);
-  mlir::Value olt(mlir::Value x, mlir::Value y);
-  mlir::Value ole(mlir::Value x, mlir::Value y);
-  mlir::Value une(mlir::Value x, mlir::Value y);
+  // arith.cmpf with that predicate.
+  mlir::Value cmpF(mlir::arith::CmpFPredicate predicate, mlir::Value x,
+                   mlir::Value y);
   // Same-width reinterpretation (arith.bitcast), e.g. f32 ↔ i32.
   mlir::Value bitcast(mlir::Type type, mlir::Value x);
   // x (any float or integer element, scalar or vector) as f32: extf or
@@ -204,9 +202,7 @@ public:
 // slot, whose last readers may still be reading it).
 struct ReductionScratch {
   mlir::Value shared;
-  int64_t byteOffset = 0;
-  int64_t warps = 1;
-  int64_t slots = 1;
+  int64_t byteOffset = 0, warps = 1, slots = 1;
   bool barrierFirst = false;
   // This thread's lane and warp, or null to compute them from `tid` at
   // each reduction.

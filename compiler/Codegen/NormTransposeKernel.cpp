@@ -247,7 +247,7 @@ public:
     ready = e.addI(base, l.bars);
     freed = e.addI(base, l.bars + 8);
 
-    e.ifThen(e.eq(tid, e.i32c(0)), [&] {
+    e.ifThen(e.cmpI(arith::CmpIPredicate::eq, tid, e.i32c(0)), [&] {
       sync.init(ready, 1);
       sync.init(freed, kCluster);
       for (int64_t g = 0; g < kRowGroups; ++g)
@@ -272,14 +272,16 @@ public:
       if (first + kThreads <= m.cols / 4)
         copy();
       else
-        e.ifThen(e.slt(i, e.i32c(m.cols / 4)), copy);
+        e.ifThen(e.cmpI(arith::CmpIPredicate::slt, i, e.i32c(m.cols / 4)),
+                 copy);
     }
     e.barrier();
     // Every block's mbarriers are initialized before any block uses them.
     sync.clusterBarrier();
 
-    auto split = scf::IfOp::create(e.b, e.loc, TypeRange{e.f32},
-                                   e.slt(warp, e.i32c(kRowWarps)), true);
+    auto split = scf::IfOp::create(
+        e.b, e.loc, TypeRange{e.f32},
+        e.cmpI(arith::CmpIPredicate::slt, warp, e.i32c(kRowWarps)), true);
     {
       OpBuilder::InsertionGuard guard(e.b);
       e.b.setInsertionPointToStart(split.thenBlock());
@@ -292,11 +294,10 @@ public:
     sync.clusterBarrier();
     blockAmax(split.getResult(0), tid);
     if (m.passedScale >= 0)
-      e.ifThen(e.andI(e.eq(tid, e.i32c(0)),
-                      e.eq(e.blockId32(), e.i32c(0))),
-               [&] {
-                 e.storePtr(e.loadPtr(e.f32, scale), results[m.passedScale]);
-               });
+      e.ifThen(
+          e.andI(e.cmpI(arith::CmpIPredicate::eq, tid, e.i32c(0)),
+                 e.cmpI(arith::CmpIPredicate::eq, e.blockId32(), e.i32c(0))),
+          [&] { e.storePtr(e.loadPtr(e.f32, scale), results[m.passedScale]); });
   }
 
 private:
@@ -391,7 +392,7 @@ private:
                                 kWarpsPerRow),
                           part),
                     2));
-          e.ifThen(e.eq(lane, e.i32c(0)),
+          e.ifThen(e.cmpI(arith::CmpIPredicate::eq, lane, e.i32c(0)),
                    [&] { e.storePtr(ss, smemAt(sumAt)); });
           sync.namedBarrier(e.addI(group, 2), kWarpsPerRow * 32);
           Value total = e.f32c(0.0);
@@ -401,16 +402,16 @@ private:
                            e.loadPtr(e.f32, smemAt(e.addI(groupSums, p * 4))));
           // Every warp of the group holds its part: refill the slot.
           Value next = e.addI(q, kRowGroups);
-          e.ifThen(e.andI(e.eq(e.orI(part, lane),
-                                e.i32c(0)),
-                          e.slt(next, rowsHere)),
+          e.ifThen(e.andI(e.cmpI(arith::CmpIPredicate::eq, e.orI(part, lane),
+                                 e.i32c(0)),
+                          e.cmpI(arith::CmpIPredicate::slt, next, rowsHere)),
                    [&] { issueRow(next); });
           Value meanSq = e.divF(total, e.f32c((double)m.cols));
           Value inv = e.divF(e.f32c(1.0),
                              e.sqrt(e.addF(meanSq, e.f32c(m.eps))));
           // The band buffers are free once every block has transposed the
           // previous band.
-          e.ifThen(e.sgt(i, e.i32c(0)),
+          e.ifThen(e.cmpI(arith::CmpIPredicate::sgt, i, e.i32c(0)),
                    [&] { sync.wait(freed, e.andI(e.addI(i, -1), 1)); });
           Value bandRow = e.addI(e.mulI(rank, kRowsPerBlock), j);
           Value bandRowAt = e.addI(e.mulI(bandRow, l.half),
@@ -490,8 +491,8 @@ private:
         return SmallVector<Value>{};
       });
       sync.namedBarrier(e.i32c(1), threads);
-      e.ifThen(e.eq(t, e.i32c(0)), [&] {
-        e.ifThen(e.slt(e.addI(i, 1), iters),
+      e.ifThen(e.cmpI(arith::CmpIPredicate::eq, t, e.i32c(0)), [&] {
+        e.ifThen(e.cmpI(arith::CmpIPredicate::slt, e.addI(i, 1), iters),
                  [&] { sync.expect(ready, kBand * l.half); });
         for (int64_t r = 0; r < kCluster; ++r)
           sync.arriveRemote(sync.remote(freed, e.i32c(r)));

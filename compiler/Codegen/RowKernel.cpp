@@ -106,10 +106,11 @@ Value RowKernelBuilder::chunkValid(const Segment &seg, int64_t len, int64_t c,
   Value valid;
   Value base = chunkBase(c);
   if ((c + 1) * span > len)
-    valid = ult(base, idx(len));
+    valid = cmpI(arith::CmpIPredicate::ult, base, idx(len));
   if (seg.flat && seg.flatElements % len && rowStart) {
     Value global = addI(rowStart, base);
-    Value inside = ult(global, idx(seg.flatElements));
+    Value inside =
+        cmpI(arith::CmpIPredicate::ult, global, idx(seg.flatElements));
     valid = valid ? andI(valid, inside) : inside;
   }
   return valid;
@@ -273,7 +274,7 @@ void RowKernelBuilder::emitDispatch(
     return;
   }
   int64_t mid = (lo + hi) / 2;
-  Value below = ult(blockId, idx(starts[mid]));
+  Value below = cmpI(arith::CmpIPredicate::ult, blockId, idx(starts[mid]));
   OpBuilder::InsertionGuard guard(b);
   auto ifOp = scf::IfOp::create(b, loc, below, /*withElseRegion=*/true);
   b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
@@ -347,10 +348,12 @@ gpu::GPUFuncOp RowKernelBuilder::buildMain(gpu::GPUModuleOp mod,
     for (fp8::TransposeOp t : seg.tiled) {
       if (!memOf.count(t.getResultScale()))
         continue;
-      ifThen(andI(eq(block, idx(0)), eq(tid, idx(0))), [&] {
-        Value scale = load(memOf.lookup(t.getScale()), idx(0));
-        store(scale, memOf.lookup(t.getResultScale()), idx(0));
-      });
+      ifThen(andI(cmpI(arith::CmpIPredicate::eq, block, idx(0)),
+                  cmpI(arith::CmpIPredicate::eq, tid, idx(0))),
+             [&] {
+               Value scale = load(memOf.lookup(t.getScale()), idx(0));
+               store(scale, memOf.lookup(t.getResultScale()), idx(0));
+             });
     }
 
   SmallVector<int64_t> starts;
@@ -426,7 +429,7 @@ void RowKernelBuilder::emitSegment(const Segment &seg, Value localBlock) {
         b, loc, localBlock, idx(seg.rows), idx(seg.blocks), carried,
         [&](OpBuilder &, Location, Value row, ValueRange iterArgs) {
           Value next = addI(row, idx(seg.blocks));
-          Value more = ult(next, idx(seg.rows));
+          Value more = cmpI(arith::CmpIPredicate::ult, next, idx(seg.rows));
           SmallVector<Type> rawTypes;
           for (Value v : iterArgs.drop_front(numAccs))
             rawTypes.push_back(v.getType());
@@ -475,7 +478,8 @@ void RowKernelBuilder::emitSegment(const Segment &seg, Value localBlock) {
     if (!memOf.count(v))
       continue;
     Value bits = bitcast(b.getI32Type(), m);
-    ifThen(eq(tid, idx(0)), [&] { atomicMaxU(bits, memOf.lookup(v), idx(0)); });
+    ifThen(cmpI(arith::CmpIPredicate::eq, tid, idx(0)),
+           [&] { atomicMaxU(bits, memOf.lookup(v), idx(0)); });
   }
 }
 
@@ -504,7 +508,7 @@ SmallVector<Value> RowKernelBuilder::loadColumn(Value mem, Type elem,
   for (int64_t c = 0, e = ceilDiv(len, plan.threads * vec); c < e; ++c) {
     Value valid;
     if ((c + 1) * plan.threads * vec > len)
-      valid = ult(chunkBase(c), idx(len));
+      valid = cmpI(arith::CmpIPredicate::ult, chunkBase(c), idx(len));
     chunks.push_back(loadChunk(mem, elem, chunkBase(c), valid));
   }
   return chunks;

@@ -54,7 +54,7 @@ Value RowKernelBuilder::masked(RowState &s, Value like, size_t c, Value x) {
   int64_t len = s.seg.length.lookup(like);
   if ((int64_t)(c + 1) * plan.threads * vec <= len)
     return x;
-  Value ok = ult(chunkBase(c), idx(len));
+  Value ok = cmpI(arith::CmpIPredicate::ult, chunkBase(c), idx(len));
   return select(ok, x, chunkConst(0.0));
 }
 
@@ -404,7 +404,7 @@ void RowKernelBuilder::emitRope(graph::RopeOp o) {
   for (size_t c = 0; c < x.size(); ++c) {
     Value base = chunkBase(c);
     Value inHead = remUI(base, idx(dh));
-    Value firstHalf = ult(inHead, idx(half));
+    Value firstHalf = cmpI(arith::CmpIPredicate::ult, inHead, idx(half));
     Value freqIdx = remUI(inHead, idx(half));
     Value cosAt = addI(freqIdx, idx(angles));
     Value sinAt = addI(cosAt, idx(half));

@@ -285,9 +285,9 @@ void RowKernelBuilder::emitTiledRows(const Segment &seg, Value localBlock,
             b, loc, idx(0), idx(tileRows), idx(1), rowInits,
             [&](OpBuilder &, Location, Value i, ValueRange iter) {
               Value row = addI(firstRow, i);
-              Value last = eq(i, idx(tileRows - 1));
+              Value last = cmpI(arith::CmpIPredicate::eq, i, idx(tileRows - 1));
               Value next = select(last, nextTileRow, addI(row, idx(1)));
-              Value more = ult(next, idx(seg.rows));
+              Value more = cmpI(arith::CmpIPredicate::ult, next, idx(seg.rows));
               ValueRange raw = iter.slice(numAccs, numRaw);
               auto ifOp = scf::IfOp::create(b, loc, raw.getTypes(), more,
                                             /*withElseRegion=*/true);
@@ -322,8 +322,10 @@ void RowKernelBuilder::emitTiledRows(const Segment &seg, Value localBlock,
               if (groups > 1) {
                 // A full group that is not the tile's last: park it.
                 Value inGroup = remUI(i, idx(kRegisterTileRows));
-                Value park = andI(eq(inGroup, idx(kRegisterTileRows - 1)),
-                                  ne(i, idx(tileRows - 1)));
+                Value park =
+                    andI(cmpI(arith::CmpIPredicate::eq, inGroup,
+                              idx(kRegisterTileRows - 1)),
+                         cmpI(arith::CmpIPredicate::ne, i, idx(tileRows - 1)));
                 OpBuilder::InsertionGuard guard(b);
                 auto parkIf = scf::IfOp::create(b, loc, park, false);
                 b.setInsertionPoint(parkIf.thenBlock()->getTerminator());

@@ -348,7 +348,7 @@ void TransposeEmitter::emitPieces(const TransposeCopy &c, Value block,
     const TransposePiece &p = c.pieces[i];
     if (i + 1 == c.pieces.size())
       return emitUnit(p);
-    Value here = ult(col0, idx(p.col0 + p.width));
+    Value here = cmpI(arith::CmpIPredicate::ult, col0, idx(p.col0 + p.width));
     auto ifOp = scf::IfOp::create(b, loc, TypeRange{f32}, here,
                                   /*withElseRegion=*/true);
     Value before = amaxPartial;
@@ -410,7 +410,7 @@ void TransposeEmitter::emitResults(const TransposeCopy &c, Value block,
 // shapes that are not whole tiles (small tensors).
 void TransposeEmitter::emitElementwise(const TransposeCopy &c, Value block) {
   Value out = addI(mulI(block, kTransposeThreads), thread);
-  Value inside = ult(out, idx(c.rows * c.cols));
+  Value inside = cmpI(arith::CmpIPredicate::ult, out, idx(c.rows * c.cols));
   OpBuilder::InsertionGuard guard(b);
   auto ifOp = scf::IfOp::create(b, loc, inside, false);
   b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
@@ -498,7 +498,7 @@ int64_t emitTransposeCopies(OpBuilder &b, Location loc, gpu::GPUFuncOp func,
     if (i + 1 == copies.size()) {
       emitCase();
     } else {
-      Value here = e.ult(block, e.idx(end));
+      Value here = e.cmpI(arith::CmpIPredicate::ult, block, e.idx(end));
       auto ifOp = scf::IfOp::create(b, loc, here, /*withElseRegion=*/true);
       b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
       emitCase();

@@ -86,7 +86,9 @@ private:
   Value stride(const Func &f, int64_t n, Value init, bool isMax,
                function_ref<Value(Value)> element);
   Value blockReduce(const Func &f, Value x, bool isMax);
-  Value thread0(const Func &f) { return eq(f.tid, idx(0)); }
+  Value thread0(const Func &f) {
+    return cmpI(arith::CmpIPredicate::eq, f.tid, idx(0));
+  }
   // Rows of a [..., V] tensor: (count, width).
   static std::pair<int64_t, int64_t> rowsOf(Value v) {
     auto t = cast<RankedTensorType>(v.getType());
@@ -173,7 +175,7 @@ LogicalResult WholeOpBuilder::scalarOps(gpu::GPUModuleOp mod, StringRef sym,
     auto atLane0 = [&](function_ref<void()> body) {
       if (lanes == 1)
         return body();
-      ifThen(eq(lane, idx(0)), body);
+      ifThen(cmpI(arith::CmpIPredicate::eq, lane, idx(0)), body);
     };
     fp8::RecipeAttr recipe = o.getRecipe();
     int64_t len = numElements(o.getAmaxHistory().getType());
@@ -204,7 +206,8 @@ LogicalResult WholeOpBuilder::scalarOps(gpu::GPUModuleOp mod, StringRef sym,
           b, loc, b.getI32IntegerAttr((int32_t)0xFF800000u));
       next = bitcast(f32, andI(bits, mask));
     }
-    Value finite = olt(absF(eff), f32c(std::numeric_limits<float>::infinity()));
+    Value finite = cmpF(arith::CmpFPredicate::OLT, absF(eff),
+                        f32c(std::numeric_limits<float>::infinity()));
     Value scale = select(finite, next, read(o.getScale()));
     atLane0([&] { write(o.getNewScale(), scale); });
     return success();
@@ -219,7 +222,7 @@ LogicalResult WholeOpBuilder::scalarOps(gpu::GPUModuleOp mod, StringRef sym,
     Func f = begin(mod, (sym + "_scalars").str(), kWarp);
     LogicalResult result = success();
     for (auto [j, op] : llvm::enumerate(ops))
-      ifThen(eq(f.block, idx(j)), [&] {
+      ifThen(cmpI(arith::CmpIPredicate::eq, f.block, idx(j)), [&] {
         if (failed(scaleUpdate(cast<fp8::ScaleUpdateOp>(op), f.tid, kWarp)))
           result = failure();
       });
@@ -262,7 +265,7 @@ LogicalResult WholeOpBuilder::scalarOps(gpu::GPUModuleOp mod, StringRef sym,
       Value decay =
           mulF(f32c(lr), addF(f32c(ratio), mulF(f32c((1 - ratio) * 0.5),
                                                 addF(f32c(1), cosine))));
-      Value inWarmup = ole(step, f32c(warmup));
+      Value inWarmup = cmpF(arith::CmpFPredicate::OLE, step, f32c(warmup));
       if (warmup <= 0)
         inWarmup = arith::ConstantOp::create(b, loc, b.getBoolAttr(false));
       write(o.getResult(), select(inWarmup, warm, decay));
@@ -353,7 +356,7 @@ LogicalResult WholeOpBuilder::build(gpu::GPUModuleOp mod, StringRef sym,
       int64_t width = rowsOf(o.getResult()).second;
       Func f = begin(mod, name, kWholeThreads);
       Value i = addI(mulI(f.block, idx(kWholeThreads)), f.tid);
-      ifThen(ult(i, idx(total)), [&] {
+      ifThen(cmpI(arith::CmpIPredicate::ult, i, idx(total)), [&] {
         Value t = divUI(i, idx(width));
         Value j = remUI(i, idx(width));
         Value id = indexCast(readAt(o.getIds(), t));
@@ -390,7 +393,7 @@ LogicalResult WholeOpBuilder::build(gpu::GPUModuleOp mod, StringRef sym,
       {
         Func f = begin(mod, name + "_init", kWholeThreads);
         Value i = addI(mulI(f.block, idx(kWholeThreads)), f.tid);
-        ifThen(ult(i, idx(total)), [&] {
+        ifThen(cmpI(arith::CmpIPredicate::ult, i, idx(total)), [&] {
           Value x = f32c(0);
           for (Value init : inits)
             x = addF(x, readF32(init, i));
@@ -404,7 +407,7 @@ LogicalResult WholeOpBuilder::build(gpu::GPUModuleOp mod, StringRef sym,
       b.setInsertionPointToEnd(mod.getBody());
       Func f = begin(mod, name, kWholeThreads);
       Value i = addI(mulI(f.block, idx(kWholeThreads)), f.tid);
-      ifThen(ult(i, idx(tokens * width)), [&] {
+      ifThen(cmpI(arith::CmpIPredicate::ult, i, idx(tokens * width)), [&] {
         Value t = divUI(i, idx(width));
         Value j = remUI(i, idx(width));
         Value id = indexCast(readAt(o.getIds(), t));
@@ -430,7 +433,8 @@ LogicalResult WholeOpBuilder::build(gpu::GPUModuleOp mod, StringRef sym,
         for (auto [k, in] : llvm::enumerate(o->getOperands())) {
           int64_t len = numElements(in.getType());
           Value lo = idx(starts[k]), hi = idx(starts[k] + ceilDiv(len, chunk));
-          Value mine = andI(uge(f.block, lo), ult(f.block, hi));
+          Value mine = andI(cmpI(arith::CmpIPredicate::uge, f.block, lo),
+                            cmpI(arith::CmpIPredicate::ult, f.block, hi));
           auto ifOp = scf::IfOp::create(b, loc, TypeRange{f32}, mine, true);
           {
             OpBuilder::InsertionGuard g(b);
@@ -439,7 +443,7 @@ LogicalResult WholeOpBuilder::build(gpu::GPUModuleOp mod, StringRef sym,
             Value s = f32c(0);
             for (int64_t e = 0; e < kVec; ++e) {
               Value at = addI(base, addI(f.tid, idx(e * kWholeThreads)));
-              Value ok = ult(at, idx(len));
+              Value ok = cmpI(arith::CmpIPredicate::ult, at, idx(len));
               Value safe = select(ok, at, idx(0));
               Value x = readF32(in, safe);
               s = addF(s, select(ok, mulF(x, x), f32c(0)));
@@ -478,9 +482,9 @@ LogicalResult WholeOpBuilder::build(gpu::GPUModuleOp mod, StringRef sym,
                            [&](Value j) { return exp(subF(z(j), mx)); });
         ifThen(thread0(f), [&] {
           Value m = readF32(o.getLossMask(), f.block);
-          Value keep = une(m, f32c(0));
+          Value keep = cmpF(arith::CmpFPredicate::UNE, m, f32c(0));
           Value label = indexCast(readAt(o.getLabels(), f.block));
-          Value inRow = ult(label, idx(width));
+          Value inRow = cmpI(arith::CmpIPredicate::ult, label, idx(width));
           Value safe = select(inRow, label, idx(0));
           Value nll = subF(addF(mx, log(sum)), z(safe));
           Value term = select(keep, mulF(nll, m), f32c(0));
@@ -527,12 +531,13 @@ LogicalResult WholeOpBuilder::build(gpu::GPUModuleOp mod, StringRef sym,
                          [&](Value j) { return exp(subF(z(j), mx)); });
       Value lse = addF(mx, log(sum));
       Value label = indexCast(readAt(o.getLabels(), f.block));
-      Value keep = une(m, f32c(0));
+      Value keep = cmpF(arith::CmpFPredicate::UNE, m, f32c(0));
       scf::ForOp::create(b, loc, f.tid, idx(width), idx(kWholeThreads),
                          ValueRange{},
                          [&](OpBuilder &, Location, Value j, ValueRange) {
                            Value p = mulF(scale, exp(subF(z(j), lse)));
-                           Value isLabel = eq(j, label);
+                           Value isLabel =
+                               cmpI(arith::CmpIPredicate::eq, j, label);
                            Value g = select(isLabel, subF(p, scale), p);
                            // Masked tokens get zeros, as the interpreter leaves
                            // them.
