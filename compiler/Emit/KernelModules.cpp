@@ -98,8 +98,9 @@ FailureOr<CodegenOutcome> runCodegen(ModuleOp module) {
   // A diagnostic belongs to an op without kernels when it is about that op
   // (its name, at its location) or about an op inside its region.
   module.walk([&](Operation *op) {
+    auto launched = dyn_cast<kernel::LaunchedOpInterface>(op);
     if (!isa_and_nonnull<func::FuncOp>(op->getParentOp()) ||
-        op->hasAttr("launch"))
+        (launched && launched.hasLaunches()))
       return;
     llvm::DenseSet<Location> inside;
     op->walk([&](Operation *inner) {

@@ -276,7 +276,7 @@ int runCompileCommand(const CompileOptions &opts) {
     int64_t unlowered = 0;
     (*module)->walk([&](kernel::FusedOp fused) {
       // Cleared accumulators are memsets, not kernels.
-      unlowered += !fused->hasAttr("launch") && !fused.isStoredZeroFill();
+      unlowered += !fused.hasLaunches() && !fused.isStoredZeroFill();
     });
     llvm::outs() << opts.ptxDir << ": "
                  << std::distance(binaries.begin(), binaries.end())
