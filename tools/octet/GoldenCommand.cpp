@@ -13,7 +13,6 @@
 #include "compiler/Interpreter/Kernels.h"
 #include "support/Numerics.h"
 #include "compiler/Registration.h"
-#include "compiler/Transforms/Fusion/InterpreterOps.h"
 #include "bundle/Bundle.h"
 #include "runtime/data/TrainBatches.h"
 #include "runtime/exec/Golden.h"
@@ -294,7 +293,6 @@ int run(const Options &opts) {
   if (Status st = golden::writeInitHashes(opts.dir, hashes); !st)
     return inputError(st.message());
 
-  fusion::registerFusionInterpreterOps();
   interp::Interpreter interpreter(*module);
   if (initProgram) {
     auto r = interpreter.run(initProgram->name(), {}, store);

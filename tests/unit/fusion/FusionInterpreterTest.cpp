@@ -12,7 +12,7 @@
 
 #include "compiler/Interpreter/Interpreter.h"
 #include "compiler/Registration.h"
-#include "compiler/Transforms/Fusion/InterpreterOps.h"
+#include "compiler/Transforms/Fusion/GemmEpilogues.h"
 #include "compiler/Transforms/Fusion/Passes.h"
 #include "compiler/Transforms/Passes.h"
 #include "compiler/Transforms/Precision.h"
@@ -47,7 +47,6 @@ protected:
     context = std::make_unique<MLIRContext>(registry,
                                             MLIRContext::Threading::DISABLED);
     context->loadAllAvailableDialects();
-    fusion::registerFusionInterpreterOps();
     auto loaded = spec::loadSpecFile(std::string(OCTET_SOURCE_DIR) +
                                      "/examples/tiny-llama.pbtxt");
     ASSERT_TRUE(bool(loaded)) << loaded.status().message();
