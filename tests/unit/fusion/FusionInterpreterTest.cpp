@@ -11,6 +11,7 @@
 // delayed scale is still its initial value, to relative error 1e-4.
 
 #include "compiler/Interpreter/Interpreter.h"
+#include "compiler/Pipelines/Pipelines.h"
 #include "compiler/Registration.h"
 #include "compiler/Transforms/Fusion/GemmEpilogues.h"
 #include "compiler/Transforms/Fusion/Passes.h"
@@ -279,12 +280,16 @@ TEST_F(FusionInterpreterTest, FuseElementwise) {
 }
 
 TEST_F(FusionInterpreterTest, AllKernelFusions) {
-  checkKernelPass([](OpPassManager &pm) { addKernelFusionPasses(pm); });
+  checkKernelPass([](OpPassManager &pm) {
+    findCompileStage("fused")->addPasses(pm, TrainingPipelineOptions());
+  });
 }
 
 TEST_F(FusionInterpreterTest, AllKernelFusionsWithChunkedLmHead) {
   checkKernelPass([](OpPassManager &pm) {
-    addKernelFusionPasses(pm, KernelFusionOptions{/*chunkedLmHead=*/true});
+    TrainingPipelineOptions options;
+    options.chunkedLmHead = true;
+    findCompileStage("fused")->addPasses(pm, options);
   });
 }
 
