@@ -823,6 +823,18 @@ void splitAround(const std::vector<int64_t> &shape, int64_t dim,
     inner *= shape[i];
 }
 
+// Copies `count` elements of `from` at `src` to `to` at `dst` (both of one
+// kind: floats or integers).
+void copyElements(const Tensor &from, int64_t src, Tensor &to, int64_t dst,
+                  int64_t count) {
+  if (isFloat(from.dtype()))
+    std::copy_n(from.f() + src, count, to.f() + dst);
+  else
+    std::copy_n(from.i() + src, count, to.i() + dst);
+}
+
+// Slices and concatenations copy values of the result's type: nothing to
+// round.
 llvm::Error slice(graph::SliceOp op, Frame &f) {
   const Tensor &x = f.operand(op, 0);
   auto type = cast<RankedTensorType>(op.getType());
@@ -832,14 +844,8 @@ llvm::Error slice(graph::SliceOp op, Frame &f) {
   int64_t n = type.getDimSize(dim), full = x.dim(dim);
   int64_t off = op.getOffset();
   for (int64_t o = 0; o < outer; ++o)
-    for (int64_t j = 0; j < n * inner; ++j) {
-      int64_t src = (o * full + off) * inner + j, dst = o * n * inner + j;
-      if (isFloat(x.dtype()))
-        out.f()[dst] = x.f()[src];
-      else
-        out.i()[dst] = x.i()[src];
-    }
-  f.setResult(op, 0, std::move(out));
+    copyElements(x, (o * full + off) * inner, out, o * n * inner, n * inner);
+  f.setResultUnrounded(op, 0, std::move(out));
   return llvm::Error::success();
 }
 
@@ -854,16 +860,10 @@ llvm::Error concat(graph::ConcatOp op, Frame &f) {
     const Tensor &x = f.operand(op, k);
     int64_t n = x.dim(dim);
     for (int64_t o = 0; o < outer; ++o)
-      for (int64_t j = 0; j < n * inner; ++j) {
-        int64_t src = o * n * inner + j, dst = (o * total + at) * inner + j;
-        if (isFloat(x.dtype()))
-          out.f()[dst] = x.f()[src];
-        else
-          out.i()[dst] = x.i()[src];
-      }
+      copyElements(x, o * n * inner, out, (o * total + at) * inner, n * inner);
     at += n;
   }
-  f.setResult(op, 0, std::move(out));
+  f.setResultUnrounded(op, 0, std::move(out));
   return llvm::Error::success();
 }
 
@@ -890,8 +890,10 @@ llvm::Error kernelFused(kernel::FusedOp op, Frame &f) {
       runBlock(op.getBodyBlock(), std::move(args), f.variables(), f.observer());
   if (!results)
     return results.takeError();
+  // The yielded values are the results' types (the verifier says so) and
+  // were rounded when the body made them: rounding again would only cost.
   for (auto [i, t] : llvm::enumerate(*results))
-    f.setResult(op, i, std::move(t));
+    f.setResultUnrounded(op, i, std::move(t));
   return llvm::Error::success();
 }
 
@@ -921,7 +923,11 @@ llvm::Error execute(Operation *op, Frame &f) {
                                  shapeString(value.shape()) +
                                  ", the IR expects " +
                                  shapeString(shapeOf(load.getType())));
-        f.setResult(op, 0, value);
+        // The store holds each value rounded to its element type.
+        if (value.dtype() == cantFail(dtypeOf(load.getType().getElementType())))
+          f.setResultUnrounded(op, 0, value);
+        else
+          f.setResult(op, 0, value);
         return Error::success();
       })
       .Case([&](graph::StoreOp store) -> Error {

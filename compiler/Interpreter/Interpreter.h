@@ -22,6 +22,8 @@
 
 namespace octet::interp {
 
+// Holds each value rounded to its element type, as every op result and every
+// Tensor made from data is, so loads hand values on as they are.
 class VariableStore {
 public:
   // Creates every graph.variable of `module` that the store does not hold
