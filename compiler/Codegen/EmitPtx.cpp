@@ -1,7 +1,6 @@
 // octet-emit-ptx, and the emitPtx API it wraps.
 
 #include "compiler/Codegen/Passes.h"
-#include "compiler/Codegen/Pipeline.h"
 
 #include "dialects/kernel/KernelDialect.h"
 

@@ -1,6 +1,6 @@
 #include "compiler/Emit/KernelModules.h"
 
-#include "compiler/Codegen/Pipeline.h"
+#include "compiler/Pipelines/Pipelines.h"
 #include "dialects/kernel/KernelDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -74,9 +74,7 @@ FailureOr<CodegenOutcome> runCodegen(ModuleOp module) {
       return success();
     });
     PassManager pm(module.getContext());
-    codegen::CodegenOptions options;
-    options.keepGoing = true;
-    codegen::buildFusedCodegenPipeline(pm, options);
+    buildCodegenPipeline(pm, keepGoingCodegenOptions());
     // Which pass failed, for the error below.
     struct FailedPass : PassInstrumentation {
       std::string *name;

@@ -12,9 +12,10 @@
 using namespace mlir;
 
 namespace octet::interp {
-namespace {
 
 using llvm::Error;
+
+namespace {
 
 Tensor likeResult(Value result) {
   auto type = cast<RankedTensorType>(result.getType());
@@ -59,6 +60,8 @@ void forEachBlock(int64_t rows, int64_t cols, ArrayRef<int64_t> block,
       body(r0, std::min(rows, r0 + block[0]), c0, std::min(cols, c0 + block[1]),
            br * bc + j);
 }
+
+} // namespace
 
 Error computeScale(fp8::ComputeScaleOp op, ExecContext &ctx) {
   const Tensor &amax = ctx.operand(op, 0);
@@ -126,6 +129,8 @@ Error blockQuantize(fp8::BlockQuantizeOp op, ExecContext &ctx) {
   return Error::success();
 }
 
+namespace {
+
 // q / scale per block into a float32 buffer.
 std::vector<float> dequantizeBlocks(const Tensor &q, const Tensor &scales,
                                     ArrayRef<int64_t> block) {
@@ -141,6 +146,8 @@ std::vector<float> dequantizeBlocks(const Tensor &q, const Tensor &scales,
   return out;
 }
 
+} // namespace
+
 Error blockDequantize(fp8::BlockDequantizeOp op, ExecContext &ctx) {
   std::vector<float> x =
       dequantizeBlocks(ctx.operand(op, 0), ctx.operand(op, 1), op.getBlock());
@@ -153,7 +160,7 @@ Error blockDequantize(fp8::BlockDequantizeOp op, ExecContext &ctx) {
 // FP32 accumulation of the FP8 values themselves, one 1/(sa·sb) at the end
 // when both scales are tensorwise (what cuBLASLt does); blockwise operands
 // are widened block by block first.
-Error matmul(fp8::MatmulOp op, ExecContext &ctx) {
+Error fp8Matmul(fp8::MatmulOp op, ExecContext &ctx) {
   const Tensor &a = ctx.operand(op, 0), &sa = ctx.operand(op, 1);
   const Tensor &b = ctx.operand(op, 2), &sb = ctx.operand(op, 3);
   bool ta = op.getTransposeA(), tb = op.getTransposeB();
@@ -186,13 +193,17 @@ Error matmul(fp8::MatmulOp op, ExecContext &ctx) {
   return Error::success();
 }
 
+namespace {
+
 void transpose2d(const float *in, int64_t rows, int64_t cols, float *out) {
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < cols; ++c)
       out[c * rows + r] = in[r * cols + c];
 }
 
-Error transpose(fp8::TransposeOp op, ExecContext &ctx) {
+} // namespace
+
+Error fp8Transpose(fp8::TransposeOp op, ExecContext &ctx) {
   // Copies (shared storage): setResult may move the values operand() refers
   // to.
   Tensor q = ctx.operand(op, 0), s = ctx.operand(op, 1);
@@ -209,13 +220,7 @@ Error transpose(fp8::TransposeOp op, ExecContext &ctx) {
   return Error::success();
 }
 
-template <typename OpTy>
-void registerHandler(Error (*fn)(OpTy, ExecContext &)) {
-  registerOpHandler(OpTy::getOperationName(),
-                    [fn](Operation *op, ExecContext &ctx) {
-                      return fn(cast<OpTy>(op), ctx);
-                    });
-}
+namespace {
 
 std::string tensorName(Operation *op) {
   if (auto name = op->getAttrOfType<StringAttr>("tensor"))
@@ -238,18 +243,6 @@ float fp8ScaleFromAmax(float amax, float fp8Max, int64_t margin,
     scale = std::ldexp(1.0f, exponent - 1);
   }
   return scale;
-}
-
-void registerFp8InterpreterOps() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    registerHandler<fp8::ComputeScaleOp>(computeScale);
-    registerHandler<fp8::ScaleUpdateOp>(scaleUpdate);
-    registerHandler<fp8::BlockQuantizeOp>(blockQuantize);
-    registerHandler<fp8::BlockDequantizeOp>(blockDequantize);
-    registerHandler<fp8::MatmulOp>(matmul);
-    registerHandler<fp8::TransposeOp>(transpose);
-  });
 }
 
 //===----------------------------------------------------------------------===//

@@ -7,7 +7,6 @@
 // users expect mlir-opt's flags.
 
 #include "compiler/Registration.h"
-#include "compiler/Transforms/Passes.h"
 #include "support/CommandLine.h"
 
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
@@ -18,7 +17,6 @@ int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   octet::registerCompilerDialects(registry);
   octet::registerCompilerPasses();
-  octet::registerTrainingPipeline();
   llvm::cl::AddExtraVersionPrinter([](llvm::raw_ostream &os) {
     os << "octet " << octet::cli::version() << "\n";
   });

@@ -122,6 +122,10 @@ void defineCompile(CLI::App &app, CompileOptions &o,
                "the static memory plan of the fused step: total,\n"
                "persistent and activation bytes, each program's\n"
                "peak, the largest slots");
+  cli::addFlag(app, "--print-pipeline", o.printPipeline,
+               "the passes of every stage after import as one\n"
+               "textual pipeline with all options, for\n"
+               "octet-opt --pass-pipeline on --dump-ir=import");
   cli::addValue(app, "--emit-ptx", o.ptxDir, "DIR",
                 "after the last stage, every fused kernel to PTX\n"
                 "for sm_90a: DIR/<kernel>.ptx, a .cubin each\n"

@@ -37,6 +37,7 @@ struct CompileOptions {
   bool fusionReport = false;
   bool precisionReport = false;
   bool memoryPlan = false;
+  bool printPipeline = false;
 };
 
 struct TrainOptions {

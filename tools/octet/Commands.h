@@ -15,7 +15,7 @@ namespace octet {
 // tools/octet/CompileCommand.cpp: spec -> IR, stage by stage.
 int runCompileCommand(const CompileOptions &opts);
 // Its stages, in order, for --dump-ir and the help text.
-std::vector<CompileStageInfo> compileStages();
+std::vector<CompileStageInfo> compileStageList();
 
 // tools/octet/DataCommand.cpp: preparing training data.
 int runDataPreprocessCommand(const data::PreprocessOptions &opts);

@@ -2,18 +2,18 @@
 // bundle, for `octet-run BUNDLE --golden DIR` to check the GPU against
 // (runtime/exec/Golden.h describes the directory).
 //
-// The spec goes through `octet compile` itself (the same stages, in this
-// process), once to the bundle and once to the fused IR the bundle is
-// emitted from. The interpreter then runs that IR's programs in the order
-// the GPU trainer runs the bundle's: INIT after every parameter and state
-// tensor holds its initial value, then per step the train program once per
+// The spec goes through the compile of `octet compile` (the same stages, in
+// this process, once): the fused IR is written beside the bundle emitted
+// from it. The interpreter then runs that IR's programs in the order the GPU
+// trainer runs the bundle's: INIT after every parameter and state tensor
+// holds its initial value, then per step the train program once per
 // microbatch and the optimizer step.
 
 #include "compiler/Interpreter/Interpreter.h"
 #include "compiler/Interpreter/Kernels.h"
 #include "support/Numerics.h"
 #include "compiler/Registration.h"
-#include "compiler/Transforms/Fusion/InterpreterOps.h"
+#include "tools/octet/CompileSpec.h"
 #include "bundle/Bundle.h"
 #include "runtime/data/TrainBatches.h"
 #include "runtime/exec/Golden.h"
@@ -22,7 +22,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
-#include "mlir/Parser/Parser.h"
+#include "llvm/Support/raw_ostream.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/FileSystem.h"
 
@@ -40,13 +40,6 @@ namespace {
 
 int inputError(const std::string &message) {
   return reportInputError("golden", message);
-}
-
-int compileTo(const GoldenOptions &opts, const std::string &output) {
-  CompileOptions compile;
-  compile.spec = opts.spec;
-  compile.output = output;
-  return runCompileCommand(compile);
 }
 
 // The interpreter's value in the slot's dtype, as the GPU holds it. Floats
@@ -144,23 +137,33 @@ int run(const GoldenOptions &opts) {
     return inputError(opts.dir + ": cannot create: " + ec.message());
   std::string bundlePath = opts.dir + "/" + golden::kBundleFile;
   std::string irPath = opts.dir + "/" + golden::kIrFile;
-  if (int rc = compileTo(opts, bundlePath))
-    return rc;
-  if (int rc = compileTo(opts, irPath))
-    return rc;
+  SpecSource source{opts.spec, "", 0};
+  StatusOr<spec::Spec> spec = loadSpecSource(source);
+  if (!spec)
+    return inputError(spec.status().message());
+  DialectRegistry registry;
+  registerCompilerDialects(registry);
+  MLIRContext context(registry, MLIRContext::Threading::DISABLED);
+  auto compiled = compileSpec(context, *spec, opts.spec);
+  if (!compiled)
+    return inputError(compiled.status().message());
+  OwningOpRef<ModuleOp> &module = *compiled;
+  if (Status st = writeBundleFile(*module, source, *spec, bundlePath); !st)
+    return inputError(st.message());
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream out(irPath, ec, llvm::sys::fs::OF_Text);
+    if (ec)
+      return inputError(irPath + ": cannot write: " + ec.message());
+    module->print(out);
+    out << "\n";
+  }
   auto loaded = bundle::readBundle(bundlePath);
   if (!loaded)
     return inputError(loaded.status().message());
   const bundle::Bundle &b = *loaded;
   const bundle::Schedule &sched = b.schedule();
   const bundle::MemoryPlan &plan = b.plan();
-
-  DialectRegistry registry;
-  registerCompilerDialects(registry);
-  MLIRContext context(registry, MLIRContext::Threading::DISABLED);
-  auto module = parseSourceFile<ModuleOp>(irPath, &context);
-  if (!module)
-    return inputError(irPath + ": cannot parse the fused IR");
 
   const bundle::Program *initProgram = programOf(b, bundle::INIT);
   const bundle::Program *trainProgram = programOf(b, bundle::TRAIN_MICROBATCH);
@@ -226,7 +229,6 @@ int run(const GoldenOptions &opts) {
   if (Status st = golden::writeInitHashes(opts.dir, hashes); !st)
     return inputError(st.message());
 
-  fusion::registerFusionInterpreterOps();
   interp::Interpreter interpreter(*module);
   if (initProgram) {
     auto r = interpreter.run(initProgram->name(), {}, store);

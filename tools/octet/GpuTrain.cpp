@@ -1,7 +1,6 @@
 #include "tools/octet/GpuTrain.h"
 
 #include "bundle/Bundle.h"
-#include "tools/octet/Commands.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -109,16 +108,12 @@ int trainOnGpu(const GpuTrainRequest &request, std::string &why) {
     std::remove(optionsPath.c_str());
     rmdir(dir.c_str());
   };
-  CompileOptions compile;
-  compile.spec = request.spec;
-  compile.output = bundlePath;
-  // The device computes the learning rate: its schedule must end where
-  // the run does, as the CPU path's does.
-  compile.steps = request.steps;
   std::fflush(stdout);
-  if (int rc = runCompileCommand(compile); rc != 0) {
+  if (Status written = request.writeBundle(bundlePath); !written) {
+    std::fprintf(stderr, "octet train: error: %s\n",
+                 written.message().c_str());
     cleanup();
-    return rc;
+    return 1;
   }
   auto bundle = bundle::readBundle(bundlePath);
   Status runnable = bundle ? bundle::checkRunnable(*bundle) : bundle.status();

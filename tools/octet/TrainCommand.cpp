@@ -1,28 +1,24 @@
-// octet train: on a machine with a Hopper GPU, compile the spec to a bundle
-// and train it with the GPU runtime (tools/octet/GpuTrain.h); elsewhere, or
-// while the bundle cannot run on the GPU yet, compile it through autodiff
-// and train it on the CPU with the reference interpreter (the fallback for
-// machines without a GPU, and the tiny-model check that the whole path
-// learns).
+// octet train: the spec compiled once through every stage (the compile of
+// `octet compile`, tools/octet/CompileSpec.h); on a machine with a Hopper
+// GPU its bundle trains with the GPU runtime (tools/octet/GpuTrain.h);
+// elsewhere, or while the bundle cannot run on the GPU yet, the reference
+// interpreter trains the same fused IR on the CPU (the fallback for machines
+// without a GPU, and the tiny-model check that the whole path learns).
 
 #include "compiler/Interpreter/Fp8Ops.h"
 #include "compiler/Interpreter/Interpreter.h"
 #include "compiler/Interpreter/Kernels.h"
 #include "compiler/Registration.h"
-#include "dialects/graph/GraphDialect.h"
-#include "frontends/GraphImporter.h"
-#include "spec/SpecReader.h"
 #include "runtime/data/ByteCorpus.h"
 #include "runtime/data/TrainBatches.h"
 #include "tools/octet/Commands.h"
 #include "tools/octet/CommandErrors.h"
+#include "tools/octet/CompileSpec.h"
 #include "tools/octet/GpuTrain.h"
 #include "tools/octet/HfInit.h"
-#include "tools/octet/TrainingOptions.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
-#include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -47,34 +43,42 @@ int inputError(const std::string &message) {
   return reportInputError("train", message);
 }
 
-// Trains on the GPU when there is a Hopper GPU and the compiled bundle can
-// run on it: returns the exit code, or -1 to train on the CPU instead (the
-// line printed says why).
-int tryGpu(const TrainOptions &opts, const spec::Spec &spec) {
-  std::string found;
+// Whether to train on the GPU, and octet-run's options for it: a Hopper GPU
+// is found and the data is a kind octet-run reads. The line printed
+// otherwise says why the CPU trains.
+std::optional<RunArgs> gpuRun(const TrainOptions &opts, const spec::Spec &spec,
+                              std::string &found) {
   if (opts.cpu)
-    return -1;
+    return std::nullopt;
   if (!findHopperGpu(found)) {
     std::printf("octet train: %s: training on the CPU interpreter\n",
                 found.c_str());
-    return -1;
+    return std::nullopt;
   }
-  GpuTrainRequest request;
-  request.spec = opts.spec;
-  request.steps = opts.steps;
   StatusOr<RunArgs> run = gpuRunArgs(opts, spec.train().data().kind(),
                                      spec.train().data().path(), "");
   if (!run) {
     std::printf("octet train: %s: %s: training on the CPU interpreter\n",
                 found.c_str(), run.status().message().c_str());
-    return -1;
+    return std::nullopt;
   }
-  request.run = std::move(*run);
+  return std::move(*run);
+}
+
+// Trains the compiled module's bundle on the GPU: returns the exit code, or
+// -1 to train on the CPU instead (the line printed says why).
+int trainBundleOnGpu(const TrainOptions &opts, RunArgs run,
+                     const SpecSource &source, const spec::Spec &spec,
+                     mlir::ModuleOp module, const std::string &found) {
+  GpuTrainRequest request;
+  request.writeBundle = [&](const std::string &path) {
+    return writeBundleFile(module, source, spec, path);
+  };
+  request.steps = opts.steps;
+  request.run = std::move(run);
   if (!opts.saveHf.empty())
     std::printf("octet train: --save-hf: GPU checkpoints (--checkpoint-dir) "
                 "hold the parameters under their HF names\n");
-  std::printf("octet train: %s: compiling %s for the GPU\n", found.c_str(),
-              opts.spec.c_str());
   std::string why;
   int rc = trainOnGpu(request, why);
   if (rc == -1)
@@ -82,6 +86,43 @@ int tryGpu(const TrainOptions &opts, const spec::Spec &spec) {
                 "on the CPU interpreter\n",
                 found.c_str(), why.c_str());
   return rc;
+}
+
+// The CPU trainer's batches, as train.data (or --text / --data) says.
+StatusOr<std::unique_ptr<data::TrainBatchSource>>
+openCpuBatches(const TrainOptions &opts, const spec::Spec &spec) {
+  const spec::TrainSpec &train = spec.train();
+  std::string dataPath = opts.dataPath;
+  std::string kind = opts.dataKind.empty() ? train.data().kind() : opts.dataKind;
+  if (dataPath.empty()) {
+    if (kind != "text" && kind != "indexed" && kind != "jsonl")
+      return Status::error(
+          opts.spec + ": train.data.kind is \"" + kind +
+          "\"; `octet train` on the CPU reads byte-level text (\"text\"), "
+          "a dataset from `octet data preprocess` (\"indexed\") or a jsonl "
+          "file (\"jsonl\"): set train.data.kind and train.data.path, or "
+          "pass --text FILE or --data PREFIX");
+    dataPath = train.data().path();
+  }
+  if (kind == "text" &&
+      spec.model().vocab_size() < data::ByteCorpus::kVocabSize)
+    return Status::error(opts.spec + ": model.vocab_size is " +
+                         std::to_string(spec.model().vocab_size()) +
+                         "; byte-level text needs at least 256");
+  if (kind != "text" && !train.data().pack_documents())
+    return Status::error(opts.spec + ": train.data.kind \"" + kind +
+                         "\" packs several documents into a row; set "
+                         "train.data.pack_documents: true so that they do "
+                         "not attend to each other");
+  data::TrainBatchOptions batchOptions;
+  batchOptions.kind = kind;
+  batchOptions.path = dataPath;
+  batchOptions.tokenizer = train.data().tokenizer();
+  batchOptions.rows = static_cast<uint32_t>(train.micro_batch_size());
+  batchOptions.sequenceLength = static_cast<uint32_t>(train.seq_len());
+  batchOptions.evalFraction = train.data().eval_fraction();
+  batchOptions.seed = static_cast<uint64_t>(train.seed());
+  return data::openTrainBatches(batchOptions);
 }
 
 // The name the importer gave argument `i` (graph.name), for messages.
@@ -116,68 +157,58 @@ bool checkBatchTensor(func::FuncOp fn, unsigned i, const interp::Tensor &t,
 int runTrainCommand(const TrainOptions &opts) {
   if (Status st = checkTrainInputs(opts); !st)
     return inputError(st.message());
-  StatusOr<spec::Spec> loaded = spec::loadSpecFile(opts.spec);
+  // One validation and one compile, whichever path trains.
+  SpecSource specSource{opts.spec, "", opts.steps};
+  StatusOr<spec::Spec> loaded = loadSpecSource(specSource);
   if (!loaded)
     return inputError(loaded.status().message());
   spec::Spec &spec = *loaded;
   const spec::TrainSpec &train = spec.train();
-  int64_t steps = opts.steps > 0 ? opts.steps : train.steps();
+  int64_t steps = train.steps();
   int64_t batch = train.micro_batch_size(), seq = train.seq_len();
-  if (int rc = tryGpu(opts, spec); rc >= 0)
-    return rc;
-  if (!opts.checkpointDir.empty() || !opts.tensorboardDir.empty())
-    return usageError("--checkpoint-dir, --resume and --tensorboard are "
-                      "options of GPU training; the CPU interpreter run has "
-                      "neither");
-
-  std::string dataPath = opts.dataPath;
-  std::string kind = opts.dataKind.empty() ? train.data().kind() : opts.dataKind;
-  if (dataPath.empty()) {
-    if (kind != "text" && kind != "indexed" && kind != "jsonl")
-      return inputError(
-          opts.spec + ": train.data.kind is \"" + kind +
-          "\"; `octet train` on the CPU reads byte-level text (\"text\"), "
-          "a dataset from `octet data preprocess` (\"indexed\") or a jsonl "
-          "file (\"jsonl\"): set train.data.kind and train.data.path, or "
-          "pass --text FILE or --data PREFIX");
-    dataPath = train.data().path();
-  }
-  if (kind == "text" &&
-      spec.model().vocab_size() < data::ByteCorpus::kVocabSize)
-    return inputError(opts.spec + ": model.vocab_size is " +
-                      std::to_string(spec.model().vocab_size()) +
-                      "; byte-level text needs at least 256");
-  if (kind != "text" && !train.data().pack_documents())
-    return inputError(opts.spec + ": train.data.kind \"" + kind +
-                      "\" packs several documents into a row; set "
-                      "train.data.pack_documents: true so that they do not "
-                      "attend to each other");
-  data::TrainBatchOptions batchOptions;
-  batchOptions.kind = kind;
-  batchOptions.path = dataPath;
-  batchOptions.tokenizer = train.data().tokenizer();
-  batchOptions.rows = static_cast<uint32_t>(batch);
-  batchOptions.sequenceLength = static_cast<uint32_t>(seq);
-  batchOptions.evalFraction = train.data().eval_fraction();
-  batchOptions.seed = static_cast<uint64_t>(train.seed());
-  auto batches = data::openTrainBatches(batchOptions);
-  if (!batches)
-    return inputError(batches.status().message());
-  data::TrainBatchSource &source = **batches;
+  std::string found;
+  std::optional<RunArgs> gpuRunOptions = gpuRun(opts, spec, found);
+  bool gpu = gpuRunOptions.has_value();
+  if (gpu)
+    std::printf("octet train: %s: compiling %s for the GPU\n", found.c_str(),
+                opts.spec.c_str());
+  std::fflush(stdout);
+  // The CPU run's options and data are checked before the compile, which
+  // takes longer.
+  std::unique_ptr<data::TrainBatchSource> batches;
+  auto prepareCpu = [&]() -> int {
+    if (!opts.checkpointDir.empty() || !opts.tensorboardDir.empty())
+      return usageError("--checkpoint-dir, --resume and --tensorboard are "
+                        "options of GPU training; the CPU interpreter run "
+                        "has neither");
+    auto opened = openCpuBatches(opts, spec);
+    if (!opened)
+      return inputError(opened.status().message());
+    batches = std::move(*opened);
+    return -1;
+  };
+  if (!gpu)
+    if (int rc = prepareCpu(); rc >= 0)
+      return rc;
 
   DialectRegistry registry;
   registerCompilerDialects(registry);
   MLIRContext context(registry, MLIRContext::Threading::DISABLED);
-  auto module = importForwardGraph(context, spec);
+  auto module = compileSpec(context, spec, opts.spec);
   if (!module)
-    return inputError(module.status().withContext(opts.spec).message());
-  TrainingPipelineOptions pipeline = trainingOptionsFromSpec(spec, steps);
-  PassManager pm(&context);
-  buildTrainingPipeline(pm, pipeline);
+    return inputError(module.status().message());
   ModuleOp m = **module;
-  if (failed(pm.run(m)))
-    return inputError(opts.spec + ": autodiff failed (see the diagnostics "
-                                  "above)");
+  if (gpu) {
+    if (int rc = trainBundleOnGpu(opts, std::move(*gpuRunOptions),
+                                  specSource, spec, m, found); rc >= 0)
+      return rc;
+    if (int rc = prepareCpu(); rc >= 0)
+      return rc;
+  }
+  data::TrainBatchSource &source = *batches;
+
+  TrainingPipelineOptions pipeline = trainingOptionsFromSpec(spec);
+  int64_t microbatches = pipeline.autodiff.microbatches;
   auto step = m.lookupSymbol<func::FuncOp>("train_microbatch");
 
   interp::VariableStore vars;
@@ -190,26 +221,29 @@ int runTrainCommand(const TrainOptions &opts) {
     hfInit = *loaded;
   }
   vars.initialize(m, static_cast<uint64_t>(train.seed()));
-  int64_t params = 0;
-  for (auto var : m.getOps<graph::VariableOp>())
-    if (var.isTrainable())
-      params += var.getTensorType().getNumElements();
+  int64_t params = countParameters(m);
   interp::Interpreter interpreter(m);
+  // What the step needs run once first, after the parameters hold their
+  // initial (or loaded) values: the FP8 weight casts of @fp8_weight_init.
+  if (auto inits = m->getAttrOfType<ArrayAttr>("octet.init_functions"))
+    for (StringRef name : inits.getAsValueRange<StringAttr>())
+      if (auto result = interpreter.run(name, {}, vars); !result)
+        return inputError(llvm::toString(result.takeError()));
 
   // What the interpreter rounds to: variables are f32 either way.
-  std::string activations = pipeline.activationDtype == "bf16"
+  std::string activations = pipeline.activations.activationDtype == "bf16"
                                 ? "bf16 activations, f32 state"
                                 : "float32";
   std::string numerics =
-      pipeline.fp8 ? "FP8 GEMMs (" + train.precision().recipe() +
-                         " recipe) emulated exactly, " + activations +
-                         " elsewhere"
-                   : activations;
+      pipeline.precision ? "FP8 GEMMs (" + train.precision().recipe() +
+                               " recipe) emulated exactly, " + activations +
+                               " elsewhere"
+                         : activations;
   std::printf("octet train: %s, %lld parameters, %lld steps x %lld "
               "microbatch(es) of [%lld, %lld] tokens, %d threads, %s on the "
               "CPU\n",
               opts.spec.c_str(), (long long)params, (long long)steps,
-              (long long)pipeline.microbatches, (long long)batch,
+              (long long)microbatches, (long long)batch,
               (long long)seq, interp::numThreads(), numerics.c_str());
   std::printf("data: %s\n", source.describe().c_str());
   std::fflush(stdout);
@@ -217,7 +251,7 @@ int runTrainCommand(const TrainOptions &opts) {
   using Clock = std::chrono::steady_clock;
   auto start = Clock::now();
   double firstLoss = NAN, lastLoss = NAN;
-  int64_t tokensPerStep = batch * seq * pipeline.microbatches;
+  int64_t tokensPerStep = batch * seq * microbatches;
   interp::Fp8StatsCollector fp8Stats;
   for (int64_t s = 1; s <= steps; ++s) {
     auto stepStart = Clock::now();
@@ -228,10 +262,10 @@ int runTrainCommand(const TrainOptions &opts) {
     interpreter.setOpObserver(statsStep ? fp8Stats.observer()
                                         : interp::OpObserver());
     double lossSum = 0;
-    for (int64_t micro = 0; micro < pipeline.microbatches; ++micro) {
+    for (int64_t micro = 0; micro < microbatches; ++micro) {
       data::PackedBatch packed;
       if (Status st = source.next(
-              uint64_t((s - 1) * pipeline.microbatches + micro), packed);
+              uint64_t((s - 1) * microbatches + micro), packed);
           !st)
         return inputError(st.message());
       auto ints = [&](const std::vector<int32_t> &v) {
@@ -282,7 +316,7 @@ int runTrainCommand(const TrainOptions &opts) {
                    gradNorm, (long long)s);
       return 1;
     }
-    double loss = lossSum / double(pipeline.microbatches);
+    double loss = lossSum / double(microbatches);
     if (s == 1)
       firstLoss = loss;
     lastLoss = loss;

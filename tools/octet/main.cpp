@@ -9,7 +9,7 @@
 int main(int argc, char **argv) {
   octet::OctetCommandLine commandLine;
   octet::cli::Outcome parsed = octet::parseOctetCommandLine(
-      std::vector<std::string>(argv + 1, argv + argc), octet::compileStages(),
+      std::vector<std::string>(argv + 1, argv + argc), octet::compileStageList(),
       commandLine);
   if (!parsed.shouldRun())
     return parsed.finish();

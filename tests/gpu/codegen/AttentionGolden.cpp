@@ -14,7 +14,6 @@
 // among the file's attention ops, as octet-emit-ptx counts them).
 
 #include "compiler/Interpreter/Interpreter.h"
-#include "compiler/Transforms/Fusion/InterpreterOps.h"
 #include "dialects/fp8/Fp8Dialect.h"
 #include "dialects/graph/GraphDialect.h"
 #include "dialects/kernel/KernelDialect.h"
@@ -80,7 +79,6 @@ int main(int argc, char **argv) {
   MLIRContext context;
   context.loadDialect<func::FuncDialect, graph::GraphDialect,
                       kernel::KernelDialect, fp8::Fp8Dialect>();
-  fusion::registerFusionInterpreterOps();
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(input, &context);
   if (!module)
     die("cannot parse " + input);

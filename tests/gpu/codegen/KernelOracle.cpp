@@ -32,7 +32,6 @@
 
 #include "compiler/Interpreter/Interpreter.h"
 #include "support/Numerics.h"
-#include "compiler/Transforms/Fusion/InterpreterOps.h"
 #include "dialects/fp8/Fp8Dialect.h"
 #include "dialects/graph/GraphDialect.h"
 #include "dialects/kernel/KernelDialect.h"
@@ -517,7 +516,6 @@ int main(int argc, char **argv) {
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sources, &context);
   if (!module)
     die("cannot parse " + input);
-  fusion::registerFusionInterpreterOps();
   if (std::error_code ec = llvm::sys::fs::create_directories(outDir))
     die("cannot create " + outDir + ": " + ec.message());
 

@@ -6,7 +6,6 @@
 
 #include "compiler/Checkpoint/HfCheckpoint.h"
 #include "support/Numerics.h"
-#include "compiler/Transforms/Fusion/InterpreterOps.h"
 #include "compiler/Transforms/Fusion/Passes.h"
 #include "dialects/graph/GraphDialect.h"
 #include "hf/HfConfig.h"
@@ -164,7 +163,6 @@ void checkVariant(const std::string &variant, size_t minFiles,
     mlir::PassManager pm(m.context.get());
     pm.addPass(createOctetFuseQkv());
     ASSERT_TRUE(mlir::succeeded(pm.run(*m.module)));
-    fusion::registerFusionInterpreterOps();
     size_t fused = 0;
     for (auto var : m.module->getOps<graph::VariableOp>())
       fused += var->hasAttr("hf_names");
