@@ -346,20 +346,16 @@ SmallVector<Value> warpReduce(Emitter &e, SmallVector<Value> xs,
 
 namespace {
 
-SmallVector<Value> sums(Emitter &e, ArrayRef<Value> p, ArrayRef<Value> q,
-                        int64_t) {
-  SmallVector<Value> r;
-  for (auto [x, y] : llvm::zip(p, q))
-    r.push_back(e.addF(x, y));
-  return r;
-}
-
-SmallVector<Value> maxima(Emitter &e, ArrayRef<Value> p, ArrayRef<Value> q,
-                          int64_t) {
-  SmallVector<Value> r;
-  for (auto [x, y] : llvm::zip(p, q))
-    r.push_back(e.maximumF(x, y));
-  return r;
+// The pairwise combination of two partials lists by one Emitter float op
+// (addF for sums, maximumF for maxima), as the reductions take it.
+using FloatOp = Value (Emitter::*)(Value, Value);
+auto pairwise(Emitter &e, FloatOp op) {
+  return [&e, op](ArrayRef<Value> p, ArrayRef<Value> q, int64_t) {
+    SmallVector<Value> r;
+    for (auto [x, y] : llvm::zip(p, q))
+      r.push_back((e.*op)(x, y));
+    return r;
+  };
 }
 
 // Warp `w`'s value j of the current slot, and where this warp writes its
@@ -445,43 +441,29 @@ SmallVector<Value> blockReduce(Emitter &e, ReductionScratch &scratch,
 }
 
 Value blockSum(Emitter &e, ReductionScratch &scratch, Value x) {
-  auto add = [&](ArrayRef<Value> p, ArrayRef<Value> q, int64_t step) {
-    return sums(e, p, q, step);
-  };
+  auto add = pairwise(e, &Emitter::addF);
   return blockReduce(e, scratch, {x}, add, add).front();
 }
 
 Value blockMax(Emitter &e, ReductionScratch &scratch, Value x) {
-  auto max = [&](ArrayRef<Value> p, ArrayRef<Value> q, int64_t step) {
-    return maxima(e, p, q, step);
-  };
+  auto max = pairwise(e, &Emitter::maximumF);
   return blockReduce(e, scratch, {x}, max, max).front();
 }
 
 void blockMaxInThread0(Emitter &e, ReductionScratch &scratch, Value x,
                        function_ref<void(Value)> use) {
-  auto max = [&](ArrayRef<Value> p, ArrayRef<Value> q, int64_t step) {
-    return maxima(e, p, q, step);
-  };
+  auto max = pairwise(e, &Emitter::maximumF);
   SmallVector<Value> xs = warpReduce(e, {x}, max);
   acrossWarps(e, scratch, xs, max, /*inThread0=*/true,
               [&](ArrayRef<Value> r) { use(r.front()); });
 }
 
 Value warpSum(Emitter &e, Value x) {
-  return warpReduce(e, {x},
-                    [&](ArrayRef<Value> p, ArrayRef<Value> q, int64_t step) {
-                      return sums(e, p, q, step);
-                    })
-      .front();
+  return warpReduce(e, {x}, pairwise(e, &Emitter::addF)).front();
 }
 
 Value warpMax(Emitter &e, Value x) {
-  return warpReduce(e, {x},
-                    [&](ArrayRef<Value> p, ArrayRef<Value> q, int64_t step) {
-                      return maxima(e, p, q, step);
-                    })
-      .front();
+  return warpReduce(e, {x}, pairwise(e, &Emitter::maximumF)).front();
 }
 
 //===----------------------------------------------------------------------===//

@@ -9,6 +9,7 @@
 // makes reshape and copies free.
 
 #include "support/Numerics.h"
+#include "support/ShapeString.h"
 
 #include <cstdint>
 #include <memory>
@@ -17,7 +18,7 @@
 
 namespace octet::interp {
 
-std::string shapeString(const std::vector<int64_t> &shape);
+using octet::shapeString;
 
 class Tensor {
 public:
