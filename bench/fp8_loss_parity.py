@@ -63,7 +63,7 @@ def train(octet, spec_text, recipe, steps, data):
         path = f.name
     cmd = [octet, "train", path, "--steps", str(steps)]
     if data:
-        cmd += ["--data", data]
+        cmd += ["--text", data]
     start = time.time()
     try:
         proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)

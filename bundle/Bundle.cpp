@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <utility>
 #include <vector>
 
 namespace octet::bundle {
@@ -282,46 +283,40 @@ Status checkRunnable(const Bundle &b) {
   return Status::ok();
 }
 
+namespace {
+
+// Every wire value but DTYPE_UNSPECIFIED, and its DType.
+constexpr std::pair<DType, octet::DType> kWireDTypes[] = {
+    {F32, octet::DType::F32},       {BF16, octet::DType::BF16},
+    {F16, octet::DType::F16},       {F8E4M3FN, octet::DType::F8E4M3FN},
+    {F8E5M2, octet::DType::F8E5M2}, {I32, octet::DType::I32},
+    {I64, octet::DType::I64},       {U8, octet::DType::U8},
+};
+
+} // namespace
+
+std::optional<octet::DType> dtypeFromProto(DType dtype) {
+  for (const auto &[wire, known] : kWireDTypes)
+    if (wire == dtype)
+      return known;
+  return std::nullopt;
+}
+
+DType dtypeToProto(octet::DType dtype) {
+  for (const auto &[wire, known] : kWireDTypes)
+    if (known == dtype)
+      return wire;
+  return DTYPE_UNSPECIFIED;
+}
+
 const char *dtypeName(DType dtype) {
-  switch (dtype) {
-  case F32:
-    return "f32";
-  case BF16:
-    return "bf16";
-  case F16:
-    return "f16";
-  case F8E4M3FN:
-    return "e4m3";
-  case F8E5M2:
-    return "e5m2";
-  case I32:
-    return "i32";
-  case I64:
-    return "i64";
-  case U8:
-    return "u8";
-  default:
-    return "?";
-  }
+  std::optional<octet::DType> known = dtypeFromProto(dtype);
+  return known ? octet::dtypeName(*known) : "?";
 }
 
 uint64_t dtypeBytes(DType dtype) {
-  switch (dtype) {
-  case F32:
-  case I32:
-    return 4;
-  case BF16:
-  case F16:
-    return 2;
-  case F8E4M3FN:
-  case F8E5M2:
-  case U8:
-    return 1;
-  case I64:
-    return 8;
-  default:
-    return 0;
-  }
+  std::optional<octet::DType> known = dtypeFromProto(dtype);
+  return known ? octet::dtypeBytes(*known) : 0;
 }
 
 const char *slotKindName(SlotKind kind) {

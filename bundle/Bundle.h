@@ -7,9 +7,11 @@
 
 #include "bundle/bundle.pb.h"
 #include "support/Bytes.h"
+#include "support/DType.h"
 #include "support/Status.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace octet::bundle {
@@ -46,8 +48,14 @@ Status validate(const Bundle &bundle);
 // what is missing.
 Status checkRunnable(const Bundle &bundle);
 
+// bundle.proto's DType is the wire form of octet::DType. DTYPE_UNSPECIFIED
+// (and a value this build does not know) has no DType; f64, i16, i8 and bool
+// have no wire value and become DTYPE_UNSPECIFIED.
+std::optional<octet::DType> dtypeFromProto(DType dtype);
+DType dtypeToProto(octet::DType dtype);
+// octet::dtypeName and dtypeBytes of the wire value's DType: "?" and 0 for
+// one that has none.
 const char *dtypeName(DType dtype);
-// Bytes of one element; 0 for DTYPE_UNSPECIFIED.
 uint64_t dtypeBytes(DType dtype);
 const char *slotKindName(SlotKind kind);
 const char *roleName(GemmRole role);

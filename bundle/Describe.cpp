@@ -2,6 +2,7 @@
 
 #include "bundle/Bundle.h"
 #include "support/Sha256.h"
+#include "support/ShapeString.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -11,16 +12,6 @@
 
 namespace octet::bundle {
 namespace {
-
-std::string shapeString(const google::protobuf::RepeatedField<int64_t> &s) {
-  std::string out = "[";
-  for (int i = 0; i < s.size(); ++i) {
-    if (i)
-      out += ", ";
-    out += std::to_string(s[i]);
-  }
-  return out + "]";
-}
 
 std::string pad(std::string s, size_t width) {
   if (s.size() < width)

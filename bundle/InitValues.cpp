@@ -15,33 +15,17 @@ template <typename T> void put(std::string &out, uint64_t i, T value) {
 }
 
 // Stores one float value in `dtype`, rounded to nearest even.
-void store(std::string &out, DType dtype, uint64_t i, float v) {
-  using namespace octet::numerics;
+void store(std::string &out, octet::DType dtype, uint64_t i, float v) {
   switch (dtype) {
-  case F32:
-    return put(out, i, v);
-  case BF16:
-    return put(out, i, encodeBF16(v));
-  case F16:
-    return put(out, i, encodeF16(v));
-  case F8E4M3FN:
-    return put(out, i, encodeE4M3(v));
-  case F8E5M2:
-    return put(out, i, encodeE5M2(v));
-  case I32:
+  case octet::DType::I32:
     return put(out, i, static_cast<int32_t>(v));
-  case I64:
+  case octet::DType::I64:
     return put(out, i, static_cast<int64_t>(v));
-  case U8:
+  case octet::DType::U8:
     return put(out, i, static_cast<uint8_t>(v));
   default:
-    return;
+    return numerics::encodeFloat(dtype, v, &out[i * octet::dtypeBytes(dtype)]);
   }
-}
-
-bool isFloat(DType dtype) {
-  return dtype == F32 || dtype == BF16 || dtype == F16 ||
-         dtype == F8E4M3FN || dtype == F8E5M2;
 }
 
 } // namespace
@@ -50,12 +34,13 @@ uint64_t initSeed(uint64_t specSeed, std::string_view name) {
   return numerics::initSeed(specSeed, name);
 }
 
-StatusOr<std::string> initialBytes(const Init &init, DType dtype,
-                                   uint64_t elements,
-                                   const std::string &what) {
-  uint64_t width = dtypeBytes(dtype);
-  if (width == 0)
+StatusOr<std::string> initialBytes(const Init &init, DType wireDType,
+                                   uint64_t elements, const std::string &what) {
+  std::optional<octet::DType> known = dtypeFromProto(wireDType);
+  if (!known)
     return Status::error(what + " has no element type; recompile the bundle");
+  octet::DType dtype = *known;
+  uint64_t width = octet::dtypeBytes(dtype);
   std::string out(elements * width, '\0');
   switch (init.kind()) {
   case Init::ZEROS:
@@ -68,8 +53,8 @@ StatusOr<std::string> initialBytes(const Init &init, DType dtype,
     return out;
   }
   case Init::NORMAL: {
-    if (!isFloat(dtype))
-      return Status::error(what + " is " + dtypeName(dtype) +
+    if (!octet::isFloat(dtype))
+      return Status::error(what + " is " + octet::dtypeName(dtype) +
                            " but its init is normal; only floating-point "
                            "tensors draw normal values");
     numerics::NormalDraws draws(init.seed());

@@ -1,7 +1,7 @@
 #include "compiler/Registration.h"
 
 #include "compiler/Codegen/Passes.h"
-#include "compiler/Codegen/Pipeline.h"
+#include "compiler/Pipelines/Pipelines.h"
 
 #include "compiler/Transforms/Precision.h"
 
@@ -57,7 +57,7 @@ void registerCompilerPasses() {
   mlir::registerCSEPass();
   mlir::registerSymbolDCEPass();
   codegen::registerCodegenPasses();
-  codegen::registerCodegenPipelines();
+  registerCompilerPipelines();
   mlir::registerGpuNVVMAttachTarget();
   mlir::registerGpuModuleToBinaryPass();
   mlir::registerPass([] { return mlir::createConvertGpuOpsToNVVMOps(); });

@@ -14,7 +14,8 @@ namespace octet {
 // arith, tensor, scf, math, memref, vector, gpu, nvgpu, nvvm, llvm).
 void registerCompilerDialects(mlir::DialectRegistry &registry);
 
-// Our passes and the upstream ones our pipelines run.
+// Our passes, the upstream ones our pipelines run, and the pipelines
+// themselves (compiler/Pipelines).
 void registerCompilerPasses();
 
 } // namespace octet

@@ -2,6 +2,8 @@
 
 #include "spec/SpecReader.h"
 
+#include <google/protobuf/util/message_differencer.h>
+
 #include <nlohmann/json.hpp>
 
 #include <cctype>
@@ -444,6 +446,104 @@ StatusOr<spec::ModelSpec> readHfConfigFile(const std::string &path) {
   if (!text)
     return text.status();
   return importHfConfig(*text, path);
+}
+
+StatusOr<spec::Spec> readHfConfigAsSpec(const std::string &path) {
+  StatusOr<spec::ModelSpec> model = readHfConfigFile(path);
+  if (!model)
+    return model.status();
+  spec::Spec combined;
+  *combined.mutable_model() = *model;
+  combined.mutable_train()->set_micro_batch_size(1);
+  combined.mutable_train()->set_seq_len(1);
+  StatusOr<spec::Spec> resolved = spec::resolveSpec(std::move(combined));
+  if (!resolved)
+    return resolved.status().withContext(path);
+  return resolved;
+}
+
+StatusOr<std::string> hfConfigJson(const spec::ModelSpec &input) {
+  spec::ModelSpec m = input;
+  spec::applyModelDefaults(m);
+  if (m.architecture() != "llama" || m.norm() != "rms_norm" ||
+      m.activation() != "swiglu" || m.position_embedding() != "rope")
+    return Status::error("config.json can be written for Llama-family "
+                         "models (rms_norm, swiglu, rope) only; this model is "
+                         "\"" +
+                         m.architecture() + "\" with " + m.norm() + ", " +
+                         m.activation() + ", " + m.position_embedding());
+  // HF's Llama has one attention_bias for q, k, v and o; Qwen2 has biases
+  // on q, k and v only.
+  bool qwen2 = m.qkv_bias() && !m.attn_out_bias();
+  if (!m.qkv_bias() && m.attn_out_bias())
+    return Status::error("no Hugging Face Llama-family config has an output "
+                         "projection bias without q/k/v biases");
+  if (qwen2 && m.mlp_bias())
+    return Status::error("Qwen2 configs have no MLP bias; this model has one");
+  nlohmann::ordered_json c;
+  c["architectures"] = {qwen2 ? "Qwen2ForCausalLM" : "LlamaForCausalLM"};
+  c["model_type"] = qwen2 ? "qwen2" : "llama";
+  c["vocab_size"] = m.vocab_size();
+  c["hidden_size"] = m.hidden_size();
+  c["intermediate_size"] = m.intermediate_size();
+  c["num_hidden_layers"] = m.num_layers();
+  c["num_attention_heads"] = m.num_heads();
+  c["num_key_value_heads"] = m.num_kv_heads();
+  c["head_dim"] = m.head_dim();
+  c["max_position_embeddings"] = m.max_position_embeddings();
+  c["rms_norm_eps"] = m.norm_eps();
+  c["rope_theta"] = m.rope_theta();
+  if (m.has_rope_scaling()) {
+    const spec::RopeScaling &rs = m.rope_scaling();
+    c["rope_scaling"] = {{"rope_type", rs.type()},
+                         {"factor", rs.factor()},
+                         {"low_freq_factor", rs.low_freq_factor()},
+                         {"high_freq_factor", rs.high_freq_factor()},
+                         {"original_max_position_embeddings",
+                          rs.original_max_position_embeddings()}};
+  }
+  c["tie_word_embeddings"] = m.tie_word_embeddings();
+  if (!qwen2) {
+    c["attention_bias"] = m.qkv_bias();
+    c["mlp_bias"] = m.mlp_bias();
+  }
+  c["hidden_act"] = "silu";
+  c["initializer_range"] = m.init_std();
+  c["torch_dtype"] = "float32";
+  return c.dump(2) + "\n";
+}
+
+Status checkSameModel(const spec::ModelSpec &specModel,
+                      const std::string &specSource,
+                      const spec::ModelSpec &hfModel,
+                      const std::string &hfSource) {
+  spec::ModelSpec a = specModel, b = hfModel;
+  spec::applyModelDefaults(a);
+  spec::applyModelDefaults(b);
+  google::protobuf::util::MessageDifferencer differ;
+  const google::protobuf::Descriptor *d = spec::ModelSpec::descriptor();
+  for (const char *ignored :
+       {"max_position_embeddings", "init_std", "sliding_window"})
+    differ.IgnoreField(d->FindFieldByName(ignored));
+  std::string report;
+  differ.ReportDifferencesToString(&report);
+  if (differ.Compare(a, b))
+    return Status::ok();
+  // The report also lists the fields it was told to ignore.
+  std::string differences;
+  for (size_t begin = 0, end; begin < report.size(); begin = end + 1) {
+    end = report.find('\n', begin);
+    if (end == std::string::npos)
+      end = report.size();
+    if (report.compare(begin, 9, "ignored: ") != 0)
+      differences += "  " + report.substr(begin, end - begin) + "\n";
+  }
+  return Status::error(specSource + " and " + hfSource +
+                       " describe different models (first value: the spec, "
+                       "second: config.json):\n" +
+                       differences +
+                       "make the spec's model block match the checkpoint's "
+                       "config.json");
 }
 
 } // namespace octet::hf

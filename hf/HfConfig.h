@@ -1,7 +1,8 @@
 #ifndef OCTET_HF_HFCONFIG_H
 #define OCTET_HF_HFCONFIG_H
 
-// Hugging Face config.json → ModelSpec.
+// Hugging Face config.json → ModelSpec, and back for the Llama family;
+// whether a spec and a config.json describe the same network.
 //
 // Supported: the Llama family (model_type llama / mistral / qwen2, classes
 // LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM) and GPT-2
@@ -35,6 +36,22 @@ namespace octet::hf {
 StatusOr<spec::ModelSpec> importHfConfig(const std::string &json,
                                          const std::string &source);
 StatusOr<spec::ModelSpec> readHfConfigFile(const std::string &path);
+
+// A whole spec for a config.json's model, for commands that only load and
+// export weights and run no step (the smallest batch).
+StatusOr<spec::Spec> readHfConfigAsSpec(const std::string &path);
+
+// config.json for a Llama-family model (llama, mistral, qwen2) that
+// transformers reads back as the same model.
+StatusOr<std::string> hfConfigJson(const spec::ModelSpec &model);
+
+// Whether a spec's model and the one a HF config.json describes are the
+// same network: sizes, norm, activation, biases, rope and tying. Fields that
+// do not change the weights or the math (max_position_embeddings, init_std)
+// may differ. The error lists each differing field with both values.
+Status checkSameModel(const spec::ModelSpec &spec,
+                      const std::string &specSource, const spec::ModelSpec &hf,
+                      const std::string &hfSource);
 
 } // namespace octet::hf
 

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <set>
 
-namespace octet::checkpoint {
+namespace octet::hf {
 
 namespace {
 
@@ -110,6 +110,42 @@ HfParameterLayout singleTensorLayout(const std::string &name,
   return layout;
 }
 
+StatusOr<HfParameterLayout>
+parameterLayout(const std::string &name, std::vector<int64_t> shape,
+                const std::vector<std::string> &hfNames,
+                const std::vector<int64_t> &rows) {
+  if (hfNames.empty())
+    return Status::error("parameter \"" + name +
+                         "\" has no Hugging Face name (hf_name), so it "
+                         "cannot be loaded from or exported to a HF "
+                         "checkpoint");
+  if (hfNames.size() == 1 && rows.empty())
+    return singleTensorLayout(name, std::move(shape), hfNames[0]);
+  if (rows.size() != hfNames.size())
+    return Status::error(
+        "parameter \"" + name + "\" lists " + std::to_string(hfNames.size()) +
+        " HF tensors but the rows of " + std::to_string(rows.size()) +
+        ": each tensor needs its row count");
+  HfParameterLayout layout;
+  layout.name = name;
+  layout.shape = std::move(shape);
+  int64_t offset = 0;
+  for (size_t i = 0; i < hfNames.size(); ++i) {
+    HfPiece piece;
+    piece.hfName = hfNames[i];
+    piece.paramRow = offset;
+    piece.rows = rows[i];
+    offset += rows[i];
+    layout.pieces.push_back(piece);
+  }
+  int64_t paramRows = layout.shape.empty() ? 1 : layout.shape[0];
+  if (offset != paramRows)
+    return Status::error(
+        "parameter \"" + name + "\" has " + std::to_string(paramRows) +
+        " rows, but its HF tensors' rows add up to " + std::to_string(offset));
+  return layout;
+}
+
 StatusOr<HfWeights> loadHfWeights(const CheckpointReader &reader,
                                   const std::vector<HfParameterLayout> &layouts,
                                   const std::string &source) {
@@ -204,7 +240,7 @@ StatusOr<HfWeights> loadHfWeights(const CheckpointReader &reader,
       break;
     default:
       return Status::error(reader.fileOf(name) + ": tensor \"" + name +
-                           "\" is " + dtypeName(info->dtype) +
+                           "\" is " + safetensorsDTypeName(info->dtype) +
                            "; octet loads F32, BF16 and F16 weights (convert "
                            "the checkpoint with torch first)");
     }
@@ -314,7 +350,7 @@ exportHfTensors(const std::map<std::string, std::vector<float>> &parameters,
       break;
     default:
       return Status::error(std::string("cannot export HF tensor \"") + name +
-                           "\" as " + dtypeName(dtype) +
+                           "\" as " + safetensorsDTypeName(dtype) +
                            "; octet writes F32, BF16 or F16");
     }
     out.push_back(std::move(t));
@@ -322,4 +358,4 @@ exportHfTensors(const std::map<std::string, std::vector<float>> &parameters,
   return out;
 }
 
-} // namespace octet::checkpoint
+} // namespace octet::hf

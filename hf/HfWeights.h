@@ -1,10 +1,11 @@
 #ifndef OCTET_HF_HFWEIGHTS_H
 #define OCTET_HF_HFWEIGHTS_H
 
-// Parameters in and out of Hugging Face checkpoints, without MLIR: the
-// caller describes where each parameter lives (HfParameterLayout, read off
-// the graph's variables by compiler/Checkpoint), and this file moves the
-// numbers, checking every shape and dtype on the way.
+// Parameters in and out of Hugging Face checkpoints, without MLIR: a
+// parameter's HfParameterLayout says where it lives (parameterLayout below:
+// compiler/Checkpoint builds it from the graph's variables, the runtime's
+// trainer from the bundle's parameters), and this file moves the numbers,
+// checking every shape and dtype on the way.
 //
 // A parameter is float32 in octet's orientation. It comes from HF tensors
 // in one of three ways:
@@ -30,7 +31,7 @@
 #include <string>
 #include <vector>
 
-namespace octet::checkpoint {
+namespace octet::hf {
 
 // One slice of a parameter: rows [paramRow, paramRow + rows) of the
 // parameter are rows [hfRow, hfRow + rows) of HF tensor `hfName` (after
@@ -56,6 +57,18 @@ struct HfParameterLayout {
 HfParameterLayout singleTensorLayout(const std::string &name,
                                      std::vector<int64_t> shape,
                                      const std::string &hfName);
+
+// The layout of parameter `name` (of octet's `shape`) stored as the HF
+// tensors `hfNames`: one tensor of the same shape, or several stacked along
+// dimension 0, `rows[i]` rows from hfNames[i] (a fused QKV or gate/up
+// weight), adding up to shape[0]. `rows` may be empty for one tensor. The
+// one rule for the graph's variables (hf_name, or hf_names and split) and
+// the bundle's parameters (hf_name, comma-separated, and hf_rows); the
+// compiler adds what only the graph says (transposes, parts of one tensor).
+StatusOr<HfParameterLayout>
+parameterLayout(const std::string &name, std::vector<int64_t> shape,
+                const std::vector<std::string> &hfNames,
+                const std::vector<int64_t> &rows);
 
 struct HfWeights {
   // Octet name → values, row-major in the parameter's shape.
@@ -87,6 +100,6 @@ exportHfTensors(const std::map<std::string, std::vector<float>> &parameters,
                 const std::vector<HfParameterLayout> &layouts,
                 const std::map<std::string, DType> &dtypes);
 
-} // namespace octet::checkpoint
+} // namespace octet::hf
 
 #endif

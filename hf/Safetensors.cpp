@@ -4,29 +4,25 @@
 
 #include <algorithm>
 #include <cstring>
-#include <sys/stat.h>
 #include <unistd.h>
+#include <utility>
 
-namespace octet::checkpoint {
+namespace octet::hf {
 
 using nlohmann::json;
 
 namespace {
 
-struct DTypeEntry {
-  DType dtype;
-  const char *name;
-  size_t size;
+// The format's words for octet's element types.
+// clang-format off
+constexpr std::pair<DType, const char *> kDTypeNames[] = {
+    {DType::F64, "F64"},   {DType::F32, "F32"}, {DType::F16, "F16"},
+    {DType::BF16, "BF16"}, {DType::I64, "I64"}, {DType::I32, "I32"},
+    {DType::I16, "I16"},   {DType::I8, "I8"},   {DType::U8, "U8"},
+    {DType::Bool, "BOOL"}, {DType::F8E4M3FN, "F8_E4M3"},
+    {DType::F8E5M2, "F8_E5M2"},
 };
-
-constexpr DTypeEntry kDTypes[] = {
-    {DType::F64, "F64", 8},         {DType::F32, "F32", 4},
-    {DType::F16, "F16", 2},         {DType::BF16, "BF16", 2},
-    {DType::F8_E4M3, "F8_E4M3", 1}, {DType::F8_E5M2, "F8_E5M2", 1},
-    {DType::I64, "I64", 8},         {DType::I32, "I32", 4},
-    {DType::I16, "I16", 2},         {DType::I8, "I8", 1},
-    {DType::U8, "U8", 1},           {DType::BOOL, "BOOL", 1},
-};
+// clang-format on
 
 // The reference implementation refuses larger headers too.
 constexpr uint64_t kMaxHeaderBytes = 100ull << 20;
@@ -38,16 +34,6 @@ bool multiplyChecked(uint64_t a, uint64_t b, uint64_t &out) {
   return true;
 }
 
-bool isDirectory(const std::string &path) {
-  struct stat info;
-  return stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
-}
-
-bool fileExists(const std::string &path) {
-  struct stat info;
-  return stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode);
-}
-
 bool endsWith(const std::string &text, const std::string &suffix) {
   return text.size() >= suffix.size() &&
          text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -55,25 +41,18 @@ bool endsWith(const std::string &text, const std::string &suffix) {
 
 } // namespace
 
-const char *dtypeName(DType dtype) {
-  for (const DTypeEntry &e : kDTypes)
-    if (e.dtype == dtype)
-      return e.name;
+const char *safetensorsDTypeName(DType dtype) {
+  for (const auto &[known, name] : kDTypeNames)
+    if (known == dtype)
+      return name;
   return "?";
 }
 
-std::optional<DType> parseDType(std::string_view name) {
-  for (const DTypeEntry &e : kDTypes)
-    if (name == e.name)
-      return e.dtype;
+std::optional<DType> parseSafetensorsDType(std::string_view name) {
+  for (const auto &[dtype, known] : kDTypeNames)
+    if (name == known)
+      return dtype;
   return std::nullopt;
-}
-
-size_t dtypeSize(DType dtype) {
-  for (const DTypeEntry &e : kDTypes)
-    if (e.dtype == dtype)
-      return e.size;
-  return 0;
 }
 
 uint64_t TensorInfo::elementCount() const {
@@ -145,7 +124,8 @@ StatusOr<SafetensorsHeader> parseSafetensorsHeader(const uint8_t *bytes,
     auto offsetsIt = value.find("data_offsets");
     if (dtypeIt == value.end() || !dtypeIt->is_string())
       return fail(where + " has no dtype string");
-    std::optional<DType> dtype = parseDType(dtypeIt->get<std::string>());
+    std::optional<DType> dtype =
+        parseSafetensorsDType(dtypeIt->get<std::string>());
     if (!dtype)
       return fail(where + " has unknown dtype \"" +
                   dtypeIt->get<std::string>() + "\"");
@@ -170,7 +150,7 @@ StatusOr<SafetensorsHeader> parseSafetensorsHeader(const uint8_t *bytes,
       tensor.shape.push_back(static_cast<int64_t>(extent));
     }
     uint64_t bytesNeeded;
-    if (!multiplyChecked(elements, dtypeSize(*dtype), bytesNeeded))
+    if (!multiplyChecked(elements, dtypeBytes(*dtype), bytesNeeded))
       return fail(where + " has a shape whose size overflows");
     tensor.begin = (*offsetsIt)[0].get<uint64_t>();
     tensor.end = (*offsetsIt)[1].get<uint64_t>();
@@ -259,11 +239,11 @@ Status SafetensorsWriter::check(const std::string &name, DType dtype,
       return Status::error("tensor \"" + name + "\" has a negative extent");
     elements *= static_cast<uint64_t>(d);
   }
-  if (elements * dtypeSize(dtype) != bytes)
+  if (elements * dtypeBytes(dtype) != bytes)
     return Status::error("tensor \"" + name + "\": " + std::to_string(bytes) +
-                         " bytes given, shape and dtype " + dtypeName(dtype) +
-                         " need " +
-                         std::to_string(elements * dtypeSize(dtype)));
+                         " bytes given, shape and dtype " +
+                         safetensorsDTypeName(dtype) + " need " +
+                         std::to_string(elements * dtypeBytes(dtype)));
   return Status::ok();
 }
 
@@ -295,7 +275,7 @@ std::string SafetensorsWriter::headerJson() const {
   uint64_t offset = 0;
   for (const auto &[name, tensor] : tensors_) {
     uint64_t end = offset + tensor.size;
-    header[name] = {{"dtype", dtypeName(tensor.dtype)},
+    header[name] = {{"dtype", safetensorsDTypeName(tensor.dtype)},
                     {"shape", tensor.shape},
                     {"data_offsets", {offset, end}}};
     offset = end;
@@ -347,9 +327,9 @@ std::string parentDirectory(const std::string &path) {
 StatusOr<CheckpointReader> CheckpointReader::open(const std::string &path) {
   std::string indexPath, singlePath;
   if (isDirectory(path)) {
-    if (fileExists(path + "/" + kIndexName))
+    if (isRegularFile(path + "/" + kIndexName))
       indexPath = path + "/" + kIndexName;
-    else if (fileExists(path + "/" + kSingleName))
+    else if (isRegularFile(path + "/" + kSingleName))
       singlePath = path + "/" + kSingleName;
     else
       return Status::error(path + " holds neither " + kSingleName + " nor " +
@@ -524,4 +504,4 @@ Status writeCheckpoint(const std::string &directory,
   return writeFileAtomically(indexPath, index.dump(2) + "\n");
 }
 
-} // namespace octet::checkpoint
+} // namespace octet::hf

@@ -6,8 +6,9 @@
 //    ..., "__metadata__": {"key": "value"}}
 // then the tensor data; offsets are relative to the end of the header.
 
-#include "support/Status.h"
 #include "support/AtomicFile.h"
+#include "support/DType.h"
+#include "support/Status.h"
 
 #include <cstdint>
 #include <map>
@@ -17,26 +18,12 @@
 #include <string_view>
 #include <vector>
 
-namespace octet::checkpoint {
+namespace octet::hf {
 
-enum class DType {
-  F64,
-  F32,
-  F16,
-  BF16,
-  F8_E4M3,
-  F8_E5M2,
-  I64,
-  I32,
-  I16,
-  I8,
-  U8,
-  BOOL,
-};
-
-const char *dtypeName(DType dtype); // as safetensors writes it
-std::optional<DType> parseDType(std::string_view name);
-size_t dtypeSize(DType dtype);
+// The header's spelling of a dtype ("BF16", "F8_E4M3", ...), which also
+// names the dtypes of a file's tensors in messages; every DType has one.
+const char *safetensorsDTypeName(DType dtype);
+std::optional<DType> parseSafetensorsDType(std::string_view name);
 
 struct TensorInfo {
   std::string name;
@@ -156,6 +143,6 @@ Status writeCheckpoint(const std::string &directory,
                        const std::vector<NamedTensor> &tensors,
                        uint64_t maxShardBytes = 5ull << 30);
 
-} // namespace octet::checkpoint
+} // namespace octet::hf
 
 #endif

@@ -7,7 +7,7 @@ packages=(
   cmake ninja-build ccache g++ pkg-config
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
   libprotobuf-dev protobuf-compiler libgtest-dev libgmock-dev
-  nlohmann-json3-dev libpcre2-dev zlib1g-dev
+  nlohmann-json3-dev libcli11-dev libpcre2-dev zlib1g-dev
   python3 fortunes
 )
 

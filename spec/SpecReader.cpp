@@ -720,15 +720,55 @@ Status issuesToStatus(const std::vector<SpecIssue> &issues) {
   return Status::error(message);
 }
 
-StatusOr<Spec> resolveSpec(Spec spec) {
+namespace {
+
+// The run's steps replace train.steps; returns what the spec said (0: unset).
+int64_t applyRunSettings(Spec &spec, const RunSettings &run) {
+  TrainSpec &t = *spec.mutable_train();
+  int64_t specSteps = t.has_steps() ? t.steps() : 0;
+  if (run.steps > 0)
+    t.set_steps(run.steps);
+  return specSteps;
+}
+
+// checkSpec's issues, those that the run's steps caused said in the run's
+// terms: the user asked for that many steps and may not know that they
+// replace train.steps.
+std::vector<SpecIssue> checkRun(const Spec &spec, const RunSettings &run,
+                                int64_t specSteps) {
+  std::vector<SpecIssue> issues = checkSpec(spec);
+  int64_t warmup = spec.train().optimizer().warmup_steps();
+  if (run.steps <= 0 || warmup <= run.steps)
+    return issues;
+  for (SpecIssue &issue : issues) {
+    if (issue.field != "train.optimizer.warmup_steps")
+      continue;
+    std::string steps = std::to_string(run.steps);
+    issue.message =
+        std::to_string(warmup) + " exceeds the run's " + steps + " steps" +
+        (specSteps ? " (train.steps is " + std::to_string(specSteps) +
+                         " in the spec)"
+                   : "") +
+        "; the LR warmup must end within the run: train for " +
+        std::to_string(warmup) + " steps or more, or set " + issue.field +
+        " to " + steps + " or fewer";
+  }
+  return issues;
+}
+
+} // namespace
+
+StatusOr<Spec> resolveSpec(Spec spec, const RunSettings &run) {
+  int64_t specSteps = applyRunSettings(spec, run);
   applyDefaults(spec);
-  Status st = issuesToStatus(checkSpec(spec));
+  Status st = issuesToStatus(checkRun(spec, run, specSteps));
   if (!st)
     return st;
   return spec;
 }
 
-StatusOr<Spec> loadSpecFile(const std::string &path, const ModelSpec *model) {
+StatusOr<Spec> loadSpecFile(const std::string &path, const ModelSpec *model,
+                            const RunSettings &run) {
   StatusOr<std::string> text = readTextFile(path);
   if (!text)
     return text.status();
@@ -739,8 +779,9 @@ StatusOr<Spec> loadSpecFile(const std::string &path, const ModelSpec *model) {
     return st;
   if (model)
     *spec.mutable_model() = *model;
+  int64_t specSteps = applyRunSettings(spec, run);
   applyDefaults(spec);
-  std::vector<SpecIssue> issues = checkSpec(spec);
+  std::vector<SpecIssue> issues = checkRun(spec, run, specSteps);
   if (issues.empty())
     return spec;
   std::string message;

@@ -70,15 +70,25 @@ std::vector<SpecIssue> checkSpec(const Spec &spec);
 // when there are none.
 Status issuesToStatus(const std::vector<SpecIssue> &issues);
 
-// applyDefaults, then checkSpec.
-StatusOr<Spec> resolveSpec(Spec spec);
+// What a command line sets for one run over what the spec says.
+struct RunSettings {
+  // Optimizer steps of the run (0: train.steps). It replaces train.steps
+  // before the defaults, so the LR schedule ends at the run's last step and
+  // a warmup left to its default is a tenth of the run; a warmup the spec
+  // sets must fit in the run, as it must fit in train.steps.
+  int64_t steps = 0;
+};
+
+// The run's settings, then applyDefaults, then checkSpec.
+StatusOr<Spec> resolveSpec(Spec spec, const RunSettings &run = {});
 
 // readSpecFile + resolveSpec; each issue is located at the line where its
 // field (or the nearest enclosing block) was written. A non-null `model`
 // replaces the file's model block (a model imported from elsewhere, trained
 // with this file's train settings).
 StatusOr<Spec> loadSpecFile(const std::string &path,
-                            const ModelSpec *model = nullptr);
+                            const ModelSpec *model = nullptr,
+                            const RunSettings &run = {});
 
 // Reads the whole file; the error names it.
 StatusOr<std::string> readTextFile(const std::string &path);

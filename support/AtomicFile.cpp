@@ -24,6 +24,16 @@ std::string directoryOf(const std::string &path) {
 
 } // namespace
 
+bool isDirectory(const std::string &path) {
+  struct stat info;
+  return ::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
+}
+
+bool isRegularFile(const std::string &path) {
+  struct stat info;
+  return ::stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode);
+}
+
 StatusOr<AtomicFileWriter> AtomicFileWriter::create(const std::string &path) {
   AtomicFileWriter writer;
   writer.path_ = path;

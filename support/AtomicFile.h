@@ -50,6 +50,10 @@ Status writeFileAtomically(const std::string &path, std::string_view contents);
 // Reads a whole file.
 StatusOr<std::string> readWholeFile(const std::string &path);
 
+// Whether `path` names a directory, or a regular file (links followed).
+bool isDirectory(const std::string &path);
+bool isRegularFile(const std::string &path);
+
 // A read-only memory map of a whole file (empty files map to nothing).
 class MappedFile {
 public:

@@ -15,21 +15,24 @@ struct Spec {
   bool hasInf;
 };
 
-Spec specOf(Format format) {
-  switch (format) {
-  case Format::BF16:
+Spec specOf(DType dtype) {
+  switch (dtype) {
+  case DType::BF16:
     return {8, 7, 127, 3.38953139e38f, true};
-  case Format::F16:
+  case DType::F16:
     return {5, 10, 15, 65504.0f, true};
-  case Format::E4M3FN:
+  case DType::F8E4M3FN:
     return {4, 3, 7, 448.0f, false};
-  case Format::E5M2:
+  case DType::F8E5M2:
     return {5, 2, 15, 57344.0f, true};
-  case Format::F32:
+  default:
     break;
   }
   return {8, 23, 127, std::numeric_limits<float>::max(), true};
 }
+
+// The types roundTo changes: the floats narrower than float32.
+bool rounds(DType dtype) { return isFloat(dtype) && dtypeBytes(dtype) < 4; }
 
 uint32_t bitsOf(float x) {
   uint32_t u;
@@ -110,29 +113,17 @@ float unpack(const Spec &spec, uint32_t bits) {
 
 } // namespace
 
-const char *formatName(Format format) {
-  switch (format) {
-  case Format::F32:
-    return "f32";
-  case Format::BF16:
-    return "bf16";
-  case Format::F16:
-    return "f16";
-  case Format::E4M3FN:
-    return "f8E4M3FN";
-  case Format::E5M2:
-    return "f8E5M2";
-  }
-  return "?";
+Overflow defaultOverflow(DType dtype) {
+  return isFp8(dtype) ? Overflow::SatFinite : Overflow::Ieee;
 }
 
-float maxFinite(Format format) { return specOf(format).maxFinite; }
+float maxFinite(DType dtype) { return specOf(dtype).maxFinite; }
 
-float roundTo(Format format, float x, Overflow overflow) {
-  if (format == Format::F32 || std::isnan(x))
+float roundTo(DType dtype, float x, Overflow overflow) {
+  if (!rounds(dtype) || std::isnan(x))
     return x;
-  Spec spec = specOf(format);
-  if (format == Format::BF16 && overflow == Overflow::Ieee) {
+  Spec spec = specOf(dtype);
+  if (dtype == DType::BF16 && overflow == Overflow::Ieee) {
     // The classic bias trick is exact RNE for BF16 and keeps this hot cast
     // branch-light; overflow carries into the exponent and yields infinity.
     uint32_t u = bitsOf(x);
@@ -148,7 +139,7 @@ float roundTo(Format format, float x, Overflow overflow) {
   int exponent = static_cast<int>(u >> 23) - 127;
   int emin = 1 - spec.bias;
   float r;
-  if (exponent >= emin || format == Format::BF16) {
+  if (exponent >= emin || dtype == DType::BF16) {
     // Normal in the target (BF16 shares float32's exponent range, so its
     // subnormals are float32's too): round the mantissa to nearest even;
     // a carry moves into the exponent as it should.
@@ -171,27 +162,70 @@ float roundTo(Format format, float x, Overflow overflow) {
 }
 
 uint16_t encodeBF16(float x) {
-  Spec spec = specOf(Format::BF16);
+  Spec spec = specOf(DType::BF16);
   return static_cast<uint16_t>(
-      pack(spec, roundTo(Format::BF16, x, Overflow::Ieee)));
+      pack(spec, roundTo(DType::BF16, x, Overflow::Ieee)));
 }
 float decodeBF16(uint16_t bits) {
   return fromBits(static_cast<uint32_t>(bits) << 16);
 }
 uint16_t encodeF16(float x) {
   return static_cast<uint16_t>(
-      pack(specOf(Format::F16), roundTo(Format::F16, x, Overflow::Ieee)));
+      pack(specOf(DType::F16), roundTo(DType::F16, x, Overflow::Ieee)));
 }
-float decodeF16(uint16_t bits) { return unpack(specOf(Format::F16), bits); }
+float decodeF16(uint16_t bits) { return unpack(specOf(DType::F16), bits); }
 uint8_t encodeE4M3(float x, Overflow overflow) {
   return static_cast<uint8_t>(
-      pack(specOf(Format::E4M3FN), roundTo(Format::E4M3FN, x, overflow)));
+      pack(specOf(DType::F8E4M3FN), roundTo(DType::F8E4M3FN, x, overflow)));
 }
-float decodeE4M3(uint8_t bits) { return unpack(specOf(Format::E4M3FN), bits); }
+float decodeE4M3(uint8_t bits) { return unpack(specOf(DType::F8E4M3FN), bits); }
 uint8_t encodeE5M2(float x, Overflow overflow) {
   return static_cast<uint8_t>(
-      pack(specOf(Format::E5M2), roundTo(Format::E5M2, x, overflow)));
+      pack(specOf(DType::F8E5M2), roundTo(DType::F8E5M2, x, overflow)));
 }
-float decodeE5M2(uint8_t bits) { return unpack(specOf(Format::E5M2), bits); }
+float decodeE5M2(uint8_t bits) { return unpack(specOf(DType::F8E5M2), bits); }
+
+void encodeFloat(DType dtype, float x, void *out) {
+  auto put = [out](auto value) { std::memcpy(out, &value, sizeof(value)); };
+  switch (dtype) {
+  case DType::F64:
+    return put(double(x));
+  case DType::F32:
+    return put(x);
+  case DType::BF16:
+    return put(encodeBF16(x));
+  case DType::F16:
+    return put(encodeF16(x));
+  case DType::F8E4M3FN:
+    return put(encodeE4M3(x));
+  case DType::F8E5M2:
+    return put(encodeE5M2(x));
+  default:
+    return;
+  }
+}
+
+float decodeFloat(DType dtype, const void *in) {
+  auto get = [in](auto value) {
+    std::memcpy(&value, in, sizeof(value));
+    return value;
+  };
+  switch (dtype) {
+  case DType::F64:
+    return float(get(double()));
+  case DType::F32:
+    return get(float());
+  case DType::BF16:
+    return decodeBF16(get(uint16_t()));
+  case DType::F16:
+    return decodeF16(get(uint16_t()));
+  case DType::F8E4M3FN:
+    return decodeE4M3(get(uint8_t()));
+  case DType::F8E5M2:
+    return decodeE5M2(get(uint8_t()));
+  default:
+    return std::numeric_limits<float>::quiet_NaN();
+  }
+}
 
 } // namespace octet::numerics

@@ -9,11 +9,11 @@
 // rounding step (no detour through a wider format), exactly as the GPU's
 // cvt.rn instructions do.
 
+#include "support/DType.h"
+
 #include <cstdint>
 
 namespace octet::numerics {
-
-enum class Format { F32, BF16, F16, E4M3FN, E5M2 };
 
 // What a float32 value becomes when it is too large for the format.
 enum class Overflow {
@@ -27,26 +27,30 @@ enum class Overflow {
   Ieee,
 };
 
-const char *formatName(Format format);
 // The largest finite value: 448 for E4M3FN, 57344 for E5M2.
-float maxFinite(Format format);
+float maxFinite(DType dtype);
 
-// Rounds to the nearest value representable in `format` and returns it as a
-// float32 (every such value is exactly representable in float32).
-float roundTo(Format format, float x, Overflow overflow);
+// Rounds to the nearest value representable in `dtype` and returns it as a
+// float32 (every such value is exactly representable in float32). Only the
+// narrow float types round: f32, f64 and the integer types return x.
+float roundTo(DType dtype, float x, Overflow overflow);
 
-// The default of each format: FP8 saturates (satfinite), BF16 and F16 do not.
+// The default of each type: FP8 saturates (satfinite), BF16 and F16 do not.
+Overflow defaultOverflow(DType dtype);
+inline float roundTo(DType dtype, float x) {
+  return roundTo(dtype, x, defaultOverflow(dtype));
+}
 inline float roundToBF16(float x) {
-  return roundTo(Format::BF16, x, Overflow::Ieee);
+  return roundTo(DType::BF16, x, Overflow::Ieee);
 }
 inline float roundToF16(float x) {
-  return roundTo(Format::F16, x, Overflow::Ieee);
+  return roundTo(DType::F16, x, Overflow::Ieee);
 }
 inline float roundToE4M3(float x) {
-  return roundTo(Format::E4M3FN, x, Overflow::SatFinite);
+  return roundTo(DType::F8E4M3FN, x, Overflow::SatFinite);
 }
 inline float roundToE5M2(float x) {
-  return roundTo(Format::E5M2, x, Overflow::SatFinite);
+  return roundTo(DType::F8E5M2, x, Overflow::SatFinite);
 }
 
 // Bit patterns, for buffers that hold the narrow formats themselves.
@@ -58,6 +62,13 @@ uint8_t encodeE4M3(float x, Overflow overflow = Overflow::SatFinite);
 float decodeE4M3(uint8_t bits);
 uint8_t encodeE5M2(float x, Overflow overflow = Overflow::SatFinite);
 float decodeE5M2(uint8_t bits);
+
+// One element of a buffer of a float type (isFloat), as the GPU holds it:
+// encodeFloat writes dtypeBytes(dtype) bytes at `out`, rounded with the
+// type's default overflow; decodeFloat reads them back exactly (f64 is
+// rounded to float32).
+void encodeFloat(DType dtype, float x, void *out);
+float decodeFloat(DType dtype, const void *in);
 
 } // namespace octet::numerics
 

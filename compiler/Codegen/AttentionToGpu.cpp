@@ -10,6 +10,7 @@
 // at one chunk column then fall in eight distinct bank groups.
 
 #include "compiler/Codegen/Emitter.h"
+#include "compiler/Codegen/Launches.h"
 #include "compiler/Codegen/Passes.h"
 
 #include "dialects/kernel/KernelDialect.h"
@@ -18,6 +19,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Builders.h"
@@ -125,7 +127,7 @@ LogicalResult checkShape(Operation *op, Value q, Value k, Value v,
 
 // Byte offset of (row, 16-byte chunk) in a swizzled tile of `rowBytes`.
 Value swizzled(Emitter &e, Value row, Value chunk, int64_t rowBytes) {
-  return e.add(e.mul(row, rowBytes), e.shl(e.bxor(chunk, e.band(row, 7)), 4));
+  return e.addI(e.mulI(row, rowBytes), e.shLI(e.xOrI(chunk, e.andI(row, 7)), 4));
 }
 
 // The row and the chunk parity each lane addresses in an ldmatrix.x4 over a
@@ -134,11 +136,11 @@ Value swizzled(Emitter &e, Value row, Value chunk, int64_t rowBytes) {
 struct LaneRows {
   Value aRow, aChunkBit, bRow, bChunkBit;
   LaneRows(Emitter &e, Value lane) {
-    Value laneRow = e.band(lane, 7);
-    aRow = e.add(laneRow, e.mul(e.band(e.shr(lane, 3), 1), 8));
-    aChunkBit = e.shr(lane, 4);
-    bRow = e.add(laneRow, e.mul(e.shr(lane, 4), 8));
-    bChunkBit = e.band(e.shr(lane, 3), 1);
+    Value laneRow = e.andI(lane, 7);
+    aRow = e.addI(laneRow, e.mulI(e.andI(e.shRUI(lane, 3), 1), 8));
+    aChunkBit = e.shRUI(lane, 4);
+    bRow = e.addI(laneRow, e.mulI(e.shRUI(lane, 4), 8));
+    bChunkBit = e.andI(e.shRUI(lane, 3), 1);
   }
 };
 
@@ -147,9 +149,9 @@ struct LaneRows {
 std::array<Value, 4> loadFragments(Emitter &e, Value smem, Value tileBase,
                                    Value row, Value chunkBit, int64_t chunk,
                                    bool trans, int64_t rowBytes) {
-  Value chunkIdx = e.bxor(e.c(chunk), chunkBit);
+  Value chunkIdx = e.xOrI(e.i32c(chunk), chunkBit);
   return e.ldmatrix4(
-      e.smemAt(smem, e.add(tileBase, swizzled(e, row, chunkIdx, rowBytes))),
+      e.smemAt(smem, e.addI(tileBase, swizzled(e, row, chunkIdx, rowBytes))),
       trans);
 }
 
@@ -160,18 +162,18 @@ void copyTile(Emitter &e, Value smem, Value tileOffset, Value src,
               Value tid) {
   int64_t chunksPerRow = headDim / 8, chunks = rows * chunksPerRow;
   for (int64_t first = 0; first < chunks; first += threads) {
-    Value idx = e.add(tid, first);
-    Value row = e.div(idx, chunksPerRow), chunk = e.rem(idx, chunksPerRow);
+    Value idx = e.addI(tid, first);
+    Value row = e.divUI(idx, chunksPerRow), chunk = e.remUI(idx, chunksPerRow);
     auto copy = [&] {
-      Value dst = e.smemAt(smem, e.add(tileOffset,
+      Value dst = e.smemAt(smem, e.addI(tileOffset,
                                        swizzled(e, row, chunk, headDim * 2)));
-      Value from = e.gep(src, e.bf16, e.add(e.mul(row, stride), e.mul(chunk, 8)));
+      Value from = e.gep(src, e.bf16, e.addI(e.mulI(row, stride), e.mulI(chunk, 8)));
       e.cpAsync16(dst, from);
     };
     if (first + threads <= chunks)
       copy();
     else
-      e.ifThen(e.lt(idx, e.c(chunks)), copy);
+      e.ifThen(e.cmpI(arith::CmpIPredicate::slt, idx, e.i32c(chunks)), copy);
   }
 }
 
@@ -179,17 +181,18 @@ void copyTile(Emitter &e, Value smem, Value tileOffset, Value src,
 void copyBytes(Emitter &e, Value smem, Value offset, Value src, int64_t bytes,
                int64_t threads, Value tid) {
   for (int64_t first = 0; first < bytes / 16; first += threads) {
-    Value idx = e.add(tid, first);
+    Value idx = e.addI(tid, first);
     auto copy = [&] {
-      Value dst = e.smemAt(smem, e.add(offset, e.shl(idx, 4)));
+      Value dst = e.smemAt(smem, e.addI(offset, e.shLI(idx, 4)));
       Value from = LLVM::GEPOp::create(e.b, e.loc, e.ptrG, e.b.getI8Type(), src,
-                                       ValueRange{e.shl(idx, 4)});
+                                       ValueRange{e.shLI(idx, 4)});
       e.cpAsync16(dst, from);
     };
     if (first + threads <= bytes / 16)
       copy();
     else
-      e.ifThen(e.lt(idx, e.c(bytes / 16)), copy);
+      e.ifThen(e.cmpI(arith::CmpIPredicate::slt, idx, e.i32c(bytes / 16)),
+               copy);
   }
 }
 
@@ -200,18 +203,20 @@ void copyBytes(Emitter &e, Value smem, Value offset, Value src, int64_t bytes,
 std::pair<Value, Value> documentBounds(Emitter &e, const AttnShape &s,
                                        Value cu, Value token, Value rowStart) {
   int64_t last = s.cuLen - 2; // the last document index
-  Value d = e.c(0);
+  Value d = e.i32c(0);
   if (last > 0)
     for (int64_t step = (int64_t)llvm::bit_floor((uint64_t)last); step >= 1; step /= 2) {
-      Value cand = e.add(d, step);
-      Value inRange = e.le(cand, e.c(last));
-      Value at = e.load(e.i32, e.gep(cu, e.i32, e.smin(cand, e.c(last))));
-      d = e.select(e.andb(inRange, e.le(at, token)), cand, d);
+      Value cand = e.addI(d, step);
+      Value inRange = e.cmpI(arith::CmpIPredicate::sle, cand, e.i32c(last));
+      Value at = e.loadPtr(e.i32, e.gep(cu, e.i32, e.minSI(cand, e.i32c(last))));
+      d = e.select(
+          e.andI(inRange, e.cmpI(arith::CmpIPredicate::sle, at, token)), cand,
+          d);
     }
-  Value first = e.load(e.i32, e.gep(cu, e.i32, d));
-  Value end = e.load(e.i32, e.gep(cu, e.i32, e.add(d, 1)));
-  Value lo = e.smax(e.sub(first, rowStart), e.c(0));
-  Value hi = e.smin(e.sub(e.add(end, -1), rowStart), e.c(s.seq - 1));
+  Value first = e.loadPtr(e.i32, e.gep(cu, e.i32, d));
+  Value end = e.loadPtr(e.i32, e.gep(cu, e.i32, e.addI(d, 1)));
+  Value lo = e.maxSI(e.subI(first, rowStart), e.i32c(0));
+  Value hi = e.minSI(e.subI(e.addI(end, -1), rowStart), e.i32c(s.seq - 1));
   return {lo, hi};
 }
 
@@ -238,51 +243,51 @@ int64_t buildForward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
   const int64_t qTiles = s.seq / Br;
   const int64_t dTiles = D / 8, kTiles = Bc / 8;
   Value smem = sharedBase(e, mod, "octet_attention_smem");
-  Value sQ = e.c(0), sK = e.c(Br * rowBytes), sV = e.c((Br + Bc) * rowBytes);
+  Value sQ = e.i32c(0), sK = e.i32c(Br * rowBytes), sV = e.i32c((Br + Bc) * rowBytes);
 
-  Value tid = e.threadId(), bid = e.blockId();
-  Value warp = e.shr(tid, 5), lane = e.band(tid, 31);
-  Value g = e.shr(lane, 2), t4 = e.band(lane, 3);
+  Value tid = e.threadId32(), bid = e.blockId32();
+  Value warp = e.shRUI(tid, 5), lane = e.andI(tid, 31);
+  Value g = e.shRUI(lane, 2), t4 = e.andI(lane, 3);
   // The longest (last, when causal) query tiles are dealt first.
-  Value bh = e.rem(bid, s.batch * s.qHeads);
-  Value qt = e.sub(e.c(qTiles - 1), e.div(bid, s.batch * s.qHeads));
-  Value batch = e.div(bh, s.qHeads), head = e.rem(bh, s.qHeads);
-  Value kvHead = e.div(head, s.group());
-  Value q0 = e.mul(qt, Br);
-  Value rowStart = e.mul(batch, s.seq);
+  Value bh = e.remUI(bid, s.batch * s.qHeads);
+  Value qt = e.subI(e.i32c(qTiles - 1), e.divUI(bid, s.batch * s.qHeads));
+  Value batch = e.divUI(bh, s.qHeads), head = e.remUI(bh, s.qHeads);
+  Value kvHead = e.divUI(head, s.group());
+  Value q0 = e.mulI(qt, Br);
+  Value rowStart = e.mulI(batch, s.seq);
 
   // Keys query row i sees: [lo(i), hi(i)].
   auto bounds = [&](Value row) -> std::pair<Value, Value> {
-    Value lo = e.c(0), hi = e.c(s.seq - 1);
+    Value lo = e.i32c(0), hi = e.i32c(s.seq - 1);
     if (docs)
-      std::tie(lo, hi) = documentBounds(e, s, cu, e.add(rowStart, row), rowStart);
+      std::tie(lo, hi) = documentBounds(e, s, cu, e.addI(rowStart, row), rowStart);
     if (s.causal)
       hi = row;
     return {lo, hi};
   };
   auto [loFirst, hiFirst] = bounds(q0);
-  auto [loLast, hiLast] = bounds(e.add(q0, Br - 1));
-  Value tileBegin = e.div(loFirst, Bc);
-  Value tileEnd = e.add(e.div(hiLast, Bc), 1);
+  auto [loLast, hiLast] = bounds(e.addI(q0, Br - 1));
+  Value tileBegin = e.divUI(loFirst, Bc);
+  Value tileEnd = e.addI(e.divUI(hiLast, Bc), 1);
 
   // Rows g and g + 8 of each of the warp's m-tiles.
-  Value warpRow = e.mul(warp, kTile * MT);
+  Value warpRow = e.mulI(warp, kTile * MT);
   SmallVector<Value> rowLo, rowHi, rowIdx;
   for (int64_t mt = 0; mt < MT; ++mt)
     for (int64_t half = 0; half < 2; ++half) {
-      Value row = e.add(q0, e.add(warpRow, e.add(g, mt * kTile + 8 * half)));
+      Value row = e.addI(q0, e.addI(warpRow, e.addI(g, mt * kTile + 8 * half)));
       auto [lo, hi] = bounds(row);
       rowIdx.push_back(row);
       rowLo.push_back(lo);
       rowHi.push_back(hi);
     }
 
-  Value qBase = e.gep(q, e.bf16, e.add(e.mul(e.add(rowStart, q0), qStride),
-                                       e.mul(head, D)));
-  Value kvBase = e.mul(kvHead, D);
+  Value qBase = e.gep(q, e.bf16, e.addI(e.mulI(e.addI(rowStart, q0), qStride),
+                                       e.mulI(head, D)));
+  Value kvBase = e.mulI(kvHead, D);
   auto kvTile = [&](Value base, Value tile) {
     return e.gep(base, e.bf16,
-                 e.add(e.mul(e.add(rowStart, e.mul(tile, Bc)), kvStride), kvBase));
+                 e.addI(e.mulI(e.addI(rowStart, e.mulI(tile, Bc)), kvStride), kvBase));
   };
   copyTile(e, smem, sQ, qBase, qStride, Br, D, t.threads(), tid);
   copyTile(e, smem, sK, kvTile(k, tileBegin), kvStride, Bc, D, t.threads(), tid);
@@ -298,7 +303,7 @@ int64_t buildForward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
   };
 
   // Loop state: O (MT x dTiles x 4), then m and l (2 per m-tile).
-  Value zero = e.cf(0.0), negInf = e.cf(-std::numeric_limits<float>::infinity());
+  Value zero = e.f32c(0.0), negInf = e.f32c(-std::numeric_limits<float>::infinity());
   SmallVector<Value> init;
   for (int64_t i = 0; i < MT * dTiles * 4; ++i)
     init.push_back(zero);
@@ -306,7 +311,7 @@ int64_t buildForward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
     init.push_back(negInf);
   for (int64_t i = 0; i < 2 * MT; ++i)
     init.push_back(zero);
-  auto loop = scf::ForOp::create(b, loc, tileBegin, tileEnd, e.c(1), init);
+  auto loop = scf::ForOp::create(b, loc, tileBegin, tileEnd, e.i32c(1), init);
   {
     OpBuilder::InsertionGuard inLoop(b);
     b.setInsertionPointToStart(loop.getBody());
@@ -334,10 +339,10 @@ int64_t buildForward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
     for (int64_t kk = 0; kk < D / 16; ++kk) {
       SmallVector<std::array<Value, 4>> a;
       for (int64_t mt = 0; mt < MT; ++mt)
-        a.push_back(ldAt(sQ, e.add(warpRow, e.add(aRow, mt * kTile)), aChunkBit,
+        a.push_back(ldAt(sQ, e.addI(warpRow, e.addI(aRow, mt * kTile)), aChunkBit,
                          2 * kk, false));
       for (int64_t np = 0; np < Bc / 16; ++np) {
-        auto bf = ldAt(sK, e.add(bRow, np * 16), bChunkBit, 2 * kk, false);
+        auto bf = ldAt(sK, e.addI(bRow, np * 16), bChunkBit, 2 * kk, false);
         for (int64_t mt = 0; mt < MT; ++mt) {
           SmallVector<Value> lo(4), hi(4);
           for (int i = 0; i < 4; ++i) {
@@ -356,22 +361,24 @@ int64_t buildForward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
 
     // Keys outside a row's [lo, hi] get -inf; only tiles that cross some
     // row's bounds pay for it.
-    Value keyBase = e.mul(j, Bc);
-    Value needsMask = e.orb(e.lt(keyBase, loLast),
-                            e.gt(e.add(keyBase, Bc - 1), hiFirst));
+    Value keyBase = e.mulI(j, Bc);
+    Value needsMask = e.orI(
+        e.cmpI(arith::CmpIPredicate::slt, keyBase, loLast),
+        e.cmpI(arith::CmpIPredicate::sgt, e.addI(keyBase, Bc - 1), hiFirst));
     auto maskIf = scf::IfOp::create(b, loc, TypeRange(ValueRange(sAcc)), needsMask,
                                     /*withElseRegion=*/true);
     {
       OpBuilder::InsertionGuard inIf(b);
       b.setInsertionPointToStart(maskIf.thenBlock());
       SmallVector<Value> masked(sAcc);
-      Value colBase = e.add(keyBase, e.mul(t4, 2));
+      Value colBase = e.addI(keyBase, e.mulI(t4, 2));
       for (int64_t mt = 0; mt < MT; ++mt)
         for (int64_t nt = 0; nt < kTiles; ++nt)
           for (int64_t i = 0; i < 4; ++i) {
             int64_t r = mt * 2 + i / 2;
-            Value key = e.add(colBase, nt * 8 + (i % 2));
-            Value out = e.orb(e.lt(key, rowLo[r]), e.gt(key, rowHi[r]));
+            Value key = e.addI(colBase, nt * 8 + (i % 2));
+            Value out = e.orI(e.cmpI(arith::CmpIPredicate::slt, key, rowLo[r]),
+                              e.cmpI(arith::CmpIPredicate::sgt, key, rowHi[r]));
             Value &x = masked[(mt * kTiles + nt) * 4 + i];
             x = e.select(out, negInf, x);
           }
@@ -383,7 +390,7 @@ int64_t buildForward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
       sAcc[i] = r;
 
     // Online softmax in the exp2 domain: p = 2^(s·c − m·c), c = scale·log2 e.
-    Value c = e.cf(s.scale * kLog2e);
+    Value c = e.f32c(s.scale * kLog2e);
     SmallVector<Value> mNew(2 * MT), lNew(2 * MT);
     for (int64_t mt = 0; mt < MT; ++mt)
       for (int64_t half = 0; half < 2; ++half) {
@@ -391,27 +398,28 @@ int64_t buildForward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
         Value mx = m[r];
         for (int64_t nt = 0; nt < kTiles; ++nt)
           for (int64_t i = 0; i < 2; ++i)
-            mx = e.fmax(mx, sAt(mt, nt, half * 2 + i));
-        mx = e.fmax(mx, e.shuffleXor(mx, 1));
-        mx = e.fmax(mx, e.shuffleXor(mx, 2));
+            mx = e.maximumF(mx, sAt(mt, nt, half * 2 + i));
+        mx = e.maximumF(mx, e.shuffleXor(mx, 1));
+        mx = e.maximumF(mx, e.shuffleXor(mx, 2));
         // A row with no visible key so far keeps m = -inf; exponents then
         // use 0 so that they give 0, not NaN.
-        Value mUse = e.select(e.feq(mx, negInf), zero, mx);
-        Value alpha = e.exp2(e.fmul(e.fsub(m[r], mUse), c));
-        Value negMc = e.fmul(mUse, e.cf(-s.scale * kLog2e));
+        Value mUse =
+            e.select(e.cmpF(arith::CmpFPredicate::OEQ, mx, negInf), zero, mx);
+        Value alpha = e.exp2(e.mulF(e.subF(m[r], mUse), c));
+        Value negMc = e.mulF(mUse, e.f32c(-s.scale * kLog2e));
         Value sum = zero;
         for (int64_t nt = 0; nt < kTiles; ++nt)
           for (int64_t i = 0; i < 2; ++i) {
             Value &x = sAt(mt, nt, half * 2 + i);
             x = e.exp2(e.fma(x, c, negMc));
-            sum = e.fadd(sum, x);
+            sum = e.addF(sum, x);
           }
         // l stays a per-thread partial sum until the end.
         lNew[r] = e.fma(l[r], alpha, sum);
         mNew[r] = mx;
         for (int64_t dt = 0; dt < dTiles; ++dt)
           for (int64_t i = 0; i < 2; ++i)
-            oAt(mt, dt, half * 2 + i) = e.fmul(oAt(mt, dt, half * 2 + i), alpha);
+            oAt(mt, dt, half * 2 + i) = e.mulF(oAt(mt, dt, half * 2 + i), alpha);
       }
     // P as the A operand of P·V: the accumulator layout of two n-tiles is
     // the A layout of one k-step.
@@ -426,15 +434,15 @@ int64_t buildForward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
     // V arrives; K is free for the next tile, which loads under P·V.
     e.cpAsyncWaitAll();
     e.barrier();
-    Value next = e.add(j, 1);
-    e.ifThen(e.lt(next, tileEnd), [&] {
+    Value next = e.addI(j, 1);
+    e.ifThen(e.cmpI(arith::CmpIPredicate::slt, next, tileEnd), [&] {
       copyTile(e, smem, sK, kvTile(k, next), kvStride, Bc, D, t.threads(), tid);
       e.cpAsyncCommit();
     });
 
     for (int64_t kk = 0; kk < Bc / 16; ++kk)
       for (int64_t dp = 0; dp < D / 16; ++dp) {
-        auto bf = ldAt(sV, e.add(aRow, kk * 16), aChunkBit, 2 * dp, true);
+        auto bf = ldAt(sV, e.addI(aRow, kk * 16), aChunkBit, 2 * dp, true);
         for (int64_t mt = 0; mt < MT; ++mt) {
           SmallVector<Value> lo(4), hi(4);
           for (int i = 0; i < 4; ++i) {
@@ -457,29 +465,29 @@ int64_t buildForward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
 
   // out = O / l (bf16), lse = m·scale + ln l.
   auto results = loop.getResults();
-  Value lnScale = e.cf(kLn2);
+  Value lnScale = e.f32c(kLn2);
   for (int64_t mt = 0; mt < MT; ++mt)
     for (int64_t half = 0; half < 2; ++half) {
       int64_t r = mt * 2 + half;
       Value lsum = results[MT * dTiles * 4 + 2 * MT + r];
-      lsum = e.fadd(lsum, e.shuffleXor(lsum, 1));
-      lsum = e.fadd(lsum, e.shuffleXor(lsum, 2));
+      lsum = e.addF(lsum, e.shuffleXor(lsum, 1));
+      lsum = e.addF(lsum, e.shuffleXor(lsum, 2));
       Value m = results[MT * dTiles * 4 + r];
-      Value inv = e.fdiv(e.cf(1.0), lsum);
+      Value inv = e.divF(e.f32c(1.0), lsum);
       Value row = rowIdx[r];
       Value outRow = e.gep(out, e.bf16,
-                           e.add(e.mul(e.add(rowStart, row), qStride),
-                                 e.add(e.mul(head, D), e.mul(t4, 2))));
+                           e.addI(e.mulI(e.addI(rowStart, row), qStride),
+                                 e.addI(e.mulI(head, D), e.mulI(t4, 2))));
       for (int64_t dt = 0; dt < dTiles; ++dt) {
-        Value x0 = e.fmul(results[(mt * dTiles + dt) * 4 + half * 2], inv);
-        Value x1 = e.fmul(results[(mt * dTiles + dt) * 4 + half * 2 + 1], inv);
-        e.store(e.packBf16(x0, x1), e.gep(outRow, e.bf16, e.c(dt * 8)), 4);
+        Value x0 = e.mulF(results[(mt * dTiles + dt) * 4 + half * 2], inv);
+        Value x1 = e.mulF(results[(mt * dTiles + dt) * 4 + half * 2 + 1], inv);
+        e.storePtr(e.packBf16(x0, x1), e.gep(outRow, e.bf16, e.i32c(dt * 8)), 4);
       }
-      Value value = e.fadd(e.fmul(m, e.cf(s.scale)),
-                           e.fmul(e.log2(lsum), lnScale));
-      e.ifThen(e.cmp(arith::CmpIPredicate::eq, t4, e.c(0)), [&] {
-        Value at = e.add(e.mul(e.add(e.mul(batch, s.qHeads), head), s.seq), row);
-        e.store(value, e.gep(lse, e.f32, at), 4);
+      Value value = e.addF(e.mulF(m, e.f32c(s.scale)),
+                           e.mulF(e.log2(lsum), lnScale));
+      e.ifThen(e.cmpI(arith::CmpIPredicate::eq, t4, e.i32c(0)), [&] {
+        Value at = e.addI(e.mulI(e.addI(e.mulI(batch, s.qHeads), head), s.seq), row);
+        e.storePtr(value, e.gep(lse, e.f32, at), 4);
       });
     }
   return (Br + 2 * Bc) * rowBytes;
@@ -526,36 +534,31 @@ int64_t buildPrep(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
   BwdArgs a(f, docs);
   BwdWorkspace ws(s);
   int64_t rows = s.batch * s.seq * s.qHeads, D = s.headDim;
-  Value idx = e.add(e.mul(e.blockId(), kPrepThreads), e.threadId());
-  e.ifThen(e.lt(idx, e.c(rows)), [&] {
-    Value token = e.div(idx, s.qHeads), head = e.rem(idx, s.qHeads);
-    Value batch = e.div(token, s.seq), pos = e.rem(token, s.seq);
-    Type v8bf = VectorType::get({8}, e.bf16), v8f = VectorType::get({8}, e.f32);
-    Type v4f = VectorType::get({4}, e.f32);
-    Value sum = e.cf(0.0);
-    Value zero4 = arith::ConstantOp::create(
-        b, loc, v4f,
-        DenseElementsAttr::get(cast<ShapedType>(v4f), b.getF32FloatAttr(0)));
+  Value idx = e.addI(e.mulI(e.blockId32(), kPrepThreads), e.threadId32());
+  e.ifThen(e.cmpI(arith::CmpIPredicate::slt, idx, e.i32c(rows)), [&] {
+    Value token = e.divUI(idx, s.qHeads), head = e.remUI(idx, s.qHeads);
+    Value batch = e.divUI(token, s.seq), pos = e.remUI(token, s.seq);
+    Type v8bf = VectorType::get({8}, e.bf16);
+    auto v4f = VectorType::get({4}, e.f32);
+    Value sum = e.f32c(0.0);
+    Value zero4 = e.splat(v4f, 0.0);
     for (int64_t c = 0; c < D / 8; ++c) {
-      Value at = e.add(e.mul(idx, D), c * 8);
-      Value x = arith::ExtFOp::create(
-          b, loc, v8f, e.load(v8bf, e.gep(a.dout, e.bf16, at), 16));
-      Value y = arith::ExtFOp::create(
-          b, loc, v8f, e.load(v8bf, e.gep(a.out, e.bf16, at), 16));
+      Value at = e.addI(e.mulI(idx, D), c * 8);
+      Value x = e.toF32(e.loadPtr(v8bf, e.gep(a.dout, e.bf16, at), 16));
+      Value y = e.toF32(e.loadPtr(v8bf, e.gep(a.out, e.bf16, at), 16));
       for (int64_t i = 0; i < 8; ++i)
-        sum = e.fma(vector::ExtractOp::create(b, loc, x, i),
-                    vector::ExtractOp::create(b, loc, y, i), sum);
-      e.store(zero4, e.gep(a.ws, e.f32, e.add(at, ws.dq)), 16);
-      e.store(zero4, e.gep(a.ws, e.f32, e.add(at, ws.dq + 4)), 16);
+        sum = e.fma(e.extract(x, i), e.extract(y, i), sum);
+      e.storePtr(zero4, e.gep(a.ws, e.f32, e.addI(at, ws.dq)), 16);
+      e.storePtr(zero4, e.gep(a.ws, e.f32, e.addI(at, ws.dq + 4)), 16);
     }
-    Value deltaAt = e.add(e.mul(e.add(e.mul(batch, s.qHeads), head), s.seq), pos);
-    e.store(sum, e.gep(a.ws, e.f32, e.add(deltaAt, ws.delta)), 4);
+    Value deltaAt = e.addI(e.mulI(e.addI(e.mulI(batch, s.qHeads), head), s.seq), pos);
+    e.storePtr(sum, e.gep(a.ws, e.f32, e.addI(deltaAt, ws.delta)), 4);
     if (docs)
-      e.ifThen(e.cmp(arith::CmpIPredicate::eq, head, e.c(0)), [&] {
+      e.ifThen(e.cmpI(arith::CmpIPredicate::eq, head, e.i32c(0)), [&] {
         auto [lo, hi] =
-            documentBounds(e, s, a.cu, token, e.mul(batch, s.seq));
-        e.store(lo, e.gep(a.ws, e.i32, e.add(token, ws.docLo)), 4);
-        e.store(hi, e.gep(a.ws, e.i32, e.add(token, ws.docHi)), 4);
+            documentBounds(e, s, a.cu, token, e.mulI(batch, s.seq));
+        e.storePtr(lo, e.gep(a.ws, e.i32, e.addI(token, ws.docLo)), 4);
+        e.storePtr(hi, e.gep(a.ws, e.i32, e.addI(token, ws.docHi)), 4);
       });
   });
   return 0;
@@ -572,19 +575,18 @@ int64_t buildConvert(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
   Emitter e(b, loc);
   BwdArgs a(f, docs);
   int64_t groups = s.batch * s.seq * s.qHeads * s.headDim / 8;
-  Value idx = e.add(e.mul(e.blockId(), kConvertThreads), e.threadId());
-  e.ifThen(e.lt(idx, e.c(groups)), [&] {
-    Type v4f = VectorType::get({4}, e.f32), v8f = VectorType::get({8}, e.f32);
+  Value idx = e.addI(e.mulI(e.blockId32(), kConvertThreads), e.threadId32());
+  e.ifThen(e.cmpI(arith::CmpIPredicate::slt, idx, e.i32c(groups)), [&] {
+    Type v4f = VectorType::get({4}, e.f32);
+    auto v8f = VectorType::get({8}, e.f32);
     Type v8bf = VectorType::get({8}, e.bf16);
-    Value at = e.mul(idx, 8);
-    Value lo = e.load(v4f, e.gep(a.ws, e.f32, at), 16);
-    Value hi = e.load(v4f, e.gep(a.ws, e.f32, e.add(at, 4)), 16);
-    Value both = vector::ShuffleOp::create(b, loc, lo, hi,
-                                           ArrayRef<int64_t>{0, 1, 2, 3, 4, 5, 6, 7});
-    Value scale = vector::BroadcastOp::create(b, loc, v8f, e.cf(s.scale));
-    Value scaled = arith::MulFOp::create(b, loc, both, scale);
-    e.store(arith::TruncFOp::create(b, loc, v8bf, scaled),
-            e.gep(a.dq, e.bf16, at), 16);
+    Value at = e.mulI(idx, 8);
+    Value lo = e.loadPtr(v4f, e.gep(a.ws, e.f32, at), 16);
+    Value hi = e.loadPtr(v4f, e.gep(a.ws, e.f32, e.addI(at, 4)), 16);
+    Value both = e.shuffle(lo, hi, {0, 1, 2, 3, 4, 5, 6, 7});
+    Value scale = e.broadcast(v8f, e.f32c(s.scale));
+    Value scaled = e.mulF(both, scale);
+    e.storePtr(e.fromF32(scaled, e.bf16), e.gep(a.dq, e.bf16, at), 16);
   });
   return 0;
 }
@@ -615,72 +617,73 @@ int64_t buildBackward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
   const int64_t sharedBytes = offDs + Bn * dsRowBytes;
   Value smem = sharedBase(e, mod, "octet_attention_smem");
 
-  Value tid = e.threadId(), bid = e.blockId();
-  Value warp = e.shr(tid, 5), lane = e.band(tid, 31);
-  Value g = e.shr(lane, 2), t4 = e.band(lane, 3);
-  Value bh = e.rem(bid, s.batch * s.kvHeads);
+  Value tid = e.threadId32(), bid = e.blockId32();
+  Value warp = e.shRUI(tid, 5), lane = e.andI(tid, 31);
+  Value g = e.shRUI(lane, 2), t4 = e.andI(lane, 3);
+  Value bh = e.remUI(bid, s.batch * s.kvHeads);
   // Causal: the first key tiles have the most query rows; they go first.
-  Value kt = e.div(bid, s.batch * s.kvHeads);
-  Value batch = e.div(bh, s.kvHeads), kvHead = e.rem(bh, s.kvHeads);
-  Value j0 = e.mul(kt, Bn);
-  Value rowStart = e.mul(batch, s.seq);
+  Value kt = e.divUI(bid, s.batch * s.kvHeads);
+  Value batch = e.divUI(bh, s.kvHeads), kvHead = e.remUI(bh, s.kvHeads);
+  Value j0 = e.mulI(kt, Bn);
+  Value rowStart = e.mulI(batch, s.seq);
   auto wsWord = [&](int64_t base, Value index, Type type) {
-    return e.gep(a.ws, type, e.add(index, base));
+    return e.gep(a.ws, type, e.addI(index, base));
   };
   auto docLoOf = [&](Value pos) {
-    return e.load(e.i32, wsWord(ws.docLo, e.add(rowStart, pos), e.i32));
+    return e.loadPtr(e.i32, wsWord(ws.docLo, e.addI(rowStart, pos), e.i32));
   };
   auto docHiOf = [&](Value pos) {
-    return e.load(e.i32, wsWord(ws.docHi, e.add(rowStart, pos), e.i32));
+    return e.loadPtr(e.i32, wsWord(ws.docHi, e.addI(rowStart, pos), e.i32));
   };
 
   // Query rows that see some key in [j0, j0 + Bn).
-  Value qLo = s.causal ? j0 : (docs ? docLoOf(j0) : e.c(0));
-  Value qHi = docs ? docHiOf(e.add(j0, Bn - 1)) : e.c(s.seq - 1);
-  Value tileLo = e.div(qLo, Bm);
-  Value tilesPerHead = e.add(e.sub(e.div(qHi, Bm), tileLo), 1);
-  Value steps = e.mul(tilesPerHead, s.group());
+  Value qLo = s.causal ? j0 : (docs ? docLoOf(j0) : e.i32c(0));
+  Value qHi = docs ? docHiOf(e.addI(j0, Bn - 1)) : e.i32c(s.seq - 1);
+  Value tileLo = e.divUI(qLo, Bm);
+  Value tilesPerHead = e.addI(e.subI(e.divUI(qHi, Bm), tileLo), 1);
+  Value steps = e.mulI(tilesPerHead, s.group());
 
-  Value kvOffset = e.add(e.mul(e.add(rowStart, j0), kvStride), e.mul(kvHead, D));
-  copyTile(e, smem, e.c(0), e.gep(a.k, e.bf16, kvOffset), kvStride, Bn, D,
+  Value kvOffset = e.addI(e.mulI(e.addI(rowStart, j0), kvStride), e.mulI(kvHead, D));
+  copyTile(e, smem, e.i32c(0), e.gep(a.k, e.bf16, kvOffset), kvStride, Bn, D,
            threads, tid);
-  copyTile(e, smem, e.c(offV), e.gep(a.v, e.bf16, kvOffset), kvStride, Bn, D,
+  copyTile(e, smem, e.i32c(offV), e.gep(a.v, e.bf16, kvOffset), kvStride, Bn, D,
            threads, tid);
 
   // Step → (query head, first query row).
   auto stepHead = [&](Value step) {
-    return e.add(e.mul(kvHead, s.group()), arith::DivUIOp::create(b, loc, step, tilesPerHead));
+    return e.addI(e.mulI(kvHead, s.group()), e.divUI(step, tilesPerHead));
   };
   auto stepRow = [&](Value step) {
-    return e.mul(e.add(tileLo, arith::RemUIOp::create(b, loc, step, tilesPerHead)),
+    return e.mulI(e.addI(tileLo, e.remUI(step, tilesPerHead)),
                  Bm);
   };
   auto stageBase = [&](Value stage) {
-    return e.add(e.c(offStages), e.mul(stage, stageBytes));
+    return e.addI(e.i32c(offStages), e.mulI(stage, stageBytes));
   };
   auto loadStage = [&](Value step) {
     Value head = stepHead(step), i0 = stepRow(step);
-    Value base = stageBase(e.band(step, 1));
-    Value rows = e.add(e.mul(e.add(rowStart, i0), qStride), e.mul(head, D));
+    Value base = stageBase(e.andI(step, 1));
+    Value rows = e.addI(e.mulI(e.addI(rowStart, i0), qStride), e.mulI(head, D));
     copyTile(e, smem, base, e.gep(a.q, e.bf16, rows), qStride, Bm, D, threads,
              tid);
-    copyTile(e, smem, e.add(base, Bm * rowBytes), e.gep(a.dout, e.bf16, rows),
+    copyTile(e, smem, e.addI(base, Bm * rowBytes), e.gep(a.dout, e.bf16, rows),
              qStride, Bm, D, threads, tid);
-    Value side = e.add(e.mul(e.add(e.mul(batch, s.qHeads), head), s.seq), i0);
-    Value sideOff = e.add(base, 2 * Bm * rowBytes);
+    Value side = e.addI(e.mulI(e.addI(e.mulI(batch, s.qHeads), head), s.seq), i0);
+    Value sideOff = e.addI(base, 2 * Bm * rowBytes);
     copyBytes(e, smem, sideOff, e.gep(a.lse, e.f32, side), sideBytes, threads, tid);
-    copyBytes(e, smem, e.add(sideOff, sideBytes),
+    copyBytes(e, smem, e.addI(sideOff, sideBytes),
               wsWord(ws.delta, side, e.f32), sideBytes, threads, tid);
     if (docs) {
-      copyBytes(e, smem, e.add(sideOff, 2 * sideBytes),
-                wsWord(ws.docLo, e.add(rowStart, i0), e.i32), sideBytes,
+      copyBytes(e, smem, e.addI(sideOff, 2 * sideBytes),
+                wsWord(ws.docLo, e.addI(rowStart, i0), e.i32), sideBytes,
                 threads, tid);
-      copyBytes(e, smem, e.add(sideOff, 3 * sideBytes),
-                wsWord(ws.docHi, e.add(rowStart, i0), e.i32), sideBytes,
+      copyBytes(e, smem, e.addI(sideOff, 3 * sideBytes),
+                wsWord(ws.docHi, e.addI(rowStart, i0), e.i32), sideBytes,
                 threads, tid);
     }
   };
-  e.ifThen(e.lt(e.c(0), steps), [&] { loadStage(e.c(0)); });
+  e.ifThen(e.cmpI(arith::CmpIPredicate::slt, e.i32c(0), steps),
+           [&] { loadStage(e.i32c(0)); });
   e.cpAsyncCommit();
 
   LaneRows lanes(e, lane);
@@ -691,11 +694,11 @@ int64_t buildBackward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
     return loadFragments(e, smem, tileBase, row, chunkBit, chunk, trans,
                          tileRowBytes);
   };
-  Value warpRow = e.mul(warp, kTile);
+  Value warpRow = e.mulI(warp, kTile);
 
-  Value zero = e.cf(0.0);
+  Value zero = e.f32c(0.0);
   SmallVector<Value> init(2 * dTiles * 4, zero); // dK then dV
-  auto loop = scf::ForOp::create(b, loc, e.c(0), steps, e.c(1), init);
+  auto loop = scf::ForOp::create(b, loc, e.i32c(0), steps, e.i32c(1), init);
   {
     OpBuilder::InsertionGuard inLoop(b);
     b.setInsertionPointToStart(loop.getBody());
@@ -706,30 +709,33 @@ int64_t buildBackward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
                           loop.getRegionIterArgs().end());
     e.cpAsyncWaitAll();
     e.barrier();
-    Value next = e.add(step, 1);
-    e.ifThen(e.lt(next, steps), [&] {
+    Value next = e.addI(step, 1);
+    e.ifThen(e.cmpI(arith::CmpIPredicate::slt, next, steps), [&] {
       loadStage(next);
       e.cpAsyncCommit();
     });
     Value head = stepHead(step), i0 = stepRow(step);
-    Value base = stageBase(e.band(step, 1));
-    Value sQ = base, sDo = e.add(base, Bm * rowBytes);
-    Value sSide = e.add(base, 2 * Bm * rowBytes);
+    Value base = stageBase(e.andI(step, 1));
+    Value sQ = base, sDo = e.addI(base, Bm * rowBytes);
+    Value sSide = e.addI(base, 2 * Bm * rowBytes);
 
-    Value keyRow0 = e.add(j0, e.add(warpRow, g));
+    Value keyRow0 = e.addI(j0, e.addI(warpRow, g));
     Value visibleAll;
     if (docs) {
-      Value loMax = e.load(
-          e.i32, e.smemAt(smem, e.add(sSide, 2 * sideBytes + (Bm - 1) * 4)));
+      Value loMax = e.loadPtr(
+          e.i32, e.smemAt(smem, e.addI(sSide, 2 * sideBytes + (Bm - 1) * 4)));
       Value hiMin = s.causal ? i0
-                             : e.load(e.i32, e.smemAt(smem, e.add(sSide, 3 * sideBytes)));
-      visibleAll = e.andb(e.le(loMax, j0), e.le(e.add(j0, Bn - 1), hiMin));
+                             : e.loadPtr(e.i32, e.smemAt(smem, e.addI(sSide, 3 * sideBytes)));
+      visibleAll =
+          e.andI(e.cmpI(arith::CmpIPredicate::sle, loMax, j0),
+                 e.cmpI(arith::CmpIPredicate::sle, e.addI(j0, Bn - 1), hiMin));
     } else {
-      visibleAll = s.causal ? e.le(e.add(j0, Bn - 1), i0)
-                            : arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1)
-                                  .getResult();
+      visibleAll =
+          s.causal ? e.cmpI(arith::CmpIPredicate::sle, e.addI(j0, Bn - 1), i0)
+                   : arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1)
+                         .getResult();
     }
-    Value c = e.cf(s.scale * kLog2e);
+    Value c = e.f32c(s.scale * kLog2e);
     auto aFrom = [&](ArrayRef<Value> acc, int64_t kk) -> std::array<Value, 4> {
       return {e.packBf16(acc[(2 * kk) * 4 + 0], acc[(2 * kk) * 4 + 1]),
               e.packBf16(acc[(2 * kk) * 4 + 2], acc[(2 * kk) * 4 + 3]),
@@ -743,12 +749,12 @@ int64_t buildBackward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
       // Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ for the warp's 16 key rows.
       SmallVector<Value> st(nTiles * 4, zero), dpt(nTiles * 4, zero);
       for (int64_t kk = 0; kk < D / 16; ++kk) {
-        auto ak = ldAt(e.c(0), e.add(warpRow, aRow), aChunkBit, 2 * kk, false,
+        auto ak = ldAt(e.i32c(0), e.addI(warpRow, aRow), aChunkBit, 2 * kk, false,
                        rowBytes);
-        auto av = ldAt(e.c(offV), e.add(warpRow, aRow), aChunkBit, 2 * kk,
+        auto av = ldAt(e.i32c(offV), e.addI(warpRow, aRow), aChunkBit, 2 * kk,
                        false, rowBytes);
         for (int64_t np = 0; np < nTiles / 2; ++np) {
-          Value row = e.add(bRow, col0 + np * 16);
+          Value row = e.addI(bRow, col0 + np * 16);
           auto bq = ldAt(sQ, row, bChunkBit, 2 * kk, false, rowBytes);
           auto bdo = ldAt(sDo, row, bChunkBit, 2 * kk, false, rowBytes);
           e.mma(ak, {bq[0], bq[1]}, MutableArrayRef<Value>(&st[2 * np * 4], 4));
@@ -765,35 +771,37 @@ int64_t buildBackward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
       SmallVector<Value> pt(nTiles * 4), dst(nTiles * 4);
       for (int64_t nt = 0; nt < nTiles; ++nt)
         for (int64_t i = 0; i < 2; ++i) {
-          Value colIdx = e.add(e.mul(t4, 2), col0 + nt * 8 + i);
-          Value colByte = e.shl(colIdx, 2);
-          Value l = e.load(e.f32, e.smemAt(smem, e.add(sSide, colByte)), 4);
-          Value dd = e.load(
-              e.f32, e.smemAt(smem, e.add(e.add(sSide, sideBytes), colByte)), 4);
-          Value negL = e.fmul(l, e.cf(-kLog2e));
-          Value lo = e.c(0), hi = e.c(s.seq - 1);
+          Value colIdx = e.addI(e.mulI(t4, 2), col0 + nt * 8 + i);
+          Value colByte = e.shLI(colIdx, 2);
+          Value l = e.loadPtr(e.f32, e.smemAt(smem, e.addI(sSide, colByte)), 4);
+          Value dd = e.loadPtr(
+              e.f32, e.smemAt(smem, e.addI(e.addI(sSide, sideBytes), colByte)), 4);
+          Value negL = e.mulF(l, e.f32c(-kLog2e));
+          Value lo = e.i32c(0), hi = e.i32c(s.seq - 1);
           if (docs) {
-            lo = e.load(e.i32, e.smemAt(smem, e.add(e.add(sSide, 2 * sideBytes),
+            lo = e.loadPtr(e.i32, e.smemAt(smem, e.addI(e.addI(sSide, 2 * sideBytes),
                                                     colByte)));
-            hi = e.load(e.i32, e.smemAt(smem, e.add(e.add(sSide, 3 * sideBytes),
+            hi = e.loadPtr(e.i32, e.smemAt(smem, e.addI(e.addI(sSide, 3 * sideBytes),
                                                     colByte)));
           }
           if (s.causal)
-            hi = e.add(i0, colIdx);
+            hi = e.addI(i0, colIdx);
           for (int64_t half = 0; half < 2; ++half) {
             int64_t at = nt * 4 + half * 2 + i;
-            Value keyRow = e.add(keyRow0, 8 * half);
-            Value visible = e.orb(
-                visibleAll, e.andb(e.le(lo, keyRow), e.le(keyRow, hi)));
+            Value keyRow = e.addI(keyRow0, 8 * half);
+            Value visible =
+                e.orI(visibleAll,
+                      e.andI(e.cmpI(arith::CmpIPredicate::sle, lo, keyRow),
+                             e.cmpI(arith::CmpIPredicate::sle, keyRow, hi)));
             Value pv = e.select(visible, e.exp2(e.fma(st[at], c, negL)), zero);
             pt[at] = pv;
-            dst[at] = e.fmul(pv, e.fsub(dpt[at], dd));
+            dst[at] = e.mulF(pv, e.subF(dpt[at], dd));
           }
         }
       // dV += Pᵀ·dO, dK += dSᵀ·Q (scaled at the end).
       for (int64_t kk = 0; kk < nTiles / 2; ++kk) {
         auto ap = aFrom(pt, kk), ads = aFrom(dst, kk);
-        Value row = e.add(aRow, col0 + kk * 16);
+        Value row = e.addI(aRow, col0 + kk * 16);
         for (int64_t dp = 0; dp < D / 16; ++dp) {
           auto bdo = ldAt(sDo, row, aChunkBit, 2 * dp, true, rowBytes);
           auto bq = ldAt(sQ, row, aChunkBit, 2 * dp, true, rowBytes);
@@ -808,11 +816,11 @@ int64_t buildBackward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
       // dSᵀ to shared memory (bf16, swizzled rows of Bm), for dQ = dS·K.
       for (int64_t nt = 0; nt < nTiles; ++nt)
         for (int64_t half = 0; half < 2; ++half) {
-          Value row = e.add(warpRow, e.add(g, 8 * half));
-          Value chunk = e.c(col0 / 8 + nt);
-          Value off = e.add(e.c(offDs), e.add(swizzled(e, row, chunk, dsRowBytes),
-                                              e.mul(t4, 4)));
-          e.store(e.packBf16(dst[nt * 4 + half * 2], dst[nt * 4 + half * 2 + 1]),
+          Value row = e.addI(warpRow, e.addI(g, 8 * half));
+          Value chunk = e.i32c(col0 / 8 + nt);
+          Value off = e.addI(e.i32c(offDs), e.addI(swizzled(e, row, chunk, dsRowBytes),
+                                              e.mulI(t4, 4)));
+          e.storePtr(e.packBf16(dst[nt * 4 + half * 2], dst[nt * 4 + half * 2 + 1]),
                   e.smemAt(smem, off), 4);
         }
     }
@@ -824,13 +832,13 @@ int64_t buildBackward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
     for (int64_t dh = 0; dh < D / 64; ++dh) {
       SmallVector<Value> acc(8 * 4, zero);
       for (int64_t kk = 0; kk < Bn / 16; ++kk) {
-        Value chunk = e.add(e.mul(warp, 2), dsChunkBit);
-        Value row = e.add(dsARow, kk * 16);
+        Value chunk = e.addI(e.mulI(warp, 2), dsChunkBit);
+        Value row = e.addI(dsARow, kk * 16);
         auto ads = e.ldmatrix4(
-            e.smemAt(smem, e.add(e.c(offDs), swizzled(e, row, chunk, dsRowBytes))),
+            e.smemAt(smem, e.addI(e.i32c(offDs), swizzled(e, row, chunk, dsRowBytes))),
             true);
         for (int64_t dp = 0; dp < 4; ++dp) {
-          auto bk = ldAt(e.c(0), e.add(aRow, kk * 16), aChunkBit,
+          auto bk = ldAt(e.i32c(0), e.addI(aRow, kk * 16), aChunkBit,
                          dh * 8 + 2 * dp, true, rowBytes);
           e.mma(ads, {bk[0], bk[1]}, MutableArrayRef<Value>(&acc[2 * dp * 4], 4));
           e.mma(ads, {bk[2], bk[3]},
@@ -838,12 +846,12 @@ int64_t buildBackward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
         }
       }
       for (int64_t half = 0; half < 2; ++half) {
-        Value row = e.add(i0, e.add(warpRow, e.add(g, 8 * half)));
-        Value rowBase = e.add(e.mul(e.add(rowStart, row), qStride),
-                              e.add(e.mul(head, D), e.mul(t4, 2)));
+        Value row = e.addI(i0, e.addI(warpRow, e.addI(g, 8 * half)));
+        Value rowBase = e.addI(e.mulI(e.addI(rowStart, row), qStride),
+                              e.addI(e.mulI(head, D), e.mulI(t4, 2)));
         // Two adjacent columns per red.global.add.v2.f32 (sm_90).
         for (int64_t nt = 0; nt < 8; ++nt)
-          e.reduceAdd2(wsWord(ws.dq, e.add(rowBase, dh * 64 + nt * 8), e.f32),
+          e.reduceAdd2(wsWord(ws.dq, e.addI(rowBase, dh * 64 + nt * 8), e.f32),
                        acc[nt * 4 + half * 2], acc[nt * 4 + half * 2 + 1]);
       }
     }
@@ -852,17 +860,17 @@ int64_t buildBackward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
     scf::YieldOp::create(b, loc, yield);
   }
   auto results = loop.getResults();
-  Value scale = e.cf(s.scale);
+  Value scale = e.f32c(s.scale);
   for (int64_t half = 0; half < 2; ++half) {
-    Value row = e.add(j0, e.add(warpRow, e.add(g, 8 * half)));
-    Value rowBase = e.add(e.mul(e.add(rowStart, row), kvStride),
-                          e.add(e.mul(kvHead, D), e.mul(t4, 2)));
+    Value row = e.addI(j0, e.addI(warpRow, e.addI(g, 8 * half)));
+    Value rowBase = e.addI(e.mulI(e.addI(rowStart, row), kvStride),
+                          e.addI(e.mulI(kvHead, D), e.mulI(t4, 2)));
     for (int64_t dt = 0; dt < dTiles; ++dt) {
       int64_t at = dt * 4 + half * 2;
-      Value k0 = e.fmul(results[at], scale), k1 = e.fmul(results[at + 1], scale);
-      e.store(e.packBf16(k0, k1), e.gep(a.dk, e.bf16, e.add(rowBase, dt * 8)), 4);
+      Value k0 = e.mulF(results[at], scale), k1 = e.mulF(results[at + 1], scale);
+      e.storePtr(e.packBf16(k0, k1), e.gep(a.dk, e.bf16, e.addI(rowBase, dt * 8)), 4);
       Value v0 = results[dTiles * 4 + at], v1 = results[dTiles * 4 + at + 1];
-      e.store(e.packBf16(v0, v1), e.gep(a.dv, e.bf16, e.add(rowBase, dt * 8)), 4);
+      e.storePtr(e.packBf16(v0, v1), e.gep(a.dv, e.bf16, e.addI(rowBase, dt * 8)), 4);
     }
   }
   return sharedBytes;
@@ -905,8 +913,7 @@ struct AttentionToGpuPass
       if (refused.contains(key))
         continue;
       if (Operation *same = built.lookup(key)) {
-        for (StringRef name : {"kernels", "launch", "workspace_bytes"})
-          op->setAttr(name, same->getAttr(name));
+        copyLaunches(same, op);
         continue;
       }
       AttnShape s;
@@ -949,17 +956,10 @@ struct AttentionToGpuPass
               std::to_string(counter++);
       b.setInsertionPointToEnd(moduleOp.getBody());
       auto mod = gpu::GPUModuleOp::create(b, op->getLoc(), sym);
-      SmallVector<Attribute> kernels, launches;
+      LaunchList launches(b, sym);
       auto record = [&](StringRef fn, int64_t grid, int64_t block,
                         int64_t shared) {
-        auto ref = SymbolRefAttr::get(b.getStringAttr(sym),
-                                      {FlatSymbolRefAttr::get(&getContext(), fn)});
-        kernels.push_back(ref);
-        launches.push_back(b.getDictionaryAttr(
-            {b.getNamedAttr("kernel", ref),
-             b.getNamedAttr("grid", b.getI64IntegerAttr(grid)),
-             b.getNamedAttr("block", b.getI64IntegerAttr(block)),
-             b.getNamedAttr("shared_bytes", b.getI64IntegerAttr(shared))}));
+        launches.add(fn, grid, block, shared);
       };
       int64_t workspaceBytes = 0;
       if (forward) {
@@ -1004,9 +1004,7 @@ struct AttentionToGpuPass
         record(sym + "_dq", (groups + kConvertThreads - 1) / kConvertThreads,
                kConvertThreads, 0);
       }
-      op->setAttr("kernels", b.getArrayAttr(kernels));
-      op->setAttr("launch", b.getArrayAttr(launches));
-      op->setAttr("workspace_bytes", b.getI64IntegerAttr(workspaceBytes));
+      launches.apply(op, workspaceBytes, std::nullopt);
       built[key] = op;
     }
   }

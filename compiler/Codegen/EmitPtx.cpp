@@ -1,7 +1,6 @@
 // octet-emit-ptx, and the emitPtx API it wraps.
 
 #include "compiler/Codegen/Passes.h"
-#include "compiler/Codegen/Pipeline.h"
 
 #include "dialects/kernel/KernelDialect.h"
 
@@ -129,26 +128,23 @@ LogicalResult emitPtx(ModuleOp module, StringRef dir, StringRef ptxasPath) {
   llvm::json::Array kernels;
   // kernel.fused regions and the attention ops: every op with a launch list.
   int attentionIndex = 0;
-  module.walk([&](Operation *op) {
-    auto launches = op->getAttrOfType<ArrayAttr>("launch");
-    if (!launches)
+  module.walk([&](kernel::LaunchedOpInterface op) {
+    if (!op.hasLaunches())
       return;
-    auto fused = dyn_cast<kernel::FusedOp>(op);
+    auto fused = dyn_cast<kernel::FusedOp>(op.getOperation());
     std::string moduleName;
     llvm::json::Array launchList;
-    for (Attribute a : launches) {
-      auto dict = cast<DictionaryAttr>(a);
-      auto ref = cast<SymbolRefAttr>(dict.get("kernel"));
-      moduleName = ref.getRootReference().str();
+    for (kernel::LaunchAttr l : op.getLaunches()) {
+      moduleName = l.getKernel().getRootReference().str();
       llvm::json::Object launch{
-          {"kernel", ref.getLeafReference().getValue()},
-          {"grid", cast<IntegerAttr>(dict.get("grid")).getInt()},
-          {"block", cast<IntegerAttr>(dict.get("block")).getInt()}};
-      if (auto shared = dict.getAs<IntegerAttr>("shared_bytes"))
-        launch["shared_bytes"] = shared.getInt();
-      if (auto cluster = dict.getAs<IntegerAttr>("cluster"))
-        launch["cluster"] = cluster.getInt();
-      if (dict.get("programmatic"))
+          {"kernel", l.getKernel().getLeafReference().getValue()},
+          {"grid", l.getGrid()},
+          {"block", l.getBlock()}};
+      if (l.getSharedBytes())
+        launch["shared_bytes"] = l.getSharedBytes();
+      if (l.getCluster() != 1)
+        launch["cluster"] = l.getCluster();
+      if (l.getProgrammatic())
         launch["programmatic"] = true;
       launchList.push_back(std::move(launch));
     }
@@ -159,9 +155,7 @@ LogicalResult emitPtx(ModuleOp module, StringRef dir, StringRef ptxasPath) {
       args.push_back(describeBuffer("in" + std::to_string(i), "input", t));
     for (auto [i, t] : llvm::enumerate(op->getResultTypes()))
       args.push_back(describeBuffer("out" + std::to_string(i), "result", t));
-    int64_t workspace = 0;
-    if (auto w = op->getAttrOfType<IntegerAttr>("workspace_bytes"))
-      workspace = w.getInt();
+    int64_t workspace = op.getWorkspaceBytesOrZero();
     if (workspace)
       args.push_back(llvm::json::Object{{"name", "workspace"},
                                         {"role", "workspace"},
@@ -169,9 +163,8 @@ LogicalResult emitPtx(ModuleOp module, StringRef dir, StringRef ptxasPath) {
                                         {"shape", llvm::json::Array{workspace / 4}},
                                         {"bytes", workspace}});
     llvm::json::Array zeroed;
-    if (auto z = op->getAttrOfType<DenseI64ArrayAttr>("zero_results"))
-      for (int64_t i : z.asArrayRef())
-        zeroed.push_back(i);
+    for (int64_t i : op.getZeroedResults())
+      zeroed.push_back(i);
     // Attention ops have no name of their own: kind and index in the module.
     std::string kind = fused ? fused.getKind().str()
                              : op->getName().stripDialect().str();

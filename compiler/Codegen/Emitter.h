@@ -1,215 +1,260 @@
-//===- Emitter.h - IR building over scalars and LLVM pointers ---*- C++ -*-===//
+//===- Emitter.h - The IR vocabulary of every kernel family -----*- C++ -*-===//
 //
-// The vocabulary of the kernels written at the level of LLVM pointers and
-// single PTX instructions (attention, the clustered norm + transpose):
-// i32 / f32 arithmetic, typed global and shared addressing, inline PTX.
+// One set of IR-building helpers for every kernel Codegen writes: the row
+// kernels, their column sums and transposes, the whole-op kernels, the
+// clustered norm + transpose and attention. A helper is named after the op
+// it creates, so a name means one thing everywhere:
+//   addI / subI / mulI / divUI / remUI / andI / orI / xOrI / shLI / shRUI /
+//   maxSI / minSI   arith integer ops, on index and i32 alike (the int64_t
+//                   overloads make a constant of the operand's type and
+//                   fold x + 0, x · 1 and x / 1 away);
+//   cmpI / cmpF     arith.cmpi / arith.cmpf with the predicate given;
+//   addF / subF / mulF / divF / maximumF / minimumF / fma   float ops;
+//   load / store    memref.load / memref.store;
+//   vload / vstore  vector.load / vector.store;
+//   loadPtr / storePtr / gep   LLVM pointer accesses (kernels written at the
+//                   level of LLVM pointers and PTX: attention, the clustered
+//                   norm + transpose).
+// One block reduction (blockReduce) serves every kernel that reduces over a
+// block.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef OCTET_COMPILER_CODEGEN_EMITTER_H
 #define OCTET_COMPILER_CODEGEN_EMITTER_H
 
-#include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/GPU/IR/GPUDialect.h"
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
-#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 
 #include <array>
 
+namespace mlir::arith {
+enum class CmpIPredicate : uint64_t;
+enum class CmpFPredicate : uint64_t;
+} // namespace mlir::arith
+namespace mlir::gpu {
+class GPUFuncOp;
+class GPUModuleOp;
+} // namespace mlir::gpu
+
 namespace octet::codegen {
 
-using namespace mlir;
+constexpr int64_t kWarp = 32;
+// Values reduced over a block at once (one barrier): LayerNorm's mean and
+// M2, a norm gradient's two row sums.
+constexpr int64_t kMaxReduced = 2;
 
-// Small IR building vocabulary over i32 / f32 scalars and LLVM pointers.
 class Emitter {
 public:
-  Emitter(OpBuilder &b, Location loc)
-      : b(b), loc(loc), ctx(b.getContext()), i32(b.getI32Type()),
-        f32(b.getF32Type()), bf16(b.getBF16Type()),
-        ptrG(LLVM::LLVMPointerType::get(ctx, 1)),
-        ptrS(LLVM::LLVMPointerType::get(ctx, 3)) {}
+  Emitter(mlir::OpBuilder &b, mlir::Location loc);
 
-  OpBuilder &b;
-  Location loc;
-  MLIRContext *ctx;
-  Type i32, f32, bf16, ptrG, ptrS;
+  mlir::OpBuilder &b;
+  mlir::Location loc;
+  mlir::MLIRContext *ctx;
+  mlir::Type i32, f32, bf16, ptrG, ptrS;
+  // addF, subF and mulF carry the `contract` fast-math flag when set: a
+  // product feeding a sum may then fuse into one fma (a single rounding
+  // instead of two, and fewer instructions an element). The row kernels
+  // set it; their stated f32 tolerances allow it.
+  bool contract = false;
 
-  Value c(int64_t v) { return arith::ConstantIntOp::create(b, loc, i32, v); }
-  Value cf(double v) {
-    return arith::ConstantFloatOp::create(b, loc, cast<FloatType>(f32),
-                                          APFloat(static_cast<float>(v)));
-  }
-  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
-  Value add(Value x, int64_t y) { return y ? add(x, c(y)) : x; }
-  Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
-  Value mul(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
-  Value mul(Value x, int64_t y) { return y == 1 ? x : mul(x, c(y)); }
-  Value div(Value x, int64_t y) {
-    return y == 1 ? x : arith::DivUIOp::create(b, loc, x, c(y)).getResult();
-  }
-  Value rem(Value x, int64_t y) { return arith::RemUIOp::create(b, loc, x, c(y)); }
-  Value band(Value x, int64_t y) { return arith::AndIOp::create(b, loc, x, c(y)); }
-  Value bxor(Value x, Value y) { return arith::XOrIOp::create(b, loc, x, y); }
-  Value shr(Value x, int64_t y) { return arith::ShRUIOp::create(b, loc, x, c(y)); }
-  Value shl(Value x, int64_t y) { return arith::ShLIOp::create(b, loc, x, c(y)); }
-  Value smax(Value x, Value y) { return arith::MaxSIOp::create(b, loc, x, y); }
-  Value smin(Value x, Value y) { return arith::MinSIOp::create(b, loc, x, y); }
-  Value cmp(arith::CmpIPredicate p, Value x, Value y) {
-    return arith::CmpIOp::create(b, loc, p, x, y);
-  }
-  Value lt(Value x, Value y) { return cmp(arith::CmpIPredicate::slt, x, y); }
-  Value gt(Value x, Value y) { return cmp(arith::CmpIPredicate::sgt, x, y); }
-  Value le(Value x, Value y) { return cmp(arith::CmpIPredicate::sle, x, y); }
-  Value orb(Value x, Value y) { return arith::OrIOp::create(b, loc, x, y); }
-  Value andb(Value x, Value y) { return arith::AndIOp::create(b, loc, x, y); }
-  Value select(Value p, Value x, Value y) {
-    return arith::SelectOp::create(b, loc, p, x, y);
-  }
-  Value fadd(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
-  Value fsub(Value x, Value y) { return arith::SubFOp::create(b, loc, x, y); }
-  Value fmul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
-  Value fdiv(Value x, Value y) { return arith::DivFOp::create(b, loc, x, y); }
-  Value fma(Value x, Value y, Value z) {
-    return LLVM::FMAOp::create(b, loc, x, y, z);
-  }
-  Value fmax(Value x, Value y) { return arith::MaximumFOp::create(b, loc, x, y); }
-  Value feq(Value x, Value y) {
-    return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, x, y);
-  }
+  // Constants.
+  mlir::Value idx(int64_t v);
+  mlir::Value i32c(int64_t v);
+  mlir::Value f32c(double v);
+  // A constant of integer type `type` (index or an integer width).
+  mlir::Value intc(mlir::Type type, int64_t v);
+  // A vector of `type` with every lane `v`.
+  mlir::Value splat(mlir::VectorType type, double v);
+  mlir::Value zeros(mlir::Type type);
 
-  Value threadId() { return NVVM::ThreadIdXOp::create(b, loc, i32); }
-  Value blockId() { return NVVM::BlockIdXOp::create(b, loc, i32); }
-  void barrier() { NVVM::Barrier0Op::create(b, loc); }
+  // Integer arithmetic.
+  mlir::Value addI(mlir::Value x, mlir::Value y);
+  mlir::Value addI(mlir::Value x, int64_t y);
+  mlir::Value subI(mlir::Value x, mlir::Value y);
+  mlir::Value mulI(mlir::Value x, mlir::Value y);
+  mlir::Value mulI(mlir::Value x, int64_t y);
+  mlir::Value divUI(mlir::Value x, mlir::Value y);
+  mlir::Value divUI(mlir::Value x, int64_t y);
+  mlir::Value remUI(mlir::Value x, mlir::Value y);
+  mlir::Value remUI(mlir::Value x, int64_t y);
+  mlir::Value andI(mlir::Value x, mlir::Value y);
+  mlir::Value andI(mlir::Value x, int64_t y);
+  mlir::Value orI(mlir::Value x, mlir::Value y);
+  mlir::Value xOrI(mlir::Value x, mlir::Value y);
+  mlir::Value shLI(mlir::Value x, int64_t y);
+  mlir::Value shRUI(mlir::Value x, int64_t y);
+  mlir::Value maxSI(mlir::Value x, mlir::Value y);
+  mlir::Value minSI(mlir::Value x, mlir::Value y);
+  // arith.cmpi with that predicate.
+  mlir::Value cmpI(mlir::arith::CmpIPredicate predicate, mlir::Value x,
+                   mlir::Value y);
+  mlir::Value select(mlir::Value cond, mlir::Value x, mlir::Value y);
+  mlir::Value indexCast(mlir::Value x); // to index
 
-  // Element `index` of a typed global buffer.
-  Value gep(Value base, Type elem, Value index) {
-    return LLVM::GEPOp::create(b, loc, base.getType(), elem, base,
-                               ValueRange{index});
-  }
-  Value load(Type t, Value ptr, unsigned align = 0) {
-    return LLVM::LoadOp::create(b, loc, t, ptr, align);
-  }
-  void store(Value v, Value ptr, unsigned align = 0) {
-    LLVM::StoreOp::create(b, loc, v, ptr, align);
-  }
+  // Float arithmetic (scalars or vectors).
+  mlir::Value addF(mlir::Value x, mlir::Value y);
+  mlir::Value subF(mlir::Value x, mlir::Value y);
+  mlir::Value mulF(mlir::Value x, mlir::Value y);
+  mlir::Value divF(mlir::Value x, mlir::Value y);
+  mlir::Value negF(mlir::Value x);
+  mlir::Value maximumF(mlir::Value x, mlir::Value y);
+  mlir::Value minimumF(mlir::Value x, mlir::Value y);
+  mlir::Value fma(mlir::Value x, mlir::Value y, mlir::Value z); // math.fma
+  mlir::Value absF(mlir::Value x);
+  mlir::Value sqrt(mlir::Value x);
+  mlir::Value exp(mlir::Value x);
+  mlir::Value log(mlir::Value x);
+  mlir::Value cos(mlir::Value x);
+  mlir::Value sin(mlir::Value x);
+  // arith.cmpf with that predicate.
+  mlir::Value cmpF(mlir::arith::CmpFPredicate predicate, mlir::Value x,
+                   mlir::Value y);
+  // Same-width reinterpretation (arith.bitcast), e.g. f32 ↔ i32.
+  mlir::Value bitcast(mlir::Type type, mlir::Value x);
+  // x (any float or integer element, scalar or vector) as f32: extf or
+  // sitofp of the same shape; f32 stays as it is.
+  mlir::Value toF32(mlir::Value x);
+  // f32 (scalar or vector) to element type `elem` by truncf.
+  mlir::Value fromF32(mlir::Value x, mlir::Type elem);
+  // Rounded to `elem` and back: what storing as `elem` would keep.
+  mlir::Value roundTo(mlir::Value x, mlir::Type elem);
 
-  // One PTX instruction with register operands.
-  Value asmOp(Type result, StringRef text, StringRef constraints,
-              ValueRange args, bool sideEffects = false) {
-    auto op = LLVM::InlineAsmOp::create(
-        b, loc, result, args, b.getStringAttr(text),
-        b.getStringAttr(constraints),
-        sideEffects ? b.getUnitAttr() : UnitAttr(), UnitAttr(),
-        LLVM::TailCallKindAttr(),
-        LLVM::AsmDialectAttr::get(ctx, LLVM::AsmDialect::AD_ATT), ArrayAttr());
-    return op.getRes();
-  }
-  Value exp2(Value x) {
-    return asmOp(f32, "ex2.approx.ftz.f32 $0, $1;", "=f,f", {x});
-  }
-  Value log2(Value x) {
-    return asmOp(f32, "lg2.approx.ftz.f32 $0, $1;", "=f,f", {x});
-  }
+  // Vectors.
+  mlir::Value broadcast(mlir::VectorType type, mlir::Value scalar);
+  mlir::Value extract(mlir::Value vector, int64_t lane);
+  mlir::Value insert(mlir::Value scalar, mlir::Value vector, int64_t lane);
+  mlir::Value shuffle(mlir::Value x, mlir::Value y,
+                      llvm::ArrayRef<int64_t> mask); // vector.shuffle
+  mlir::Value reduceAdd(mlir::Value vector);
+  mlir::Value reduceMaximumF(mlir::Value vector);
+
+  // Memory: memrefs (row kernels, whole-op kernels, transposes).
+  mlir::Value load(mlir::Value mem, mlir::Value index);
+  void store(mlir::Value x, mlir::Value mem, mlir::Value index);
+  mlir::Value vload(mlir::VectorType type, mlir::Value mem, mlir::Value index,
+                    int64_t alignBytes);
+  void vstore(mlir::Value x, mlir::Value mem, mlir::Value index,
+              int64_t alignBytes);
+  // One atomic of the unsigned integer maximum (of float bits, say).
+  void atomicMaxU(mlir::Value x, mlir::Value mem, mlir::Value index);
+  void atomicAddF(mlir::Value x, mlir::Value mem, mlir::Value index);
+  // LLVM pointers: element `index` of a typed buffer, loads and stores.
+  mlir::Value gep(mlir::Value base, mlir::Type elem, mlir::Value index);
+  mlir::Value loadPtr(mlir::Type type, mlir::Value ptr, unsigned align = 0);
+  void storePtr(mlir::Value x, mlir::Value ptr, unsigned align = 0);
+  // Byte `byteOffset` (i32) of the shared memory at `smem`.
+  mlir::Value smemAt(mlir::Value smem, mlir::Value byteOffset);
+
+  // Threads: gpu.thread_id / gpu.block_id (index), or the NVVM special
+  // registers (i32) in kernels written over LLVM pointers.
+  mlir::Value threadId();
+  mlir::Value blockId();
+  mlir::Value threadId32();
+  mlir::Value blockId32();
+  void barrier();
+  // gpu.shuffle xor over the warp: lane i gets lane i ^ offset's `x`.
+  mlir::Value shuffleXor(mlir::Value x, int64_t offset);
+
+  // Control flow. `body` runs with the builder inside; the insertion point
+  // is restored after.
+  void ifThen(mlir::Value cond, llvm::function_ref<void()> body);
+  // for (i = lb; i < ub; i += step) over values `init`: `body` gets i and
+  // the carried values and returns the next ones.
+  mlir::ValueRange
+  forLoop(mlir::Value lb, mlir::Value ub, int64_t step, mlir::ValueRange init,
+          llvm::function_ref<llvm::SmallVector<mlir::Value>(mlir::Value,
+                                                            mlir::ValueRange)>
+              body);
+
+  // PTX: one instruction with register operands, or text with no result,
+  // kept where it is (side effects); a "~{memory}" constraint also keeps
+  // memory accesses from moving across it.
+  mlir::Value asmOp(mlir::Type result, llvm::StringRef text,
+                    llvm::StringRef constraints, mlir::ValueRange args,
+                    bool sideEffects = false);
+  void asmVoid(llvm::StringRef text, llvm::StringRef constraints,
+               mlir::ValueRange args);
+  // ex2.approx.ftz / lg2.approx.ftz (at most 2 ulp, PTX ISA).
+  mlir::Value exp2(mlir::Value x);
+  mlir::Value log2(mlir::Value x);
   // Two f32 → bf16x2 (round to nearest even), `lo` in the low half.
-  Value packBf16(Value lo, Value hi) {
-    return asmOp(i32, "cvt.rn.bf16x2.f32 $0, $1, $2;", "=r,f,f", {hi, lo});
-  }
-
-  Value shuffleXor(Value v, int64_t offset) {
-    return gpu::ShuffleOp::create(b, loc, v, offset, 32, gpu::ShuffleMode::XOR)
-        .getShuffleResult();
-  }
-
-  Value smemAt(Value smem, Value byteOffset) {
-    return LLVM::GEPOp::create(b, loc, ptrS, b.getI8Type(), smem,
-                               ValueRange{byteOffset});
-  }
+  mlir::Value packBf16(mlir::Value lo, mlir::Value hi);
   // ldmatrix.x4 (transposed when `trans`): four 8x8 b16 matrices, lane l
   // giving the row address of matrix l / 8.
-  std::array<Value, 4> ldmatrix4(Value ptr, bool trans) {
-    Type i32x4 = LLVM::LLVMStructType::getLiteral(ctx, {i32, i32, i32, i32});
-    Value r = NVVM::LdMatrixOp::create(
-        b, loc, i32x4, ptr, b.getI32IntegerAttr(4),
-        NVVM::MMALayoutAttr::get(ctx, trans ? NVVM::MMALayout::col
-                                            : NVVM::MMALayout::row),
-        NVVM::LdStMatrixShapeAttr::get(ctx, 8, 8),
-        NVVM::LdStMatrixEltTypeAttr::get(ctx, NVVM::LdStMatrixEltType::B16));
-    std::array<Value, 4> out;
-    for (int i = 0; i < 4; ++i)
-      out[i] = LLVM::ExtractValueOp::create(b, loc, r, i);
-    return out;
-  }
+  std::array<mlir::Value, 4> ldmatrix4(mlir::Value ptr, bool trans);
   // D = A·B + C for one m16n8k16 tile: A 4 regs of bf16x2, B 2, C/D 4 f32.
-  void mma(ArrayRef<Value> a, ArrayRef<Value> bfrag, MutableArrayRef<Value> acc) {
-    Type f32x4 = LLVM::LLVMStructType::getLiteral(ctx, {f32, f32, f32, f32});
-    Value r = NVVM::MmaOp::create(
-        b, loc, f32x4, a, bfrag, ValueRange(acc), {16, 8, 16}, std::nullopt,
-        std::nullopt,
-        std::array<NVVM::MMATypes, 2>{NVVM::MMATypes::bf16,
-                                      NVVM::MMATypes::bf16},
-        std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
-                                       NVVM::MMALayout::col});
-    for (int i = 0; i < 4; ++i)
-      acc[i] = LLVM::ExtractValueOp::create(b, loc, r, i);
-  }
-  // PTX with no result, kept where it is (side effects); a "~{memory}"
-  // constraint also keeps memory accesses from moving across it.
-  void asmVoid(StringRef text, StringRef constraints, ValueRange args) {
-    LLVM::InlineAsmOp::create(
-        b, loc, TypeRange(), args, b.getStringAttr(text),
-        b.getStringAttr(constraints), b.getUnitAttr(), UnitAttr(),
-        LLVM::TailCallKindAttr(),
-        LLVM::AsmDialectAttr::get(ctx, LLVM::AsmDialect::AD_ATT), ArrayAttr());
-  }
+  void mma(llvm::ArrayRef<mlir::Value> a, llvm::ArrayRef<mlir::Value> bfrag,
+           llvm::MutableArrayRef<mlir::Value> acc);
   // Adds (x, y) to the two f32 at `ptr` (8-byte aligned, global).
-  void reduceAdd2(Value ptr, Value x, Value y) {
-    asmVoid("red.global.add.v2.f32 [$0], {$1, $2};", "l,f,f", {ptr, x, y});
-  }
-  void cpAsync16(Value dst, Value src) {
-    NVVM::CpAsyncOp::create(b, loc, dst, src, 16, NVVM::LoadCacheModifierKind::CG,
-                            Value());
-  }
-  void cpAsyncCommit() { NVVM::CpAsyncCommitGroupOp::create(b, loc); }
-  void cpAsyncWaitAll() { NVVM::CpAsyncWaitGroupOp::create(b, loc, 0); }
-
-  template <typename Fn> void ifThen(Value cond, Fn body) {
-    auto ifOp = scf::IfOp::create(b, loc, cond, /*withElseRegion=*/false);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(ifOp.thenBlock());
-    body();
-  }
+  void reduceAdd2(mlir::Value ptr, mlir::Value x, mlir::Value y);
+  void cpAsync16(mlir::Value dst, mlir::Value src);
+  void cpAsyncCommit();
+  void cpAsyncWaitAll();
 };
 
-// A kernel of `numArgs` global pointers and `threads` threads a block, the
-// builder left before its return.
-inline gpu::GPUFuncOp makeKernel(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
-                          unsigned numArgs, int64_t threads, Location loc) {
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToEnd(mod.getBody());
-  SmallVector<Type> args(numArgs, LLVM::LLVMPointerType::get(b.getContext(), 1));
-  auto f = gpu::GPUFuncOp::create(b, loc, name, b.getFunctionType(args, {}));
-  f->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-  f.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({(int32_t)threads, 1, 1}));
-  b.setInsertionPointToStart(&f.getBody().front());
-  gpu::ReturnOp::create(b, loc);
-  return f;
-}
+// The shared memory where a block reduction's warps exchange their
+// partials: a memref<f32> in workgroup memory (`shared`), or bytes
+// `byteOffset` on of the dynamic shared memory at LLVM pointer `shared`
+// (kernels written over LLVM pointers). A slot holds kMaxReduced values per
+// warp; with `slots` = 2 consecutive reductions use the slots in turn, so
+// the barrier of the reduction in between orders a slot's reuse. With
+// `barrierFirst` a reduction waits for a barrier before it writes (one
+// slot, whose last readers may still be reading it).
+struct ReductionScratch {
+  mlir::Value shared;
+  int64_t byteOffset = 0, warps = 1, slots = 1;
+  bool barrierFirst = false;
+  // This thread's lane and warp, or null to compute them from `tid` at
+  // each reduction.
+  mlir::Value lane, warp, tid;
+  int next = 0; // the slot of the next reduction
+};
+
+// Combines two partials (one value each, or several reduced together);
+// `step` is the butterfly level or, across warps, the warp folded in.
+using Combine = llvm::function_ref<llvm::SmallVector<mlir::Value>(
+    llvm::ArrayRef<mlir::Value>, llvm::ArrayRef<mlir::Value>, int64_t step)>;
+
+// The block's reduction of `xs` (each thread's partials, at most
+// kMaxReduced): a butterfly over each warp (warpReduce), then each warp's
+// lane 0 writes its values to the scratch, and after a barrier the warps'
+// values are folded in warp order by `merge`, so that the bits do not
+// depend on scheduling. Every thread gets the result.
+llvm::SmallVector<mlir::Value> blockReduce(Emitter &e,
+                                           ReductionScratch &scratch,
+                                           llvm::SmallVector<mlir::Value> xs,
+                                           Combine combine, Combine merge);
+// A sum (addF) or a maximum (maximumF) of one value over the block.
+mlir::Value blockSum(Emitter &e, ReductionScratch &scratch, mlir::Value x);
+mlir::Value blockMax(Emitter &e, ReductionScratch &scratch, mlir::Value x);
+// The block's maximum of `x` in thread 0 only (scratch.tid), handed to
+// `use` there: one atomic a block.
+void blockMaxInThread0(Emitter &e, ReductionScratch &scratch, mlir::Value x,
+                       llvm::function_ref<void(mlir::Value)> use);
+// The butterfly alone (gpu.shuffle xor; `combine` must be symmetric, so
+// that every lane ends with the same bits): every lane gets the warp's
+// reduction.
+llvm::SmallVector<mlir::Value>
+warpReduce(Emitter &e, llvm::SmallVector<mlir::Value> xs, Combine combine);
+mlir::Value warpSum(Emitter &e, mlir::Value x);
+mlir::Value warpMax(Emitter &e, mlir::Value x);
+
+// A kernel `name` of arguments `args`, workgroup buffers `workgroup` and
+// `threads` threads a block, the builder left inside it before its return.
+mlir::gpu::GPUFuncOp createKernel(mlir::OpBuilder &b, mlir::Location loc,
+                                  mlir::gpu::GPUModuleOp mod,
+                                  llvm::StringRef name, mlir::TypeRange args,
+                                  mlir::TypeRange workgroup, int64_t threads);
+// A kernel of `numArgs` global pointers (the builder's insertion point is
+// kept).
+mlir::gpu::GPUFuncOp makeKernel(mlir::OpBuilder &b, mlir::gpu::GPUModuleOp mod,
+                                llvm::StringRef name, unsigned numArgs,
+                                int64_t threads, mlir::Location loc);
 
 // The dynamic shared memory of every kernel of the module, as the external
 // shared array `name`.
-inline Value sharedBase(Emitter &e, gpu::GPUModuleOp mod, StringRef name) {
-  if (!mod.lookupSymbol(name)) {
-    OpBuilder::InsertionGuard guard(e.b);
-    e.b.setInsertionPointToStart(mod.getBody());
-    LLVM::GlobalOp::create(e.b, e.loc,
-                           LLVM::LLVMArrayType::get(e.b.getI8Type(), 0),
-                           /*isConstant=*/false, LLVM::Linkage::External, name,
-                           Attribute(), /*alignment=*/128, /*addrSpace=*/3);
-  }
-  return LLVM::AddressOfOp::create(e.b, e.loc, e.ptrS, name);
-}
+mlir::Value sharedBase(Emitter &e, mlir::gpu::GPUModuleOp mod,
+                       llvm::StringRef name);
 
 } // namespace octet::codegen
 

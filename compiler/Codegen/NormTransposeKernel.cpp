@@ -36,7 +36,10 @@
 #include "dialects/fp8/Fp8Dialect.h"
 #include "dialects/graph/GraphDialect.h"
 
-#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 #include <limits>
@@ -168,12 +171,12 @@ struct Sync {
   Emitter &e;
   void init(Value bar, int64_t count) {
     e.asmVoid("mbarrier.init.shared::cta.b64 [$0], $1;", "r,r,~{memory}",
-              {bar, e.c(count)});
+              {bar, e.i32c(count)});
   }
   // Arrives once, raising the bytes the phase waits for by `bytes`.
   void expect(Value bar, int64_t bytes) {
     e.asmVoid("mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;",
-              "r,r,~{memory}", {bar, e.c(bytes)});
+              "r,r,~{memory}", {bar, e.i32c(bytes)});
   }
   // Spins until the phase of `parity` has completed.
   void wait(Value bar, Value parity) {
@@ -204,10 +207,10 @@ struct Sync {
   void bulkCopy(Value to, Value from, int64_t bytes, Value bar) {
     e.asmVoid("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::"
               "bytes [$0], [$1], $2, [$3];",
-              "r,l,r,r,~{memory}", {to, from, e.c(bytes), bar});
+              "r,l,r,r,~{memory}", {to, from, e.i32c(bytes), bar});
   }
   void namedBarrier(Value id, int64_t threads) {
-    e.asmVoid("bar.sync $0, $1;", "r,r,~{memory}", {id, e.c(threads)});
+    e.asmVoid("bar.sync $0, $1;", "r,r,~{memory}", {id, e.i32c(threads)});
   }
   void clusterBarrier() {
     e.asmVoid("barrier.cluster.arrive.release.aligned;\n"
@@ -215,22 +218,6 @@ struct Sync {
               "~{memory}", {});
   }
 };
-
-// for (i = lb; i < ub; i += step) with carried values; `body` returns the
-// next ones.
-template <typename Fn>
-scf::ForOp forLoop(Emitter &e, Value lb, Value ub, int64_t step,
-                   ValueRange init, Fn body) {
-  auto loop = scf::ForOp::create(e.b, e.loc, lb, ub, e.c(step), init);
-  OpBuilder::InsertionGuard guard(e.b);
-  e.b.setInsertionPointToStart(loop.getBody());
-  SmallVector<Value> next =
-      body(loop.getInductionVar(), loop.getRegionIterArgs());
-  if (init.empty())
-    return loop;
-  scf::YieldOp::create(e.b, e.loc, next);
-  return loop;
-}
 
 class Builder {
 public:
@@ -248,27 +235,27 @@ public:
     out = results[m.quantized];
     outT = results[m.transposed];
     amaxOut = results[m.amax];
-    Value tid = e.threadId();
-    warp = e.shr(tid, 5);
-    lane = e.band(tid, 31);
+    Value tid = e.threadId32();
+    warp = e.shRUI(tid, 5);
+    lane = e.andI(tid, 31);
     rank = e.asmOp(e.i32, "mov.u32 $0, %cluster_ctarank;", "=r", {});
-    cluster = e.div(e.blockId(), kCluster);
+    cluster = e.divUI(e.blockId32(), kCluster);
     // Bands cluster, cluster + clusters, ...
-    iters = e.div(e.add(e.sub(e.c(bands), cluster), clusters - 1), clusters);
-    rowsHere = e.mul(iters, kRowsPerBlock);
+    iters = e.divUI(e.addI(e.subI(e.i32c(bands), cluster), clusters - 1), clusters);
+    rowsHere = e.mulI(iters, kRowsPerBlock);
     base = LLVM::PtrToIntOp::create(e.b, e.loc, e.i32, smem);
-    ready = e.add(base, l.bars);
-    freed = e.add(base, l.bars + 8);
+    ready = e.addI(base, l.bars);
+    freed = e.addI(base, l.bars + 8);
 
-    e.ifThen(e.cmp(arith::CmpIPredicate::eq, tid, e.c(0)), [&] {
+    e.ifThen(e.cmpI(arith::CmpIPredicate::eq, tid, e.i32c(0)), [&] {
       sync.init(ready, 1);
       sync.init(freed, kCluster);
       for (int64_t g = 0; g < kRowGroups; ++g)
-        sync.init(slotBar(e.c(g)), 1);
+        sync.init(slotBar(e.i32c(g)), 1);
       e.asmVoid("fence.mbarrier_init.release.cluster;", "~{memory}", {});
       sync.expect(ready, kBand * l.half);
       e.asmVoid("fence.proxy.async.shared::cta;", "~{memory}", {});
-      forLoop(e, e.c(0), e.smin(e.c(kRowGroups), rowsHere), 1, {},
+      e.forLoop(e.i32c(0), e.minSI(e.i32c(kRowGroups), rowsHere), 1, {},
               [&](Value q, ValueRange) {
                 issueRow(q);
                 return SmallVector<Value>{};
@@ -276,40 +263,41 @@ public:
     });
     // The norm weight, in shared memory for every row.
     for (int64_t first = 0; first < m.cols / 4; first += kThreads) {
-      Value i = e.add(tid, first);
+      Value i = e.addI(tid, first);
       auto copy = [&] {
         Type v4 = VectorType::get({4}, e.f32);
-        Value w = e.load(v4, e.gep(weight, v4, i), 16);
-        e.store(w, smemAt(e.add(e.c(l.weight), e.shl(i, 4))), 16);
+        Value w = e.loadPtr(v4, e.gep(weight, v4, i), 16);
+        e.storePtr(w, smemAt(e.addI(e.i32c(l.weight), e.shLI(i, 4))), 16);
       };
       if (first + kThreads <= m.cols / 4)
         copy();
       else
-        e.ifThen(e.lt(i, e.c(m.cols / 4)), copy);
+        e.ifThen(e.cmpI(arith::CmpIPredicate::slt, i, e.i32c(m.cols / 4)),
+                 copy);
     }
     e.barrier();
     // Every block's mbarriers are initialized before any block uses them.
     sync.clusterBarrier();
 
-    auto split = scf::IfOp::create(e.b, e.loc, TypeRange{e.f32},
-                                   e.lt(warp, e.c(kRowWarps)), true);
+    auto split = scf::IfOp::create(
+        e.b, e.loc, TypeRange{e.f32},
+        e.cmpI(arith::CmpIPredicate::slt, warp, e.i32c(kRowWarps)), true);
     {
       OpBuilder::InsertionGuard guard(e.b);
       e.b.setInsertionPointToStart(split.thenBlock());
       scf::YieldOp::create(e.b, e.loc, rowWarps());
       e.b.setInsertionPointToStart(split.elseBlock());
-      transposeWarps(e.sub(tid, e.c(kRowWarps * 32)));
-      scf::YieldOp::create(e.b, e.loc, e.cf(0.0));
+      transposeWarps(e.subI(tid, e.i32c(kRowWarps * 32)));
+      scf::YieldOp::create(e.b, e.loc, e.f32c(0.0));
     }
     // No block leaves while another may still push into it.
     sync.clusterBarrier();
     blockAmax(split.getResult(0), tid);
     if (m.passedScale >= 0)
-      e.ifThen(e.andb(e.cmp(arith::CmpIPredicate::eq, tid, e.c(0)),
-                      e.cmp(arith::CmpIPredicate::eq, e.blockId(), e.c(0))),
-               [&] {
-                 e.store(e.load(e.f32, scale), results[m.passedScale]);
-               });
+      e.ifThen(
+          e.andI(e.cmpI(arith::CmpIPredicate::eq, tid, e.i32c(0)),
+                 e.cmpI(arith::CmpIPredicate::eq, e.blockId32(), e.i32c(0))),
+          [&] { e.storePtr(e.loadPtr(e.f32, scale), results[m.passedScale]); });
   }
 
 private:
@@ -325,34 +313,33 @@ private:
 
   Value smemAt(Value offset) { return e.smemAt(smem, offset); }
   Value slotBar(Value group) {
-    return e.add(e.add(base, l.bars + 16), e.shl(group, 3));
+    return e.addI(e.addI(base, l.bars + 16), e.shLI(group, 3));
   }
   Value slot(Value group) {
-    return e.add(e.mul(group, l.slotBytes), l.ring);
+    return e.addI(e.mulI(group, l.slotBytes), l.ring);
   }
   // The row of the tensor that the block's q-th row is.
   Value rowOf(Value q) {
-    Value i = e.div(q, kRowsPerBlock), j = e.rem(q, kRowsPerBlock);
-    Value band = e.add(cluster, e.mul(i, clusters));
-    return e.add(e.add(e.mul(band, kBand), e.mul(rank, kRowsPerBlock)), j);
+    Value i = e.divUI(q, kRowsPerBlock), j = e.remUI(q, kRowsPerBlock);
+    Value band = e.addI(cluster, e.mulI(i, clusters));
+    return e.addI(e.addI(e.mulI(band, kBand), e.mulI(rank, kRowsPerBlock)), j);
   }
   void issueRow(Value q) {
-    Value group = e.rem(q, kRowGroups);
+    Value group = e.remUI(q, kRowGroups);
     Value bar = slotBar(group);
-    Value from = LLVM::GEPOp::create(e.b, e.loc, e.ptrG, e.b.getI8Type(), x,
-                                     ValueRange{e.mul(rowOf(q), m.cols * 2)});
+    Value from = e.gep(x, e.b.getI8Type(), e.mulI(rowOf(q), m.cols * 2));
     sync.expect(bar, l.slotBytes);
-    sync.bulkCopy(e.add(base, slot(group)), from, l.slotBytes, bar);
+    sync.bulkCopy(e.addI(base, slot(group)), from, l.slotBytes, bar);
   }
 
   // Eight bf16 in four words as f32, in column order.
   SmallVector<Value> unpack(ArrayRef<Value> words) {
     SmallVector<Value> f;
     for (Value w : words) {
-      Value lo = e.shl(w, 16);
-      Value hi = e.band(w, -65536); // 0xffff0000
-      f.push_back(LLVM::BitcastOp::create(e.b, e.loc, e.f32, lo));
-      f.push_back(LLVM::BitcastOp::create(e.b, e.loc, e.f32, hi));
+      Value lo = e.shLI(w, 16);
+      Value hi = e.andI(w, -65536); // 0xffff0000
+      f.push_back(e.bitcast(e.f32, lo));
+      f.push_back(e.bitcast(e.f32, hi));
     }
     return f;
   }
@@ -367,131 +354,118 @@ private:
     Value hi = e.asmOp(i16, text, "=h,f,f", {v[3], v[2]});
     lo = arith::ExtUIOp::create(e.b, e.loc, e.i32, lo);
     hi = arith::ExtUIOp::create(e.b, e.loc, e.i32, hi);
-    return e.orb(lo, e.shl(hi, 16));
+    return e.orI(lo, e.shLI(hi, 16));
   }
-  Value warpSum(Value v) {
-    for (int64_t o = 16; o >= 1; o /= 2)
-      v = e.fadd(v, e.shuffleXor(v, o));
-    return v;
-  }
-
   Value rowWarps() {
-    Value group = e.div(warp, kWarpsPerRow), part = e.rem(warp, kWarpsPerRow);
-    Value scaleV = e.load(e.f32, scale);
+    Value group = e.divUI(warp, kWarpsPerRow), part = e.remUI(warp, kWarpsPerRow);
+    Value scaleV = e.loadPtr(e.f32, scale);
     Type v4 = VectorType::get({4}, e.i32);
     Type v4f = VectorType::get({4}, e.f32);
     Type v2 = VectorType::get({2}, e.i32);
-    auto loop = forLoop(
-        e, group, rowsHere, kRowGroups, {e.cf(0.0)},
+    return e.forLoop(
+        group, rowsHere, kRowGroups, {e.f32c(0.0)},
         [&](Value q, ValueRange carried) {
           Value amax = carried[0];
-          Value i = e.div(q, kRowsPerBlock), j = e.rem(q, kRowsPerBlock);
-          Value round = e.div(q, kRowGroups);
+          Value i = e.divUI(q, kRowsPerBlock), j = e.remUI(q, kRowsPerBlock);
+          Value round = e.divUI(q, kRowGroups);
           Value row = rowOf(q);
-          sync.wait(slotBar(group), e.band(round, 1));
+          sync.wait(slotBar(group), e.andI(round, 1));
           Value slotAt = slot(group);
           SmallVector<SmallVector<Value>> xs;
-          Value ss = e.cf(0.0);
+          Value ss = e.f32c(0.0);
           for (int64_t cc = 0; cc < chunksPerWarp; ++cc) {
-            Value chunk = e.add(e.mul(part, chunksPerWarp), cc);
-            Value at = e.add(slotAt, e.shl(e.add(e.shl(chunk, 5), lane), 4));
-            Value words = e.load(v4, smemAt(at), 16);
+            Value chunk = e.addI(e.mulI(part, chunksPerWarp), cc);
+            Value at = e.addI(slotAt, e.shLI(e.addI(e.shLI(chunk, 5), lane), 4));
+            Value words = e.loadPtr(v4, smemAt(at), 16);
             SmallVector<Value> w;
             for (int64_t k = 0; k < 4; ++k)
-              w.push_back(vector::ExtractOp::create(e.b, e.loc, words, k));
+              w.push_back(e.extract(words, k));
             xs.push_back(unpack(w));
             for (Value f : xs.back())
               ss = e.fma(f, f, ss);
           }
-          ss = warpSum(ss);
+          ss = warpSum(e, ss);
           // The group's partial sums, double-buffered by round.
-          Value sumAt = e.add(
-              e.c(l.sums),
-              e.shl(e.add(e.mul(e.add(e.mul(group, 2), e.band(round, 1)),
+          Value sumAt = e.addI(
+              e.i32c(l.sums),
+              e.shLI(e.addI(e.mulI(e.addI(e.mulI(group, 2), e.andI(round, 1)),
                                 kWarpsPerRow),
                           part),
                     2));
-          e.ifThen(e.cmp(arith::CmpIPredicate::eq, lane, e.c(0)),
-                   [&] { e.store(ss, smemAt(sumAt)); });
-          sync.namedBarrier(e.add(group, 2), kWarpsPerRow * 32);
-          Value total = e.cf(0.0);
-          Value groupSums = e.sub(sumAt, e.shl(part, 2));
+          e.ifThen(e.cmpI(arith::CmpIPredicate::eq, lane, e.i32c(0)),
+                   [&] { e.storePtr(ss, smemAt(sumAt)); });
+          sync.namedBarrier(e.addI(group, 2), kWarpsPerRow * 32);
+          Value total = e.f32c(0.0);
+          Value groupSums = e.subI(sumAt, e.shLI(part, 2));
           for (int64_t p = 0; p < kWarpsPerRow; ++p)
-            total = e.fadd(total,
-                           e.load(e.f32, smemAt(e.add(groupSums, p * 4))));
+            total = e.addF(total,
+                           e.loadPtr(e.f32, smemAt(e.addI(groupSums, p * 4))));
           // Every warp of the group holds its part: refill the slot.
-          Value next = e.add(q, kRowGroups);
-          e.ifThen(e.andb(e.cmp(arith::CmpIPredicate::eq, e.orb(part, lane),
-                                e.c(0)),
-                          e.lt(next, rowsHere)),
+          Value next = e.addI(q, kRowGroups);
+          e.ifThen(e.andI(e.cmpI(arith::CmpIPredicate::eq, e.orI(part, lane),
+                                 e.i32c(0)),
+                          e.cmpI(arith::CmpIPredicate::slt, next, rowsHere)),
                    [&] { issueRow(next); });
-          Value meanSq = e.fdiv(total, e.cf((double)m.cols));
-          Value inv = e.fdiv(e.cf(1.0),
-                             math::SqrtOp::create(e.b, e.loc,
-                                                  e.fadd(meanSq, e.cf(m.eps))));
+          Value meanSq = e.divF(total, e.f32c((double)m.cols));
+          Value inv = e.divF(e.f32c(1.0),
+                             e.sqrt(e.addF(meanSq, e.f32c(m.eps))));
           // The band buffers are free once every block has transposed the
           // previous band.
-          e.ifThen(e.gt(i, e.c(0)),
-                   [&] { sync.wait(freed, e.band(e.add(i, -1), 1)); });
-          Value bandRow = e.add(e.mul(rank, kRowsPerBlock), j);
-          Value bandRowAt = e.add(e.mul(bandRow, l.half),
-                                  e.mul(e.shr(bandRow, 4), kPad));
+          e.ifThen(e.cmpI(arith::CmpIPredicate::sgt, i, e.i32c(0)),
+                   [&] { sync.wait(freed, e.andI(e.addI(i, -1), 1)); });
+          Value bandRow = e.addI(e.mulI(rank, kRowsPerBlock), j);
+          Value bandRowAt = e.addI(e.mulI(bandRow, l.half),
+                                  e.mulI(e.shRUI(bandRow, 4), kPad));
           for (int64_t cc = 0; cc < chunksPerWarp; ++cc) {
-            Value chunk = e.add(e.mul(part, chunksPerWarp), cc);
-            Value colBase = e.shl(chunk, 8);
-            Value col = e.add(colBase, e.shl(lane, 3));
-            Value wAt = e.add(e.c(l.weight), e.shl(col, 2));
-            Value w0 = e.load(v4f, smemAt(wAt), 16);
-            Value w1 = e.load(v4f, smemAt(e.add(wAt, 16)), 16);
+            Value chunk = e.addI(e.mulI(part, chunksPerWarp), cc);
+            Value colBase = e.shLI(chunk, 8);
+            Value col = e.addI(colBase, e.shLI(lane, 3));
+            Value wAt = e.addI(e.i32c(l.weight), e.shLI(col, 2));
+            Value w0 = e.loadPtr(v4f, smemAt(wAt), 16);
+            Value w1 = e.loadPtr(v4f, smemAt(e.addI(wAt, 16)), 16);
             SmallVector<Value> q8;
             for (int64_t k = 0; k < 8; ++k) {
-              Value w = vector::ExtractOp::create(e.b, e.loc, k < 4 ? w0 : w1,
-                                                  k % 4);
-              Value y = e.fmul(e.fmul(xs[cc][k], inv), w);
+              Value w = e.extract(k < 4 ? w0 : w1, k % 4);
+              Value y = e.mulF(e.mulF(xs[cc][k], inv), w);
               if (m.normType.isBF16())
-                y = arith::ExtFOp::create(
-                    e.b, e.loc, e.f32,
-                    arith::TruncFOp::create(e.b, e.loc, e.bf16, y).getResult());
-              amax = e.fmax(amax, math::AbsFOp::create(e.b, e.loc, y));
-              q8.push_back(e.fmul(y, scaleV));
+                y = e.roundTo(y, e.bf16);
+              amax = e.maximumF(amax, e.absF(y));
+              q8.push_back(e.mulF(y, scaleV));
             }
             Value lo = pack4(ArrayRef<Value>(q8).take_front(4));
             Value hi = pack4(ArrayRef<Value>(q8).drop_front(4));
             Value pair = vector::FromElementsOp::create(
                 e.b, e.loc, v2, ValueRange{lo, hi});
-            e.store(pair,
-                    LLVM::GEPOp::create(e.b, e.loc, e.ptrG, e.b.getI8Type(),
-                                        out,
-                                        ValueRange{e.add(e.mul(row, m.cols),
-                                                         col)}),
+            e.storePtr(pair,
+                    e.gep(out, e.b.getI8Type(), e.addI(e.mulI(row, m.cols),
+                                                         col)),
                     8);
-            Value dest = e.div(colBase, l.half);
-            Value within = e.add(e.rem(colBase, l.half), e.shl(lane, 3));
-            sync.pushAsync(sync.remote(e.add(base, e.add(bandRowAt, within)),
+            Value dest = e.divUI(colBase, l.half);
+            Value within = e.addI(e.remUI(colBase, l.half), e.shLI(lane, 3));
+            sync.pushAsync(sync.remote(e.addI(base, e.addI(bandRowAt, within)),
                                        dest),
                            lo, hi, sync.remote(ready, dest));
           }
           return SmallVector<Value>{amax};
-        });
-    return loop.getResult(0);
+        })[0];
   }
 
   void transposeWarps(Value t) {
     constexpr int64_t threads = kTransposeWarps * 32;
     Type v4 = VectorType::get({4}, e.i32);
-    forLoop(e, e.c(0), iters, 1, {}, [&](Value i, ValueRange) {
-      Value band = e.add(cluster, e.mul(i, clusters));
-      sync.wait(ready, e.band(i, 1));
-      forLoop(e, e.c(0), e.c(l.half / threads), 1, {}, [&](Value it,
+    e.forLoop(e.i32c(0), iters, 1, {}, [&](Value i, ValueRange) {
+      Value band = e.addI(cluster, e.mulI(i, clusters));
+      sync.wait(ready, e.andI(i, 1));
+      e.forLoop(e.i32c(0), e.i32c(l.half / threads), 1, {}, [&](Value it,
                                                             ValueRange) {
         // 16 rows (quarter g of the band) by 4 columns a thread.
-        Value unit = e.add(e.mul(it, threads), t);
-        Value g = e.band(unit, 3);
-        Value col = e.shl(e.shr(unit, 2), 2);
-        Value at = e.add(e.mul(g, 16 * l.half + kPad), col);
+        Value unit = e.addI(e.mulI(it, threads), t);
+        Value g = e.andI(unit, 3);
+        Value col = e.shLI(e.shRUI(unit, 2), 2);
+        Value at = e.addI(e.mulI(g, 16 * l.half + kPad), col);
         SmallVector<Value> words;
         for (int64_t r = 0; r < 16; ++r)
-          words.push_back(e.load(e.i32, smemAt(e.add(at, r * l.half)), 4));
+          words.push_back(e.loadPtr(e.i32, smemAt(e.addI(at, r * l.half)), 4));
         auto perm = [&](Value a, Value b2, StringRef sel) {
           return e.asmOp(e.i32, ("prmt.b32 $0, $1, $2, " + sel + ";").str(),
                          "=r,r,r", {a, b2});
@@ -506,23 +480,22 @@ private:
           }
           Value run = vector::FromElementsOp::create(e.b, e.loc, v4, column);
           Value outRow =
-              e.add(e.add(e.mul(rank, l.half), col), k);
-          Value offset = e.add(e.add(e.mul(outRow, m.rows),
-                                     e.mul(band, kBand)),
-                               e.shl(g, 4));
-          e.store(run,
-                  LLVM::GEPOp::create(e.b, e.loc, e.ptrG, e.b.getI8Type(),
-                                      outT, ValueRange{offset}),
+              e.addI(e.addI(e.mulI(rank, l.half), col), k);
+          Value offset = e.addI(e.addI(e.mulI(outRow, m.rows),
+                                     e.mulI(band, kBand)),
+                               e.shLI(g, 4));
+          e.storePtr(run,
+                  e.gep(outT, e.b.getI8Type(), offset),
                   16);
         }
         return SmallVector<Value>{};
       });
-      sync.namedBarrier(e.c(1), threads);
-      e.ifThen(e.cmp(arith::CmpIPredicate::eq, t, e.c(0)), [&] {
-        e.ifThen(e.lt(e.add(i, 1), iters),
+      sync.namedBarrier(e.i32c(1), threads);
+      e.ifThen(e.cmpI(arith::CmpIPredicate::eq, t, e.i32c(0)), [&] {
+        e.ifThen(e.cmpI(arith::CmpIPredicate::slt, e.addI(i, 1), iters),
                  [&] { sync.expect(ready, kBand * l.half); });
         for (int64_t r = 0; r < kCluster; ++r)
-          sync.arriveRemote(sync.remote(freed, e.c(r)));
+          sync.arriveRemote(sync.remote(freed, e.i32c(r)));
       });
       return SmallVector<Value>{};
     });
@@ -531,19 +504,16 @@ private:
   // The block's largest |y| into the amax result: one atomic max of the
   // float bits (non-negative, or NaN).
   void blockAmax(Value amax, Value tid) {
-    for (int64_t o = 16; o >= 1; o /= 2)
-      amax = e.fmax(amax, e.shuffleXor(amax, o));
-    e.ifThen(e.cmp(arith::CmpIPredicate::eq, lane, e.c(0)), [&] {
-      e.store(amax, smemAt(e.add(e.c(l.maxima), e.shl(warp, 2))));
-    });
-    e.barrier();
-    e.ifThen(e.cmp(arith::CmpIPredicate::eq, tid, e.c(0)), [&] {
-      Value most = e.load(e.f32, smemAt(e.c(l.maxima)));
-      for (int64_t w = 1; w < kThreads / 32; ++w)
-        most = e.fmax(most, e.load(e.f32, smemAt(e.c(l.maxima + 4 * w))));
-      Value bits = LLVM::BitcastOp::create(e.b, e.loc, e.i32, most);
+    ReductionScratch scratch;
+    scratch.shared = smem;
+    scratch.byteOffset = l.maxima;
+    scratch.warps = kThreads / kWarp;
+    scratch.lane = lane;
+    scratch.warp = warp;
+    scratch.tid = tid;
+    blockMaxInThread0(e, scratch, amax, [&](Value most) {
       e.asmVoid("red.global.max.u32 [$0], $1;", "l,r,~{memory}",
-                {amaxOut, bits});
+                {amaxOut, e.bitcast(e.i32, most)});
     });
   }
 };

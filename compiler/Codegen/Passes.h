@@ -36,6 +36,15 @@ namespace octet::codegen {
 // arith.truncf / arith.extf with FP8 element types → NVVM conversions.
 void populateLowerFp8CastsPatterns(mlir::RewritePatternSet &patterns);
 
+// Writes <module>.ptx for every gpu.binary of `module` (run the codegen
+// pipeline first), a <module>.cubin for each when ptxas is found (`ptxas`
+// empty: PATH and CUDA_HOME are searched; "none": PTX only), and
+// kernels.json, the launch manifest: per kernel.fused, its kernels, grid and
+// block, argument buffers (inputs, results, workspace) and the results to
+// zero first. What octet-emit-ptx runs.
+mlir::LogicalResult emitPtx(mlir::ModuleOp module, llvm::StringRef dir,
+                            llvm::StringRef ptxas = "");
+
 } // namespace octet::codegen
 
 #endif

@@ -8,10 +8,11 @@ def FusedToGpu : Pass<"octet-fused-to-gpu", "mlir::ModuleOp"> {
   let description = [{
     Every `kernel.fused` op gets a `gpu.module` holding its kernel, built from
     scf/arith/vector/math/gpu ops with shapes fixed at compile time. The
-    region stays (it is still what the interpreter runs); the op gains
-    `kernels` and a `launch` list (grid, block per kernel), `workspace_bytes`
-    and `zero_results` (amax results accumulated with atomics: the caller
-    zeroes them before the launch).
+    region stays (it is still what the interpreter runs); the op gains its
+    launch contract (kernel::LaunchedOpInterface): `kernels`, a `launch` list
+    of `#kernel.launch` (grid, block per kernel), `workspace_bytes` and
+    `zero_results` (amax results accumulated with atomics: the caller zeroes
+    them before the launch).
 
     Each thread keeps 8-element vectors of a row in registers (16-byte loads
     for bf16), row sums and maxima go through warp shuffles and one shared
@@ -34,8 +35,8 @@ def FusedToGpu : Pass<"octet-fused-to-gpu", "mlir::ModuleOp"> {
         gpu.func @act(%arg0: memref<1024xbf16, 1>, %arg1: memref<1024xbf16, 1>)
             workgroup(%red: memref<32xf32, 3>) kernel { ... }
       }
-      // kernel.fused "act" gains kernels = [@act::@act] and a launch list
-      // with grid = 4 and block = 32 for that kernel.
+      // kernel.fused "act" gains kernels = [@act::@act] and
+      // launch = [#kernel.launch<@act::@act, grid = 4, block = 32>].
     }
     ```
   }];
@@ -89,7 +90,7 @@ def AttentionToGpu : Pass<"octet-attention-to-gpu", "mlir::ModuleOp"> {
     memory, cp.async copies) specialised to its shapes, causality, scale and
     cu_seqlens length; ops with the same signature share one module. The op
     keeps its semantics (the interpreter still runs it) and gains `kernels`,
-    `launch` (per kernel: `kernel`, 1-D `grid`, `block`, dynamic
+    `launch` (a `#kernel.launch` per kernel: 1-D `grid`, `block`, dynamic
     `shared_bytes`) and `workspace_bytes`. Arguments of every launch, in
     order: the op's operands, its results, then the workspace when
     `workspace_bytes` > 0.
@@ -115,8 +116,9 @@ def AttentionToGpu : Pass<"octet-attention-to-gpu", "mlir::ModuleOp"> {
     ```
   }];
   let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::scf::SCFDialect",
-                           "mlir::arith::ArithDialect", "mlir::NVVM::NVVMDialect",
-                           "mlir::LLVM::LLVMDialect", "mlir::vector::VectorDialect"];
+                           "mlir::arith::ArithDialect", "mlir::math::MathDialect",
+                           "mlir::NVVM::NVVMDialect", "mlir::LLVM::LLVMDialect",
+                           "mlir::vector::VectorDialect"];
   let options = [
     Option<"fwdWarps", "fwd-warps", "int64_t", "4", "warps per forward CTA">,
     Option<"fwdMTiles", "fwd-m-tiles", "int64_t", "2",

@@ -23,6 +23,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Codegen/TransposeKernel.h"
+
+#include "compiler/Codegen/Emitter.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -54,8 +57,7 @@ bool isTiled(const TransposeCopy &c) {
          c.rows % kTile == 0 && c.cols % kTile == 0;
 }
 
-constexpr int64_t kWarpSize = 32;
-constexpr int64_t kWarps = kTransposeThreads / kWarpSize;
+constexpr int64_t kWarps = kTransposeThreads / kWarp;
 
 // A quantizing copy of pieces goes in units of kTile rows and two tiles'
 // columns, a block per unit: a RoPE head, whose rotated pairs of elements
@@ -87,14 +89,13 @@ int64_t blocksFor(const TransposeCopy &c) {
   return (c.rows * c.cols + kTransposeThreads - 1) / kTransposeThreads;
 }
 
-class TransposeEmitter {
+class TransposeEmitter : public Emitter {
 public:
-  TransposeEmitter(OpBuilder &b, Location loc) : b(b), loc(loc) {}
+  TransposeEmitter(OpBuilder &b, Location loc) : Emitter(b, loc) {}
 
   void emitTiled(const TransposeCopy &c, Value tile, Value shared);
   // Four elements of `source` [*, cols] at (row, col), as stored.
   Value loadRaw(Value source, Value row, int64_t cols, Value col);
-  Value toF32(Value x);
   // Rows firstRow.. of a square (f32) cast to FP8, written to the row-major
   // result at `col` and returned; their largest magnitude joins amaxPartial.
   SmallVector<Value, 4> quantizeRows(const TransposeCopy &c,
@@ -126,66 +127,34 @@ public:
   // Block maximum of `x` (every thread's), then one atomic into `amax`.
   void emitBlockAmax(Value x, Value amax, Value shared);
 
-  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
-  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
-  Value mul(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
-  Value mul(Value x, int64_t y) { return mul(x, idx(y)); }
-
-  OpBuilder &b;
-  Location loc;
   Value thread;
   // This thread's largest |source| so far (quantizing copies).
   Value amaxPartial;
 };
 
 void TransposeEmitter::emitBlockAmax(Value x, Value amax, Value shared) {
-  Type i32 = b.getI32Type();
-  Value width = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(kWarpSize));
-  for (int64_t off = kWarpSize / 2; off >= 1; off /= 2) {
-    Value o = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(off));
-    Value other = gpu::ShuffleOp::create(b, loc, x, o, width,
-                                         gpu::ShuffleMode::XOR)
-                      .getShuffleResult();
-    x = arith::MaximumFOp::create(b, loc, x, other);
-  }
-  Value lane = arith::RemUIOp::create(b, loc, thread, idx(kWarpSize));
-  Value warp = arith::DivUIOp::create(b, loc, thread, idx(kWarpSize));
-  {
-    OpBuilder::InsertionGuard guard(b);
-    Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane,
-                                        idx(0));
-    auto ifOp = scf::IfOp::create(b, loc, first, false);
-    b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
-    memref::StoreOp::create(b, loc, x, shared, ValueRange{warp});
-  }
-  gpu::BarrierOp::create(b, loc);
-  OpBuilder::InsertionGuard guard(b);
-  Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, thread,
-                                      idx(0));
-  auto ifOp = scf::IfOp::create(b, loc, first, false);
-  b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+  ReductionScratch scratch;
+  scratch.shared = shared;
+  scratch.warps = kWarps;
+  scratch.tid = thread;
   // Warps in order: the same bits whatever the order they finished in.
-  Value m = memref::LoadOp::create(b, loc, shared, ValueRange{idx(0)});
-  for (int64_t w = 1; w < kWarps; ++w)
-    m = arith::MaximumFOp::create(
-        b, loc, m, memref::LoadOp::create(b, loc, shared, ValueRange{idx(w)}));
-  Value bits = arith::BitcastOp::create(b, loc, i32, m);
-  memref::AtomicRMWOp::create(b, loc, arith::AtomicRMWKind::maxu, bits, amax,
-                              ValueRange{idx(0)});
+  blockMaxInThread0(*this, scratch, x, [&](Value m) {
+    atomicMaxU(bitcast(b.getI32Type(), m), amax, idx(0));
+  });
 }
 
 TransposeEmitter::Square TransposeEmitter::placeSquare(Value tile,
                                                       int64_t across,
                                                       int64_t step) {
   Square q;
-  q.row0 = mul(arith::DivUIOp::create(b, loc, tile, idx(across)), kTile);
-  q.col0 = mul(arith::RemUIOp::create(b, loc, tile, idx(across)), step);
+  q.row0 = mulI(divUI(tile, idx(across)), kTile);
+  q.col0 = mulI(remUI(tile, idx(across)), step);
   // Consecutive threads take consecutive words of a row: coalesced reads
   // and coalesced writes.
-  q.squareCol = arith::RemUIOp::create(b, loc, thread, idx(kSquaresPerSide));
-  q.squareRow = arith::DivUIOp::create(b, loc, thread, idx(kSquaresPerSide));
-  q.firstRow = add(q.row0, mul(q.squareRow, kSquare));
-  q.col = add(q.col0, mul(q.squareCol, kSquare));
+  q.squareCol = remUI(thread, idx(kSquaresPerSide));
+  q.squareRow = divUI(thread, idx(kSquaresPerSide));
+  q.firstRow = addI(q.row0, mulI(q.squareRow, kSquare));
+  q.col = addI(q.col0, mulI(q.squareCol, kSquare));
   return q;
 }
 
@@ -193,11 +162,10 @@ void TransposeEmitter::emitTiled(const TransposeCopy &c, Value tile,
                                  Value shared) {
   Type elem = cast<MemRefType>(c.from.getType()).getElementType();
   auto wordType = VectorType::get({kSquare}, elem);
-  llvm::MaybeAlign wordAlign(kSquare);
   int64_t tileCols = c.cols / kTile;
   // The last rows first: they are the ones the row kernel before this
   // launch wrote last, the likeliest to be still in L2.
-  tile = arith::SubIOp::create(b, loc, idx(blocksFor(c) - 1), tile);
+  tile = subI(idx(blocksFor(c) - 1), tile);
   auto [row0, col0, squareRow, squareCol, firstRow, readCol] =
       placeSquare(tile, tileCols, kTile);
 
@@ -208,33 +176,25 @@ void TransposeEmitter::emitTiled(const TransposeCopy &c, Value tile,
     SmallVector<Value, kSquare> wideRows;
     for (int64_t i = 0; i < kSquare; ++i)
       wideRows.push_back(
-          toF32(loadRaw(c.source, add(firstRow, idx(i)), c.cols, readCol)));
+          toF32(loadRaw(c.source, addI(firstRow, idx(i)), c.cols, readCol)));
     rows = quantizeRows(c, wideRows, firstRow, readCol);
   } else {
     for (int64_t i = 0; i < kSquare; ++i) {
-      Value at = add(mul(add(firstRow, idx(i)), c.cols), readCol);
-      rows.push_back(vector::LoadOp::create(b, loc, wordType, c.from,
-                                            ValueRange{at}, false, wordAlign));
+      Value at = addI(mulI(addI(firstRow, idx(i)), c.cols), readCol);
+      rows.push_back(vload(wordType, c.from, at, kSquare));
     }
   }
   turnOver(rows, squareRow, squareCol, shared, idx(0));
-  gpu::BarrierOp::create(b, loc);
+  barrier();
   writeTransposed(c, shared, idx(0), row0, col0, squareRow, squareCol);
 }
 
 Value TransposeEmitter::loadRaw(Value source, Value row, int64_t cols,
                                 Value col) {
   Type wide = cast<MemRefType>(source.getType()).getElementType();
-  return vector::LoadOp::create(
-      b, loc, VectorType::get({kSquare}, wide), source,
-      ValueRange{add(mul(row, cols), col)}, false,
-      llvm::MaybeAlign(kSquare * wide.getIntOrFloatBitWidth() / 8));
-}
-
-Value TransposeEmitter::toF32(Value x) {
-  if (getElementTypeOrSelf(x.getType()).isF32())
-    return x;
-  return arith::ExtFOp::create(b, loc, f32Vector(), x);
+  return vload(VectorType::get({kSquare}, wide), source,
+               addI(mulI(row, cols), col),
+               kSquare * wide.getIntOrFloatBitWidth() / 8);
 }
 
 SmallVector<Value, 4> TransposeEmitter::quantizeRows(const TransposeCopy &c,
@@ -242,22 +202,14 @@ SmallVector<Value, 4> TransposeEmitter::quantizeRows(const TransposeCopy &c,
                                                      Value firstRow, Value col) {
   Type elem = cast<MemRefType>(c.from.getType()).getElementType();
   auto wordType = VectorType::get({kSquare}, elem);
-  Value scale = vector::BroadcastOp::create(
-      b, loc, f32Vector(),
-      memref::LoadOp::create(b, loc, c.scale, ValueRange{idx(0)}));
+  Value scale = broadcast(f32Vector(), load(c.scale, idx(0)));
   SmallVector<Value, kSquare> rows;
   for (auto [i, x] : llvm::enumerate(values)) {
-    Value m = vector::ReductionOp::create(b, loc,
-                                          vector::CombiningKind::MAXIMUMF,
-                                          math::AbsFOp::create(b, loc, x));
-    amaxPartial = amaxPartial
-                      ? Value(arith::MaximumFOp::create(b, loc, amaxPartial, m))
-                      : m;
-    Value q = arith::TruncFOp::create(b, loc, wordType,
-                                      arith::MulFOp::create(b, loc, x, scale));
-    Value at = add(mul(add(firstRow, idx(i)), c.cols), col);
-    vector::StoreOp::create(b, loc, q, c.from, ValueRange{at}, false,
-                            llvm::MaybeAlign(kSquare));
+    Value m = reduceMaximumF(absF(x));
+    amaxPartial = amaxPartial ? Value(maximumF(amaxPartial, m)) : m;
+    Value q = fromF32(mulF(x, scale), elem);
+    Value at = addI(mulI(addI(firstRow, idx(i)), c.cols), col);
+    vstore(q, c.from, at, kSquare);
     rows.push_back(q);
   }
   return rows;
@@ -267,22 +219,21 @@ void TransposeEmitter::turnOver(ArrayRef<Value> rows, Value squareRow,
                                 Value squareCol, Value shared,
                                 Value sharedBase) {
   auto sharedWordType = VectorType::get({kSquare}, b.getIntegerType(8));
-  llvm::MaybeAlign wordAlign(kSquare);
   // Column k of the square gathers byte k of every row.
-  Value upper = vector::ShuffleOp::create(
-      b, loc, rows[0], rows[1], ArrayRef<int64_t>{0, 1, 2, 3, 4, 5, 6, 7});
-  Value lower = vector::ShuffleOp::create(
-      b, loc, rows[2], rows[3], ArrayRef<int64_t>{0, 1, 2, 3, 4, 5, 6, 7});
+  Value upper =
+      shuffle(rows[0], rows[1], ArrayRef<int64_t>{0, 1, 2, 3, 4, 5, 6, 7});
+  Value lower =
+      shuffle(rows[2], rows[3], ArrayRef<int64_t>{0, 1, 2, 3, 4, 5, 6, 7});
   for (int64_t k = 0; k < kSquare; ++k) {
-    Value column = vector::ShuffleOp::create(
-        b, loc, upper, lower, ArrayRef<int64_t>{k, 4 + k, 8 + k, 12 + k});
+    Value column =
+        shuffle(upper, lower, ArrayRef<int64_t>{k, 4 + k, 8 + k, 12 + k});
     // Shared row = tile column, word = square row.
-    Value sharedRow = add(mul(squareCol, kSquare), idx(k));
-    Value at = add(sharedBase,
-                   mul(add(mul(sharedRow, kSharedRowWords), squareRow), kSquare));
-    vector::StoreOp::create(
-        b, loc, vector::BitCastOp::create(b, loc, sharedWordType, column),
-        shared, ValueRange{at}, false, wordAlign);
+    Value sharedRow = addI(mulI(squareCol, kSquare), idx(k));
+    Value at =
+        addI(sharedBase,
+             mulI(addI(mulI(sharedRow, kSharedRowWords), squareRow), kSquare));
+    vstore(vector::BitCastOp::create(b, loc, sharedWordType, column), shared,
+           at, kSquare);
   }
 }
 
@@ -292,43 +243,32 @@ void TransposeEmitter::writeTransposed(const TransposeCopy &c, Value shared,
   Type elem = cast<MemRefType>(c.from.getType()).getElementType();
   auto wordType = VectorType::get({kSquare}, elem);
   auto sharedWordType = VectorType::get({kSquare}, b.getIntegerType(8));
-  llvm::MaybeAlign wordAlign(kSquare);
   // The output rows (tile columns), kSquaresPerSide threads a row.
-  Value outCol = add(row0, mul(squareCol, kSquare));
+  Value outCol = addI(row0, mulI(squareCol, kSquare));
   for (int64_t p = 0; p < kSquare; ++p) {
-    Value sharedRow = add(squareRow, idx(p * kSquaresPerSide));
-    Value at = add(sharedBase,
-                   mul(add(mul(sharedRow, kSharedRowWords), squareCol), kSquare));
+    Value sharedRow = addI(squareRow, idx(p * kSquaresPerSide));
+    Value at =
+        addI(sharedBase,
+             mulI(addI(mulI(sharedRow, kSharedRowWords), squareCol), kSquare));
     Value word = vector::BitCastOp::create(
-        b, loc, wordType,
-        vector::LoadOp::create(b, loc, sharedWordType, shared, ValueRange{at},
-                               false, wordAlign));
-    Value out = add(mul(add(col0, sharedRow), c.rows), outCol);
-    vector::StoreOp::create(b, loc, word, c.to, ValueRange{out}, false,
-                            wordAlign);
+        b, loc, wordType, vload(sharedWordType, shared, at, kSquare));
+    Value out = addI(mulI(addI(col0, sharedRow), c.rows), outCol);
+    vstore(word, c.to, out, kSquare);
   }
 }
 
 void TransposeEmitter::emitPieces(const TransposeCopy &c, Value block,
                                   Value shared) {
-  Type f32 = b.getF32Type();
   Square at = placeSquare(block, c.cols / kUnit, kUnit);
   Value row0 = at.row0, col0 = at.col0, firstRow = at.firstRow;
   Value squareRow = at.squareRow, squareCol = at.squareCol;
-  Value squareAt = mul(squareCol, kSquare);
-  auto f32c = [&](float v) {
-    return arith::ConstantOp::create(b, loc, f32, b.getF32FloatAttr(v));
-  };
+  Value squareAt = mulI(squareCol, kSquare);
   auto approx = [&](StringRef op, Value x) {
-    return LLVM::InlineAsmOp::create(
-               b, loc, f32, ValueRange{x}, (op + ".approx.ftz.f32 $0, $1;").str(),
-               "=f,f", /*has_side_effects=*/false, /*is_align_stack=*/false,
-               LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr(),
-               ArrayAttr())
-        .getResult(0);
+    return asmOp(f32, (op + ".approx.ftz.f32 $0, $1;").str(), "=f,f", {x});
   };
-  auto contract = arith::FastMathFlagsAttr::get(b.getContext(),
-                                                arith::FastMathFlags::contract);
+  // The rotation's products may fuse into fma, as in the row kernels.
+  Emitter contracting(b, loc);
+  contracting.contract = true;
 
   // cos and sin of a row's angles at this thread's four frequencies:
   // position x inverse frequency (f32, as the row kernels compute it),
@@ -343,23 +283,19 @@ void TransposeEmitter::emitPieces(const TransposeCopy &c, Value block,
   float c2 = (float)(twoPi - c1);
   float c3 = (float)(twoPi - c1 - (double)c2);
   auto cosSin = [&](ArrayRef<Value> freqs, int64_t i) {
-    Value pos = arith::SIToFPOp::create(
-        b, loc, f32,
-        memref::LoadOp::create(b, loc, c.positions,
-                               ValueRange{add(firstRow, idx(i))}));
-    Value cos = arith::ConstantOp::create(
-        b, loc, f32Vector(), DenseElementsAttr::get(f32Vector(), 0.0f));
+    Value pos = toF32(load(c.positions, addI(firstRow, idx(i))));
+    Value cos = splat(f32Vector(), 0.0);
     Value sin = cos;
     for (int64_t k = 0; k < kSquare; ++k) {
-      Value angle = arith::MulFOp::create(b, loc, pos, freqs[k]);
+      Value angle = mulF(pos, freqs[k]);
       Value turns = math::RoundEvenOp::create(
-          b, loc, arith::MulFOp::create(b, loc, angle, f32c((float)(1 / twoPi))));
-      Value minusTurns = arith::NegFOp::create(b, loc, turns);
+          b, loc, mulF(angle, f32c((float)(1 / twoPi))));
+      Value minusTurns = negF(turns);
       Value r = angle;
       for (float part : {c1, c2, c3})
-        r = math::FmaOp::create(b, loc, minusTurns, f32c(part), r);
-      cos = vector::InsertOp::create(b, loc, approx("cos", r), cos, k);
-      sin = vector::InsertOp::create(b, loc, approx("sin", r), sin, k);
+        r = fma(minusTurns, f32c(part), r);
+      cos = insert(approx("cos", r), cos, k);
+      sin = insert(approx("sin", r), sin, k);
     }
     return std::pair(cos, sin);
   };
@@ -368,42 +304,30 @@ void TransposeEmitter::emitPieces(const TransposeCopy &c, Value block,
   // quantized (row-major result written) and turned over into the two
   // shared tiles.
   auto emitUnit = [&](const TransposePiece &p) {
-    Value local = arith::SubIOp::create(b, loc, at.col, idx(p.col0));
+    Value local = subI(at.col, idx(p.col0));
     SmallVector<Value, kSquare> halves[2];
     for (int64_t h = 0; h < 2; ++h)
       for (int64_t i = 0; i < kSquare; ++i)
-        halves[h].push_back(toF32(loadRaw(p.source, add(firstRow, idx(i)),
-                                          p.width, add(local, idx(h * kTile)))));
+        halves[h].push_back(
+            toF32(loadRaw(p.source, addI(firstRow, idx(i)), p.width,
+                          addI(local, idx(h * kTile)))));
     if (p.invFreq) {
-      auto splat = [&](double v) {
-        return arith::ConstantOp::create(
-            b, loc, f32Vector(), DenseElementsAttr::get(f32Vector(), (float)v));
-      };
       // rotate-half: first half x·cos − x₂·sin, second half x·cos + x₁·sin;
       // the inverse rotates by −angle.
-      Value firstSign = splat(p.inverse ? 1.0 : -1.0);
-      Value secondSign = splat(p.inverse ? -1.0 : 1.0);
+      Value firstSign = splat(f32Vector(), p.inverse ? 1.0 : -1.0);
+      Value secondSign = splat(f32Vector(), p.inverse ? -1.0 : 1.0);
       auto rotate = [&](Value x, Value sign, Value partner, Value cos,
                         Value sin) -> Value {
-        Value y = arith::AddFOp::create(
-            b, loc, arith::MulFOp::create(b, loc, x, cos, contract),
-            arith::MulFOp::create(
-                b, loc, arith::MulFOp::create(b, loc, sign, partner, contract),
-                sin, contract),
-            contract);
-        if (p.roundTo && !p.roundTo.isF32())
-          y = arith::ExtFOp::create(
-              b, loc, f32Vector(),
-              arith::TruncFOp::create(
-                  b, loc, VectorType::get({kSquare}, p.roundTo), y)
-                  .getResult());
+        Emitter &e = contracting;
+        Value y = e.addF(e.mulF(x, cos), e.mulF(e.mulF(sign, partner), sin));
+        if (p.roundTo)
+          y = roundTo(y, p.roundTo);
         return y;
       };
       // This thread's four frequencies serve its four rows.
       SmallVector<Value, kSquare> freqs;
       for (int64_t k = 0; k < kSquare; ++k)
-        freqs.push_back(memref::LoadOp::create(
-            b, loc, p.invFreq, ValueRange{add(squareAt, idx(k))}));
+        freqs.push_back(load(p.invFreq, addI(squareAt, idx(k))));
       for (int64_t i = 0; i < kSquare; ++i) {
         auto [cos, sin] = cosSin(freqs, i);
         Value x1 = halves[0][i], x2 = halves[1][i];
@@ -413,7 +337,7 @@ void TransposeEmitter::emitPieces(const TransposeCopy &c, Value block,
     }
     for (int64_t h = 0; h < 2; ++h) {
       SmallVector<Value, kSquare> rows =
-          quantizeRows(c, halves[h], firstRow, add(at.col, idx(h * kTile)));
+          quantizeRows(c, halves[h], firstRow, addI(at.col, idx(h * kTile)));
       turnOver(rows, squareRow, squareCol, shared, idx(h * kTileBytes));
     }
   };
@@ -424,8 +348,7 @@ void TransposeEmitter::emitPieces(const TransposeCopy &c, Value block,
     const TransposePiece &p = c.pieces[i];
     if (i + 1 == c.pieces.size())
       return emitUnit(p);
-    Value here = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, col0,
-                                       idx(p.col0 + p.width));
+    Value here = cmpI(arith::CmpIPredicate::ult, col0, idx(p.col0 + p.width));
     auto ifOp = scf::IfOp::create(b, loc, TypeRange{f32}, here,
                                   /*withElseRegion=*/true);
     Value before = amaxPartial;
@@ -443,10 +366,10 @@ void TransposeEmitter::emitPieces(const TransposeCopy &c, Value block,
   };
   amaxPartial = f32c(0);
   dispatch(dispatch, 0);
-  gpu::BarrierOp::create(b, loc);
+  barrier();
   for (int64_t h = 0; h < 2; ++h)
     writeTransposed(c, shared, idx(h * kTileBytes), row0,
-                    add(col0, idx(h * kTile)), squareRow, squareCol);
+                    addI(col0, idx(h * kTile)), squareRow, squareCol);
 }
 
 void TransposeEmitter::emitResults(const TransposeCopy &c, Value block,
@@ -459,7 +382,8 @@ void TransposeEmitter::emitResults(const TransposeCopy &c, Value block,
   for (Value operand : c.operands) {
     operands.emplace_back();
     for (int64_t i = 0; i < kSquare; ++i)
-      operands.back().push_back(loadRaw(operand, add(firstRow, idx(i)), width, col));
+      operands.back().push_back(
+          loadRaw(operand, addI(firstRow, idx(i)), width, col));
   }
   SmallVector<SmallVector<Value, kSquare>> values(results);
   for (int64_t i = 0; i < kSquare; ++i) {
@@ -473,29 +397,27 @@ void TransposeEmitter::emitResults(const TransposeCopy &c, Value block,
   }
   for (int64_t r = 0; r < results; ++r) {
     SmallVector<Value, kSquare> rows =
-        quantizeRows(c, values[r], firstRow, add(col, idx(r * width)));
+        quantizeRows(c, values[r], firstRow, addI(col, idx(r * width)));
     turnOver(rows, squareRow, squareCol, shared, idx(r * kTileBytes));
   }
-  gpu::BarrierOp::create(b, loc);
+  barrier();
   for (int64_t r = 0; r < results; ++r)
     writeTransposed(c, shared, idx(r * kTileBytes), row0,
-                    add(col0, idx(r * width)), squareRow, squareCol);
+                    addI(col0, idx(r * width)), squareRow, squareCol);
 }
 
 // A thread per output element, reading down a column: for scales and
 // shapes that are not whole tiles (small tensors).
 void TransposeEmitter::emitElementwise(const TransposeCopy &c, Value block) {
-  Value out = add(mul(block, kTransposeThreads), thread);
-  Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, out,
-                                       idx(c.rows * c.cols));
+  Value out = addI(mulI(block, kTransposeThreads), thread);
+  Value inside = cmpI(arith::CmpIPredicate::ult, out, idx(c.rows * c.cols));
   OpBuilder::InsertionGuard guard(b);
   auto ifOp = scf::IfOp::create(b, loc, inside, false);
   b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
-  Value col = arith::DivUIOp::create(b, loc, out, idx(c.rows));
-  Value row = arith::RemUIOp::create(b, loc, out, idx(c.rows));
-  Value x = memref::LoadOp::create(b, loc, c.from,
-                                   ValueRange{add(mul(row, c.cols), col)});
-  memref::StoreOp::create(b, loc, x, c.to, ValueRange{out});
+  Value col = divUI(out, idx(c.rows));
+  Value row = remUI(out, idx(c.rows));
+  Value x = load(c.from, addI(mulI(row, c.cols), col));
+  store(x, c.to, out);
 }
 
 } // namespace
@@ -541,10 +463,8 @@ int64_t emitTransposeCopies(OpBuilder &b, Location loc, gpu::GPUFuncOp func,
                                      b.getI64IntegerAttr(kSquare));
   }
   TransposeEmitter e(b, loc);
-  e.thread = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-  Value blockId = arith::SubIOp::create(
-      b, loc, gpu::BlockIdOp::create(b, loc, gpu::Dimension::x),
-      e.idx(firstBlock));
+  e.thread = e.threadId();
+  Value block = e.subI(e.blockId(), e.idx(firstBlock));
 
   // Copy i takes blocks [start, start + blocksFor(i)): a chain of tests on
   // the block id, uniform within a block (the tiled copy has a barrier).
@@ -553,7 +473,7 @@ int64_t emitTransposeCopies(OpBuilder &b, Location loc, gpu::GPUFuncOp func,
   for (size_t i = 0; i < copies.size(); ++i) {
     const TransposeCopy &c = copies[i];
     int64_t end = start + blocksFor(c);
-    Value local = arith::SubIOp::create(b, loc, blockId, e.idx(start));
+    Value local = e.subI(block, e.idx(start));
     auto emitCase = [&] {
       assert((!c.source || isTiled(c)) &&
              "a quantizing copy needs whole tiles (canQuantizeInTranspose)");
@@ -578,8 +498,7 @@ int64_t emitTransposeCopies(OpBuilder &b, Location loc, gpu::GPUFuncOp func,
     if (i + 1 == copies.size()) {
       emitCase();
     } else {
-      Value here = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
-                                         blockId, e.idx(end));
+      Value here = e.cmpI(arith::CmpIPredicate::ult, block, e.idx(end));
       auto ifOp = scf::IfOp::create(b, loc, here, /*withElseRegion=*/true);
       b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
       emitCase();

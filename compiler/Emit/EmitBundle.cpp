@@ -267,23 +267,21 @@ private:
 
   // An op codegen lowered: zero the results the ABI accumulates into, then
   // each launch with the ABI's arguments (operands, results, workspace).
-  LogicalResult emitLaunches(Operation &op, ArrayAttr launches,
+  // The op's verifier (kernel::LaunchedOpInterface) has checked the launch
+  // contract: valid launches, zeroed results that exist.
+  LogicalResult emitLaunches(kernel::LaunchedOpInterface launched,
                              llvm::StringRef label) {
-    if (auto zeroed = op.getAttrOfType<DenseI64ArrayAttr>("zero_results"))
-      for (int64_t i : zeroed.asArrayRef()) {
-        if (i < 0 || i >= int64_t(op.getNumResults()))
-          return op.emitError("bundle: zero_results names result #")
-                 << i << " of " << op.getNumResults();
-        bundle::Memset *m =
-            step((label + " zero #" + llvm::Twine(i)).str())->mutable_memset();
-        *m->mutable_dst() = ref(op.getResult(i));
-        auto type = cast<RankedTensorType>(op.getResult(i).getType());
-        m->set_bytes(type.getNumElements() *
-                     std::max(1u, type.getElementTypeBitWidth() / 8));
-      }
+    Operation &op = *launched.getOperation();
+    for (int64_t i : launched.getZeroedResults()) {
+      bundle::Memset *m =
+          step((label + " zero #" + llvm::Twine(i)).str())->mutable_memset();
+      *m->mutable_dst() = ref(op.getResult(i));
+      auto type = cast<RankedTensorType>(op.getResult(i).getType());
+      m->set_bytes(type.getNumElements() *
+                   std::max(1u, type.getElementTypeBitWidth() / 8));
+    }
     std::optional<unsigned> workspace;
-    if (auto w = op.getAttrOfType<IntegerAttr>("workspace_bytes");
-        w && w.getInt() > 0) {
+    if (launched.getWorkspaceBytesOrZero() > 0) {
       auto it = current->workspaceSlots.find(&op);
       if (it == current->workspaceSlots.end())
         return op.emitError("bundle: the memory plan has no workspace for "
@@ -291,37 +289,32 @@ private:
       workspace = it->second;
     }
     std::string summary = summaryOf(op);
-    for (Attribute a : launches) {
-      auto dict = dyn_cast<DictionaryAttr>(a);
-      auto kernelRef =
-          dict ? dict.getAs<SymbolRefAttr>("kernel") : SymbolRefAttr();
-      if (!kernelRef)
-        return op.emitError("bundle: a launch entry without a kernel: ") << a;
-      FailureOr<uint32_t> kernel = kernelFor(op, kernelRef, summary);
+    for (kernel::LaunchAttr l : launched.getLaunches()) {
+      FailureOr<uint32_t> kernel = kernelFor(op, l.getKernel(), summary);
       if (failed(kernel))
         return failure();
       bundle::KernelLaunch *launch =
-          step((label + " " + kernelRef.getLeafReference().getValue()).str())
+          step((label + " " + l.getKernel().getLeafReference().getValue())
+                   .str())
               ->mutable_launch();
       launch->set_kernel(*kernel);
-      if (failed(dim3(op, dict, "grid", *launch->mutable_grid())) ||
-          failed(dim3(op, dict, "block", *launch->mutable_block())))
-        return failure();
-      // Dynamic shared memory: `shared_bytes` (octet-attention-to-gpu) or
-      // `dynamic_shared_bytes`.
-      auto shared = dict.getAs<IntegerAttr>("shared_bytes");
-      if (!shared)
-        shared = dict.getAs<IntegerAttr>("dynamic_shared_bytes");
-      if (shared && shared.getInt() > 0) {
-        launch->set_dynamic_shared_bytes(shared.getInt());
+      // One-dimensional grids and blocks (x).
+      for (auto [dim, size] : {std::pair(launch->mutable_grid(), l.getGrid()),
+                               std::pair(launch->mutable_block(), l.getBlock())}) {
+        dim->set_x(size);
+        dim->set_y(1);
+        dim->set_z(1);
+      }
+      // Dynamic shared memory raises the kernel's limit past 48 KiB.
+      if (l.getSharedBytes() > 0) {
+        launch->set_dynamic_shared_bytes(l.getSharedBytes());
         bundle::Kernel *k = b.mutable_kernels(*kernel);
         k->set_max_dynamic_shared_bytes(std::max<uint32_t>(
-            k->max_dynamic_shared_bytes(), shared.getInt()));
+            k->max_dynamic_shared_bytes(), l.getSharedBytes()));
       }
-      if (auto cluster = dict.getAs<IntegerAttr>("cluster");
-          cluster && cluster.getInt() > 1)
-        launch->set_cluster(cluster.getInt());
-      if (dict.get("programmatic"))
+      if (l.getCluster() > 1)
+        launch->set_cluster(l.getCluster());
+      if (l.getProgrammatic())
         launch->set_programmatic(true);
       for (Value v : op.getOperands())
         *launch->add_args()->mutable_slot() = ref(v);
@@ -330,33 +323,6 @@ private:
       if (workspace)
         *launch->add_args()->mutable_slot() = slotRef(*workspace);
     }
-    return success();
-  }
-
-  // grid/block: an integer (x) or an array of up to three.
-  static LogicalResult dim3(Operation &op, DictionaryAttr dict,
-                            llvm::StringRef key, bundle::Dim3 &out) {
-    Attribute a = dict.get(key);
-    llvm::SmallVector<int64_t, 3> dims;
-    if (auto i = dyn_cast_or_null<IntegerAttr>(a))
-      dims.push_back(i.getInt());
-    else if (auto dense = dyn_cast_or_null<DenseI64ArrayAttr>(a))
-      dims.assign(dense.asArrayRef().begin(), dense.asArrayRef().end());
-    else if (auto arr = dyn_cast_or_null<ArrayAttr>(a)) {
-      for (Attribute e : arr) {
-        auto i = dyn_cast<IntegerAttr>(e);
-        if (!i)
-          return op.emitError("bundle: launch ") << key << " holds " << e;
-        dims.push_back(i.getInt());
-      }
-    }
-    if (dims.empty() || dims.size() > 3 ||
-        llvm::any_of(dims, [](int64_t d) { return d < 1 || d > 0x7fffffff; }))
-      return op.emitError("bundle: launch ")
-             << key << " must be 1 to 3 positive sizes, got " << a;
-    out.set_x(dims[0]);
-    out.set_y(dims.size() > 1 ? dims[1] : 1);
-    out.set_z(dims.size() > 2 ? dims[2] : 1);
     return success();
   }
 
@@ -440,8 +406,9 @@ private:
     std::string label = op.getName().getStringRef().str();
     if (auto name = op.getAttrOfType<StringAttr>("name"))
       label += " " + name.str();
-    if (auto launches = op.getAttrOfType<ArrayAttr>("launch"))
-      return emitLaunches(op, launches, label);
+    if (auto launched = dyn_cast<kernel::LaunchedOpInterface>(op);
+        launched && launched.hasLaunches())
+      return emitLaunches(launched, label);
     bundle::KernelLaunch *launch = step(label)->mutable_launch();
     launch->set_kernel(missingKernel(func, op));
     for (Value v : op.getOperands())

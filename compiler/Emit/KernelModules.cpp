@@ -1,6 +1,6 @@
 #include "compiler/Emit/KernelModules.h"
 
-#include "compiler/Codegen/Pipeline.h"
+#include "compiler/Pipelines/Pipelines.h"
 #include "dialects/kernel/KernelDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -74,9 +74,7 @@ FailureOr<CodegenOutcome> runCodegen(ModuleOp module) {
       return success();
     });
     PassManager pm(module.getContext());
-    codegen::CodegenOptions options;
-    options.keepGoing = true;
-    codegen::buildFusedCodegenPipeline(pm, options);
+    buildCodegenPipeline(pm, keepGoingCodegenOptions());
     // Which pass failed, for the error below.
     struct FailedPass : PassInstrumentation {
       std::string *name;
@@ -98,8 +96,9 @@ FailureOr<CodegenOutcome> runCodegen(ModuleOp module) {
   // A diagnostic belongs to an op without kernels when it is about that op
   // (its name, at its location) or about an op inside its region.
   module.walk([&](Operation *op) {
+    auto launched = dyn_cast<kernel::LaunchedOpInterface>(op);
     if (!isa_and_nonnull<func::FuncOp>(op->getParentOp()) ||
-        op->hasAttr("launch"))
+        (launched && launched.hasLaunches()))
       return;
     llvm::DenseSet<Location> inside;
     op->walk([&](Operation *inner) {

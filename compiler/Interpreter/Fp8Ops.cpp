@@ -12,9 +12,10 @@
 using namespace mlir;
 
 namespace octet::interp {
-namespace {
 
 using llvm::Error;
+
+namespace {
 
 Tensor likeResult(Value result) {
   auto type = cast<RankedTensorType>(result.getType());
@@ -23,9 +24,8 @@ Tensor likeResult(Value result) {
                                      type.getShape().end()));
 }
 
-numerics::Format fp8Format(Type type) {
-  return isa<Float8E5M2Type>(type) ? numerics::Format::E5M2
-                                   : numerics::Format::E4M3FN;
+DType fp8Format(Type type) {
+  return isa<Float8E5M2Type>(type) ? DType::F8E5M2 : DType::F8E4M3FN;
 }
 
 float amaxOf(const float *x, int64_t n) {
@@ -41,8 +41,7 @@ float amaxOf(const float *x, int64_t n) {
 }
 
 // One element's contribution to the statistics.
-void countCast(float x, float scaled, numerics::Format format,
-               Fp8TensorStats &s) {
+void countCast(float x, float scaled, DType format, Fp8TensorStats &s) {
   float q = numerics::roundTo(format, scaled, numerics::Overflow::SatFinite);
   s.underflows += x != 0.0f && q == 0.0f;
   // Saturated: beyond where round-to-nearest would still give the largest
@@ -61,6 +60,8 @@ void forEachBlock(int64_t rows, int64_t cols, ArrayRef<int64_t> block,
       body(r0, std::min(rows, r0 + block[0]), c0, std::min(cols, c0 + block[1]),
            br * bc + j);
 }
+
+} // namespace
 
 Error computeScale(fp8::ComputeScaleOp op, ExecContext &ctx) {
   const Tensor &amax = ctx.operand(op, 0);
@@ -128,6 +129,8 @@ Error blockQuantize(fp8::BlockQuantizeOp op, ExecContext &ctx) {
   return Error::success();
 }
 
+namespace {
+
 // q / scale per block into a float32 buffer.
 std::vector<float> dequantizeBlocks(const Tensor &q, const Tensor &scales,
                                     ArrayRef<int64_t> block) {
@@ -143,6 +146,8 @@ std::vector<float> dequantizeBlocks(const Tensor &q, const Tensor &scales,
   return out;
 }
 
+} // namespace
+
 Error blockDequantize(fp8::BlockDequantizeOp op, ExecContext &ctx) {
   std::vector<float> x =
       dequantizeBlocks(ctx.operand(op, 0), ctx.operand(op, 1), op.getBlock());
@@ -155,7 +160,7 @@ Error blockDequantize(fp8::BlockDequantizeOp op, ExecContext &ctx) {
 // FP32 accumulation of the FP8 values themselves, one 1/(sa·sb) at the end
 // when both scales are tensorwise (what cuBLASLt does); blockwise operands
 // are widened block by block first.
-Error matmul(fp8::MatmulOp op, ExecContext &ctx) {
+Error fp8Matmul(fp8::MatmulOp op, ExecContext &ctx) {
   const Tensor &a = ctx.operand(op, 0), &sa = ctx.operand(op, 1);
   const Tensor &b = ctx.operand(op, 2), &sb = ctx.operand(op, 3);
   bool ta = op.getTransposeA(), tb = op.getTransposeB();
@@ -188,13 +193,17 @@ Error matmul(fp8::MatmulOp op, ExecContext &ctx) {
   return Error::success();
 }
 
+namespace {
+
 void transpose2d(const float *in, int64_t rows, int64_t cols, float *out) {
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < cols; ++c)
       out[c * rows + r] = in[r * cols + c];
 }
 
-Error transpose(fp8::TransposeOp op, ExecContext &ctx) {
+} // namespace
+
+Error fp8Transpose(fp8::TransposeOp op, ExecContext &ctx) {
   // Copies (shared storage): setResult may move the values operand() refers
   // to.
   Tensor q = ctx.operand(op, 0), s = ctx.operand(op, 1);
@@ -211,13 +220,7 @@ Error transpose(fp8::TransposeOp op, ExecContext &ctx) {
   return Error::success();
 }
 
-template <typename OpTy>
-void registerHandler(Error (*fn)(OpTy, ExecContext &)) {
-  registerOpHandler(OpTy::getOperationName(),
-                    [fn](Operation *op, ExecContext &ctx) {
-                      return fn(cast<OpTy>(op), ctx);
-                    });
-}
+namespace {
 
 std::string tensorName(Operation *op) {
   if (auto name = op->getAttrOfType<StringAttr>("tensor"))
@@ -242,18 +245,6 @@ float fp8ScaleFromAmax(float amax, float fp8Max, int64_t margin,
   return scale;
 }
 
-void registerFp8InterpreterOps() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    registerHandler<fp8::ComputeScaleOp>(computeScale);
-    registerHandler<fp8::ScaleUpdateOp>(scaleUpdate);
-    registerHandler<fp8::BlockQuantizeOp>(blockQuantize);
-    registerHandler<fp8::BlockDequantizeOp>(blockDequantize);
-    registerHandler<fp8::MatmulOp>(matmul);
-    registerHandler<fp8::TransposeOp>(transpose);
-  });
-}
-
 //===----------------------------------------------------------------------===//
 // Statistics
 //===----------------------------------------------------------------------===//
@@ -264,8 +255,8 @@ OpObserver Fp8StatsCollector::observer() {
     if (auto q = dyn_cast<fp8::QuantizeOp>(op)) {
       const Tensor &x = ctx.operand(op, 0);
       Type type = q.getResult().getType().getElementType();
-      numerics::Format format = fp8Format(type);
-      s.format = numerics::formatName(format);
+      DType format = fp8Format(type);
+      s.format = dtypeName(format);
       s.scale = ctx.operand(op, 1).item();
       s.amax = amaxOf(x.f(), x.numel());
       s.values = x.numel();
@@ -273,8 +264,8 @@ OpObserver Fp8StatsCollector::observer() {
         countCast(x.f()[i], x.f()[i] * s.scale, format, s);
     } else if (auto bq = dyn_cast<fp8::BlockQuantizeOp>(op)) {
       const Tensor &x = ctx.operand(op, 0);
-      numerics::Format format = fp8Format(bq.getDtype());
-      s.format = numerics::formatName(format);
+      DType format = fp8Format(bq.getDtype());
+      s.format = dtypeName(format);
       s.amax = amaxOf(x.f(), x.numel());
       s.values = x.numel();
       // The scales are results, which observers do not see: recompute them

@@ -2,12 +2,14 @@
 #define OCTET_COMPILER_INTERPRETER_FP8OPS_H
 
 // Reference semantics of the fp8 ops beyond quantize/dequantize/amax (which
-// the interpreter core runs): compute_scale, scale_update, block_quantize,
-// block_dequantize, matmul, transpose. Also FP8 statistics: per quantized
-// tensor, its amax, scale and the shares of values that flush to zero or
-// saturate.
+// Interpreter.cpp defines): compute_scale, scale_update, block_quantize,
+// block_dequantize, matmul, transpose, each run from the interpreter's one
+// dispatch (execute() in Interpreter.cpp). Also FP8 statistics: per
+// quantized tensor, its amax, scale and the shares of values that flush to
+// zero or saturate.
 
 #include "compiler/Interpreter/Interpreter.h"
+#include "dialects/fp8/Fp8Dialect.h"
 
 #include "llvm/Support/raw_ostream.h"
 
@@ -23,8 +25,15 @@ namespace octet::interp {
 float fp8ScaleFromAmax(float amax, float fp8Max, int64_t margin,
                        bool powerOfTwo, float eps);
 
-// Teaches the interpreter the ops above (idempotent).
-void registerFp8InterpreterOps();
+llvm::Error computeScale(fp8::ComputeScaleOp op, ExecContext &ctx);
+llvm::Error scaleUpdate(fp8::ScaleUpdateOp op, ExecContext &ctx);
+llvm::Error blockQuantize(fp8::BlockQuantizeOp op, ExecContext &ctx);
+llvm::Error blockDequantize(fp8::BlockDequantizeOp op, ExecContext &ctx);
+// FP32 accumulation of the FP8 values, one 1/(sa·sb) at the end when both
+// scales are tensorwise (what cuBLASLt does); blockwise operands are widened
+// block by block first.
+llvm::Error fp8Matmul(fp8::MatmulOp op, ExecContext &ctx);
+llvm::Error fp8Transpose(fp8::TransposeOp op, ExecContext &ctx);
 
 // What one quantized tensor looked like, accumulated over the quantize
 // executions since the last reset (microbatches of a step, say).

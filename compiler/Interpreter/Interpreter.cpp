@@ -2,6 +2,7 @@
 
 #include "compiler/Interpreter/Fp8Ops.h"
 #include "support/InitDraws.h"
+#include "support/LrSchedule.h"
 #include "compiler/Interpreter/Kernels.h"
 #include "dialects/fp8/Fp8Dialect.h"
 #include "dialects/graph/GraphDialect.h"
@@ -40,16 +41,6 @@ std::vector<int64_t> shapeOf(Type type) {
   auto shaped = cast<ShapedType>(type);
   return std::vector<int64_t>(shaped.getShape().begin(),
                               shaped.getShape().end());
-}
-
-llvm::StringMap<OpHandler> &handlerRegistry() {
-  static llvm::StringMap<OpHandler> registry;
-  return registry;
-}
-
-std::mutex &registryMutex() {
-  static std::mutex mutex;
-  return mutex;
 }
 
 float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
@@ -155,7 +146,8 @@ llvm::Expected<std::vector<int64_t>> documentIds(Operation *op,
 
 class Frame : public ExecContext {
 public:
-  Frame(VariableStore &vars) : vars_(vars) {}
+  Frame(VariableStore &vars, const OpObserver &observer)
+      : vars_(vars), observer_(observer) {}
   const Tensor &operand(Operation *op, unsigned index) override {
     return values_.find(op->getOperand(index))->second;
   }
@@ -178,6 +170,8 @@ public:
     values_[op->getResult(index)] = std::move(value);
   }
   VariableStore &variables() override { return vars_; }
+  // Watches the ops of nested regions (kernel.fused bodies) too.
+  const OpObserver &observer() const { return observer_; }
   llvm::DenseMap<Value, Tensor> values_;
   // The values whose last use is the op being executed, when handlers may
   // take them (not while an observer still wants to see the operands).
@@ -185,7 +179,15 @@ public:
 
 private:
   VariableStore &vars_;
+  const OpObserver &observer_;
 };
+
+// Runs the ops of `body` with its arguments bound to `args` and returns the
+// operands of its terminator: a function's body, or a kernel.fused region.
+llvm::Expected<std::vector<Tensor>> runBlock(Block &body,
+                                             std::vector<Tensor> args,
+                                             VariableStore &variables,
+                                             const OpObserver &observer);
 
 // A fresh float tensor of `result`'s type.
 Tensor like(Value result) {
@@ -351,7 +353,9 @@ llvm::Expected<AttentionShape> attentionSetup(OpTy op, Frame &f, const Tensor &q
   return s;
 }
 
-llvm::Error attention(graph::AttentionOp op, Frame &f) {
+// graph.attention and kernel.attention_fwd: the same operands and results.
+template <typename OpTy>
+llvm::Error attention(OpTy op, Frame &f) {
   const Tensor &q = f.operand(op, 0), &k = f.operand(op, 1),
                &v = f.operand(op, 2);
   std::vector<int64_t> docs;
@@ -513,7 +517,9 @@ llvm::Error layerNormGrad(graph::LayerNormGradOp op, Frame &f) {
   return llvm::Error::success();
 }
 
-llvm::Error attentionGrad(graph::AttentionGradOp op, Frame &f) {
+// graph.attention_grad and kernel.attention_bwd.
+template <typename OpTy>
+llvm::Error attentionGrad(OpTy op, Frame &f) {
   const Tensor &dout = f.operand(op, 0), &q = f.operand(op, 1),
                &k = f.operand(op, 2), &v = f.operand(op, 3),
                &out = f.operand(op, 4), &lse = f.operand(op, 5);
@@ -603,19 +609,10 @@ llvm::Error biasGrad(graph::BiasGradOp op, Frame &f) {
 //===----------------------------------------------------------------------===//
 
 llvm::Error lrSchedule(graph::LrScheduleOp op, Frame &f) {
-  double step = double(f.operand(op, 0).intItem());
-  double lr = op.getLr().convertToDouble();
-  double warmup = double(op.getWarmupStepsAttr().getInt());
-  double total = double(op.getTotalStepsAttr().getInt());
-  double ratio = op.getMinLrRatio().convertToDouble();
-  double value;
-  if (warmup > 0 && step <= warmup) {
-    value = lr * step / warmup;
-  } else {
-    double progress =
-        std::clamp((step - warmup) / std::max(1.0, total - warmup), 0.0, 1.0);
-    value = lr * (ratio + (1 - ratio) * 0.5 * (1 + std::cos(M_PI * progress)));
-  }
+  LrSchedule schedule{
+      op.getLr().convertToDouble(), op.getWarmupStepsAttr().getInt(),
+      op.getTotalStepsAttr().getInt(), op.getMinLrRatio().convertToDouble()};
+  double value = learningRateAt(schedule, f.operand(op, 0).intItem());
   f.setResult(op, 0, Tensor::scalar(float(value)));
   return llvm::Error::success();
 }
@@ -733,7 +730,8 @@ llvm::Error dequantize(fp8::DequantizeOp op, Frame &f) {
 
 // cuBLASLt's meaning of the op, one rounding at the end: the product scaled
 // by one factor 1/(sa·sb) (as the GPU applies it), then the epilogue in f32
-// (fusion::expandGemmEpilogues states the same meaning in graph ops).
+// (fusion::expandGemmEpilogues, Fusion/GemmEpilogues.h, states the same
+// meaning in graph ops).
 llvm::Error kernelGemm(kernel::GemmOp op, Frame &f) {
   float alpha = 1.0f;
   if (op.getAScale())
@@ -806,6 +804,61 @@ llvm::Error kernelCopy(kernel::CopyOp op, Frame &f) {
   return llvm::Error::success();
 }
 
+// Row-major strides around `dim`: outer = product of the dims before it,
+// inner = product of those after.
+void splitAround(const std::vector<int64_t> &shape, int64_t dim,
+                 int64_t &outer, int64_t &inner) {
+  outer = inner = 1;
+  for (int64_t i = 0; i < dim; ++i)
+    outer *= shape[i];
+  for (size_t i = dim + 1; i < shape.size(); ++i)
+    inner *= shape[i];
+}
+
+// Copies `count` elements of `from` at `src` to `to` at `dst` (both of one
+// kind: floats or integers).
+void copyElements(const Tensor &from, int64_t src, Tensor &to, int64_t dst,
+                  int64_t count) {
+  if (isFloat(from.dtype()))
+    std::copy_n(from.f() + src, count, to.f() + dst);
+  else
+    std::copy_n(from.i() + src, count, to.i() + dst);
+}
+
+// Slices and concatenations copy values of the result's type: nothing to
+// round.
+llvm::Error slice(graph::SliceOp op, Frame &f) {
+  const Tensor &x = f.operand(op, 0);
+  auto type = cast<RankedTensorType>(op.getType());
+  Tensor out(x.dtype(), shapeOf(type));
+  int64_t outer, inner, dim = op.getDim();
+  splitAround(x.shape(), dim, outer, inner);
+  int64_t n = type.getDimSize(dim), full = x.dim(dim);
+  int64_t off = op.getOffset();
+  for (int64_t o = 0; o < outer; ++o)
+    copyElements(x, (o * full + off) * inner, out, o * n * inner, n * inner);
+  f.setResultUnrounded(op, 0, std::move(out));
+  return llvm::Error::success();
+}
+
+llvm::Error concat(graph::ConcatOp op, Frame &f) {
+  auto type = cast<RankedTensorType>(op.getType());
+  int64_t dim = op.getDim();
+  Tensor out(f.operand(op, 0).dtype(), shapeOf(type));
+  int64_t outer, inner;
+  splitAround(out.shape(), dim, outer, inner);
+  int64_t total = type.getDimSize(dim), at = 0;
+  for (unsigned k = 0; k < op->getNumOperands(); ++k) {
+    const Tensor &x = f.operand(op, k);
+    int64_t n = x.dim(dim);
+    for (int64_t o = 0; o < outer; ++o)
+      copyElements(x, o * n * inner, out, (o * total + at) * inner, n * inner);
+    at += n;
+  }
+  f.setResultUnrounded(op, 0, std::move(out));
+  return llvm::Error::success();
+}
+
 llvm::Error fill(graph::FillOp op, Frame &f) {
   Tensor out = like(op.getResult());
   double value = op.getValue().convertToDouble();
@@ -814,6 +867,36 @@ llvm::Error fill(graph::FillOp op, Frame &f) {
   else
     std::fill(out.i(), out.i() + out.numel(), int64_t(value));
   f.setResult(op, 0, std::move(out));
+  return llvm::Error::success();
+}
+
+// The body of a fused kernel, run in place on the op's operands. They are
+// taken, not copied, so the body frees each after its last use inside it (a
+// multi-tensor optimizer step holds one parameter's old and new state at a
+// time, not the whole model's).
+llvm::Error kernelFused(kernel::FusedOp op, Frame &f) {
+  std::vector<Tensor> args;
+  for (unsigned i = 0; i < op->getNumOperands(); ++i)
+    args.push_back(f.takeOperand(op, i));
+  auto results =
+      runBlock(op.getBodyBlock(), std::move(args), f.variables(), f.observer());
+  if (!results)
+    return results.takeError();
+  // The yielded values are the results' types (the verifier says so) and
+  // were rounded when the body made them: rounding again would only cost.
+  for (auto [i, t] : llvm::enumerate(*results))
+    f.setResultUnrounded(op, i, std::move(t));
+  return llvm::Error::success();
+}
+
+// The interpreter is one rank: a group of one is the identity.
+llvm::Error kernelCollective(kernel::CollectiveOp op, Frame &f) {
+  if (op.getGroupSize() != 1)
+    return errorAt(op, "the interpreter runs one rank; a group of " +
+                           llvm::Twine(op.getGroupSize()) +
+                           " ranks needs the runtime");
+  for (unsigned i = 0; i < op->getNumOperands(); ++i)
+    f.setResult(op, i, f.operand(op, i));
   return llvm::Error::success();
 }
 
@@ -832,7 +915,11 @@ llvm::Error execute(Operation *op, Frame &f) {
                                  shapeString(value.shape()) +
                                  ", the IR expects " +
                                  shapeString(shapeOf(load.getType())));
-        f.setResult(op, 0, value);
+        // The store holds each value rounded to its element type.
+        if (value.dtype() == cantFail(dtypeOf(load.getType().getElementType())))
+          f.setResultUnrounded(op, 0, value);
+        else
+          f.setResult(op, 0, value);
         return Error::success();
       })
       .Case([&](graph::StoreOp store) -> Error {
@@ -848,6 +935,8 @@ llvm::Error execute(Operation *op, Frame &f) {
       .Case([&](graph::LayerNormOp o) { return layerNorm(o, f); })
       .Case([&](graph::RopeOp o) { return rope(o, f); })
       .Case([&](graph::AttentionOp o) { return attention(o, f); })
+      .Case([&](graph::SliceOp o) { return slice(o, f); })
+      .Case([&](graph::ConcatOp o) { return concat(o, f); })
       .Case<graph::ReshapeOp, graph::SaveOp>([&](Operation *o) -> Error {
         f.setResultUnrounded(
             o, 0, f.operand(o, 0).reshaped(shapeOf(o->getResult(0).getType())));
@@ -913,18 +1002,19 @@ llvm::Error execute(Operation *op, Frame &f) {
         f.setResult(o, 0, Tensor::scalar(amaxOf(f.operand(o, 0))));
         return Error::success();
       })
+      .Case([&](fp8::ComputeScaleOp o) { return computeScale(o, f); })
+      .Case([&](fp8::ScaleUpdateOp o) { return scaleUpdate(o, f); })
+      .Case([&](fp8::BlockQuantizeOp o) { return blockQuantize(o, f); })
+      .Case([&](fp8::BlockDequantizeOp o) { return blockDequantize(o, f); })
+      .Case([&](fp8::MatmulOp o) { return fp8Matmul(o, f); })
+      .Case([&](fp8::TransposeOp o) { return fp8Transpose(o, f); })
       .Case([&](kernel::GemmOp o) { return kernelGemm(o, f); })
       .Case([&](kernel::CopyOp o) { return kernelCopy(o, f); })
+      .Case([&](kernel::AttentionFwdOp o) { return attention(o, f); })
+      .Case([&](kernel::AttentionBwdOp o) { return attentionGrad(o, f); })
+      .Case([&](kernel::FusedOp o) { return kernelFused(o, f); })
+      .Case([&](kernel::CollectiveOp o) { return kernelCollective(o, f); })
       .Default([&](Operation *o) -> Error {
-        OpHandler handler;
-        {
-          std::lock_guard<std::mutex> lock(registryMutex());
-          auto it = handlerRegistry().find(o->getName().getStringRef());
-          if (it != handlerRegistry().end())
-            handler = it->second;
-        }
-        if (handler)
-          return handler(o, f);
         return errorAt(o, "the interpreter has no implementation of this op");
       });
 }
@@ -966,6 +1056,95 @@ void recordProfile(llvm::StringRef name, double seconds) {
   entry.second += 1;
 }
 
+
+llvm::Expected<std::vector<Tensor>> runBlock(Block &body,
+                                             std::vector<Tensor> args,
+                                             VariableStore &variables,
+                                             const OpObserver &observer) {
+  Frame frame(variables, observer);
+  for (unsigned i = 0; i < args.size(); ++i)
+    if (!body.getArgument(i).use_empty())
+      frame.values_[body.getArgument(i)] = std::move(args[i]);
+  args.clear();
+  // Drop each value after its last use so peak memory follows liveness;
+  // results nothing uses go right after their op.
+  llvm::DenseMap<Operation *, llvm::SmallVector<Value>> dying;
+  {
+    llvm::DenseMap<Value, Operation *> last;
+    for (Operation &op : body) {
+      for (Value v : op.getOperands())
+        last[v] = &op;
+      for (Value r : op.getResults())
+        if (r.use_empty())
+          last[r] = &op;
+    }
+    for (auto &[value, op] : last)
+      dying[op].push_back(value);
+  }
+  // Variables whose stored value is dead before the block overwrites it:
+  // released after the last load ahead of the first store, or at the start
+  // when the block stores before it loads. Only when every load and store
+  // is in the block itself, where that order is the execution order.
+  llvm::DenseMap<Operation *, llvm::SmallVector<std::string>> releaseAfter;
+  llvm::SmallVector<std::string> releaseAtStart;
+  bool nestedAccess = false;
+  for (Operation &op : body)
+    op.walk([&](Operation *inner) {
+      if (inner != &op && isa<graph::LoadOp, graph::StoreOp>(inner))
+        nestedAccess = true;
+    });
+  if (!nestedAccess) {
+    llvm::StringMap<Operation *> lastLoad;
+    llvm::StringSet<> stored;
+    for (Operation &op : body) {
+      if (auto load = dyn_cast<graph::LoadOp>(op)) {
+        if (!stored.contains(load.getVariable()))
+          lastLoad[load.getVariable()] = &op;
+      } else if (auto store = dyn_cast<graph::StoreOp>(op)) {
+        StringRef var = store.getVariable();
+        if (!stored.insert(var).second)
+          continue;
+        if (Operation *at = lastLoad.lookup(var))
+          releaseAfter[at].push_back(var.str());
+        else
+          releaseAtStart.push_back(var.str());
+      }
+    }
+  }
+  for (const std::string &var : releaseAtStart)
+    variables.release(var);
+  for (Operation &op : body) {
+    if (op.hasTrait<OpTrait::IsTerminator>()) {
+      std::vector<Tensor> results;
+      for (Value v : op.getOperands())
+        results.push_back(frame.values_.find(v)->second);
+      return results;
+    }
+    if (isa<graph::VariableOp>(op))
+      continue;
+    auto opStart = std::chrono::steady_clock::now();
+    auto it = dying.find(&op);
+    frame.dyingNow_ = it != dying.end() && !observer ? &it->second : nullptr;
+    if (llvm::Error err = execute(&op, frame))
+      return std::move(err);
+    frame.dyingNow_ = nullptr;
+    if (profiling())
+      recordProfile(op.getName().getStringRef(),
+                    std::chrono::duration<double>(
+                        std::chrono::steady_clock::now() - opStart)
+                        .count());
+    if (observer)
+      observer(&op, frame);
+    if (it != dying.end())
+      for (Value v : it->second)
+        frame.values_.erase(v);
+    if (auto released = releaseAfter.find(&op); released != releaseAfter.end())
+      for (const std::string &var : released->second)
+        variables.release(var);
+  }
+  return llvm::make_error<llvm::StringError>(
+      "a block without a terminator", llvm::inconvertibleErrorCode());
+}
 } // namespace
 
 llvm::Expected<DType> dtypeOf(Type type) {
@@ -976,9 +1155,9 @@ llvm::Expected<DType> dtypeOf(Type type) {
   if (type.isF16())
     return DType::F16;
   if (isa<Float8E4M3FNType>(type))
-    return DType::E4M3FN;
+    return DType::F8E4M3FN;
   if (isa<Float8E5M2Type>(type))
-    return DType::E5M2;
+    return DType::F8E5M2;
   if (type.isInteger(32))
     return DType::I32;
   if (type.isInteger(64))
@@ -988,11 +1167,6 @@ llvm::Expected<DType> dtypeOf(Type type) {
   os << "the interpreter cannot hold element type " << type;
   return llvm::make_error<llvm::StringError>(text,
                                              llvm::inconvertibleErrorCode());
-}
-
-void registerOpHandler(llvm::StringRef opName, OpHandler handler) {
-  std::lock_guard<std::mutex> lock(registryMutex());
-  handlerRegistry()[opName] = std::move(handler);
 }
 
 void VariableStore::initialize(ModuleOp module, uint64_t seed) {
@@ -1034,9 +1208,6 @@ Interpreter::run(llvm::StringRef name, std::vector<Tensor> args,
   if (type.getNumInputs() != args.size())
     return fail("@" + name + " takes " + llvm::Twine(type.getNumInputs()) +
                 " arguments, got " + llvm::Twine(args.size()));
-  registerFp8InterpreterOps();
-  Frame frame(variables);
-  Block &body = func.getBody().front();
   for (unsigned i = 0; i < args.size(); ++i) {
     auto argType = cast<RankedTensorType>(type.getInput(i));
     auto expected = dtypeOf(argType.getElementType());
@@ -1055,88 +1226,8 @@ Interpreter::run(llvm::StringRef name, std::vector<Tensor> args,
                   shapeString(args[i].shape()) + " " +
                   dtypeName(args[i].dtype()));
   }
-  for (unsigned i = 0; i < args.size(); ++i)
-    if (!body.getArgument(i).use_empty())
-      frame.values_[body.getArgument(i)] = std::move(args[i]);
-  args.clear();
-  // Drop each value after its last use so peak memory follows liveness;
-  // results nothing uses go right after their op.
-  llvm::DenseMap<Operation *, llvm::SmallVector<Value>> dying;
-  {
-    llvm::DenseMap<Value, Operation *> last;
-    for (Operation &op : body) {
-      for (Value v : op.getOperands())
-        last[v] = &op;
-      for (Value r : op.getResults())
-        if (r.use_empty())
-          last[r] = &op;
-    }
-    for (auto &[value, op] : last)
-      dying[op].push_back(value);
-  }
-  // Variables whose stored value is dead before the function overwrites
-  // it: released after the last load ahead of the first store, or at the
-  // start when the function stores before it loads. Only when every load
-  // and store is in the body itself, where that order is the execution
-  // order.
-  llvm::DenseMap<Operation *, llvm::SmallVector<std::string>> releaseAfter;
-  llvm::SmallVector<std::string> releaseAtStart;
-  bool nestedAccess = false;
-  for (Operation &op : body)
-    op.walk([&](Operation *inner) {
-      if (inner != &op && isa<graph::LoadOp, graph::StoreOp>(inner))
-        nestedAccess = true;
-    });
-  if (!nestedAccess) {
-    llvm::StringMap<Operation *> lastLoad;
-    llvm::StringSet<> stored;
-    for (Operation &op : body) {
-      if (auto load = dyn_cast<graph::LoadOp>(op)) {
-        if (!stored.contains(load.getVariable()))
-          lastLoad[load.getVariable()] = &op;
-      } else if (auto store = dyn_cast<graph::StoreOp>(op)) {
-        StringRef var = store.getVariable();
-        if (!stored.insert(var).second)
-          continue;
-        if (Operation *at = lastLoad.lookup(var))
-          releaseAfter[at].push_back(var.str());
-        else
-          releaseAtStart.push_back(var.str());
-      }
-    }
-  }
-  for (const std::string &var : releaseAtStart)
-    variables.release(var);
-  for (Operation &op : body) {
-    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
-      std::vector<Tensor> results;
-      for (Value v : ret.getOperands())
-        results.push_back(frame.values_.find(v)->second);
-      return results;
-    }
-    if (isa<graph::VariableOp>(op))
-      continue;
-    auto opStart = std::chrono::steady_clock::now();
-    auto it = dying.find(&op);
-    frame.dyingNow_ = it != dying.end() && !observer_ ? &it->second : nullptr;
-    if (llvm::Error err = execute(&op, frame))
-      return std::move(err);
-    frame.dyingNow_ = nullptr;
-    if (profiling())
-      recordProfile(op.getName().getStringRef(),
-                    std::chrono::duration<double>(
-                        std::chrono::steady_clock::now() - opStart)
-                        .count());
-    if (observer_)
-      observer_(&op, frame);
-    if (it != dying.end())
-      for (Value v : it->second)
-        frame.values_.erase(v);
-    if (auto released = releaseAfter.find(&op); released != releaseAfter.end())
-      for (const std::string &var : released->second)
-        variables.release(var);
-  }
-  return fail("@" + name + " has no func.return");
+  return runBlock(func.getBody().front(), std::move(args), variables,
+                  observer_);
 }
 
 } // namespace octet::interp

@@ -3,9 +3,12 @@
 
 // The reference interpreter: executes func.func bodies of graph, fp8 and
 // kernel IR op by op on the CPU in float32, rounding every value to its
-// element type (BF16, F16, E4M3FN, E5M2) exactly as the GPU does. Module
-// variables live in a VariableStore that the caller owns, so parameters,
-// optimizer moments, FP8 scale state and counters persist across calls.
+// element type (BF16, F16, E4M3FN, E5M2) exactly as the GPU does. It owns
+// the semantics of every op those dialects have, behind one dispatch
+// (execute() in Interpreter.cpp; the fp8 ops' in Fp8Ops.cpp); kernel.fused
+// runs its region in place. Module variables live in a VariableStore that
+// the caller owns, so parameters, optimizer moments, FP8 scale state and
+// counters persist across calls.
 
 #include "compiler/Interpreter/Tensor.h"
 
@@ -19,6 +22,8 @@
 
 namespace octet::interp {
 
+// Holds each value rounded to its element type, as every op result and every
+// Tensor made from data is, so loads hand values on as they are.
 class VariableStore {
 public:
   // Creates every graph.variable of `module` that the store does not hold
@@ -45,18 +50,17 @@ private:
 // cannot hold.
 llvm::Expected<DType> dtypeOf(mlir::Type elementType);
 
-class Interpreter;
-
-// What an op handler sees: its operands' values, a place for its results,
-// and the variable store.
+// What an observer sees of the op that just ran (and what the op semantics
+// read and write): its operands' values, a place for its results, and the
+// variable store.
 class ExecContext {
 public:
   virtual ~ExecContext() = default;
   virtual const Tensor &operand(mlir::Operation *op, unsigned index) = 0;
-  // The operand's value for a handler that hands it on (to a nested run):
+  // The operand's value for an op that hands it on (to a nested region):
   // moved out of the frame when this op is the value's last use and no later
   // operand of the op is the same value, so it is freed as soon as the
-  // callee is done with it rather than after the op. operand(op, index) is
+  // region is done with it rather than after the op. operand(op, index) is
   // not valid afterwards.
   virtual Tensor takeOperand(mlir::Operation *op, unsigned index) {
     return operand(op, index);
@@ -66,15 +70,9 @@ public:
   virtual VariableStore &variables() = 0;
 };
 
-using OpHandler =
-    std::function<llvm::Error(mlir::Operation *op, ExecContext &ctx)>;
-
-// Lets other components (an fp8 op that this file does not know yet, say)
-// teach the interpreter an op by its name, e.g. "fp8.scale_update".
-void registerOpHandler(llvm::StringRef opName, OpHandler handler);
-
-// Called after each op runs, while its operands are still live, so tools can
-// watch what flows through (FP8 statistics).
+// Called after each op runs (ops inside kernel.fused regions too), while its
+// operands are still live, so tools can watch what flows through (FP8
+// statistics).
 using OpObserver = std::function<void(mlir::Operation *op, ExecContext &ctx)>;
 
 class Interpreter {

@@ -6,51 +6,6 @@
 
 namespace octet::interp {
 
-const char *dtypeName(DType dtype) {
-  switch (dtype) {
-  case DType::F32:
-    return "f32";
-  case DType::BF16:
-    return "bf16";
-  case DType::F16:
-    return "f16";
-  case DType::E4M3FN:
-    return "f8E4M3FN";
-  case DType::E5M2:
-    return "f8E5M2";
-  case DType::I32:
-    return "i32";
-  case DType::I64:
-    return "i64";
-  }
-  return "?";
-}
-
-numerics::Format formatOf(DType dtype) {
-  switch (dtype) {
-  case DType::BF16:
-    return numerics::Format::BF16;
-  case DType::F16:
-    return numerics::Format::F16;
-  case DType::E4M3FN:
-    return numerics::Format::E4M3FN;
-  case DType::E5M2:
-    return numerics::Format::E5M2;
-  default:
-    return numerics::Format::F32;
-  }
-}
-
-std::string shapeString(const std::vector<int64_t> &shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (i)
-      s += ", ";
-    s += std::to_string(shape[i]);
-  }
-  return s + "]";
-}
-
 static int64_t product(const std::vector<int64_t> &shape) {
   int64_t n = 1;
   for (int64_t d : shape)
@@ -108,15 +63,11 @@ Tensor Tensor::clone() const {
 void Tensor::roundToType() {
   if (!floats_ || dtype_ == DType::F32)
     return;
-  numerics::Format format = formatOf(dtype_);
-  numerics::Overflow overflow =
-      (dtype_ == DType::E4M3FN || dtype_ == DType::E5M2)
-          ? numerics::Overflow::SatFinite
-          : numerics::Overflow::Ieee;
+  numerics::Overflow overflow = numerics::defaultOverflow(dtype_);
   float *data = floats_->data();
   parallelFor(numel(), 1 << 15, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i)
-      data[i] = numerics::roundTo(format, data[i], overflow);
+      data[i] = numerics::roundTo(dtype_, data[i], overflow);
   });
 }
 

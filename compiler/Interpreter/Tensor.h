@@ -9,6 +9,7 @@
 // makes reshape and copies free.
 
 #include "support/Numerics.h"
+#include "support/ShapeString.h"
 
 #include <cstdint>
 #include <memory>
@@ -17,13 +18,7 @@
 
 namespace octet::interp {
 
-enum class DType { F32, BF16, F16, E4M3FN, E5M2, I32, I64 };
-
-const char *dtypeName(DType dtype);
-inline bool isFloat(DType d) { return d != DType::I32 && d != DType::I64; }
-numerics::Format formatOf(DType dtype);
-
-std::string shapeString(const std::vector<int64_t> &shape);
+using octet::shapeString;
 
 class Tensor {
 public:

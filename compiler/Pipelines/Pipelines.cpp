@@ -1,46 +1,260 @@
 #include "compiler/Pipelines/Pipelines.h"
 
-#include "compiler/Transforms/Passes.h"
+#include "spec/SpecReader.h"
 
+#include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Pass/PassOptions.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/Support/FileSystem.h"
+
+#include <algorithm>
+#include <cstdlib>
 
 namespace octet {
 
-void buildTrainingPipeline(mlir::OpPassManager &pm,
-                           const TrainingPipelineOptions &options) {
-  OctetAutodiffOptions autodiff;
-  autodiff.lr = options.lr;
-  autodiff.minLrRatio = options.minLrRatio;
-  autodiff.warmupSteps = options.warmupSteps;
-  autodiff.totalSteps = options.totalSteps;
-  autodiff.beta1 = options.beta1;
-  autodiff.beta2 = options.beta2;
-  autodiff.eps = options.eps;
-  autodiff.weightDecay = options.weightDecay;
-  autodiff.decayEmbeddings = options.decayEmbeddings;
-  autodiff.gradClip = options.gradClip;
-  autodiff.microbatches = options.microbatches;
-  autodiff.recompute = options.recompute;
-  pm.addPass(createOctetAutodiff(autodiff));
-  pm.addPass(mlir::createCSEPass());
-  OctetBf16ActivationsOptions activations;
-  activations.activationDtype = options.activationDtype;
-  pm.addPass(createOctetBf16Activations(activations));
-  if (options.fp8) {
-    pm.addPass(createOctetPrecision(options.precision));
-    pm.addPass(createOctetLayout());
-    pm.addPass(mlir::createCSEPass());
-  }
+using mlir::OpPassManager;
+
+TrainingPipelineOptions trainingOptionsFromSpec(const spec::Spec &spec) {
+  const spec::TrainSpec &train = spec.train();
+  const spec::AdamW &adam = train.optimizer();
+  TrainingPipelineOptions o;
+  OctetAutodiffOptions &autodiff = o.autodiff;
+  autodiff.lr = adam.lr();
+  autodiff.minLrRatio = adam.min_lr_ratio();
+  autodiff.warmupSteps = adam.warmup_steps();
+  autodiff.totalSteps = train.steps();
+  autodiff.beta1 = adam.beta1();
+  autodiff.beta2 = adam.beta2();
+  autodiff.eps = adam.eps();
+  autodiff.weightDecay = adam.weight_decay();
+  autodiff.gradClip = train.grad_clip();
+  int64_t dataParallel = std::max<int64_t>(1, train.parallel().data());
+  autodiff.microbatches = std::max<int64_t>(
+      1, train.global_batch_size() / (train.micro_batch_size() * dataParallel));
+  o.activations.activationDtype = train.precision().activation_dtype();
+  o.lowerToKernel.dataParallel = dataParallel;
+
+  const spec::Precision &p = train.precision();
+  if (p.recipe().empty() || p.recipe() == "bf16")
+    return o;
+  OctetPrecisionOptions &precision = o.precision.emplace();
+  precision.recipe = p.recipe();
+  if (!p.format().empty())
+    precision.format = p.format();
+  if (p.has_amax_history_len())
+    precision.amaxHistoryLen = p.amax_history_len();
+  if (!p.amax_algorithm().empty())
+    precision.amaxAlgorithm = p.amax_algorithm();
+  if (p.has_margin())
+    precision.margin = p.margin();
+  precision.powerOfTwoScales = p.power_of_two_scales();
+  precision.firstLayersBf16 = p.first_last_layers_bf16().first();
+  precision.lastLayersBf16 = p.first_last_layers_bf16().last();
+  for (const std::string &pattern : p.bf16_patterns())
+    precision.bf16Patterns.push_back(pattern);
+  return o;
 }
 
-void registerTrainingPipeline() {
-  mlir::PassPipelineRegistration<>(
+namespace {
+
+void addAutodiffPasses(OpPassManager &pm, const TrainingPipelineOptions &o) {
+  pm.addPass(createOctetAutodiff(o.autodiff));
+  pm.addPass(mlir::createCSEPass());
+}
+
+// Before the activations turn BF16: fuse-qkv matches weights as they are
+// loaded, before the casts to BF16 sit between them and their GEMMs.
+void addFuseQkvPasses(OpPassManager &pm, const TrainingPipelineOptions &) {
+  pm.addPass(createOctetFuseQkv());
+  pm.addPass(mlir::createCSEPass());
+}
+
+void addActivationsPasses(OpPassManager &pm,
+                          const TrainingPipelineOptions &o) {
+  pm.addPass(createOctetBf16Activations(o.activations));
+}
+
+void addPrecisionPasses(OpPassManager &pm, const TrainingPipelineOptions &o) {
+  if (!o.precision)
+    return;
+  pm.addPass(createOctetPrecision(*o.precision));
+  pm.addPass(createOctetLayout());
+  pm.addPass(mlir::createCanonicalizerPass());
+}
+
+void addKernelPasses(OpPassManager &pm, const TrainingPipelineOptions &o) {
+  pm.addPass(mlir::createCanonicalizerPass());
+  pm.addPass(createOctetLowerToKernel(o.lowerToKernel));
+}
+
+void addFusedPasses(OpPassManager &pm, const TrainingPipelineOptions &o) {
+  // The LM head first, while its GEMMs and cross-entropy kernels are still
+  // apart; then epilogues: the gradient-accumulation adds they take must not
+  // be folded into row kernels by the later passes.
+  if (o.chunkedLmHead)
+    pm.addPass(createOctetFuseLmHead());
+  pm.addPass(createOctetFuseEpilogue());
+  pm.addPass(createOctetFuseRope());
+  pm.addPass(createOctetFuseNormQuantize());
+  pm.addPass(createOctetFuseSwigluQuantize());
+  pm.addPass(createOctetFuseAdamW());
+  pm.addPass(createOctetFuseElementwise());
+  pm.addPass(mlir::createCanonicalizerPass());
+}
+
+const CompileStage kCompileStages[] = {
+    {"import", "the forward graph built from the spec (graph dialect)",
+     nullptr},
+    {"autodiff", "the train step: forward, backward, optimizer",
+     addAutodiffPasses},
+    {"fuse-qkv", "q/k/v and gate/up projections as one GEMM each",
+     addFuseQkvPasses},
+    {"activations", "BF16 activations and activation gradients, f32 state",
+     addActivationsPasses},
+    {"precision", "FP8 GEMMs per the recipe and policy, K-major layout",
+     addPrecisionPasses},
+    {"kernel", "kernel dialect: GEMMs, attention, one-op fused kernels",
+     addKernelPasses},
+    {"fused", "after the kernel fusion passes", addFusedPasses},
+};
+
+} // namespace
+
+llvm::ArrayRef<CompileStage> compileStages() { return kCompileStages; }
+
+const CompileStage *findCompileStage(llvm::StringRef name) {
+  for (const CompileStage &stage : kCompileStages)
+    if (name == stage.name)
+      return &stage;
+  return nullptr;
+}
+
+void buildTrainingPipeline(OpPassManager &pm,
+                           const TrainingPipelineOptions &options) {
+  for (const CompileStage &stage : kCompileStages)
+    if (stage.addPasses)
+      stage.addPasses(pm, options);
+}
+
+mlir::GpuNVVMAttachTargetOptions hopperTarget() {
+  mlir::GpuNVVMAttachTargetOptions target;
+  target.chip = "sm_90a";
+  target.features = "+ptx81";
+  target.optLevel = 3;
+  return target;
+}
+
+CodegenPipelineOptions keepGoingCodegenOptions() {
+  CodegenPipelineOptions options;
+  options.fusedToGpu.keepGoing = true;
+  options.attentionToGpu.keepGoing = true;
+  return options;
+}
+
+std::string defaultLibdevice() {
+  if (const char *home = std::getenv("CUDA_HOME")) {
+    std::string path = std::string(home) + "/nvvm/libdevice/libdevice.10.bc";
+    if (llvm::sys::fs::exists(path))
+      return path;
+  }
+#ifdef OCTET_LIBDEVICE
+  if (llvm::sys::fs::exists(OCTET_LIBDEVICE))
+    return OCTET_LIBDEVICE;
+#endif
+  return "";
+}
+
+void buildCodegenPipeline(OpPassManager &pm,
+                          const CodegenPipelineOptions &options) {
+  pm.addPass(codegen::createFusedToGpu(options.fusedToGpu));
+  pm.addPass(codegen::createAttentionToGpu(options.attentionToGpu));
+  mlir::GpuNVVMAttachTargetOptions target = options.target;
+  // Without libdevice the math calls stay unresolved and only ptxas
+  // complains; PTX is still written so that the IR can be inspected.
+  if (target.linkLibs.empty())
+    if (std::string libdevice = defaultLibdevice(); !libdevice.empty())
+      target.linkLibs.push_back(libdevice);
+  pm.addPass(mlir::createGpuNVVMAttachTarget(target));
+  OpPassManager &gpu = pm.nest<mlir::gpu::GPUModuleOp>();
+  gpu.addPass(codegen::createLowerFp8Casts());
+  gpu.addPass(mlir::createSCFToControlFlowPass());
+  mlir::ConvertGpuOpsToNVVMOpsOptions nvvm;
+  // Static shapes: a bare pointer per buffer instead of a memref descriptor.
+  nvvm.useBarePtrCallConv = true;
+  gpu.addPass(mlir::createConvertGpuOpsToNVVMOps(nvvm));
+  gpu.addPass(mlir::createCanonicalizerPass());
+  gpu.addPass(mlir::createCSEPass());
+  pm.addPass(mlir::createReconcileUnrealizedCastsPass());
+  mlir::GpuModuleToBinaryPassOptions binary;
+  binary.compilationTarget = "isa";
+  pm.addPass(mlir::createGpuModuleToBinaryPass(binary));
+}
+
+namespace {
+
+// What octet-opt's --octet-train-pipeline takes: a spec, as `octet compile`
+// does, rather than a copy of every pass option (those are in the textual
+// pipeline `octet compile SPEC --print-pipeline` prints).
+struct TrainPipelineSource
+    : mlir::PassPipelineOptions<TrainPipelineSource> {
+  Option<std::string> spec{
+      *this, "spec",
+      llvm::cl::desc("a .pbtxt spec: the options `octet compile` derives "
+                     "from it (default: each pass's own defaults, BF16 "
+                     "GEMMs)")};
+  Option<int64_t> steps{
+      *this, "steps",
+      llvm::cl::desc("optimizer steps of the run, as `octet compile "
+                     "--steps` (0: train.steps)"),
+      llvm::cl::init(0)};
+};
+
+} // namespace
+
+void registerCompilerPipelines() {
+  mlir::registerPassPipeline(
       "octet-train-pipeline",
-      "forward graph to train step with the default training options",
-      [](mlir::OpPassManager &pm) {
-        buildTrainingPipeline(pm, TrainingPipelineOptions());
+      "forward graph to fused kernels: every stage of `octet compile` after "
+      "import",
+      [](OpPassManager &pm, llvm::StringRef text,
+         llvm::function_ref<mlir::LogicalResult(const llvm::Twine &)>
+             errorHandler) -> mlir::LogicalResult {
+        TrainPipelineSource source;
+        if (mlir::failed(source.parseFromString(text)))
+          return mlir::failure();
+        TrainingPipelineOptions options;
+        if (!source.spec.empty()) {
+          spec::RunSettings run;
+          run.steps = source.steps;
+          StatusOr<spec::Spec> spec =
+              spec::loadSpecFile(source.spec, nullptr, run);
+          if (!spec)
+            return errorHandler(spec.status().message());
+          options = trainingOptionsFromSpec(*spec);
+        }
+        buildTrainingPipeline(pm, options);
+        return mlir::success();
+      },
+      [](llvm::function_ref<void(const mlir::detail::PassOptions &)> print) {
+        print(TrainPipelineSource());
       });
+  mlir::registerPassPipeline(
+      "octet-codegen",
+      "kernel.fused regions to PTX for sm_90a (gpu.binary ops); options are "
+      "octet-fused-to-gpu's",
+      [](OpPassManager &pm, llvm::StringRef text,
+         llvm::function_ref<mlir::LogicalResult(const llvm::Twine &)>
+             errorHandler) -> mlir::LogicalResult {
+        buildCodegenPipeline(pm);
+        for (mlir::Pass &pass : pm.getPasses())
+          if (pass.getArgument() == "octet-fused-to-gpu")
+            return pass.initializeOptions(text, errorHandler);
+        return errorHandler("octet-codegen has no octet-fused-to-gpu pass");
+      },
+      [](llvm::function_ref<void(const mlir::detail::PassOptions &)>) {});
 }
 
 } // namespace octet

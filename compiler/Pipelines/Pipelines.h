@@ -1,46 +1,100 @@
 #ifndef OCTET_COMPILER_PIPELINES_PIPELINES_H
 #define OCTET_COMPILER_PIPELINES_PIPELINES_H
 
-// The compiler's pipelines as library functions, so `octet compile`,
-// `octet train` and `octet-opt --octet-train-pipeline` run the same passes.
+// The compiler's pass pipelines, the one place that orders passes: the named
+// stages of the training compile, which `octet compile` (every --dump-ir
+// stage and report), `octet train` (GPU and CPU), `octet golden` and
+// `octet-opt --octet-train-pipeline` run, and GPU code generation, which
+// bundle emission, `octet compile --emit-ptx` and `octet-opt --octet-codegen`
+// run. Options travel as the passes' own ODS-generated structs; a spec
+// becomes them in trainingOptionsFromSpec and nowhere else.
 
+#include "compiler/Codegen/Passes.h"
+#include "compiler/Transforms/Fusion/Passes.h"
+#include "compiler/Transforms/Passes.h"
 #include "compiler/Transforms/Precision.h"
+#include "spec/spec.pb.h"
 
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
 
-#include <cstdint>
+#include <optional>
 #include <string>
 
 namespace octet {
 
-// The TrainSpec's optimizer settings, as the autodiff pass takes them.
+// Every option of the training compile, as the passes declare them.
 struct TrainingPipelineOptions {
-  double lr = 3.0e-4;
-  double minLrRatio = 0.1;
-  int64_t warmupSteps = 0;
-  int64_t totalSteps = 1000;
-  double beta1 = 0.9;
-  double beta2 = 0.95;
-  double eps = 1.0e-8;
-  double weightDecay = 0.1;
-  bool decayEmbeddings = false;
-  double gradClip = 1.0;
-  // global_batch_size / (micro_batch_size × data parallel).
-  int64_t microbatches = 1;
-  bool recompute = true;
-  // Element type of activations and activation gradients ("bf16" or
-  // "f32"); variables, parameter gradients and scalars stay F32 either way.
-  std::string activationDtype = "bf16";
-  // FP8 GEMMs (octet-precision, then octet-layout) after autodiff; off for
-  // the bf16 recipe.
-  bool fp8 = false;
-  OctetPrecisionOptions precision;
+  OctetAutodiffOptions autodiff;
+  // "f32" leaves the module as autodiff made it.
+  OctetBf16ActivationsOptions activations;
+  // FP8 GEMMs: octet-precision, then octet-layout. None for the bf16 recipe.
+  std::optional<OctetPrecisionOptions> precision;
+  OctetLowerToKernelOptions lowerToKernel;
+  // The LM head, its loss and gradients as one chunked region
+  // (octet-fuse-lm-head), so f32 logits never exist whole. GPU codegen has
+  // no lowering for that region yet, so a step that must run on the GPU
+  // keeps the head as GEMMs and cross-entropy kernels.
+  bool chunkedLmHead = false;
 };
 
-// Forward graph → train step (autodiff and CSE, BF16 activations unless
-// options.activationDtype is "f32", then the FP8 passes when options.fp8).
+// The options a resolved spec (defaults applied, checked: spec::loadSpecFile)
+// asks for. The LR schedule ends at train.steps.
+TrainingPipelineOptions trainingOptionsFromSpec(const spec::Spec &spec);
+
+// A stage of the training compile: `octet compile --dump-ir=NAME` prints the
+// IR after it.
+struct CompileStage {
+  const char *name;
+  const char *summary;
+  // Adds the stage's passes; null for import, which frontends/ runs (the
+  // spec becomes the forward graph before any pass).
+  void (*addPasses)(mlir::OpPassManager &pm,
+                    const TrainingPipelineOptions &options);
+};
+
+// import, autodiff, fuse-qkv, activations, precision, kernel, fused: the
+// order every tool runs. Bundles record the names, so a stage is only ever
+// added, with its line here.
+llvm::ArrayRef<CompileStage> compileStages();
+
+// The stage called `name`, or null.
+const CompileStage *findCompileStage(llvm::StringRef name);
+
+// Every stage after import, in order: forward graph to fused kernels.
 void buildTrainingPipeline(mlir::OpPassManager &pm,
                            const TrainingPipelineOptions &options);
+
+// The target codegen compiles for: sm_90a; PTX ISA 8.1, for kernel
+// parameters past 4352 bytes (a multi-tensor AdamW or scale update takes a
+// pointer per tensor: 13 KB for GPT-2); O3.
+mlir::GpuNVVMAttachTargetOptions hopperTarget();
+
+struct CodegenPipelineOptions {
+  codegen::FusedToGpuOptions fusedToGpu;
+  codegen::AttentionToGpuOptions attentionToGpu;
+  // Its linkLibs left empty: CUDA's libdevice (defaultLibdevice()), for
+  // exp/erf/tanh/sin/cos/pow, when it is found.
+  mlir::GpuNVVMAttachTargetOptions target = hopperTarget();
+};
+
+// Codegen options where a region that cannot be lowered is reported and left
+// without kernels instead of failing the pipeline, so the rest can still be
+// emitted and inspected.
+CodegenPipelineOptions keepGoingCodegenOptions();
+
+// kernel.fused → gpu.func → NVVM → gpu.binary holding PTX for the target.
+void buildCodegenPipeline(mlir::OpPassManager &pm,
+                          const CodegenPipelineOptions &options = {});
+
+// The libdevice file codegen links, or "" when none is found (CUDA_HOME,
+// then the build's CUDA).
+std::string defaultLibdevice();
+
+// `octet-train-pipeline` and `octet-codegen`, for octet-opt.
+void registerCompilerPipelines();
 
 } // namespace octet
 

@@ -400,9 +400,10 @@ LogicalResult planFunction(func::FuncOp func, MemoryPlan &plan) {
       owner[&op] = buffers.size();
       buffers.push_back(std::move(b));
     };
-    if (auto w = op.getAttrOfType<IntegerAttr>("workspace_bytes");
-        w && w.getInt() > 0)
-      scratch((w.getInt() + 3) / 4, "workspace", program.workspaceSlots);
+    if (auto launched = dyn_cast<kernel::LaunchedOpInterface>(op);
+        launched && launched.getWorkspaceBytesOrZero() > 0)
+      scratch((launched.getWorkspaceBytesOrZero() + 3) / 4, "workspace",
+              program.workspaceSlots);
     if (auto gemm = dyn_cast<kernel::GemmOp>(op); gemm && gemm.getAScale())
       scratch(1, "dequant scale", program.gemmScaleSlots);
   }

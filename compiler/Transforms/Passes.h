@@ -17,11 +17,6 @@ namespace octet {
 #define GEN_PASS_REGISTRATION
 #include "compiler/Transforms/Passes.h.inc"
 
-// Registers the named pipeline octet-train-pipeline with the global registry,
-// so octet-opt accepts it (the passes themselves are registered by
-// registerCompilerPasses). Defined in the OctetPipelines library.
-void registerTrainingPipeline();
-
 } // namespace octet
 
 #endif

@@ -2,7 +2,9 @@
 
 #include "dialects/common/Verify.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
 #include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
 using namespace octet;
@@ -10,11 +12,152 @@ using namespace octet::kernel;
 
 #include "dialects/kernel/KernelDialect.cpp.inc"
 
+#define GET_ATTRDEF_CLASSES
+#include "dialects/kernel/KernelAttrs.cpp.inc"
+
+#include "dialects/kernel/KernelInterfaces.cpp.inc"
+
 void KernelDialect::initialize() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "dialects/kernel/KernelAttrs.cpp.inc"
+      >();
   addOperations<
 #define GET_OP_LIST
 #include "dialects/kernel/KernelOps.cpp.inc"
       >();
+}
+
+//===----------------------------------------------------------------------===//
+// Launch contract
+//===----------------------------------------------------------------------===//
+
+// The limits of sm_90, the only target: dynamic shared memory a block may
+// have, threads a block, blocks a portable cluster (larger ones need a
+// non-portable launch attribute the runtime does not set).
+static constexpr int64_t kMaxSharedBytes = 227 * 1024;
+static constexpr int64_t kMaxBlockThreads = 1024;
+static constexpr int64_t kMaxClusterBlocks = 8;
+static constexpr int64_t kMaxGridBlocks = 0x7fffffff;
+
+LogicalResult LaunchAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                 SymbolRefAttr kernel, int64_t grid,
+                                 int64_t block, int64_t sharedBytes,
+                                 int64_t cluster, bool programmatic) {
+  (void)programmatic;
+  if (!kernel || kernel.getNestedReferences().size() != 1)
+    return emitError() << "launch kernel must be @module::@function, got "
+                       << kernel;
+  if (grid < 1 || grid > kMaxGridBlocks)
+    return emitError() << "launch grid must be 1 to " << kMaxGridBlocks
+                       << " blocks, got " << grid;
+  if (block < 1 || block > kMaxBlockThreads)
+    return emitError() << "launch block must be 1 to " << kMaxBlockThreads
+                       << " threads, got " << block;
+  if (sharedBytes < 0 || sharedBytes > kMaxSharedBytes)
+    return emitError() << "launch shared_bytes must be 0 to "
+                       << kMaxSharedBytes << " (227 KiB, sm_90), got "
+                       << sharedBytes;
+  if (cluster < 1 || cluster > kMaxClusterBlocks)
+    return emitError() << "launch cluster must be 1 to " << kMaxClusterBlocks
+                       << " blocks, got " << cluster;
+  if (grid % cluster)
+    return emitError() << "launch cluster of " << cluster
+                       << " blocks does not divide the grid of " << grid;
+  return success();
+}
+
+// #kernel.launch<@m::@f, grid = G, block = B[, shared_bytes = S]
+//                [, cluster = C][, programmatic]>
+Attribute LaunchAttr::parse(AsmParser &parser, Type) {
+  SMLoc at = parser.getCurrentLocation();
+  SymbolRefAttr kernel;
+  int64_t grid = 0, block = 0, sharedBytes = 0, cluster = 1;
+  bool programmatic = false;
+  if (parser.parseLess() || parser.parseAttribute(kernel) ||
+      parser.parseComma() || parser.parseKeyword("grid") ||
+      parser.parseEqual() || parser.parseInteger(grid) ||
+      parser.parseComma() || parser.parseKeyword("block") ||
+      parser.parseEqual() || parser.parseInteger(block))
+    return {};
+  while (succeeded(parser.parseOptionalComma())) {
+    SMLoc fieldAt = parser.getCurrentLocation();
+    StringRef field;
+    if (parser.parseKeyword(&field))
+      return {};
+    if (field == "programmatic") {
+      programmatic = true;
+      continue;
+    }
+    int64_t *value = field == "shared_bytes" ? &sharedBytes
+                     : field == "cluster"    ? &cluster
+                                             : nullptr;
+    if (!value) {
+      parser.emitError(fieldAt, "unknown launch field '")
+          << field << "' (shared_bytes, cluster or programmatic)";
+      return {};
+    }
+    if (parser.parseEqual() || parser.parseInteger(*value))
+      return {};
+  }
+  if (parser.parseGreater())
+    return {};
+  return getChecked([&] { return parser.emitError(at); },
+                    parser.getContext(), kernel, grid, block, sharedBytes,
+                    cluster, programmatic);
+}
+
+void LaunchAttr::print(AsmPrinter &printer) const {
+  printer << "<";
+  printer.printAttribute(getKernel());
+  printer << ", grid = " << getGrid() << ", block = " << getBlock();
+  if (getSharedBytes())
+    printer << ", shared_bytes = " << getSharedBytes();
+  if (getCluster() != 1)
+    printer << ", cluster = " << getCluster();
+  if (getProgrammatic())
+    printer << ", programmatic";
+  printer << ">";
+}
+
+LogicalResult kernel::verifyLaunchContract(Operation *op) {
+  auto launched = cast<LaunchedOpInterface>(op);
+  ArrayAttr launches = launched.getLaunchAttr();
+  if (!launches) {
+    if (launched.getKernelsAttr() || launched.getWorkspaceBytesAttr() ||
+        launched.getZeroResultsAttr())
+      return op->emitOpError("has kernels, workspace_bytes or zero_results "
+                             "but no launch");
+    return success();
+  }
+  if (launches.empty())
+    return op->emitOpError("has an empty launch list");
+  SmallVector<Attribute> launchedKernels;
+  for (LaunchAttr launch : launches.getAsRange<LaunchAttr>()) {
+    if (failed(LaunchAttr::verify(
+            [&] { return op->emitOpError(); }, launch.getKernel(),
+            launch.getGrid(), launch.getBlock(), launch.getSharedBytes(),
+            launch.getCluster(), launch.getProgrammatic())))
+      return failure();
+    launchedKernels.push_back(launch.getKernel());
+  }
+  if (ArrayAttr kernels = launched.getKernelsAttr();
+      kernels && kernels.getValue() != ArrayRef<Attribute>(launchedKernels))
+    return op->emitOpError("kernels ")
+           << kernels << " must be the launches' kernels in launch order";
+  if (int64_t bytes = launched.getWorkspaceBytesOrZero(); bytes % 4)
+    return op->emitOpError("workspace_bytes ")
+           << bytes << " is not a whole number of f32";
+  int64_t previous = -1;
+  for (int64_t i : launched.getZeroedResults()) {
+    if (i < 0 || i >= (int64_t)op->getNumResults())
+      return op->emitOpError("zero_results names result #")
+             << i << " of " << op->getNumResults();
+    if (i <= previous)
+      return op->emitOpError("zero_results must be ascending and distinct");
+    previous = i;
+  }
+  return success();
 }
 
 #define GET_OP_CLASSES

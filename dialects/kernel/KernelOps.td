@@ -1,6 +1,7 @@
 #ifndef OCTET_KERNEL_OPS_TD
 #define OCTET_KERNEL_OPS_TD
 
+include "mlir/IR/AttrTypeBase.td"
 include "mlir/IR/OpBase.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
@@ -8,7 +9,108 @@ def Kernel_Dialect : Dialect {
   let name = "kernel";
   let cppNamespace = "::octet::kernel";
   let summary = "What the runtime executes: GEMM calls, attention, fused kernels, collectives";
+  let useDefaultAttributePrinterParser = 1;
 }
+
+def Kernel_LaunchAttr : AttrDef<Kernel_Dialect, "Launch"> {
+  let mnemonic = "launch";
+  let summary = "one launch of a kernel that codegen generated";
+  let description = [{
+    `kernel` is `@module::@function` of a gpu.module that codegen built;
+    the launch runs `grid` blocks of `block` threads (x only), with
+    `shared_bytes` of dynamic shared memory (0: none; past 48 KiB the
+    runtime raises the kernel's limit), in thread block clusters of
+    `cluster` blocks along x (1: none). `programmatic`: the launch may be
+    scheduled while the launch before it still runs (programmatic stream
+    serialization); its kernel waits for that launch (griddepcontrol.wait)
+    before it reads anything. Fields at their default are not printed.
+
+    ```mlir
+    #kernel.launch<@norm_bwd::@norm_bwd_colsum, grid = 8, block = 256, programmatic>
+    #kernel.launch<@nqt::@nqt, grid = 4, block = 1024, shared_bytes = 205352, cluster = 2>
+    ```
+
+    Verified: grid at least 1 (at most 2^31 - 1), block 1 to 1024,
+    shared_bytes 0 to 227 KiB (sm_90), cluster 1 to 8 (the portable
+    cluster size) and a divisor of grid.
+  }];
+  let parameters = (ins
+    "::mlir::SymbolRefAttr":$kernel,
+    "int64_t":$grid,
+    "int64_t":$block,
+    DefaultValuedParameter<"int64_t", "0">:$shared_bytes,
+    DefaultValuedParameter<"int64_t", "1">:$cluster,
+    DefaultValuedParameter<"bool", "false">:$programmatic);
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+}
+
+def Kernel_LaunchArrayAttr
+    : TypedArrayAttrBase<Kernel_LaunchAttr, "kernel launches, in order">;
+
+def Kernel_LaunchedOpInterface : OpInterface<"LaunchedOpInterface"> {
+  let cppNamespace = "::octet::kernel";
+  let description = [{
+    An op that codegen lowers to launches of generated kernels (kernel.fused,
+    attention). Codegen records the launch contract on it, the runtime's
+    whole view of the op:
+    - `kernels`: the kernels built, in launch order;
+    - `launch`: the launches (#kernel.launch), run in order on one stream
+      with the same arguments: a pointer per operand, per result, then an
+      f32 workspace when `workspace_bytes` > 0;
+    - `workspace_bytes`: the scratch the runtime provides (a multiple of 4);
+    - `zero_results`: the results the kernels accumulate into with atomics
+      (amax), which the runtime zeroes before the first launch.
+    An op without `launch` has no code (codegen refused it, or did not run).
+  }];
+  let methods = [
+    InterfaceMethod<"The kernels built, in launch order (null before codegen).",
+      "::mlir::ArrayAttr", "getKernelsAttr">,
+    InterfaceMethod<"The launches, #kernel.launch each (null before codegen).",
+      "::mlir::ArrayAttr", "getLaunchAttr">,
+    InterfaceMethod<"The workspace bytes, when set.",
+      "::mlir::IntegerAttr", "getWorkspaceBytesAttr">,
+    InterfaceMethod<"The results zeroed before the first launch, when set.",
+      "::mlir::DenseI64ArrayAttr", "getZeroResultsAttr">,
+    InterfaceMethod<"", "void", "setKernelsAttr",
+      (ins "::mlir::ArrayAttr":$kernels)>,
+    InterfaceMethod<"", "void", "setLaunchAttr",
+      (ins "::mlir::ArrayAttr":$launches)>,
+    InterfaceMethod<"", "void", "setWorkspaceBytesAttr",
+      (ins "::mlir::IntegerAttr":$bytes)>,
+    InterfaceMethod<"", "void", "setZeroResultsAttr",
+      (ins "::mlir::DenseI64ArrayAttr":$results)>
+  ];
+  let extraSharedClassDeclaration = [{
+    // Whether codegen gave the op code.
+    bool hasLaunches() { return bool($_op.getLaunchAttr()); }
+    // The launches, in order (none before codegen).
+    auto getLaunches() {
+      ::mlir::ArrayAttr launches = $_op.getLaunchAttr();
+      return (launches ? launches : ::mlir::ArrayAttr::get($_op->getContext(), {}))
+          .template getAsRange<::octet::kernel::LaunchAttr>();
+    }
+    // The workspace bytes (0 when unset).
+    int64_t getWorkspaceBytesOrZero() {
+      ::mlir::IntegerAttr bytes = $_op.getWorkspaceBytesAttr();
+      return bytes ? bytes.getInt() : 0;
+    }
+    // The results zeroed before the first launch (none when unset).
+    ::llvm::ArrayRef<int64_t> getZeroedResults() {
+      ::mlir::DenseI64ArrayAttr zeroed = $_op.getZeroResultsAttr();
+      return zeroed ? zeroed.asArrayRef() : ::llvm::ArrayRef<int64_t>();
+    }
+  }];
+  let verify = [{ return ::octet::kernel::verifyLaunchContract($_op); }];
+}
+
+// The launch contract's attributes (LaunchedOpInterface), on every op that
+// implements it.
+defvar LaunchContract = (ins
+    OptionalAttr<SymbolRefArrayAttr>:$kernels,
+    OptionalAttr<Kernel_LaunchArrayAttr>:$launch,
+    OptionalAttr<ConfinedAttr<I64Attr, [IntNonNegative]>>:$workspace_bytes,
+    OptionalAttr<DenseI64ArrayAttr>:$zero_results);
 
 class Kernel_Op<string mnemonic, list<Trait> traits = []>
     : Op<Kernel_Dialect, mnemonic, traits>;
@@ -86,7 +188,8 @@ def Kernel_CopyOp : Kernel_Op<"copy", [Pure]> {
 }
 
 def Kernel_FusedOp : Kernel_Op<"fused", [Pure, IsolatedFromAbove,
-    SingleBlockImplicitTerminator<"YieldOp">]> {
+    SingleBlockImplicitTerminator<"YieldOp">,
+    Kernel_LaunchedOpInterface]> {
   let summary = "whole-tensor graph and fp8 ops that run as one GPU kernel";
   let description = [{
     The body is ordinary graph and fp8 ops on whole tensors, so the reference
@@ -101,8 +204,9 @@ def Kernel_FusedOp : Kernel_Op<"fused", [Pure, IsolatedFromAbove,
     - `multi_tensor`: independent groups of ops over tensors of different
       shapes (the AdamW update of every parameter) in one launch.
 
-    Codegen (octet-fused-to-gpu) records the kernels it built in `kernels`,
-    and the launch shape and the scratch bytes the runtime provides.
+    Codegen (octet-fused-to-gpu) records the launch contract
+    (LaunchedOpInterface): the kernels it built, their launches, the scratch
+    bytes the runtime provides and the results it zeroes first.
 
     ```mlir
     %h, %q, %amax = kernel.fused "layers.0.attn_norm" kind("row")
@@ -117,9 +221,8 @@ def Kernel_FusedOp : Kernel_Op<"fused", [Pure, IsolatedFromAbove,
     } : tensor<8x4096xbf16>, tensor<8x4096xf8E4M3FN>, tensor<f32>
     ```
   }];
-  let arguments = (ins Variadic<AnyRankedTensor>:$inputs, StrAttr:$name,
-                   StrAttr:$kind,
-                   OptionalAttr<SymbolRefArrayAttr>:$kernels);
+  let arguments = !con((ins Variadic<AnyRankedTensor>:$inputs, StrAttr:$name,
+                        StrAttr:$kind), LaunchContract);
   let results = (outs Variadic<AnyRankedTensor>:$results);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{
@@ -150,7 +253,8 @@ def Kernel_YieldOp : Kernel_Op<"yield", [Pure, Terminator,
   let builders = [OpBuilder<(ins), [{ /* no values */ }]>];
 }
 
-def Kernel_AttentionFwdOp : Kernel_Op<"attention_fwd", [Pure]> {
+def Kernel_AttentionFwdOp : Kernel_Op<"attention_fwd", [Pure,
+    Kernel_LaunchedOpInterface]> {
   let summary = "flash-attention forward: output and row log-sum-exp";
   let description = [{
     The generated flash-attention kernel; semantics are graph.attention's
@@ -166,12 +270,24 @@ def Kernel_AttentionFwdOp : Kernel_Op<"attention_fwd", [Pure]> {
     %o, %lse = kernel.attention_fwd %q, %k, %v {causal, scale = 0.125 : f64, layer = 0 : i64} : (tensor<1x8x4x64xbf16>, tensor<1x8x2x64xbf16>, tensor<1x8x2x64xbf16>) -> (tensor<1x8x4x64xbf16>, tensor<1x4x8xf32>)
     ```
   }];
-  let arguments = (ins TensorOf<[F32, BF16, F16]>:$q, TensorOf<[F32, BF16, F16]>:$k,
-                   TensorOf<[F32, BF16, F16]>:$v,
-                   Optional<TensorOf<[I32]>>:$cu_seqlens, UnitAttr:$causal,
-                   F64Attr:$scale);
+  let arguments = !con((ins TensorOf<[F32, BF16, F16]>:$q,
+                        TensorOf<[F32, BF16, F16]>:$k,
+                        TensorOf<[F32, BF16, F16]>:$v,
+                        Optional<TensorOf<[I32]>>:$cu_seqlens, UnitAttr:$causal,
+                        F64Attr:$scale), LaunchContract);
   let results = (outs TensorOf<[F32, BF16, F16]>:$result, TensorOf<[F32]>:$lse);
   let assemblyFormat = "$q `,` $k `,` $v (`,` $cu_seqlens^)? attr-dict `:` functional-type(operands, results)";
+  let builders = [
+    // Before codegen: no launch contract yet.
+    OpBuilder<(ins "::mlir::Type":$result, "::mlir::Type":$lse,
+                   "::mlir::Value":$q, "::mlir::Value":$k, "::mlir::Value":$v,
+                   "::mlir::Value":$cu_seqlens, "::mlir::UnitAttr":$causal,
+                   "::mlir::FloatAttr":$scale), [{
+      build($_builder, $_state, result, lse, q, k, v, cu_seqlens, causal,
+            scale, /*kernels=*/nullptr, /*launch=*/nullptr,
+            /*workspace_bytes=*/nullptr, /*zero_results=*/nullptr);
+    }]>
+  ];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
     // 4·B·Hq·S²·Dh, halved when causal.
@@ -179,7 +295,8 @@ def Kernel_AttentionFwdOp : Kernel_Op<"attention_fwd", [Pure]> {
   }];
 }
 
-def Kernel_AttentionBwdOp : Kernel_Op<"attention_bwd", [Pure]> {
+def Kernel_AttentionBwdOp : Kernel_Op<"attention_bwd", [Pure,
+    Kernel_LaunchedOpInterface]> {
   let summary = "flash-attention backward: dq, dk, dv from the saved output and lse";
   let description = [{
     Semantics are graph.attention_grad's.
@@ -187,15 +304,31 @@ def Kernel_AttentionBwdOp : Kernel_Op<"attention_bwd", [Pure]> {
     %dq, %dk, %dv = kernel.attention_bwd %do, %q, %k, %v, %o, %lse {causal, scale = 0.125 : f64} : (tensor<1x8x4x64xbf16>, tensor<1x8x4x64xbf16>, tensor<1x8x2x64xbf16>, tensor<1x8x2x64xbf16>, tensor<1x8x4x64xbf16>, tensor<1x4x8xf32>) -> (tensor<1x8x4x64xbf16>, tensor<1x8x2x64xbf16>, tensor<1x8x2x64xbf16>)
     ```
   }];
-  let arguments = (ins TensorOf<[F32, BF16, F16]>:$grad,
-                   TensorOf<[F32, BF16, F16]>:$q, TensorOf<[F32, BF16, F16]>:$k,
-                   TensorOf<[F32, BF16, F16]>:$v, TensorOf<[F32, BF16, F16]>:$out,
-                   TensorOf<[F32]>:$lse, Optional<TensorOf<[I32]>>:$cu_seqlens,
-                   UnitAttr:$causal, F64Attr:$scale);
+  let arguments = !con((ins TensorOf<[F32, BF16, F16]>:$grad,
+                        TensorOf<[F32, BF16, F16]>:$q,
+                        TensorOf<[F32, BF16, F16]>:$k,
+                        TensorOf<[F32, BF16, F16]>:$v,
+                        TensorOf<[F32, BF16, F16]>:$out, TensorOf<[F32]>:$lse,
+                        Optional<TensorOf<[I32]>>:$cu_seqlens, UnitAttr:$causal,
+                        F64Attr:$scale), LaunchContract);
   let results = (outs TensorOf<[F32, BF16, F16]>:$q_grad,
                       TensorOf<[F32, BF16, F16]>:$k_grad,
                       TensorOf<[F32, BF16, F16]>:$v_grad);
   let assemblyFormat = "$grad `,` $q `,` $k `,` $v `,` $out `,` $lse (`,` $cu_seqlens^)? attr-dict `:` functional-type(operands, results)";
+  let builders = [
+    // Before codegen: no launch contract yet.
+    OpBuilder<(ins "::mlir::Type":$q_grad, "::mlir::Type":$k_grad,
+                   "::mlir::Type":$v_grad, "::mlir::Value":$grad,
+                   "::mlir::Value":$q, "::mlir::Value":$k, "::mlir::Value":$v,
+                   "::mlir::Value":$out, "::mlir::Value":$lse,
+                   "::mlir::Value":$cu_seqlens, "::mlir::UnitAttr":$causal,
+                   "::mlir::FloatAttr":$scale), [{
+      build($_builder, $_state, q_grad, k_grad, v_grad, grad, q, k, v, out,
+            lse, cu_seqlens, causal, scale, /*kernels=*/nullptr,
+            /*launch=*/nullptr, /*workspace_bytes=*/nullptr,
+            /*zero_results=*/nullptr);
+    }]>
+  ];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
     // The recomputed scores, dV, dP, dS·K and dSᵀ·Q: 2.5× the forward's.

@@ -1,24 +1,26 @@
 #include "runtime/blas/Gemm.h"
 
 #include <cstring>
+#include <optional>
 
 namespace octet::blas {
 namespace {
 
-cudaDataType_t cudaType(DataType t) {
+std::optional<cudaDataType_t> cudaType(DType t) {
   switch (t) {
-  case DataType::F32:
+  case DType::F32:
     return CUDA_R_32F;
-  case DataType::BF16:
+  case DType::BF16:
     return CUDA_R_16BF;
-  case DataType::F16:
+  case DType::F16:
     return CUDA_R_16F;
-  case DataType::E4M3:
+  case DType::F8E4M3FN:
     return CUDA_R_8F_E4M3;
-  case DataType::E5M2:
+  case DType::F8E5M2:
     return CUDA_R_8F_E5M2;
+  default:
+    return std::nullopt;
   }
-  return CUDA_R_32F;
 }
 
 cublasLtEpilogue_t cublasEpilogue(Epilogue e) {
@@ -58,35 +60,7 @@ cublasStatus_t setAttr(cublasLtMatmulDesc_t d,
 
 } // namespace
 
-const char *dataTypeName(DataType t) {
-  switch (t) {
-  case DataType::F32:
-    return "f32";
-  case DataType::BF16:
-    return "bf16";
-  case DataType::F16:
-    return "f16";
-  case DataType::E4M3:
-    return "e4m3";
-  case DataType::E5M2:
-    return "e5m2";
-  }
-  return "?";
-}
-
-bool isFp8(DataType t) { return t == DataType::E4M3 || t == DataType::E5M2; }
-
-size_t dataTypeBytes(DataType t) {
-  switch (t) {
-  case DataType::F32:
-    return 4;
-  case DataType::BF16:
-  case DataType::F16:
-    return 2;
-  default:
-    return 1;
-  }
-}
+bool isGemmType(DType dtype) { return cudaType(dtype).has_value(); }
 
 const char *epilogueName(Epilogue e) {
   switch (e) {
@@ -137,13 +111,18 @@ Status Gemm::checkDesc() const {
                    std::to_string(g.n) + "x" + std::to_string(g.k) + ")";
   if (g.m <= 0 || g.n <= 0 || g.k <= 0)
     return Status::error(at + " has an empty dimension");
+  for (DType t : {g.a, g.b, g.d, g.biasType, g.auxType})
+    if (!isGemmType(t))
+      return Status::error(at + " has an operand of type " + dtypeName(t) +
+                           ", which cuBLASLt does not multiply: use f32, "
+                           "bf16, f16, e4m3 or e5m2");
   bool fp8 = isFp8(g.a) || isFp8(g.b);
   if (fp8) {
     if (!isFp8(g.a) || !isFp8(g.b))
-      return Status::error(at + " mixes an FP8 operand (" +
-                           dataTypeName(g.a) + " x " + dataTypeName(g.b) +
+      return Status::error(at + " mixes an FP8 operand (" + dtypeName(g.a) +
+                           " x " + dtypeName(g.b) +
                            ") with a wider one: quantize both");
-    if (g.a == DataType::E5M2 && g.b == DataType::E5M2)
+    if (g.a == DType::F8E5M2 && g.b == DType::F8E5M2)
       return Status::error(at + " multiplies E5M2 by E5M2, which Hopper "
                                 "does not: keep one operand E4M3");
     if (g.transposeA || !g.transposeB)
@@ -163,13 +142,13 @@ Status Gemm::checkDesc() const {
                               "apply to FP8 products only");
   if (g.amaxD && !isFp8(g.d))
     return Status::error(at + " asks for amax of a " +
-                         std::string(dataTypeName(g.d)) +
+                         std::string(dtypeName(g.d)) +
                          " output: cuBLASLt computes amax-of-D only for FP8 "
                          "outputs; take the amax in the kernel that quantizes "
                          "this output instead");
   if (g.dScale && !isFp8(g.d))
     return Status::error(at + " has a D scale but a " +
-                         std::string(dataTypeName(g.d)) +
+                         std::string(dtypeName(g.d)) +
                          " output: D scales quantize FP8 outputs only");
   return Status::ok();
 }
@@ -189,14 +168,14 @@ Status Gemm::build() {
   OCTET_CHECK_CUBLAS(
       setAttr(op_, CUBLASLT_MATMUL_DESC_EPILOGUE, cublasEpilogue(g.epilogue)));
   if (hasBias(g.epilogue)) {
-    cudaDataType_t bt = cudaType(g.biasType);
+    cudaDataType_t bt = *cudaType(g.biasType);
     OCTET_CHECK_CUBLAS(setAttr(op_, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, bt));
   }
   if (hasAux(g.epilogue)) {
     int64_t ld = g.auxLd ? g.auxLd : g.n;
     OCTET_CHECK_CUBLAS(setAttr(op_, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, ld));
     if (isFp8(g.a)) {
-      cudaDataType_t at = cudaType(g.auxType);
+      cudaDataType_t at = *cudaType(g.auxType);
       OCTET_CHECK_CUBLAS(
           setAttr(op_, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE, at));
     }
@@ -204,15 +183,15 @@ Status Gemm::build() {
   // cuBLASLt's A is our B: [K, N] column-major when our B is stored [N, K].
   uint64_t aRows = g.transposeB ? g.k : g.n, aCols = g.transposeB ? g.n : g.k;
   uint64_t bRows = g.transposeA ? g.m : g.k, bCols = g.transposeA ? g.k : g.m;
-  OCTET_CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&layoutA_, cudaType(g.b),
+  OCTET_CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&layoutA_, *cudaType(g.b),
                                                 aRows, aCols, g.packedLdb()));
-  OCTET_CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&layoutB_, cudaType(g.a),
+  OCTET_CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&layoutB_, *cudaType(g.a),
                                                 bRows, bCols, g.packedLda()));
   // C is read only when accumulating; FP8 outputs take a BF16 C.
-  DataType cType = isFp8(g.d) ? DataType::BF16 : g.d;
-  OCTET_CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&layoutC_, cudaType(cType),
+  DType cType = isFp8(g.d) ? DType::BF16 : g.d;
+  OCTET_CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&layoutC_, *cudaType(cType),
                                                 g.n, g.m, g.packedLdd()));
-  OCTET_CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&layoutD_, cudaType(g.d), g.n,
+  OCTET_CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&layoutD_, *cudaType(g.d), g.n,
                                                 g.m, g.packedLdd()));
   if (g.batch > 1) {
     int32_t count = int32_t(g.batch);
@@ -285,8 +264,8 @@ StatusOr<std::unique_ptr<Gemm>> Gemm::create(cublasLtHandle_t handle,
   if (st != CUBLAS_STATUS_SUCCESS || found == 0)
     return Status::error(
         at + " (" + std::to_string(desc.m) + "x" + std::to_string(desc.n) +
-        "x" + std::to_string(desc.k) + ", " + dataTypeName(desc.a) + " x " +
-        dataTypeName(desc.b) + " -> " + dataTypeName(desc.d) + ", epilogue " +
+        "x" + std::to_string(desc.k) + ", " + dtypeName(desc.a) + " x " +
+        dtypeName(desc.b) + " -> " + dtypeName(desc.d) + ", epilogue " +
         epilogueName(desc.epilogue) + "): cuBLASLt has no algorithm for it (" +
         cublasLtGetStatusName(st) +
         "); this combination of types, layout and epilogue is unsupported on "

@@ -15,6 +15,7 @@
 // the caller can record for the next run.
 
 #include "runtime/core/CudaCheck.h"
+#include "support/DType.h"
 
 #include <cstdint>
 #include <map>
@@ -23,10 +24,8 @@
 
 namespace octet::blas {
 
-enum class DataType { F32, BF16, F16, E4M3, E5M2 };
-const char *dataTypeName(DataType type);
-bool isFp8(DataType type);
-size_t dataTypeBytes(DataType type);
+// The element types cuBLASLt multiplies here: f32, bf16, f16, e4m3, e5m2.
+bool isGemmType(DType dtype);
 
 enum class Epilogue {
   None,
@@ -49,13 +48,13 @@ struct GemmDesc {
   std::string name;
   Role role = Role::Unspecified;
   int64_t m = 0, n = 0, k = 0;
-  DataType a = DataType::BF16, b = DataType::BF16, d = DataType::BF16;
+  DType a = DType::BF16, b = DType::BF16, d = DType::BF16;
   bool transposeA = false, transposeB = false;
   // Row strides in elements; 0 means packed.
   int64_t lda = 0, ldb = 0, ldd = 0;
   Epilogue epilogue = Epilogue::None;
-  DataType biasType = DataType::BF16;
-  DataType auxType = DataType::BF16;
+  DType biasType = DType::BF16;
+  DType auxType = DType::BF16;
   int64_t auxLd = 0;
   // FP8 fast accumulation (fprop only: gradients keep full accumulation).
   bool fastAccum = false;

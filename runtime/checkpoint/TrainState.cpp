@@ -23,22 +23,12 @@ constexpr const char *kTrainerFile = "trainer.json";
 constexpr const char *kLatestFile = "latest";
 constexpr int kTrainerFormat = 1;
 
-bool isDir(const std::string &path) {
-  struct stat info;
-  return stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
-}
-
-bool isFile(const std::string &path) {
-  struct stat info;
-  return stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode);
-}
-
 int removeEntry(const char *path, const struct stat *, int, struct FTW *) {
   return ::remove(path);
 }
 
 void removeTree(const std::string &path) {
-  if (isDir(path))
+  if (isDirectory(path))
     nftw(path.c_str(), removeEntry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
@@ -73,7 +63,7 @@ std::vector<int64_t> completeSteps(const std::string &dir) {
     long long step = std::strtoll(name.c_str() + 5, &end, 10);
     if (*end || end == name.c_str() + 5)
       continue;
-    if (isFile(dir + "/" + name + "/" + kTrainerFile))
+    if (isRegularFile(dir + "/" + name + "/" + kTrainerFile))
       steps.push_back(step);
   }
   closedir(d);
@@ -82,9 +72,9 @@ std::vector<int64_t> completeSteps(const std::string &dir) {
 }
 
 Status writeState(const std::string &path,
-                  const std::vector<NamedTensor> &tensors) {
-  SafetensorsWriter writer;
-  for (const NamedTensor &t : tensors)
+                  const std::vector<hf::NamedTensor> &tensors) {
+  hf::SafetensorsWriter writer;
+  for (const hf::NamedTensor &t : tensors)
     if (Status st = writer.addView(t.name, t.dtype, t.shape, t.data.data(),
                                    t.data.size());
         !st)
@@ -118,7 +108,7 @@ StatusOr<std::string> saveTrainCheckpoint(const std::string &dir,
                          "): " + st.message());
   };
 
-  Status st = writeCheckpoint(partial, ckpt.model);
+  Status st = hf::writeCheckpoint(partial, ckpt.model);
   if (st)
     st = written(partial + "/model.safetensors");
   if (st)
@@ -144,7 +134,7 @@ StatusOr<std::string> saveTrainCheckpoint(const std::string &dir,
   // one) is replaced only once the new one is complete.
   const std::string previous = dir + "/." + name + ".replaced";
   removeTree(previous);
-  bool replacing = isDir(final);
+  bool replacing = isDirectory(final);
   if (replacing && std::rename(final.c_str(), previous.c_str()) != 0)
     return fail(Status::error("cannot move the existing " + final +
                               " aside: " + std::strerror(errno)));
@@ -171,7 +161,7 @@ StatusOr<std::string> saveTrainCheckpoint(const std::string &dir,
 }
 
 StatusOr<std::string> latestTrainCheckpoint(const std::string &dir) {
-  if (!isDir(dir))
+  if (!isDirectory(dir))
     return Status::error("checkpoint directory '" + dir +
                          "' does not exist: --resume needs the "
                          "--checkpoint-dir of an earlier run");
@@ -180,7 +170,7 @@ StatusOr<std::string> latestTrainCheckpoint(const std::string &dir) {
     std::string name = *text;
     while (!name.empty() && (name.back() == '\n' || name.back() == ' '))
       name.pop_back();
-    if (isFile(dir + "/" + name + "/" + kTrainerFile))
+    if (isRegularFile(dir + "/" + name + "/" + kTrainerFile))
       return dir + "/" + name;
   }
   std::vector<int64_t> steps = completeSteps(dir);
@@ -193,13 +183,13 @@ StatusOr<std::string> latestTrainCheckpoint(const std::string &dir) {
 
 namespace {
 
-StatusOr<std::vector<NamedTensor>> readAll(const std::string &path) {
-  auto reader = CheckpointReader::open(path);
+StatusOr<std::vector<hf::NamedTensor>> readAll(const std::string &path) {
+  auto reader = hf::CheckpointReader::open(path);
   if (!reader)
     return reader.status();
-  std::vector<NamedTensor> out;
+  std::vector<hf::NamedTensor> out;
   for (const std::string &name : reader->tensorNames()) {
-    const TensorInfo *info = reader->find(name);
+    const hf::TensorInfo *info = reader->find(name);
     auto data = reader->readTensor(name);
     if (!data)
       return data.status();

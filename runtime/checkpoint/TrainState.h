@@ -35,8 +35,8 @@ struct TrainCheckpoint {
   uint64_t seed = 0;
   // Hex SHA-256 of the bundle that wrote it.
   std::string bundleHash;
-  std::vector<NamedTensor> model;
-  std::vector<NamedTensor> state;
+  std::vector<hf::NamedTensor> model;
+  std::vector<hf::NamedTensor> state;
 };
 
 struct SaveOptions {

@@ -9,8 +9,6 @@
 
 namespace octet::golden {
 
-namespace ckpt = octet::checkpoint;
-
 Tolerances tolerancesFor(const std::string &numerics) {
   if (numerics == "fp8")
     return {/*loss=*/2e-3, /*gradNorm=*/2e-2, /*growth=*/0.1,
@@ -169,13 +167,13 @@ readInitHashes(const std::string &dir) {
 Status writeSnapshot(const std::string &dir, const std::string &name,
                      const std::vector<SlotSummary> &slots) {
   std::string text = "# slot\telements\tl2\tmax_abs\n";
-  ckpt::SafetensorsWriter writer;
+  hf::SafetensorsWriter writer;
   for (const SlotSummary &s : slots) {
     text += s.name + "\t" + std::to_string(s.elements) + "\t" + number(s.l2) +
             "\t" + number(s.maxAbs) + "\n";
-    OCTET_RETURN_IF_ERROR(writer.addView(
-        s.name, ckpt::DType::F32, {int64_t(s.samples.size())},
-        s.samples.data(), s.samples.size() * sizeof(float)));
+    OCTET_RETURN_IF_ERROR(
+        writer.addView(s.name, DType::F32, {int64_t(s.samples.size())},
+                       s.samples.data(), s.samples.size() * sizeof(float)));
   }
   OCTET_RETURN_IF_ERROR(writeText(path(dir, name + ".tsv"), text));
   return writer.write(path(dir, name + ".safetensors"));
@@ -186,7 +184,7 @@ readSnapshot(const std::string &dir, const std::string &name) {
   auto rows = readRows(path(dir, name + ".tsv"), 4);
   if (!rows)
     return rows.status();
-  auto file = ckpt::SafetensorsFile::open(path(dir, name + ".safetensors"));
+  auto file = hf::SafetensorsFile::open(path(dir, name + ".safetensors"));
   if (!file)
     return file.status();
   std::map<std::string, SlotSummary> out;

@@ -23,42 +23,28 @@ const Program *programOf(TrainBackend &backend, ProgramKind kind) {
   return backend.program(kind);
 }
 
-// Element i of a slot's bytes, as a double.
-double slotValue(const uint8_t *p, DType dtype, uint64_t i) {
-  switch (dtype) {
-  case F32: {
-    float f;
-    std::memcpy(&f, p + 4 * i, 4);
-    return f;
-  }
-  case BF16: {
-    uint16_t h;
-    std::memcpy(&h, p + 2 * i, 2);
-    return numerics::decodeBF16(h);
-  }
-  case F16: {
-    uint16_t h;
-    std::memcpy(&h, p + 2 * i, 2);
-    return numerics::decodeF16(h);
-  }
-  case F8E4M3FN:
-    return numerics::decodeE4M3(p[i]);
-  case F8E5M2:
-    return numerics::decodeE5M2(p[i]);
-  case I32: {
+// Element i of a slot's bytes, as a double; NaN for a slot whose wire
+// dtype has no DType.
+double slotValue(const uint8_t *p, bundle::DType wireDType, uint64_t i) {
+  std::optional<octet::DType> dtype = dtypeFromProto(wireDType);
+  if (!dtype)
+    return NAN;
+  const uint8_t *element = p + octet::dtypeBytes(*dtype) * i;
+  switch (*dtype) {
+  case octet::DType::I32: {
     int32_t v;
-    std::memcpy(&v, p + 4 * i, 4);
+    std::memcpy(&v, element, 4);
     return v;
   }
-  case I64: {
+  case octet::DType::I64: {
     int64_t v;
-    std::memcpy(&v, p + 8 * i, 8);
+    std::memcpy(&v, element, 8);
     return double(v);
   }
-  case U8:
-    return p[i];
+  case octet::DType::U8:
+    return *element;
   default:
-    return NAN;
+    return numerics::decodeFloat(*dtype, element);
   }
 }
 
@@ -247,8 +233,8 @@ StatusOr<bool> Checker::run() {
   auto steps = golden::readSteps(options_.dir);
   if (!steps)
     return steps.status();
-  auto batches = checkpoint::SafetensorsFile::open(options_.dir + "/" +
-                                                   golden::kBatchesFile);
+  auto batches =
+      hf::SafetensorsFile::open(options_.dir + "/" + golden::kBatchesFile);
   if (!batches)
     return batches.status();
   const Program *train = programOf(backend_, TRAIN_MICROBATCH);

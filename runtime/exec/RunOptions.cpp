@@ -1,156 +1,214 @@
 #include "runtime/exec/RunOptions.h"
 
-#include <cstdlib>
+#include "support/AtomicFile.h"
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <sstream>
+#include <variant>
 
 namespace octet {
+namespace {
 
-const char *runUsage() {
-  return "usage: octet-run BUNDLE.octet [options]\n"
-         "Trains the compiled model on this machine's GPU (LOCAL_RANK / RANK "
-         "as torchrun sets them).\n"
-         "  --steps N              optimizer steps (default: the bundle's)\n"
-         "  --synthetic            random tokens from the schedule's seed "
-         "(default)\n"
-         "  --data PREFIX          a Megatron indexed dataset (.bin/.idx), "
-         "packed into rows\n"
-         "  --text FILE            a UTF-8 file read as bytes (vocabulary "
-         "256); its tail is held out\n"
-         "  --eval-data PREFIX     held-out indexed dataset for --data\n"
-         "  --eval-batches N       held-out batches per evaluation\n"
-         "  --eval-interval N      evaluate every N steps (default: the "
-         "bundle's)\n"
-         "  --log-interval N       print every N steps (default: the "
-         "bundle's)\n"
-         "  --checkpoint-dir DIR   save DIR/step-N (default interval: the "
-         "bundle's; always at the end)\n"
-         "  --checkpoint-interval N\n"
-         "  --keep-checkpoints N   newest checkpoints kept (default 2; 0 "
-         "keeps all)\n"
-         "  --resume               continue from DIR's latest checkpoint, "
-         "bit for bit\n"
-         "  --init-weights PATH    parameters from a safetensors file or HF "
-         "model directory\n"
-         "  --tensorboard DIR      write TensorBoard event files there\n"
-         "  --no-graph             run every step eagerly (no CUDA graphs)\n"
-         "  --golden DIR           check the first steps against the\n"
-         "                         reference interpreter's (`octet golden\n"
-         "                         SPEC -o DIR`): loss and grad norm per\n"
-         "                         step, every persistent slot after step\n"
-         "                         1; exits 1 on a mismatch (the worst\n"
-         "                         slots are listed; all with --all-slots)\n"
-         "  --golden-save DIR      write the GPU's snapshots there, in the\n"
-         "                         golden's format\n"
-         "  --plan                 print the build and memory plan, run "
-         "nothing\n"
-         "  --all-slots            list every slot of the plan\n"
-         "  --record-algorithms    write the chosen cuBLASLt algorithms back "
-         "into the bundle\n"
-         "  --bench                synthetic data, --warmup steps untimed, "
-         "no checkpoints\n"
-         "  --warmup N             untimed steps of --bench (default 2)\n"
-         "  --json FILE            write throughput and memory as JSON\n";
+using Int64Field = int64_t &(*)(RunArgs &);
+using IntField = int &(*)(RunArgs &);
+using TextField = std::string &(*)(RunArgs &);
+using SwitchField = bool &(*)(RunArgs &);
+// One of --synthetic, --data, --text: sets RunArgs::dataKind to `kind`.
+struct DataSource {
+  const char *kind;
+};
+
+// One option of octet-run: its flag (the options file's key is the flag
+// without its dashes), what it takes, its help and the field it sets.
+struct RunOption {
+  const char *flag;
+  const char *valueName; // "N", "DIR"; null for a switch
+  const char *help;
+  std::variant<Int64Field, IntField, TextField, SwitchField, DataSource>
+      field;
+  int64_t least = 0; // for numbers
+  bool negated = false; // a switch that clears its field (--no-graph)
+};
+
+// The order is the order of --help.
+const RunOption kRunOptions[] = {
+    {"--steps", "N", "optimizer steps (default: the bundle's)",
+     +[](RunArgs &a) -> int64_t & { return a.trainer.steps; }, 1},
+    {"--synthetic", nullptr,
+     "random tokens from the schedule's seed (default)",
+     DataSource{"synthetic"}},
+    {"--data", "PREFIX",
+     "a Megatron indexed dataset (PREFIX.bin/.idx, from\n"
+     "`octet data preprocess`), packed into rows",
+     DataSource{"indexed"}},
+    {"--text", "FILE",
+     "a UTF-8 text file read as bytes (vocabulary 256);\nits tail is held out",
+     DataSource{"text"}},
+    {"--eval-data", "PREFIX", "held-out indexed dataset for --data",
+     +[](RunArgs &a) -> std::string & { return a.evalPath; }},
+    {"--eval-batches", "N", "held-out batches per evaluation",
+     +[](RunArgs &a) -> int64_t & { return a.trainer.evalBatches; }, 1},
+    {"--eval-interval", "N",
+     "evaluate every N steps (default: the bundle's;\n0: never)",
+     +[](RunArgs &a) -> int64_t & { return a.trainer.evalInterval; }, 0},
+    {"--log-interval", "N", "print every N steps (default: the bundle's)",
+     +[](RunArgs &a) -> int64_t & { return a.trainer.logInterval; }, 1},
+    {"--checkpoint-dir", "DIR",
+     "save DIR/step-N (HF-named safetensors, optimizer,\n"
+     "FP8 and data state) every --checkpoint-interval\nsteps and at the end",
+     +[](RunArgs &a) -> std::string & { return a.trainer.checkpointDir; }},
+    {"--checkpoint-interval", "N",
+     "steps between checkpoints (default: the bundle's;\n0: only at the end)",
+     +[](RunArgs &a) -> int64_t & { return a.trainer.checkpointInterval; },
+     0},
+    {"--keep-checkpoints", "N", "newest checkpoints kept (default 2; 0 keeps all)",
+     +[](RunArgs &a) -> int & { return a.trainer.keepCheckpoints; }, 0},
+    {"--resume", nullptr,
+     "continue from --checkpoint-dir's latest checkpoint,\nbit for bit",
+     +[](RunArgs &a) -> bool & { return a.trainer.resume; }},
+    {"--init-from", "PATH",
+     "parameters from a Hugging Face model directory or\n"
+     "a safetensors file (by HF or octet name)",
+     +[](RunArgs &a) -> std::string & { return a.trainer.initWeights; }},
+    {"--tensorboard", "DIR", "write TensorBoard event files there",
+     +[](RunArgs &a) -> std::string & { return a.trainer.tensorboardDir; }},
+    {"--no-graph", nullptr, "run every step eagerly (no CUDA graphs)",
+     +[](RunArgs &a) -> bool & { return a.trainer.graph; }, 0, true},
+    {"--golden", "DIR",
+     "check the first steps against the reference\n"
+     "interpreter's (`octet golden SPEC -o DIR`): loss\n"
+     "and grad norm per step, every persistent slot\n"
+     "after step 1; exits 1 on a mismatch (the worst\n"
+     "slots are listed; all with --all-slots)",
+     +[](RunArgs &a) -> std::string & { return a.golden; }},
+    {"--golden-save", "DIR",
+     "write the GPU's snapshots there, in the golden's\nformat",
+     +[](RunArgs &a) -> std::string & { return a.goldenSave; }},
+    {"--plan", nullptr, "print the build and memory plan, run nothing",
+     +[](RunArgs &a) -> bool & { return a.planOnly; }},
+    {"--all-slots", nullptr, "list every slot of the plan",
+     +[](RunArgs &a) -> bool & { return a.allSlots; }},
+    {"--record-algorithms", nullptr,
+     "write the chosen cuBLASLt algorithms back into\nthe bundle",
+     +[](RunArgs &a) -> bool & { return a.recordAlgorithms; }},
+    {"--bench", nullptr,
+     "synthetic data, --warmup steps untimed, no\ncheckpoints",
+     +[](RunArgs &a) -> bool & { return a.bench; }},
+    {"--warmup", "N", "untimed steps of --bench (default 2)",
+     +[](RunArgs &a) -> int64_t & { return a.warmup; }, 0},
+    {"--json", "FILE", "write throughput and memory as JSON",
+     +[](RunArgs &a) -> std::string & { return a.json; }},
+};
+
+constexpr const char *kMissingBundle =
+    "missing BUNDLE.octet (written by `octet compile SPEC -o BUNDLE.octet`)";
+
+constexpr const char *kDataSourceConflict =
+    ": give one of --synthetic, --data, --text";
+
+std::string keyOf(const RunOption &o) { return std::string(o.flag + 2); }
+
+const cli::HelpText kRunHelp = {
+    "",
+    "Trains the compiled model on this machine's GPU (LOCAL_RANK / RANK as\n"
+    "torchrun sets them): prints the build and memory plan, the runtime's\n"
+    "fixed costs, then a line per step. The command line is checked, and\n"
+    "the files it names are looked for, before the GPU is set up.",
+    "--options FILE reads the options `octet train` writes for its GPU runs\n"
+    "(JSON: the flags above without their dashes, e.g. {\"bundle\":\n"
+    "\"x.octet\", \"steps\": 20, \"text\": \"data/corpus.txt\"}); flags "
+    "given\nbeside it override the file."};
+
+// Declares every option of the table on `app`, bound to `out`.
+// `dataSources` counts --synthetic/--data/--text on this command line.
+void defineRunOptions(CLI::App &app, RunArgs &out, int &dataSources) {
+  for (const RunOption &o : kRunOptions) {
+    std::string flag = o.flag;
+    if (auto *f = std::get_if<Int64Field>(&o.field))
+      cli::addCount(app, flag, (*f)(out), o.least, o.help);
+    else if (auto *f = std::get_if<IntField>(&o.field))
+      cli::addCount(app, flag, (*f)(out), int(o.least), o.help);
+    else if (auto *f = std::get_if<TextField>(&o.field))
+      cli::addValue(app, flag, (*f)(out), o.valueName, o.help);
+    else if (auto *f = std::get_if<SwitchField>(&o.field)) {
+      bool &field = (*f)(out);
+      bool negated = o.negated;
+      app.add_flag_callback(
+          flag, [&field, negated] { field = !negated; }, o.help);
+    } else {
+      std::string kind = std::get<DataSource>(o.field).kind;
+      auto set = [&out, &dataSources, flag, kind](const std::string &path) {
+        if (++dataSources > 1)
+          throw CLI::ValidationError(flag + kDataSourceConflict);
+        out.dataKind = kind;
+        out.dataPath = path;
+      };
+      if (o.valueName)
+        cli::addValue(app, flag, set, o.valueName, o.help);
+      else
+        app.add_flag_callback(
+            flag, [set] { set(""); }, o.help);
+    }
+  }
 }
 
-StatusOr<RunArgs> parseRunArgs(const std::vector<std::string> &args) {
-  RunArgs a;
-  bool dataGiven = false;
-  auto setData = [&](const std::string &flag, const std::string &kind,
-                     const std::string &path) -> Status {
-    if (dataGiven)
-      return Status::error(flag + ": give one of --synthetic, --data, --text");
-    dataGiven = true;
-    a.dataKind = kind;
-    a.dataPath = path;
-    return Status::ok();
+Status checkPrefix(const std::string &flag, const std::string &prefix) {
+  std::string missing = cli::missingIndexedDataset(flag, prefix);
+  return missing.empty() ? Status::ok() : Status::error(missing);
+}
+
+} // namespace
+
+cli::Outcome parseRunArgs(const std::vector<std::string> &args,
+                          RunArgs &out) {
+  CLI::App app("", "octet-run");
+  cli::configure(app, kRunHelp);
+  std::vector<std::string> bundles;
+  int dataSources = 0;
+  cli::addPositionals(app, "BUNDLE", bundles,
+                      "the bundle `octet compile SPEC -o X.octet` wrote")
+      ->option_text("BUNDLE.octet");
+  // Before the table: the file's values are read first, the flags beside
+  // it override them.
+  app.add_option_function<std::string>(
+         "--options",
+         [&out](const std::string &path) {
+           StatusOr<RunArgs> read = readRunOptionsFile(path);
+           if (!read)
+             throw CLI::ValidationError("--options: " +
+                                        read.status().message());
+           out = std::move(*read);
+         },
+         "every option from FILE, as `octet train` writes it")
+      ->type_name("FILE");
+  defineRunOptions(app, out, dataSources);
+  cli::addRetired(app, "--init-weights",
+                  "--init-weights is now --init-from PATH, as in `octet "
+                  "train` and `octet export-hf`");
+
+  cli::Outcome outcome = cli::parse(app, args);
+  if (!outcome.shouldRun())
+    return outcome;
+  auto usage = [](const std::string &message) {
+    return cli::Outcome::usageError("octet-run", message);
   };
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string &s = args[i];
-    auto value = [&](std::string &out) -> Status {
-      if (i + 1 >= args.size())
-        return Status::error(s + " needs a value");
-      out = args[++i];
-      return Status::ok();
-    };
-    auto count = [&](int64_t &out, int64_t least) -> Status {
-      std::string v;
-      OCTET_RETURN_IF_ERROR(value(v));
-      char *end = nullptr;
-      long long n = std::strtoll(v.c_str(), &end, 10);
-      if (v.empty() || *end || n < least)
-        return Status::error(s + " takes a whole number of at least " +
-                             std::to_string(least) + "; got '" + v + "'");
-      out = n;
-      return Status::ok();
-    };
-    Status st = Status::ok();
-    std::string text;
-    int64_t n = 0;
-    if (s == "-h" || s == "--help")
-      a.help = true;
-    else if (s == "--plan")
-      a.planOnly = true;
-    else if (s == "--all-slots")
-      a.planSlots = 0;
-    else if (s == "--record-algorithms")
-      a.recordAlgorithms = true;
-    else if (s == "--no-graph")
-      a.trainer.graph = false;
-    else if (s == "--resume")
-      a.trainer.resume = true;
-    else if (s == "--bench")
-      a.bench = true;
-    else if (s == "--synthetic")
-      st = setData(s, "synthetic", "");
-    else if (s == "--data" || s == "--text") {
-      st = value(text);
-      if (st)
-        st = setData(s, s == "--data" ? "indexed" : "text", text);
-    } else if (s == "--eval-data")
-      st = value(a.evalPath);
-    else if (s == "--checkpoint-dir")
-      st = value(a.trainer.checkpointDir);
-    else if (s == "--tensorboard")
-      st = value(a.trainer.tensorboardDir);
-    else if (s == "--init-weights")
-      st = value(a.trainer.initWeights);
-    else if (s == "--json")
-      st = value(a.json);
-    else if (s == "--golden")
-      st = value(a.golden);
-    else if (s == "--golden-save")
-      st = value(a.goldenSave);
-    else if (s == "--steps")
-      st = count(a.trainer.steps, 1);
-    else if (s == "--warmup")
-      st = count(a.warmup, 0);
-    else if (s == "--eval-batches")
-      st = count(a.trainer.evalBatches, 1);
-    else if (s == "--eval-interval")
-      st = count(a.trainer.evalInterval, 0);
-    else if (s == "--log-interval")
-      st = count(a.trainer.logInterval, 1);
-    else if (s == "--checkpoint-interval")
-      st = count(a.trainer.checkpointInterval, 0);
-    else if (s == "--keep-checkpoints") {
-      st = count(n, 0);
-      a.trainer.keepCheckpoints = int(n);
-    } else if (!s.empty() && s[0] == '-')
-      st = Status::error("unknown option " + s +
-                         " (octet-run --help lists "
-                         "them)");
-    else if (a.bundle.empty())
-      a.bundle = s;
-    else
-      st = Status::error("one bundle at a time; got '" + a.bundle + "' and '" +
-                         s + "'");
-    if (!st)
-      return st;
-  }
-  if (a.help)
-    return a;
-  if (a.bundle.empty())
-    return Status::error("missing BUNDLE.octet (written by `octet compile "
-                         "SPEC -o BUNDLE.octet`)");
+  if (bundles.size() > 1)
+    return usage("one bundle at a time; got '" + bundles[0] + "' and '" +
+                 bundles[1] + "'");
+  if (!bundles.empty())
+    out.bundle = bundles[0];
+  if (out.bundle.empty())
+    return usage(kMissingBundle);
+  if (Status st = validateRunArgs(out); !st)
+    return usage(st.message());
+  return outcome;
+}
+
+Status validateRunArgs(const RunArgs &a) {
+  bool ownData = a.dataKind != "synthetic";
   if (!a.evalPath.empty() && a.dataKind != "indexed")
     return Status::error("--eval-data is the held-out split of --data "
                          "PREFIX; synthetic data and --text hold out their "
@@ -159,19 +217,178 @@ StatusOr<RunArgs> parseRunArgs(const std::vector<std::string> &args) {
     return Status::error("--resume needs --checkpoint-dir DIR (the "
                          "directory the earlier run saved into)");
   if (a.trainer.resume && !a.trainer.initWeights.empty())
-    return Status::error("--resume and --init-weights both say where the "
+    return Status::error("--resume and --init-from both say where the "
                          "parameters come from: give one");
-  if (a.bench && (dataGiven && a.dataKind != "synthetic"))
+  if (a.bench && ownData)
     return Status::error("--bench times synthetic data; drop --data/--text");
-  if (!a.golden.empty() && (a.bench || dataGiven || a.trainer.resume ||
-                            !a.trainer.initWeights.empty()))
+  if (!a.golden.empty() &&
+      (a.bench || ownData || a.trainer.resume ||
+       !a.trainer.initWeights.empty()))
     return Status::error("--golden brings its own initial values and "
-                         "batches; drop --bench, --data/--text/--synthetic, "
-                         "--resume and --init-weights");
+                         "batches; drop --bench, --data/--text, --resume "
+                         "and --init-from");
   if (a.bench && !a.trainer.checkpointDir.empty())
     return Status::error("--bench does not save checkpoints; drop "
                          "--checkpoint-dir");
+  return Status::ok();
+}
+
+Status checkRunInputs(const RunArgs &a) {
+  if (!cli::pathExists(a.bundle, cli::PathKind::File))
+    return Status::error(a.bundle + ": no such file (the bundle `octet "
+                                    "compile SPEC -o X.octet` writes)");
+  if (a.dataKind == "text" && !cli::pathExists(a.dataPath, cli::PathKind::File))
+    return Status::error("--text " + a.dataPath + ": no such file");
+  if (a.dataKind == "indexed")
+    OCTET_RETURN_IF_ERROR(checkPrefix("--data", a.dataPath));
+  if (!a.evalPath.empty())
+    OCTET_RETURN_IF_ERROR(checkPrefix("--eval-data", a.evalPath));
+  if (!a.trainer.initWeights.empty() && !cli::pathExists(a.trainer.initWeights, cli::PathKind::Any))
+    return Status::error("--init-from " + a.trainer.initWeights +
+                         ": no such file or directory");
+  if (!a.golden.empty() && !cli::pathExists(a.golden, cli::PathKind::Directory))
+    return Status::error("--golden " + a.golden +
+                         ": no such directory (`octet golden SPEC -o DIR` "
+                         "writes one)");
+  return Status::ok();
+}
+
+std::string runArgsToJson(const RunArgs &given) {
+  RunArgs args = given, defaults;
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  if (!args.bundle.empty())
+    j["bundle"] = args.bundle;
+  for (const RunOption &o : kRunOptions) {
+    std::string key = keyOf(o);
+    if (auto *f = std::get_if<Int64Field>(&o.field)) {
+      if ((*f)(args) != (*f)(defaults))
+        j[key] = (*f)(args);
+    } else if (auto *f = std::get_if<IntField>(&o.field)) {
+      if ((*f)(args) != (*f)(defaults))
+        j[key] = (*f)(args);
+    } else if (auto *f = std::get_if<TextField>(&o.field)) {
+      if ((*f)(args) != (*f)(defaults))
+        j[key] = (*f)(args);
+    } else if (auto *f = std::get_if<SwitchField>(&o.field)) {
+      if ((*f)(args) != (*f)(defaults))
+        j[key] = true;
+    } else if (args.dataKind == std::get<DataSource>(o.field).kind &&
+               args.dataKind != defaults.dataKind) {
+      j[key] = args.dataPath;
+    }
+  }
+  return j.dump(2) + "\n";
+}
+
+StatusOr<RunArgs> runArgsFromJson(const std::string &text,
+                                  const std::string &source) {
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object())
+    return Status::error(source + ": not a JSON object (octet-run's options "
+                                  "file, as `octet train` writes it)");
+  RunArgs a;
+  int dataSources = 0;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string &key = it.key();
+    const nlohmann::json &v = it.value();
+    auto bad = [&](const std::string &takes) {
+      return Status::error(source + ": \"" + key + "\" takes " + takes +
+                           "; got " + v.dump());
+    };
+    if (key == "bundle") {
+      if (!v.is_string() || v.get<std::string>().empty())
+        return bad("a file name");
+      a.bundle = v.get<std::string>();
+      continue;
+    }
+    const RunOption *option = nullptr;
+    for (const RunOption &o : kRunOptions)
+      if (keyOf(o) == key)
+        option = &o;
+    if (!option)
+      return Status::error(source + ": unknown key \"" + key +
+                           "\" (the keys are octet-run's flags without "
+                           "their dashes, and \"bundle\")");
+    if (auto *f = std::get_if<Int64Field>(&option->field)) {
+      if (!v.is_number_integer() || v.get<int64_t>() < option->least)
+        return bad("a whole number of at least " +
+                   std::to_string(option->least));
+      (*f)(a) = v.get<int64_t>();
+    } else if (auto *f = std::get_if<IntField>(&option->field)) {
+      if (!v.is_number_integer() || v.get<int64_t>() < option->least ||
+          v.get<int64_t>() > std::numeric_limits<int>::max())
+        return bad("a whole number from " + std::to_string(option->least) +
+                   " to " + std::to_string(std::numeric_limits<int>::max()));
+      (*f)(a) = int(v.get<int64_t>());
+    } else if (auto *f = std::get_if<TextField>(&option->field)) {
+      if (!v.is_string() || v.get<std::string>().empty())
+        return bad("a non-empty string");
+      (*f)(a) = v.get<std::string>();
+    } else if (auto *f = std::get_if<SwitchField>(&option->field)) {
+      if (!v.is_boolean())
+        return bad("true or false");
+      if (v.get<bool>())
+        (*f)(a) = !option->negated;
+    } else {
+      bool synthetic = !option->valueName;
+      if (synthetic ? !v.is_boolean()
+                    : !v.is_string() || v.get<std::string>().empty())
+        return bad(synthetic ? "true or false" : "a non-empty string");
+      if (++dataSources > 1)
+        return Status::error(source + ": \"" + key + "\"" +
+                             kDataSourceConflict);
+      a.dataKind = std::get<DataSource>(option->field).kind;
+      a.dataPath = synthetic ? "" : v.get<std::string>();
+    }
+  }
+  if (a.bundle.empty())
+    return Status::error(source + ": no \"bundle\"; " + kMissingBundle);
+  if (Status st = validateRunArgs(a); !st)
+    return st.withContext(source);
   return a;
+}
+
+Status writeRunOptionsFile(const RunArgs &args, const std::string &path) {
+  return writeFileAtomically(path, runArgsToJson(args));
+}
+
+StatusOr<RunArgs> readRunOptionsFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return Status::error(path + ": cannot open the options file");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return runArgsFromJson(text.str(), path);
+}
+
+cli::Outcome parseProfileArgs(const std::vector<std::string> &args,
+                              ProfileArgs &out) {
+  CLI::App app("", "octet-profile");
+  cli::configure(
+      app, {"",
+            "Where a bundle's step spends its device time: runs the train\n"
+            "microbatch and the optimizer step eagerly with an event pair\n"
+            "around every step, after one untimed run, and prints the time\n"
+            "by kind of work and by kernel or GEMM shape. The arena holds\n"
+            "whatever the plan's memory holds (no INIT, no data): kernel\n"
+            "times do not depend on it, so this measures speed only.",
+            ""});
+  std::vector<std::string> bundles;
+  cli::addPositionals(app, "BUNDLE", bundles,
+                      "the bundle `octet compile SPEC -o X.octet` wrote")
+      ->option_text("BUNDLE.octet");
+  cli::addCount(app, "--top", out.top, 1,
+                "kernels and GEMM shapes listed (default 30)");
+  cli::addCount(app, "--repeat", out.repeat, 1,
+                "timed runs per program; the median is shown\n(default 3)");
+  cli::Outcome outcome = cli::parse(app, args);
+  if (!outcome.shouldRun())
+    return outcome;
+  std::string error =
+      cli::onePositional(bundles, "BUNDLE", kMissingBundle, out.bundle);
+  if (!error.empty())
+    return cli::Outcome::usageError("octet-profile", error);
+  return outcome;
 }
 
 } // namespace octet

@@ -1,12 +1,22 @@
 #ifndef OCTET_RUNTIME_EXEC_RUNOPTIONS_H
 #define OCTET_RUNTIME_EXEC_RUNOPTIONS_H
 
-// octet-run's command line, parsed apart from the GPU so that its errors
-// are tested on any machine.
+// octet-run's options (and octet-profile's), parsed apart from the GPU so
+// that octet-run answers --help and rejects a bad command line before any
+// GPU setup, and so that the parser is tested on any machine.
+//
+// Each option is declared once, in a table in RunOptions.cpp: its flag,
+// what it takes, its help and the field it sets. The command line and the
+// options file (JSON, `octet-run --options FILE`) are both read through
+// that table and checked by the same rules. `octet train` hands its GPU
+// runs to octet-run that way: it fills a RunArgs, writes it with
+// writeRunOptionsFile, and octet-run reads it back into the same struct.
+// This library links no protobuf, so octet (shared libprotobuf) and
+// octet-run (static libprotobuf) both use it.
 
+#include "runtime/exec/TrainerOptions.h"
+#include "support/CommandLine.h"
 #include "support/Status.h"
-#include "runtime/exec/TrainData.h"
-#include "runtime/exec/Trainer.h"
 
 #include <string>
 #include <vector>
@@ -15,11 +25,11 @@ namespace octet {
 
 struct RunArgs {
   std::string bundle;
-  bool help = false;
+  // --plan: print the build and memory plan, run nothing.
   bool planOnly = false;
+  // --all-slots: list every slot of the plan (else the largest).
+  bool allSlots = false;
   bool recordAlgorithms = false;
-  // Slots the plan listing shows (0: all).
-  int planSlots = 12;
   // --bench: synthetic data, `warmup` extra steps left out of the timing,
   // and the throughput written to `json`.
   bool bench = false;
@@ -30,17 +40,44 @@ struct RunArgs {
   std::string golden;
   // --golden-save DIR: the GPU's snapshots, in the golden's format.
   std::string goldenSave;
-  // Data: kind "synthetic" (default), "indexed" (--data) or "text"
-  // (--text); the schedule's sizes and seed fill the rest.
+  // Data: kind "synthetic" (default), "indexed" (--data PREFIX) or "text"
+  // (--text FILE); the schedule's sizes and seed fill the rest.
   std::string dataKind = "synthetic";
   std::string dataPath, evalPath;
+  // trainer.initWeights is --init-from.
   TrainerOptions trainer;
 };
 
-// Parses the arguments after the program name. A usage error names the
-// option and what it takes.
-StatusOr<RunArgs> parseRunArgs(const std::vector<std::string> &args);
-const char *runUsage();
+// Parses the arguments after the program name into `out`.
+cli::Outcome parseRunArgs(const std::vector<std::string> &args, RunArgs &out);
+
+// The rules between options (--resume needs --checkpoint-dir, ...), for
+// the command line and the options file alike; the bundle is checked apart.
+Status validateRunArgs(const RunArgs &args);
+
+// Whether the files the options name are there (the bundle, --text FILE,
+// --data PREFIX.bin/.idx, --eval-data, --init-from, --golden DIR), so that
+// a typo is reported before the GPU is set up.
+Status checkRunInputs(const RunArgs &args);
+
+// The options file: a JSON object whose keys are the flags without their
+// dashes ("steps", "checkpoint-dir", "bundle"), holding the options that
+// differ from the defaults. Reading checks the keys, the types and the
+// rules above; the error names the file and the key.
+std::string runArgsToJson(const RunArgs &args);
+StatusOr<RunArgs> runArgsFromJson(const std::string &text,
+                                  const std::string &source);
+Status writeRunOptionsFile(const RunArgs &args, const std::string &path);
+StatusOr<RunArgs> readRunOptionsFile(const std::string &path);
+
+// octet-profile's options.
+struct ProfileArgs {
+  std::string bundle;
+  int top = 30;
+  int repeat = 3;
+};
+cli::Outcome parseProfileArgs(const std::vector<std::string> &args,
+                              ProfileArgs &out);
 
 } // namespace octet
 

@@ -40,22 +40,12 @@ struct Runtime::PreparedProgram {
 
 namespace {
 
-StatusOr<blas::DataType> toDataType(DType t, const std::string &what) {
-  switch (t) {
-  case F32:
-    return blas::DataType::F32;
-  case BF16:
-    return blas::DataType::BF16;
-  case F16:
-    return blas::DataType::F16;
-  case F8E4M3FN:
-    return blas::DataType::E4M3;
-  case F8E5M2:
-    return blas::DataType::E5M2;
-  default:
+StatusOr<octet::DType> gemmType(bundle::DType t, const std::string &what) {
+  std::optional<octet::DType> dtype = dtypeFromProto(t);
+  if (!dtype || !blas::isGemmType(*dtype))
     return Status::error(what + " has type " + dtypeName(t) +
                          ", which no GEMM takes");
-  }
+  return *dtype;
 }
 
 } // namespace
@@ -69,9 +59,9 @@ StatusOr<blas::GemmDesc> toGemmDesc(const GemmDescriptor &g) {
                                : blas::Role::Unspecified;
   d.m = g.m(), d.n = g.n(), d.k = g.k();
   std::string at = "GEMM '" + g.name() + "'";
-  auto a = toDataType(g.a_type(), at + " operand A");
-  auto b = toDataType(g.b_type(), at + " operand B");
-  auto o = toDataType(g.d_type(), at + " output D");
+  auto a = gemmType(g.a_type(), at + " operand A");
+  auto b = gemmType(g.b_type(), at + " operand B");
+  auto o = gemmType(g.d_type(), at + " output D");
   if (!a)
     return a.status();
   if (!b)
@@ -108,15 +98,15 @@ StatusOr<blas::GemmDesc> toGemmDesc(const GemmDescriptor &g) {
                          std::to_string(int(g.epilogue())));
   }
   if (g.bias_type() != DTYPE_UNSPECIFIED) {
-    auto bt = toDataType(g.bias_type(), at + " bias");
+    auto bt = gemmType(g.bias_type(), at + " bias");
     if (!bt)
       return bt.status();
     d.biasType = *bt;
   } else {
-    d.biasType = blas::isFp8(d.d) ? blas::DataType::BF16 : d.d;
+    d.biasType = isFp8(d.d) ? octet::DType::BF16 : d.d;
   }
   if (g.aux_type() != DTYPE_UNSPECIFIED) {
-    auto xt = toDataType(g.aux_type(), at + " aux");
+    auto xt = gemmType(g.aux_type(), at + " aux");
     if (!xt)
       return xt.status();
     d.auxType = *xt;

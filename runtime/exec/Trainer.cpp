@@ -1,9 +1,11 @@
 #include "runtime/exec/Trainer.h"
 
-#include "support/Numerics.h"
 #include "bundle/Bundle.h"
 #include "bundle/InitValues.h"
+#include "hf/HfWeights.h"
 #include "hf/Safetensors.h"
+#include "support/LrSchedule.h"
+#include "support/Numerics.h"
 
 #include <chrono>
 #include <cmath>
@@ -19,14 +21,8 @@ namespace ckpt = octet::checkpoint;
 
 double scheduledLearningRate(const Schedule &s, int64_t step,
                              int64_t totalSteps) {
-  double peak = s.lr();
-  int64_t warmup = std::max<int64_t>(0, s.warmup_steps());
-  if (warmup > 0 && step <= warmup)
-    return peak * double(step) / double(warmup);
-  double minLr = peak * s.min_lr_ratio();
-  int64_t decay = std::max<int64_t>(1, totalSteps - warmup);
-  double progress = std::min(1.0, double(step - warmup) / double(decay));
-  return minLr + 0.5 * (peak - minLr) * (1.0 + std::cos(M_PI * progress));
+  return learningRateAt(
+      {s.lr(), s.warmup_steps(), totalSteps, s.min_lr_ratio()}, step);
 }
 
 namespace {
@@ -38,7 +34,7 @@ struct Binding {
   std::string name;
   uint32_t slot = 0;
   uint64_t bytes = 0;
-  DType dtype = DTYPE_UNSPECIFIED;
+  bundle::DType dtype = DTYPE_UNSPECIFIED;
   uint64_t stageOffset = 0;
 };
 
@@ -52,35 +48,12 @@ struct ProgramIO {
 struct Entry {
   std::string name;
   uint32_t slot = 0;
-  ckpt::DType dtype = ckpt::DType::U8;
+  octet::DType dtype = octet::DType::U8;
   std::vector<int64_t> shape;
   uint64_t bytes = 0;
-  // A fused parameter saved as its HF tensors: (name, rows) along dim 0.
-  std::vector<std::pair<std::string, int64_t>> pieces;
+  // A fused parameter saved as its HF tensors, stacked along dimension 0.
+  std::vector<hf::HfPiece> pieces;
 };
-
-std::optional<ckpt::DType> toCheckpointType(DType t) {
-  switch (t) {
-  case F32:
-    return ckpt::DType::F32;
-  case BF16:
-    return ckpt::DType::BF16;
-  case F16:
-    return ckpt::DType::F16;
-  case F8E4M3FN:
-    return ckpt::DType::F8_E4M3;
-  case F8E5M2:
-    return ckpt::DType::F8_E5M2;
-  case I32:
-    return ckpt::DType::I32;
-  case I64:
-    return ckpt::DType::I64;
-  case U8:
-    return ckpt::DType::U8;
-  default:
-    return std::nullopt;
-  }
-}
 
 std::string hexOf(const std::string &bytes) {
   static const char *digits = "0123456789abcdef";
@@ -115,37 +88,22 @@ std::string shapeText(const std::vector<int64_t> &shape) {
 // Converts `count` elements to `to`; only between float formats that
 // parameters are kept in.
 StatusOr<std::vector<uint8_t>> convertFloats(const uint8_t *src,
-                                             ckpt::DType from, ckpt::DType to,
+                                             octet::DType from, octet::DType to,
                                              uint64_t count,
                                              const std::string &what) {
-  std::vector<uint8_t> out(count * ckpt::dtypeSize(to));
-  auto load = [&](uint64_t i) -> float {
-    if (from == ckpt::DType::F32) {
-      float f;
-      std::memcpy(&f, src + 4 * i, 4);
-      return f;
-    }
-    uint16_t h;
-    std::memcpy(&h, src + 2 * i, 2);
-    return from == ckpt::DType::BF16 ? numerics::decodeBF16(h)
-                                     : numerics::decodeF16(h);
-  };
-  bool fromOk = from == ckpt::DType::F32 || from == ckpt::DType::BF16 ||
-                from == ckpt::DType::F16;
-  bool toOk = to == ckpt::DType::F32 || to == ckpt::DType::BF16;
+  bool fromOk = from == octet::DType::F32 || from == octet::DType::BF16 ||
+                from == octet::DType::F16;
+  bool toOk = to == octet::DType::F32 || to == octet::DType::BF16;
   if (!fromOk || !toOk)
-    return Status::error(what + " is " + ckpt::dtypeName(from) +
-                         " but the parameter is " + ckpt::dtypeName(to) +
+    return Status::error(what + " is " + hf::safetensorsDTypeName(from) +
+                         " but the parameter is " +
+                         hf::safetensorsDTypeName(to) +
                          ": only F32/BF16/F16 weights convert");
-  for (uint64_t i = 0; i < count; ++i) {
-    float f = load(i);
-    if (to == ckpt::DType::F32) {
-      std::memcpy(out.data() + 4 * i, &f, 4);
-    } else {
-      uint16_t h = numerics::encodeBF16(f);
-      std::memcpy(out.data() + 2 * i, &h, 2);
-    }
-  }
+  size_t fromBytes = octet::dtypeBytes(from), toBytes = octet::dtypeBytes(to);
+  std::vector<uint8_t> out(count * toBytes);
+  for (uint64_t i = 0; i < count; ++i)
+    numerics::encodeFloat(to, numerics::decodeFloat(from, src + fromBytes * i),
+                          out.data() + toBytes * i);
   return out;
 }
 
@@ -203,7 +161,7 @@ struct Trainer::Impl {
       b.dtype = s.dtype();
       b.bytes = s.bytes();
       uint64_t want = 0;
-      DType wantType = I32;
+      bundle::DType wantType = I32;
       bool atLeast = false;
       if (batchInputs && in.name() == "tokens")
         b.feed = Feed::Tokens, want = tokens * 4;
@@ -263,25 +221,22 @@ struct Trainer::Impl {
   Status planEntries() {
     const MemoryPlan &plan = bundle.plan();
     std::set<uint32_t> covered;
-    auto entryFor = [&](const std::string &name, uint32_t slot, DType dtype,
-                        std::vector<int64_t> shape,
+    auto entryFor = [&](const std::string &name, uint32_t slot,
+                        bundle::DType dtype, std::vector<int64_t> shape,
                         const std::string &what) -> StatusOr<Entry> {
       const Slot &s = plan.slots(int(slot));
       Entry e;
       e.name = name;
       e.slot = slot;
       e.bytes = s.bytes();
-      auto t = toCheckpointType(dtype);
-      if (!t)
-        t = ckpt::DType::U8;
-      e.dtype = *t;
-      uint64_t element = ckpt::dtypeSize(e.dtype);
+      e.dtype = dtypeFromProto(dtype).value_or(octet::DType::U8);
+      uint64_t element = octet::dtypeBytes(e.dtype);
       uint64_t count = 1;
       for (int64_t d : shape)
         count *= uint64_t(d);
       if (shape.empty() && e.bytes != element) {
         if (e.bytes % element)
-          e.dtype = ckpt::DType::U8, element = 1;
+          e.dtype = octet::DType::U8, element = 1;
         shape = {int64_t(e.bytes / element)};
       } else if (count * element != e.bytes) {
         return Status::error(what + " '" + name + "' is " + shapeText(shape) +
@@ -294,26 +249,23 @@ struct Trainer::Impl {
       return e;
     };
     for (const Parameter &p : bundle.parameters()) {
-      std::vector<std::string> hf = p.hf_name().empty()
-                                        ? std::vector<std::string>{}
-                                        : splitComma(p.hf_name());
-      std::string name = hf.size() == 1 ? hf[0] : p.name();
-      auto e = entryFor(name, p.slot(), p.dtype(),
-                        {p.shape().begin(), p.shape().end()}, "parameter");
+      // Checkpoints hold a parameter under its HF names when the bundle
+      // gives them (hf::parameterLayout), else under its octet name.
+      std::vector<int64_t> shape(p.shape().begin(), p.shape().end());
+      std::vector<std::string> hfNames;
+      if (!p.hf_name().empty())
+        hfNames = splitComma(p.hf_name());
+      auto layout = hf::parameterLayout(
+          p.name(), shape, hfNames, {p.hf_rows().begin(), p.hf_rows().end()});
+      bool single = layout && layout->pieces.size() == 1;
+      auto e = entryFor(single ? layout->pieces[0].hfName : p.name(), p.slot(),
+                        p.dtype(), shape, "parameter");
       if (!e)
         return e.status();
-      if (hf.size() > 1) {
-        int64_t sum = 0;
-        for (int64_t r : p.hf_rows())
-          sum += r;
-        if (size_t(p.hf_rows_size()) == hf.size() && !e->shape.empty() &&
-            sum == e->shape[0]) {
-          for (size_t i = 0; i < hf.size(); ++i)
-            e->pieces.push_back({hf[i], p.hf_rows(int(i))});
-        } else {
-          unsplitFused.push_back(p.name());
-        }
-      }
+      if (layout && !single)
+        e->pieces = layout->pieces;
+      else if (hfNames.size() > 1)
+        unsplitFused.push_back(p.name());
       modelEntries.push_back(std::move(*e));
     }
     if (!unsplitFused.empty())
@@ -536,10 +488,10 @@ struct Trainer::Impl {
     c.dataPosition = checkpointPosition;
     c.bundleHash = hexOf(bundle.content_hash());
     auto read = [&](const std::vector<Entry> &entries,
-                    std::vector<ckpt::NamedTensor> &out) -> Status {
+                    std::vector<hf::NamedTensor> &out) -> Status {
       for (const Entry &e : entries) {
-        ckpt::NamedTensor t{e.name, e.dtype, e.shape,
-                            std::vector<uint8_t>(e.bytes)};
+        hf::NamedTensor t{e.name, e.dtype, e.shape,
+                          std::vector<uint8_t>(e.bytes)};
         OCTET_RETURN_IF_ERROR(backend.readSlot(e.slot, t.data.data(), e.bytes));
         out.push_back(std::move(t));
       }
@@ -549,7 +501,7 @@ struct Trainer::Impl {
     OCTET_RETURN_IF_ERROR(read(stateEntries, c.state));
     OCTET_RETURN_IF_ERROR(backend.synchronize());
     // Fused parameters go out as their HF tensors.
-    std::vector<ckpt::NamedTensor> split;
+    std::vector<hf::NamedTensor> split;
     for (size_t i = 0; i < modelEntries.size(); ++i) {
       const Entry &e = modelEntries[i];
       if (e.pieces.empty()) {
@@ -558,12 +510,12 @@ struct Trainer::Impl {
       }
       uint64_t rowBytes = e.bytes / uint64_t(e.shape[0]);
       uint64_t at = 0;
-      for (const auto &[name, pieceRows] : e.pieces) {
+      for (const hf::HfPiece &piece : e.pieces) {
         std::vector<int64_t> shape = e.shape;
-        shape[0] = pieceRows;
-        uint64_t n = uint64_t(pieceRows) * rowBytes;
+        shape[0] = piece.rows;
+        uint64_t n = uint64_t(piece.rows) * rowBytes;
         split.push_back(
-            {name, e.dtype, shape,
+            {piece.hfName, e.dtype, shape,
              std::vector<uint8_t>(c.model[i].data.begin() + long(at),
                                   c.model[i].data.begin() + long(at + n))});
         at += n;
@@ -578,7 +530,7 @@ struct Trainer::Impl {
   Status
   restoreEntries(const std::vector<Entry> &entries, const std::string &origin,
                  const std::function<
-                     StatusOr<std::pair<ckpt::DType, std::vector<uint8_t>>>(
+                     StatusOr<std::pair<octet::DType, std::vector<uint8_t>>>(
                          const std::string &)> &lookup,
                  bool convert) {
     std::vector<std::vector<uint8_t>> keep;
@@ -586,8 +538,8 @@ struct Trainer::Impl {
       std::vector<std::string> names;
       if (e.pieces.empty())
         names.push_back(e.name);
-      for (const auto &p : e.pieces)
-        names.push_back(p.first);
+      for (const hf::HfPiece &piece : e.pieces)
+        names.push_back(piece.hfName);
       std::vector<uint8_t> bytes;
       for (const std::string &name : names) {
         auto found = lookup(name);
@@ -596,13 +548,14 @@ struct Trainer::Impl {
         std::vector<uint8_t> part = std::move(found->second);
         if (found->first != e.dtype) {
           if (!convert)
-            return Status::error(
-                origin + ": tensor '" + name + "' is " +
-                ckpt::dtypeName(found->first) + " but the bundle keeps it as " +
-                ckpt::dtypeName(e.dtype) + ": it was saved by another bundle");
+            return Status::error(origin + ": tensor '" + name + "' is " +
+                                 hf::safetensorsDTypeName(found->first) +
+                                 " but the bundle keeps it as " +
+                                 hf::safetensorsDTypeName(e.dtype) +
+                                 ": it was saved by another bundle");
           auto converted =
               convertFloats(part.data(), found->first, e.dtype,
-                            part.size() / ckpt::dtypeSize(found->first),
+                            part.size() / octet::dtypeBytes(found->first),
                             origin + ": tensor '" + name + "'");
           if (!converted)
             return converted.status();
@@ -614,8 +567,9 @@ struct Trainer::Impl {
         return Status::error(
             origin + ": tensor '" + e.name + "' has " +
             std::to_string(bytes.size()) + " bytes, but the bundle's is " +
-            shapeText(e.shape) + " " + ckpt::dtypeName(e.dtype) + " (" +
-            std::to_string(e.bytes) + " bytes): it belongs to another model");
+            shapeText(e.shape) + " " + hf::safetensorsDTypeName(e.dtype) +
+            " (" + std::to_string(e.bytes) +
+            " bytes): it belongs to another model");
       keep.push_back(std::move(bytes));
       OCTET_RETURN_IF_ERROR(
           backend.writeSlot(e.slot, keep.back().data(), e.bytes));
@@ -638,7 +592,7 @@ struct Trainer::Impl {
   Status writeInitialValues(bool parameters) {
     struct Job {
       const Init *init;
-      DType dtype;
+      bundle::DType dtype;
       uint64_t elements;
       uint32_t slot;
       std::string what;
@@ -690,19 +644,19 @@ struct Trainer::Impl {
   }
 
   Status loadWeights(const std::string &path) {
-    auto reader = ckpt::CheckpointReader::open(path);
+    auto reader = hf::CheckpointReader::open(path);
     if (!reader)
-      return reader.status().withContext("--init-weights");
+      return reader.status().withContext("--init-from");
     // Parameters are found by HF name, else by octet name.
     std::map<std::string, std::string> octetNames;
     for (size_t i = 0; i < modelEntries.size(); ++i)
       octetNames[modelEntries[i].name] = bundle.parameters(int(i)).name();
     auto lookup = [&](const std::string &name)
-        -> StatusOr<std::pair<ckpt::DType, std::vector<uint8_t>>> {
+        -> StatusOr<std::pair<octet::DType, std::vector<uint8_t>>> {
       std::string found = name;
       if (!reader->find(found) && octetNames.count(name))
         found = octetNames[name];
-      const ckpt::TensorInfo *info = reader->find(found);
+      const hf::TensorInfo *info = reader->find(found);
       if (!info) {
         auto names = reader->tensorNames();
         std::string some;
@@ -822,7 +776,7 @@ Status Trainer::start(TrainResult &result) {
             ": no evaluation");
   // Fresh start (bundle.proto, ProgramKind INIT): the host writes every
   // parameter and state tensor from its Init (parameters from
-  // --init-weights when given), then INIT derives what the compiler
+  // --init-from when given), then INIT derives what the compiler
   // computes from them. A resumed run restores every persistent slot from
   // the checkpoint instead and skips INIT. Either way the gradient
   // accumulators start at zero.
@@ -921,10 +875,10 @@ Status Trainer::loadCheckpoint(const std::string &stepDir, int64_t &step) {
                          std::to_string(c->seed) + ", this bundle's is " +
                          std::to_string(t.schedule.seed()) +
                          ": resuming would not continue that run");
-  auto lookupIn = [&](std::vector<ckpt::NamedTensor> &tensors) {
+  auto lookupIn = [&](std::vector<hf::NamedTensor> &tensors) {
     return [&tensors, &stepDir](const std::string &name)
-               -> StatusOr<std::pair<ckpt::DType, std::vector<uint8_t>>> {
-      for (ckpt::NamedTensor &x : tensors)
+               -> StatusOr<std::pair<octet::DType, std::vector<uint8_t>>> {
+      for (hf::NamedTensor &x : tensors)
         if (x.name == name)
           return std::make_pair(x.dtype, std::move(x.data));
       return Status::error(stepDir + " has no tensor '" + name +

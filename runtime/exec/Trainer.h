@@ -3,7 +3,7 @@
 
 // The host training loop over a bundle's programs:
 //   start: parameters and state from their Init (parameters from
-//     --init-weights when given), then INIT; or the latest checkpoint
+//     --init-from when given), then INIT; or the latest checkpoint
 //     (--resume);
 //   each step: for every microbatch, write its batch into the
 //     TRAIN_MICROBATCH inputs (tokens, labels, loss_mask, positions,
@@ -26,6 +26,7 @@
 #include "runtime/checkpoint/TrainState.h"
 #include "runtime/exec/TrainBackend.h"
 #include "runtime/exec/TrainData.h"
+#include "runtime/exec/TrainerOptions.h"
 #include "runtime/metrics/EventFile.h"
 #include "runtime/metrics/StepMetrics.h"
 
@@ -37,29 +38,6 @@
 #include <vector>
 
 namespace octet {
-
-struct TrainerOptions {
-  // -1: the bundle's schedule.
-  int64_t steps = -1;
-  int64_t logInterval = -1;
-  int64_t evalInterval = -1;
-  int64_t checkpointInterval = -1;
-  // Held-out batches per evaluation (0: all of a bounded split, capped at
-  // 16).
-  int64_t evalBatches = 0;
-  bool graph = true;
-  std::string checkpointDir;
-  bool resume = false;
-  int keepCheckpoints = 2;
-  // A safetensors file (or HF model directory) with the parameters, by HF
-  // name or octet name; written before INIT runs.
-  std::string initWeights;
-  std::string tensorboardDir;
-  // Where the step lines go; null for none.
-  std::FILE *out = stdout;
-  // Tests inject checkpoint write failures through this.
-  std::function<Status(const std::string &path)> checkpointAfterFile;
-};
 
 struct StepRecord {
   int64_t step = 0;
@@ -110,9 +88,10 @@ private:
   std::unique_ptr<Impl> impl_;
 };
 
-// The learning rate of `step` (1-based) under the schedule: linear warm-up
-// over warmup_steps, then cosine decay to lr·min_lr_ratio at `totalSteps`.
-// Used only when the OPTIMIZER_STEP program takes the rate as an input.
+// The learning rate of `step` (1-based) under the bundle's schedule, ending
+// at `totalSteps`: support/LrSchedule, as graph.lr_schedule computes it. Used
+// only when the OPTIMIZER_STEP program takes the rate as an input or does
+// not report it.
 double scheduledLearningRate(const bundle::Schedule &schedule, int64_t step,
                              int64_t totalSteps);
 

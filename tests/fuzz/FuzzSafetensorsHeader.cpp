@@ -5,7 +5,7 @@
 
 #include <cstring>
 
-using namespace octet::checkpoint;
+using namespace octet::hf;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   octet::StatusOr<SafetensorsHeader> header =
@@ -21,7 +21,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       continue;
     sink ^= data[header->dataStart + t.begin];
     sink ^= data[header->dataStart + t.end - 1];
-    if (t.elementCount() * dtypeSize(t.dtype) != t.end - t.begin)
+    if (t.elementCount() * dtypeBytes(t.dtype) != t.end - t.begin)
       __builtin_trap();
   }
   return 0;
@@ -37,7 +37,7 @@ std::vector<std::string> seedInputs() {
   uint8_t fp8[3] = {0x38, 0x40, 0x7E};
   (void)writer.add("w", DType::F32, {2, 3}, values, sizeof(values));
   (void)writer.add("b", DType::BF16, {2}, half, sizeof(half));
-  (void)writer.add("q", DType::F8_E4M3, {3}, fp8, sizeof(fp8));
+  (void)writer.add("q", DType::F8E4M3FN, {3}, fp8, sizeof(fp8));
   (void)writer.add("e", DType::I64, {0}, nullptr, 0);
   writer.setMetadata("format", "pt");
   std::string header = writer.headerJson();

@@ -10,5 +10,5 @@ if ! nvidia-smi -L >/dev/null 2>&1; then
   exit 0
 fi
 rm -rf "$dir"
-"$octet" golden "$spec" -o "$dir" --steps "$steps" ${data:+--data "$data"}
+"$octet" golden "$spec" -o "$dir" --steps "$steps" ${data:+--text "$data"}
 "$run" "$dir/model.octet" --golden "$dir"

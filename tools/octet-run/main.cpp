@@ -1,5 +1,6 @@
-// octet-run: the runtime alone. Loads a bundle, prints how it was built and
-// its memory plan before anything runs, then trains on this process's GPU
+// octet-run: the runtime alone. Checks its command line and the files it
+// names, loads a bundle, prints how it was built and its memory plan before
+// anything runs, opens the training data, then trains on this process's GPU
 // (LOCAL_RANK / RANK as torchrun sets them) through the host training loop
 // (runtime/exec/Trainer.h).
 
@@ -77,11 +78,29 @@ int run(RunArgs &args) {
     return fail(loaded.status());
   Bundle &b = *loaded;
   describeBuild(b, std::cout);
-  describePlan(b, std::cout, args.planSlots);
+  describePlan(b, std::cout, args.allSlots ? 0 : 12);
   describePrograms(b, std::cout);
   std::cout.flush();
   if (args.planOnly)
     return 0;
+
+  // The data is opened before the GPU is set up, so that a bad corpus is
+  // reported at once. The golden check brings its own batches.
+  const Schedule &sched = b.schedule();
+  StatusOr<std::unique_ptr<TrainData>> data = Status::error("no data");
+  if (args.golden.empty()) {
+    TrainDataOptions dataOptions;
+    dataOptions.kind = args.dataKind;
+    dataOptions.path = args.dataPath;
+    dataOptions.evalPath = args.evalPath;
+    dataOptions.rows = uint32_t(sched.micro_batch_size());
+    dataOptions.sequenceLength = uint32_t(sched.seq_len());
+    dataOptions.seed = sched.seed();
+    dataOptions.vocabSize = sched.vocab_size();
+    data = TrainData::open(dataOptions);
+    if (!data)
+      return fail(data.status());
+  }
 
   auto rtOr = Runtime::load(b, RuntimeOptions{});
   if (!rtOr)
@@ -109,7 +128,7 @@ int run(RunArgs &args) {
     golden.dir = args.golden;
     golden.graph = args.trainer.graph;
     golden.saveDir = args.goldenSave;
-    if (args.planSlots == 0)
+    if (args.allSlots)
       golden.worst = 1 << 30;
     auto passed = runGoldenCheck(backend, golden);
     if (!passed)
@@ -117,18 +136,6 @@ int run(RunArgs &args) {
     return *passed ? 0 : 1;
   }
 
-  const Schedule &sched = b.schedule();
-  TrainDataOptions dataOptions;
-  dataOptions.kind = args.dataKind;
-  dataOptions.path = args.dataPath;
-  dataOptions.evalPath = args.evalPath;
-  dataOptions.rows = uint32_t(sched.micro_batch_size());
-  dataOptions.sequenceLength = uint32_t(sched.seq_len());
-  dataOptions.seed = sched.seed();
-  dataOptions.vocabSize = sched.vocab_size();
-  auto data = TrainData::open(dataOptions);
-  if (!data)
-    return fail(data.status());
   if (args.bench) {
     int64_t steps = args.trainer.steps > 0
                         ? args.trainer.steps
@@ -172,16 +179,13 @@ int run(RunArgs &args) {
 } // namespace
 
 int main(int argc, char **argv) {
-  auto args =
-      octet::parseRunArgs(std::vector<std::string>(argv + 1, argv + argc));
-  if (!args) {
-    std::fprintf(stderr, "octet-run: %s\n%s", args.status().message().c_str(),
-                 octet::runUsage());
-    return 2;
-  }
-  if (args->help) {
-    std::fputs(octet::runUsage(), stdout);
-    return 0;
-  }
-  return run(*args);
+  // Parsed, and the named files looked for, before anything touches the GPU.
+  RunArgs args;
+  cli::Outcome parsed =
+      parseRunArgs(std::vector<std::string>(argv + 1, argv + argc), args);
+  if (!parsed.shouldRun())
+    return parsed.finish();
+  if (Status st = checkRunInputs(args); !st)
+    return fail(st);
+  return run(args);
 }

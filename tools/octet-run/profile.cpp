@@ -8,11 +8,11 @@
 //   octet-profile X.octet [--top N] [--repeat R]
 
 #include "bundle/Bundle.h"
+#include "runtime/exec/RunOptions.h"
 #include "runtime/exec/Runtime.h"
 
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <map>
 #include <string>
 #include <vector>
@@ -55,32 +55,16 @@ Key keyOf(const Bundle &b, const Step &s) {
   return {"other", s.label()};
 }
 
-int usage() {
-  std::fprintf(stderr, "usage: octet-profile X.octet [--top N] [--repeat R]\n");
-  return 2;
-}
-
 } // namespace
 
 int main(int argc, char **argv) {
-  if (argc < 2)
-    return usage();
-  std::string path = argv[1];
-  int top = 30, repeat = 3;
-  for (int i = 2; i < argc; ++i) {
-    std::string a = argv[i];
-    if ((a == "--top" || a == "--repeat") && i + 1 < argc) {
-      int v = std::atoi(argv[++i]);
-      if (v <= 0) {
-        std::fprintf(stderr, "octet-profile: %s takes a positive number\n",
-                     a.c_str());
-        return 2;
-      }
-      (a == "--top" ? top : repeat) = v;
-    } else {
-      return usage();
-    }
-  }
+  ProfileArgs args;
+  cli::Outcome parsed =
+      parseProfileArgs(std::vector<std::string>(argv + 1, argv + argc), args);
+  if (!parsed.shouldRun())
+    return parsed.finish();
+  const std::string &path = args.bundle;
+  int top = args.top, repeat = args.repeat;
   auto loaded = readBundle(path);
   if (!loaded) {
     std::fprintf(stderr, "octet-profile: %s\n",

@@ -1,33 +1,40 @@
 #ifndef OCTET_TOOLS_OCTET_COMMANDS_H
 #define OCTET_TOOLS_OCTET_COMMANDS_H
 
-// The subcommands of `octet`. Each takes the arguments after its name
-// (argv[0] is the subcommand's name) and returns the process exit code:
-// 0 on success, 1 on an error in the user's input, 2 on bad usage. main.cpp
-// lists them in its dispatch table.
+// The commands of `octet`. main.cpp parses the command line
+// (tools/octet/CommandLine.h) and runs the one named with its options; each
+// returns the process exit code: 0 on success, 1 on an error in the user's
+// input, 2 on bad usage.
+
+#include "tools/octet/CommandLine.h"
+
+#include <vector>
 
 namespace octet {
 
-int runCompileCommand(int argc, char **argv);
+// tools/octet/CompileCommand.cpp: spec -> IR, stage by stage.
+int runCompileCommand(const CompileOptions &opts);
+// Its stages, in order, for --dump-ir and the help text.
+std::vector<CompileStageInfo> compileStageList();
 
-// tools/octet/DataCommand.cpp; wired in only where that file exists
-// (OCTET_HAVE_DATA_COMMAND).
-int runDataCommand(int argc, char **argv);
+// tools/octet/DataCommand.cpp: preparing training data.
+int runDataPreprocessCommand(const data::PreprocessOptions &opts);
+int runDataInspectCommand(const DataInspectOptions &opts);
 
-// tools/octet/TrainCommand.cpp: train a spec on the CPU through the reference
-// interpreter.
-int runTrainCommand(int argc, char **argv);
+// tools/octet/TrainCommand.cpp: train a spec on the GPU through octet-run,
+// or on the CPU through the reference interpreter.
+int runTrainCommand(const TrainOptions &opts);
 
 // tools/octet/HfCommand.cpp: a Hugging Face checkpoint through octet's
 // parameters and back out.
-int runExportHfCommand(int argc, char **argv);
+int runExportHfCommand(const ExportHfOptions &opts);
 
 // tools/octet/InspectCommand.cpp: what a .octet bundle holds.
-int runInspectCommand(int argc, char **argv);
+int runInspectCommand(const InspectOptions &opts);
 
 // tools/octet/GoldenCommand.cpp: the reference interpreter's first steps of
 // a compiled bundle, for octet-run --golden.
-int runGoldenCommand(int argc, char **argv);
+int runGoldenCommand(const GoldenOptions &opts);
 
 } // namespace octet
 

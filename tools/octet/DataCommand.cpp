@@ -1,7 +1,5 @@
-// `octet data`: preparing training data.
-//   octet data preprocess --input X.jsonl --tokenizer tokenizer.json
-//                         --output-prefix OUT [options]
-//   octet data inspect PREFIX [--tokenizer tokenizer.json] [--show N]
+// `octet data`: preparing training data (`octet data preprocess`) and
+// looking at it (`octet data inspect`). The options: CommandLine.cpp.
 
 #include "tools/octet/Commands.h"
 
@@ -10,147 +8,12 @@
 #include "runtime/data/Tokenizer.h"
 
 #include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
 namespace octet {
 
-namespace {
-
-constexpr const char *kDataUsage =
-    "usage: octet data <command> [options]\n"
-    "\n"
-    "commands:\n"
-    "  preprocess   tokenize a jsonl file into a Megatron indexed dataset\n"
-    "  inspect      print the sizes (and first sequences) of a dataset\n"
-    "\n"
-    "Run `octet data <command> --help` for its options.\n";
-
-constexpr const char *kPreprocessUsage =
-    "usage: octet data preprocess --input FILE.jsonl[.gz] --tokenizer "
-    "tokenizer.json --output-prefix PREFIX [options]\n"
-    "\n"
-    "Each line of the input is {\"text\": \"...\"} or {\"messages\": "
-    "[{\"role\": ..., \"content\": ...}, ...]}\n"
-    "(roles: system, user, assistant, tool, ipython; chat uses the Llama 3 "
-    "template).\n"
-    "Writes PREFIX.bin and PREFIX.idx (Megatron MMIDIDX format), and for chat "
-    "data\n"
-    "PREFIX_loss_mask.bin/.idx (1 on assistant tokens). Nothing is written "
-    "unless the run succeeds.\n"
-    "\n"
-    "options:\n"
-    "  --input FILE           jsonl input, optionally gzip-compressed\n"
-    "  --tokenizer FILE       Hugging Face tokenizer.json (byte-level BPE)\n"
-    "  --output-prefix PATH   where to write PATH.bin and PATH.idx\n"
-    "  --on-error=stop|skip   on a malformed line: stop with its line number "
-    "(default),\n"
-    "                         or report it and leave it out\n"
-    "  --threads N            tokenizer threads (default: one per core)\n"
-    "  --append-eod           end each text record with the end-of-document "
-    "token\n"
-    "  --eod-token TOKEN      that token (default <|end_of_text|> or "
-    "<|endoftext|>)\n"
-    "  --add-bos              apply the tokenizer's template (e.g. "
-    "<|begin_of_text|>) to text records\n"
-    "  --text-key KEY         field holding the text (default \"text\")\n"
-    "  --no-progress          no progress display on stderr\n";
-
-constexpr const char *kInspectUsage =
-    "usage: octet data inspect PREFIX [--tokenizer tokenizer.json] [--show "
-    "N]\n"
-    "\n"
-    "Checks PREFIX.bin/.idx and prints their counts; with --tokenizer, also "
-    "decodes\n"
-    "the first N sequences (default 1).\n";
-
-// Reads "--name value" or "--name=value"; advances i past what it consumed.
-bool takeValue(int argc, char **argv, int &i, const std::string &name,
-               std::string &value, bool &missing) {
-  std::string arg = argv[i];
-  if (arg == name) {
-    if (i + 1 >= argc) {
-      missing = true;
-      return true;
-    }
-    value = argv[++i];
-    return true;
-  }
-  if (arg.compare(0, name.size() + 1, name + "=") == 0) {
-    value = arg.substr(name.size() + 1);
-    return true;
-  }
-  return false;
-}
-
-int usageError(const std::string &message, const char *usage) {
-  std::fprintf(stderr, "octet data: %s\n\n%s", message.c_str(), usage);
-  return 2;
-}
-
-bool parseCount(const std::string &text, unsigned long &out) {
-  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
-    return false;
-  out = std::strtoul(text.c_str(), nullptr, 10);
-  return true;
-}
-
-int runPreprocess(int argc, char **argv) {
-  data::PreprocessOptions options;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    std::string value;
-    bool missing = false;
-    if (arg == "--help" || arg == "-h") {
-      std::fputs(kPreprocessUsage, stdout);
-      return 0;
-    }
-    if (arg == "--append-eod") {
-      options.appendEod = true;
-    } else if (arg == "--add-bos") {
-      options.addBos = true;
-    } else if (arg == "--no-progress") {
-      options.showProgress = false;
-    } else if (takeValue(argc, argv, i, "--input", value, missing)) {
-      options.inputPath = value;
-    } else if (takeValue(argc, argv, i, "--tokenizer", value, missing)) {
-      options.tokenizerPath = value;
-    } else if (takeValue(argc, argv, i, "--output-prefix", value, missing)) {
-      options.outputPrefix = value;
-    } else if (takeValue(argc, argv, i, "--eod-token", value, missing)) {
-      options.eodToken = value;
-      options.appendEod = true;
-    } else if (takeValue(argc, argv, i, "--text-key", value, missing)) {
-      options.textKey = value;
-    } else if (takeValue(argc, argv, i, "--on-error", value, missing)) {
-      if (value == "stop")
-        options.onError = data::PreprocessOptions::OnError::Stop;
-      else if (value == "skip")
-        options.onError = data::PreprocessOptions::OnError::Skip;
-      else if (!missing)
-        return usageError("--on-error takes stop or skip, not \"" + value +
-                              "\"",
-                          kPreprocessUsage);
-    } else if (takeValue(argc, argv, i, "--threads", value, missing)) {
-      unsigned long threads = 0;
-      if (!missing &&
-          (!parseCount(value, threads) || threads == 0 || threads > 1024))
-        return usageError("--threads takes a count from 1 to 1024, not \"" +
-                              value + "\"",
-                          kPreprocessUsage);
-      options.threads = static_cast<unsigned>(threads);
-    } else {
-      return usageError("unknown option " + arg, kPreprocessUsage);
-    }
-    if (missing)
-      return usageError(arg + " needs a value", kPreprocessUsage);
-  }
-  if (options.inputPath.empty() || options.tokenizerPath.empty() ||
-      options.outputPrefix.empty())
-    return usageError("--input, --tokenizer and --output-prefix are required",
-                      kPreprocessUsage);
-
+int runDataPreprocessCommand(const data::PreprocessOptions &options) {
   StatusOr<data::PreprocessResult> result = data::preprocessJsonl(options);
   if (!result) {
     std::fprintf(stderr, "octet data preprocess: error: %s\n",
@@ -175,35 +38,9 @@ int runPreprocess(int argc, char **argv) {
   return 0;
 }
 
-int runInspect(int argc, char **argv) {
-  std::string prefix, tokenizerPath;
-  unsigned long show = 1;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    std::string value;
-    bool missing = false;
-    if (arg == "--help" || arg == "-h") {
-      std::fputs(kInspectUsage, stdout);
-      return 0;
-    }
-    if (takeValue(argc, argv, i, "--tokenizer", value, missing)) {
-      tokenizerPath = value;
-    } else if (takeValue(argc, argv, i, "--show", value, missing)) {
-      if (!missing && !parseCount(value, show))
-        return usageError("--show takes a count", kInspectUsage);
-    } else if (!arg.empty() && arg[0] == '-') {
-      return usageError("unknown option " + arg, kInspectUsage);
-    } else if (prefix.empty()) {
-      prefix = arg;
-    } else {
-      return usageError("one dataset prefix at a time", kInspectUsage);
-    }
-    if (missing)
-      return usageError(arg + " needs a value", kInspectUsage);
-  }
-  if (prefix.empty())
-    return usageError("name the dataset prefix (PREFIX for PREFIX.bin/.idx)",
-                      kInspectUsage);
+int runDataInspectCommand(const DataInspectOptions &opts) {
+  const std::string &prefix = opts.prefix, &tokenizerPath = opts.tokenizer;
+  uint64_t show = uint64_t(opts.show);
   StatusOr<data::IndexedDataset> dataset = data::IndexedDataset::open(prefix);
   if (!dataset) {
     std::fprintf(stderr, "octet data inspect: error: %s\n",
@@ -237,23 +74,6 @@ int runInspect(int argc, char **argv) {
                 text->c_str());
   }
   return 0;
-}
-
-} // namespace
-
-int runDataCommand(int argc, char **argv) {
-  if (argc < 2)
-    return usageError("name a command", kDataUsage);
-  std::string command = argv[1];
-  if (command == "--help" || command == "-h" || command == "help") {
-    std::fputs(kDataUsage, stdout);
-    return 0;
-  }
-  if (command == "preprocess")
-    return runPreprocess(argc - 1, argv + 1);
-  if (command == "inspect")
-    return runInspect(argc - 1, argv + 1);
-  return usageError("unknown command \"" + command + "\"", kDataUsage);
 }
 
 } // namespace octet

@@ -2,18 +2,18 @@
 // bundle, for `octet-run BUNDLE --golden DIR` to check the GPU against
 // (runtime/exec/Golden.h describes the directory).
 //
-// The spec goes through `octet compile` itself (the same stages, in this
-// process), once to the bundle and once to the fused IR the bundle is
-// emitted from. The interpreter then runs that IR's programs in the order
-// the GPU trainer runs the bundle's: INIT after every parameter and state
-// tensor holds its initial value, then per step the train program once per
+// The spec goes through the compile of `octet compile` (the same stages, in
+// this process, once): the fused IR is written beside the bundle emitted
+// from it. The interpreter then runs that IR's programs in the order the GPU
+// trainer runs the bundle's: INIT after every parameter and state tensor
+// holds its initial value, then per step the train program once per
 // microbatch and the optimizer step.
 
 #include "compiler/Interpreter/Interpreter.h"
 #include "compiler/Interpreter/Kernels.h"
 #include "support/Numerics.h"
 #include "compiler/Registration.h"
-#include "compiler/Transforms/Fusion/InterpreterOps.h"
+#include "tools/octet/CompileSpec.h"
 #include "bundle/Bundle.h"
 #include "runtime/data/TrainBatches.h"
 #include "runtime/exec/Golden.h"
@@ -22,7 +22,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
-#include "mlir/Parser/Parser.h"
+#include "llvm/Support/raw_ostream.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/FileSystem.h"
 
@@ -38,83 +38,8 @@ using namespace mlir;
 namespace octet {
 namespace {
 
-struct Options {
-  std::string spec, dir, data;
-  int64_t steps = 3;
-};
-
-void printHelp(std::FILE *out) {
-  std::fprintf(
-      out,
-      "usage: octet golden SPEC -o DIR [--steps K] [--data TEXT]\n\n"
-      "Compiles SPEC as `octet compile -o` does (DIR/model.octet and the\n"
-      "fused IR it is emitted from, DIR/model.mlir), initialises every\n"
-      "parameter and state tensor as the bundle's Init says, runs K steps\n"
-      "of the fused programs on the reference interpreter (INIT, then per\n"
-      "step the train program per microbatch and the optimizer step) and\n"
-      "writes what `octet-run DIR/model.octet --golden DIR` checks the GPU\n"
-      "against: the batches, each step's loss and grad norm, and after\n"
-      "step 1 every gradient (before the optimizer) and every parameter\n"
-      "and state tensor (after it), by slot name.\n\n"
-      "  -o DIR        the golden directory (created)\n"
-      "  --steps K     steps to run (default 3)\n"
-      "  --data TEXT   batches from a UTF-8 text file, read as bytes\n"
-      "                (default: tokens drawn uniformly from the vocabulary\n"
-      "                with the spec's seed)\n");
-}
-
-int usageError(const std::string &message) {
-  return reportUsageError("golden", message);
-}
-
 int inputError(const std::string &message) {
   return reportInputError("golden", message);
-}
-
-int parseOptions(int argc, char **argv, Options &opts) {
-  for (int i = 1; i < argc; ++i) {
-    llvm::StringRef arg = argv[i];
-    auto next = [&](std::string &out) -> bool {
-      if (i + 1 >= argc)
-        return false;
-      out = argv[++i];
-      return true;
-    };
-    std::string text;
-    if (arg == "-h" || arg == "--help") {
-      printHelp(stdout);
-      return 0;
-    } else if (arg == "-o") {
-      if (!next(opts.dir))
-        return usageError("-o needs a directory");
-    } else if (arg == "--data") {
-      if (!next(opts.data))
-        return usageError("--data needs a text file");
-    } else if (arg == "--steps") {
-      if (!next(text) || llvm::StringRef(text).getAsInteger(10, opts.steps) ||
-          opts.steps < 1)
-        return usageError("--steps takes a positive integer; got '" + text +
-                          "'");
-    } else if (arg.starts_with("-")) {
-      return usageError("unknown option '" + arg.str() + "'");
-    } else if (int rc = takeSpecArgument("golden", arg.str(), opts.spec);
-               rc >= 0) {
-      return rc;
-    }
-  }
-  if (opts.spec.empty())
-    return usageError("missing SPEC");
-  if (opts.dir.empty())
-    return usageError("missing -o DIR (the golden directory to write)");
-  return -1;
-}
-
-int compileTo(const Options &opts, const std::string &output) {
-  std::vector<std::string> args = {"compile", opts.spec, "-o", output};
-  std::vector<char *> argv;
-  for (std::string &a : args)
-    argv.push_back(a.data());
-  return runCompileCommand(int(argv.size()), argv.data());
 }
 
 // The interpreter's value in the slot's dtype, as the GPU holds it. Floats
@@ -124,7 +49,7 @@ StatusOr<std::string> slotBytes(const interp::Tensor &t, bundle::DType dtype,
   uint64_t n = uint64_t(t.numel());
   std::string out(n * bundle::dtypeBytes(dtype), '\0');
   char *dst = out.data();
-  bool isFloat = interp::isFloat(t.dtype());
+  bool isFloat = octet::isFloat(t.dtype());
   auto value = [&](uint64_t i) -> double {
     return isFloat ? double(t.f()[i]) : double(t.i()[i]);
   };
@@ -172,7 +97,7 @@ StatusOr<std::string> slotBytes(const interp::Tensor &t, bundle::DType dtype,
 
 golden::SlotSummary summarizeTensor(const std::string &name,
                                     const interp::Tensor &t) {
-  if (interp::isFloat(t.dtype()))
+  if (isFloat(t.dtype()))
     return golden::summarize(name, uint64_t(t.numel()),
                              [&](uint64_t i) { return double(t.f()[i]); });
   return golden::summarize(name, uint64_t(t.numel()),
@@ -206,29 +131,39 @@ const bundle::Program *programOf(const bundle::Bundle &b,
   return nullptr;
 }
 
-int run(const Options &opts) {
+int run(const GoldenOptions &opts) {
   using Clock = std::chrono::steady_clock;
   if (std::error_code ec = llvm::sys::fs::create_directories(opts.dir))
     return inputError(opts.dir + ": cannot create: " + ec.message());
   std::string bundlePath = opts.dir + "/" + golden::kBundleFile;
   std::string irPath = opts.dir + "/" + golden::kIrFile;
-  if (int rc = compileTo(opts, bundlePath))
-    return rc;
-  if (int rc = compileTo(opts, irPath))
-    return rc;
+  SpecSource source{opts.spec, "", 0};
+  StatusOr<spec::Spec> spec = loadSpecSource(source);
+  if (!spec)
+    return inputError(spec.status().message());
+  DialectRegistry registry;
+  registerCompilerDialects(registry);
+  MLIRContext context(registry, MLIRContext::Threading::DISABLED);
+  auto compiled = compileSpec(context, *spec, opts.spec);
+  if (!compiled)
+    return inputError(compiled.status().message());
+  OwningOpRef<ModuleOp> &module = *compiled;
+  if (Status st = writeBundleFile(*module, source, *spec, bundlePath); !st)
+    return inputError(st.message());
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream out(irPath, ec, llvm::sys::fs::OF_Text);
+    if (ec)
+      return inputError(irPath + ": cannot write: " + ec.message());
+    module->print(out);
+    out << "\n";
+  }
   auto loaded = bundle::readBundle(bundlePath);
   if (!loaded)
     return inputError(loaded.status().message());
   const bundle::Bundle &b = *loaded;
   const bundle::Schedule &sched = b.schedule();
   const bundle::MemoryPlan &plan = b.plan();
-
-  DialectRegistry registry;
-  registerCompilerDialects(registry);
-  MLIRContext context(registry, MLIRContext::Threading::DISABLED);
-  auto module = parseSourceFile<ModuleOp>(irPath, &context);
-  if (!module)
-    return inputError(irPath + ": cannot parse the fused IR");
 
   const bundle::Program *initProgram = programOf(b, bundle::INIT);
   const bundle::Program *trainProgram = programOf(b, bundle::TRAIN_MICROBATCH);
@@ -255,7 +190,7 @@ int run(const Options &opts) {
       std::to_string(std::max<int64_t>(1, sched.grad_accum_steps()));
   info.values["numerics"] = fp8 ? "fp8" : "bf16";
   info.values["spec"] = opts.spec;
-  info.values["data"] = opts.data.empty() ? "random tokens" : opts.data;
+  info.values["data"] = opts.text.empty() ? "random tokens" : opts.text;
   std::string hash;
   for (unsigned char c : b.content_hash()) {
     char hex[3];
@@ -294,7 +229,6 @@ int run(const Options &opts) {
   if (Status st = golden::writeInitHashes(opts.dir, hashes); !st)
     return inputError(st.message());
 
-  fusion::registerFusionInterpreterOps();
   interp::Interpreter interpreter(*module);
   if (initProgram) {
     auto r = interpreter.run(initProgram->name(), {}, store);
@@ -305,10 +239,10 @@ int run(const Options &opts) {
   int64_t rows = sched.micro_batch_size(), seq = sched.seq_len();
   int64_t accum = std::max<int64_t>(1, sched.grad_accum_steps());
   std::unique_ptr<data::TrainBatchSource> text;
-  if (!opts.data.empty()) {
+  if (!opts.text.empty()) {
     data::TrainBatchOptions o;
     o.kind = "text";
-    o.path = opts.data;
+    o.path = opts.text;
     o.rows = uint32_t(rows);
     o.sequenceLength = uint32_t(seq);
     o.seed = sched.seed();
@@ -319,7 +253,7 @@ int run(const Options &opts) {
   }
   RandomTokens random(sched.seed() ^ 0x676f6c64656eull);
 
-  checkpoint::SafetensorsWriter batchesOut;
+  hf::SafetensorsWriter batchesOut;
   std::vector<std::vector<int32_t>> keepInts;
   std::vector<std::vector<float>> keepFloats;
   std::vector<golden::StepValues> steps;
@@ -380,7 +314,7 @@ int run(const Options &opts) {
           keepFloats.back().resize(size_t(count), 0.0f);
           args.push_back(interp::Tensor::fromFloats(shape, keepFloats.back()));
           if (Status st = batchesOut.addView(
-                  tensorName, checkpoint::DType::F32, shape,
+                  tensorName, DType::F32, shape,
                   keepFloats.back().data(), size_t(count) * 4);
               !st)
             return inputError(st.message());
@@ -402,7 +336,7 @@ int run(const Options &opts) {
         keepInts.push_back(values);
         args.push_back(interp::Tensor::fromInts(
             shape, std::vector<int64_t>(values.begin(), values.end())));
-        if (Status st = batchesOut.addView(tensorName, checkpoint::DType::I32,
+        if (Status st = batchesOut.addView(tensorName, DType::I32,
                                            shape, keepInts.back().data(),
                                            size_t(count) * 4);
             !st)
@@ -447,11 +381,6 @@ int run(const Options &opts) {
 
 } // namespace
 
-int runGoldenCommand(int argc, char **argv) {
-  Options opts;
-  if (int rc = parseOptions(argc, argv, opts); rc >= 0)
-    return rc;
-  return run(opts);
-}
+int runGoldenCommand(const GoldenOptions &opts) { return run(opts); }
 
 } // namespace octet

@@ -1,7 +1,6 @@
 #include "tools/octet/GpuTrain.h"
 
 #include "bundle/Bundle.h"
-#include "tools/octet/Commands.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -103,25 +102,18 @@ int trainOnGpu(const GpuTrainRequest &request, std::string &why) {
     return -1;
   }
   std::string dir = pattern, bundlePath = dir + "/train.octet";
+  std::string optionsPath = dir + "/octet-run.json";
   auto cleanup = [&] {
     std::remove(bundlePath.c_str());
+    std::remove(optionsPath.c_str());
     rmdir(dir.c_str());
   };
-  std::vector<std::string> compileArgs = {"compile", request.spec, "-o",
-                                          bundlePath};
-  // The device computes the learning rate: its schedule must end where
-  // the run does, as the CPU path's does.
-  if (request.steps > 0) {
-    compileArgs.push_back("--steps");
-    compileArgs.push_back(std::to_string(request.steps));
-  }
-  std::vector<char *> argv;
-  for (std::string &a : compileArgs)
-    argv.push_back(a.data());
   std::fflush(stdout);
-  if (int rc = runCompileCommand(int(argv.size()), argv.data()); rc != 0) {
+  if (Status written = request.writeBundle(bundlePath); !written) {
+    std::fprintf(stderr, "octet train: error: %s\n",
+                 written.message().c_str());
     cleanup();
-    return rc;
+    return 1;
   }
   auto bundle = bundle::readBundle(bundlePath);
   Status runnable = bundle ? bundle::checkRunnable(*bundle) : bundle.status();
@@ -130,13 +122,14 @@ int trainOnGpu(const GpuTrainRequest &request, std::string &why) {
     cleanup();
     return -1;
   }
-  std::vector<std::string> args = {octetRun, bundlePath};
-  if (request.steps > 0) {
-    args.push_back("--steps");
-    args.push_back(std::to_string(request.steps));
+  RunArgs run = request.run;
+  run.bundle = bundlePath;
+  if (Status st = writeRunOptionsFile(run, optionsPath); !st) {
+    cleanup();
+    why = st.message();
+    return -1;
   }
-  args.insert(args.end(), request.dataArgs.begin(), request.dataArgs.end());
-  args.insert(args.end(), request.extraArgs.begin(), request.extraArgs.end());
+  std::vector<std::string> args = {octetRun, "--options", optionsPath};
   std::fflush(stdout);
   std::fflush(stderr);
   pid_t child = fork();

@@ -4,12 +4,12 @@
 
 #include "compiler/Checkpoint/HfCheckpoint.h"
 #include "compiler/Registration.h"
-#include "hf/HfConfig.h"
 #include "frontends/GraphImporter.h"
+#include "hf/HfCheckpoint.h"
+#include "hf/HfConfig.h"
 #include "spec/SpecReader.h"
-#include "support/AtomicFile.h"
-#include "tools/octet/Commands.h"
 #include "tools/octet/CommandErrors.h"
+#include "tools/octet/Commands.h"
 #include "tools/octet/HfInit.h"
 
 #include "mlir/IR/MLIRContext.h"
@@ -18,7 +18,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
-#include <sys/stat.h>
 
 using namespace mlir;
 
@@ -26,203 +25,63 @@ namespace octet {
 
 namespace {
 
-bool isFile(const std::string &path) {
-  struct stat info;
-  return stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode);
-}
-
-bool isDirectory(const std::string &path) {
-  struct stat info;
-  return stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
-}
-
-// config.json beside a checkpoint given as a directory or as one of its
-// files.
-std::string configBeside(const std::string &hfPath) {
-  if (isDirectory(hfPath))
-    return hfPath + "/config.json";
-  size_t slash = hfPath.find_last_of('/');
-  return (slash == std::string::npos ? "." : hfPath.substr(0, slash)) +
-         "/config.json";
-}
-
-void printHelp(std::FILE *out) {
-  std::fprintf(
-      out,
-      "usage: octet export-hf [MODEL] --init-from HF --out DIR [--dtype D]\n"
-      "                       [--max-shard-size SIZE]\n\n"
-      "Loads the Hugging Face checkpoint HF (a directory with "
-      "model.safetensors,\n"
-      "or model.safetensors.index.json and its shards) into the parameters of "
-      "MODEL,\n"
-      "checking every tensor's name, shape and dtype against the graph, and "
-      "writes\n"
-      "them back out under their HF names, with a config.json.\n\n"
-      "  MODEL              a .pbtxt spec or a HF config.json (default: "
-      "HF/config.json)\n"
-      "  --dtype D          source (default: each tensor as it came, so the "
-      "export\n"
-      "                     equals the input bit for bit), f32, bf16 or f16 "
-      "(round to\n"
-      "                     nearest even)\n"
-      "  --max-shard-size SIZE   bytes per safetensors file, e.g. 200KB, "
-      "5GB\n"
-      "                     (default 5GB); more make shards and an index\n");
-}
-
-int usageError(const std::string &message) {
-  return reportUsageError("export-hf", message);
-}
-
 int inputError(const std::string &message) {
   return reportInputError("export-hf", message);
 }
 
-bool parseSize(llvm::StringRef text, uint64_t &bytes) {
-  uint64_t unit = 1;
-  for (auto [suffix, factor] : {std::pair<const char *, uint64_t>{"KB", 1000},
-                                {"MB", 1000000},
-                                {"GB", 1000000000},
-                                {"KiB", 1024},
-                                {"MiB", 1 << 20},
-                                {"GiB", 1ull << 30}})
-    if (text.consume_back(suffix)) {
-      unit = factor;
-      break;
-    }
-  if (text.empty() || text.getAsInteger(10, bytes) || bytes == 0)
-    return false;
-  bytes *= unit;
-  return true;
-}
-
 StatusOr<spec::Spec> loadModel(const std::string &path) {
-  if (!llvm::StringRef(path).ends_with(".json"))
-    return spec::loadSpecFile(path);
-  StatusOr<spec::ModelSpec> model = hf::readHfConfigFile(path);
-  if (!model)
-    return model.status();
-  spec::Spec combined;
-  *combined.mutable_model() = *model;
-  // Loading and exporting run no step: the smallest batch will do.
-  combined.mutable_train()->set_micro_batch_size(1);
-  combined.mutable_train()->set_seq_len(1);
-  StatusOr<spec::Spec> resolved = spec::resolveSpec(std::move(combined));
-  if (!resolved)
-    return resolved.status().withContext(path);
-  return resolved;
+  if (llvm::StringRef(path).ends_with(".json"))
+    return hf::readHfConfigAsSpec(path);
+  return spec::loadSpecFile(path);
 }
 
 } // namespace
 
-StatusOr<HfLoadSummary> initFromHf(const spec::Spec &spec,
-                                   const std::string &specSource,
-                                   const std::string &hfDir, ModuleOp module,
-                                   interp::VariableStore &store) {
-  std::string config = configBeside(hfDir);
-  if (isFile(config)) {
-    StatusOr<spec::ModelSpec> hfModel = hf::readHfConfigFile(config);
-    if (!hfModel)
-      return hfModel.status();
-    if (Status s = checkSameModel(spec.model(), specSource, *hfModel, config);
-        !s)
-      return s;
-  }
-  StatusOr<HfLoadSummary> summary = loadHfCheckpoint(hfDir, module, store);
+StatusOr<hf::HfLoadSummary> initFromHf(const spec::Spec &spec,
+                                       const std::string &specSource,
+                                       const std::string &hfDir,
+                                       ModuleOp module,
+                                       interp::VariableStore &store) {
+  if (Status s = hf::checkConfigBeside(spec.model(), specSource, hfDir); !s)
+    return s;
+  StatusOr<hf::HfLoadSummary> summary = loadHfCheckpoint(hfDir, module, store);
   if (!summary)
     return summary.status();
-  std::string dtypes;
-  std::map<std::string, int> counts;
-  for (const auto &[name, dtype] : summary->dtypes)
-    ++counts[checkpoint::dtypeName(dtype)];
-  for (const auto &[name, count] : counts)
-    dtypes += (dtypes.empty() ? "" : ", ") + std::to_string(count) + " " + name;
-  std::printf("init: %zu parameters (%lld values) from %zu tensors of %s "
-              "(%s)%s\n",
-              summary->parameters, (long long)summary->elements,
-              summary->tensors, hfDir.c_str(), dtypes.c_str(),
-              summary->skipped.empty()
-                  ? ""
-                  : ("; skipped " + std::to_string(summary->skipped.size()) +
-                     " (" + summary->skipped.begin()->first + ": " +
-                     summary->skipped.begin()->second + ")")
-                        .c_str());
+  std::printf("init: %s\n", hf::describeLoad(*summary).c_str());
   return summary;
 }
 
 StatusOr<size_t> saveHf(const spec::Spec &spec, const std::string &configSource,
                         const std::string &outDir, ModuleOp module,
                         const interp::VariableStore &store,
-                        HfExportOptions options) {
-  if (!configSource.empty() && isFile(configSource)) {
-    StatusOr<std::string> text = readWholeFile(configSource);
-    if (!text)
-      return text.status();
-    options.configJson = *text;
-  } else {
-    StatusOr<std::string> text = hfConfigJson(spec.model());
-    if (!text)
-      return text.status();
-    options.configJson = *text;
-  }
+                        hf::HfExportOptions options) {
+  StatusOr<std::string> config =
+      hf::exportConfigJson(spec.model(), configSource);
+  if (!config)
+    return config.status();
+  options.configJson = *config;
   return exportHfCheckpoint(outDir, module, store, options);
 }
 
-int runExportHfCommand(int argc, char **argv) {
-  std::string model, hfDir, outDir, dtype = "source";
-  uint64_t maxShard = 5000000000ull;
-  for (int i = 1; i < argc; ++i) {
-    llvm::StringRef arg = argv[i];
-    auto value = [&](llvm::StringRef flag, std::string &out) -> bool {
-      if (arg == flag && i + 1 < argc) {
-        out = argv[++i];
-        return true;
-      }
-      if (arg.starts_with((flag + "=").str())) {
-        out = arg.drop_front(flag.size() + 1).str();
-        return true;
-      }
-      return false;
-    };
-    std::string text;
-    if (arg == "--help" || arg == "-h") {
-      printHelp(stdout);
-      return 0;
-    } else if (value("--init-from", hfDir) || value("--out", outDir) ||
-               value("--dtype", dtype)) {
-    } else if (value("--max-shard-size", text)) {
-      if (!parseSize(text, maxShard))
-        return usageError("--max-shard-size takes a size such as 200KB or "
-                          "5GB; got '" +
-                          text + "'");
-    } else if (arg.starts_with("-")) {
-      return usageError("unknown option '" + arg.str() + "'");
-    } else if (model.empty()) {
-      model = arg.str();
-    } else {
-      return usageError("one MODEL only; got '" + model + "' and '" +
-                        arg.str() + "'");
-    }
-  }
-  if (hfDir.empty())
-    return usageError("missing --init-from HF (the checkpoint to load)");
-  if (outDir.empty())
-    return usageError("missing --out DIR");
+int runExportHfCommand(const ExportHfOptions &opts) {
+  if (Status st = checkExportHfInputs(opts); !st)
+    return inputError(st.message());
+  const std::string &hfDir = opts.initFrom, &outDir = opts.out,
+                    &dtype = opts.dtype;
+  uint64_t maxShard = opts.maxShardBytes;
+  std::string model = opts.model;
   if (model.empty())
-    model = configBeside(hfDir);
+    model = hf::configBeside(hfDir);
 
-  HfExportOptions options;
+  hf::HfExportOptions options;
   options.maxShardBytes = maxShard;
   bool keepDTypes = dtype == "source";
   if (dtype == "f32" || keepDTypes)
-    options.defaultDType = checkpoint::DType::F32;
+    options.defaultDType = DType::F32;
   else if (dtype == "bf16")
-    options.defaultDType = checkpoint::DType::BF16;
+    options.defaultDType = DType::BF16;
   else if (dtype == "f16")
-    options.defaultDType = checkpoint::DType::F16;
-  else
-    return usageError("--dtype is source, f32, bf16 or f16; got '" + dtype +
-                      "'");
+    options.defaultDType = DType::F16;
 
   StatusOr<spec::Spec> spec = loadModel(model);
   if (!spec)
@@ -235,13 +94,14 @@ int runExportHfCommand(int argc, char **argv) {
     return inputError(module.status().withContext(model).message());
   ModuleOp m = **module;
   interp::VariableStore store;
-  StatusOr<HfLoadSummary> loaded = initFromHf(*spec, model, hfDir, m, store);
+  StatusOr<hf::HfLoadSummary> loaded =
+      initFromHf(*spec, model, hfDir, m, store);
   if (!loaded)
     return inputError(loaded.status().message());
   if (keepDTypes)
     options.dtypes = loaded->dtypes;
   StatusOr<size_t> written =
-      saveHf(*spec, configBeside(hfDir), outDir, m, store, options);
+      saveHf(*spec, hf::configBeside(hfDir), outDir, m, store, options);
   if (!written)
     return inputError(written.status().message());
   std::printf("export: %zu tensors (%s) -> %s\n", *written, dtype.c_str(),

@@ -16,11 +16,11 @@ namespace octet {
 // directory holds a config.json, its model must be the spec's (see
 // checkSameModel); then every tensor is checked against the graph. Prints
 // one line saying what was loaded.
-StatusOr<HfLoadSummary> initFromHf(const spec::Spec &spec,
-                                   const std::string &specSource,
-                                   const std::string &hfDir,
-                                   mlir::ModuleOp module,
-                                   interp::VariableStore &store);
+StatusOr<hf::HfLoadSummary> initFromHf(const spec::Spec &spec,
+                                       const std::string &specSource,
+                                       const std::string &hfDir,
+                                       mlir::ModuleOp module,
+                                       interp::VariableStore &store);
 
 // Writes the trainable variables as a HF checkpoint in `outDir`, with a
 // config.json: a copy of `configSource` when that file exists (the one the
@@ -28,7 +28,7 @@ StatusOr<HfLoadSummary> initFromHf(const spec::Spec &spec,
 StatusOr<size_t> saveHf(const spec::Spec &spec, const std::string &configSource,
                         const std::string &outDir, mlir::ModuleOp module,
                         const interp::VariableStore &store,
-                        HfExportOptions options);
+                        hf::HfExportOptions options);
 
 } // namespace octet
 

@@ -1,28 +1,24 @@
-// octet train: on a machine with a Hopper GPU, compile the spec to a bundle
-// and train it with the GPU runtime (tools/octet/GpuTrain.h); elsewhere, or
-// while the bundle cannot run on the GPU yet, compile it through autodiff
-// and train it on the CPU with the reference interpreter (the fallback for
-// machines without a GPU, and the tiny-model check that the whole path
-// learns).
+// octet train: the spec compiled once through every stage (the compile of
+// `octet compile`, tools/octet/CompileSpec.h); on a machine with a Hopper
+// GPU its bundle trains with the GPU runtime (tools/octet/GpuTrain.h);
+// elsewhere, or while the bundle cannot run on the GPU yet, the reference
+// interpreter trains the same fused IR on the CPU (the fallback for machines
+// without a GPU, and the tiny-model check that the whole path learns).
 
 #include "compiler/Interpreter/Fp8Ops.h"
 #include "compiler/Interpreter/Interpreter.h"
 #include "compiler/Interpreter/Kernels.h"
 #include "compiler/Registration.h"
-#include "dialects/graph/GraphDialect.h"
-#include "frontends/GraphImporter.h"
-#include "spec/SpecReader.h"
 #include "runtime/data/ByteCorpus.h"
 #include "runtime/data/TrainBatches.h"
 #include "tools/octet/Commands.h"
 #include "tools/octet/CommandErrors.h"
+#include "tools/octet/CompileSpec.h"
 #include "tools/octet/GpuTrain.h"
 #include "tools/octet/HfInit.h"
-#include "tools/octet/TrainingOptions.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
-#include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -39,52 +35,6 @@ using namespace mlir;
 namespace octet {
 namespace {
 
-struct Options {
-  std::string spec;
-  int64_t steps = 0;            // 0: the spec's train.steps
-  std::string data;             // overrides train.data.path
-  std::string initFrom, saveHf; // Hugging Face checkpoint directories
-  int64_t fp8StatsInterval = 0; // 0: no FP8 statistics
-  bool cpu = false;             // the interpreter even with a GPU
-  // GPU runs only: octet-run's checkpoint and TensorBoard options.
-  std::string checkpointDir, tensorboardDir;
-  bool resume = false;
-};
-
-void printHelp(std::FILE *out) {
-  std::fprintf(
-      out,
-      "usage: octet train SPEC [--steps N] [--data FILE] [--init-from HF]\n"
-      "                   [--save-hf DIR] [--cpu] [--checkpoint-dir DIR]\n"
-      "                   [--resume] [--tensorboard DIR]\n\n"
-      "On a machine with a Hopper GPU (H100/H200), compiles SPEC to a\n"
-      "bundle and trains it with the GPU runtime (octet-run), printing the\n"
-      "memory plan and a line per step (step, loss, grad norm, lr,\n"
-      "tokens/s, model TFLOP/s, MFU, memory). Elsewhere, or while the\n"
-      "bundle has kernels without GPU code, compiles SPEC through autodiff\n"
-      "and trains it on the CPU with the reference interpreter (float32\n"
-      "train step), printing step, loss, grad norm, lr and tokens/s.\n\n"
-      "  --steps N     optimizer steps (default: train.steps); the LR\n"
-      "                schedule ends at N\n"
-      "  --data FILE   a UTF-8 text file, read as bytes (default:\n"
-      "                train.data.path, with train.data.kind \"text\")\n"
-      "                train.data.kind \"indexed\" reads the prefix that\n"
-      "                `octet data preprocess` wrote, and \"jsonl\" a\n"
-      "                jsonl file (with train.data.tokenizer), packed (SFT)\n"
-      "  --init-from HF   start from a Hugging Face checkpoint directory\n"
-      "                (its config.json must describe the spec's model)\n"
-      "  --save-hf DIR    write the trained weights there as a HF\n"
-      "                checkpoint, in the dtypes they were loaded in\n"
-      "  --fp8-stats-interval N   every N steps, per FP8 tensor: amax,\n"
-      "                scale, shares of values that underflow to zero or\n"
-      "                saturate\n"
-      "  --cpu         train on the CPU interpreter even with a GPU\n"
-      "  --checkpoint-dir DIR, --resume, --tensorboard DIR   GPU runs:\n"
-      "                checkpoints (HF-named safetensors plus optimizer,\n"
-      "                FP8 and data state) and TensorBoard event files\n"
-      "  OCTET_THREADS=N   worker threads (default: all cores)\n");
-}
-
 int usageError(const std::string &message) {
   return reportUsageError("train", message);
 }
@@ -93,105 +43,42 @@ int inputError(const std::string &message) {
   return reportInputError("train", message);
 }
 
-int parseOptions(int argc, char **argv, Options &opts) {
-  for (int i = 1; i < argc; ++i) {
-    llvm::StringRef arg = argv[i];
-    auto value = [&](llvm::StringRef flag, std::string &out) -> bool {
-      if (arg == flag) {
-        if (i + 1 >= argc)
-          return false;
-        out = argv[++i];
-        return true;
-      }
-      if (arg.starts_with((flag + "=").str())) {
-        out = arg.drop_front(flag.size() + 1).str();
-        return true;
-      }
-      return false;
-    };
-    std::string text;
-    if (arg == "--help" || arg == "-h") {
-      printHelp(stdout);
-      return 0;
-    } else if (value("--steps", text)) {
-      char *end = nullptr;
-      long long n = std::strtoll(text.c_str(), &end, 10);
-      if (text.empty() || *end || n < 1)
-        return usageError("--steps takes a positive integer; got '" + text +
-                          "'");
-      opts.steps = n;
-    } else if (value("--fp8-stats-interval", text)) {
-      if (llvm::StringRef(text).getAsInteger(10, opts.fp8StatsInterval) ||
-          opts.fp8StatsInterval < 1)
-        return usageError("--fp8-stats-interval takes a positive integer; "
-                          "got '" + text + "'");
-    } else if (arg == "--cpu") {
-      opts.cpu = true;
-    } else if (arg == "--resume") {
-      opts.resume = true;
-    } else if (value("--data", opts.data) ||
-               value("--init-from", opts.initFrom) ||
-               value("--save-hf", opts.saveHf) ||
-               value("--checkpoint-dir", opts.checkpointDir) ||
-               value("--tensorboard", opts.tensorboardDir)) {
-    } else if (arg.starts_with("-")) {
-      return usageError("unknown option '" + arg.str() + "'");
-    } else if (int rc = takeSpecArgument("train", arg.str(), opts.spec);
-               rc >= 0) {
-      return rc;
-    }
-  }
-  if (opts.spec.empty())
-    return usageError("missing SPEC");
-  if (opts.resume && opts.checkpointDir.empty())
-    return usageError("--resume needs --checkpoint-dir DIR");
-  return -1;
-}
-
-// Trains on the GPU when there is a Hopper GPU and the compiled bundle can
-// run on it: returns the exit code, or -1 to train on the CPU instead (the
-// line printed says why).
-int tryGpu(const Options &opts, const spec::Spec &spec, int64_t steps) {
-  std::string found;
+// Whether to train on the GPU, and octet-run's options for it: a Hopper GPU
+// is found and the data is a kind octet-run reads. The line printed
+// otherwise says why the CPU trains.
+std::optional<RunArgs> gpuRun(const TrainOptions &opts, const spec::Spec &spec,
+                              std::string &found) {
   if (opts.cpu)
-    return -1;
+    return std::nullopt;
   if (!findHopperGpu(found)) {
     std::printf("octet train: %s: training on the CPU interpreter\n",
                 found.c_str());
-    return -1;
+    return std::nullopt;
   }
+  StatusOr<RunArgs> run = gpuRunArgs(opts, spec.train().data().kind(),
+                                     spec.train().data().path(), "");
+  if (!run) {
+    std::printf("octet train: %s: %s: training on the CPU interpreter\n",
+                found.c_str(), run.status().message().c_str());
+    return std::nullopt;
+  }
+  return std::move(*run);
+}
+
+// Trains the compiled module's bundle on the GPU: returns the exit code, or
+// -1 to train on the CPU instead (the line printed says why).
+int trainBundleOnGpu(const TrainOptions &opts, RunArgs run,
+                     const SpecSource &source, const spec::Spec &spec,
+                     mlir::ModuleOp module, const std::string &found) {
   GpuTrainRequest request;
-  request.spec = opts.spec;
-  request.steps = steps;
-  std::string kind = opts.data.empty() ? spec.train().data().kind() : "text";
-  std::string path = opts.data.empty() ? spec.train().data().path() : opts.data;
-  if (kind == "text")
-    request.dataArgs = {"--text", path};
-  else if (kind == "indexed")
-    request.dataArgs = {"--data", path};
-  else {
-    std::printf("octet train: %s: train.data.kind \"%s\" is read by the CPU "
-                "trainer only (run `octet data preprocess` for an indexed "
-                "dataset the GPU reads): training on the CPU interpreter\n",
-                found.c_str(), kind.c_str());
-    return -1;
-  }
-  if (!opts.checkpointDir.empty())
-    request.extraArgs.insert(request.extraArgs.end(),
-                             {"--checkpoint-dir", opts.checkpointDir});
-  if (opts.resume)
-    request.extraArgs.push_back("--resume");
-  if (!opts.tensorboardDir.empty())
-    request.extraArgs.insert(request.extraArgs.end(),
-                             {"--tensorboard", opts.tensorboardDir});
-  if (!opts.initFrom.empty())
-    request.extraArgs.insert(request.extraArgs.end(),
-                             {"--init-weights", opts.initFrom});
+  request.writeBundle = [&](const std::string &path) {
+    return writeBundleFile(module, source, spec, path);
+  };
+  request.steps = opts.steps;
+  request.run = std::move(run);
   if (!opts.saveHf.empty())
     std::printf("octet train: --save-hf: GPU checkpoints (--checkpoint-dir) "
                 "hold the parameters under their HF names\n");
-  std::printf("octet train: %s: compiling %s for the GPU\n", found.c_str(),
-              opts.spec.c_str());
   std::string why;
   int rc = trainOnGpu(request, why);
   if (rc == -1)
@@ -199,6 +86,43 @@ int tryGpu(const Options &opts, const spec::Spec &spec, int64_t steps) {
                 "on the CPU interpreter\n",
                 found.c_str(), why.c_str());
   return rc;
+}
+
+// The CPU trainer's batches, as train.data (or --text / --data) says.
+StatusOr<std::unique_ptr<data::TrainBatchSource>>
+openCpuBatches(const TrainOptions &opts, const spec::Spec &spec) {
+  const spec::TrainSpec &train = spec.train();
+  std::string dataPath = opts.dataPath;
+  std::string kind = opts.dataKind.empty() ? train.data().kind() : opts.dataKind;
+  if (dataPath.empty()) {
+    if (kind != "text" && kind != "indexed" && kind != "jsonl")
+      return Status::error(
+          opts.spec + ": train.data.kind is \"" + kind +
+          "\"; `octet train` on the CPU reads byte-level text (\"text\"), "
+          "a dataset from `octet data preprocess` (\"indexed\") or a jsonl "
+          "file (\"jsonl\"): set train.data.kind and train.data.path, or "
+          "pass --text FILE or --data PREFIX");
+    dataPath = train.data().path();
+  }
+  if (kind == "text" &&
+      spec.model().vocab_size() < data::ByteCorpus::kVocabSize)
+    return Status::error(opts.spec + ": model.vocab_size is " +
+                         std::to_string(spec.model().vocab_size()) +
+                         "; byte-level text needs at least 256");
+  if (kind != "text" && !train.data().pack_documents())
+    return Status::error(opts.spec + ": train.data.kind \"" + kind +
+                         "\" packs several documents into a row; set "
+                         "train.data.pack_documents: true so that they do "
+                         "not attend to each other");
+  data::TrainBatchOptions batchOptions;
+  batchOptions.kind = kind;
+  batchOptions.path = dataPath;
+  batchOptions.tokenizer = train.data().tokenizer();
+  batchOptions.rows = static_cast<uint32_t>(train.micro_batch_size());
+  batchOptions.sequenceLength = static_cast<uint32_t>(train.seq_len());
+  batchOptions.evalFraction = train.data().eval_fraction();
+  batchOptions.seed = static_cast<uint64_t>(train.seed());
+  return data::openTrainBatches(batchOptions);
 }
 
 // The name the importer gave argument `i` (graph.name), for messages.
@@ -230,104 +154,96 @@ bool checkBatchTensor(func::FuncOp fn, unsigned i, const interp::Tensor &t,
 
 } // namespace
 
-int runTrainCommand(int argc, char **argv) {
-  Options opts;
-  if (int rc = parseOptions(argc, argv, opts); rc >= 0)
-    return rc;
-  StatusOr<spec::Spec> loaded = spec::loadSpecFile(opts.spec);
+int runTrainCommand(const TrainOptions &opts) {
+  if (Status st = checkTrainInputs(opts); !st)
+    return inputError(st.message());
+  // One validation and one compile, whichever path trains.
+  SpecSource specSource{opts.spec, "", opts.steps};
+  StatusOr<spec::Spec> loaded = loadSpecSource(specSource);
   if (!loaded)
     return inputError(loaded.status().message());
   spec::Spec &spec = *loaded;
   const spec::TrainSpec &train = spec.train();
-  int64_t steps = opts.steps > 0 ? opts.steps : train.steps();
+  int64_t steps = train.steps();
   int64_t batch = train.micro_batch_size(), seq = train.seq_len();
-  if (int rc = tryGpu(opts, spec, opts.steps); rc >= 0)
-    return rc;
-  if (!opts.checkpointDir.empty() || !opts.tensorboardDir.empty())
-    return usageError("--checkpoint-dir, --resume and --tensorboard are "
-                      "options of GPU training; the CPU interpreter run has "
-                      "neither");
-
-  std::string dataPath = opts.data;
-  std::string kind = opts.data.empty() ? train.data().kind() : "text";
-  if (dataPath.empty()) {
-    if (kind != "text" && kind != "indexed" && kind != "jsonl")
-      return inputError(
-          opts.spec + ": train.data.kind is \"" + kind +
-          "\"; `octet train` on the CPU reads byte-level text (\"text\"), "
-          "a dataset from `octet data preprocess` (\"indexed\") or a jsonl "
-          "file (\"jsonl\"): set train.data.kind and train.data.path, or "
-          "pass --data FILE");
-    dataPath = train.data().path();
-  }
-  if (kind == "text" &&
-      spec.model().vocab_size() < data::ByteCorpus::kVocabSize)
-    return inputError(opts.spec + ": model.vocab_size is " +
-                      std::to_string(spec.model().vocab_size()) +
-                      "; byte-level text needs at least 256");
-  if (kind != "text" && !train.data().pack_documents())
-    return inputError(opts.spec + ": train.data.kind \"" + kind +
-                      "\" packs several documents into a row; set "
-                      "train.data.pack_documents: true so that they do not "
-                      "attend to each other");
-  data::TrainBatchOptions batchOptions;
-  batchOptions.kind = kind;
-  batchOptions.path = dataPath;
-  batchOptions.tokenizer = train.data().tokenizer();
-  batchOptions.rows = static_cast<uint32_t>(batch);
-  batchOptions.sequenceLength = static_cast<uint32_t>(seq);
-  batchOptions.evalFraction = train.data().eval_fraction();
-  batchOptions.seed = static_cast<uint64_t>(train.seed());
-  auto batches = data::openTrainBatches(batchOptions);
-  if (!batches)
-    return inputError(batches.status().message());
-  data::TrainBatchSource &source = **batches;
+  std::string found;
+  std::optional<RunArgs> gpuRunOptions = gpuRun(opts, spec, found);
+  bool gpu = gpuRunOptions.has_value();
+  if (gpu)
+    std::printf("octet train: %s: compiling %s for the GPU\n", found.c_str(),
+                opts.spec.c_str());
+  std::fflush(stdout);
+  // The CPU run's options and data are checked before the compile, which
+  // takes longer.
+  std::unique_ptr<data::TrainBatchSource> batches;
+  auto prepareCpu = [&]() -> int {
+    if (!opts.checkpointDir.empty() || !opts.tensorboardDir.empty())
+      return usageError("--checkpoint-dir, --resume and --tensorboard are "
+                        "options of GPU training; the CPU interpreter run "
+                        "has neither");
+    auto opened = openCpuBatches(opts, spec);
+    if (!opened)
+      return inputError(opened.status().message());
+    batches = std::move(*opened);
+    return -1;
+  };
+  if (!gpu)
+    if (int rc = prepareCpu(); rc >= 0)
+      return rc;
 
   DialectRegistry registry;
   registerCompilerDialects(registry);
   MLIRContext context(registry, MLIRContext::Threading::DISABLED);
-  auto module = importForwardGraph(context, spec);
+  auto module = compileSpec(context, spec, opts.spec);
   if (!module)
-    return inputError(module.status().withContext(opts.spec).message());
-  TrainingPipelineOptions pipeline = trainingOptionsFromSpec(spec, steps);
-  PassManager pm(&context);
-  buildTrainingPipeline(pm, pipeline);
+    return inputError(module.status().message());
   ModuleOp m = **module;
-  if (failed(pm.run(m)))
-    return inputError(opts.spec + ": autodiff failed (see the diagnostics "
-                                  "above)");
+  if (gpu) {
+    if (int rc = trainBundleOnGpu(opts, std::move(*gpuRunOptions),
+                                  specSource, spec, m, found); rc >= 0)
+      return rc;
+    if (int rc = prepareCpu(); rc >= 0)
+      return rc;
+  }
+  data::TrainBatchSource &source = *batches;
+
+  TrainingPipelineOptions pipeline = trainingOptionsFromSpec(spec);
+  int64_t microbatches = pipeline.autodiff.microbatches;
   auto step = m.lookupSymbol<func::FuncOp>("train_microbatch");
 
   interp::VariableStore vars;
-  std::optional<HfLoadSummary> hfInit;
+  std::optional<hf::HfLoadSummary> hfInit;
   if (!opts.initFrom.empty()) {
-    StatusOr<HfLoadSummary> loaded =
+    StatusOr<hf::HfLoadSummary> loaded =
         initFromHf(spec, opts.spec, opts.initFrom, m, vars);
     if (!loaded)
       return inputError(loaded.status().message());
     hfInit = *loaded;
   }
   vars.initialize(m, static_cast<uint64_t>(train.seed()));
-  int64_t params = 0;
-  for (auto var : m.getOps<graph::VariableOp>())
-    if (var.isTrainable())
-      params += var.getTensorType().getNumElements();
+  int64_t params = countParameters(m);
   interp::Interpreter interpreter(m);
+  // What the step needs run once first, after the parameters hold their
+  // initial (or loaded) values: the FP8 weight casts of @fp8_weight_init.
+  if (auto inits = m->getAttrOfType<ArrayAttr>("octet.init_functions"))
+    for (StringRef name : inits.getAsValueRange<StringAttr>())
+      if (auto result = interpreter.run(name, {}, vars); !result)
+        return inputError(llvm::toString(result.takeError()));
 
   // What the interpreter rounds to: variables are f32 either way.
-  std::string activations = pipeline.activationDtype == "bf16"
+  std::string activations = pipeline.activations.activationDtype == "bf16"
                                 ? "bf16 activations, f32 state"
                                 : "float32";
   std::string numerics =
-      pipeline.fp8 ? "FP8 GEMMs (" + train.precision().recipe() +
-                         " recipe) emulated exactly, " + activations +
-                         " elsewhere"
-                   : activations;
+      pipeline.precision ? "FP8 GEMMs (" + train.precision().recipe() +
+                               " recipe) emulated exactly, " + activations +
+                               " elsewhere"
+                         : activations;
   std::printf("octet train: %s, %lld parameters, %lld steps x %lld "
               "microbatch(es) of [%lld, %lld] tokens, %d threads, %s on the "
               "CPU\n",
               opts.spec.c_str(), (long long)params, (long long)steps,
-              (long long)pipeline.microbatches, (long long)batch,
+              (long long)microbatches, (long long)batch,
               (long long)seq, interp::numThreads(), numerics.c_str());
   std::printf("data: %s\n", source.describe().c_str());
   std::fflush(stdout);
@@ -335,7 +251,7 @@ int runTrainCommand(int argc, char **argv) {
   using Clock = std::chrono::steady_clock;
   auto start = Clock::now();
   double firstLoss = NAN, lastLoss = NAN;
-  int64_t tokensPerStep = batch * seq * pipeline.microbatches;
+  int64_t tokensPerStep = batch * seq * microbatches;
   interp::Fp8StatsCollector fp8Stats;
   for (int64_t s = 1; s <= steps; ++s) {
     auto stepStart = Clock::now();
@@ -346,10 +262,10 @@ int runTrainCommand(int argc, char **argv) {
     interpreter.setOpObserver(statsStep ? fp8Stats.observer()
                                         : interp::OpObserver());
     double lossSum = 0;
-    for (int64_t micro = 0; micro < pipeline.microbatches; ++micro) {
+    for (int64_t micro = 0; micro < microbatches; ++micro) {
       data::PackedBatch packed;
       if (Status st = source.next(
-              uint64_t((s - 1) * pipeline.microbatches + micro), packed);
+              uint64_t((s - 1) * microbatches + micro), packed);
           !st)
         return inputError(st.message());
       auto ints = [&](const std::vector<int32_t> &v) {
@@ -400,7 +316,7 @@ int runTrainCommand(int argc, char **argv) {
                    gradNorm, (long long)s);
       return 1;
     }
-    double loss = lossSum / double(pipeline.microbatches);
+    double loss = lossSum / double(microbatches);
     if (s == 1)
       firstLoss = loss;
     lastLoss = loss;
@@ -419,7 +335,7 @@ int runTrainCommand(int argc, char **argv) {
   }
   double total = std::chrono::duration<double>(Clock::now() - start).count();
   if (!opts.saveHf.empty()) {
-    HfExportOptions exportOptions;
+    hf::HfExportOptions exportOptions;
     if (hfInit)
       exportOptions.dtypes = hfInit->dtypes;
     StatusOr<size_t> written = saveHf(

@@ -14,7 +14,6 @@
 // among the file's attention ops, as octet-emit-ptx counts them).
 
 #include "compiler/Interpreter/Interpreter.h"
-#include "compiler/Transforms/Fusion/InterpreterOps.h"
 #include "dialects/fp8/Fp8Dialect.h"
 #include "dialects/graph/GraphDialect.h"
 #include "dialects/kernel/KernelDialect.h"
@@ -31,8 +30,8 @@
 
 using namespace mlir;
 using namespace octet;
-using interp::DType;
 using interp::Tensor;
+using octet::DType;
 
 namespace {
 
@@ -47,7 +46,7 @@ void writeTensor(const std::string &path, const Tensor &t) {
   if (ec)
     die("cannot write " + path + ": " + ec.message());
   for (int64_t i = 0; i < t.numel(); ++i) {
-    if (interp::isFloat(t.dtype())) {
+    if (isFloat(t.dtype())) {
       float x = t.f()[i];
       os.write(reinterpret_cast<const char *>(&x), 4);
     } else {
@@ -63,7 +62,7 @@ llvm::json::Object describe(const std::string &name, const Tensor &t) {
     shape.push_back(t.dim(d));
   return llvm::json::Object{{"name", name},
                             {"file", name + ".bin"},
-                            {"dtype", interp::dtypeName(t.dtype())},
+                            {"dtype", dtypeName(t.dtype())},
                             {"shape", std::move(shape)}};
 }
 
@@ -80,7 +79,6 @@ int main(int argc, char **argv) {
   MLIRContext context;
   context.loadDialect<func::FuncDialect, graph::GraphDialect,
                       kernel::KernelDialect, fp8::Fp8Dialect>();
-  fusion::registerFusionInterpreterOps();
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(input, &context);
   if (!module)
     die("cannot parse " + input);
@@ -110,7 +108,7 @@ int main(int argc, char **argv) {
     auto type = cast<RankedTensorType>(arg.getType());
     DType dtype = cantFail(interp::dtypeOf(type.getElementType()));
     Tensor t(dtype, std::vector<int64_t>(type.getShape()));
-    if (interp::isFloat(dtype)) {
+    if (isFloat(dtype)) {
       for (int64_t i = 0; i < t.numel(); ++i)
         t.f()[i] = normal(rng);
       t.roundToType();

@@ -30,7 +30,6 @@
 
 using namespace octet;
 using namespace octet::gputest;
-using numerics::Format;
 
 namespace {
 
@@ -71,16 +70,16 @@ std::vector<GoldenKernel> loadGolden(const std::string &dir, std::string &seed) 
   return out;
 }
 
-Format formatOf(const std::string &dtype) {
+DType formatOf(const std::string &dtype) {
   if (dtype == "bf16")
-    return Format::BF16;
+    return DType::BF16;
   if (dtype == "f16")
-    return Format::F16;
+    return DType::F16;
   if (dtype == "f8E4M3FN")
-    return Format::E4M3FN;
+    return DType::F8E4M3FN;
   if (dtype == "f8E5M2")
-    return Format::E5M2;
-  return Format::F32;
+    return DType::F8E5M2;
+  return DType::F32;
 }
 
 // Values of a buffer as doubles (integers exactly up to 2^53).
@@ -127,17 +126,17 @@ std::vector<double> decode(const std::string &dtype,
 }
 
 // Unit in the last place of `format` at magnitude |x|.
-double ulp(Format f, double x) {
-  int mant = f == Format::BF16     ? 7
-             : f == Format::F16    ? 10
-             : f == Format::E4M3FN ? 3
-             : f == Format::E5M2   ? 2
-                                   : 23;
-  int minExp = f == Format::BF16     ? -126
-               : f == Format::F16    ? -14
-               : f == Format::E4M3FN ? -6
-               : f == Format::E5M2   ? -14
-                                     : -126;
+double ulp(DType f, double x) {
+  int mant = f == DType::BF16       ? 7
+             : f == DType::F16      ? 10
+             : f == DType::F8E4M3FN ? 3
+             : f == DType::F8E5M2   ? 2
+                                    : 23;
+  int minExp = f == DType::BF16       ? -126
+               : f == DType::F16      ? -14
+               : f == DType::F8E4M3FN ? -6
+               : f == DType::F8E5M2   ? -14
+                                      : -126;
   int e = x == 0 ? minExp
                  : std::max(minExp, (int)std::floor(std::log2(std::fabs(x))));
   return std::ldexp(1.0, e - mant);
@@ -177,7 +176,7 @@ Verdict compareExact(const std::vector<double> &got,
   return v;
 }
 
-Verdict compareUlp(Format f, const std::vector<double> &got,
+Verdict compareUlp(DType f, const std::vector<double> &got,
                    const std::vector<double> &want) {
   // Where an op cancels (x·cos − y·sin, dx + dres) a one-ulp difference of
   // an operand is more than one ulp of the small result: the floor is one

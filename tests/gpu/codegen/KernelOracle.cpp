@@ -32,7 +32,6 @@
 
 #include "compiler/Interpreter/Interpreter.h"
 #include "support/Numerics.h"
-#include "compiler/Transforms/Fusion/InterpreterOps.h"
 #include "dialects/fp8/Fp8Dialect.h"
 #include "dialects/graph/GraphDialect.h"
 #include "dialects/kernel/KernelDialect.h"
@@ -56,7 +55,6 @@
 
 using namespace mlir;
 using namespace octet;
-using interp::DType;
 using interp::Tensor;
 
 namespace {
@@ -73,26 +71,9 @@ std::string dtypeString(Type element) {
   return s;
 }
 
-int64_t bytesPerElement(DType d) {
-  switch (d) {
-  case DType::F32:
-  case DType::I32:
-    return 4;
-  case DType::BF16:
-  case DType::F16:
-    return 2;
-  case DType::E4M3FN:
-  case DType::E5M2:
-    return 1;
-  case DType::I64:
-    return 8;
-  }
-  return 4;
-}
-
 // The buffer as the GPU kernel reads or writes it.
 std::vector<uint8_t> encode(const Tensor &t) {
-  int64_t n = t.numel(), w = bytesPerElement(t.dtype());
+  int64_t n = t.numel(), w = int64_t(dtypeBytes(t.dtype()));
   std::vector<uint8_t> out(std::max<int64_t>(n, 1) * w);
   for (int64_t i = 0; i < n; ++i) {
     uint8_t *p = &out[i * w];
@@ -110,10 +91,10 @@ std::vector<uint8_t> encode(const Tensor &t) {
       std::memcpy(p, &b, 2);
       break;
     }
-    case DType::E4M3FN:
+    case DType::F8E4M3FN:
       *p = numerics::encodeE4M3(t.f()[i]);
       break;
-    case DType::E5M2:
+    case DType::F8E5M2:
       *p = numerics::encodeE5M2(t.f()[i]);
       break;
     case DType::I32: {
@@ -124,6 +105,8 @@ std::vector<uint8_t> encode(const Tensor &t) {
     case DType::I64:
       std::memcpy(p, &t.i()[i], 8);
       break;
+    default:
+      die(std::string("no kernel buffer encoding for ") + dtypeName(t.dtype()));
     }
   }
   return out;
@@ -271,7 +254,7 @@ Tensor makeInput(BlockArgument arg, std::mt19937_64 &rng) {
   std::normal_distribution<double> normal(0, 1);
   std::uniform_real_distribution<double> uniform(0, 1);
   int64_t n = t.numel();
-  if (!interp::isFloat(dtype)) {
+  if (!isFloat(dtype)) {
     // Integers no op bounds (an index kind with a bound) stay in [0, 1000).
     int64_t bound = k.kind == InputKind::Index && k.bound > 0 ? k.bound : 1000;
     for (int64_t i = 0; i < n; ++i)
@@ -464,7 +447,7 @@ void checkBuffers(const std::string &path, const llvm::json::Object &kernel,
       shape.push_back(d);
     int64_t bytes =
         std::max<int64_t>(type.getNumElements(), 1) *
-        bytesPerElement(cantFail(interp::dtypeOf(type.getElementType())));
+        int64_t(dtypeBytes(cantFail(interp::dtypeOf(type.getElementType()))));
     llvm::json::Object want{{"dtype", dtypeString(type.getElementType())},
                             {"shape", std::move(shape)},
                             {"bytes", bytes}};
@@ -533,7 +516,6 @@ int main(int argc, char **argv) {
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sources, &context);
   if (!module)
     die("cannot parse " + input);
-  fusion::registerFusionInterpreterOps();
   if (std::error_code ec = llvm::sys::fs::create_directories(outDir))
     die("cannot create " + outDir + ": " + ec.message());
 

@@ -23,7 +23,7 @@ octet_attention_kernels(attention-bench-kernels
 # The interpreter's answers for one case (causal, GQA 4:1, documents, head
 # dim 64), computed here: the GPU host has no MLIR.
 add_executable(octet-attention-golden AttentionGolden.cpp)
-target_link_libraries(octet-attention-golden PRIVATE OctetFusionInterpreter)
+target_link_libraries(octet-attention-golden PRIVATE OctetInterpreter)
 mlir_target_link_libraries(octet-attention-golden PRIVATE MLIRParser
   MLIRFuncDialect)
 set(attention_golden ${CMAKE_CURRENT_BINARY_DIR}/attention-golden)

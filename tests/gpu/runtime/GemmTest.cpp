@@ -14,93 +14,33 @@
 namespace octet::test {
 namespace {
 
-using blas::DataType;
 using blas::Epilogue;
 using blas::GemmDesc;
 namespace nx = octet::numerics;
 
-float roundTo(DataType t, float x) {
-  switch (t) {
-  case DataType::F32:
-    return x;
-  case DataType::BF16:
-    return nx::roundToBF16(x);
-  case DataType::F16:
-    return nx::roundToF16(x);
-  case DataType::E4M3:
-    return nx::roundToE4M3(x);
-  case DataType::E5M2:
-    return nx::roundToE5M2(x);
-  }
-  return x;
-}
-
-std::vector<uint8_t> encode(DataType t, const std::vector<float> &v) {
-  std::vector<uint8_t> out(v.size() * blas::dataTypeBytes(t));
-  for (size_t i = 0; i < v.size(); ++i) {
-    switch (t) {
-    case DataType::F32:
-      std::memcpy(&out[4 * i], &v[i], 4);
-      break;
-    case DataType::BF16: {
-      uint16_t b = nx::encodeBF16(v[i]);
-      std::memcpy(&out[2 * i], &b, 2);
-      break;
-    }
-    case DataType::F16: {
-      uint16_t b = nx::encodeF16(v[i]);
-      std::memcpy(&out[2 * i], &b, 2);
-      break;
-    }
-    case DataType::E4M3:
-      out[i] = nx::encodeE4M3(v[i]);
-      break;
-    case DataType::E5M2:
-      out[i] = nx::encodeE5M2(v[i]);
-      break;
-    }
-  }
+std::vector<uint8_t> encode(DType t, const std::vector<float> &v) {
+  size_t width = dtypeBytes(t);
+  std::vector<uint8_t> out(v.size() * width);
+  for (size_t i = 0; i < v.size(); ++i)
+    nx::encodeFloat(t, v[i], &out[width * i]);
   return out;
 }
 
-std::vector<float> decode(DataType t, const std::vector<uint8_t> &b) {
-  size_t n = b.size() / blas::dataTypeBytes(t);
-  std::vector<float> out(n);
-  for (size_t i = 0; i < n; ++i) {
-    switch (t) {
-    case DataType::F32:
-      std::memcpy(&out[i], &b[4 * i], 4);
-      break;
-    case DataType::BF16: {
-      uint16_t v;
-      std::memcpy(&v, &b[2 * i], 2);
-      out[i] = nx::decodeBF16(v);
-      break;
-    }
-    case DataType::F16: {
-      uint16_t v;
-      std::memcpy(&v, &b[2 * i], 2);
-      out[i] = nx::decodeF16(v);
-      break;
-    }
-    case DataType::E4M3:
-      out[i] = nx::decodeE4M3(b[i]);
-      break;
-    case DataType::E5M2:
-      out[i] = nx::decodeE5M2(b[i]);
-      break;
-    }
-  }
+std::vector<float> decode(DType t, const std::vector<uint8_t> &b) {
+  size_t width = dtypeBytes(t);
+  std::vector<float> out(b.size() / width);
+  for (size_t i = 0; i < out.size(); ++i)
+    out[i] = nx::decodeFloat(t, &b[width * i]);
   return out;
 }
 
-std::vector<float> randomValues(DataType t, size_t n, float stddev,
+std::vector<float> randomValues(DType t, size_t n, float stddev,
                                 uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::normal_distribution<float> dist(0.f, stddev);
   std::vector<float> v(n);
   for (float &x : v)
-    x = roundTo(t, dist(rng));
+    x = nx::roundTo(t, dist(rng));
   return v;
 }
 
@@ -147,12 +87,12 @@ Outputs runGemm(const GemmDesc &g, const Inputs &in) {
   if (!gemm)
     return out;
   size_t aElems = size_t(g.m * g.k), bElems = size_t(g.k * g.n);
-  DeviceBuffer a(aElems * blas::dataTypeBytes(g.a));
-  DeviceBuffer b(bElems * blas::dataTypeBytes(g.b));
-  DeviceBuffer d(size_t(g.m * g.n) * blas::dataTypeBytes(g.d));
-  DeviceBuffer aux(size_t(g.m * g.n) * blas::dataTypeBytes(g.auxType));
+  DeviceBuffer a(aElems * dtypeBytes(g.a));
+  DeviceBuffer b(bElems * dtypeBytes(g.b));
+  DeviceBuffer d(size_t(g.m * g.n) * dtypeBytes(g.d));
+  DeviceBuffer aux(size_t(g.m * g.n) * dtypeBytes(g.auxType));
   size_t biasLen = g.epilogue == Epilogue::BiasGrad ? size_t(g.m) : size_t(g.n);
-  DeviceBuffer bias(biasLen * blas::dataTypeBytes(g.biasType));
+  DeviceBuffer bias(biasLen * dtypeBytes(g.biasType));
   // 16 bytes apart: cuBLASLt wants aligned pointers.
   DeviceBuffer scales(16 * sizeof(float));
   DeviceBuffer ws(g.workspaceBytes);
@@ -198,8 +138,8 @@ double relError(const std::vector<float> &got, const std::vector<double> &want) 
   return std::sqrt(num / std::max(den, 1e-30));
 }
 
-GemmDesc desc(const char *name, int64_t m, int64_t n, int64_t k, DataType a,
-              DataType b, DataType d, bool ta, bool tb) {
+GemmDesc desc(const char *name, int64_t m, int64_t n, int64_t k, DType a,
+              DType b, DType d, bool ta, bool tb) {
   GemmDesc g;
   g.name = name;
   g.m = m, g.n = n, g.k = k;
@@ -220,8 +160,8 @@ Inputs inputsFor(const GemmDesc &g, uint64_t seed) {
 constexpr double kBf16Tol = 4e-3;
 
 TEST(GemmBf16, FpropXTimesWTransposed) {
-  auto g = desc("bf16.fprop", 128, 256, 512, DataType::BF16, DataType::BF16,
-                DataType::BF16, false, true);
+  auto g = desc("bf16.fprop", 128, 256, 512, DType::BF16, DType::BF16,
+                DType::BF16, false, true);
   Inputs in = inputsFor(g, 1);
   Outputs out = runGemm(g, in);
   EXPECT_LT(relError(out.d, referenceProduct(g, in)), kBf16Tol);
@@ -229,8 +169,8 @@ TEST(GemmBf16, FpropXTimesWTransposed) {
 
 TEST(GemmBf16, DgradDyTimesW) {
   // dX[M, K] = dY[M, N] · W[N, K]: W is not transposed.
-  auto g = desc("bf16.dgrad", 128, 384, 256, DataType::BF16, DataType::BF16,
-                DataType::BF16, false, false);
+  auto g = desc("bf16.dgrad", 128, 384, 256, DType::BF16, DType::BF16,
+                DType::BF16, false, false);
   Inputs in = inputsFor(g, 2);
   Outputs out = runGemm(g, in);
   EXPECT_LT(relError(out.d, referenceProduct(g, in)), kBf16Tol);
@@ -238,11 +178,11 @@ TEST(GemmBf16, DgradDyTimesW) {
 
 TEST(GemmBf16, WgradAccumulatesIntoF32) {
   // dW[N, K] += dY^T · X with dY stored [T, N] and X stored [T, K].
-  auto g = desc("bf16.wgrad", 192, 256, 512, DataType::BF16, DataType::BF16,
-                DataType::F32, true, false);
+  auto g = desc("bf16.wgrad", 192, 256, 512, DType::BF16, DType::BF16,
+                DType::F32, true, false);
   g.accumulate = true;
   Inputs in = inputsFor(g, 3);
-  in.dInit = randomValues(DataType::F32, size_t(g.m * g.n), 4.0f, 33);
+  in.dInit = randomValues(DType::F32, size_t(g.m * g.n), 4.0f, 33);
   Outputs out = runGemm(g, in);
   auto want = referenceProduct(g, in);
   for (size_t i = 0; i < want.size(); ++i)
@@ -251,11 +191,11 @@ TEST(GemmBf16, WgradAccumulatesIntoF32) {
 }
 
 TEST(GemmBf16, BiasEpilogue) {
-  auto g = desc("bf16.bias", 128, 256, 256, DataType::BF16, DataType::BF16,
-                DataType::BF16, false, true);
+  auto g = desc("bf16.bias", 128, 256, 256, DType::BF16, DType::BF16,
+                DType::BF16, false, true);
   g.epilogue = Epilogue::Bias;
   Inputs in = inputsFor(g, 4);
-  in.bias = randomValues(DataType::BF16, size_t(g.n), 4.0f, 44);
+  in.bias = randomValues(DType::BF16, size_t(g.n), 4.0f, 44);
   Outputs out = runGemm(g, in);
   auto want = referenceProduct(g, in);
   for (int64_t i = 0; i < g.m; ++i)
@@ -265,12 +205,12 @@ TEST(GemmBf16, BiasEpilogue) {
 }
 
 TEST(GemmBf16, GeluAuxKeepsPreActivation) {
-  auto g = desc("bf16.gelu_aux", 128, 256, 256, DataType::BF16, DataType::BF16,
-                DataType::BF16, false, true);
+  auto g = desc("bf16.gelu_aux", 128, 256, 256, DType::BF16, DType::BF16,
+                DType::BF16, false, true);
   g.epilogue = Epilogue::BiasGeluAux;
   g.auxLd = g.n;
   Inputs in = inputsFor(g, 5);
-  in.bias = randomValues(DataType::BF16, size_t(g.n), 1.0f, 55);
+  in.bias = randomValues(DType::BF16, size_t(g.n), 1.0f, 55);
   Outputs out = runGemm(g, in);
   auto pre = referenceProduct(g, in);
   for (int64_t i = 0; i < g.m; ++i)
@@ -284,8 +224,8 @@ TEST(GemmBf16, GeluAuxKeepsPreActivation) {
 }
 
 TEST(GemmBf16, GeluEpilogue) {
-  auto g = desc("bf16.gelu", 64, 128, 256, DataType::BF16, DataType::BF16,
-                DataType::BF16, false, true);
+  auto g = desc("bf16.gelu", 64, 128, 256, DType::BF16, DType::BF16,
+                DType::BF16, false, true);
   g.epilogue = Epilogue::Gelu;
   Inputs in = inputsFor(g, 6);
   Outputs out = runGemm(g, in);
@@ -297,10 +237,10 @@ TEST(GemmBf16, GeluEpilogue) {
 
 TEST(GemmBf16, BiasGradOfWgrad) {
   // dW[N, K] = dY^T · X and db[N] = sum over tokens of dY, in one GEMM.
-  auto g = desc("bf16.wgrad_bgrad", 128, 256, 512, DataType::BF16,
-                DataType::BF16, DataType::BF16, true, false);
+  auto g = desc("bf16.wgrad_bgrad", 128, 256, 512, DType::BF16, DType::BF16,
+                DType::BF16, true, false);
   g.epilogue = Epilogue::BiasGrad;
-  g.biasType = DataType::BF16;
+  g.biasType = DType::BF16;
   Inputs in = inputsFor(g, 7);
   Outputs out = runGemm(g, in);
   EXPECT_LT(relError(out.d, referenceProduct(g, in)), kBf16Tol);
@@ -312,8 +252,8 @@ TEST(GemmBf16, BiasGradOfWgrad) {
 }
 
 TEST(GemmFp8, FpropE4M3WithScalesAndFastAccum) {
-  auto g = desc("fp8.fprop", 128, 256, 512, DataType::E4M3, DataType::E4M3,
-                DataType::BF16, false, true);
+  auto g = desc("fp8.fprop", 128, 256, 512, DType::F8E4M3FN, DType::F8E4M3FN,
+                DType::BF16, false, true);
   g.aScale = g.bScale = true;
   g.fastAccum = true;
   Inputs in = inputsFor(g, 8);
@@ -327,8 +267,8 @@ TEST(GemmFp8, AmaxOfBf16OutputIsRefusedWithAFix) {
   // before asking it.
   auto handle = unwrap(blas::BlasHandle::create());
   ASSERT_TRUE(handle);
-  auto g = desc("fp8.fprop_amax", 128, 256, 512, DataType::E4M3,
-                DataType::E4M3, DataType::BF16, false, true);
+  auto g = desc("fp8.fprop_amax", 128, 256, 512, DType::F8E4M3FN,
+                DType::F8E4M3FN, DType::BF16, false, true);
   g.aScale = g.bScale = g.amaxD = true;
   auto gemm = blas::Gemm::create(handle->get(), g);
   ASSERT_FALSE(gemm.isOk());
@@ -339,8 +279,8 @@ TEST(GemmFp8, AmaxOfBf16OutputIsRefusedWithAFix) {
 
 TEST(GemmFp8, DgradE5M2GradTimesE4M3Weight) {
   // dX = dY · W with W^T stored [K, N] (K-major), full accumulation.
-  auto g = desc("fp8.dgrad", 128, 256, 384, DataType::E5M2, DataType::E4M3,
-                DataType::BF16, false, true);
+  auto g = desc("fp8.dgrad", 128, 256, 384, DType::F8E5M2, DType::F8E4M3FN,
+                DType::BF16, false, true);
   g.aScale = g.bScale = true;
   Inputs in = inputsFor(g, 9);
   in.aScale = 2.0f, in.bScale = 0.25f;
@@ -350,13 +290,13 @@ TEST(GemmFp8, DgradE5M2GradTimesE4M3Weight) {
 
 TEST(GemmFp8, WgradE5M2TimesE4M3AccumulatesF32) {
   // dW[N, K] += dY^T · X, both transposed copies K-major (K = tokens).
-  auto g = desc("fp8.wgrad", 256, 128, 512, DataType::E5M2, DataType::E4M3,
-                DataType::F32, false, true);
+  auto g = desc("fp8.wgrad", 256, 128, 512, DType::F8E5M2, DType::F8E4M3FN,
+                DType::F32, false, true);
   g.aScale = g.bScale = true;
   g.accumulate = true;
   Inputs in = inputsFor(g, 10);
   in.aScale = 0.5f, in.bScale = 0.5f;
-  in.dInit = randomValues(DataType::F32, size_t(g.m * g.n), 8.0f, 1010);
+  in.dInit = randomValues(DType::F32, size_t(g.m * g.n), 8.0f, 1010);
   Outputs out = runGemm(g, in);
   auto want = referenceProduct(g, in);
   for (size_t i = 0; i < want.size(); ++i)
@@ -368,8 +308,8 @@ TEST(GemmFp8, WgradE5M2TimesE4M3AccumulatesF32) {
 }
 
 TEST(GemmFp8, E4M3OutputWithDScaleAndAmax) {
-  auto g = desc("fp8.out", 128, 128, 256, DataType::E4M3, DataType::E4M3,
-                DataType::E4M3, false, true);
+  auto g = desc("fp8.out", 128, 128, 256, DType::F8E4M3FN, DType::F8E4M3FN,
+                DType::F8E4M3FN, false, true);
   g.aScale = g.bScale = g.dScale = g.amaxD = true;
   Inputs in = inputsFor(g, 11);
   in.aScale = 0.25f, in.bScale = 0.25f, in.dScale = 8.0f;
@@ -393,14 +333,14 @@ TEST(GemmFp8, E4M3OutputWithDScaleAndAmax) {
 }
 
 TEST(GemmFp8, BiasGeluEpilogue) {
-  auto g = desc("fp8.bias_gelu", 128, 256, 256, DataType::E4M3,
-                DataType::E4M3, DataType::BF16, false, true);
+  auto g = desc("fp8.bias_gelu", 128, 256, 256, DType::F8E4M3FN,
+                DType::F8E4M3FN, DType::BF16, false, true);
   g.aScale = g.bScale = true;
   g.epilogue = Epilogue::BiasGelu;
-  g.biasType = DataType::BF16;
+  g.biasType = DType::BF16;
   Inputs in = inputsFor(g, 12);
   in.aScale = 0.0625f, in.bScale = 1.0f;
-  in.bias = randomValues(DataType::BF16, size_t(g.n), 1.0f, 1212);
+  in.bias = randomValues(DType::BF16, size_t(g.n), 1.0f, 1212);
   Outputs out = runGemm(g, in);
   auto want = referenceProduct(g, in);
   for (int64_t i = 0; i < g.m; ++i)
@@ -414,8 +354,8 @@ TEST(GemmFp8, BiasGeluEpilogue) {
 TEST(GemmFp8, RejectsNonKMajorLayoutWithAFix) {
   auto handle = unwrap(blas::BlasHandle::create());
   ASSERT_TRUE(handle);
-  auto g = desc("fp8.bad", 128, 128, 128, DataType::E4M3, DataType::E4M3,
-                DataType::BF16, false, false);
+  auto g = desc("fp8.bad", 128, 128, 128, DType::F8E4M3FN, DType::F8E4M3FN,
+                DType::BF16, false, false);
   auto gemm = blas::Gemm::create(handle->get(), g);
   ASSERT_FALSE(gemm.isOk());
   EXPECT_NE(gemm.status().message().find("K-major"), std::string::npos)
@@ -427,8 +367,8 @@ TEST(GemmCache, ReusesDescriptorAndRecordsAlgorithm) {
   auto handle = unwrap(blas::BlasHandle::create());
   ASSERT_TRUE(handle);
   blas::GemmCache cache(handle->get());
-  auto g = desc("cache", 128, 128, 128, DataType::BF16, DataType::BF16,
-                DataType::BF16, false, true);
+  auto g = desc("cache", 128, 128, 128, DType::BF16, DType::BF16, DType::BF16,
+                false, true);
   auto first = unwrap(cache.get(g));
   auto again = unwrap(cache.get(g));
   ASSERT_NE(first, nullptr);

@@ -261,7 +261,7 @@ bundle::Bundle handBundle(int n) {
   arena->set_name("main");
   arena->set_alignment(256);
   uint64_t off = 0;
-  auto addSlot = [&](const char *name, DType t, uint64_t bytes) {
+  auto addSlot = [&](const char *name, bundle::DType t, uint64_t bytes) {
     auto *s = plan->add_slots();
     s->set_name(name);
     s->set_dtype(t);

@@ -9,11 +9,11 @@
 // CHECK-LABEL: func.func @gqa
 // CHECK: kernel.attention_fwd
 // CHECK-SAME: kernels = [@attention_fwd_0::@attention_fwd_0]
-// CHECK-SAME: launch = [{block = 128 : i64, grid = 16 : i64, kernel = @attention_fwd_0::@attention_fwd_0, shared_bytes = 65536 : i64}]
+// CHECK-SAME: launch = [#kernel.launch<@attention_fwd_0::@attention_fwd_0, grid = 16, block = 128, shared_bytes = 65536>]
 // CHECK-SAME: workspace_bytes = 0
 // CHECK: kernel.attention_bwd
 // CHECK-SAME: kernels = [@attention_bwd_1::@attention_bwd_1_prep, @attention_bwd_1::@attention_bwd_1, @attention_bwd_1::@attention_bwd_1_dq]
-// CHECK-SAME: launch = [{block = 128 : i64, grid = 16 : i64, kernel = @attention_bwd_1::@attention_bwd_1_prep, shared_bytes = 0 : i64}, {block = 128 : i64, grid = 16 : i64, kernel = @attention_bwd_1::@attention_bwd_1, shared_bytes = 107520 : i64}, {block = 256 : i64, grid = 128 : i64, kernel = @attention_bwd_1::@attention_bwd_1_dq, shared_bytes = 0 : i64}]
+// CHECK-SAME: launch = [#kernel.launch<@attention_bwd_1::@attention_bwd_1_prep, grid = 16, block = 128>, #kernel.launch<@attention_bwd_1::@attention_bwd_1, grid = 16, block = 128, shared_bytes = 107520>, #kernel.launch<@attention_bwd_1::@attention_bwd_1_dq, grid = 128, block = 256>]
 // The workspace: the f32 dQ accumulator (2·256·4·128 words) and D (2·4·256).
 // CHECK-SAME: workspace_bytes = 1056768
 func.func @gqa(%q: tensor<2x256x4x128xbf16>, %k: tensor<2x256x2x128xbf16>, %v: tensor<2x256x2x128xbf16>, %do: tensor<2x256x4x128xbf16>) -> (tensor<2x256x4x128xbf16>, tensor<2x256x2x128xbf16>, tensor<2x256x2x128xbf16>) {

@@ -8,11 +8,11 @@
 // (16 KB), 7 row slots of 8 KB, 9 mbarriers, the row groups' partial sums
 // and the warps' maxima: 205352 bytes. The amax (result 1) is zeroed
 // before the launch.
-// CHECK: launch = [{block = 1024 : i64, cluster = 2 : i64, grid = 4 : i64, kernel = @nqt::@nqt, shared_bytes = 205352 : i64}], workspace_bytes = 0 : i64, zero_results = array<i64: 1>}
+// CHECK: launch = [#kernel.launch<@nqt::@nqt, grid = 4, block = 1024, shared_bytes = 205352, cluster = 2>], workspace_bytes = 0 : i64, zero_results = array<i64: 1>}
 // A row of 256 columns is too short for 4 warps of 256-column chunks: the
 // row kernel and the transpose launch, as before.
-// CHECK: launch = [{block = 32 : i64, grid = 64 : i64, kernel = @short::@short}, {block = 256 : i64, grid = 5 : i64, kernel = @short::@short_transpose, programmatic}]
-// OFF: launch = [{block = {{[0-9]+}} : i64, grid = 320 : i64, kernel = @nqt::@nqt}, {block = 256 : i64, grid = {{[0-9]+}} : i64, kernel = @nqt::@nqt_transpose, programmatic}]
+// CHECK: launch = [#kernel.launch<@short::@short, grid = 64, block = 32>, #kernel.launch<@short::@short_transpose, grid = 5, block = 256, programmatic>]
+// OFF: launch = [#kernel.launch<@nqt::@nqt, grid = 320, block = {{[0-9]+}}>, #kernel.launch<@nqt::@nqt_transpose, grid = {{[0-9]+}}, block = 256, programmatic>]
 // OFF-NOT: cluster =
 
 // The kernel: global pointers, one block a multiprocessor.

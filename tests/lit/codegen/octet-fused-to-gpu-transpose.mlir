@@ -17,9 +17,9 @@
 // thread 0 of block 0. Threads past the row's end (192 = 24 threads x 8)
 // store nothing.
 // CHECK: func.func @tiled_transpose
-// CHECK: launch = [{block = 32 : i64, grid = 8 : i64, kernel = @tq::@tq}]
+// CHECK: launch = [#kernel.launch<@tq::@tq, grid = 8, block = 32>]
 // CHECK: func.func @untiled_transpose
-// CHECK: {block = 256 : i64, grid = 3 : i64, kernel = @qs::@qs_transpose, programmatic}
+// CHECK: #kernel.launch<@qs::@qs_transpose, grid = 3, block = 256, programmatic>
 // CHECK-LABEL: gpu.func @tq(
 // CHECK-SAME: %[[X:[a-z0-9]+]]: memref<24576xbf16, 1>, %[[S:[a-z0-9]+]]: memref<1xf32, 1>, %[[Q:[a-z0-9]+]]: memref<24576xf8E4M3FN, 1>, %[[T:[a-z0-9]+]]: memref<24576xf8E4M3FN, 1>, %[[TS:[a-z0-9]+]]: memref<1xf32, 1>)
 // CHECK-SAME: workgroup(%{{.*}} : memref<128xf32, 3> {llvm.align = 16 : i64}, %[[PARK:[a-z0-9]+]] : memref<2048xi8, 3> {llvm.align = 16 : i64})
@@ -54,21 +54,21 @@
 // turns them over as the plain transpose below does; a thread per element
 // copies the tensorwise scale (one block). No row kernel runs.
 // TILES: func.func @tiled_transpose
-// TILES: launch = [{block = 256 : i64, grid = 7 : i64, kernel = @tq::@tq_transpose}]
+// TILES: launch = [#kernel.launch<@tq::@tq_transpose, grid = 7, block = 256>]
 // TILES: func.func @untiled_transpose
-// TILES: {block = 256 : i64, grid = 3 : i64, kernel = @qs::@qs_transpose, programmatic}
+// TILES: #kernel.launch<@qs::@qs_transpose, grid = 3, block = 256, programmatic>
 // TILES: func.func @scaled_transpose
-// TILES: launch = [{block = 256 : i64, grid = 3 : i64, kernel = @sq::@sq}, {block = 256 : i64, grid = 7 : i64, kernel = @sq::@sq_transpose, programmatic}]
+// TILES: launch = [#kernel.launch<@sq::@sq, grid = 3, block = 256>, #kernel.launch<@sq::@sq_transpose, grid = 7, block = 256, programmatic>]
 // TILES: func.func @quantize_amax_transpose
-// TILES: launch = [{block = 256 : i64, grid = 3 : i64, kernel = @qa::@qa_transpose}], workspace_bytes = 0 : i64, zero_results = array<i64: 1>
+// TILES: launch = [#kernel.launch<@qa::@qa_transpose, grid = 3, block = 256>], workspace_bytes = 0 : i64, zero_results = array<i64: 1>
 // TILES: func.func @rope_join_transpose
-// TILES: launch = [{block = 256 : i64, grid = 9 : i64, kernel = @rj::@rj_transpose}], workspace_bytes = 0 : i64, zero_results = array<i64: 1>
+// TILES: launch = [#kernel.launch<@rj::@rj_transpose, grid = 9, block = 256>], workspace_bytes = 0 : i64, zero_results = array<i64: 1>
 // TILES: func.func @rope_join_small_heads
-// TILES: launch = [{block = 32 : i64, grid = 64 : i64, kernel = @rs::@rs}, {block = 256 : i64, grid = 5 : i64, kernel = @rs::@rs_transpose, programmatic}]
+// TILES: launch = [#kernel.launch<@rs::@rs, grid = 64, block = 32>, #kernel.launch<@rs::@rs_transpose, grid = 5, block = 256, programmatic>]
 // TILES: func.func @norm_grad_transpose
-// TILES: launch = [{block = 32 : i64, grid = 128 : i64, kernel = @ngt::@ngt}, {block = 256 : i64, grid = 17 : i64, kernel = @ngt::@ngt_colsum_transpose, programmatic}]
+// TILES: launch = [#kernel.launch<@ngt::@ngt, grid = 128, block = 32>, #kernel.launch<@ngt::@ngt_colsum_transpose, grid = 17, block = 256, programmatic>]
 // TILES: func.func @swiglu_grad_transpose
-// TILES: launch = [{block = 256 : i64, grid = 5 : i64, kernel = @sgt::@sgt_transpose}], workspace_bytes = 0 : i64, zero_results = array<i64: 1>
+// TILES: launch = [#kernel.launch<@sgt::@sgt_transpose, grid = 5, block = 256>], workspace_bytes = 0 : i64, zero_results = array<i64: 1>
 // TILES-LABEL: gpu.func @tq_transpose(
 // TILES-SAME: %[[X:[a-z0-9]+]]: memref<24576xbf16, 1>, %[[S:[a-z0-9]+]]: memref<1xf32, 1>, %[[Q:[a-z0-9]+]]: memref<24576xf8E4M3FN, 1>, %[[T:[a-z0-9]+]]: memref<24576xf8E4M3FN, 1>
 // TILES-SAME: workgroup(%[[TILE:[a-z0-9]+]] : memref<4352xi8, 3> {llvm.align = 4 : i64})
@@ -186,7 +186,7 @@
 
 // 32-row tiles: three groups of 8 parked (8 columns x 32 threads x 24
 // bytes), then a full 32-byte sector a column.
-// ROWS32: launch = [{block = 32 : i64, grid = 4 : i64, kernel = @tq::@tq}]
+// ROWS32: launch = [#kernel.launch<@tq::@tq, grid = 4, block = 32>]
 // ROWS32: gpu.func @tq(
 // ROWS32-SAME: memref<6144xi8, 3>
 // ROWS32: vector.shuffle {{.*}} [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31] : vector<8xf8E4M3FN>, vector<24xf8E4M3FN>

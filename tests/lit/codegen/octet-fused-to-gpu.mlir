@@ -11,13 +11,13 @@
 // CHECK-LABEL: func.func @forward
 // CHECK: kernel.fused "attn norm" kind("row")
 // CHECK: } {kernels = [@attn_norm::@attn_norm]
-// CHECK-SAME: launch = [{block = 32 : i64, grid = 4 : i64, kernel = @attn_norm::@attn_norm}]
+// CHECK-SAME: launch = [#kernel.launch<@attn_norm::@attn_norm, grid = 4, block = 32>]
 // CHECK-SAME: workspace_bytes = 0
 // CHECK-SAME: zero_results = array<i64: 1>
 // Persistent row kernels: 2 blocks loop over the 4 rows, loading the next
 // row (scf.if) before computing this one; the amax is carried.
 // PERSIST-LABEL: func.func @forward
-// PERSIST: launch = [{block = 32 : i64, grid = 2 : i64, kernel = @attn_norm::@attn_norm}]
+// PERSIST: launch = [#kernel.launch<@attn_norm::@attn_norm, grid = 2, block = 32>]
 // PERSIST: gpu.func @attn_norm(
 // PERSIST-SAME: nvvm.minctasm = 2
 // PERSIST: scf.for
@@ -39,7 +39,7 @@ func.func @forward(%x: tensor<4x256xbf16>, %w: tensor<256xbf16>, %s: tensor<f32>
 // second kernel, launched as the row kernel's programmatic dependent.
 // CHECK-LABEL: func.func @backward
 // CHECK: } {kernels = [@norm_bwd::@norm_bwd, @norm_bwd::@norm_bwd_colsum]
-// CHECK-SAME: launch = [{block = 32 : i64, grid = 4 : i64, kernel = @norm_bwd::@norm_bwd}, {block = 256 : i64, grid = 8 : i64, kernel = @norm_bwd::@norm_bwd_colsum, programmatic}]
+// CHECK-SAME: launch = [#kernel.launch<@norm_bwd::@norm_bwd, grid = 4, block = 32>, #kernel.launch<@norm_bwd::@norm_bwd_colsum, grid = 8, block = 256, programmatic>]
 // CHECK-SAME: workspace_bytes = 4096
 func.func @backward(%dy: tensor<4x256xbf16>, %x: tensor<4x256xbf16>, %w: tensor<256xbf16>) -> (tensor<4x256xbf16>, tensor<256xf32>) {
   %dx, %dw = kernel.fused "norm_bwd" kind("row") ins(%dy, %x, %w : tensor<4x256xbf16>, tensor<4x256xbf16>, tensor<256xbf16>) {
@@ -56,7 +56,7 @@ func.func @backward(%dy: tensor<4x256xbf16>, %x: tensor<4x256xbf16>, %w: tensor<
 // prefetching the next; a tensor of one slice gets one block. The FP8
 // cast's amax is carried through the loop: one atomic per block.
 // MULTI-LABEL: func.func @optimizer
-// MULTI: launch = [{block = 256 : i64, grid = 3 : i64, kernel = @adamw::@adamw}]
+// MULTI: launch = [#kernel.launch<@adamw::@adamw, grid = 3, block = 256>]
 // MULTI: gpu.func @adamw(
 // MULTI-SAME: nvvm.minctasm = 2
 // MULTI: scf.if
@@ -64,7 +64,7 @@ func.func @backward(%dy: tensor<4x256xbf16>, %x: tensor<4x256xbf16>, %w: tensor<
 // MULTI: memref.atomic_rmw maxu
 // With no looping, a block per slice of 2 chunks: 16384 / 4096 + 1.
 // SLICES-LABEL: func.func @optimizer
-// SLICES: launch = [{block = 256 : i64, grid = 5 : i64, kernel = @adamw::@adamw}]
+// SLICES: launch = [#kernel.launch<@adamw::@adamw, grid = 5, block = 256>]
 // SLICES: gpu.func @adamw(
 // SLICES-NOT: scf.for
 // SLICES: gpu.return
@@ -137,7 +137,7 @@ func.func @clash(%x: tensor<4x256xf32>) -> tensor<4x256xf32> {
 // A trailing FP8 transpose runs as a second launch (a thread per output
 // byte); the tensorwise scale passes through.
 // MORE-LABEL: func.func @quantize_transpose
-// MORE: launch = [{block = {{[0-9]+}} : i64, grid = 1 : i64, kernel = @qt::@qt}, {block = 256 : i64, grid = 3 : i64, kernel = @qt::@qt_transpose, programmatic}]
+// MORE: launch = [#kernel.launch<@qt::@qt, grid = 1, block = {{[0-9]+}}>, #kernel.launch<@qt::@qt_transpose, grid = 3, block = 256, programmatic>]
 func.func @quantize_transpose(%x: tensor<2x256xbf16>, %s: tensor<f32>) -> (tensor<2x256xf8E4M3FN>, tensor<256x2xf8E4M3FN>, tensor<f32>) {
   %q, %qt, %st = kernel.fused "qt" kind("elementwise") ins(%x, %s : tensor<2x256xbf16>, tensor<f32>) {
   ^bb0(%a: tensor<2x256xbf16>, %b: tensor<f32>):
@@ -151,10 +151,10 @@ func.func @quantize_transpose(%x: tensor<2x256xbf16>, %s: tensor<f32>) -> (tenso
 // Slices along the row pick whole chunks: the block narrows to 32 threads
 // (a 256-element span) so that the offset 256 starts a chunk.
 // MORE-LABEL: func.func @head_split
-// MORE: launch = [{block = 32 : i64, grid = 4 : i64, kernel = @split::@split}]
+// MORE: launch = [#kernel.launch<@split::@split, grid = 4, block = 32>]
 // Two launches of one region with the same body share one gpu.module.
 // MORE: kernel.fused "split again"
-// MORE: launch = [{block = 32 : i64, grid = 4 : i64, kernel = @split::@split}]
+// MORE: launch = [#kernel.launch<@split::@split, grid = 4, block = 32>]
 func.func @head_split(%x: tensor<4x512xbf16>) -> (tensor<4x256xbf16>, tensor<4x256xbf16>) {
   %a = kernel.fused "split" kind("row") ins(%x : tensor<4x512xbf16>) {
   ^bb0(%in: tensor<4x512xbf16>):
@@ -174,7 +174,7 @@ func.func @head_split(%x: tensor<4x512xbf16>) -> (tensor<4x256xbf16>, tensor<4x2
 // Pieces at 128 elements (64-wide heads) are below the 8-element layout's
 // smallest span (32 threads x 8): the kernel takes 4-element accesses.
 // NARROW-LABEL: func.func @narrow_join
-// NARROW: launch = [{block = 32 : i64, grid = 4 : i64, kernel = @join::@join}]
+// NARROW: launch = [#kernel.launch<@join::@join, grid = 4, block = 32>]
 // NARROW: gpu.func @join(
 // NARROW: vector.load {{.*}} : memref<512xf32, 1>, vector<4xf32>
 // NARROW: vector.store {{.*}} : memref<1024xf32, 1>, vector<4xf32>
@@ -191,7 +191,7 @@ func.func @narrow_join(%k: tensor<4x128xf32>, %v: tensor<4x128xf32>) -> tensor<4
 // Cross-entropy: a block per token over the vocabulary row into per-token
 // partials, then one block adds them in order (8 + 8 floats of workspace).
 // MORE-LABEL: func.func @loss
-// MORE: launch = [{block = 256 : i64, grid = 8 : i64, kernel = @ce::@ce_0_rows}, {block = 256 : i64, grid = 1 : i64, kernel = @ce::@ce_0}]
+// MORE: launch = [#kernel.launch<@ce::@ce_0_rows, grid = 8, block = 256>, #kernel.launch<@ce::@ce_0, grid = 1, block = 256>]
 // MORE-SAME: workspace_bytes = 64
 // MORE: gpu.module @ce
 // MORE: gpu.func @ce_0_rows

@@ -122,6 +122,28 @@ TEST(Bundle, PlanReportListsArenaAndLargestSlot) {
   EXPECT_NE(os.str().find("layers.0.attn.wq"), std::string::npos);
 }
 
+TEST(Bundle, WireDTypesConvertBothWays) {
+  for (int v = DType_MIN; v <= DType_MAX; ++v) {
+    DType wire = DType(v);
+    std::optional<octet::DType> dtype = dtypeFromProto(wire);
+    if (wire == DTYPE_UNSPECIFIED) {
+      EXPECT_FALSE(dtype);
+      EXPECT_STREQ(dtypeName(wire), "?");
+      EXPECT_EQ(dtypeBytes(wire), 0u);
+      continue;
+    }
+    ASSERT_TRUE(dtype) << DType_Name(wire);
+    EXPECT_EQ(dtypeToProto(*dtype), wire);
+    EXPECT_STREQ(dtypeName(wire), octet::dtypeName(*dtype));
+    EXPECT_EQ(dtypeBytes(wire), octet::dtypeBytes(*dtype));
+  }
+  EXPECT_EQ(dtypeFromProto(F8E4M3FN), octet::DType::F8E4M3FN);
+  // Types the wire format has no value for.
+  for (octet::DType d : {octet::DType::F64, octet::DType::I16,
+                         octet::DType::I8, octet::DType::Bool})
+    EXPECT_EQ(dtypeToProto(d), DTYPE_UNSPECIFIED) << octet::dtypeName(d);
+}
+
 TEST(Sha256, KnownDigests) {
   auto hex = [](std::string_view s) {
     auto d = sha256(s);

@@ -6,7 +6,6 @@
 
 #include "compiler/Checkpoint/HfCheckpoint.h"
 #include "support/Numerics.h"
-#include "compiler/Transforms/Fusion/InterpreterOps.h"
 #include "compiler/Transforms/Fusion/Passes.h"
 #include "dialects/graph/GraphDialect.h"
 #include "hf/HfConfig.h"
@@ -28,9 +27,12 @@
 #include <filesystem>
 
 using namespace octet;
-using checkpoint::CheckpointReader;
-using checkpoint::DType;
-using checkpoint::NamedTensor;
+using hf::CheckpointReader;
+using hf::checkSameModel;
+using hf::hfConfigJson;
+using hf::HfExportOptions;
+using hf::HfLoadSummary;
+using hf::NamedTensor;
 
 namespace {
 
@@ -83,7 +85,7 @@ std::map<std::string, interp::Tensor> readGolden() {
   if (!reader)
     return out;
   for (const std::string &name : reader->tensorNames()) {
-    const checkpoint::TensorInfo *info = reader->find(name);
+    const hf::TensorInfo *info = reader->find(name);
     const uint8_t *data = reader->tensorData(name);
     size_t n = info->elementCount();
     if (info->dtype == DType::F32) {
@@ -161,7 +163,6 @@ void checkVariant(const std::string &variant, size_t minFiles,
     mlir::PassManager pm(m.context.get());
     pm.addPass(createOctetFuseQkv());
     ASSERT_TRUE(mlir::succeeded(pm.run(*m.module)));
-    fusion::registerFusionInterpreterOps();
     size_t fused = 0;
     for (auto var : m.module->getOps<graph::VariableOp>())
       fused += var->hasAttr("hf_names");
@@ -233,7 +234,7 @@ void writeConverted(
   for (const std::string &name : reader->tensorNames()) {
     if (std::find(drop.begin(), drop.end(), name) != drop.end())
       continue;
-    const checkpoint::TensorInfo *info = reader->find(name);
+    const hf::TensorInfo *info = reader->find(name);
     NamedTensor t{name, dtype, info->shape, {}};
     const float *values =
         reinterpret_cast<const float *>(reader->tensorData(name));
@@ -260,7 +261,7 @@ void writeConverted(
     tensors.push_back(std::move(t));
   }
   std::filesystem::create_directories(to);
-  ASSERT_TRUE(checkpoint::writeCheckpoint(to, tensors));
+  ASSERT_TRUE(hf::writeCheckpoint(to, tensors));
   std::filesystem::copy_file(kFixtures + "tied/config.json",
                              to + "/config.json",
                              std::filesystem::copy_options::overwrite_existing);
@@ -268,7 +269,7 @@ void writeConverted(
 
 TEST(HfRoundTrip, Bf16AndF16AreWidenedExactlyAndExportedBitExact) {
   for (DType dtype : {DType::BF16, DType::F16}) {
-    SCOPED_TRACE(checkpoint::dtypeName(dtype));
+    SCOPED_TRACE(dtypeName(dtype));
     std::string in = tempDir("half"), out = tempDir("half-out");
     writeConverted(kFixtures + "tied", in, dtype);
     Model m = importModel(in + "/config.json", 1, 4);
@@ -356,7 +357,7 @@ TEST(HfRoundTrip, FusedQkvVariableStacksTheHfTensorsAndSplitsThemBack) {
   make("model.layers.0.self_attn.q_proj.weight", 4, 100);
   make("model.layers.0.self_attn.k_proj.weight", 2, 200);
   make("model.layers.0.self_attn.v_proj.weight", 2, 300);
-  ASSERT_TRUE(checkpoint::writeCheckpoint(dir, tensors));
+  ASSERT_TRUE(hf::writeCheckpoint(dir, tensors));
 
   interp::VariableStore store;
   StatusOr<HfLoadSummary> loaded = loadHfCheckpoint(dir, *module, store);
@@ -375,10 +376,10 @@ TEST(HfRoundTrip, FusedQkvVariableStacksTheHfTensorsAndSplitsThemBack) {
 
 TEST(HfRoundTrip, TransposedChunksOfOneTensorRoundTrip) {
   // GPT-2: c_attn.weight is [in, 3 * out]; q, k, v are its transposed thirds.
-  std::vector<checkpoint::HfParameterLayout> layouts;
+  std::vector<hf::HfParameterLayout> layouts;
   for (int64_t i = 0; i < 3; ++i) {
-    auto layout = checkpoint::singleTensorLayout(
-        "w" + std::to_string(i), {2, 3}, "h.0.attn.c_attn.weight");
+    auto layout = hf::singleTensorLayout("w" + std::to_string(i), {2, 3},
+                                         "h.0.attn.c_attn.weight");
     layout.pieces[0].transpose = true;
     layout.pieces[0].hfRow = 2 * i;
     layout.hfRows["h.0.attn.c_attn.weight"] = 6;
@@ -388,7 +389,7 @@ TEST(HfRoundTrip, TransposedChunksOfOneTensorRoundTrip) {
   for (int64_t i = 0; i < 3; ++i)
     for (int64_t j = 0; j < 6; ++j)
       params["w" + std::to_string(i)].push_back(float(10 * i + j));
-  auto tensors = checkpoint::exportHfTensors(params, layouts, {});
+  auto tensors = hf::exportHfTensors(params, layouts, {});
   ASSERT_TRUE(tensors) << tensors.status().message();
   ASSERT_EQ(tensors->size(), 1u);
   EXPECT_EQ((*tensors)[0].shape, (std::vector<int64_t>{3, 6}));
@@ -398,10 +399,10 @@ TEST(HfRoundTrip, TransposedChunksOfOneTensorRoundTrip) {
   EXPECT_EQ(first, 10.0f);                                   // w1[0, 0]
 
   std::string dir = tempDir("gpt2");
-  ASSERT_TRUE(checkpoint::writeCheckpoint(dir, *tensors));
+  ASSERT_TRUE(hf::writeCheckpoint(dir, *tensors));
   auto reader = CheckpointReader::open(dir);
   ASSERT_TRUE(reader);
-  auto loaded = checkpoint::loadHfWeights(*reader, layouts, dir);
+  auto loaded = hf::loadHfWeights(*reader, layouts, dir);
   ASSERT_TRUE(loaded) << loaded.status().message();
   EXPECT_EQ(loaded->parameters, params);
   std::filesystem::remove_all(dir);
@@ -461,11 +462,11 @@ TEST(HfRoundTripErrors, ExtraTensorAndUnsupportedDtypeAreNamed) {
   std::vector<NamedTensor> tensors = {
       {"model.norm.weight", DType::I32, {64}, std::vector<uint8_t>(256, 0)}};
   dir = tempDir("dtype");
-  ASSERT_TRUE(checkpoint::writeCheckpoint(dir, tensors));
-  std::vector<checkpoint::HfParameterLayout> layouts = {
-      checkpoint::singleTensorLayout("final_norm", {64}, "model.norm.weight")};
+  ASSERT_TRUE(hf::writeCheckpoint(dir, tensors));
+  std::vector<hf::HfParameterLayout> layouts = {
+      hf::singleTensorLayout("final_norm", {64}, "model.norm.weight")};
   auto reader = CheckpointReader::open(dir);
-  auto loaded = checkpoint::loadHfWeights(*reader, layouts, dir);
+  auto loaded = hf::loadHfWeights(*reader, layouts, dir);
   ASSERT_FALSE(loaded);
   EXPECT_NE(loaded.status().message().find("\"model.norm.weight\" is I32"),
             std::string::npos)
@@ -482,7 +483,7 @@ TEST(HfRoundTrip, TiedCheckpointWithACopiedLmHeadLoads) {
   ASSERT_TRUE(reader);
   std::vector<NamedTensor> tensors;
   for (const std::string &name : reader->tensorNames()) {
-    const checkpoint::TensorInfo *info = reader->find(name);
+    const hf::TensorInfo *info = reader->find(name);
     const uint8_t *data = reader->tensorData(name);
     tensors.push_back(
         {name, info->dtype, info->shape,
@@ -493,7 +494,7 @@ TEST(HfRoundTrip, TiedCheckpointWithACopiedLmHeadLoads) {
     }
   }
   std::string dir = tempDir("tied-copy");
-  ASSERT_TRUE(checkpoint::writeCheckpoint(dir, tensors));
+  ASSERT_TRUE(hf::writeCheckpoint(dir, tensors));
   Model m = importModel(kFixtures + "tied/config.json", 1, 4);
   interp::VariableStore store;
   StatusOr<HfLoadSummary> loaded = loadHfCheckpoint(dir, *m.module, store);
@@ -546,6 +547,43 @@ TEST(HfRoundTrip, ConfigJsonFromASpecReadsBackAsTheSameModel) {
   StatusOr<spec::ModelSpec> back = hf::importHfConfig(*json, "generated");
   ASSERT_TRUE(back) << back.status().message();
   EXPECT_TRUE(checkSameModel(m.spec.model(), "spec", *back, "generated"));
+}
+
+TEST(HfLayout, OneRuleForSingleAndStackedTensors) {
+  auto single =
+      hf::parameterLayout("final_norm", {64}, {"model.norm.weight"}, {});
+  ASSERT_TRUE(single) << single.status().message();
+  ASSERT_EQ(single->pieces.size(), 1u);
+  EXPECT_EQ(single->pieces[0].hfName, "model.norm.weight");
+  EXPECT_EQ(single->pieces[0].rows, 64);
+
+  auto fused = hf::parameterLayout(
+      "layers.0.attn.wqkv", {96, 64},
+      {"q_proj.weight", "k_proj.weight", "v_proj.weight"}, {64, 16, 16});
+  ASSERT_TRUE(fused) << fused.status().message();
+  ASSERT_EQ(fused->pieces.size(), 3u);
+  EXPECT_EQ(fused->pieces[1].hfName, "k_proj.weight");
+  EXPECT_EQ(fused->pieces[1].paramRow, 64);
+  EXPECT_EQ(fused->pieces[2].paramRow, 80);
+  EXPECT_EQ(fused->pieces[2].rows, 16);
+  EXPECT_EQ(fused->pieces[2].hfRow, 0);
+}
+
+TEST(HfLayout, NamesWithoutRowsOrRowsThatDoNotAddUpAreErrors) {
+  auto none = hf::parameterLayout("w", {4, 4}, {}, {});
+  ASSERT_FALSE(none);
+  EXPECT_NE(none.status().message().find("has no Hugging Face name"),
+            std::string::npos)
+      << none.status().message();
+  auto noRows = hf::parameterLayout("wqkv", {8, 4}, {"q", "k"}, {});
+  ASSERT_FALSE(noRows);
+  EXPECT_NE(noRows.status().message().find("lists 2 HF tensors"),
+            std::string::npos)
+      << noRows.status().message();
+  auto short_ = hf::parameterLayout("wqkv", {8, 4}, {"q", "k"}, {4, 2});
+  ASSERT_FALSE(short_);
+  EXPECT_NE(short_.status().message().find("has 8 rows"), std::string::npos)
+      << short_.status().message();
 }
 
 } // namespace

@@ -7,7 +7,7 @@
 #include <cstring>
 
 using namespace octet;
-using namespace octet::checkpoint;
+using namespace octet::hf;
 
 namespace {
 
@@ -29,8 +29,8 @@ std::vector<NamedTensor> sampleTensors() {
       {"model.embed_tokens.weight", DType::BF16, {16, 8}},
       {"f32", DType::F32, {3, 5}},
       {"f16", DType::F16, {7}},
-      {"e4m3", DType::F8_E4M3, {4, 4}},
-      {"e5m2", DType::F8_E5M2, {9}},
+      {"e4m3", DType::F8E4M3FN, {4, 4}},
+      {"e5m2", DType::F8E5M2, {9}},
       {"i32", DType::I32, {2, 2}},
       {"i64", DType::I64, {3}},
       {"scalar", DType::F32, {}},
@@ -42,7 +42,7 @@ std::vector<NamedTensor> sampleTensors() {
     for (int64_t d : s.shape)
       elements *= d;
     tensors.push_back({s.name, s.dtype, s.shape,
-                       patternBytes(elements * dtypeSize(s.dtype), seed++)});
+                       patternBytes(elements * dtypeBytes(s.dtype), seed++)});
   }
   return tensors;
 }

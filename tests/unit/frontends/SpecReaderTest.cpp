@@ -280,6 +280,37 @@ TEST(SpecReader, TrainContradictions) {
               HasSubstr("train.seq_len: 16 exceeds model.sliding_window (8)"));
 }
 
+TEST(SpecReader, RunStepsReplaceTrainSteps) {
+  StatusOr<Spec> parsed = parseSpecText(specText({}, {{"steps", "500"}}),
+                                        "test.pbtxt");
+  ASSERT_TRUE(parsed.isOk()) << parsed.status().message();
+  RunSettings run;
+  run.steps = 30;
+  StatusOr<Spec> spec = resolveSpec(*parsed, run);
+  ASSERT_TRUE(spec.isOk()) << spec.status().message();
+  EXPECT_EQ(spec->train().steps(), 30);
+  // The default warmup is a tenth of the run, not of the spec's 500 steps.
+  EXPECT_EQ(spec->train().optimizer().warmup_steps(), 3);
+}
+
+TEST(SpecReader, WarmupLongerThanTheRunSaysSoInTheRunsTerms) {
+  StatusOr<Spec> parsed = parseSpecText(
+      specText({}, {{"steps", "500"}, {"optimizer", "{ warmup_steps: 50 }"}}),
+      "test.pbtxt");
+  ASSERT_TRUE(parsed.isOk()) << parsed.status().message();
+  RunSettings run;
+  run.steps = 20;
+  StatusOr<Spec> spec = resolveSpec(*parsed, run);
+  ASSERT_FALSE(spec.isOk());
+  EXPECT_EQ(spec.status().message(),
+            "train.optimizer.warmup_steps: 50 exceeds the run's 20 steps "
+            "(train.steps is 500 in the spec); the LR warmup must end within "
+            "the run: train for 50 steps or more, or set "
+            "train.optimizer.warmup_steps to 20 or fewer");
+  run.steps = 50;
+  EXPECT_TRUE(resolveSpec(*parsed, run).isOk());
+}
+
 TEST(SpecReader, LoadSpecFileLocatesIssues) {
   std::string path = ::testing::TempDir() + "octet-spec-locate.pbtxt";
   {

@@ -11,8 +11,9 @@
 // delayed scale is still its initial value, to relative error 1e-4.
 
 #include "compiler/Interpreter/Interpreter.h"
+#include "compiler/Pipelines/Pipelines.h"
 #include "compiler/Registration.h"
-#include "compiler/Transforms/Fusion/InterpreterOps.h"
+#include "compiler/Transforms/Fusion/GemmEpilogues.h"
 #include "compiler/Transforms/Fusion/Passes.h"
 #include "compiler/Transforms/Passes.h"
 #include "compiler/Transforms/Precision.h"
@@ -47,7 +48,6 @@ protected:
     context = std::make_unique<MLIRContext>(registry,
                                             MLIRContext::Threading::DISABLED);
     context->loadAllAvailableDialects();
-    fusion::registerFusionInterpreterOps();
     auto loaded = spec::loadSpecFile(std::string(OCTET_SOURCE_DIR) +
                                      "/examples/tiny-llama.pbtxt");
     ASSERT_TRUE(bool(loaded)) << loaded.status().message();
@@ -130,7 +130,7 @@ protected:
   static void expectClose(const Tensor &a, const Tensor &b, double rel,
                           const std::string &what) {
     ASSERT_EQ(a.shape(), b.shape()) << what;
-    if (!interp::isFloat(a.dtype()))
+    if (!isFloat(a.dtype()))
       return;
     double maxAbs = 0, maxDiff = 0;
     for (int64_t i = 0; i < a.numel(); ++i) {
@@ -280,12 +280,16 @@ TEST_F(FusionInterpreterTest, FuseElementwise) {
 }
 
 TEST_F(FusionInterpreterTest, AllKernelFusions) {
-  checkKernelPass([](OpPassManager &pm) { addKernelFusionPasses(pm); });
+  checkKernelPass([](OpPassManager &pm) {
+    findCompileStage("fused")->addPasses(pm, TrainingPipelineOptions());
+  });
 }
 
 TEST_F(FusionInterpreterTest, AllKernelFusionsWithChunkedLmHead) {
   checkKernelPass([](OpPassManager &pm) {
-    addKernelFusionPasses(pm, KernelFusionOptions{/*chunkedLmHead=*/true});
+    TrainingPipelineOptions options;
+    options.chunkedLmHead = true;
+    findCompileStage("fused")->addPasses(pm, options);
   });
 }
 

@@ -69,11 +69,11 @@ TEST(Bf16Activations, TrainStepTracksF32) {
   shape.normStd = 0.3;
   std::string text = octet::testing::llamaModule(shape);
   octet::TrainingPipelineOptions options;
-  options.lr = 1e-2;
-  options.totalSteps = kSteps;
-  options.activationDtype = "f32";
+  options.autodiff.lr = 1e-2;
+  options.autodiff.totalSteps = kSteps;
+  options.activations.activationDtype = "f32";
   auto wide = octet::testing::parseAndDifferentiate(*ctx, text, options);
-  options.activationDtype = "bf16";
+  options.activations.activationDtype = "bf16";
   auto narrow = octet::testing::parseAndDifferentiate(*ctx, text, options);
   ASSERT_TRUE(wide && narrow);
 

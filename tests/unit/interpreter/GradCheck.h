@@ -24,8 +24,8 @@ std::unique_ptr<mlir::MLIRContext> makeContext();
 // carry BF16 rounding.
 TrainingPipelineOptions f32Training();
 
-// Parses `text` and runs the training pipeline (autodiff) on it; fails the
-// current test on an error.
+// Parses `text` and runs the autodiff and activations stages of the training
+// pipeline on it; fails the current test on an error.
 mlir::OwningOpRef<mlir::ModuleOp>
 parseAndDifferentiate(mlir::MLIRContext &ctx, const std::string &text,
                       const TrainingPipelineOptions &options = f32Training());

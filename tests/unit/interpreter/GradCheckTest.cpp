@@ -12,7 +12,7 @@
 #include <sstream>
 
 using namespace octet::testing;
-using octet::interp::DType;
+using octet::DType;
 using octet::interp::Tensor;
 
 namespace {

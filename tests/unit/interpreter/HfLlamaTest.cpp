@@ -17,7 +17,7 @@
 #include <map>
 #include <sstream>
 
-using octet::interp::DType;
+using octet::DType;
 using octet::interp::Tensor;
 using namespace octet::testing;
 

@@ -36,9 +36,11 @@ TEST(Numerics, E4M3SaturatesLikeSatfinite) {
 TEST(Numerics, E4M3IeeeOverflowIsNaN) {
   // 464 is halfway between 448 (mantissa 110) and the would-be 480 (111):
   // ties go to the even mantissa, 448; anything above becomes NaN.
-  EXPECT_EQ(roundTo(Format::E4M3FN, 464.0f, Overflow::Ieee), 448.0f);
-  EXPECT_TRUE(std::isnan(roundTo(Format::E4M3FN, 465.0f, Overflow::Ieee)));
-  EXPECT_TRUE(std::isnan(roundTo(Format::E4M3FN, kInf, Overflow::Ieee)));
+  EXPECT_EQ(roundTo(octet::DType::F8E4M3FN, 464.0f, Overflow::Ieee), 448.0f);
+  EXPECT_TRUE(
+      std::isnan(roundTo(octet::DType::F8E4M3FN, 465.0f, Overflow::Ieee)));
+  EXPECT_TRUE(
+      std::isnan(roundTo(octet::DType::F8E4M3FN, kInf, Overflow::Ieee)));
 }
 
 TEST(Numerics, E5M2SaturatesAndOverflowsToInf) {
@@ -47,8 +49,8 @@ TEST(Numerics, E5M2SaturatesAndOverflowsToInf) {
   EXPECT_EQ(roundToE5M2(-kInf), -57344.0f);
   EXPECT_TRUE(std::isnan(roundToE5M2(kNaN)));
   // 61440 ties between 57344 (odd mantissa 11) and 65536 (even): → inf.
-  EXPECT_EQ(roundTo(Format::E5M2, 61440.0f, Overflow::Ieee), kInf);
-  EXPECT_EQ(roundTo(Format::E5M2, 61439.0f, Overflow::Ieee), 57344.0f);
+  EXPECT_EQ(roundTo(octet::DType::F8E5M2, 61440.0f, Overflow::Ieee), kInf);
+  EXPECT_EQ(roundTo(octet::DType::F8E5M2, 61439.0f, Overflow::Ieee), 57344.0f);
   EXPECT_EQ(encodeE5M2(kInf, Overflow::Ieee), 0x7c);
 }
 

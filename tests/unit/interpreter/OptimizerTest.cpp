@@ -33,27 +33,27 @@ func.func @forward(%x: tensor<2x3xf32>) -> tensor<f32> {
 )mlir";
 
 double scheduledLr(const octet::TrainingPipelineOptions &o, int64_t step) {
-  if (o.warmupSteps > 0 && step <= o.warmupSteps)
-    return o.lr * double(step) / double(o.warmupSteps);
+  if (o.autodiff.warmupSteps > 0 && step <= o.autodiff.warmupSteps)
+    return o.autodiff.lr * double(step) / double(o.autodiff.warmupSteps);
   double progress = std::min(
-      1.0, double(step - o.warmupSteps) /
-               std::max<double>(1, double(o.totalSteps - o.warmupSteps)));
-  return o.lr * (o.minLrRatio + (1 - o.minLrRatio) * 0.5 *
+      1.0, double(step - o.autodiff.warmupSteps) /
+               std::max<double>(1, double(o.autodiff.totalSteps - o.autodiff.warmupSteps)));
+  return o.autodiff.lr * (o.autodiff.minLrRatio + (1 - o.autodiff.minLrRatio) * 0.5 *
                                     (1 + std::cos(M_PI * progress)));
 }
 
 TEST(Optimizer, AdamWStepMatchesHandWrittenReference) {
   octet::TrainingPipelineOptions o;
-  o.lr = 0.1;
-  o.minLrRatio = 0.2;
-  o.warmupSteps = 2;
-  o.totalSteps = 6;
-  o.beta1 = 0.8;
-  o.beta2 = 0.9;
-  o.eps = 1e-6;
-  o.weightDecay = 0.5;
-  o.gradClip = 0.05; // small enough to clip
-  o.microbatches = 2;
+  o.autodiff.lr = 0.1;
+  o.autodiff.minLrRatio = 0.2;
+  o.autodiff.warmupSteps = 2;
+  o.autodiff.totalSteps = 6;
+  o.autodiff.beta1 = 0.8;
+  o.autodiff.beta2 = 0.9;
+  o.autodiff.eps = 1e-6;
+  o.autodiff.weightDecay = 0.5;
+  o.autodiff.gradClip = 0.05; // small enough to clip
+  o.autodiff.microbatches = 2;
 
   auto ctx = makeContext();
   auto module = parseAndDifferentiate(*ctx, kModule, o);
@@ -103,7 +103,7 @@ TEST(Optimizer, AdamWStepMatchesHandWrittenReference) {
       norm2 += gn[i] * gn[i];
     }
     double norm = std::sqrt(norm2);
-    double clip = std::min(1.0, o.gradClip / (norm + 1e-6));
+    double clip = std::min(1.0, o.autodiff.gradClip / (norm + 1e-6));
     double lr = scheduledLr(o, step);
     EXPECT_NEAR((*result)[0].item(), norm, 1e-5 * norm) << "grad norm, step " << step;
     EXPECT_NEAR((*result)[1].item(), lr, 1e-6 * lr) << "lr, step " << step;
@@ -114,14 +114,14 @@ TEST(Optimizer, AdamWStepMatchesHandWrittenReference) {
                     double decay) {
       for (size_t i = 0; i < p.size(); ++i) {
         double gi = g[i] * clip;
-        m[i] = o.beta1 * m[i] + (1 - o.beta1) * gi;
-        v[i] = o.beta2 * v[i] + (1 - o.beta2) * gi * gi;
-        double mhat = m[i] / (1 - std::pow(o.beta1, step));
-        double vhat = v[i] / (1 - std::pow(o.beta2, step));
-        p[i] = p[i] * (1 - lr * decay) - lr * mhat / (std::sqrt(vhat) + o.eps);
+        m[i] = o.autodiff.beta1 * m[i] + (1 - o.autodiff.beta1) * gi;
+        v[i] = o.autodiff.beta2 * v[i] + (1 - o.autodiff.beta2) * gi * gi;
+        double mhat = m[i] / (1 - std::pow(o.autodiff.beta1, step));
+        double vhat = v[i] / (1 - std::pow(o.autodiff.beta2, step));
+        p[i] = p[i] * (1 - lr * decay) - lr * mhat / (std::sqrt(vhat) + o.autodiff.eps);
       }
     };
-    adam(pw, mw, vw, gw, o.weightDecay); // weight matrix: decays
+    adam(pw, mw, vw, gw, o.autodiff.weightDecay); // weight matrix: decays
     adam(pn, mn, vn, gn, 0.0);           // norm: no decay
     for (int i = 0; i < 6; ++i)
       EXPECT_NEAR(vars.get("w").f()[i], pw[i], 1e-5) << "w[" << i << "], step " << step;
@@ -135,10 +135,10 @@ TEST(Optimizer, AdamWStepMatchesHandWrittenReference) {
 
 TEST(Optimizer, LrScheduleWarmupThenCosineToFloor) {
   octet::TrainingPipelineOptions o;
-  o.lr = 1.0;
-  o.minLrRatio = 0.1;
-  o.warmupSteps = 4;
-  o.totalSteps = 12;
+  o.autodiff.lr = 1.0;
+  o.autodiff.minLrRatio = 0.1;
+  o.autodiff.warmupSteps = 4;
+  o.autodiff.totalSteps = 12;
   auto ctx = makeContext();
   auto module = parseAndDifferentiate(*ctx, kModule, o);
   ASSERT_TRUE(module);

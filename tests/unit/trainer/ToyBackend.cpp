@@ -49,7 +49,7 @@ Bundle makeToyBundle(const ToyShape &t) {
   arena->set_name("main");
   arena->set_alignment(256);
   uint64_t offset = 0;
-  auto slot = [&](const std::string &name, SlotKind kind, DType dtype,
+  auto slot = [&](const std::string &name, SlotKind kind, bundle::DType dtype,
                   std::vector<int64_t> shape, const std::string &program) {
     Slot *x = plan->add_slots();
     x->set_name(name);
@@ -111,7 +111,7 @@ Bundle makeToyBundle(const ToyShape &t) {
   param("b", "", {1}, bias, gb, false);
   auto state = [&](const std::string &name, StateKind kind,
                    const std::string &owner, std::vector<int64_t> shape,
-                   DType dtype, uint32_t slot) {
+                   bundle::DType dtype, uint32_t slot) {
     StateTensor *st = b.add_state();
     st->set_name(name);
     st->set_kind(kind);

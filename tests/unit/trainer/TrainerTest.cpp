@@ -272,18 +272,18 @@ TEST(Trainer, InitWeightsComeFromSafetensorsByHfName) {
   for (size_t i = 0; i < w.size(); ++i)
     w[i] = float(i) / 64.0f;
   float b = 0.25f;
-  std::vector<checkpoint::NamedTensor> tensors = {
+  std::vector<hf::NamedTensor> tensors = {
       {"model.embed_tokens.weight",
-       checkpoint::DType::F32,
+       DType::F32,
        {shape.vocab},
        std::vector<uint8_t>(reinterpret_cast<uint8_t *>(w.data()),
                             reinterpret_cast<uint8_t *>(w.data() + w.size()))},
       {"b",
-       checkpoint::DType::F32,
+       DType::F32,
        {1},
        std::vector<uint8_t>(reinterpret_cast<uint8_t *>(&b),
                             reinterpret_cast<uint8_t *>(&b + 1))}};
-  ASSERT_OK(checkpoint::writeCheckpoint(dir, tensors));
+  ASSERT_OK(hf::writeCheckpoint(dir, tensors));
   TrainerOptions o;
   o.initWeights = dir;
   o.steps = 1;
@@ -394,8 +394,14 @@ TEST(TrainData, SyntheticBatchesResumeFromTheirPosition) {
 namespace octet::test {
 namespace {
 
+// A usage error as a Status carrying its one line; help and version are not
+// asked for here.
 StatusOr<RunArgs> parse(std::vector<std::string> args) {
-  return parseRunArgs(args);
+  RunArgs a;
+  cli::Outcome outcome = parseRunArgs(args, a);
+  if (outcome.isUsageError())
+    return Status::error(outcome.text());
+  return a;
 }
 
 TEST(RunArgs, ParsesATrainingRun) {
@@ -427,7 +433,7 @@ TEST(RunArgs, UsageErrorsSayWhatIsWrong) {
       {{"x.octet", "--data"}, "--data needs a value"},
       {{"x.octet", "--synthetic", "--data", "p"}, "give one of --synthetic"},
       {{"x.octet", "--resume"}, "--resume needs --checkpoint-dir"},
-      {{"x.octet", "--resume", "--checkpoint-dir", "d", "--init-weights", "w"},
+      {{"x.octet", "--resume", "--checkpoint-dir", "d", "--init-from", "w"},
        "give one"},
       {{"x.octet", "--eval-data", "p"}, "held-out split of --data"},
       {{"x.octet", "--frobnicate"}, "unknown option --frobnicate"},

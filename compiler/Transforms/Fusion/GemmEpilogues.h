@@ -1,16 +1,12 @@
-#ifndef OCTET_COMPILER_TRANSFORMS_FUSION_INTERPRETEROPS_H
-#define OCTET_COMPILER_TRANSFORMS_FUSION_INTERPRETEROPS_H
+#ifndef OCTET_COMPILER_TRANSFORMS_FUSION_GEMMEPILOGUES_H
+#define OCTET_COMPILER_TRANSFORMS_FUSION_GEMMEPILOGUES_H
 
-// Teaches the reference interpreter the ops the fusion passes produce:
-// graph.slice / graph.concat, kernel.fused (runs its body),
-// kernel.attention_fwd / bwd (as graph.attention / attention_grad) and
-// kernel.collective (a group of one rank: the identity).
+// kernel.gemm epilogues restated as graph ops, so a test can check the
+// interpreter's kernel.gemm against the ops the epilogue stands for.
 
 #include "mlir/IR/BuiltinOps.h"
 
 namespace octet::fusion {
-
-void registerFusionInterpreterOps();
 
 // Rewrites every kernel.gemm epilogue (bias, gelu, gelu_aux, bias_grad,
 // accumulate) as a plain GEMM followed by the graph ops it stands for, the

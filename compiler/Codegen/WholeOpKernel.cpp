@@ -1,0 +1,570 @@
+//===- WholeOpKernel.cpp - Kernels for ops outside the row model ---------===//
+//
+// Kernels for ops that do not fit the register-resident row model: a
+// vocabulary row is too long to hold in registers (cross-entropy), a gather
+// or scatter indexes rows by token id (embedding), a reduction spans whole
+// tensors (global norm), or the work is a handful of scalars (step counter,
+// learning rate, clip coefficient, FP8 scale state). Each op is a launch of
+// its own, reading its operands from the kernel's buffers.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Codegen/WholeOpKernel.h"
+
+#include "compiler/Codegen/Emitter.h"
+#include "compiler/Codegen/KernelPlan.h"
+#include "compiler/Codegen/Launches.h"
+
+#include "dialects/fp8/Fp8Dialect.h"
+#include "dialects/graph/GraphDialect.h"
+#include "dialects/kernel/KernelDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "llvm/ADT/DenseSet.h"
+
+#include <cmath>
+#include <limits>
+
+using namespace mlir;
+
+namespace octet::codegen {
+namespace {
+
+bool isWholeOp(Operation *op) {
+  return isa<graph::EmbeddingOp, graph::EmbeddingGradOp, graph::CrossEntropyOp,
+             graph::CrossEntropyGradOp, graph::GlobalNormOp, graph::ClipScaleOp,
+             graph::IncrementOp, graph::LrScheduleOp, fp8::ScaleUpdateOp>(op) ||
+         (isa<graph::FillOp>(op) && isScalarTensor(op->getResult(0)));
+}
+
+} // namespace
+
+bool hasWholeOps(kernel::FusedOp fused) {
+  for (Operation &op : fused.getBodyBlock().without_terminator())
+    if (isWholeOp(&op))
+      return true;
+  return false;
+}
+
+namespace {
+
+constexpr int64_t kWholeThreads = 256;
+
+class WholeOpBuilder : public Emitter {
+public:
+  WholeOpBuilder(kernel::FusedOp fused, OpBuilder &b)
+      : Emitter(b, fused.getLoc()), fused(fused) {}
+
+  // Builds every launch into `mod`, recording them in `launches`. Fails,
+  // naming the op, on anything it cannot lower.
+  LogicalResult build(gpu::GPUModuleOp mod, StringRef sym,
+                      LaunchList &launches);
+  int64_t workspaceFloats() const { return wsFloats; }
+
+private:
+  struct Func {
+    gpu::GPUFuncOp func;
+    Value tid, block, shared;
+  };
+  Func begin(gpu::GPUModuleOp mod, std::string name, int64_t threads);
+  Value mem(Value v) { return memOf.lookup(v); }
+  bool inMemory(Value v) { return memOf.count(v); }
+  // Element i of region value v (a kernel buffer), as stored or as f32;
+  // x rounded to v's type into element i.
+  Value readAt(Value v, Value i) { return load(mem(v), i); }
+  Value readF32(Value v, Value i) { return toF32(readAt(v, i)); }
+  void writeF32(Value v, Value i, Value x) {
+    store(fromF32(x, elementType(v)), mem(v), i);
+  }
+  static Type elementType(Value v) {
+    return cast<RankedTensorType>(v.getType()).getElementType();
+  }
+  // for (i = tid; i < n; i += threads) acc = f(acc, i), then over the block.
+  Value stride(const Func &f, int64_t n, Value init, bool isMax,
+               function_ref<Value(Value)> element);
+  Value blockReduce(const Func &f, Value x, bool isMax);
+  Value thread0(const Func &f) {
+    return cmpI(arith::CmpIPredicate::eq, f.tid, idx(0));
+  }
+  // Rows of a [..., V] tensor: (count, width).
+  static std::pair<int64_t, int64_t> rowsOf(Value v) {
+    auto t = cast<RankedTensorType>(v.getType());
+    return {t.getNumElements() / t.getShape().back(), t.getShape().back()};
+  }
+
+  LogicalResult scalarOps(gpu::GPUModuleOp mod, StringRef sym,
+                          ArrayRef<Operation *> ops, LaunchList &launches);
+
+  kernel::FusedOp fused;
+  SmallVector<Type> argTypes;
+  DenseMap<Value, Value> memOf;
+  Value workspace;
+  int64_t wsFloats = 0;
+};
+
+WholeOpBuilder::Func WholeOpBuilder::begin(gpu::GPUModuleOp mod,
+                                           std::string name, int64_t threads) {
+  // The caller holds an insertion guard: this leaves the builder inside the
+  // new kernel, before its return.
+  auto sharedType = MemRefType::get({kWarp}, f32, MemRefLayoutAttrInterface(),
+                                    b.getI64IntegerAttr(kSharedSpace));
+  gpu::GPUFuncOp func =
+      createKernel(b, loc, mod, name, argTypes, {sharedType}, threads);
+  memOf.clear();
+  Block &body = fused.getBodyBlock();
+  for (auto [i, arg] : llvm::enumerate(body.getArguments()))
+    memOf[arg] = func.getArgument(i);
+  auto yield = cast<kernel::YieldOp>(body.getTerminator());
+  for (auto [i, v] : llvm::enumerate(yield.getValues()))
+    if (!memOf.count(v))
+      memOf[v] = func.getArgument(body.getNumArguments() + i);
+  workspace = wsFloats ? func.getArgument(argTypes.size() - 1) : Value();
+  Value tid = threadId();
+  return Func{func, tid, blockId(), func.getWorkgroupAttributions().front()};
+}
+
+// One slot, reused by the kernel's reductions: each waits for a barrier
+// before it writes, since the last one's readers may still be reading.
+Value WholeOpBuilder::blockReduce(const Func &f, Value x, bool isMax) {
+  ReductionScratch scratch;
+  scratch.shared = f.shared;
+  scratch.warps = kWholeThreads / kWarp;
+  scratch.barrierFirst = true;
+  scratch.tid = f.tid;
+  return isMax ? blockMax(*this, scratch, x) : blockSum(*this, scratch, x);
+}
+
+Value WholeOpBuilder::stride(const Func &f, int64_t n, Value init, bool isMax,
+                             function_ref<Value(Value)> element) {
+  auto loop = scf::ForOp::create(
+      b, loc, f.tid, idx(n), idx(kWholeThreads), ValueRange{init},
+      [&](OpBuilder &, Location, Value i, ValueRange acc) {
+        Value x = element(i);
+        Value r = isMax ? Value(maximumF(acc[0], x)) : addF(acc[0], x);
+        scf::YieldOp::create(b, loc, ValueRange{r});
+      });
+  return blockReduce(f, loop.getResult(0), isMax);
+}
+
+LogicalResult WholeOpBuilder::scalarOps(gpu::GPUModuleOp mod, StringRef sym,
+                                        ArrayRef<Operation *> ops,
+                                        LaunchList &launches) {
+  OpBuilder::InsertionGuard guard(b);
+  DenseMap<Value, Value> scalars; // values computed in this kernel
+  auto read = [&](Value v) -> Value {
+    if (Value s = scalars.lookup(v))
+      return s;
+    return readAt(v, idx(0));
+  };
+  auto write = [&](Value v, Value x) {
+    scalars[v] = x;
+    if (inMemory(v))
+      store(x, mem(v), idx(0));
+  };
+  // A delayed-scaling update, its history rolled by `lanes` threads of one
+  // warp (lane `lane`): the maximum is exact in any order, so the lanes
+  // split the copy and reduce by shuffles; lane 0 writes the scalars.
+  auto scaleUpdate = [&](fp8::ScaleUpdateOp o, Value lane,
+                         int64_t lanes) -> LogicalResult {
+    if (!inMemory(o.getAmaxHistory()) || !inMemory(o.getNewHistory()))
+      return o.emitOpError("needs its amax histories in kernel buffers"),
+             failure();
+    auto atLane0 = [&](function_ref<void()> body) {
+      if (lanes == 1)
+        return body();
+      ifThen(cmpI(arith::CmpIPredicate::eq, lane, idx(0)), body);
+    };
+    fp8::RecipeAttr recipe = o.getRecipe();
+    int64_t len = numElements(o.getAmaxHistory().getType());
+    Value amax = read(o.getAmax());
+    // Newest first: [amax, history[0 .. H-2]], and its maximum.
+    atLane0([&] { store(amax, mem(o.getNewHistory()), idx(0)); });
+    Value first = lanes == 1 ? idx(1) : addI(idx(1), lane);
+    auto roll = scf::ForOp::create(
+        b, loc, first, idx(len), idx(lanes), ValueRange{amax},
+        [&](OpBuilder &, Location, Value i, ValueRange acc) {
+          Value h = readAt(o.getAmaxHistory(), subI(i, idx(1)));
+          store(h, mem(o.getNewHistory()), i);
+          scf::YieldOp::create(b, loc, ValueRange{maximumF(acc[0], h)});
+        });
+    Value rolled = roll.getResult(0);
+    if (lanes > 1)
+      rolled = warpMax(*this, rolled);
+    Value eff =
+        recipe.getAmaxAlgorithm() == fp8::AmaxAlgorithm::max ? rolled : amax;
+    double fp8Max = isa<Float8E4M3FNType>(o.getDtype()) ? 448.0 : 57344.0;
+    Value denom = mulF(maximumF(eff, f32c(o.getEps().convertToDouble())),
+                       f32c(std::ldexp(1.0, recipe.getMargin())));
+    Value next = divF(f32c(fp8Max), denom);
+    if (recipe.getPowerOfTwoScales()) {
+      // Down to a power of two: keep sign and exponent, clear the mantissa.
+      Value bits = bitcast(b.getI32Type(), next);
+      Value mask = arith::ConstantOp::create(
+          b, loc, b.getI32IntegerAttr((int32_t)0xFF800000u));
+      next = bitcast(f32, andI(bits, mask));
+    }
+    Value finite = cmpF(arith::CmpFPredicate::OLT, absF(eff),
+                        f32c(std::numeric_limits<float>::infinity()));
+    Value scale = select(finite, next, read(o.getScale()));
+    atLane0([&] { write(o.getNewScale(), scale); });
+    return success();
+  };
+
+  // Only scale updates (the step's fp8.scale_updates region, one per FP8
+  // tensor, each with its own history): they are independent, so a block
+  // per update instead of one thread walking every history in turn.
+  if (ops.size() > 1 && llvm::all_of(ops, [](Operation *op) {
+        return isa<fp8::ScaleUpdateOp>(op);
+      })) {
+    Func f = begin(mod, (sym + "_scalars").str(), kWarp);
+    LogicalResult result = success();
+    for (auto [j, op] : llvm::enumerate(ops))
+      ifThen(cmpI(arith::CmpIPredicate::eq, f.block, idx(j)), [&] {
+        if (failed(scaleUpdate(cast<fp8::ScaleUpdateOp>(op), f.tid, kWarp)))
+          result = failure();
+      });
+    if (failed(result))
+      return failure();
+    launches.add(f.func.getName(), (int64_t)ops.size(), kWarp);
+    return success();
+  }
+
+  // One thread: a few scalars (and amax histories of a few entries each).
+  Func f = begin(mod, (sym + "_scalars").str(), kWarp);
+  OpBuilder::InsertionGuard inner(b);
+  auto ifOp = scf::IfOp::create(b, loc, thread0(f), false);
+  b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+  for (Operation *op : ops) {
+    if (auto o = dyn_cast<graph::FillOp>(op)) {
+      Type elem = elementType(o.getResult());
+      Attribute value =
+          isa<FloatType>(elem)
+              ? Attribute(b.getFloatAttr(elem, o.getValue().convertToDouble()))
+              : Attribute(b.getIntegerAttr(
+                    elem, (int64_t)o.getValue().convertToDouble()));
+      write(o.getResult(),
+            arith::ConstantOp::create(b, loc, cast<TypedAttr>(value)));
+    } else if (auto o = dyn_cast<graph::IncrementOp>(op)) {
+      Value one = arith::ConstantOp::create(
+          b, loc, b.getIntegerAttr(elementType(o.getResult()), 1));
+      write(o.getResult(), addI(read(o.getInput()), one));
+    } else if (auto o = dyn_cast<graph::LrScheduleOp>(op)) {
+      double lr = o.getLr().convertToDouble();
+      double warmup = (double)o.getWarmupStepsAttr().getInt();
+      double total = (double)o.getTotalStepsAttr().getInt();
+      double ratio = o.getMinLrRatio().convertToDouble();
+      Value step = toF32(read(o.getStep()));
+      Value warm = mulF(step, f32c(warmup > 0 ? lr / warmup : 0));
+      Value p = mulF(subF(step, f32c(warmup)),
+                     f32c(1.0 / std::max(1.0, total - warmup)));
+      p = minimumF(maximumF(p, f32c(0)), f32c(1));
+      Value cosine = cos(mulF(p, f32c(M_PI)));
+      Value decay =
+          mulF(f32c(lr), addF(f32c(ratio), mulF(f32c((1 - ratio) * 0.5),
+                                                addF(f32c(1), cosine))));
+      Value inWarmup = cmpF(arith::CmpFPredicate::OLE, step, f32c(warmup));
+      if (warmup <= 0)
+        inWarmup = arith::ConstantOp::create(b, loc, b.getBoolAttr(false));
+      write(o.getResult(), select(inWarmup, warm, decay));
+    } else if (auto o = dyn_cast<graph::ClipScaleOp>(op)) {
+      double maxNorm = o.getMaxNorm().convertToDouble();
+      double scale = o.getScale().convertToDouble();
+      Value coef = f32c(1);
+      if (maxNorm > 0)
+        coef =
+            minimumF(f32c(1), divF(f32c(maxNorm),
+                                   addF(toF32(read(o.getNorm())), f32c(1e-6))));
+      write(o.getResult(), mulF(f32c(scale), coef));
+    } else if (auto o = dyn_cast<fp8::ScaleUpdateOp>(op)) {
+      if (failed(scaleUpdate(o, f.tid, 1)))
+        return failure();
+    } else {
+      return op->emitOpError("has no GPU lowering in octet-fused-to-gpu"),
+             failure();
+    }
+  }
+  launches.add(f.func.getName(), 1, kWarp);
+  return success();
+}
+
+LogicalResult WholeOpBuilder::build(gpu::GPUModuleOp mod, StringRef sym,
+                                    LaunchList &launches) {
+  Block &body = fused.getBodyBlock();
+  auto yield = cast<kernel::YieldOp>(body.getTerminator());
+  for (Value v : body.getArguments())
+    argTypes.push_back(MemRefType::get(
+        {std::max<int64_t>(numElements(v.getType()), 1)}, elementType(v),
+        MemRefLayoutAttrInterface(), b.getI64IntegerAttr(kGlobalSpace)));
+  for (Value v : yield.getValues())
+    argTypes.push_back(MemRefType::get(
+        {std::max<int64_t>(numElements(v.getType()), 1)}, elementType(v),
+        MemRefLayoutAttrInterface(), b.getI64IntegerAttr(kGlobalSpace)));
+  // Workspace: per-row partial sums of the reductions, fixed below.
+  for (Operation &op : body.without_terminator()) {
+    if (auto o = dyn_cast<graph::CrossEntropyOp>(&op))
+      wsFloats = std::max(wsFloats, 2 * rowsOf(o.getLogits()).first);
+    else if (auto o = dyn_cast<graph::CrossEntropyGradOp>(&op))
+      wsFloats = std::max<int64_t>(wsFloats, 1);
+    else if (auto o = dyn_cast<graph::GlobalNormOp>(&op)) {
+      int64_t blocks = 0;
+      for (Value in : o->getOperands())
+        blocks += ceilDiv(numElements(in.getType()), kWholeThreads * kVec);
+      wsFloats = std::max(wsFloats, blocks);
+    }
+  }
+  if (wsFloats)
+    argTypes.push_back(MemRefType::get({wsFloats}, f32,
+                                       MemRefLayoutAttrInterface(),
+                                       b.getI64IntegerAttr(kGlobalSpace)));
+  auto yielded = [&](Value v) {
+    return llvm::is_contained(yield.getValues(), v);
+  };
+  auto inputsInMemory = [&](Operation *op) {
+    return llvm::all_of(op->getOperands(), [&](Value v) {
+      return isa<BlockArgument>(v) || yielded(v);
+    });
+  };
+
+  SmallVector<Operation *> scalarList;
+  DenseSet<Operation *> done;
+  int n = 0;
+  for (Operation &opRef : body.without_terminator()) {
+    Operation *op = &opRef;
+    if (done.contains(op))
+      continue;
+    std::string name = (sym + "_" + Twine(n++)).str();
+    bool scalarOnly = llvm::all_of(op->getResults(),
+                                   [](Value v) { return isScalarTensor(v); }) &&
+                      !isa<graph::GlobalNormOp, graph::CrossEntropyOp>(op);
+    if (scalarOnly || isa<fp8::ScaleUpdateOp>(op)) {
+      scalarList.push_back(op);
+      continue;
+    }
+    if (!inputsInMemory(op))
+      return op->emitOpError("reads a value computed in the same kernel; "
+                             "GPU codegen needs it in a kernel input"),
+             failure();
+    OpBuilder::InsertionGuard guard(b);
+    if (auto o = dyn_cast<graph::EmbeddingOp>(op)) {
+      if (!yielded(o.getResult()))
+        return o.emitOpError("result must be a kernel result"), failure();
+      // A thread per output element: rows of the table copied in order.
+      int64_t total = numElements(o.getResult().getType());
+      int64_t width = rowsOf(o.getResult()).second;
+      Func f = begin(mod, name, kWholeThreads);
+      Value i = addI(mulI(f.block, idx(kWholeThreads)), f.tid);
+      ifThen(cmpI(arith::CmpIPredicate::ult, i, idx(total)), [&] {
+        Value t = divUI(i, idx(width));
+        Value j = remUI(i, idx(width));
+        Value id = indexCast(readAt(o.getIds(), t));
+        writeF32(o.getResult(), i,
+                 readF32(o.getTable(), addI(mulI(id, idx(width)), j)));
+      });
+      launches.add(f.func.getName(), ceilDiv(total, kWholeThreads),
+                   kWholeThreads);
+    } else if (auto o = dyn_cast<graph::EmbeddingGradOp>(op)) {
+      // d_table = accumulators + scatter-addF(dy): the accumulating adds
+      // that fusion folds in (a tied LM head's gradient, say) give the
+      // starting value.
+      Value out = o.getResult();
+      SmallVector<Value> inits;
+      while (!yielded(out)) {
+        auto user = out.hasOneUse() ? dyn_cast<graph::AddOp>(*out.user_begin())
+                                    : graph::AddOp();
+        if (!user)
+          return o.emitOpError("result must be a kernel result or be added "
+                               "to one"),
+                 failure();
+        Value init = user.getLhs() == out ? user.getRhs() : user.getLhs();
+        if (!isa<BlockArgument>(init))
+          return o.emitOpError("is added to a value computed in the kernel"),
+                 failure();
+        inits.push_back(init);
+        out = user.getResult();
+        done.insert(user);
+      }
+      if (!elementType(out).isF32())
+        return o.emitOpError("needs an f32 table gradient (atomic adds)"),
+               failure();
+      int64_t total = numElements(out.getType());
+      {
+        Func f = begin(mod, name + "_init", kWholeThreads);
+        Value i = addI(mulI(f.block, idx(kWholeThreads)), f.tid);
+        ifThen(cmpI(arith::CmpIPredicate::ult, i, idx(total)), [&] {
+          Value x = f32c(0);
+          for (Value init : inits)
+            x = addF(x, readF32(init, i));
+          writeF32(out, i, x);
+        });
+        launches.add(f.func.getName(), ceilDiv(total, kWholeThreads),
+                     kWholeThreads);
+      }
+      int64_t tokens = numElements(o.getIds().getType());
+      int64_t width = rowsOf(out).second;
+      b.setInsertionPointToEnd(mod.getBody());
+      Func f = begin(mod, name, kWholeThreads);
+      Value i = addI(mulI(f.block, idx(kWholeThreads)), f.tid);
+      ifThen(cmpI(arith::CmpIPredicate::ult, i, idx(tokens * width)), [&] {
+        Value t = divUI(i, idx(width));
+        Value j = remUI(i, idx(width));
+        Value id = indexCast(readAt(o.getIds(), t));
+        atomicAddF(readF32(o.getGrad(), i), mem(out),
+                   addI(mulI(id, idx(width)), j));
+      });
+      launches.add(f.func.getName(), ceilDiv(tokens * width, kWholeThreads),
+                   kWholeThreads);
+    } else if (auto o = dyn_cast<graph::GlobalNormOp>(op)) {
+      // Per-block partial sums of squares, then one block adds them in
+      // order: deterministic.
+      int64_t chunk = kWholeThreads * kVec;
+      SmallVector<int64_t> starts;
+      int64_t blocks = 0;
+      for (Value in : o->getOperands()) {
+        starts.push_back(blocks);
+        blocks += ceilDiv(numElements(in.getType()), chunk);
+      }
+      {
+        Func f = begin(mod, name + "_partial", kWholeThreads);
+        Value partial = f32c(0);
+        // Dispatch on the block's tensor: a chain of ifs on block ranges.
+        for (auto [k, in] : llvm::enumerate(o->getOperands())) {
+          int64_t len = numElements(in.getType());
+          Value lo = idx(starts[k]), hi = idx(starts[k] + ceilDiv(len, chunk));
+          Value mine = andI(cmpI(arith::CmpIPredicate::uge, f.block, lo),
+                            cmpI(arith::CmpIPredicate::ult, f.block, hi));
+          auto ifOp = scf::IfOp::create(b, loc, TypeRange{f32}, mine, true);
+          {
+            OpBuilder::InsertionGuard g(b);
+            b.setInsertionPointToStart(ifOp.thenBlock());
+            Value base = mulI(subI(f.block, lo), idx(chunk));
+            Value s = f32c(0);
+            for (int64_t e = 0; e < kVec; ++e) {
+              Value at = addI(base, addI(f.tid, idx(e * kWholeThreads)));
+              Value ok = cmpI(arith::CmpIPredicate::ult, at, idx(len));
+              Value safe = select(ok, at, idx(0));
+              Value x = readF32(in, safe);
+              s = addF(s, select(ok, mulF(x, x), f32c(0)));
+            }
+            scf::YieldOp::create(b, loc, ValueRange{s});
+            b.setInsertionPointToStart(ifOp.elseBlock());
+            scf::YieldOp::create(b, loc, ValueRange{f32c(0)});
+          }
+          partial = addF(partial, ifOp.getResult(0));
+        }
+        Value sum = blockReduce(f, partial, false);
+        ifThen(thread0(f), [&] { store(sum, workspace, f.block); });
+        launches.add(f.func.getName(), blocks, kWholeThreads);
+      }
+      b.setInsertionPointToEnd(mod.getBody());
+      Func f = begin(mod, name, kWholeThreads);
+      Value total = stride(f, blocks, f32c(0), false,
+                           [&](Value i) { return load(workspace, i); });
+      ifThen(thread0(f), [&] {
+        writeF32(o.getResult(), idx(0),
+                 mulF(f32c(o.getScale().convertToDouble()), sqrt(total)));
+      });
+      launches.add(f.func.getName(), 1, kWholeThreads);
+    } else if (auto o = dyn_cast<graph::CrossEntropyOp>(op)) {
+      auto [rows, width] = rowsOf(o.getLogits());
+      {
+        // A block per token: max, then the sum of exponentials, streamed
+        // over the vocabulary row.
+        Func f = begin(mod, name + "_rows", kWholeThreads);
+        Value rowStart = mulI(f.block, idx(width));
+        auto z = [&](Value j) {
+          return readF32(o.getLogits(), addI(rowStart, j));
+        };
+        Value mx = stride(f, width, f32c(-INFINITY), true, z);
+        Value sum = stride(f, width, f32c(0), false,
+                           [&](Value j) { return exp(subF(z(j), mx)); });
+        ifThen(thread0(f), [&] {
+          Value m = readF32(o.getLossMask(), f.block);
+          Value keep = cmpF(arith::CmpFPredicate::UNE, m, f32c(0));
+          Value label = indexCast(readAt(o.getLabels(), f.block));
+          Value inRow = cmpI(arith::CmpIPredicate::ult, label, idx(width));
+          Value safe = select(inRow, label, idx(0));
+          Value nll = subF(addF(mx, log(sum)), z(safe));
+          Value term = select(keep, mulF(nll, m), f32c(0));
+          store(term, workspace, f.block);
+          store(m, workspace, addI(f.block, idx(rows)));
+        });
+        launches.add(f.func.getName(), rows, kWholeThreads);
+      }
+      b.setInsertionPointToEnd(mod.getBody());
+      Func f = begin(mod, name, kWholeThreads);
+      Value total = stride(f, rows, f32c(0), false,
+                           [&](Value i) { return load(workspace, i); });
+      Value count = stride(f, rows, f32c(0), false, [&](Value i) {
+        return load(workspace, addI(i, idx(rows)));
+      });
+      ifThen(thread0(f), [&] {
+        writeF32(o.getLoss(), idx(0), divF(total, maximumF(count, f32c(1))));
+      });
+      launches.add(f.func.getName(), 1, kWholeThreads);
+    } else if (auto o = dyn_cast<graph::CrossEntropyGradOp>(op)) {
+      if (!yielded(o.getResult()))
+        return o.emitOpError("result must be a kernel result"), failure();
+      auto [rows, width] = rowsOf(o.getLogits());
+      {
+        Func f = begin(mod, name + "_count", kWholeThreads);
+        Value count = stride(f, rows, f32c(0), false, [&](Value i) {
+          return readF32(o.getLossMask(), i);
+        });
+        ifThen(thread0(f), [&] { store(count, workspace, idx(0)); });
+        launches.add(f.func.getName(), 1, kWholeThreads);
+      }
+      b.setInsertionPointToEnd(mod.getBody());
+      Func f = begin(mod, name, kWholeThreads);
+      Value rowStart = mulI(f.block, idx(width));
+      auto z = [&](Value j) {
+        return readF32(o.getLogits(), addI(rowStart, j));
+      };
+      Value m = readF32(o.getLossMask(), f.block);
+      Value norm = divF(readF32(o.getGrad(), idx(0)),
+                        maximumF(load(workspace, idx(0)), f32c(1)));
+      Value scale = mulF(norm, m);
+      Value mx = stride(f, width, f32c(-INFINITY), true, z);
+      Value sum = stride(f, width, f32c(0), false,
+                         [&](Value j) { return exp(subF(z(j), mx)); });
+      Value lse = addF(mx, log(sum));
+      Value label = indexCast(readAt(o.getLabels(), f.block));
+      Value keep = cmpF(arith::CmpFPredicate::UNE, m, f32c(0));
+      scf::ForOp::create(b, loc, f.tid, idx(width), idx(kWholeThreads),
+                         ValueRange{},
+                         [&](OpBuilder &, Location, Value j, ValueRange) {
+                           Value p = mulF(scale, exp(subF(z(j), lse)));
+                           Value isLabel =
+                               cmpI(arith::CmpIPredicate::eq, j, label);
+                           Value g = select(isLabel, subF(p, scale), p);
+                           // Masked tokens get zeros, as the interpreter leaves
+                           // them.
+                           g = select(keep, g, f32c(0));
+                           writeF32(o.getResult(), addI(rowStart, j), g);
+                           scf::YieldOp::create(b, loc);
+                         });
+      launches.add(f.func.getName(), rows, kWholeThreads);
+    } else {
+      return op->emitOpError("has no GPU lowering in octet-fused-to-gpu"),
+             failure();
+    }
+  }
+  if (!scalarList.empty())
+    return scalarOps(mod, sym, scalarList, launches);
+  return success();
+}
+
+} // namespace
+
+FailureOr<int64_t> buildWholeOpKernels(kernel::FusedOp fused, OpBuilder &b,
+                                       gpu::GPUModuleOp mod, StringRef sym,
+                                       LaunchList &launches) {
+  WholeOpBuilder builder(fused, b);
+  if (failed(builder.build(mod, sym, launches)))
+    return failure();
+  return builder.workspaceFloats() * 4;
+}
+
+} // namespace octet::codegen

@@ -1,0 +1,173 @@
+#include "tools/octet/CompileSpec.h"
+
+#include "bundle/Bundle.h"
+#include "compiler/Emit/EmitBundle.h"
+#include "dialects/graph/GraphDialect.h"
+#include "frontends/GraphImporter.h"
+#include "hf/HfConfig.h"
+#include "spec/SpecReader.h"
+
+#include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+
+using namespace mlir;
+
+namespace octet {
+namespace {
+
+// What the host loop needs. Model FLOPs per token count 6 per weight
+// element of every linear (forward and both backward GEMMs) plus causal
+// attention's 6·L·H·Dh·S (half of the full QKᵀ and PV products, times
+// three passes).
+bundle::Schedule scheduleOf(ModuleOp module, const spec::Spec &spec) {
+  const spec::ModelSpec &m = spec.model();
+  const spec::TrainSpec &t = spec.train();
+  bundle::Schedule s;
+  s.set_micro_batch_size(t.micro_batch_size());
+  s.set_seq_len(t.seq_len());
+  s.set_grad_accum_steps(
+      t.has_global_batch_size() && t.micro_batch_size() > 0
+          ? std::max<int64_t>(1, t.global_batch_size() / t.micro_batch_size())
+          : 1);
+  s.set_steps(t.steps());
+  s.set_vocab_size(m.vocab_size());
+  s.set_eval_interval(t.eval_interval());
+  s.set_log_interval(t.log_interval());
+  s.set_checkpoint_interval(t.checkpoint_interval());
+  s.set_seed(static_cast<uint64_t>(t.seed()));
+  s.set_lr(t.optimizer().lr());
+  s.set_min_lr_ratio(t.optimizer().min_lr_ratio());
+  s.set_warmup_steps(t.optimizer().warmup_steps());
+  double weights = 0;
+  module.walk([&](graph::VariableOp var) {
+    // A tied embedding table is also the LM head's weight: its lookup is
+    // no matmul, but the head's GEMM is.
+    if (var.getKind() == "weight" ||
+        (var.getKind() == "embedding" && m.tie_word_embeddings()))
+      weights += static_cast<double>(var.getTensorType().getNumElements());
+  });
+  int64_t headDim = m.has_head_dim() ? m.head_dim()
+                                     : m.hidden_size() / std::max<int64_t>(
+                                                             1, m.num_heads());
+  s.set_flops_per_token(6 * weights + 6.0 * m.num_layers() * m.num_heads() *
+                                          headDim * t.seq_len());
+  return s;
+}
+
+StatusOr<std::string> readText(const std::string &path) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+  if (!buffer)
+    return Status::error(path + ": cannot read: " +
+                         buffer.getError().message());
+  return (*buffer)->getBuffer().str();
+}
+
+} // namespace
+
+StatusOr<spec::Spec> loadSpecSource(const SpecSource &source) {
+  spec::RunSettings run;
+  run.steps = source.steps;
+  if (!llvm::StringRef(source.spec).ends_with(".json")) {
+    if (!source.trainSpec.empty())
+      return Status::error(source.spec + ": --train-spec applies to an HF "
+                                         "config.json; a .pbtxt spec carries "
+                                         "its own train block");
+    return spec::loadSpecFile(source.spec, nullptr, run);
+  }
+  StatusOr<spec::ModelSpec> model = hf::readHfConfigFile(source.spec);
+  if (!model)
+    return model.status();
+  if (!source.trainSpec.empty())
+    return spec::loadSpecFile(source.trainSpec, &*model, run);
+  spec::Spec combined;
+  *combined.mutable_model() = *model;
+  StatusOr<spec::Spec> resolved = spec::resolveSpec(std::move(combined), run);
+  if (!resolved)
+    return resolved.status().withContext(source.spec +
+                                         " (default train settings)");
+  return resolved;
+}
+
+StatusOr<OwningOpRef<ModuleOp>> compileSpec(
+    MLIRContext &context, const spec::Spec &spec, const std::string &specName,
+    llvm::function_ref<void(const CompileStage &, ModuleOp)> afterStage) {
+  auto module = importForwardGraph(context, spec);
+  if (!module)
+    return module.status().withContext(specName);
+  TrainingPipelineOptions options = trainingOptionsFromSpec(spec);
+  for (const CompileStage &stage : compileStages()) {
+    if (stage.addPasses) {
+      PassManager pm(&context);
+      stage.addPasses(pm, options);
+      if (failed(pm.run(**module)))
+        return Status::error(specName + ": stage " + stage.name +
+                             " failed (see the diagnostics above)");
+    }
+    if (afterStage)
+      afterStage(stage, **module);
+  }
+  return std::move(*module);
+}
+
+Status writeBundleFile(ModuleOp module, const SpecSource &source,
+                       const spec::Spec &spec, const std::string &output) {
+  emit::BuildSource build;
+  StatusOr<std::string> specText = readText(source.spec);
+  if (!specText)
+    return specText.status();
+  build.specText = *specText;
+  bool hf = llvm::StringRef(source.spec).ends_with(".json");
+  build.specFormat = hf ? "hf-config" : "pbtxt";
+  if (!source.trainSpec.empty()) {
+    StatusOr<std::string> train = readText(source.trainSpec);
+    if (!train)
+      return train.status();
+    build.trainSpecText = *train;
+  }
+  build.modelName = spec.model().architecture();
+  build.options.push_back({"stages", stageNames()});
+  build.schedule = scheduleOf(module, spec);
+  // Codegen rewrites what it compiles; the kernel IR stays as it is for
+  // --emit-ptx, the summary and the interpreter.
+  OwningOpRef<ModuleOp> copy = module.clone();
+  FailureOr<bundle::Bundle> b = emit::compileBundle(*copy, build);
+  if (failed(b))
+    return Status::error(source.spec +
+                         ": bundle emission failed (see the diagnostics above)");
+  int missing = 0;
+  std::string named;
+  for (const bundle::Kernel &k : b->kernels())
+    if (k.missing_code() && missing++ < 4)
+      named += (named.empty() ? "" : ", ") + k.symbol();
+  if (missing)
+    llvm::errs() << output << ": " << missing
+                 << " kernels have no GPU code yet (" << named
+                 << (missing > 4 ? ", ..." : "")
+                 << "); `octet inspect` lists them with the reason, and "
+                    "octet-run refuses the bundle until they have\n";
+  if (Status st = bundle::validate(*b); !st)
+    return st.withContext(output + " (the bundle the compiler built)");
+  return bundle::writeBundle(*b, output);
+}
+
+int64_t countParameters(ModuleOp module) {
+  int64_t total = 0;
+  module.walk([&](graph::VariableOp var) {
+    if (var.isTrainable())
+      total += var.getTensorType().getNumElements();
+  });
+  return total;
+}
+
+std::string stageNames() {
+  std::string out;
+  for (const CompileStage &s : compileStages())
+    out += std::string(out.empty() ? "" : ", ") + s.name;
+  return out;
+}
+
+} // namespace octet
