@@ -109,10 +109,14 @@ private:
   // "usage: octet compile SPEC [--train-spec FILE] ...", wrapped under the
   // first item.
   static std::string usage(const CLI::App &app) {
-    std::vector<std::string> items;
+    // Positionals shown as "-- COMMAND..." (what follows -- is not the
+    // tool's own) come after the options.
+    std::vector<std::string> items, afterDashDash;
     for (const CLI::Option *o : app.get_options(
-             [](const CLI::Option *o) { return o->get_positional(); }))
-      items.push_back(positionalName(*o));
+             [](const CLI::Option *o) { return o->get_positional(); })) {
+      std::string name = positionalName(*o);
+      (name.rfind("-- ", 0) == 0 ? afterDashDash : items).push_back(name);
+    }
     if (!commandsOf(app).empty())
       items.push_back("<command> [options]");
     for (const CLI::Option *o : app.get_options([&](const CLI::Option *o) {
@@ -120,6 +124,7 @@ private:
                   o != app.get_help_ptr() && o != app.get_version_ptr();
          }))
       items.push_back(usageItem(*o));
+    items.insert(items.end(), afterDashDash.begin(), afterDashDash.end());
     std::string head = "usage: " + commandName(app);
     std::string out = head, line = head;
     for (const std::string &item : items) {

@@ -324,6 +324,29 @@ void defineInspect(CLI::App &app, InspectOptions &o,
                 "and DIR/<module>.cubin where the bundle has one");
 }
 
+void defineLaunch(CLI::App &app, LaunchCommandOptions &o) {
+  cli::configure(
+      app,
+      {"run a command as N ranks on this host, as torchrun does",
+       "Starts N processes of COMMAND, each with RANK, WORLD_SIZE,\n"
+       "LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR=127.0.0.1 and MASTER_PORT\n"
+       "set (and NCCL_NVLS_ENABLE=0), and prefixes every line a rank prints\n"
+       "with \"[rank R] \". The first rank to fail decides the exit status\n"
+       "and the message; the others get --grace seconds to end on their\n"
+       "own, then SIGTERM, then SIGKILL.",
+       "example: octet launch --gpus 2 -- octet-run model.octet --steps 10"});
+  cli::required(cli::addCount(app, "--gpus", o.gpus, 1,
+                              "ranks to start, one per GPU", 1024));
+  cli::addCount(app, "--port", o.port, 1,
+                "MASTER_PORT (default: a free port)", 65535);
+  cli::addCount(app, "--grace", o.graceSeconds, 0,
+                "seconds the other ranks get after a failure\n"
+                "(default 30)");
+  cli::addPositionals(app, "COMMAND", o.command,
+                      "what each rank runs, with its arguments")
+      ->option_text("-- COMMAND...");
+}
+
 void definePreprocess(CLI::App &app, data::PreprocessOptions &o) {
   cli::configure(
       app,
@@ -428,6 +451,8 @@ cli::Outcome parseOctetCommandLine(const std::vector<std::string> &args,
   defineInspect(*inspect, out.inspect, bundles);
   CLI::App *golden = app.add_subcommand("golden");
   defineGolden(*golden, out.golden, goldenSpecs);
+  CLI::App *launch = app.add_subcommand("launch");
+  defineLaunch(*launch, out.launch);
   CLI::App *data = app.add_subcommand("data");
   cli::configure(*data, {"prepare and inspect training data", "", ""});
   data->require_subcommand(1);
@@ -462,6 +487,15 @@ cli::Outcome parseOctetCommandLine(const std::vector<std::string> &args,
   if (golden->parsed()) {
     out.command = "golden";
     return finishGolden(*golden, out.golden, goldenSpecs);
+  }
+  if (launch->parsed()) {
+    out.command = "launch";
+    if (out.launch.gpus < 1)
+      return usageError(*launch, "missing --gpus N (the number of ranks)");
+    if (out.launch.command.empty())
+      return usageError(*launch, "missing COMMAND: name what each rank runs "
+                                 "after --, e.g. -- octet-run model.octet");
+    return outcome;
   }
   if (preprocess->parsed()) {
     out.command = "data preprocess";

@@ -72,6 +72,13 @@ struct InspectOptions {
   bool allSlots = false;
 };
 
+struct LaunchCommandOptions {
+  int gpus = 0;
+  int port = 0;      // 0: a free port
+  int graceSeconds = 30;
+  std::vector<std::string> command; // what each rank runs
+};
+
 struct DataInspectOptions {
   std::string prefix, tokenizer;
   int64_t show = 1;
@@ -79,7 +86,7 @@ struct DataInspectOptions {
 
 // The command named on the command line, with its options filled.
 struct OctetCommandLine {
-  // "compile", "train", "golden", "export-hf", "inspect",
+  // "compile", "train", "golden", "export-hf", "inspect", "launch",
   // "data preprocess" or "data inspect".
   std::string command;
   CompileOptions compile;
@@ -87,6 +94,7 @@ struct OctetCommandLine {
   GoldenOptions golden;
   ExportHfOptions exportHf;
   InspectOptions inspect;
+  LaunchCommandOptions launch;
   data::PreprocessOptions preprocess;
   DataInspectOptions dataInspect;
 };

@@ -32,6 +32,9 @@ int runExportHfCommand(const ExportHfOptions &opts);
 // tools/octet/InspectCommand.cpp: what a .octet bundle holds.
 int runInspectCommand(const InspectOptions &opts);
 
+// tools/octet/LaunchCommand.cpp: a command as N ranks on this host.
+int runLaunchCommand(const LaunchCommandOptions &opts);
+
 // tools/octet/GoldenCommand.cpp: the reference interpreter's first steps of
 // a compiled bundle, for octet-run --golden.
 int runGoldenCommand(const GoldenOptions &opts);

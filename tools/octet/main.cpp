@@ -22,6 +22,8 @@ int main(int argc, char **argv) {
     return octet::runExportHfCommand(commandLine.exportHf);
   if (command == "inspect")
     return octet::runInspectCommand(commandLine.inspect);
+  if (command == "launch")
+    return octet::runLaunchCommand(commandLine.launch);
   if (command == "golden")
     return octet::runGoldenCommand(commandLine.golden);
   if (command == "data preprocess")

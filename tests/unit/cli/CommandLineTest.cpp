@@ -423,6 +423,28 @@ TEST(CommandLine, OctetRunLooksForItsFilesBeforeTheGpu) {
             "--init-from /nonexistent: no such file or directory");
 }
 
+// Everything after -- is the ranks' command, its own flags included; the
+// launcher's options come before it.
+TEST(CommandLine, LaunchTakesTheRanksCommandAfterDashDash) {
+  OctetCommandLine out;
+  ASSERT_TRUE(parseOctet({"launch", "--gpus=2", "--grace", "5", "--",
+                          "octet-run", "m.octet", "--steps", "5"},
+                         out)
+                  .shouldRun());
+  EXPECT_EQ(out.command, "launch");
+  EXPECT_EQ(out.launch.gpus, 2);
+  EXPECT_EQ(out.launch.graceSeconds, 5);
+  EXPECT_EQ(out.launch.port, 0);
+  EXPECT_EQ(out.launch.command,
+            (std::vector<std::string>{"octet-run", "m.octet", "--steps", "5"}));
+  expectUsageError(octet({"launch", "--", "true"}), "octet launch",
+                   "--gpus");
+  expectUsageError(octet({"launch", "--gpus", "0", "--", "true"}),
+                   "octet launch", "--gpus");
+  expectUsageError(octet({"launch", "--gpus", "2"}), "octet launch",
+                   "missing COMMAND");
+}
+
 // README.md's "Command line" section shows each tool's usage lines as the
 // tool prints them (the first paragraph of --help).
 TEST(CommandLine, ReadmeShowsEveryToolsUsage) {
@@ -437,7 +459,8 @@ TEST(CommandLine, ReadmeShowsEveryToolsUsage) {
        {octet({"compile", "--help"}), octet({"train", "--help"}),
         octet({"export-hf", "--help"}), octet({"data", "preprocess", "--help"}),
         octet({"data", "inspect", "--help"}), octet({"inspect", "--help"}),
-        octet({"golden", "--help"}), octetRun({"--help"}),
+        octet({"golden", "--help"}), octet({"launch", "--help"}),
+        octetRun({"--help"}),
         octetProfile({"--help"})}) {
     std::string usage = help.text().substr(0, help.text().find("\n\n") + 1);
     EXPECT_NE(readme.find("\n" + usage), std::string::npos)
