@@ -260,22 +260,26 @@ Communicator::split(SplitKey key, const CommOptions &options) {
     result = nccl_.api().commSplit(comm_, key.color, key.key, &child->comm_,
                                    &config);
   }
-  if (key.color == NCCL_SPLIT_NOCOLOR) {
-    // In no group of this kind: the split is still collective over this
-    // communicator, whose state tells when it is done.
-    OCTET_RETURN_IF_ERROR(settle(result, "ncclCommSplit", __FILE__, __LINE__,
-                                 options.initTimeout));
-    return std::unique_ptr<Communicator>();
-  }
+  // The split is collective over this communicator, which may not be used
+  // again before it completes; and NCCL writes the child's handle only then
+  // (since 2.23: *newcomm stays null while the parent is ncclInProgress).
+  // The call's ncclSuccess means taken, not done: the parent's own state
+  // says when it is done.
+  OCTET_RETURN_IF_ERROR(settle(result == ncclSuccess ? ncclInProgress : result,
+                               "ncclCommSplit", __FILE__, __LINE__,
+                               options.initTimeout));
+  if (key.color == NCCL_SPLIT_NOCOLOR)
+    return std::unique_ptr<Communicator>(); // in no group of this kind
   if (!child->comm_)
-    return ncclError(result == ncclSuccess ? ncclInternalError : result,
-                     "ncclCommSplit", __FILE__, __LINE__)
+    return ncclError(ncclInternalError, "ncclCommSplit", __FILE__, __LINE__)
         .withContext(describe() + " gave no communicator '" + options.name +
-                     "'");
+                     "' although the split completed");
   child->rank_ = key.key;
   child->size_ = 0;
-  OCTET_RETURN_IF_ERROR(child->settle(result, "ncclCommSplit", __FILE__,
-                                      __LINE__, options.initTimeout));
+  // The child may still be setting up its connections.
+  OCTET_RETURN_IF_ERROR(child->settle(ncclInProgress, "ncclCommSplit",
+                                      __FILE__, __LINE__,
+                                      options.initTimeout));
   std::lock_guard<std::mutex> lock(child->mutex_);
   OCTET_CHECK_NCCL(nccl_.api().commCount(child->comm_, &child->size_));
   OCTET_CHECK_NCCL(nccl_.api().commUserRank(child->comm_, &child->rank_));
