@@ -243,7 +243,7 @@ struct LowerToKernel
     return success();
   }
 
-  // The optimizer reads every gradient accumulator once; summing them over
+  // The optimizer reads every gradient accumulator once; averaging them over
   // the data-parallel ranks is one bucketed all-reduce before the first use.
   void insertGradientAllReduce(func::FuncOp func) {
     Block &body = func.getBody().front();
@@ -272,9 +272,12 @@ struct LowerToKernel
       types.push_back(load.getType());
     }
     b.setInsertionPointAfter(loads.front());
+    // Each rank's accumulators hold the mean over its own microbatches
+    // (autodiff scales by 1 / microbatches per rank); the mean over the
+    // ranks is then the global batch's.
     auto all = kernel::CollectiveOp::create(
         b, func.getLoc(), types, values, "all_reduce", "data", dataParallel,
-        "sum");
+        "avg");
     all->setAttr("layer", b.getI64IntegerAttr(-1));
     all->setAttr("section", b.getStringAttr("optimizer"));
     for (auto [load, reduced] : llvm::zip(loads, all.getResults()))
