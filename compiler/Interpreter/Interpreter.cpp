@@ -1,5 +1,6 @@
 #include "compiler/Interpreter/Interpreter.h"
 
+#include "compiler/Interpreter/Collectives.h"
 #include "compiler/Interpreter/Fp8Ops.h"
 #include "support/InitDraws.h"
 #include "support/LrSchedule.h"
@@ -146,8 +147,8 @@ llvm::Expected<std::vector<int64_t>> documentIds(Operation *op,
 
 class Frame : public ExecContext {
 public:
-  Frame(VariableStore &vars, const OpObserver &observer)
-      : vars_(vars), observer_(observer) {}
+  Frame(VariableStore &vars, const OpObserver &observer, const RankSlot &rank)
+      : vars_(vars), observer_(observer), rank_(rank) {}
   const Tensor &operand(Operation *op, unsigned index) override {
     return values_.find(op->getOperand(index))->second;
   }
@@ -172,6 +173,8 @@ public:
   VariableStore &variables() override { return vars_; }
   // Watches the ops of nested regions (kernel.fused bodies) too.
   const OpObserver &observer() const { return observer_; }
+  // Which rank this is, and where its collectives meet the others'.
+  const RankSlot &rank() const { return rank_; }
   llvm::DenseMap<Value, Tensor> values_;
   // The values whose last use is the op being executed, when handlers may
   // take them (not while an observer still wants to see the operands).
@@ -180,6 +183,7 @@ public:
 private:
   VariableStore &vars_;
   const OpObserver &observer_;
+  const RankSlot &rank_;
 };
 
 // Runs the ops of `body` with its arguments bound to `args` and returns the
@@ -187,7 +191,8 @@ private:
 llvm::Expected<std::vector<Tensor>> runBlock(Block &body,
                                              std::vector<Tensor> args,
                                              VariableStore &variables,
-                                             const OpObserver &observer);
+                                             const OpObserver &observer,
+                                             const RankSlot &rank);
 
 // A fresh float tensor of `result`'s type.
 Tensor like(Value result) {
@@ -879,7 +884,8 @@ llvm::Error kernelFused(kernel::FusedOp op, Frame &f) {
   for (unsigned i = 0; i < op->getNumOperands(); ++i)
     args.push_back(f.takeOperand(op, i));
   auto results =
-      runBlock(op.getBodyBlock(), std::move(args), f.variables(), f.observer());
+      runBlock(op.getBodyBlock(), std::move(args), f.variables(), f.observer(),
+               f.rank());
   if (!results)
     return results.takeError();
   // The yielded values are the results' types (the verifier says so) and
@@ -889,14 +895,33 @@ llvm::Error kernelFused(kernel::FusedOp op, Frame &f) {
   return llvm::Error::success();
 }
 
-// The interpreter is one rank: a group of one is the identity.
+// A group of one is the identity; a larger one meets the other ranks'
+// interpreters (Collectives.h).
 llvm::Error kernelCollective(kernel::CollectiveOp op, Frame &f) {
-  if (op.getGroupSize() != 1)
-    return errorAt(op, "the interpreter runs one rank; a group of " +
-                           llvm::Twine(op.getGroupSize()) +
-                           " ranks needs the runtime");
+  if (op.getGroupSize() == 1) {
+    for (unsigned i = 0; i < op->getNumOperands(); ++i)
+      f.setResult(op, i, f.operand(op, i));
+    return llvm::Error::success();
+  }
+  if (!f.rank().exchange)
+    return errorAt(op, "a collective over " + llvm::Twine(op.getGroupSize()) +
+                           " ranks: run every rank's interpreter with a "
+                           "RankExchange (setRank), as octet train --cpu "
+                           "does for train.parallel");
+  CollectiveCall call{op.getKind().str(), op.getGroup().str(),
+                      int64_t(op.getGroupSize()), op.getReduction().str(),
+                      ""};
+  llvm::raw_string_ostream where(call.where);
+  op->getLoc().print(where);
+  std::vector<Tensor> inputs;
   for (unsigned i = 0; i < op->getNumOperands(); ++i)
-    f.setResult(op, i, f.operand(op, i));
+    inputs.push_back(f.operand(op, i));
+  StatusOr<std::vector<Tensor>> results =
+      f.rank().exchange->collective(f.rank().rank, call, std::move(inputs));
+  if (!results)
+    return errorAt(op, results.status().message());
+  for (auto [i, t] : llvm::enumerate(*results))
+    f.setResult(op, i, std::move(t));
   return llvm::Error::success();
 }
 
@@ -1060,8 +1085,9 @@ void recordProfile(llvm::StringRef name, double seconds) {
 llvm::Expected<std::vector<Tensor>> runBlock(Block &body,
                                              std::vector<Tensor> args,
                                              VariableStore &variables,
-                                             const OpObserver &observer) {
-  Frame frame(variables, observer);
+                                             const OpObserver &observer,
+                                             const RankSlot &rank) {
+  Frame frame(variables, observer, rank);
   for (unsigned i = 0; i < args.size(); ++i)
     if (!body.getArgument(i).use_empty())
       frame.values_[body.getArgument(i)] = std::move(args[i]);
@@ -1227,7 +1253,7 @@ Interpreter::run(llvm::StringRef name, std::vector<Tensor> args,
                   dtypeName(args[i].dtype()));
   }
   return runBlock(func.getBody().front(), std::move(args), variables,
-                  observer_);
+                  observer_, rank_);
 }
 
 } // namespace octet::interp

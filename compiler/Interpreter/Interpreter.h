@@ -75,11 +75,22 @@ public:
 // statistics).
 using OpObserver = std::function<void(mlir::Operation *op, ExecContext &ctx)>;
 
+class RankExchange;
+
+// The rank an interpreter runs and the exchange where its collectives meet
+// the other ranks' (compiler/Interpreter/Collectives.h). Without one, a
+// collective over more than one rank is an error.
+struct RankSlot {
+  RankExchange *exchange = nullptr;
+  int rank = 0;
+};
+
 class Interpreter {
 public:
   explicit Interpreter(mlir::ModuleOp module) : module_(module) {}
 
   void setOpObserver(OpObserver observer) { observer_ = std::move(observer); }
+  void setRank(RankExchange &exchange, int rank) { rank_ = {&exchange, rank}; }
 
   // Runs the function `name` with `args` and returns its results. Errors name
   // the function, the argument or the op (with its location) and what was
@@ -98,6 +109,7 @@ public:
 private:
   mlir::ModuleOp module_;
   OpObserver observer_;
+  RankSlot rank_;
 };
 
 } // namespace octet::interp

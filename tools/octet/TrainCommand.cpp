@@ -5,6 +5,7 @@
 // interpreter trains the same fused IR on the CPU (the fallback for machines
 // without a GPU, and the tiny-model check that the whole path learns).
 
+#include "compiler/Interpreter/Collectives.h"
 #include "compiler/Interpreter/Fp8Ops.h"
 #include "compiler/Interpreter/Interpreter.h"
 #include "compiler/Interpreter/Kernels.h"
@@ -211,24 +212,35 @@ int runTrainCommand(const TrainOptions &opts) {
   int64_t microbatches = pipeline.autodiff.microbatches;
   auto step = m.lookupSymbol<func::FuncOp>("train_microbatch");
 
-  interp::VariableStore vars;
+  // train.parallel.data ranks, each an interpreter with its own variables,
+  // their collectives emulated (compiler/Interpreter/Collectives.h): the
+  // program each rank runs on a GPU, checked on the CPU.
+  int64_t ranks = std::max<int64_t>(1, train.parallel().data());
+  interp::RankExchange exchange(interp::RankLayout{ranks, 1, 1});
+  std::vector<interp::VariableStore> vars(1);
   std::optional<hf::HfLoadSummary> hfInit;
   if (!opts.initFrom.empty()) {
     StatusOr<hf::HfLoadSummary> loaded =
-        initFromHf(spec, opts.spec, opts.initFrom, m, vars);
+        initFromHf(spec, opts.spec, opts.initFrom, m, vars[0]);
     if (!loaded)
       return inputError(loaded.status().message());
     hfInit = *loaded;
   }
-  vars.initialize(m, static_cast<uint64_t>(train.seed()));
+  vars[0].initialize(m, static_cast<uint64_t>(train.seed()));
   int64_t params = countParameters(m);
-  interp::Interpreter interpreter(m);
+  std::vector<interp::Interpreter> interpreters(ranks, interp::Interpreter(m));
   // What the step needs run once first, after the parameters hold their
   // initial (or loaded) values: the FP8 weight casts of @fp8_weight_init.
   if (auto inits = m->getAttrOfType<ArrayAttr>("octet.init_functions"))
     for (StringRef name : inits.getAsValueRange<StringAttr>())
-      if (auto result = interpreter.run(name, {}, vars); !result)
+      if (auto result = interpreters[0].run(name, {}, vars[0]); !result)
         return inputError(llvm::toString(result.takeError()));
+  // Every rank starts from the same values (their storage is shared until
+  // a rank writes a variable).
+  vars.resize(ranks, vars[0]);
+  if (ranks > 1)
+    for (int r = 0; r < ranks; ++r)
+      interpreters[r].setRank(exchange, r);
 
   // What the interpreter rounds to: variables are f32 either way.
   std::string activations = pipeline.activations.activationDtype == "bf16"
@@ -239,11 +251,13 @@ int runTrainCommand(const TrainOptions &opts) {
                                " recipe) emulated exactly, " + activations +
                                " elsewhere"
                          : activations;
-  std::printf("octet train: %s, %lld parameters, %lld steps x %lld "
+  std::string layout =
+      ranks > 1 ? std::to_string(ranks) + " data-parallel ranks x " : "";
+  std::printf("octet train: %s, %lld parameters, %lld steps x %s%lld "
               "microbatch(es) of [%lld, %lld] tokens, %d threads, %s on the "
               "CPU\n",
               opts.spec.c_str(), (long long)params, (long long)steps,
-              (long long)microbatches, (long long)batch,
+              layout.c_str(), (long long)microbatches, (long long)batch,
               (long long)seq, interp::numThreads(), numerics.c_str());
   std::printf("data: %s\n", source.describe().c_str());
   std::fflush(stdout);
@@ -251,26 +265,28 @@ int runTrainCommand(const TrainOptions &opts) {
   using Clock = std::chrono::steady_clock;
   auto start = Clock::now();
   double firstLoss = NAN, lastLoss = NAN;
-  int64_t tokensPerStep = batch * seq * microbatches;
+  int64_t perStep = ranks * microbatches; // microbatches of the global batch
+  int64_t tokensPerStep = batch * seq * perStep;
   interp::Fp8StatsCollector fp8Stats;
+  auto ints = [](const std::vector<int32_t> &v) {
+    return std::vector<int64_t>(v.begin(), v.end());
+  };
   for (int64_t s = 1; s <= steps; ++s) {
     auto stepStart = Clock::now();
     // Statistics cost a pass over every quantized tensor: only on the steps
-    // that print them.
+    // that print them, and of rank 0's tensors.
     bool statsStep =
         opts.fp8StatsInterval > 0 && s % opts.fp8StatsInterval == 0;
-    interpreter.setOpObserver(statsStep ? fp8Stats.observer()
-                                        : interp::OpObserver());
-    double lossSum = 0;
-    for (int64_t micro = 0; micro < microbatches; ++micro) {
+    interpreters[0].setOpObserver(statsStep ? fp8Stats.observer()
+                                            : interp::OpObserver());
+    // The batches are read here, in order: rank r's microbatch j is
+    // microbatch r·M + j of the global batch, so the ranks together train
+    // on what one rank would.
+    std::vector<std::vector<std::vector<interp::Tensor>>> stepArgs(ranks);
+    for (int64_t k = 0; k < perStep; ++k) {
       data::PackedBatch packed;
-      if (Status st = source.next(
-              uint64_t((s - 1) * microbatches + micro), packed);
-          !st)
+      if (Status st = source.next(uint64_t((s - 1) * perStep + k), packed); !st)
         return inputError(st.message());
-      auto ints = [&](const std::vector<int32_t> &v) {
-        return std::vector<int64_t>(v.begin(), v.end());
-      };
       std::vector<interp::Tensor> args = {
           interp::Tensor::fromInts({batch, seq}, ints(packed.inputs)),
           interp::Tensor::fromInts({batch, seq}, ints(packed.targets)),
@@ -288,26 +304,43 @@ int runTrainCommand(const TrainOptions &opts) {
       for (unsigned i = 0; i < args.size(); ++i)
         if (!checkBatchTensor(step, i, args[i], error))
           return inputError(error);
-      auto result = interpreter.run("train_microbatch", args, vars);
-      if (!result)
-        return inputError(llvm::toString(result.takeError()));
-      double loss = (*result)[0].item();
-      if (!std::isfinite(loss)) {
-        std::fprintf(stderr,
-                     "octet train: stopped: the loss (tensor 'loss' of "
-                     "@train_microbatch) is %f at step %lld, microbatch "
-                     "%lld; the parameters are those after step %lld. Lower "
-                     "train.optimizer.lr or train.grad_clip, or check the "
-                     "data.\n",
-                     loss, (long long)s, (long long)micro, (long long)(s - 1));
-        return 1;
-      }
-      lossSum += loss;
+      stepArgs[k / microbatches].push_back(std::move(args));
     }
-    auto result = interpreter.run("optimizer_step", {}, vars);
-    if (!result)
-      return inputError(llvm::toString(result.takeError()));
-    double gradNorm = (*result)[0].item(), lr = (*result)[1].item();
+    std::vector<double> lossSums(ranks, 0.0);
+    std::vector<double> gradNorms(ranks, 0.0), lrs(ranks, 0.0);
+    Status ran = interp::runRanks(exchange, [&](int r) -> Status {
+      for (int64_t micro = 0; micro < microbatches; ++micro) {
+        auto result = interpreters[r].run(
+            "train_microbatch", std::move(stepArgs[r][micro]), vars[r]);
+        if (!result)
+          return Status::error(llvm::toString(result.takeError()));
+        double loss = (*result)[0].item();
+        if (!std::isfinite(loss))
+          return Status::error(
+              "the loss (tensor 'loss' of @train_microbatch) is " +
+              std::to_string(loss) + " at step " + std::to_string(s) +
+              ", microbatch " + std::to_string(r * microbatches + micro) +
+              "; the parameters are those after step " +
+              std::to_string(s - 1) +
+              ". Lower train.optimizer.lr or train.grad_clip, or check the "
+              "data.");
+        lossSums[r] += loss;
+      }
+      auto result = interpreters[r].run("optimizer_step", {}, vars[r]);
+      if (!result)
+        return Status::error(llvm::toString(result.takeError()));
+      gradNorms[r] = (*result)[0].item();
+      lrs[r] = (*result)[1].item();
+      return Status::ok();
+    });
+    if (!ran) {
+      std::fprintf(stderr, "octet train: stopped: %s\n",
+                   ran.message().c_str());
+      return 1;
+    }
+    // The gradients were averaged over the ranks before the norm: every
+    // rank holds the same one.
+    double gradNorm = gradNorms[0], lr = lrs[0];
     if (!std::isfinite(gradNorm)) {
       std::fprintf(stderr,
                    "octet train: stopped: the gradient norm (grad_norm of "
@@ -316,7 +349,10 @@ int runTrainCommand(const TrainOptions &opts) {
                    gradNorm, (long long)s);
       return 1;
     }
-    double loss = lossSum / double(microbatches);
+    double lossSum = 0;
+    for (double l : lossSums)
+      lossSum += l;
+    double loss = lossSum / double(perStep);
     if (s == 1)
       firstLoss = loss;
     lastLoss = loss;
@@ -340,7 +376,7 @@ int runTrainCommand(const TrainOptions &opts) {
       exportOptions.dtypes = hfInit->dtypes;
     StatusOr<size_t> written = saveHf(
         spec, opts.initFrom.empty() ? "" : opts.initFrom + "/config.json",
-        opts.saveHf, m, vars, exportOptions);
+        opts.saveHf, m, vars[0], exportOptions);
     if (!written)
       return inputError(written.status().message());
     std::printf("saved %zu tensors as a HF checkpoint in %s\n", *written,
