@@ -17,6 +17,24 @@ namespace octet {
 
 using mlir::OpPassManager;
 
+Status checkParallelLayout(const spec::Spec &spec) {
+  const spec::Parallel &parallel = spec.train().parallel();
+  auto unsupported = [](const char *field, int64_t value, const char *what) {
+    return Status::error("train.parallel." + std::string(field) + " is " +
+                         std::to_string(value) + ": the compiler does not " +
+                         what + " yet, and a program for one rank would "
+                         "ignore it; set train.parallel." + field +
+                         " to 1 (train.parallel.data is compiled)");
+  };
+  if (parallel.tensor() > 1)
+    return unsupported("tensor", parallel.tensor(),
+                       "split layers across tensor-parallel ranks");
+  if (parallel.pipeline() > 1)
+    return unsupported("pipeline", parallel.pipeline(),
+                       "cut the model into pipeline stages");
+  return Status::ok();
+}
+
 TrainingPipelineOptions trainingOptionsFromSpec(const spec::Spec &spec) {
   const spec::TrainSpec &train = spec.train();
   const spec::AdamW &adam = train.optimizer();
@@ -233,6 +251,8 @@ void registerCompilerPipelines() {
               spec::loadSpecFile(source.spec, nullptr, run);
           if (!spec)
             return errorHandler(spec.status().message());
+          if (Status layout = checkParallelLayout(*spec); !layout)
+            return errorHandler(source.spec + ": " + layout.message());
           options = trainingOptionsFromSpec(*spec);
         }
         buildTrainingPipeline(pm, options);

@@ -14,6 +14,7 @@
 #include "compiler/Transforms/Passes.h"
 #include "compiler/Transforms/Precision.h"
 #include "spec/spec.pb.h"
+#include "support/Status.h"
 
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
@@ -43,6 +44,12 @@ struct TrainingPipelineOptions {
 // The options a resolved spec (defaults applied, checked: spec::loadSpecFile)
 // asks for. The LR schedule ends at train.steps.
 TrainingPipelineOptions trainingOptionsFromSpec(const spec::Spec &spec);
+
+// An error naming the field and the fix when the spec's train.parallel
+// asks for a layout the pipeline cannot make (tensor or pipeline
+// parallelism), rather than a program for another layout. Data
+// parallelism is compiled: the optimizer averages the ranks' gradients.
+Status checkParallelLayout(const spec::Spec &spec);
 
 // A stage of the training compile: `octet compile --dump-ir=NAME` prints the
 // IR after it.

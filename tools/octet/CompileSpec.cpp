@@ -95,6 +95,8 @@ StatusOr<spec::Spec> loadSpecSource(const SpecSource &source) {
 StatusOr<OwningOpRef<ModuleOp>> compileSpec(
     MLIRContext &context, const spec::Spec &spec, const std::string &specName,
     llvm::function_ref<void(const CompileStage &, ModuleOp)> afterStage) {
+  if (Status layout = checkParallelLayout(spec); !layout)
+    return layout.withContext(specName);
   auto module = importForwardGraph(context, spec);
   if (!module)
     return module.status().withContext(specName);
