@@ -137,8 +137,9 @@ Runtime::load(const Bundle &bundle, const RuntimeOptions &options) {
     return Status::error("RANK=" + std::to_string(rank) +
                          " but the bundle was compiled for world size " +
                          std::to_string(bundle.world_size()) +
-                         ": recompile with parallel sizes whose product is "
-                         "the number of ranks you start");
+                         ": octet-run runs one rank of a bundle of one "
+                         "rank today; start it without RANK (or with "
+                         "RANK=0)");
   rt->rank_ = rank;
   auto dev = Device::open(options.device);
   if (!dev)
@@ -423,10 +424,13 @@ StatusOr<Runtime::PreparedStep> Runtime::prepareStep(const Step &step,
     return p;
   }
   case Step::kCollective:
-    return Status::error(where + " is a collective (" + p.label +
-                         "): this octet-run is built without NCCL "
-                         "communicators (runtime/comm); run world size 1 "
-                         "bundles, or a build with collectives");
+    return Status::error(
+        where + " is a collective (" + p.label +
+        "): octet-run does not run collectives yet. A spec with "
+        "train.parallel.data > 1 compiles the data-parallel gradient "
+        "all-reduce, which `octet train SPEC --cpu` runs on the interpreter "
+        "with the ranks emulated; for one GPU, compile with "
+        "train.parallel.data: 1");
   case Step::OP_NOT_SET:
     break;
   }
