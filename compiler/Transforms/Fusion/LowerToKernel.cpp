@@ -73,6 +73,8 @@ struct LowerToKernel
         return signalPassFailure();
       if (dataParallel > 1 && func.getSymName() == "optimizer_step")
         insertGradientAllReduce(func);
+      if (dataParallel > 1 && failed(agreeOnAmaxes(func)))
+        return signalPassFailure();
     }
   }
 
@@ -240,6 +242,115 @@ struct LowerToKernel
       if (failed(result))
         return failure();
     }
+    return success();
+  }
+
+  // Every rank must derive the same FP8 scales, or the ranks' scale state
+  // drifts apart: an amax feeds a scale only after its maximum over the
+  // data-parallel ranks. Current scaling (compute_scale) uses the scale at
+  // once, so each amax gets its own all-reduce right before. Delayed
+  // scaling (scale_update) writes state the next microbatch reads, so the
+  // updates move after one bucketed all-reduce of all their amaxes.
+  LogicalResult agreeOnAmaxes(func::FuncOp func) {
+    Block &body = func.getBody().front();
+    // The kernel's operand that its one scale op reads as the amax.
+    auto amaxOperand = [](kernel::FusedOp fused) -> OpOperand * {
+      Operation *inner = nullptr;
+      for (Operation &op : fused.getBodyBlock().without_terminator())
+        if (isa<fp8::ScaleUpdateOp, fp8::ComputeScaleOp>(op))
+          inner = inner ? nullptr : &op;
+      if (!inner)
+        return nullptr;
+      Value amax = isa<fp8::ScaleUpdateOp>(inner)
+                       ? cast<fp8::ScaleUpdateOp>(inner).getAmax()
+                       : cast<fp8::ComputeScaleOp>(inner).getAmax();
+      auto arg = dyn_cast<BlockArgument>(amax);
+      if (!arg || arg.getOwner() != &fused.getBodyBlock())
+        return nullptr;
+      return &fused->getOpOperand(arg.getArgNumber());
+    };
+    auto collective = [&](OpBuilder &b, Location loc, ValueRange amaxes,
+                          Operation *like) {
+      SmallVector<Type> types(amaxes.getTypes());
+      auto all = kernel::CollectiveOp::create(b, loc, types, amaxes,
+                                              "all_reduce", "data",
+                                              dataParallel, "max");
+      for (StringRef attr : {"layer", "section"})
+        if (Attribute a = like->getAttr(attr))
+          all->setAttr(attr, a);
+      return all;
+    };
+    SmallVector<kernel::FusedOp> delayed;
+    SmallVector<OpOperand *> delayedAmaxes;
+    for (auto fused : llvm::make_early_inc_range(body.getOps<kernel::FusedOp>())) {
+      if (!fusion::bodyOnly(fused, {"fp8.scale_update", "fp8.compute_scale"}))
+        continue;
+      OpOperand *amax = amaxOperand(fused);
+      if (!amax)
+        return fused.emitError("a scale kernel whose amax the data-parallel "
+                               "all-reduce cannot find");
+      if (fusion::bodyHas(fused, {"fp8.compute_scale"})) {
+        OpBuilder b(fused);
+        amax->set(collective(b, fused.getLoc(), amax->get(), fused)
+                      .getResult(0));
+        continue;
+      }
+      delayed.push_back(fused);
+      delayedAmaxes.push_back(amax);
+    }
+    if (delayed.empty())
+      return success();
+    // After the last amax is made, and after the last of the updates' own
+    // operands (history and scale loads come first anyway).
+    Operation *after = nullptr;
+    for (kernel::FusedOp fused : delayed)
+      for (Value v : fused->getOperands())
+        if (Operation *def = v.getDefiningOp();
+            def && def->getBlock() == &body &&
+            (!after || after->isBeforeInBlock(def)))
+          after = def;
+    OpBuilder b(func.getContext());
+    if (after)
+      b.setInsertionPointAfter(after);
+    else
+      b.setInsertionPointToStart(&body);
+    SmallVector<Value> amaxes;
+    for (OpOperand *amax : delayedAmaxes)
+      amaxes.push_back(amax->get());
+    auto all = collective(b, delayed.front().getLoc(), amaxes, delayed.front());
+    for (auto [amax, reduced] : llvm::zip(delayedAmaxes, all.getResults()))
+      amax->set(reduced);
+    // The updates, then what uses their results (the state stores), move
+    // after it in their order. A read of that state in between would see
+    // the old value where it saw the new: refuse rather than change it.
+    Operation *last = all;
+    llvm::SmallPtrSet<Operation *, 16> moved;
+    for (kernel::FusedOp fused : delayed) {
+      if (fused->isBeforeInBlock(all)) {
+        fused->moveAfter(last);
+        last = fused;
+      }
+      moved.insert(fused);
+    }
+    for (kernel::FusedOp fused : delayed)
+      for (Operation *user : fused->getUsers()) {
+        if (moved.contains(user) || !user->isBeforeInBlock(all))
+          continue;
+        auto store = dyn_cast<graph::StoreOp>(user);
+        if (!store)
+          return user->emitError("uses a delayed-scaling update before the "
+                                 "data-parallel amax all-reduce");
+        for (Operation *op = store->getNextNode(); op && op != all.getOperation();
+             op = op->getNextNode())
+          if (auto load = dyn_cast<graph::LoadOp>(op);
+              load && load.getVariable() == store.getVariable())
+            return load.emitError("reads FP8 scale state that the "
+                                  "data-parallel amax all-reduce would "
+                                  "move the write of");
+        store->moveAfter(last);
+        last = store;
+        moved.insert(store);
+      }
     return success();
   }
 
