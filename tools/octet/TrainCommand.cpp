@@ -153,6 +153,26 @@ bool checkBatchTensor(func::FuncOp fn, unsigned i, const interp::Tensor &t,
   return false;
 }
 
+// Data-parallel ranks apply the same averaged gradients to the same
+// values, so after every step they must hold the same variables: the first
+// that differs (by name), else empty.
+std::string firstDivergence(const std::vector<interp::VariableStore> &vars) {
+  for (size_t r = 1; r < vars.size(); ++r)
+    for (const auto &[name, value] : vars[0].all()) {
+      auto other = vars[r].all().find(name);
+      if (other == vars[r].all().end())
+        return name + " (rank " + std::to_string(r) + " lacks it)";
+      const interp::Tensor &t = other->second;
+      bool same = t.shape() == value.shape() && t.dtype() == value.dtype();
+      for (int64_t e = 0; same && e < t.numel(); ++e)
+        same = isFloat(t.dtype()) ? t.f()[e] == value.f()[e]
+                                  : t.i()[e] == value.i()[e];
+      if (!same)
+        return name + " (rank " + std::to_string(r) + " against rank 0)";
+    }
+  return "";
+}
+
 } // namespace
 
 int runTrainCommand(const TrainOptions &opts) {
@@ -336,6 +356,16 @@ int runTrainCommand(const TrainOptions &opts) {
     if (!ran) {
       std::fprintf(stderr, "octet train: stopped: %s\n",
                    ran.message().c_str());
+      return 1;
+    }
+    if (std::string diverged = firstDivergence(vars); !diverged.empty()) {
+      std::fprintf(stderr,
+                   "octet train: stopped: the data-parallel ranks hold "
+                   "different values after step %lld: %s. Their program "
+                   "must keep every variable in step across the ranks (a "
+                   "value computed from one rank's data needs a collective "
+                   "first)\n",
+                   (long long)s, diverged.c_str());
       return 1;
     }
     // The gradients were averaged over the ranks before the norm: every
