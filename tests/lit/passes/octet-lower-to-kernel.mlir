@@ -1,6 +1,16 @@
 // RUN: %octet-opt %s --octet-lower-to-kernel | FileCheck %s
 // RUN: %octet-opt %S/Inputs/one-layer-llama.mlir --octet-autodiff --cse --octet-lower-to-kernel="data-parallel=2" | FileCheck %s --check-prefix=DP
 // RUN: %octet-opt %S/Inputs/one-layer-llama.mlir --octet-autodiff --cse --octet-lower-to-kernel | FileCheck %s --check-prefix=DP1
+// RUN: %octet-opt %S/Inputs/one-layer-llama.mlir --octet-autodiff --cse --octet-precision="recipe=delayed" --octet-lower-to-kernel="data-parallel=2" | FileCheck %s --check-prefix=DPFP8
+
+// With data parallelism and delayed FP8 scaling, every amax of the
+// microbatch goes through one max all-reduce over the ranks, and the scale
+// updates come after it, reading the reduced amaxes.
+// DPFP8-LABEL: func.func @train_microbatch
+// DPFP8-NOT: fp8.scale_update
+// DPFP8: %[[A:.*]]:18 = kernel.collective {{.*}}group = "data", group_size = 2 : i64, kind = "all_reduce"{{.*}}reduction = "max"
+// DPFP8-NEXT: kernel.fused "layers.0.scale_update" kind("elementwise") ins(%{{.*}}, %[[A]]#0, %{{.*}} :
+// DPFP8-LABEL: func.func @optimizer_step
 
 // A linear is a 2-D GEMM between reshape views; its bias is the epilogue.
 // Every other compute op is a one-op fused kernel, tagged with its layer
