@@ -5,6 +5,7 @@
 #include "support/ShapeString.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -162,6 +163,30 @@ void describeKernels(const Bundle &b, std::ostream &os) {
   }
 }
 
+// A program's collectives, one line per kind of call: how many tensors
+// and elements, over which group (its ranks as the program counts them).
+void describeCollectives(const Bundle &b, const Program &p, std::ostream &os) {
+  std::map<std::string, std::pair<int, uint64_t>> calls;
+  for (const Step &s : p.steps()) {
+    if (!s.has_collective())
+      continue;
+    const Collective &c = s.collective();
+    std::string group = c.group() < uint32_t(b.groups_size())
+                            ? b.groups(int(c.group())).name()
+                            : "group " + std::to_string(c.group());
+    std::string op = CollectiveOp_Name(c.op());
+    std::transform(op.begin(), op.end(), op.begin(),
+                   [](unsigned char ch) { return std::tolower(ch); });
+    std::string key = op + " " + c.reduce() + " " +
+                      dtypeName(c.dtype()) + " over '" + group + "'";
+    calls[key].first += 1;
+    calls[key].second += c.count();
+  }
+  for (const auto &[key, totals] : calls)
+    os << "    collective " << key << ": " << totals.first << " tensors, "
+       << totals.second << " elements\n";
+}
+
 void describePrograms(const Bundle &b, std::ostream &os) {
   for (const RankProgram &rp : b.ranks()) {
     os << "rank " << rp.rank() << " (stage " << rp.stage() << ")\n";
@@ -179,6 +204,7 @@ void describePrograms(const Bundle &b, std::ostream &os) {
          << p.steps_size() << " steps: " << launches << " kernels, " << gemms
          << " GEMMs, " << other << " other"
          << (p.capturable() ? ", CUDA-graph capturable" : "") << "\n";
+      describeCollectives(b, p, os);
     }
   }
 }
