@@ -178,6 +178,10 @@ StatusOr<pid_t> spawn(const std::string &program, std::vector<std::string> argv,
   return pid;
 }
 
+// How long a rank its watchdog ended waits to be named the cause, in case
+// the rank it lost has not been reaped yet.
+constexpr std::chrono::seconds kCauseWindow{2};
+
 class Launcher {
 public:
   explicit Launcher(const LaunchOptions &options) : options_(options) {}
@@ -197,6 +201,11 @@ private:
   LaunchResult result_;
   bool terminated_ = false, killed_ = false, interrupted_ = false;
   Deadline terminateAt_ = Deadline::max(), killAt_ = Deadline::max();
+  // A rank its watchdog ended, while the rank whose loss it reports may
+  // not have been reaped yet: the cause until kCauseWindow has passed or
+  // every rank has exited.
+  const Rank *consequenceSeen_ = nullptr;
+  Deadline causeBy_ = Deadline::max();
 };
 
 void Launcher::readFrom(Rank &r, OutputStream &s, bool toStderr, bool toEnd) {
@@ -249,9 +258,10 @@ std::string Launcher::describeExit(const Rank &r) const {
 }
 
 void Launcher::reap() {
-  // Ranks found dead in one round may have died in any order; a rank the
-  // watchdog ended (kWatchdogExitCode) is a consequence, so another
-  // failure of the same round is the cause.
+  // Ranks may be reaped in any order, and a rank the watchdog ended
+  // (kWatchdogExitCode) is a consequence: it may even be reaped a round
+  // before the rank it reports lost. Another failure, in the same round or
+  // within kCauseWindow, is the cause.
   Rank *first = nullptr;
   auto consequence = [](const Rank &r) {
     return WIFEXITED(r.status) && WEXITSTATUS(r.status) == kWatchdogExitCode;
@@ -270,12 +280,25 @@ void Launcher::reap() {
     if (failed && (!first || (consequence(*first) && !consequence(r))))
       first = &r;
   }
-  if (!first || result_.failedRank >= 0 || interrupted_)
+  if (result_.failedRank >= 0 || interrupted_)
     return;
-  result_.failedRank = first->rank;
-  result_.failure = describeExit(*first);
-  result_.exitCode = WIFSIGNALED(first->status) ? 128 + WTERMSIG(first->status)
-                                                : WEXITSTATUS(first->status);
+  if (first && consequence(*first) && !consequenceSeen_) {
+    consequenceSeen_ = first;
+    causeBy_ = Clock::now() + kCauseWindow;
+    if (!terminated_)
+      terminateAt_ = std::min(terminateAt_, Clock::now() + options_.grace);
+  }
+  bool allExited = std::all_of(ranks_.begin(), ranks_.end(),
+                               [](const Rank &r) { return r.exited; });
+  const Rank *cause = first && !consequence(*first) ? first : nullptr;
+  if (!cause && consequenceSeen_ && (allExited || Clock::now() >= causeBy_))
+    cause = consequenceSeen_;
+  if (!cause)
+    return;
+  result_.failedRank = cause->rank;
+  result_.failure = describeExit(*cause);
+  result_.exitCode = WIFSIGNALED(cause->status) ? 128 + WTERMSIG(cause->status)
+                                                : WEXITSTATUS(cause->status);
   if (!terminated_)
     terminateAt_ = std::min(terminateAt_, Clock::now() + options_.grace);
 }
