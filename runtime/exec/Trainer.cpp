@@ -117,6 +117,8 @@ struct Trainer::Impl {
   Schedule schedule;
   int64_t rows = 0, seq = 0, accum = 1, steps = 0;
   int64_t logInterval = 1, evalInterval = 0, checkpointInterval = 0;
+  // This rank's place among the data-parallel ranks.
+  int dpRank = 0, dpSize = 1;
   ProgramIO train, optimizer, eval;
   std::vector<Entry> modelEntries, stateEntries;
   std::vector<std::string> notes;
@@ -138,8 +140,9 @@ struct Trainer::Impl {
       : backend(b), data(d), options(o), bundle(b.bundle()),
         schedule(b.bundle().schedule()) {}
 
+  // Rank 0 speaks for the job.
   void print(const std::string &line) {
-    if (options.out) {
+    if (options.out && dpRank == 0) {
       std::fprintf(options.out, "%s\n", line.c_str());
       std::fflush(options.out);
     }
@@ -362,12 +365,15 @@ struct Trainer::Impl {
     return Status::ok();
   }
 
+  // Every rank reads the whole global batch and stages its own share.
   Status prepareStep(int parity) {
-    for (int64_t m = 0; m < accum; ++m) {
+    for (int64_t g = 0; g < accum * dpSize; ++g) {
       data::PackedBatch batch;
       OCTET_RETURN_IF_ERROR(data.next(batch));
+      if (g / accum != dpRank)
+        continue;
       OCTET_RETURN_IF_ERROR(
-          stage(train, *stages[parity][size_t(m)], batch, "training"));
+          stage(train, *stages[parity][size_t(g % accum)], batch, "training"));
     }
     stagedPosition[parity] = data.position();
     return Status::ok();
@@ -420,18 +426,26 @@ struct Trainer::Impl {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
             .count();
     rec.step = step;
-    double sum = 0;
-    for (int64_t m = 0; m < accum; ++m) {
-      float l = *scalar(size_t(m));
-      if (!std::isfinite(l))
-        return Status::error(
-            "stopped: the loss is " + std::to_string(l) + " at step " +
-            std::to_string(step) + ", microbatch " + std::to_string(m) +
-            "; lower the learning rate or check the data (the last "
-            "checkpoint, if any, is from before this step)");
-      sum += l;
+    std::vector<double> sum = {0};
+    for (int64_t m = 0; m < accum; ++m)
+      sum[0] += *scalar(size_t(m));
+    // Summed over the ranks before any rank judges it, so that all of them
+    // stop at the same step.
+    if (options.dataParallel)
+      OCTET_RETURN_IF_ERROR(options.dataParallel->sum(sum));
+    if (!std::isfinite(sum[0])) {
+      std::string where;
+      for (int64_t m = 0; m < accum && where.empty(); ++m)
+        if (!std::isfinite(*scalar(size_t(m))))
+          where = ", microbatch " + std::to_string(dpRank * accum + m) +
+                  " of the global batch";
+      return Status::error(
+          "stopped: the loss is " + std::to_string(sum[0]) + " at step " +
+          std::to_string(step) + where +
+          "; lower the learning rate or check the data (the last "
+          "checkpoint, if any, is from before this step)");
     }
-    rec.loss = float(sum / double(accum));
+    rec.loss = float(sum[0] / double(accum * dpSize));
     rec.gradNorm = optimizer.gradNorm >= 0 ? *scalar(size_t(accum)) : NAN;
     rec.lr = optimizer.lr >= 0
                  ? *scalar(size_t(accum) + 1)
@@ -453,7 +467,8 @@ struct Trainer::Impl {
     m.gradNorm = rec.gradNorm;
     m.lr = rec.lr;
     m.seconds = rec.seconds;
-    m.tokens = rows * seq * accum;
+    m.tokens = rows * seq * accum * dpSize;
+    m.gpus = dpSize;
     m.flopsPerToken = schedule.flops_per_token();
     m.deviceBytesUsed = rec.deviceBytesUsed;
     bool log =
@@ -685,6 +700,18 @@ StatusOr<std::unique_ptr<Trainer>> Trainer::create(TrainBackend &backend,
   auto impl = std::make_unique<Impl>(backend, data, o);
   Impl &t = *impl;
   const Schedule &s = t.schedule;
+  if (o.dataParallel) {
+    t.dpRank = o.dataParallel->rank();
+    t.dpSize = o.dataParallel->size();
+  }
+  for (const bundle::Group &g : t.bundle.groups())
+    if (g.name() == "data" && g.ranks_size() != t.dpSize)
+      return Status::error(
+          "the bundle was compiled for " + std::to_string(g.ranks_size()) +
+          " data-parallel ranks (train.parallel.data) but this rank is one "
+          "of " + std::to_string(t.dpSize) +
+          ": start as many ranks as the bundle's world size (octet launch "
+          "--gpus N), or recompile the spec for this number");
   t.rows = s.micro_batch_size();
   t.seq = s.seq_len();
   t.accum = std::max<int64_t>(1, s.grad_accum_steps());
@@ -801,6 +828,8 @@ Status Trainer::start(TrainResult &result) {
   }
   t.checkpointPosition = t.data.position();
   t.usedNow();
+  if (t.options.dataParallel)
+    t.options.dataParallel->heartbeat(result.startStep);
   return Status::ok();
 }
 
@@ -815,20 +844,27 @@ Status Trainer::evaluate(int64_t step, TrainResult &result) {
     batches = t.data.evalBatchCount() > 0
                   ? int64_t(std::min<uint64_t>(16, t.data.evalBatchCount()))
                   : 4;
-  double sum = 0;
+  // The ranks share the held-out batches (batch i is rank i mod n's).
+  std::vector<double> sum = {0};
   for (int64_t i = 0; i < batches; ++i) {
     data::PackedBatch batch;
     OCTET_RETURN_IF_ERROR(t.data.nextEval(batch));
+    if (i % t.dpSize != t.dpRank)
+      continue;
     OCTET_RETURN_IF_ERROR(t.stage(t.eval, *t.evalStage, batch, "held-out"));
     OCTET_RETURN_IF_ERROR(t.enqueueInputs(t.eval, *t.evalStage));
     OCTET_RETURN_IF_ERROR(t.backend.run(EVAL, false));
     OCTET_RETURN_IF_ERROR(
         t.backend.readSlot(uint32_t(t.eval.loss), t.scalar(0), 4));
     OCTET_RETURN_IF_ERROR(t.backend.synchronize());
-    sum += *t.scalar(0);
+    sum[0] += *t.scalar(0);
+  }
+  if (t.options.dataParallel) {
+    OCTET_RETURN_IF_ERROR(t.options.dataParallel->sum(sum));
+    t.options.dataParallel->heartbeat(step);
   }
   rec.batches = batches;
-  rec.loss = sum / double(batches);
+  rec.loss = sum[0] / double(batches);
   rec.bytesAfter = t.usedNow();
   char buf[256];
   std::snprintf(buf, sizeof buf,
@@ -848,6 +884,9 @@ Status Trainer::evaluate(int64_t step, TrainResult &result) {
 
 StatusOr<std::string> Trainer::saveCheckpoint(int64_t step) {
   Impl &t = *impl_;
+  // The ranks hold the same parameters and state: rank 0 writes them.
+  if (t.dpRank != 0)
+    return std::string();
   auto c = t.gather(step);
   if (!c)
     return c.status();
@@ -912,6 +951,8 @@ StatusOr<TrainResult> Trainer::run() {
     // The checkpoint's data position is the one after this step's batches.
     t.checkpointPosition = t.stagedPosition[parity];
     OCTET_RETURN_IF_ERROR(t.report(rec));
+    if (t.options.dataParallel)
+      t.options.dataParallel->heartbeat(step);
     result.steps.push_back(rec);
     if (t.evalInterval > 0 && step % t.evalInterval == 0 &&
         t.backend.hasProgram(EVAL) && t.data.hasEval())
@@ -924,7 +965,8 @@ StatusOr<TrainResult> Trainer::run() {
       auto path = saveCheckpoint(step);
       if (!path)
         return path.status();
-      result.checkpoints.push_back(*path);
+      if (!path->empty())
+        result.checkpoints.push_back(*path);
     }
     parity ^= 1;
   }

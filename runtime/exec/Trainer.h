@@ -13,6 +13,10 @@
 //     replay captured CUDA graphs;
 //   every eval_interval steps: EVAL over held-out batches;
 //   every checkpoint_interval steps and at the end: a checkpoint.
+// One of several data-parallel ranks (TrainerOptions::dataParallel), it
+// stages its share of each global batch, prints the global loss and
+// tokens/s (rank 0 alone prints), evaluates its share of the held-out
+// batches, and leaves checkpoints to rank 0.
 //
 // Evaluation cannot raise peak memory: the EVAL program's slots are part of
 // the memory plan's arenas, which the runtime allocates once at load (the
@@ -79,6 +83,8 @@ public:
   // Pieces of run(), for tests and tools.
   Status start(TrainResult &result);
   Status evaluate(int64_t step, TrainResult &result);
+  // The checkpoint's directory; empty on a data-parallel rank other than
+  // 0, which writes none.
   StatusOr<std::string> saveCheckpoint(int64_t step);
   Status loadCheckpoint(const std::string &stepDir, int64_t &step);
 

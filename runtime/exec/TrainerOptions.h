@@ -10,9 +10,29 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <memory>
 #include <string>
+#include <vector>
 
 namespace octet {
+
+// The data-parallel ranks a trainer is one of. Every rank reads the same
+// global batches and stages only its share (rank r of n takes microbatches
+// r·M .. r·M+M-1 of the n·M in a step), so the data position is the job's,
+// and a checkpoint resumes at another number of ranks at the same global
+// batch. The ranks' parameters and state are replicated: rank 0 alone prints
+// and writes checkpoints.
+class DataParallelGroup {
+public:
+  virtual ~DataParallelGroup() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // Replaces each value by its sum over the ranks (every rank passes as
+  // many, in the same order) and returns once every rank has.
+  virtual Status sum(std::vector<double> &values) = 0;
+  // The job's liveness: called after every step and during long phases.
+  virtual void heartbeat(int64_t step) = 0;
+};
 
 struct TrainerOptions {
   // -1: the bundle's schedule.
@@ -33,6 +53,8 @@ struct TrainerOptions {
   std::string tensorboardDir;
   // Where the step lines go; null for none.
   std::FILE *out = stdout;
+  // Null: this process trains alone.
+  std::shared_ptr<DataParallelGroup> dataParallel;
   // Tests inject checkpoint write failures through this.
   std::function<Status(const std::string &path)> checkpointAfterFile;
 };

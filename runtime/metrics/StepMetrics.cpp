@@ -36,6 +36,12 @@ std::string formatStepLine(const StepMetrics &m,
       (long long)m.step, (long long)m.steps, m.loss, m.gradNorm, m.lr,
       m.tokensPerSecond(), tflops);
   std::string line(buf, size_t(n));
+  if (m.gpus > 1) {
+    // The per-GPU figure goes right after the job's.
+    size_t at = line.find("  TFLOP/s");
+    std::snprintf(buf, sizeof buf, " (%.0f per GPU)", m.tokensPerSecondPerGpu());
+    line.insert(at, buf);
+  }
   if (peak) {
     std::snprintf(buf, sizeof buf, "  MFU bf16 %.1f%% fp8 %.1f%%",
                   100.0 * tflops / peak->bf16Tflops,

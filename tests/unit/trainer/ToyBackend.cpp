@@ -254,6 +254,10 @@ Status ToyBackend::run(ProgramKind kind, bool graph) {
     forward(false, *f32("eval.loss"));
     break;
   case OPTIMIZER_STEP: {
+    if (reduceGradients) {
+      OCTET_RETURN_IF_ERROR(reduceGradients(f32("grad.w"), v));
+      OCTET_RETURN_IF_ERROR(reduceGradients(f32("grad.b"), 1));
+    }
     int32_t t = ++*i32("step");
     float lr = float(bundle_.schedule().lr());
     double norm = 0;

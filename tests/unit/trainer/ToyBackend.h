@@ -49,6 +49,10 @@ public:
   // Slot contents by name (tests compare parameters bit for bit).
   std::vector<uint8_t> slotBytes(const std::string &name) const;
   int runs(bundle::ProgramKind kind) const { return runs_[kind]; }
+
+  // Data parallelism: called on the gradients (grad.w, then grad.b) at the
+  // start of OPTIMIZER_STEP, where a data-parallel bundle's all-reduce is.
+  std::function<Status(float *gradients, int64_t count)> reduceGradients;
   int graphRuns() const { return graphRuns_; }
 
 private:

@@ -12,7 +12,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
+#include <thread>
 #include <sys/stat.h>
 
 namespace octet::test {
@@ -295,6 +298,216 @@ TEST(Trainer, InitWeightsComeFromSafetensorsByHfName) {
   EXPECT_EQ(r.backend->slotBytes("b"), tensors[1].data);
   // INIT ran after the weights: the cache holds them.
   EXPECT_EQ(r.backend->runs(bundle::INIT), 1);
+}
+
+// Ranks in threads of one process, their sums met on the host: the
+// stand-in for NCCL that lets the loop's data-parallel logic run here.
+class HostRanks {
+public:
+  explicit HostRanks(int n) : n_(n), pending_(size_t(n)) {}
+  int size() const { return n_; }
+  // Every rank's values summed, for every rank; returns once all have come.
+  void sum(int rank, std::vector<double> &values) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    int64_t round = round_;
+    pending_[size_t(rank)] = values;
+    if (++arrived_ == n_) {
+      std::vector<double> total(values.size(), 0.0);
+      for (const auto &v : pending_)
+        for (size_t i = 0; i < v.size(); ++i)
+          total[i] += v[i];
+      result_ = total;
+      arrived_ = 0;
+      ++round_;
+      done_.notify_all();
+    } else {
+      done_.wait(lock, [&] { return round_ != round; });
+    }
+    values = result_;
+  }
+
+private:
+  int n_;
+  std::mutex mutex_;
+  std::condition_variable done_;
+  std::vector<std::vector<double>> pending_;
+  std::vector<double> result_;
+  int arrived_ = 0;
+  int64_t round_ = 0;
+};
+
+class HostRank : public DataParallelGroup {
+public:
+  HostRank(HostRanks &ranks, int rank) : ranks_(ranks), rank_(rank) {}
+  int rank() const override { return rank_; }
+  int size() const override { return ranks_.size(); }
+  Status sum(std::vector<double> &values) override {
+    ranks_.sum(rank_, values);
+    return Status::ok();
+  }
+  void heartbeat(int64_t step) override { lastBeat = step; }
+  int64_t lastBeat = -1;
+
+private:
+  HostRanks &ranks_;
+  int rank_;
+};
+
+// Data parallelism in the toy: each rank's gradients are summed over the
+// ranks before its Adam step, as the compiled all-reduce does.
+struct DataParallelRuns {
+  std::vector<ToyRun> runs;
+  std::vector<std::shared_ptr<HostRank>> groups;
+  std::vector<StatusOr<TrainResult>> results;
+};
+
+DataParallelRuns runDataParallel(int ranks, const ToyShape &shape,
+                                 const TrainerOptions &options) {
+  DataParallelRuns d;
+  auto host = std::make_shared<HostRanks>(ranks);
+  for (int r = 0; r < ranks; ++r) {
+    d.groups.push_back(std::make_shared<HostRank>(*host, r));
+    TrainerOptions o = options;
+    o.dataParallel = d.groups.back();
+    d.runs.push_back(makeRun(shape, o));
+    HostRank *group = d.groups.back().get();
+    d.runs.back().backend->reduceGradients = [group](float *g, int64_t n) {
+      std::vector<double> values(g, g + n);
+      OCTET_RETURN_IF_ERROR(group->sum(values));
+      for (int64_t i = 0; i < n; ++i)
+        g[i] = float(values[size_t(i)]);
+      return Status::ok();
+    };
+  }
+  for (int r = 0; r < ranks; ++r)
+    d.results.push_back(Status::error("not run"));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r)
+    if (d.runs[size_t(r)].status.isOk())
+      threads.emplace_back([&d, r, host] {
+        d.results[size_t(r)] = d.runs[size_t(r)].trainer->run();
+      });
+  for (std::thread &t : threads)
+    t.join();
+  return d;
+}
+
+// Parameters are sums in another order on two ranks (g0 + g1 rather than
+// (0 + g0) + g1 element by element), so equal within float rounding.
+void expectSameFloats(const std::vector<uint8_t> &a,
+                      const std::vector<uint8_t> &b, const char *what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  for (size_t i = 0; i + 4 <= a.size(); i += 4) {
+    float x, y;
+    std::memcpy(&x, &a[i], 4);
+    std::memcpy(&y, &b[i], 4);
+    ASSERT_NEAR(x, y, 1e-5f * std::max(1.0f, std::fabs(y)))
+        << what << " element " << i / 4;
+  }
+}
+
+TEST(Trainer, TwoDataParallelRanksTrainAsOneAtTheSameGlobalBatch) {
+  ToyShape one;
+  one.steps = 6;
+  one.accum = 2;
+  TrainerOptions single;
+  single.checkpointDir = freshTestDir("trainer-dp1");
+  ToyRun a = makeRun(one, single);
+  ASSERT_OK(a.status);
+  auto want = a.trainer->run();
+  ASSERT_TRUE(want.isOk()) << want.status().message();
+
+  // Two ranks of one microbatch each: rank r takes microbatch r of every
+  // global batch, as the single rank's second microbatch is microbatch 1.
+  ToyShape half = one;
+  half.accum = 1;
+  TrainerOptions o;
+  o.checkpointDir = freshTestDir("trainer-dp2");
+  o.evalInterval = 3;
+  o.evalBatches = 3;
+  DataParallelRuns d = runDataParallel(2, half, o);
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_OK(d.runs[size_t(r)].status);
+    ASSERT_TRUE(d.results[size_t(r)].isOk())
+        << "rank " << r << ": " << d.results[size_t(r)].status().message();
+  }
+  const TrainResult &r0 = *d.results[0], &r1 = *d.results[1];
+  ASSERT_EQ(r0.steps.size(), want->steps.size());
+  for (size_t i = 0; i < r0.steps.size(); ++i) {
+    // The printed loss is the global batch's, the same on both ranks.
+    EXPECT_NEAR(r0.steps[i].loss, want->steps[i].loss,
+                1e-6f * want->steps[i].loss)
+        << "step " << i + 1;
+    EXPECT_EQ(r0.steps[i].loss, r1.steps[i].loss) << "step " << i + 1;
+    EXPECT_NEAR(r0.steps[i].gradNorm, want->steps[i].gradNorm,
+                1e-5f * want->steps[i].gradNorm)
+        << "step " << i + 1;
+  }
+  for (const char *slot : {"w", "b", "adam_m.w", "adam_v.w"}) {
+    expectSameFloats(d.runs[0].backend->slotBytes(slot),
+                     a.backend->slotBytes(slot), slot);
+    EXPECT_EQ(d.runs[0].backend->slotBytes(slot),
+              d.runs[1].backend->slotBytes(slot))
+        << slot << " differs between the ranks";
+  }
+  // The held-out batches are shared out (2 on rank 0, 1 on rank 1) and
+  // their loss summed: both ranks report the mean of all 3.
+  ASSERT_EQ(r0.evals.size(), 2u);
+  EXPECT_EQ(d.runs[0].backend->runs(bundle::EVAL), 2 * 2);
+  EXPECT_EQ(d.runs[1].backend->runs(bundle::EVAL), 2 * 1);
+  EXPECT_EQ(r0.evals[0].loss, r1.evals[0].loss);
+  EXPECT_EQ(d.groups[1]->lastBeat, 6);
+  // Rank 0 alone writes checkpoints.
+  EXPECT_EQ(r0.checkpoints.size(), 1u);
+  EXPECT_TRUE(r1.checkpoints.empty());
+
+  // Rank 0's checkpoint resumes on one rank, with the data position of
+  // the job, and continues as the single rank would have.
+  ToyShape longer = one;
+  longer.steps = 9;
+  TrainerOptions straight;
+  ToyRun b = makeRun(longer, straight);
+  ASSERT_OK(b.status);
+  auto nine = b.trainer->run();
+  ASSERT_TRUE(nine.isOk()) << nine.status().message();
+  TrainerOptions resumed;
+  resumed.checkpointDir = o.checkpointDir;
+  resumed.resume = true;
+  ToyRun c = makeRun(longer, resumed);
+  ASSERT_OK(c.status);
+  auto rest = c.trainer->run();
+  ASSERT_TRUE(rest.isOk()) << rest.status().message();
+  EXPECT_EQ(rest->startStep, 6);
+  ASSERT_EQ(rest->steps.size(), 3u);
+  for (size_t i = 0; i < 3; ++i)
+    EXPECT_NEAR(rest->steps[i].loss, nine->steps[6 + i].loss,
+                1e-5f * nine->steps[6 + i].loss)
+        << "step " << 7 + i;
+}
+
+TEST(Trainer, RefusesADataParallelGroupTheBundleWasNotCompiledFor) {
+  ToyShape shape;
+  bundle::Bundle b = makeToyBundle(shape);
+  bundle::Group *g = b.add_groups();
+  g->set_name("data");
+  g->add_ranks(0);
+  g->add_ranks(1);
+  ToyBackend backend(b);
+  TrainDataOptions d;
+  d.rows = uint32_t(shape.rows);
+  d.sequenceLength = uint32_t(shape.seq);
+  d.vocabSize = shape.vocab;
+  auto data = TrainData::open(d);
+  ASSERT_TRUE(data.isOk()) << data.status().message();
+  TrainerOptions o;
+  o.out = nullptr;
+  auto t = Trainer::create(backend, **data, o);
+  ASSERT_FALSE(t.isOk());
+  EXPECT_NE(t.status().message().find(
+                "compiled for 2 data-parallel ranks (train.parallel.data) "
+                "but this rank is one of 1"),
+            std::string::npos)
+      << t.status().message();
 }
 
 TEST(TrainData, RefusesADatasetBeyondTheVocabulary) {
