@@ -47,14 +47,15 @@ void ByteCorpus::copyWindow(uint64_t offset, int32_t *out) const {
     out[i] = static_cast<uint8_t>(bytes_[offset + i]);
 }
 
-void ByteCorpus::trainBatch(uint64_t step, std::vector<int32_t> &out) const {
+void ByteCorpus::trainBatch(uint64_t batch, std::vector<int32_t> &out) const {
   uint64_t window = uint64_t(options_.sequenceLength) + 1;
   out.resize(options_.batchSize * window);
-  // Seeding from (seed, step) makes a batch independent of the ones before.
-  std::mt19937_64 rng(deriveSeed(options_.seed, step));
   uint64_t starts = trainEnd_ - window + 1;
-  for (uint32_t row = 0; row < options_.batchSize; ++row)
+  uint64_t first = batch * options_.batchSize;
+  for (uint32_t row = 0; row < options_.batchSize; ++row) {
+    std::mt19937_64 rng(deriveSeed(options_.seed, first + row));
     copyWindow(boundedRandom(rng, starts), out.data() + row * window);
+  }
 }
 
 uint64_t ByteCorpus::evalBatchCount() const {

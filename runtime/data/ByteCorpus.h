@@ -29,10 +29,12 @@ public:
   static StatusOr<ByteCorpus> fromBytes(std::string bytes,
                                         const Options &options);
 
-  // Training batch number `step`, [batchSize, sequenceLength + 1] row-major:
-  // windows at offsets drawn from (seed, step) alone, so resuming needs only
-  // the step.
-  void trainBatch(uint64_t step, std::vector<int32_t> &out) const;
+  // Training batch number `batch`, [batchSize, sequenceLength + 1]
+  // row-major: training rows batch·batchSize onwards, each window at an
+  // offset drawn from (seed, row) alone. Resuming needs only the row, and
+  // the rows of a global batch do not depend on how it is cut into
+  // microbatches and data-parallel ranks.
+  void trainBatch(uint64_t batch, std::vector<int32_t> &out) const;
   // Evaluation batches: consecutive non-overlapping windows of the eval
   // split, the same every time.
   uint64_t evalBatchCount() const;

@@ -55,20 +55,38 @@ StatusOr<uint64_t> parseCounter(const std::string &position,
   }
 }
 
-// Data whose batches follow from their number alone: the position is the
-// number of the next training batch.
+// Data whose rows follow from their number alone (batch n holds rows
+// n·rows onwards): the position is the number of the next training row,
+// "text:row=N", so a run resumes with another micro-batch size or number of
+// data-parallel ranks at the same global batch. Positions written before
+// ("text:N") count batches of this run's rows.
 class NumberedData : public TrainData {
 public:
   NumberedData(const TrainDataOptions &o, std::string kind)
       : o_(o), kind_(std::move(kind)) {}
   std::string position() const override {
-    return kind_ + ":" + std::to_string(next_);
+    return kind_ + ":row=" + std::to_string(next_ * o_.rows);
   }
   Status restore(const std::string &position) override {
-    auto n = parseCounter(position, kind_);
+    const std::string rowsPrefix = kind_ + ":row=";
+    bool byRow = position.rfind(rowsPrefix, 0) == 0;
+    auto n = byRow ? parseCounter(kind_ + ":" +
+                                      position.substr(rowsPrefix.size()),
+                                  kind_)
+                   : parseCounter(position, kind_);
     if (!n)
       return n.status();
-    next_ = *n;
+    if (!byRow) {
+      next_ = *n;
+      return Status::ok();
+    }
+    if (*n % o_.rows)
+      return Status::error(
+          "the checkpoint's data position is row " + std::to_string(*n) +
+          ", which is not a whole number of batches of " +
+          std::to_string(o_.rows) +
+          " rows: resume with the global batch size the run trained with");
+    next_ = *n / o_.rows;
     return Status::ok();
   }
   Status startEval() override {
@@ -89,13 +107,13 @@ public:
       : NumberedData(o, "synthetic") {}
 
   Status next(PackedBatch &batch) override {
-    fill(data::deriveSeed(o_.seed, next_++), batch);
+    fill(o_.seed, next_++, batch);
     return Status::ok();
   }
   bool hasEval() const override { return true; }
   Status nextEval(PackedBatch &batch) override {
     // A stream of its own: held-out batches never repeat training ones.
-    fill(data::deriveSeed(o_.seed ^ 0x5eed0e7a1ull, nextEval_++), batch);
+    fill(o_.seed ^ 0x5eed0e7a1ull, nextEval_++, batch);
     return Status::ok();
   }
   uint64_t evalBatchCount() const override { return 0; }
@@ -106,11 +124,16 @@ public:
   }
 
 private:
-  void fill(uint64_t seed, PackedBatch &batch) {
-    std::mt19937_64 rng(seed);
-    windows_.resize(size_t(o_.rows) * (o_.sequenceLength + 1));
-    for (int32_t &t : windows_)
-      t = int32_t(data::boundedRandom(rng, uint64_t(o_.vocabSize)));
+  // Each row from (seed, row number) alone, as the text rows are.
+  void fill(uint64_t seed, uint64_t batchNumber, PackedBatch &batch) {
+    const size_t window = o_.sequenceLength + 1;
+    windows_.resize(size_t(o_.rows) * window);
+    for (uint32_t r = 0; r < o_.rows; ++r) {
+      std::mt19937_64 rng(data::deriveSeed(seed, batchNumber * o_.rows + r));
+      for (size_t i = 0; i < window; ++i)
+        windows_[r * window + i] =
+            int32_t(data::boundedRandom(rng, uint64_t(o_.vocabSize)));
+    }
     windowsToBatch(windows_, o_.rows, o_.sequenceLength, batch);
   }
 };

@@ -54,6 +54,29 @@ TEST(ByteCorpus, TrainBatchesAreWindowsOfTheTrainSplitFixedBySeedAndStep) {
   EXPECT_NE(batch, other);
 }
 
+TEST(ByteCorpus, TrainRowsDoNotDependOnTheBatchSize) {
+  // A global batch of 4 rows is the same data as two microbatches of 2:
+  // data parallelism and accumulation cut it without changing it.
+  std::string text = sampleText(10000);
+  ByteCorpus::Options four;
+  four.batchSize = 4;
+  four.sequenceLength = 16;
+  ByteCorpus::Options two = four;
+  two.batchSize = 2;
+  StatusOr<ByteCorpus> a = ByteCorpus::fromBytes(text, four);
+  StatusOr<ByteCorpus> b = ByteCorpus::fromBytes(text, two);
+  ASSERT_TRUE(a && b);
+  std::vector<int32_t> whole, first, second;
+  a->trainBatch(3, whole);
+  b->trainBatch(6, first);
+  b->trainBatch(7, second);
+  first.insert(first.end(), second.begin(), second.end());
+  EXPECT_EQ(whole, first);
+  EXPECT_NE(std::vector<int32_t>(whole.begin(), whole.begin() + 17),
+            std::vector<int32_t>(whole.begin() + 17, whole.begin() + 34))
+      << "two rows of a batch are the same window";
+}
+
 TEST(ByteCorpus, EvalBatchesCoverTheEvalSplitInOrder) {
   ByteCorpus::Options options;
   options.batchSize = 2;

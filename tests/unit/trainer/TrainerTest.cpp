@@ -601,6 +601,39 @@ TEST(TrainData, SyntheticBatchesResumeFromTheirPosition) {
   EXPECT_FALSE((*b)->restore("text:3").isOk());
 }
 
+TEST(TrainData, APositionResumesWithAnotherMicroBatchSize) {
+  // Two batches of 2 rows read, then a run of 4-row batches continues at
+  // row 4 with the rows the 2-row run would have read next.
+  TrainDataOptions two;
+  two.rows = 2, two.sequenceLength = 4, two.vocabSize = 50, two.seed = 3;
+  TrainDataOptions four = two;
+  four.rows = 4;
+  auto a = TrainData::open(two);
+  auto b = TrainData::open(four);
+  ASSERT_TRUE(a.isOk() && b.isOk());
+  data::PackedBatch x, y, whole;
+  ASSERT_OK((*a)->next(x));
+  ASSERT_OK((*a)->next(x));
+  EXPECT_EQ((*a)->position(), "synthetic:row=4");
+  ASSERT_OK((*b)->restore((*a)->position()));
+  ASSERT_OK((*a)->next(x));
+  ASSERT_OK((*a)->next(y));
+  ASSERT_OK((*b)->next(whole));
+  x.inputs.insert(x.inputs.end(), y.inputs.begin(), y.inputs.end());
+  EXPECT_EQ(whole.inputs, x.inputs);
+  // Row 6 is not a whole number of 4-row batches.
+  ASSERT_OK((*a)->next(x));
+  Status odd = (*b)->restore((*a)->position());
+  ASSERT_FALSE(odd.isOk());
+  EXPECT_NE(odd.message().find("row 10, which is not a whole number of "
+                               "batches of 4 rows"),
+            std::string::npos)
+      << odd.message();
+  // A position from before rows were counted: batches of this run's rows.
+  ASSERT_OK((*b)->restore("synthetic:1"));
+  EXPECT_EQ((*b)->position(), "synthetic:row=4");
+}
+
 } // namespace
 } // namespace octet::test
 
