@@ -54,6 +54,7 @@ TrainingPipelineOptions trainingOptionsFromSpec(const spec::Spec &spec) {
       1, train.global_batch_size() / (train.micro_batch_size() * dataParallel));
   o.activations.activationDtype = train.precision().activation_dtype();
   o.lowerToKernel.dataParallel = dataParallel;
+  autodiff.dataParallel = dataParallel;
 
   const spec::Precision &p = train.precision();
   if (p.recipe().empty() || p.recipe() == "bf16")

@@ -320,8 +320,10 @@ void AutodiffPass::runOnOperation() {
         << ftype.getResults();
     return signalPassFailure();
   }
-  if (microbatches < 1) {
-    module.emitError("microbatches must be at least 1; got ") << microbatches;
+  if (microbatches < 1 || dataParallel < 1) {
+    module.emitError("microbatches and data-parallel must be at least 1; "
+                     "got ")
+        << int64_t(microbatches) << " and " << int64_t(dataParallel);
     return signalPassFailure();
   }
 
@@ -345,8 +347,9 @@ void AutodiffPass::runOnOperation() {
 
   Differentiator diff(train, ret, recompute);
   Location loc = train.getLoc();
-  diff.grads[loss] =
-      FillOp::create(diff.builder, loc, loss.getType(), diff.builder.getF64FloatAttr(1.0));
+  double seed = 1.0 / double(microbatches * dataParallel);
+  diff.grads[loss] = FillOp::create(diff.builder, loc, loss.getType(),
+                                    diff.builder.getF64FloatAttr(seed));
   SmallVector<Operation *> ops;
   for (Operation &op : train.getBody().front().without_terminator())
     ops.push_back(&op);
@@ -417,7 +420,8 @@ void AutodiffPass::runOnOperation() {
   for (VariableOp param : params)
     accs.push_back(LoadOp::create(b, loc, param.getType(),
                                   ("grad." + param.getSymName()).str()));
-  FloatAttr average = b.getF64FloatAttr(1.0 / double(microbatches));
+  // The seed already averaged over the global batch.
+  FloatAttr average = b.getF64FloatAttr(1.0);
   Value norm = GlobalNormOp::create(b, loc, scalar, accs, average);
   Value mult = ClipScaleOp::create(b, loc, scalar, norm,
                                    b.getF64FloatAttr(gradClip), average);

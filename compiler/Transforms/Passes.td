@@ -15,9 +15,16 @@ def OctetAutodiff : Pass<"octet-autodiff", "mlir::ModuleOp"> {
       accumulator variable `grad.<name>`.
     - `@optimizer_step() -> (grad_norm, lr)`: increments `optimizer.step`,
       computes the LR (linear warmup, cosine to `min-lr-ratio`), the global
-      norm of the averaged gradients (1 / microbatches), the clipping
+      norm of the accumulated gradients, the clipping
       multiplier, and one AdamW update per parameter with moments in
       `adam_m.<name>` / `adam_v.<name>`; zeroes the accumulators.
+
+    Each microbatch's loss is its own mean; the backward is seeded with
+    1 / (microbatches * data-parallel), so the accumulators (summed over
+    the ranks by the data-parallel all-reduce) hold the gradient of the
+    global batch's mean loss, and every microbatch's gradients have the
+    magnitudes of the global batch's whatever the layout: FP8 gradient
+    casts see the same values at data 2 as at data 1.
 
     Every forward tensor the backward reads goes through one `graph.save`
     (kept alive from forward to backward); norm outputs, activations, RoPE
@@ -68,6 +75,9 @@ def OctetAutodiff : Pass<"octet-autodiff", "mlir::ModuleOp"> {
            "clip the global gradient norm to this (0: no clipping)">,
     Option<"microbatches", "microbatches", "int64_t", "1",
            "microbatches per optimizer step: global / (micro * data parallel)">,
+    Option<"dataParallel", "data-parallel", "int64_t", "1",
+           "ranks that share the global batch; with `microbatches`, the "
+           "loss gradient's seed is 1 / (microbatches * data-parallel)">,
     Option<"recompute", "recompute", "bool", "true",
            "recompute norms, activations, RoPE and reshapes in the backward "
            "instead of saving their outputs">,

@@ -383,12 +383,11 @@ struct LowerToKernel
       types.push_back(load.getType());
     }
     b.setInsertionPointAfter(loads.front());
-    // Each rank's accumulators hold the mean over its own microbatches
-    // (autodiff scales by 1 / microbatches per rank); the mean over the
-    // ranks is then the global batch's.
+    // Autodiff seeds every microbatch with 1 / (microbatches · ranks), so
+    // the sum over the ranks is the gradient of the global batch's mean.
     auto all = kernel::CollectiveOp::create(
         b, func.getLoc(), types, values, "all_reduce", "data", dataParallel,
-        "avg");
+        "sum");
     all->setAttr("layer", b.getI64IntegerAttr(-1));
     all->setAttr("section", b.getStringAttr("optimizer"));
     for (auto [load, reduced] : llvm::zip(loads, all.getResults()))

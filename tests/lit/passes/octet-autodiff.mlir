@@ -1,5 +1,7 @@
 // RUN: %octet-opt %s --octet-autodiff="lr=1.0e-3 warmup-steps=5 total-steps=100 min-lr-ratio=0.1 grad-clip=1.0 microbatches=4" | FileCheck %s
 // RUN: %octet-opt %s --octet-autodiff="recompute=false" | FileCheck %s --check-prefix=SAVE
+// RUN: %octet-opt %s --octet-autodiff="microbatches=2 data-parallel=4" | FileCheck %s --check-prefix=SEED
+// RUN: not %octet-opt %s --octet-autodiff="data-parallel=0" 2>&1 | FileCheck %s --check-prefix=BADDP
 
 // A one-layer Llama with GQA, RoPE, SwiGLU and a tied LM head.
 graph.variable @embed : tensor<32x16xf32> {kind = "embedding", init = "normal", init_std = 0.02 : f64}
@@ -68,8 +70,9 @@ func.func @forward(%tokens: tensor<2x4xi32>, %labels: tensor<2x4xi32>, %mask: te
 // CHECK: graph.save %{{.*}} : tensor<2x4x4xf32>
 // CHECK: graph.save %{{.*}} : tensor<2x4x4x4xf32>
 // CHECK: graph.save %{{.*}} : tensor<2x4x32xf32>
-// The backward starts from dloss = 1.
-// CHECK: graph.fill {value = 1.000000e+00 : f64} : tensor<f32>
+// The backward's seed averages the 4 microbatches: the accumulators hold
+// the gradient of the global batch's mean loss.
+// CHECK: graph.fill {value = 2.500000e-01 : f64} : tensor<f32>
 // CHECK: graph.cross_entropy_grad
 // CHECK: graph.matmul {{.*}} {param = "embed", role = "dgrad"}
 // The final norm's output is recomputed from the saved residual.
@@ -92,9 +95,9 @@ func.func @forward(%tokens: tensor<2x4xi32>, %labels: tensor<2x4xi32>, %mask: te
 // CHECK: %[[S:.*]] = graph.increment %[[S0]] : tensor<i64>
 // CHECK: graph.store %[[S]], @optimizer.step
 // CHECK: %[[LR:.*]] = graph.lr_schedule %[[S]] {lr = 1.000000e-03 : f64, min_lr_ratio = 1.000000e-01 : f64, total_steps = 100 : i64, warmup_steps = 5 : i64}
-// Averaging over the 4 microbatches is folded into the norm and the multiplier.
-// CHECK: %[[NORM:.*]] = graph.global_norm {{.*}} {scale = 2.500000e-01 : f64}
-// CHECK: %[[MULT:.*]] = graph.clip_scale %[[NORM]] {max_norm = 1.000000e+00 : f64, scale = 2.500000e-01 : f64}
+// The seed averaged already: no scale on the norm or the multiplier.
+// CHECK: %[[NORM:.*]] = graph.global_norm %{{[^{]*}} -> tensor<f32>
+// CHECK: %[[MULT:.*]] = graph.clip_scale %[[NORM]] {max_norm = 1.000000e+00 : f64} : tensor<f32>
 // No weight decay on embeddings (by default) or norms; decay on matrices.
 // CHECK: graph.adamw_update {{.*}} {beta1 = 9.000000e-01 : f64, beta2 = 0.94999999999999996 : f64, eps = 1.000000e-08 : f64, weight_decay = 0.000000e+00 : f64} {{.*}}tensor<32x16xf32>
 // CHECK: graph.store %{{.*}}, @embed
@@ -111,3 +114,13 @@ func.func @forward(%tokens: tensor<2x4xi32>, %labels: tensor<2x4xi32>, %mask: te
 // SAVE: graph.rms_norm
 // SAVE-NEXT: graph.save
 // SAVE-NOT: recomputed
+
+// Two microbatches on each of four data-parallel ranks: every microbatch's
+// gradients are an eighth of its mean loss's, as they would be on one rank
+// with eight microbatches of the same size.
+// SEED-LABEL: func.func @train_microbatch(
+// SEED: graph.fill {value = 1.250000e-01 : f64} : tensor<f32>
+// SEED-LABEL: func.func @optimizer_step()
+// SEED: graph.global_norm %{{[^{]*}} -> tensor<f32>
+
+// BADDP: microbatches and data-parallel must be at least 1; got 1 and 0

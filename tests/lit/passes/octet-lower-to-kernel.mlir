@@ -49,9 +49,10 @@ func.func @fp8(%dy: tensor<32x16xf8E5M2>, %sdy: tensor<f32>, %x: tensor<16x64xf8
 // DP: kernel.fused "cross_entropy_grad" kind("row")
 // DP: } {layer = -1 : i64, section = "backward"}
 // DP: kernel.attention_bwd {{.*}}section = "backward"
-// With data parallelism the optimizer reads every gradient mean through one
-// bucketed all-reduce that averages the ranks' means.
+// With data parallelism the optimizer reads every gradient through one
+// all-reduce that sums the ranks' (autodiff's seed already divided by the
+// number of ranks).
 // DP-LABEL: func.func @optimizer_step
-// DP: kernel.collective {{.*}}{group = "data", group_size = 2 : i64, kind = "all_reduce", layer = -1 : i64, reduction = "avg", section = "optimizer"}
+// DP: kernel.collective {{.*}}{group = "data", group_size = 2 : i64, kind = "all_reduce", layer = -1 : i64, section = "optimizer"}
 // DP-NOT: kernel.collective
 // DP1-NOT: kernel.collective
