@@ -640,10 +640,12 @@ FailureOr<bundle::Bundle> compileBundle(ModuleOp module,
     st->set_slot(slot);
   }
 
-  b.set_world_size(1);
+  const uint32_t ranks = std::max<uint32_t>(1, source.dataParallel);
+  b.set_world_size(ranks);
   bundle::Group *data = b.add_groups();
   data->set_name("data");
-  data->add_ranks(0);
+  for (uint32_t r = 0; r < ranks; ++r)
+    data->add_ranks(r);
   Emitter emitter(module, plan, b, *modules, *codegen);
   if (Attribute r = module->getAttr("fp8.recipe")) {
     std::string text;
@@ -657,6 +659,11 @@ FailureOr<bundle::Bundle> compileBundle(ModuleOp module,
   rank->set_rank(0);
   if (failed(emitter.emitPrograms(*rank)))
     return failure();
+  for (uint32_t r = 1; r < ranks; ++r) {
+    bundle::RankProgram *copy = b.add_ranks();
+    *copy = b.ranks(0);
+    copy->set_rank(r);
+  }
   return b;
 }
 

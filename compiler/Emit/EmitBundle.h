@@ -37,6 +37,9 @@ struct BuildSource {
   std::vector<std::pair<std::string, std::string>> options;
   // Sizes and the training schedule, from the resolved spec.
   bundle::Schedule schedule;
+  // train.parallel.data: the bundle's world size and its "data" group. The
+  // ranks run the same programs, whose collectives the pipeline placed.
+  uint32_t dataParallel = 1;
   // ptxas for cubins: empty searches CUDA_HOME, PATH and /usr/local/cuda;
   // "none" keeps PTX only.
   std::string ptxas;

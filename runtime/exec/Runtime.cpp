@@ -1,6 +1,7 @@
 #include "runtime/exec/Runtime.h"
 
 #include "bundle/Bundle.h"
+#include "runtime/comm/Communicator.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -10,7 +11,7 @@ namespace octet {
 using namespace octet::bundle;
 
 struct Runtime::PreparedStep {
-  enum class Kind { Launch, Gemm, Memset, Copy };
+  enum class Kind { Launch, Gemm, Memset, Copy, Collective };
   Kind kind = Kind::Launch;
   uint32_t stream = 0;
   std::string label;
@@ -20,6 +21,11 @@ struct Runtime::PreparedStep {
   CUdeviceptr dst = 0, src = 0;
   uint64_t bytes = 0;
   uint8_t value = 0;
+  // A collective: the bundle's, with its buffers resolved (dst receives,
+  // src sends, `count` elements); the NCCL type is set once connected.
+  const bundle::Collective *collective = nullptr;
+  comm::ReduceOp reduce = comm::ReduceOp::Sum;
+  ncclDataType_t ncclType = ncclFloat32;
   std::vector<uint32_t> waits;
   bool waitedOn = false;
 };
@@ -30,6 +36,7 @@ struct Runtime::PreparedProgram {
   std::vector<PreparedStep> steps;
   // One event per step that a later step waits for.
   std::vector<CUevent> events;
+  bool collectives = false;
   std::unique_ptr<CudaGraph> graph;
   ~PreparedProgram() {
     for (CUevent e : events)
@@ -137,9 +144,10 @@ Runtime::load(const Bundle &bundle, const RuntimeOptions &options) {
     return Status::error("RANK=" + std::to_string(rank) +
                          " but the bundle was compiled for world size " +
                          std::to_string(bundle.world_size()) +
-                         ": octet-run runs one rank of a bundle of one "
-                         "rank today; start it without RANK (or with "
-                         "RANK=0)");
+                         ": start as many ranks as the bundle's world size "
+                         "(octet launch --gpus " +
+                         std::to_string(bundle.world_size()) +
+                         " -- octet-run ...)");
   rt->rank_ = rank;
   auto dev = Device::open(options.device);
   if (!dev)
@@ -423,14 +431,27 @@ StatusOr<Runtime::PreparedStep> Runtime::prepareStep(const Step &step,
     p.dst = *d, p.src = *s, p.bytes = step.copy().bytes();
     return p;
   }
-  case Step::kCollective:
-    return Status::error(
-        where + " is a collective (" + p.label +
-        "): octet-run does not run collectives yet. A spec with "
-        "train.parallel.data > 1 compiles the data-parallel gradient "
-        "all-reduce, which `octet train SPEC --cpu` runs on the interpreter "
-        "with the ranks emulated; for one GPU, compile with "
-        "train.parallel.data: 1");
+  case Step::kCollective: {
+    const bundle::Collective &c = step.collective();
+    if (c.op() != ALL_REDUCE)
+      return Status::error(where + " is a " + p.label +
+                           ": octet-run runs all-reduce collectives only; "
+                           "recompile with this release");
+    auto reduce = comm::parseReduceOp(c.reduce());
+    if (!reduce)
+      return reduce.status().withContext(where);
+    auto d = addr(c.recv());
+    auto s = addr(c.send());
+    if (!d)
+      return d.status();
+    if (!s)
+      return s.status();
+    p.kind = PreparedStep::Kind::Collective;
+    p.collective = &c;
+    p.reduce = *reduce;
+    p.dst = *d, p.src = *s;
+    return p;
+  }
   case Step::OP_NOT_SET:
     break;
   }
@@ -447,6 +468,7 @@ Status Runtime::prepare() {
                                                "' step " + std::to_string(i));
       if (!st)
         return st.status();
+      pp->collectives |= st->kind == PreparedStep::Kind::Collective;
       pp->steps.push_back(std::move(*st));
     }
     pp->events.assign(pp->steps.size(), nullptr);
@@ -499,6 +521,21 @@ Status Runtime::runStep(const PreparedStep &s, const PreparedProgram &prog,
   case PreparedStep::Kind::Copy:
     OCTET_CHECK_CUDA(cuMemcpyDtoDAsync(s.dst, s.src, s.bytes, stream));
     break;
+  case PreparedStep::Kind::Collective: {
+    uint32_t group = s.collective->group();
+    comm::Communicator *c = group < comms_.size() ? comms_[group] : nullptr;
+    if (!c)
+      return Status::error(
+          "this rank has no communicator for group '" +
+          bundle_.groups(int(group)).name() +
+          "': a bundle of several ranks runs under a launcher (octet "
+          "launch --gpus N -- octet-run ..., or torchrun), which joins "
+          "the job before the first step");
+    OCTET_RETURN_IF_ERROR(c->allReduce(
+        reinterpret_cast<const void *>(s.src), reinterpret_cast<void *>(s.dst),
+        s.collective->count(), s.ncclType, s.reduce, stream));
+    break;
+  }
   }
   if (s.waitedOn)
     OCTET_CHECK_CUDA(cuEventRecord(prog.events[index], stream));
@@ -579,7 +616,9 @@ Status Runtime::runGraph(ProgramKind kind) {
   PreparedProgram *p = find(kind);
   if (!p)
     return run(kind);
-  if (!p->program->capturable() || streams_.size() > 1)
+  // NCCL's calls in non-blocking mode are not captured: a program with
+  // collectives runs eagerly.
+  if (!p->program->capturable() || streams_.size() > 1 || p->collectives)
     return run(kind);
   if (!p->graph) {
     auto g = CudaGraph::capture(mainStream(), [&](CUstream) {
@@ -593,6 +632,29 @@ Status Runtime::runGraph(ProgramKind kind) {
     p->graph = std::move(*g);
   }
   return p->graph->launch(mainStream());
+}
+
+Status Runtime::connect(const comm::NcclLibrary &nccl,
+                        std::vector<comm::Communicator *> groups) {
+  if (groups.size() != size_t(bundle_.groups_size()))
+    return Status::error("the bundle has " +
+                         std::to_string(bundle_.groups_size()) +
+                         " groups, but " + std::to_string(groups.size()) +
+                         " communicators were given");
+  for (auto &prog : programs_)
+    for (PreparedStep &s : prog->steps) {
+      if (s.kind != PreparedStep::Kind::Collective)
+        continue;
+      auto type = comm::ncclTypeFor(s.collective->dtype(),
+                                    s.collective->op() == ALL_REDUCE ||
+                                        s.collective->op() == REDUCE_SCATTER,
+                                    nccl.version());
+      if (!type)
+        return type.status().withContext(s.label);
+      s.ncclType = *type;
+    }
+  comms_ = std::move(groups);
+  return Status::ok();
 }
 
 Status Runtime::synchronize() {

@@ -18,6 +18,11 @@
 #include <string>
 #include <vector>
 
+namespace octet::comm {
+class Communicator;
+class NcclLibrary;
+} // namespace octet::comm
+
 namespace octet {
 
 struct RuntimeOptions {
@@ -42,6 +47,12 @@ public:
   const bundle::Program *program(bundle::ProgramKind kind) const;
   // Enqueues every step of the program on the runtime's streams.
   Status run(bundle::ProgramKind kind);
+  // The communicators of the bundle's groups, by group index (null where
+  // this rank is in none): a program's collectives run on them. NCCL's
+  // types are chosen for `nccl`'s version. They must outlive the runtime's
+  // last run.
+  Status connect(const comm::NcclLibrary &nccl,
+                 std::vector<comm::Communicator *> groups);
   // Runs the program eagerly with an event pair around every step and
   // waits for it: per-step device times in step order, for profiles. The
   // events serialize nothing the program does not already order.
@@ -99,6 +110,7 @@ private:
   std::unique_ptr<blas::BlasHandle> blas_;
   std::vector<std::unique_ptr<blas::Gemm>> gemms_;
   std::vector<std::unique_ptr<PreparedProgram>> programs_;
+  std::vector<comm::Communicator *> comms_;
   std::vector<std::string> notes_;
   uint64_t fixedCost_ = 0;
 };

@@ -2,11 +2,14 @@
 // names, loads a bundle, prints how it was built and its memory plan before
 // anything runs, opens the training data, then trains on this process's GPU
 // (LOCAL_RANK / RANK as torchrun sets them) through the host training loop
-// (runtime/exec/Trainer.h).
+// (runtime/exec/Trainer.h). A bundle of several ranks runs as one rank of a
+// job (runtime/exec/RankJob.h), under `octet launch` or torchrun.
 
 #include "bundle/Bundle.h"
 #include "bundle/Describe.h"
+#include "runtime/comm/RankEnv.h"
 #include "runtime/exec/GoldenCheck.h"
+#include "runtime/exec/RankJob.h"
 #include "runtime/exec/RunOptions.h"
 #include "runtime/exec/Runtime.h"
 #include "runtime/exec/RuntimeBackend.h"
@@ -32,7 +35,7 @@ int fail(const Status &st) {
 }
 
 void writeJson(const std::string &path, const Bundle &b, const Runtime &rt,
-               const TrainResult &result, int64_t warmup) {
+               const TrainResult &result, int64_t warmup, int gpus) {
   const Schedule &sched = b.schedule();
   std::vector<double> seconds;
   for (const StepRecord &s : result.steps)
@@ -43,9 +46,9 @@ void writeJson(const std::string &path, const Bundle &b, const Runtime &rt,
   std::sort(seconds.begin(), seconds.end());
   double median = seconds[seconds.size() / 2];
   int64_t tokens = sched.micro_batch_size() * sched.seq_len() *
-                   std::max<int64_t>(1, sched.grad_accum_steps());
+                   std::max<int64_t>(1, sched.grad_accum_steps()) * gpus;
   double tps = double(tokens) / median;
-  double tflops = tps * sched.flops_per_token() / 1e12;
+  double tflops = tps / gpus * sched.flops_per_token() / 1e12;
   auto peak = metrics::gpuPeak(rt.device().name());
   std::ofstream js(path);
   js << "{\n \"peer\": \"octet\",\n \"model\": \"" << b.build().model_name()
@@ -53,7 +56,8 @@ void writeJson(const std::string &path, const Bundle &b, const Runtime &rt,
      << ",\n \"batch\": " << sched.micro_batch_size()
      << ",\n \"tokens_per_step\": " << tokens << ",\n \"device\": \""
      << rt.device().name() << "\",\n \"step_s_median\": " << median
-     << ",\n \"tokens_per_s\": " << tps
+     << ",\n \"gpus\": " << gpus << ",\n \"tokens_per_s\": " << tps
+     << ",\n \"tokens_per_s_per_gpu\": " << tps / gpus
      << ",\n \"flops_per_token\": " << sched.flops_per_token()
      << ",\n \"flop_formula\": \"6*N_matmul + 6*L*H*Dh*S (causal "
         "attention)\",\n \"model_tflops\": "
@@ -77,12 +81,24 @@ int run(RunArgs &args) {
   if (!loaded)
     return fail(loaded.status());
   Bundle &b = *loaded;
-  describeBuild(b, std::cout);
-  describePlan(b, std::cout, args.allSlots ? 0 : 12);
-  describePrograms(b, std::cout);
-  std::cout.flush();
+  auto env = comm::rankEnvFromProcess();
+  if (!env)
+    return fail(env.status());
+  // Rank 0 speaks for the job.
+  if (env->rank == 0) {
+    describeBuild(b, std::cout);
+    describePlan(b, std::cout, args.allSlots ? 0 : 12);
+    describePrograms(b, std::cout);
+    std::cout.flush();
+  }
   if (args.planOnly)
     return 0;
+  if (b.world_size() > 1 && !args.golden.empty())
+    return fail(Status::error(
+        "--golden checks a bundle of one rank; this one was compiled for " +
+        std::to_string(b.world_size()) +
+        " (train.parallel.data): compile the golden spec with "
+        "train.parallel.data: 1"));
 
   // The data is opened before the GPU is set up, so that a bad corpus is
   // reported at once. The golden check brings its own batches.
@@ -102,18 +118,41 @@ int run(RunArgs &args) {
       return fail(data.status());
   }
 
-  auto rtOr = Runtime::load(b, RuntimeOptions{});
+  // Every rank meets the others (and compares bundles) before the GPU is
+  // set up; a failure after that is told to them, so they stop naming this
+  // rank rather than wait for it.
+  auto joined = RankJob::join(b, *env);
+  if (!joined)
+    return fail(joined.status());
+  std::unique_ptr<RankJob> job = std::move(*joined);
+  auto failJob = [&](const Status &st) {
+    if (job)
+      job->reportFailure(st.message());
+    return fail(st);
+  };
+  RuntimeOptions runtimeOptions;
+  if (job) {
+    runtimeOptions.rank = env->rank;
+    runtimeOptions.device.ordinal = env->localRank;
+  }
+  auto rtOr = Runtime::load(b, runtimeOptions);
   if (!rtOr)
-    return fail(rtOr.status());
+    return failJob(rtOr.status());
   Runtime &rt = **rtOr;
+  if (job) {
+    if (Status st = job->connect(rt); !st)
+      return failJob(st);
+    args.trainer.dataParallel = job->dataParallel();
+  }
   std::printf("%s: plan arenas %s, runtime fixed costs %s (CUDA context, "
               "cuBLASLt handle and workspace, modules)\n",
               rt.device().describe().c_str(),
               humanBytes(rt.arenaBytes()).c_str(),
               humanBytes(rt.fixedCostBytes()).c_str());
   for (const std::string &n : rt.notes())
-    std::printf("note: %s\n", n.c_str());
-  if (args.recordAlgorithms) {
+    if (env->rank == 0)
+      std::printf("note: %s\n", n.c_str());
+  if (args.recordAlgorithms && env->rank == 0) {
     int changed = rt.recordAlgorithms(b);
     b.clear_content_hash();
     if (Status st = writeBundle(b, args.bundle); !st)
@@ -147,10 +186,19 @@ int run(RunArgs &args) {
   RuntimeBackend backend(rt);
   auto trainer = Trainer::create(backend, **data, args.trainer);
   if (!trainer)
-    return fail(trainer.status());
+    return failJob(trainer.status());
   auto result = (*trainer)->run();
   if (!result)
-    return fail(result.status());
+    return failJob(result.status());
+  trainer->reset();
+  const int gpus = args.trainer.dataParallel
+                       ? args.trainer.dataParallel->size()
+                       : 1;
+  if (job)
+    if (Status st = job->finish(); !st)
+      return fail(st);
+  if (env->rank != 0)
+    return 0;
   if (!result->steps.empty()) {
     double seconds = 0;
     int64_t timed = 0;
@@ -158,21 +206,22 @@ int run(RunArgs &args) {
       if (s.step > result->startStep + 1)
         seconds += s.seconds, ++timed;
     int64_t tokens = sched.micro_batch_size() * sched.seq_len() *
-                     std::max<int64_t>(1, sched.grad_accum_steps());
+                     std::max<int64_t>(1, sched.grad_accum_steps()) * gpus;
     std::printf("done: steps %lld..%lld, loss %.4f -> %.4f, %.0f tokens/s "
-                "after step 1, peak device memory %s (plan %s + fixed "
-                "costs %s)\n",
+                "after step 1 (%d GPU%s), peak device memory %s (plan %s + "
+                "fixed costs %s)\n",
                 (long long)result->steps.front().step,
                 (long long)result->steps.back().step,
                 double(result->steps.front().loss),
                 double(result->steps.back().loss),
-                timed ? double(tokens * timed) / seconds : 0.0,
+                timed ? double(tokens * timed) / seconds : 0.0, gpus,
+                gpus == 1 ? "" : "s",
                 humanBytes(result->peakDeviceBytes).c_str(),
                 humanBytes(rt.arenaBytes()).c_str(),
                 humanBytes(rt.fixedCostBytes()).c_str());
   }
   if (!args.json.empty())
-    writeJson(args.json, b, rt, *result, args.bench ? args.warmup : 1);
+    writeJson(args.json, b, rt, *result, args.bench ? args.warmup : 1, gpus);
   return 0;
 }
 

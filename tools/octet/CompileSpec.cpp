@@ -133,6 +133,8 @@ Status writeBundleFile(ModuleOp module, const SpecSource &source,
   build.modelName = spec.model().architecture();
   build.options.push_back({"stages", stageNames()});
   build.schedule = scheduleOf(module, spec);
+  build.dataParallel =
+      uint32_t(std::max<int64_t>(1, spec.train().parallel().data()));
   // Codegen rewrites what it compiles; the kernel IR stays as it is for
   // --emit-ptx, the summary and the interpreter.
   OwningOpRef<ModuleOp> copy = module.clone();

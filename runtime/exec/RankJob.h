@@ -1,0 +1,61 @@
+#ifndef OCTET_RUNTIME_EXEC_RANKJOB_H
+#define OCTET_RUNTIME_EXEC_RANKJOB_H
+
+// One rank of a job of several, as octet-run runs it:
+//   join     before the GPU is set up: WORLD_SIZE checked against the
+//            bundle, every rank met through rank 0's store, the bundles'
+//            hashes compared (runtime/comm/Bootstrap.h);
+//   connect  once the runtime is loaded (its device current): NCCL's unique
+//            id from rank 0, the world communicator and one per group kind
+//            of the bundle (split from it), handed to the runtime for its
+//            programs' collectives; the watchdog starts watching them;
+//   dataParallel  the trainer's view of the "data" group: its sums go
+//            through an all-reduce, its heartbeats to the watchdog;
+//   finish   the clean end. A RankJob destroyed without finish() is a
+//            failed rank, which the other ranks learn at once.
+
+#include "bundle/bundle.pb.h"
+#include "runtime/comm/RankEnv.h"
+#include "runtime/exec/TrainerOptions.h"
+#include "support/Status.h"
+
+#include <chrono>
+#include <memory>
+
+namespace octet {
+
+class Runtime;
+
+struct RankJobOptions {
+  // No progress for this long is a hang, which ends every rank.
+  std::chrono::milliseconds stepTimeout{std::chrono::minutes(10)};
+};
+
+class RankJob {
+public:
+  // Null (and ok) for a bundle of one rank started without the job's
+  // variables: the process trains alone.
+  static StatusOr<std::unique_ptr<RankJob>>
+  join(const bundle::Bundle &bundle, const comm::RankEnv &env,
+       const RankJobOptions &options = {});
+  ~RankJob();
+  RankJob(const RankJob &) = delete;
+  RankJob &operator=(const RankJob &) = delete;
+
+  const comm::RankEnv &env() const;
+  Status connect(Runtime &runtime);
+  // Null when the bundle has no "data" group.
+  std::shared_ptr<DataParallelGroup> dataParallel();
+  // This rank's failure, for the other ranks to name ("rank 1: ...").
+  void reportFailure(const std::string &message);
+  Status finish();
+
+private:
+  struct Impl;
+  explicit RankJob(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+} // namespace octet
+
+#endif
