@@ -29,10 +29,9 @@ bundle::Schedule scheduleOf(ModuleOp module, const spec::Spec &spec) {
   bundle::Schedule s;
   s.set_micro_batch_size(t.micro_batch_size());
   s.set_seq_len(t.seq_len());
-  s.set_grad_accum_steps(
-      t.has_global_batch_size() && t.micro_batch_size() > 0
-          ? std::max<int64_t>(1, t.global_batch_size() / t.micro_batch_size())
-          : 1);
+  // Each rank's microbatches a step: the pipeline's own count, which the
+  // autodiff seed divides by.
+  s.set_grad_accum_steps(trainingOptionsFromSpec(spec).autodiff.microbatches);
   s.set_steps(t.steps());
   s.set_vocab_size(m.vocab_size());
   s.set_eval_interval(t.eval_interval());
