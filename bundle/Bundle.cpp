@@ -1,5 +1,6 @@
 #include "bundle/Bundle.h"
 
+#include "support/AtomicFile.h"
 #include "support/Sha256.h"
 
 #include <google/protobuf/io/coded_stream.h>
@@ -40,25 +41,8 @@ std::string finalizeAndSerialize(Bundle &bundle) {
 }
 
 Status writeBundle(Bundle &bundle, const std::string &path) {
-  std::string bytes = finalizeAndSerialize(bundle);
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out)
-      return Status::error("cannot write bundle '" + tmp +
-                           "': check that the directory exists and is "
-                           "writable");
-    out.write(bytes.data(), std::streamsize(bytes.size()));
-    out.flush();
-    if (!out)
-      return Status::error("writing bundle '" + tmp +
-                           "' failed (disk full?)");
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    return Status::error("cannot rename '" + tmp + "' to '" + path + "'");
-  }
-  return Status::ok();
+  return writeFileAtomically(path, finalizeAndSerialize(bundle))
+      .withContext("writing the bundle");
 }
 
 StatusOr<Bundle> parseBundle(const std::string &bytes,

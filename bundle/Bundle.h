@@ -30,8 +30,9 @@ std::string computeContentHash(const Bundle &bundle);
 // Sets format_version (when unset) and content_hash, then serializes.
 std::string finalizeAndSerialize(Bundle &bundle);
 
-// Writes atomically (a temporary beside `path`, then rename), so a reader
-// never sees half a bundle.
+// Writes atomically (support/AtomicFile: a temporary beside `path`, fsynced,
+// renamed, then the directory fsynced), so a reader, or a machine that loses
+// power, never sees half a bundle.
 Status writeBundle(Bundle &bundle, const std::string &path);
 
 // Parses bytes; `origin` names them in errors. Checks the format version and

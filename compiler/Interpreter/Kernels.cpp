@@ -2,12 +2,15 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <cmath>
 #include <condition_variable>
 #include <cstdlib>
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -157,13 +160,27 @@ microKernel(int64_t k, const float *ap, const float *bp, float *c,
 
 } // namespace
 
+StatusOr<int> threadsFromEnvironment() {
+  const char *env = std::getenv("OCTET_THREADS");
+  if (!env)
+    return 0;
+  std::string_view text(env);
+  int n = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() ||
+      n < 1 || n > kMaxThreads)
+    return Status::error("OCTET_THREADS='" + std::string(text) +
+                         "': it takes a whole number of CPU worker threads "
+                         "from 1 to " + std::to_string(kMaxThreads) +
+                         "; unset it to use every core");
+  return n;
+}
+
 int numThreads() {
   static int count = [] {
-    if (const char *env = std::getenv("OCTET_THREADS")) {
-      int n = std::atoi(env);
-      if (n > 0)
-        return n;
-    }
+    StatusOr<int> fromEnv = threadsFromEnvironment();
+    if (fromEnv && *fromEnv > 0)
+      return *fromEnv;
     unsigned hw = std::thread::hardware_concurrency();
     return hw ? static_cast<int>(hw) : 1;
   }();

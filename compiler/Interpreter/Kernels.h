@@ -5,6 +5,8 @@
 // matrix product and blocked attention. No MLIR here, so CPU reference checks
 // of GPU kernels can call them directly.
 
+#include "support/Status.h"
+
 #include <cstdint>
 #include <functional>
 
@@ -12,6 +14,13 @@ namespace octet::interp {
 
 // Number of worker threads (OCTET_THREADS overrides the hardware count).
 int numThreads();
+
+// OCTET_THREADS as numThreads reads it: 0 when it is unset, else a count
+// from 1 to kMaxThreads; anything else is an error naming the variable and
+// what it takes, which tools report before any work starts (numThreads
+// itself falls back to the hardware count).
+constexpr int kMaxThreads = 1024;
+StatusOr<int> threadsFromEnvironment();
 
 // Calls body(begin, end) over [0, n) split into chunks of at least `grain`
 // items, in parallel. Chunk boundaries depend only on n and grain, never on

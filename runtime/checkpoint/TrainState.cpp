@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <dirent.h>
+#include <filesystem>
 #include <fcntl.h>
 #include <ftw.h>
 #include <sys/stat.h>
@@ -49,8 +50,9 @@ void syncDir(const std::string &path) {
 
 std::string stepName(int64_t step) { return "step-" + std::to_string(step); }
 
-// Steps of the complete checkpoints in DIR, ascending.
-std::vector<int64_t> completeSteps(const std::string &dir) {
+// Steps of the step-N directories in DIR, ascending: the complete ones
+// (holding a trainer.json), or with `complete` false the others.
+std::vector<int64_t> stepDirectories(const std::string &dir, bool complete) {
   std::vector<int64_t> steps;
   DIR *d = opendir(dir.c_str());
   if (!d)
@@ -63,12 +65,41 @@ std::vector<int64_t> completeSteps(const std::string &dir) {
     long long step = std::strtoll(name.c_str() + 5, &end, 10);
     if (*end || end == name.c_str() + 5)
       continue;
-    if (isRegularFile(dir + "/" + name + "/" + kTrainerFile))
+    if (isRegularFile(dir + "/" + name + "/" + kTrainerFile) == complete &&
+        isDirectory(dir + "/" + name))
       steps.push_back(step);
   }
   closedir(d);
   std::sort(steps.begin(), steps.end());
   return steps;
+}
+
+std::vector<int64_t> completeSteps(const std::string &dir) {
+  return stepDirectories(dir, true);
+}
+
+// Removes a checkpoint that pruning drops. Its trainer.json, which makes
+// it count as complete, goes first and that removal reaches the disk before
+// anything else is removed: a kill part way through leaves a directory no
+// scan for the latest checkpoint picks up (the next save's pruning removes
+// it).
+void removeCheckpoint(const std::string &stepDir,
+                      const std::function<void(const std::string &)> &removed) {
+  std::string marker = stepDir + "/" + kTrainerFile;
+  if (::unlink(marker.c_str()) == 0) {
+    syncDir(stepDir);
+    if (removed)
+      removed(marker);
+  }
+  std::error_code ec;
+  for (const auto &entry : std::filesystem::directory_iterator(stepDir, ec)) {
+    std::filesystem::remove_all(entry.path(), ec);
+    if (removed)
+      removed(entry.path().string());
+  }
+  std::filesystem::remove(stepDir, ec);
+  if (removed)
+    removed(stepDir);
 }
 
 Status writeState(const std::string &path,
@@ -102,8 +133,8 @@ StatusOr<std::string> saveTrainCheckpoint(const std::string &dir,
   auto fail = [&](const Status &st) -> Status {
     removeTree(partial);
     std::string kept = "no earlier checkpoint";
-    if (auto latest = latestTrainCheckpoint(dir))
-      kept = "the last good checkpoint " + *latest + " is intact";
+    if (std::string latest = latestTrainCheckpoint(dir); !latest.empty())
+      kept = "the last good checkpoint " + latest + " is intact";
     return Status::error("saving checkpoint " + final + " failed (" + kept +
                          "): " + st.message());
   };
@@ -155,16 +186,16 @@ StatusOr<std::string> saveTrainCheckpoint(const std::string &dir,
     std::vector<int64_t> steps = completeSteps(dir);
     for (size_t i = 0; i + size_t(options.keep) < steps.size(); ++i)
       if (steps[i] != ckpt.step)
-        removeTree(dir + "/" + stepName(steps[i]));
+        removeCheckpoint(dir + "/" + stepName(steps[i]), options.afterRemove);
+    // What an earlier prune left when it was killed.
+    for (int64_t step : stepDirectories(dir, false))
+      if (step < ckpt.step)
+        removeCheckpoint(dir + "/" + stepName(step), options.afterRemove);
   }
   return final;
 }
 
-StatusOr<std::string> latestTrainCheckpoint(const std::string &dir) {
-  if (!isDirectory(dir))
-    return Status::error("checkpoint directory '" + dir +
-                         "' does not exist: --resume needs the "
-                         "--checkpoint-dir of an earlier run");
+std::string latestTrainCheckpoint(const std::string &dir) {
   auto text = readWholeFile(dir + "/" + kLatestFile);
   if (text) {
     std::string name = *text;
@@ -174,11 +205,7 @@ StatusOr<std::string> latestTrainCheckpoint(const std::string &dir) {
       return dir + "/" + name;
   }
   std::vector<int64_t> steps = completeSteps(dir);
-  if (steps.empty())
-    return Status::error("checkpoint directory '" + dir +
-                         "' holds no complete checkpoint (step-N/ with a "
-                         "trainer.json): start without --resume");
-  return dir + "/" + stepName(steps.back());
+  return steps.empty() ? "" : dir + "/" + stepName(steps.back());
 }
 
 namespace {

@@ -17,7 +17,8 @@
 // to DIR/step-N only once every file is on disk (each file fsynced, then
 // the directory); DIR/latest is replaced atomically after that. A failure
 // at any point removes the partial directory and leaves the previous
-// checkpoint, and DIR/latest, as they were.
+// checkpoint, and DIR/latest, as they were. Pruning removes an old
+// checkpoint's trainer.json first, so one half removed is never complete.
 
 #include "hf/Safetensors.h"
 #include "support/Status.h"
@@ -46,6 +47,9 @@ struct SaveOptions {
   // Called after each file of the checkpoint is written; a failure it
   // returns aborts the save as a write error would (tests inject one).
   std::function<Status(const std::string &path)> afterFile;
+  // Called after each file or directory that pruning removes (tests stop
+  // the process there, as a kill would).
+  std::function<void(const std::string &path)> afterRemove;
 };
 
 // Writes DIR/step-<step> and points DIR/latest at it; returns its path.
@@ -54,8 +58,9 @@ StatusOr<std::string> saveTrainCheckpoint(const std::string &dir,
                                           const SaveOptions &options = {});
 
 // The newest complete checkpoint of DIR (from DIR/latest, else the highest
-// step-N holding a trainer.json); an error says what DIR holds.
-StatusOr<std::string> latestTrainCheckpoint(const std::string &dir);
+// step-N holding a trainer.json); empty when DIR does not exist or holds
+// none yet.
+std::string latestTrainCheckpoint(const std::string &dir);
 
 // Reads a step-N directory written by saveTrainCheckpoint.
 StatusOr<TrainCheckpoint> loadTrainCheckpoint(const std::string &stepDir);

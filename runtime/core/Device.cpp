@@ -1,10 +1,13 @@
 #include "runtime/core/Device.h"
 
+#include "runtime/core/CudaDriver.h"
+
 #include <cstdlib>
 
 namespace octet {
 
 StatusOr<std::unique_ptr<Device>> Device::open(const DeviceOptions &options) {
+  OCTET_RETURN_IF_ERROR(loadCudaDriver());
   CUresult init = cuInit(0);
   if (init == CUDA_ERROR_NO_DEVICE)
     return Status::error(

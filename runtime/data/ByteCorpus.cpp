@@ -4,6 +4,8 @@
 #include "runtime/data/Random.h"
 
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 
 namespace octet::data {
 
@@ -13,10 +15,37 @@ StatusOr<ByteCorpus> ByteCorpus::open(const std::string &path,
   if (!bytes)
     return bytes.status().withContext(
         "byte corpus (write one with scripts/make-corpus.sh)");
+  std::string warning = nonTextWarning(path, *bytes);
   StatusOr<ByteCorpus> corpus = fromBytes(std::move(*bytes), options);
   if (!corpus)
     return corpus.status().withContext("byte corpus " + path);
+  if (!warning.empty())
+    std::fprintf(stderr, "warning: %s\n", warning.c_str());
   return corpus;
+}
+
+std::string ByteCorpus::nonTextWarning(const std::string &path,
+                                       std::string_view bytes) {
+  std::string_view head = bytes.substr(0, 1 << 20);
+  uint64_t nul = 0, control = 0;
+  for (char c : head) {
+    auto byte = static_cast<unsigned char>(c);
+    if (byte == 0)
+      ++nul;
+    else if ((byte < 0x20 && !std::strchr("\t\n\v\f\r", c)) || byte == 0x7f)
+      ++control;
+  }
+  if (head.empty() || (nul == 0 && control * 100 <= head.size()))
+    return "";
+  char share[32];
+  std::snprintf(share, sizeof(share), "%.1f%%",
+                100.0 * double(nul + control) / double(head.size()));
+  return path + " does not look like text: " + share + " of its first " +
+         std::to_string(head.size()) + " bytes are NUL (" +
+         std::to_string(nul) + ") or other control bytes (" +
+         std::to_string(control) +
+         "); it is trained on as bytes all the same (--text takes a UTF-8 "
+         "text file; a tokenized dataset is --data PREFIX)";
 }
 
 StatusOr<ByteCorpus> ByteCorpus::fromBytes(std::string bytes,

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace octet::data {
@@ -28,6 +29,14 @@ public:
                                    const Options &options);
   static StatusOr<ByteCorpus> fromBytes(std::string bytes,
                                         const Options &options);
+
+  // A file given as text that looks binary (a NUL byte, or more than 1% of
+  // control bytes other than whitespace, in its first MiB) still trains,
+  // as bytes, so nothing else would say so: this is the warning that
+  // open() prints to stderr, naming the file and what looked non-text, or
+  // empty for text.
+  static std::string nonTextWarning(const std::string &path,
+                                    std::string_view bytes);
 
   // Training batch number `batch`, [batchSize, sequenceLength + 1]
   // row-major: training rows batch·batchSize onwards, each window at an

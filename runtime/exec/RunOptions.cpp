@@ -67,7 +67,8 @@ const RunOption kRunOptions[] = {
     {"--keep-checkpoints", "N", "newest checkpoints kept (default 2; 0 keeps all)",
      +[](RunArgs &a) -> int & { return a.trainer.keepCheckpoints; }, 0},
     {"--resume", nullptr,
-     "continue from --checkpoint-dir's latest checkpoint,\nbit for bit",
+     "continue from --checkpoint-dir's latest checkpoint,\n"
+     "bit for bit (from step 0 while it holds none)",
      +[](RunArgs &a) -> bool & { return a.trainer.resume; }},
     {"--init-from", "PATH",
      "parameters from a Hugging Face model directory or\n"

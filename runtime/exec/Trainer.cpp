@@ -809,12 +809,19 @@ Status Trainer::start(TrainResult &result) {
   // accumulators start at zero.
   result.startStep = 0;
   OCTET_RETURN_IF_ERROR(t.zeroGradients());
+  std::string latest;
   if (t.options.resume) {
-    auto latest = ckpt::latestTrainCheckpoint(t.options.checkpointDir);
-    if (!latest)
-      return latest.status();
-    OCTET_RETURN_IF_ERROR(loadCheckpoint(*latest, result.startStep));
-    t.print("resumed from " + *latest + " at step " +
+    latest = ckpt::latestTrainCheckpoint(t.options.checkpointDir);
+    // The same command line starts a job and restarts it after a failure.
+    if (latest.empty())
+      std::fprintf(stderr,
+                   "note: --resume: %s holds no checkpoint yet; starting "
+                   "from step 0\n",
+                   t.options.checkpointDir.c_str());
+  }
+  if (!latest.empty()) {
+    OCTET_RETURN_IF_ERROR(loadCheckpoint(latest, result.startStep));
+    t.print("resumed from " + latest + " at step " +
             std::to_string(result.startStep));
   } else {
     OCTET_RETURN_IF_ERROR(t.writeInitialValues(t.options.initWeights.empty()));

@@ -1,4 +1,5 @@
 # lit configuration for octet's FileCheck tests.
+import ctypes
 import os
 import lit.formats
 
@@ -20,6 +21,18 @@ for name, path in tools.items():
     config.substitutions.append((name, path))
 config.substitutions.append(("%examples", os.path.join(config.octet_source_dir, "examples")))
 config.substitutions.append(("%fixtures", os.path.join(config.octet_source_dir, "tests", "fixtures")))
+# octet-run is built only with CUDA; it is tested here where it runs
+# without a GPU (its command line, and a host with no driver).
+octet_run = os.path.join(config.octet_binary_dir, "tools", "octet-run", "octet-run")
+if os.path.exists(octet_run):
+    config.available_features.add("octet-run")
+    # Before %octet, which is a prefix of it.
+    config.substitutions.insert(0, ("%octet-run", octet_run))
+try:
+    ctypes.CDLL("libcuda.so.1")
+    config.available_features.add("cuda-driver")
+except OSError:
+    pass
 if config.ptxas:
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", config.ptxas))

@@ -199,7 +199,7 @@ void defineTrain(CLI::App &app, TrainOptions &o,
                 "safetensors plus optimizer, FP8 and data state)");
   cli::addFlag(app, "--resume", o.resume,
                "GPU runs: continue from --checkpoint-dir's latest\n"
-               "checkpoint");
+               "checkpoint (from step 0 while it holds none)");
   cli::addValue(app, "--tensorboard", o.tensorboardDir, "DIR",
                 "GPU runs: write TensorBoard event files there");
 }

@@ -8,6 +8,7 @@
 #include "hf/HfCheckpoint.h"
 #include "hf/HfConfig.h"
 #include "spec/SpecReader.h"
+#include "support/AtomicFile.h"
 #include "tools/octet/CommandErrors.h"
 #include "tools/octet/Commands.h"
 #include "tools/octet/HfInit.h"
@@ -70,8 +71,16 @@ int runExportHfCommand(const ExportHfOptions &opts) {
                     &dtype = opts.dtype;
   uint64_t maxShard = opts.maxShardBytes;
   std::string model = opts.model;
-  if (model.empty())
+  if (model.empty()) {
     model = hf::configBeside(hfDir);
+    if (!isRegularFile(model))
+      return inputError("--init-from " + hfDir +
+                        ": no config.json says what model it holds (looked "
+                        "for " + model + "); name the model first: `octet "
+                        "export-hf MODEL --init-from " + hfDir + " -o " +
+                        outDir + "`, MODEL a .pbtxt spec or the model's HF "
+                        "config.json");
+  }
 
   hf::HfExportOptions options;
   options.maxShardBytes = maxShard;

@@ -6,6 +6,7 @@
 #include "tools/octet/Commands.h"
 
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
 
 #include <cstdio>
 #include <fstream>
@@ -16,9 +17,26 @@ namespace octet {
 namespace {
 
 // The bundle's code as files, to read, assemble or disassemble.
+// DIR itself is created when missing, with a note; its parent must exist,
+// so that a mistyped path is an error rather than a new tree of
+// directories.
 Status writeModules(const bundle::Bundle &b, const std::string &dir) {
-  if (std::error_code ec = llvm::sys::fs::create_directories(dir))
-    return Status::error(dir + ": cannot create: " + ec.message());
+  namespace fs = llvm::sys::fs;
+  if (!fs::is_directory(dir)) {
+    if (fs::exists(dir))
+      return Status::error("--modules " + dir +
+                           ": not a directory; name a directory to write "
+                           "the modules into");
+    std::string parent = llvm::sys::path::parent_path(dir).str();
+    if (!parent.empty() && !fs::is_directory(parent))
+      return Status::error("--modules " + dir + ": its parent " + parent +
+                           " does not exist; create it first, or name a "
+                           "directory inside an existing one");
+    if (std::error_code ec = fs::create_directory(dir))
+      return Status::error("--modules " + dir +
+                           ": cannot create it: " + ec.message());
+    std::fprintf(stderr, "note: created %s for the modules\n", dir.c_str());
+  }
   auto write = [&](const std::string &name, const std::string &bytes) {
     std::string path = dir + "/" + name;
     std::ofstream out(path, std::ios::binary | std::ios::trunc);

@@ -1,7 +1,10 @@
 // octet: the command-line driver. The command line is declared in
 // tools/octet/CommandLine.cpp; each command runs in its own file.
 
+#include "compiler/Interpreter/Kernels.h"
 #include "tools/octet/Commands.h"
+
+#include <cstdio>
 
 #include <string>
 #include <vector>
@@ -13,6 +16,14 @@ int main(int argc, char **argv) {
       commandLine);
   if (!parsed.shouldRun())
     return parsed.finish();
+  // Checked before any command runs, so that a bad value is not noticed
+  // only when (or if) the interpreter starts its threads.
+  if (octet::StatusOr<int> threads = octet::interp::threadsFromEnvironment();
+      !threads) {
+    std::fprintf(stderr, "octet: error: %s\n",
+                 threads.status().message().c_str());
+    return 2;
+  }
   const std::string &command = commandLine.command;
   if (command == "compile")
     return octet::runCompileCommand(commandLine.compile);

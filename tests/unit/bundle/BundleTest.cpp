@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -59,6 +60,44 @@ TEST(Bundle, SameContentGivesIdenticalBytes) {
   std::string pc = ::testing::TempDir() + "/c.octet";
   ASSERT_TRUE(writeBundle(*back, pc).isOk());
   EXPECT_EQ(readAll(pa), readAll(pc));
+}
+
+// The bundle goes through support/AtomicFile: a rewrite replaces the old
+// file whole and leaves no temporary beside it, and a directory that cannot
+// take the file is an error naming the bundle and the system's reason.
+TEST(Bundle, WritesAtomicallyAndNamesAPathItCannotWrite) {
+  std::string dir = ::testing::TempDir() + "/bundle-atomic";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::string path = dir + "/m.octet";
+  Bundle first = sample();
+  ASSERT_TRUE(writeBundle(first, path).isOk());
+  Bundle second = sample();
+  second.mutable_modules(0)->set_ptx(".version 8.5\n");
+  Status rewritten = writeBundle(second, path);
+  ASSERT_TRUE(rewritten.isOk()) << rewritten.message();
+  auto back = readBundle(path);
+  ASSERT_TRUE(back.isOk()) << back.status().message();
+  EXPECT_EQ(back->modules(0).ptx(), ".version 8.5\n");
+  std::vector<std::string> names;
+  for (const auto &entry : std::filesystem::directory_iterator(dir))
+    names.push_back(entry.path().filename().string());
+  EXPECT_EQ(names, std::vector<std::string>{"m.octet"});
+
+  // A regular file where the directory should be: no one can write there,
+  // root included.
+  std::string blocked = path + "/x.octet";
+  Status st = writeBundle(first, blocked);
+  ASSERT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find(blocked), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("Not a directory"), std::string::npos)
+      << st.message();
+  std::string missing = dir + "/no-such-dir/x.octet";
+  st = writeBundle(first, missing);
+  ASSERT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find(missing), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("No such file or directory"), std::string::npos)
+      << st.message();
 }
 
 TEST(Bundle, HashChangesWithContent) {

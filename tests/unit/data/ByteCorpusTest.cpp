@@ -121,3 +121,45 @@ TEST(ByteCorpus, LoadsTheShippedCorpusWhenBuilt) {
   corpus->trainBatch(0, batch);
   EXPECT_EQ(batch.size(), options.batchSize * 257u);
 }
+
+// A binary file given as a text corpus trains as bytes, so the one sign of
+// the mistake is a warning on stderr naming the file and what looked
+// non-text; text (tabs, newlines, UTF-8) gets none.
+TEST(ByteCorpus, WarnsWhenTheFileDoesNotLookLikeText) {
+  std::string text = sampleText(8000) + "\tcaf\xc3\xa9 \xe2\x80\x94 done\r\n";
+  EXPECT_EQ(ByteCorpus::nonTextWarning("t.txt", text), "");
+
+  std::string binary = sampleText(8000);
+  for (size_t i = 0; i < binary.size(); i += 4)
+    binary[i] = '\0';
+  std::string warning = ByteCorpus::nonTextWarning("m.bin", binary);
+  EXPECT_NE(warning.find("m.bin does not look like text: 25.0% of its "
+                         "first 8000 bytes are NUL (2000)"),
+            std::string::npos)
+      << warning;
+  // One NUL is enough; a few stray control bytes are not.
+  std::string oneNul = sampleText(8000);
+  oneNul[100] = '\0';
+  EXPECT_NE(ByteCorpus::nonTextWarning("n.txt", oneNul), "");
+  std::string fewControls = sampleText(8000);
+  fewControls[10] = '\x1b';
+  fewControls[20] = '\x07';
+  EXPECT_EQ(ByteCorpus::nonTextWarning("c.txt", fewControls), "");
+
+  // open() prints it, and trains all the same.
+  std::string dir = testutil::makeTempDir("bytecorpus-binary");
+  testutil::writeFile(dir + "/model.bin", binary);
+  ByteCorpus::Options options;
+  options.sequenceLength = 64;
+  ::testing::internal::CaptureStderr();
+  StatusOr<ByteCorpus> corpus = ByteCorpus::open(dir + "/model.bin", options);
+  std::string err = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(corpus) << corpus.status().message();
+  EXPECT_NE(err.find("warning: " + dir + "/model.bin does not look like text"),
+            std::string::npos)
+      << err;
+  testutil::writeFile(dir + "/text.txt", text);
+  ::testing::internal::CaptureStderr();
+  ASSERT_TRUE(ByteCorpus::open(dir + "/text.txt", options));
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+}

@@ -5,7 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <random>
+#include <string>
+#include <utility>
 #include <vector>
 
 using namespace octet::interp;
@@ -132,3 +135,37 @@ TEST(Kernels, ParallelForCoversRangeOnce) {
 }
 
 } // namespace
+
+// OCTET_THREADS is a thread count or an error naming the variable; it is
+// never half read ("4x" as 4) or ignored.
+TEST(Kernels, ThreadsFromTheEnvironmentAreCheckedWhole) {
+  const char *saved = std::getenv("OCTET_THREADS");
+  std::string restore = saved ? saved : "";
+  ::unsetenv("OCTET_THREADS");
+  auto unset = threadsFromEnvironment();
+  ASSERT_TRUE(unset.isOk());
+  EXPECT_EQ(*unset, 0);
+  for (auto [text, want] : {std::pair<const char *, int>{"1", 1},
+                            {"8", 8},
+                            {"1024", 1024}}) {
+    ::setenv("OCTET_THREADS", text, 1);
+    auto n = threadsFromEnvironment();
+    ASSERT_TRUE(n.isOk()) << text << ": " << n.status().message();
+    EXPECT_EQ(*n, want);
+  }
+  for (const char *text : {"abc", "", "0", "-2", "4x", " 4", "1025",
+                           "99999999999999999999"}) {
+    ::setenv("OCTET_THREADS", text, 1);
+    auto n = threadsFromEnvironment();
+    ASSERT_FALSE(n.isOk()) << "'" << text << "' was accepted";
+    EXPECT_NE(n.status().message().find(std::string("OCTET_THREADS='") +
+                                        text + "'"),
+              std::string::npos)
+        << n.status().message();
+    EXPECT_NE(n.status().message().find("from 1 to 1024"), std::string::npos);
+  }
+  if (saved)
+    ::setenv("OCTET_THREADS", restore.c_str(), 1);
+  else
+    ::unsetenv("OCTET_THREADS");
+}

@@ -13,6 +13,9 @@
 
 #include <cmath>
 #include <condition_variable>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <thread>
@@ -202,9 +205,8 @@ TEST(Trainer, FailedSaveKeepsTheLastGoodCheckpoint) {
   EXPECT_TRUE(exists(o.checkpointDir + "/step-2/trainer.json"));
   EXPECT_FALSE(exists(o.checkpointDir + "/step-4"));
   EXPECT_FALSE(exists(o.checkpointDir + "/.step-4.partial"));
-  auto latest = checkpoint::latestTrainCheckpoint(o.checkpointDir);
-  ASSERT_TRUE(latest.isOk()) << latest.status().message();
-  EXPECT_EQ(*latest, o.checkpointDir + "/step-2");
+  EXPECT_EQ(checkpoint::latestTrainCheckpoint(o.checkpointDir),
+            o.checkpointDir + "/step-2");
 
   // And the run resumes from it.
   TrainerOptions again;
@@ -239,14 +241,91 @@ TEST(Trainer, ResumeNeedsACheckpointDirectory) {
   ToyRun r = makeRun(ToyShape{}, o);
   ASSERT_FALSE(r.status.isOk());
   EXPECT_NE(r.status.message().find("--checkpoint-dir"), std::string::npos);
+}
 
-  o.checkpointDir = freshTestDir("trainer-empty");
-  ToyRun s = makeRun(ToyShape{}, o);
-  ASSERT_OK(s.status);
-  auto result = s.trainer->run();
-  ASSERT_FALSE(result.isOk());
-  EXPECT_NE(result.status().message().find("does not exist"), std::string::npos)
-      << result.status().message();
+// One command line starts a job and restarts it: --resume with nothing
+// saved yet (no directory, or an empty one) starts at step 0 and says so,
+// and the next --resume continues from what that run saved.
+TEST(Trainer, ResumeWithNoCheckpointYetStartsFresh) {
+  ToyShape shape;
+  shape.steps = 4;
+  std::string parent = freshTestDir("trainer-resume-fresh");
+  ASSERT_EQ(::mkdir(parent.c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir((parent + "/empty").c_str(), 0755), 0);
+  for (const std::string &dir : {parent + "/new", parent + "/empty"}) {
+    TrainerOptions o;
+    o.checkpointDir = dir;
+    o.resume = true;
+    o.steps = 2;
+    ToyRun r = makeRun(shape, o);
+    ASSERT_OK(r.status);
+    ::testing::internal::CaptureStderr();
+    auto result = r.trainer->run();
+    std::string err = ::testing::internal::GetCapturedStderr();
+    ASSERT_TRUE(result.isOk()) << result.status().message();
+    EXPECT_EQ(result->startStep, 0);
+    EXPECT_EQ(r.backend->runs(bundle::INIT), 1);
+    EXPECT_NE(err.find("note: --resume: " + dir +
+                       " holds no checkpoint yet; starting from step 0"),
+              std::string::npos)
+        << err;
+    EXPECT_TRUE(exists(dir + "/step-2/trainer.json"));
+
+    o.steps = -1;
+    ToyRun again = makeRun(shape, o);
+    ASSERT_OK(again.status);
+    ::testing::internal::CaptureStderr();
+    auto resumed = again.trainer->run();
+    err = ::testing::internal::GetCapturedStderr();
+    ASSERT_TRUE(resumed.isOk()) << resumed.status().message();
+    EXPECT_EQ(resumed->startStep, 2);
+    EXPECT_EQ(err.find("holds no checkpoint"), std::string::npos) << err;
+  }
+}
+
+// Pruning removes an old checkpoint's trainer.json before anything else:
+// a process killed just after the first removal leaves a directory that
+// no longer counts as complete, never one that looks complete with files
+// missing; the next save removes what is left of it.
+TEST(TrainCheckpoint, PruningKilledPartWayLeavesNoCompleteLookingCheckpoint) {
+  std::string dir = freshTestDir("checkpoint-prune-kill");
+  auto at = [](int64_t step) {
+    checkpoint::TrainCheckpoint c;
+    c.step = step;
+    c.dataPosition = "0";
+    c.bundleHash = "00";
+    c.model.push_back({"w", DType::F32, {2}, std::vector<uint8_t>(8, 1)});
+    c.state.push_back({"step", DType::F32, {1}, std::vector<uint8_t>(4, 0)});
+    return c;
+  };
+  checkpoint::SaveOptions keepOne;
+  keepOne.keep = 1;
+  ASSERT_TRUE(checkpoint::saveTrainCheckpoint(dir, at(1), keepOne).isOk());
+  ASSERT_TRUE(exists(dir + "/step-1/trainer.json"));
+
+  // The save of step 2 prunes step 1; the process dies at the first file
+  // that pruning removes.
+  checkpoint::SaveOptions killed = keepOne;
+  killed.afterRemove = [](const std::string &) { std::raise(SIGKILL); };
+  EXPECT_EXIT(
+      { (void)checkpoint::saveTrainCheckpoint(dir, at(2), killed); },
+      ::testing::KilledBySignal(SIGKILL), "");
+  EXPECT_TRUE(exists(dir + "/step-2/trainer.json"));
+  EXPECT_TRUE(exists(dir + "/step-1"));
+  EXPECT_FALSE(exists(dir + "/step-1/trainer.json"));
+  EXPECT_TRUE(exists(dir + "/step-1/model.safetensors"));
+
+  // Without DIR/latest the scan falls back to the complete step-N
+  // directories: step 2, and step 1 only while it was complete.
+  ASSERT_EQ(std::remove((dir + "/latest").c_str()), 0);
+  EXPECT_EQ(checkpoint::latestTrainCheckpoint(dir), dir + "/step-2");
+  ASSERT_EQ(std::system(("rm -rf '" + dir + "/step-2'").c_str()), 0);
+  EXPECT_EQ(checkpoint::latestTrainCheckpoint(dir), "");
+
+  // The next save's pruning clears the remains.
+  ASSERT_TRUE(checkpoint::saveTrainCheckpoint(dir, at(3), keepOne).isOk());
+  EXPECT_FALSE(exists(dir + "/step-1"));
+  EXPECT_TRUE(exists(dir + "/step-3/trainer.json"));
 }
 
 TEST(Trainer, RefusesAnInputItCannotFill) {
