@@ -115,12 +115,15 @@ Status checkStep(const Bundle &b, const Step &step, const std::string &where) {
       return Status::error(at + " launches kernel " +
                            std::to_string(l.kernel()) + " of " +
                            std::to_string(b.kernels_size()));
-    for (int i = 0; i < l.args_size(); ++i)
+    for (int i = 0; i < l.args_size(); ++i) {
+      std::string arg = at + " argument " + std::to_string(i);
       if (l.args(i).has_slot())
-        if (Status st = checkRef(b, l.args(i).slot(),
-                                 at + " argument " + std::to_string(i));
-            !st)
+        if (Status st = checkRef(b, l.args(i).slot(), arg); !st)
           return st;
+      for (const SlotRef &ref : l.args(i).table().slots())
+        if (Status st = checkRef(b, ref, arg + " (table)"); !st)
+          return st;
+    }
     // A kernel without code has no launch shape yet; checkRunnable() is
     // what keeps it from running.
     if (!b.kernels(int(l.kernel())).missing_code() &&

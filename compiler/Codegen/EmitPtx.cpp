@@ -178,6 +178,8 @@ LogicalResult emitPtx(ModuleOp module, StringRef dir, StringRef ptxasPath) {
                              {"args", std::move(args)},
                              {"workspace_bytes", workspace},
                              {"zero_results", std::move(zeroed)}};
+    if (op.getArgTable())
+      entry["arg_table"] = true;
     if (cubinOf.count(moduleName))
       entry["cubin"] = cubinOf[moduleName];
     if (!fused) {

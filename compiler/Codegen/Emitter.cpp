@@ -222,6 +222,32 @@ Value Emitter::loadPtr(Type type, Value ptr, unsigned align) {
 void Emitter::storePtr(Value x, Value ptr, unsigned align) {
   LLVM::StoreOp::create(b, loc, x, ptr, align);
 }
+Value Emitter::tableEntry(Value table, Value entry, Type elem) {
+  // The descriptor that the memref lowering expects, over the address: the
+  // accesses through it index the address, whatever the size says.
+  Type i64 = b.getI64Type();
+  Value ptr = LLVM::IntToPtrOp::create(b, loc, ptrG, load(table, entry));
+  auto array = LLVM::LLVMArrayType::get(i64, 1);
+  auto descriptor =
+      LLVM::LLVMStructType::getLiteral(ctx, {ptrG, ptrG, i64, array, array});
+  Value d = LLVM::PoisonOp::create(b, loc, descriptor);
+  auto set = [&](Value x, ArrayRef<int64_t> at) {
+    d = LLVM::InsertValueOp::create(b, loc, d, x, at);
+  };
+  auto constant = [&](int64_t v) {
+    return LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(v));
+  };
+  set(ptr, {0});
+  set(ptr, {1});
+  set(constant(0), {2});
+  set(constant(0), {3, 0});
+  set(constant(1), {4, 0});
+  auto type = MemRefType::get({ShapedType::kDynamic}, elem,
+                              MemRefLayoutAttrInterface(),
+                              b.getI64IntegerAttr(1));
+  return UnrealizedConversionCastOp::create(b, loc, type, d).getResult(0);
+}
+
 Value Emitter::smemAt(Value smem, Value byteOffset) {
   return LLVM::GEPOp::create(b, loc, ptrS, b.getI8Type(), smem,
                              ValueRange{byteOffset});
@@ -490,6 +516,26 @@ gpu::GPUFuncOp makeKernel(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
   SmallVector<Type> args(numArgs,
                          LLVM::LLVMPointerType::get(b.getContext(), 1));
   return createKernel(b, loc, mod, name, args, {}, threads);
+}
+
+Value constantArray(Emitter &e, gpu::GPUModuleOp mod, StringRef name,
+                    DenseElementsAttr values) {
+  auto type = MemRefType::get(values.getType().getShape(),
+                              values.getType().getElementType());
+  if (!mod.lookupSymbol(name)) {
+    OpBuilder::InsertionGuard guard(e.b);
+    e.b.setInsertionPointToStart(mod.getBody());
+    memref::GlobalOp::create(e.b, e.loc, name, e.b.getStringAttr("private"),
+                             type, values, /*constant=*/true,
+                             e.b.getI64IntegerAttr(32));
+  }
+  return memref::GetGlobalOp::create(e.b, e.loc, type, name);
+}
+
+MemRefType argTableType(OpBuilder &b, int64_t entries) {
+  // Static: the bare-pointer calling convention takes no dynamic sizes.
+  return MemRefType::get({std::max<int64_t>(entries, 1)}, b.getI64Type(),
+                         MemRefLayoutAttrInterface(), b.getI64IntegerAttr(1));
 }
 
 Value sharedBase(Emitter &e, gpu::GPUModuleOp mod, StringRef name) {

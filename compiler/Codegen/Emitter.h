@@ -142,6 +142,10 @@ public:
   mlir::Value gep(mlir::Value base, mlir::Type elem, mlir::Value index);
   mlir::Value loadPtr(mlir::Type type, mlir::Value ptr, unsigned align = 0);
   void storePtr(mlir::Value x, mlir::Value ptr, unsigned align = 0);
+  // The buffer whose address is entry `entry` (index) of an argument table
+  // (memref of i64 addresses, kernel.fused's arg_table), as a global memref
+  // of `elem` whose size is unknown.
+  mlir::Value tableEntry(mlir::Value table, mlir::Value entry, mlir::Type elem);
   // Byte `byteOffset` (i32) of the shared memory at `smem`.
   mlir::Value smemAt(mlir::Value smem, mlir::Value byteOffset);
 
@@ -250,6 +254,15 @@ mlir::gpu::GPUFuncOp createKernel(mlir::OpBuilder &b, mlir::Location loc,
 mlir::gpu::GPUFuncOp makeKernel(mlir::OpBuilder &b, mlir::gpu::GPUModuleOp mod,
                                 llvm::StringRef name, unsigned numArgs,
                                 int64_t threads, mlir::Location loc);
+
+// A constant array of the module, `name`, holding `values` (a memref of
+// their type, read through memref.get_global in the current kernel).
+mlir::Value constantArray(Emitter &e, mlir::gpu::GPUModuleOp mod,
+                          llvm::StringRef name,
+                          mlir::DenseElementsAttr values);
+// The argument table of a kernel that takes one (arg_table): a memref of
+// its `entries` i64 addresses.
+mlir::MemRefType argTableType(mlir::OpBuilder &b, int64_t entries);
 
 // The dynamic shared memory of every kernel of the module, as the external
 // shared array `name`.

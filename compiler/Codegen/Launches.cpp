@@ -29,6 +29,7 @@ void LaunchList::apply(Operation *op, int64_t workspaceBytes,
   launched.setWorkspaceBytesAttr(b.getI64IntegerAttr(workspaceBytes));
   if (zeroResults)
     launched.setZeroResultsAttr(b.getDenseI64ArrayAttr(*zeroResults));
+  launched.setArgTable(argTable);
 }
 
 void copyLaunches(Operation *from, Operation *to) {
@@ -38,6 +39,7 @@ void copyLaunches(Operation *from, Operation *to) {
   target.setLaunchAttr(source.getLaunchAttr());
   target.setWorkspaceBytesAttr(source.getWorkspaceBytesAttr());
   target.setZeroResultsAttr(source.getZeroResultsAttr());
+  target.setArgTable(source.getArgTable());
 }
 
 } // namespace octet::codegen

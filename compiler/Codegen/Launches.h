@@ -37,6 +37,10 @@ public:
            int64_t sharedBytes = 0, int64_t cluster = 1,
            bool programmatic = false);
 
+  // The launches take the argument table (kernel.fused's `arg_table`): a
+  // pointer to the operands' and results' addresses instead of them.
+  void useArgTable() { argTable = true; }
+
   // Writes the contract onto `op`: the kernels and launches recorded, the
   // f32 workspace the runtime provides (bytes) and, when given, the results
   // accumulated with atomics, which the runtime zeroes before the first
@@ -48,6 +52,7 @@ private:
   mlir::OpBuilder &b;
   mlir::StringAttr moduleSym;
   llvm::SmallVector<mlir::Attribute> kernels, launches;
+  bool argTable = false;
 };
 
 // Copies the launch contract of `from` (an op lowered before with the same

@@ -24,14 +24,17 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 #include <cmath>
+#include <map>
 
 using namespace mlir;
 
 namespace octet::codegen {
 
 RowKernelBuilder::RowKernelBuilder(kernel::FusedOp fused,
-                                   const KernelPlan &plan, OpBuilder &b)
-    : Emitter(b, fused.getLoc()), fused(fused), plan(plan), vec(plan.vec) {
+                                   const KernelPlan &plan, OpBuilder &b,
+                                   bool argTable)
+    : Emitter(b, fused.getLoc()), fused(fused), plan(plan), vec(plan.vec),
+      argTable(argTable) {
   // Products feeding sums may fuse into one fma (a single rounding instead
   // of two: within the stated f32 tolerances, and fewer instructions an
   // element in kernels that issue as much as they move).
@@ -82,6 +85,17 @@ Type RowKernelBuilder::memrefFor(Value v, bool atomicMax) {
 }
 
 SmallVector<Type> RowKernelBuilder::argumentTypes() {
+  SmallVector<Type> types = bufferTypes();
+  if (argTable)
+    types = {argTableType(b, types.size())};
+  if (plan.workspaceFloats)
+    types.push_back(MemRefType::get({plan.workspaceFloats}, f32,
+                                    MemRefLayoutAttrInterface(),
+                                    b.getI64IntegerAttr(kGlobalSpace)));
+  return types;
+}
+
+SmallVector<Type> RowKernelBuilder::bufferTypes() {
   SmallVector<Type> types;
   for (Value v : fused.getBodyBlock().getArguments())
     types.push_back(memrefFor(v, false));
@@ -93,11 +107,26 @@ SmallVector<Type> RowKernelBuilder::argumentTypes() {
         amax = true;
     types.push_back(memrefFor(v, amax));
   }
-  if (plan.workspaceFloats)
-    types.push_back(MemRefType::get({plan.workspaceFloats}, f32,
-                                    MemRefLayoutAttrInterface(),
-                                    b.getI64IntegerAttr(kGlobalSpace)));
   return types;
+}
+
+bool RowKernelBuilder::usesArgTable(kernel::FusedOp fused,
+                                    const KernelPlan &plan) {
+  // Flat slices only: their code differs between tensors by sizes alone.
+  return fused.getKind() == "multi_tensor" && !plan.workspaceFloats &&
+         llvm::all_of(plan.segments, [](const Segment &seg) {
+           return seg.flat && !seg.tileRows && seg.columnSums.empty();
+         });
+}
+
+Value RowKernelBuilder::mem(Value v) {
+  if (Value m = memOf.lookup(v))
+    return m;
+  auto it = tableIndex.find(v);
+  if (it == tableIndex.end())
+    return Value();
+  Value entry = classEntry.lookup(v);
+  return tableEntry(table, entry ? entry : idx(it->second), tableElem.lookup(v));
 }
 
 Value RowKernelBuilder::chunkValid(const Segment &seg, int64_t len, int64_t c,
@@ -107,10 +136,11 @@ Value RowKernelBuilder::chunkValid(const Segment &seg, int64_t len, int64_t c,
   Value base = chunkBase(c);
   if ((c + 1) * span > len)
     valid = cmpI(arith::CmpIPredicate::ult, base, idx(len));
-  if (seg.flat && seg.flatElements % len && rowStart) {
+  if (seg.flat && rowStart && (segFlatElements || seg.flatElements % len)) {
     Value global = addI(rowStart, base);
-    Value inside =
-        cmpI(arith::CmpIPredicate::ult, global, idx(seg.flatElements));
+    Value inside = cmpI(arith::CmpIPredicate::ult, global,
+                        segFlatElements ? segFlatElements
+                                        : idx(seg.flatElements));
     valid = valid ? andI(valid, inside) : inside;
   }
   return valid;
@@ -252,17 +282,10 @@ Value RowKernelBuilder::ropeTable(graph::RopeOp rope) {
     table.push_back((float)inv);
   }
   std::string name = "rope_inv_freq_" + std::to_string(ropeTables++);
-  auto type = MemRefType::get({half}, f32);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(module.getBody());
-    auto tensorType = RankedTensorType::get({half}, f32);
-    memref::GlobalOp::create(
-        b, loc, name, b.getStringAttr("private"), type,
-        DenseElementsAttr::get(tensorType, ArrayRef<float>(table)),
-        /*constant=*/true, b.getI64IntegerAttr(32));
-  }
-  return memref::GetGlobalOp::create(b, loc, type, name);
+  return constantArray(
+      *this, module, name,
+      DenseElementsAttr::get(RankedTensorType::get({half}, f32),
+                             ArrayRef<float>(table)));
 }
 
 void RowKernelBuilder::emitDispatch(
@@ -281,6 +304,128 @@ void RowKernelBuilder::emitDispatch(
   emitDispatch(starts, lo, mid, blockId, emitCase);
   b.setInsertionPoint(ifOp.elseBlock()->getTerminator());
   emitDispatch(starts, mid, hi, blockId, emitCase);
+}
+
+bool RowKernelBuilder::ownScalar(Value v) {
+  if (!argTable || !isa<BlockArgument>(v) || !isScalarTensor(v))
+    return false;
+  return llvm::count_if(plan.segments, [&](const Segment &seg) {
+           return seg.roles.count(v);
+         }) == 1;
+}
+
+SmallVector<Value> RowKernelBuilder::segmentBuffers(const Segment &seg) {
+  SmallVector<Value> buffers;
+  for (auto [v, role] : seg.roles)
+    if (tableIndex.count(v) &&
+        !(isa<BlockArgument>(v) && isScalarTensor(v) && !ownScalar(v)))
+      buffers.push_back(v);
+  return buffers;
+}
+
+std::string RowKernelBuilder::classKey(const Segment &seg) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  DenseMap<Value, std::string> names;
+  os << seg.loop << ";";
+  for (auto [i, v] : llvm::enumerate(segmentBuffers(seg))) {
+    names[v] = "b" + std::to_string(i);
+    os << (int)seg.roles.lookup(v) << tableElem.lookup(v) << ",";
+  }
+  os << "\n";
+  for (auto [i, op] : llvm::enumerate(seg.ops)) {
+    os << op->getName() << "(";
+    for (Value v : op->getOperands()) {
+      if (auto it = names.find(v); it != names.end())
+        os << it->second;
+      else if (auto arg = dyn_cast<BlockArgument>(v))
+        os << "a" << arg.getArgNumber(); // a scalar every segment reads
+      else
+        os << "?";
+      os << ",";
+    }
+    os << ")";
+    for (NamedAttribute a : op->getAttrs())
+      if (a.getName() != "tensor" && a.getName() != "param")
+        os << a.getName().getValue() << "=" << a.getValue() << ";";
+    for (auto [r, v] : llvm::enumerate(op->getResults())) {
+      os << getElementTypeOrSelf(v.getType()) << ",";
+      names.try_emplace(v, "o" + std::to_string(i) + "." + std::to_string(r));
+    }
+    os << "\n";
+  }
+  return text;
+}
+
+void RowKernelBuilder::emitSegmentClasses(Value block) {
+  // Classes in order of their first segment; a segment's record in the
+  // segment table: its class, blocks, rows, elements and the argument
+  // table entries of its buffers (in segmentBuffers order).
+  constexpr int64_t kSizes = 4;
+  llvm::MapVector<std::string, const Segment *, std::map<std::string, unsigned>>
+      classes;
+  SmallVector<int64_t> classOf;
+  int64_t width = kSizes;
+  for (const Segment &seg : plan.segments) {
+    auto [it, added] = classes.insert({classKey(seg), &seg});
+    classOf.push_back(std::distance(classes.begin(), it));
+    width = std::max<int64_t>(width, kSizes + segmentBuffers(seg).size());
+  }
+  SmallVector<int64_t> starts, records;
+  for (auto [s, seg] : llvm::enumerate(plan.segments)) {
+    starts.push_back(seg.firstBlock);
+    SmallVector<int64_t> record{classOf[s], seg.blocks, seg.rows,
+                                seg.flatElements};
+    for (Value v : segmentBuffers(seg))
+      record.push_back(tableIndex.lookup(v));
+    record.resize(width, 0);
+    llvm::append_range(records, record);
+  }
+  auto i64Array = [&](StringRef name, ArrayRef<int64_t> values) {
+    auto type = RankedTensorType::get({(int64_t)values.size()}, b.getI64Type());
+    return constantArray(*this, module, name,
+                         DenseElementsAttr::get(type, values));
+  };
+  Value startOf = i64Array("segment_starts", starts);
+  Value recordOf = i64Array("segment_records", records);
+  auto at = [&](Value array, Value i) { return indexCast(load(array, i)); };
+
+  // The last segment that starts at or before the block: lo stays at or
+  // before it, hi past it.
+  int64_t n = starts.size(), steps = llvm::Log2_64_Ceil(n);
+  ValueRange bounds = forLoop(
+      idx(0), idx(steps), 1, ValueRange{idx(0), idx(n)},
+      [&](Value, ValueRange lh) -> SmallVector<Value> {
+        Value mid = divUI(addI(lh[0], lh[1]), 2);
+        Value below = cmpI(arith::CmpIPredicate::ule, at(startOf, mid), block);
+        return {select(below, mid, lh[0]), select(below, lh[1], mid)};
+      });
+  Value s = bounds[0];
+  Value record = mulI(s, width);
+  auto field = [&](int64_t k) { return at(recordOf, addI(record, k)); };
+  Value cls = field(0);
+  Value local = subI(block, at(startOf, s));
+  for (auto [c, entry] : llvm::enumerate(classes)) {
+    const Segment &seg = *entry.second;
+    auto emitClass = [&] {
+      segBlocks = field(1);
+      segRows = field(2);
+      segFlatElements = field(3);
+      classEntry.clear();
+      for (auto [k, v] : llvm::enumerate(segmentBuffers(seg)))
+        classEntry[v] = field(kSizes + k);
+      for (Value v : segmentBuffers(seg))
+        if (ownScalar(v))
+          vals[v].scalar = loadScalar(mem(v), tableElem.lookup(v), idx(0));
+      emitSegment(seg, local);
+      classEntry.clear();
+      segFlatElements = Value();
+    };
+    if (classes.size() == 1)
+      emitClass();
+    else
+      ifThen(cmpI(arith::CmpIPredicate::eq, cls, idx(c)), emitClass);
+  }
 }
 
 gpu::GPUFuncOp RowKernelBuilder::buildMain(gpu::GPUModuleOp mod,
@@ -337,25 +482,31 @@ gpu::GPUFuncOp RowKernelBuilder::buildMain(gpu::GPUModuleOp mod,
   Value block = blockId();
 
   // Scalars (scales, learning rate, step) are read once per thread.
+  // A segment class's own scalars (an FP8 weight's scale) are read in its
+  // code.
   for (BlockArgument arg : body.getArguments())
-    if (isScalarTensor(arg) && !arg.use_empty())
+    if (isScalarTensor(arg) && !arg.use_empty() && !ownScalar(arg))
       vals[arg].scalar = loadScalar(
-          memOf[arg], cast<RankedTensorType>(arg.getType()).getElementType(),
+          mem(arg), cast<RankedTensorType>(arg.getType()).getElementType(),
           idx(0));
 
   // The tiled transposes' tensorwise scales: a one-element copy.
   for (const Segment &seg : plan.segments)
     for (fp8::TransposeOp t : seg.tiled) {
-      if (!memOf.count(t.getResultScale()))
+      if (!inMemory(t.getResultScale()))
         continue;
       ifThen(andI(cmpI(arith::CmpIPredicate::eq, block, idx(0)),
                   cmpI(arith::CmpIPredicate::eq, tid, idx(0))),
              [&] {
-               Value scale = load(memOf.lookup(t.getScale()), idx(0));
-               store(scale, memOf.lookup(t.getResultScale()), idx(0));
+               Value scale = load(mem(t.getScale()), idx(0));
+               store(scale, mem(t.getResultScale()), idx(0));
              });
     }
 
+  if (argTable) {
+    emitSegmentClasses(block);
+    return func;
+  }
   SmallVector<int64_t> starts;
   for (const Segment &seg : plan.segments)
     starts.push_back(seg.firstBlock);
@@ -368,6 +519,19 @@ gpu::GPUFuncOp RowKernelBuilder::buildMain(gpu::GPUModuleOp mod,
 void RowKernelBuilder::bindArguments(gpu::GPUFuncOp func) {
   memOf.clear();
   Block &body = fused.getBodyBlock();
+  if (argTable) {
+    // Inputs then results, as the argument table lists them; a result
+    // that is also an input keeps the input's entry.
+    table = func.getArgument(0);
+    SmallVector<Type> types = bufferTypes();
+    SmallVector<Value> values(body.getArguments());
+    llvm::append_range(values,
+                       cast<kernel::YieldOp>(body.getTerminator()).getValues());
+    for (auto [i, v] : llvm::enumerate(values))
+      if (tableIndex.try_emplace(v, i).second)
+        tableElem[v] = cast<MemRefType>(types[i]).getElementType();
+    return;
+  }
   unsigned numInputs = body.getNumArguments();
   for (auto [i, arg] : llvm::enumerate(body.getArguments()))
     memOf[arg] = func.getArgument(i);
@@ -396,6 +560,10 @@ gpu::GPUFuncOp RowKernelBuilder::createFollowingKernel(gpu::GPUModuleOp mod,
 void RowKernelBuilder::emitSegment(const Segment &seg, Value localBlock) {
   for (auto [v, len] : seg.length)
     lengthOf[v] = len;
+  if (!segRows) {
+    segRows = idx(seg.rows);
+    segBlocks = idx(seg.blocks);
+  }
   int64_t numChunkAccs = 0;
   for (Value v : seg.columnSums)
     numChunkAccs += ceilDiv(seg.length.lookup(v), plan.threads * vec);
@@ -426,10 +594,10 @@ void RowKernelBuilder::emitSegment(const Segment &seg, Value localBlock) {
     SmallVector<Value> carried = inits;
     llvm::append_range(carried, loadRow(seg, localBlock));
     auto forOp = scf::ForOp::create(
-        b, loc, localBlock, idx(seg.rows), idx(seg.blocks), carried,
+        b, loc, localBlock, segRows, segBlocks, carried,
         [&](OpBuilder &, Location, Value row, ValueRange iterArgs) {
-          Value next = addI(row, idx(seg.blocks));
-          Value more = cmpI(arith::CmpIPredicate::ult, next, idx(seg.rows));
+          Value next = addI(row, segBlocks);
+          Value more = cmpI(arith::CmpIPredicate::ult, next, segRows);
           SmallVector<Type> rawTypes;
           for (Value v : iterArgs.drop_front(numAccs))
             rawTypes.push_back(v.getType());
@@ -475,12 +643,13 @@ void RowKernelBuilder::emitSegment(const Segment &seg, Value localBlock) {
   // max of the float bits is the float max.
   for (Value v : seg.amaxes) {
     Value m = blockMax(*this, reduction, accs[a++]);
-    if (!memOf.count(v))
+    if (!inMemory(v))
       continue;
     Value bits = bitcast(b.getI32Type(), m);
     ifThen(cmpI(arith::CmpIPredicate::eq, tid, idx(0)),
-           [&] { atomicMaxU(bits, memOf.lookup(v), idx(0)); });
+           [&] { atomicMaxU(bits, mem(v), idx(0)); });
   }
+  segRows = segBlocks = Value();
 }
 
 // The segment's row inputs, in role order: every chunk as stored (narrow),
@@ -495,7 +664,7 @@ SmallVector<Value> RowKernelBuilder::loadRow(const Segment &seg, Value row) {
     int64_t len = seg.length.lookup(v);
     Value rowStart = mulI(row, idx(len));
     for (int64_t c = 0, e = ceilDiv(len, span); c < e; ++c)
-      raw.push_back(loadChunk(memOf.lookup(v), elem,
+      raw.push_back(loadChunk(mem(v), elem,
                               addI(rowStart, chunkBase(c)),
                               chunkValid(seg, len, c, rowStart)));
   }
@@ -520,7 +689,7 @@ void RowKernelBuilder::loadColumns(const Segment &seg) {
       continue;
     Val val;
     val.rawElem = cast<RankedTensorType>(v.getType()).getElementType();
-    val.chunks = loadColumn(memOf.lookup(v), val.rawElem, seg.length.lookup(v));
+    val.chunks = loadColumn(mem(v), val.rawElem, seg.length.lookup(v));
     columns[v] = val;
   }
 }
@@ -549,13 +718,13 @@ RowKernelBuilder::emitRow(const Segment &seg, Value row, ValueRange accsIn,
       continue;
     Type elem = cast<RankedTensorType>(v.getType()).getElementType();
     if (role == Role::PerRow) {
-      vals[v].scalar = loadScalar(memOf.lookup(v), elem, row);
+      vals[v].scalar = loadScalar(mem(v), elem, row);
     } else if (role == Role::Column) {
       if (columns.count(v)) {
         vals[v] = columns.lookup(v);
       } else {
         Val val;
-        val.deferredFrom = memOf.lookup(v);
+        val.deferredFrom = mem(v);
         val.deferredLength = seg.length.lookup(v);
         vals[v] = val;
       }
@@ -591,11 +760,11 @@ RowKernelBuilder::emitRow(const Segment &seg, Value row, ValueRange accsIn,
       Value off = addI(rowStart, chunkBase(c));
       Value valid = chunkValid(seg, len, c, rowStart);
       if (!keep) {
-        storeChunk(memOf.lookup(v), elem, off, valid, chunk);
+        storeChunk(mem(v), elem, off, valid, chunk);
         continue;
       }
       Value narrow = fromF32(chunk, elem);
-      storeNarrow(memOf.lookup(v), off, valid, narrow);
+      storeNarrow(mem(v), off, valid, narrow);
       (*stored)[v].push_back(narrow);
     }
   }
@@ -617,8 +786,11 @@ buildRowKernels(kernel::FusedOp fused, const KernelPlan &plan, OpBuilder &b,
         zeroed.push_back(i);
   }
 
-  RowKernelBuilder kb(fused, plan, b);
+  bool argTable = RowKernelBuilder::usesArgTable(fused, plan);
+  RowKernelBuilder kb(fused, plan, b, argTable);
   fp8::QuantizeOp quantizeInTranspose = kb.quantizeInTranspose();
+  if (argTable)
+    launches.useArgTable();
   // The launch after the row kernel is its programmatic dependent (H100,
   // llama3-8b LayerNorm backward: 79.0-79.8% -> 80.0-80.4% of copy).
   bool rowKernel = !plan.segments.empty() && !quantizeInTranspose;

@@ -43,8 +43,12 @@ struct Val {
 
 class RowKernelBuilder : public Emitter {
 public:
+  // `argTable`: the kernels take the argument table (kernel.fused's
+  // arg_table), and segments of the same ops share one piece of code
+  // (usesArgTable says whether the plan allows it).
   RowKernelBuilder(kernel::FusedOp fused, const KernelPlan &plan,
-                   mlir::OpBuilder &b);
+                   mlir::OpBuilder &b, bool argTable);
+  static bool usesArgTable(kernel::FusedOp fused, const KernelPlan &plan);
 
   mlir::gpu::GPUFuncOp buildMain(mlir::gpu::GPUModuleOp module,
                                  llvm::StringRef name);
@@ -99,8 +103,28 @@ private:
   // inTransposeOp's results (join order) from its operands' values.
   llvm::SmallVector<mlir::Value>
   evaluateInTranspose(llvm::ArrayRef<mlir::Value> operands);
-  // Kernel arguments: inputs, results, then the workspace.
+  // Kernel arguments: inputs, results (or the argument table), then the
+  // workspace.
   llvm::SmallVector<mlir::Type> argumentTypes();
+  // The memrefs of the inputs and results, in order.
+  llvm::SmallVector<mlir::Type> bufferTypes();
+  // The buffer of region value `v` (an input or result): the kernel's
+  // argument, or its argument table's entry, read here; null when `v` is
+  // not in memory.
+  mlir::Value mem(mlir::Value v);
+  bool inMemory(mlir::Value v) {
+    return memOf.count(v) || tableIndex.count(v);
+  }
+  // Segments of an argument-table kernel by the code they need: the class
+  // key (ops, attributes, element types, roles; not sizes or tensors), and
+  // the buffers the code reads or writes through the table, in a fixed
+  // order, which the segment table lists per segment.
+  std::string classKey(const Segment &seg);
+  llvm::SmallVector<mlir::Value> segmentBuffers(const Segment &seg);
+  bool ownScalar(mlir::Value v);
+  // The argument-table kernel's segments: a binary search of the segment
+  // table for the block's segment, then the code of its class.
+  void emitSegmentClasses(mlir::Value block);
   mlir::Type memrefFor(mlir::Value tensorValue, bool atomicMax);
 
   // A constant chunk (every lane `v`), a scalar in every lane.
@@ -141,6 +165,10 @@ private:
   mlir::Value scalarOf(mlir::Value v) { return vals[v].scalar; }
 
   void emitSegment(const Segment &seg, mlir::Value localBlock);
+  // The sizes of the segment emitted: constants, or in the code of a
+  // segment class read from the segment table (rows, blocks and elements;
+  // its last slice may then be partial).
+  mlir::Value segRows, segBlocks, segFlatElements;
   llvm::SmallVector<mlir::Value> loadRow(const Segment &seg, mlir::Value row);
   void loadColumns(const Segment &seg);
   // A column input's chunks, as stored.
@@ -225,6 +253,13 @@ private:
   mlir::Value parked; // i8 shared buffer of the tiled transposes' parked groups
   ReductionScratch reduction;
   llvm::DenseMap<mlir::Value, mlir::Value> memOf; // region value → argument
+  bool argTable = false;
+  mlir::Value table;                               // the argument table
+  llvm::DenseMap<mlir::Value, int64_t> tableIndex; // region value → entry
+  llvm::DenseMap<mlir::Value, mlir::Type> tableElem;
+  // In a segment class's code: the entry of each of its first segment's
+  // buffers, read from the segment table.
+  llvm::DenseMap<mlir::Value, mlir::Value> classEntry;
   llvm::DenseMap<mlir::Value, Val> vals;
   llvm::DenseMap<mlir::Value, Val> columns; // Column inputs as loaded
   llvm::DenseMap<mlir::Value, int64_t> lengthOf;

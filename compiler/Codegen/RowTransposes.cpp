@@ -184,44 +184,67 @@ int64_t RowKernelBuilder::emitTransposes(gpu::GPUFuncOp func,
                                          int64_t firstBlock) {
   // Copies [R, C] → [C, R]; a tensorwise scale passes through as a 1×1 one,
   // block scales transpose with the data.
+  // A copy's buffers. With the argument table they are read again where
+  // the copy's blocks start (bind), and these first reads are dead.
+  auto buffersOf = [&](Value from, Value to, TransposeCopy &copy) {
+    copy.from = mem(from);
+    copy.to = mem(to);
+    if (!quantize || from != quantize.getResult())
+      return;
+    copy.scale = mem(quantize.getScale());
+    copy.amax = mem(quantize.getAmax());
+    copy.operands.clear();
+    if (inTransposeOp)
+      for (Value operand : inTransposeOp->getOperands())
+        copy.operands.push_back(mem(operand));
+    else if (inTransposePieces.empty())
+      copy.source = mem(quantize.getInput());
+    for (auto [piece, p] : llvm::zip(copy.pieces, inTransposePieces)) {
+      piece.source = mem(p.input);
+      if (p.rope)
+        copy.positions = mem(p.rope.getPositions());
+    }
+  };
+  SmallVector<std::pair<Value, Value>> sources;
   SmallVector<TransposeCopy> copies;
   for (fp8::TransposeOp t : plan.transposes) {
     for (auto [from, to] : {std::pair(t.getInput(), t.getResult()),
                             std::pair(t.getScale(), t.getResultScale())}) {
       // A result nobody reads is not a kernel result: nothing to write.
-      if (!memOf.count(to))
+      if (!inMemory(to))
         continue;
       auto type = cast<RankedTensorType>(from.getType());
       int64_t rows = type.getRank() == 2 ? type.getDimSize(0) : 1;
       int64_t cols = type.getNumElements() / rows;
-      TransposeCopy copy{memOf.lookup(from), memOf.lookup(to), rows, cols};
+      TransposeCopy copy{Value(), Value(), rows, cols};
       if (quantize && from == quantize.getResult()) {
-        copy.scale = memOf.lookup(quantize.getScale());
-        copy.amax = memOf.lookup(quantize.getAmax());
-        if (inTransposeOp) {
-          for (Value operand : inTransposeOp->getOperands())
-            copy.operands.push_back(memOf.lookup(operand));
+        if (inTransposeOp)
           copy.evaluate = [this](ArrayRef<Value> operands) {
             return evaluateInTranspose(operands);
           };
-        } else if (inTransposePieces.empty()) {
-          copy.source = memOf.lookup(quantize.getInput());
-        }
         for (const JoinPiece &p : inTransposePieces) {
-          TransposePiece piece{memOf.lookup(p.input), p.col0, p.width};
+          TransposePiece piece{Value(), p.col0, p.width};
           if (graph::RopeOp rope = p.rope) {
             piece.invFreq = ropeTable(rope);
             piece.inverse = rope.getInverse();
             piece.roundTo = getElementTypeOrSelf(rope.getResult().getType());
-            copy.positions = memOf.lookup(rope.getPositions());
           }
           copy.pieces.push_back(piece);
         }
       }
+      buffersOf(from, to, copy);
+      sources.push_back({from, to});
       copies.push_back(copy);
     }
   }
-  return emitTransposeCopies(b, loc, func, copies, firstBlock);
+  auto bind = [&](size_t i, TransposeCopy &copy) {
+    buffersOf(sources[i].first, sources[i].second, copy);
+  };
+  return emitTransposeCopies(b, loc, func, copies, firstBlock,
+                             argTable ? function_ref<void(size_t,
+                                                          TransposeCopy &)>(
+                                            bind)
+                                      : nullptr);
 }
 
 // Each thread gathers, for every column c it owns of a transposed input,
@@ -355,7 +378,7 @@ void RowKernelBuilder::emitTiledRows(const Segment &seg, Value localBlock,
         // the transposed tensor, the parked groups first.
         for (auto [k, col] : llvm::enumerate(columns)) {
           Value in = col.transpose.getInput();
-          if (!memOf.count(col.transpose.getResult()))
+          if (!inMemory(col.transpose.getResult()))
             continue;
           int64_t len = seg.length.lookup(in);
           Value bytes = rowLoop.getResult(numAccs + numRaw + k);
@@ -370,7 +393,7 @@ void RowKernelBuilder::emitTiledRows(const Segment &seg, Value localBlock,
           }
           Value column = addI(chunkBase(col.chunk), idx(col.lane));
           Value off = addI(mulI(column, idx(seg.rows)), firstRow);
-          storeNarrow(memOf.lookup(col.transpose.getResult()), off,
+          storeNarrow(mem(col.transpose.getResult()), off,
                       chunkValid(seg, len, col.chunk, Value()), bytes);
         }
         scf::YieldOp::create(b, loc,

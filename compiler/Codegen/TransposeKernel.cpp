@@ -438,8 +438,8 @@ bool canQuantizePiecesInTranspose(int64_t rows, ArrayRef<int64_t> widths) {
 }
 
 int64_t emitTransposeCopies(OpBuilder &b, Location loc, gpu::GPUFuncOp func,
-                            ArrayRef<TransposeCopy> copies,
-                            int64_t firstBlock) {
+                            ArrayRef<TransposeCopy> copies, int64_t firstBlock,
+                            function_ref<void(size_t, TransposeCopy &)> bind) {
   Value shared, amaxShared;
   if (llvm::any_of(copies, [](const TransposeCopy &c) { return c.amax; })) {
     auto type = MemRefType::get({kWarps}, b.getF32Type(),
@@ -471,10 +471,12 @@ int64_t emitTransposeCopies(OpBuilder &b, Location loc, gpu::GPUFuncOp func,
   OpBuilder::InsertionGuard guard(b);
   int64_t start = 0;
   for (size_t i = 0; i < copies.size(); ++i) {
-    const TransposeCopy &c = copies[i];
+    TransposeCopy c = copies[i];
     int64_t end = start + blocksFor(c);
     Value local = e.subI(block, e.idx(start));
     auto emitCase = [&] {
+      if (bind)
+        bind(i, c);
       assert((!c.source || isTiled(c)) &&
              "a quantizing copy needs whole tiles (canQuantizeInTranspose)");
       assert((c.pieces.empty() ||

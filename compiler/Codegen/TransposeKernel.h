@@ -77,11 +77,13 @@ bool canQuantizeResultsInTranspose(int64_t rows,
 // Emits every copy into `func` (a kernel of kTransposeThreads threads, the
 // builder's insertion point inside it), taking blocks `firstBlock` on, and
 // returns how many it takes. Adds the shared tile to the function's
-// workgroup attributions.
-int64_t emitTransposeCopies(mlir::OpBuilder &b, mlir::Location loc,
-                            mlir::gpu::GPUFuncOp func,
-                            llvm::ArrayRef<TransposeCopy> copies,
-                            int64_t firstBlock = 0);
+// workgroup attributions. `bind`, when given, gives copy i its buffers
+// where its blocks start (a kernel of the argument table reads their
+// addresses there, not all of them before the dispatch).
+int64_t emitTransposeCopies(
+    mlir::OpBuilder &b, mlir::Location loc, mlir::gpu::GPUFuncOp func,
+    llvm::ArrayRef<TransposeCopy> copies, int64_t firstBlock = 0,
+    llvm::function_ref<void(size_t, TransposeCopy &)> bind = {});
 
 } // namespace octet::codegen
 

@@ -26,6 +26,7 @@
 #include "llvm/ADT/DenseSet.h"
 
 #include <cmath>
+#include <map>
 #include <limits>
 
 using namespace mlir;
@@ -70,8 +71,20 @@ private:
     Value tid, block, shared;
   };
   Func begin(gpu::GPUModuleOp mod, std::string name, int64_t threads);
-  Value mem(Value v) { return memOf.lookup(v); }
-  bool inMemory(Value v) { return memOf.count(v); }
+  // The buffer of region value v: the kernel's argument, or its entry of
+  // the argument table, read here (in a class's code, the entry the
+  // update table gives).
+  Value mem(Value v) {
+    if (Value m = memOf.lookup(v))
+      return m;
+    auto it = tableIndex.find(v);
+    if (it == tableIndex.end())
+      return Value();
+    Value entry = classEntry.lookup(v);
+    return tableEntry(table, entry ? entry : idx(it->second),
+                      elementType(v));
+  }
+  bool inMemory(Value v) { return memOf.count(v) || tableIndex.count(v); }
   // Element i of region value v (a kernel buffer), as stored or as f32;
   // x rounded to v's type into element i.
   Value readAt(Value v, Value i) { return load(mem(v), i); }
@@ -101,6 +114,12 @@ private:
   kernel::FusedOp fused;
   SmallVector<Type> argTypes;
   DenseMap<Value, Value> memOf;
+  // Only FP8 scale updates (a model's hundreds of them): one argument table
+  // (inputs, then results), and updates of the same kind share code.
+  bool argTable = false;
+  Value table;
+  DenseMap<Value, int64_t> tableIndex;
+  DenseMap<Value, Value> classEntry;
   Value workspace;
   int64_t wsFloats = 0;
 };
@@ -114,13 +133,22 @@ WholeOpBuilder::Func WholeOpBuilder::begin(gpu::GPUModuleOp mod,
   gpu::GPUFuncOp func =
       createKernel(b, loc, mod, name, argTypes, {sharedType}, threads);
   memOf.clear();
+  tableIndex.clear();
   Block &body = fused.getBodyBlock();
-  for (auto [i, arg] : llvm::enumerate(body.getArguments()))
-    memOf[arg] = func.getArgument(i);
   auto yield = cast<kernel::YieldOp>(body.getTerminator());
-  for (auto [i, v] : llvm::enumerate(yield.getValues()))
-    if (!memOf.count(v))
-      memOf[v] = func.getArgument(body.getNumArguments() + i);
+  if (argTable) {
+    table = func.getArgument(0);
+    SmallVector<Value> values(body.getArguments());
+    llvm::append_range(values, yield.getValues());
+    for (auto [i, v] : llvm::enumerate(values))
+      tableIndex.try_emplace(v, i);
+  } else {
+    for (auto [i, arg] : llvm::enumerate(body.getArguments()))
+      memOf[arg] = func.getArgument(i);
+    for (auto [i, v] : llvm::enumerate(yield.getValues()))
+      if (!memOf.count(v))
+        memOf[v] = func.getArgument(body.getNumArguments() + i);
+  }
   workspace = wsFloats ? func.getArgument(argTypes.size() - 1) : Value();
   Value tid = threadId();
   return Func{func, tid, blockId(), func.getWorkgroupAttributions().front()};
@@ -215,20 +243,60 @@ LogicalResult WholeOpBuilder::scalarOps(gpu::GPUModuleOp mod, StringRef sym,
 
   // Only scale updates (the step's fp8.scale_updates region, one per FP8
   // tensor, each with its own history): they are independent, so a block
-  // per update instead of one thread walking every history in turn.
-  if (ops.size() > 1 && llvm::all_of(ops, [](Operation *op) {
-        return isa<fp8::ScaleUpdateOp>(op);
-      })) {
+  // per update instead of one thread walking every history in turn. The
+  // updates of one kind (recipe, types) share code: block j reads its
+  // class and its buffers' argument table entries from the update table.
+  if (argTable) {
     Func f = begin(mod, (sym + "_scalars").str(), kWarp);
+    auto buffers = [](Operation *op) {
+      SmallVector<Value> values(op->getOperands());
+      llvm::append_range(values, op->getResults());
+      return values;
+    };
+    llvm::MapVector<std::string, Operation *, std::map<std::string, unsigned>>
+        classes;
+    SmallVector<int64_t> records;
+    int64_t width = 1 + buffers(ops.front()).size();
+    for (Operation *op : ops) {
+      std::string key;
+      llvm::raw_string_ostream os(key);
+      os << op->getName() << "(";
+      for (Value v : buffers(op))
+        os << v.getType() << (inMemory(v) ? "" : " unstored") << ",";
+      os << ")";
+      for (NamedAttribute a : op->getAttrs())
+        if (a.getName() != "tensor" && a.getName() != "param")
+          os << a.getName().getValue() << "=" << a.getValue() << ";";
+      auto it = classes.insert({key, op}).first;
+      records.push_back(std::distance(classes.begin(), it));
+      for (Value v : buffers(op))
+        records.push_back(tableIndex.lookup(v));
+    }
+    Value recordOf = constantArray(
+        *this, mod, "update_records",
+        DenseElementsAttr::get(
+            RankedTensorType::get({(int64_t)records.size()}, b.getI64Type()),
+            ArrayRef<int64_t>(records)));
+    auto field = [&](int64_t k) {
+      return indexCast(load(recordOf, addI(mulI(f.block, width), k)));
+    };
+    Value cls = field(0);
     LogicalResult result = success();
-    for (auto [j, op] : llvm::enumerate(ops))
-      ifThen(cmpI(arith::CmpIPredicate::eq, f.block, idx(j)), [&] {
-        if (failed(scaleUpdate(cast<fp8::ScaleUpdateOp>(op), f.tid, kWarp)))
+    for (auto [c, entry] : llvm::enumerate(classes)) {
+      auto op = cast<fp8::ScaleUpdateOp>(entry.second);
+      ifThen(cmpI(arith::CmpIPredicate::eq, cls, idx(c)), [&] {
+        classEntry.clear();
+        for (auto [k, v] : llvm::enumerate(buffers(op)))
+          classEntry[v] = field(1 + k);
+        if (failed(scaleUpdate(op, f.tid, kWarp)))
           result = failure();
+        classEntry.clear();
       });
+    }
     if (failed(result))
       return failure();
     launches.add(f.func.getName(), (int64_t)ops.size(), kWarp);
+    launches.useArgTable();
     return success();
   }
 
@@ -302,6 +370,13 @@ LogicalResult WholeOpBuilder::build(gpu::GPUModuleOp mod, StringRef sym,
     argTypes.push_back(MemRefType::get(
         {std::max<int64_t>(numElements(v.getType()), 1)}, elementType(v),
         MemRefLayoutAttrInterface(), b.getI64IntegerAttr(kGlobalSpace)));
+  auto ops = body.without_terminator();
+  argTable = std::distance(ops.begin(), ops.end()) > 1 &&
+             llvm::all_of(ops, [](Operation &op) {
+               return isa<fp8::ScaleUpdateOp>(op);
+             });
+  if (argTable)
+    argTypes = {argTableType(b, argTypes.size())};
   // Workspace: per-row partial sums of the reductions, fixed below.
   for (Operation &op : body.without_terminator()) {
     if (auto o = dyn_cast<graph::CrossEntropyOp>(&op))

@@ -7,6 +7,7 @@
 #include "bundle/InitValues.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
@@ -316,10 +317,12 @@ private:
         launch->set_cluster(l.getCluster());
       if (l.getProgrammatic())
         launch->set_programmatic(true);
-      for (Value v : op.getOperands())
-        *launch->add_args()->mutable_slot() = ref(v);
-      for (Value v : op.getResults())
-        *launch->add_args()->mutable_slot() = ref(v);
+      bundle::SlotTable *table =
+          launched.getArgTable() ? launch->add_args()->mutable_table()
+                                 : nullptr;
+      for (Value v : llvm::concat<Value>(op.getOperands(), op.getResults()))
+        *(table ? table->add_slots() : launch->add_args()->mutable_slot()) =
+            ref(v);
       if (workspace)
         *launch->add_args()->mutable_slot() = slotRef(*workspace);
     }
@@ -541,13 +544,23 @@ private:
 
 FailureOr<bundle::Bundle> compileBundle(ModuleOp module,
                                         const BuildSource &source) {
+  auto phase = [&](const std::string &what) {
+    if (source.phase)
+      source.phase(what);
+  };
   addGemmScaleKernel(module);
+  phase("codegen");
   FailureOr<CodegenOutcome> codegen = runCodegen(module);
   if (failed(codegen))
     return failure();
+  auto binaries = module.getOps<gpu::BinaryOp>();
+  phase("ptxas (" +
+        std::to_string(std::distance(binaries.begin(), binaries.end())) +
+        " modules)");
   FailureOr<KernelModules> modules = collectModules(module, source.ptxas);
   if (failed(modules))
     return failure();
+  phase("memory plan and bundle");
   // After codegen, so kernel workspaces and GEMM factors get slots.
   FailureOr<plan::MemoryPlan> memory = plan::planMemory(module);
   if (failed(memory))

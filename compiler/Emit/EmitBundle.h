@@ -21,6 +21,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -43,6 +44,8 @@ struct BuildSource {
   // ptxas for cubins: empty searches CUDA_HOME, PATH and /usr/local/cuda;
   // "none" keeps PTX only.
   std::string ptxas;
+  // Told when each phase (codegen, ptxas) starts, with what it will do.
+  std::function<void(const std::string &)> phase;
 };
 
 // Codegen (which rewrites `module`: pass a copy to keep the kernel IR), the

@@ -19,7 +19,11 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
+#include "llvm/Support/ThreadPool.h"
+#include "llvm/Support/Threading.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <map>
 
 using namespace mlir;
 
@@ -192,6 +196,18 @@ FailureOr<KernelModules> collectModules(ModuleOp module, StringRef ptxasPath) {
     if (!folder.empty())
       llvm::sys::fs::remove_directories(folder);
   });
+  // The modules' PTX, then one ptxas a distinct PTX (modules of the same
+  // code, a model's every transpose of one shape, say, are assembled once),
+  // as many at once as the machine has cores: ptxas is most of the time a
+  // large model's bundle takes.
+  struct Assembly {
+    Operation *binary;
+    std::string chip, ptx, cubin, log, error;
+    int rc = 0;
+  };
+  std::vector<Assembly> assemblies;
+  std::map<std::pair<std::string, std::string>, size_t> assemblyOf;
+  std::vector<size_t> moduleAssembly;
   for (auto binary : module.getOps<gpu::BinaryOp>()) {
     for (Attribute attr : binary.getObjects()) {
       auto object = cast<gpu::ObjectAttr>(attr);
@@ -205,36 +221,60 @@ FailureOr<KernelModules> collectModules(ModuleOp module, StringRef ptxasPath) {
       if (auto target = dyn_cast<NVVM::NVVMTargetAttr>(object.getTarget()))
         chip = target.getChip().str();
       if (!ptxas.empty()) {
-        SmallString<128> ptx(folder), cubin(folder), log(folder);
-        llvm::sys::path::append(ptx, m.name() + ".ptx");
-        llvm::sys::path::append(cubin, m.name() + ".cubin");
-        llvm::sys::path::append(log, m.name() + ".log");
-        std::error_code ec;
-        {
+        auto [it, added] =
+            assemblyOf.try_emplace({chip, m.ptx()}, assemblies.size());
+        if (added) {
+          Assembly a{binary, chip};
+          SmallString<128> ptx(folder), cubin(folder), log(folder);
+          llvm::sys::path::append(ptx, m.name() + ".ptx");
+          llvm::sys::path::append(cubin, m.name() + ".cubin");
+          llvm::sys::path::append(log, m.name() + ".log");
+          std::error_code ec;
           llvm::raw_fd_ostream os(ptx, ec);
           if (ec)
             return binary.emitError("cannot write ") << ptx << ": "
                                                      << ec.message();
           os << m.ptx();
+          a.ptx = ptx.str().str(), a.cubin = cubin.str().str();
+          a.log = log.str().str();
+          assemblies.push_back(std::move(a));
         }
-        std::string arch = "-arch=" + chip, error;
-        int rc = execute(ptxas, {ptxas, arch, "-O3", ptx, "-o", cubin}, log,
-                         error);
-        if (rc != 0) {
-          FailureOr<std::string> said = readFile(log);
-          return binary.emitError("ptxas rejected the PTX of kernel module '")
-                 << m.name() << "' (exit " << rc << "): "
-                 << (succeeded(said) ? *said : error);
-        }
-        FailureOr<std::string> bytes = readFile(cubin);
-        if (failed(bytes))
-          return binary.emitError("ptxas wrote no cubin for ") << m.name();
-        m.set_cubin(std::move(*bytes));
-        m.set_cubin_arch(chip);
+        moduleAssembly.push_back(it->second);
       }
       out.index[m.name()] = out.modules.size();
       out.modules.push_back(std::move(m));
     }
+  }
+  if (ptxas.empty())
+    return out;
+  {
+    llvm::DefaultThreadPool pool(llvm::hardware_concurrency());
+    for (Assembly &a : assemblies)
+      pool.async([&ptxas, &a] {
+        std::string arch = "-arch=" + a.chip;
+        a.rc = execute(ptxas, {ptxas, arch, "-O3", a.ptx, "-o", a.cubin},
+                       a.log, a.error);
+      });
+    pool.wait();
+  }
+  std::vector<std::string> cubins;
+  for (Assembly &a : assemblies) {
+    auto *binary = a.binary;
+    StringRef name = cast<gpu::BinaryOp>(binary).getName();
+    if (a.rc != 0) {
+      FailureOr<std::string> said = readFile(a.log);
+      return binary->emitError("ptxas rejected the PTX of kernel module '")
+             << name << "' (exit " << a.rc << "): "
+             << (succeeded(said) ? *said : a.error);
+    }
+    FailureOr<std::string> bytes = readFile(a.cubin);
+    if (failed(bytes))
+      return binary->emitError("ptxas wrote no cubin for ") << name;
+    cubins.push_back(std::move(*bytes));
+  }
+  for (auto [m, a] : llvm::zip(out.modules, moduleAssembly)) {
+    m.set_cubin(cubins[a]);
+    m.set_cubin_arch(assemblies[a].chip);
   }
   return out;
 }

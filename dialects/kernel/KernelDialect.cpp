@@ -125,9 +125,9 @@ LogicalResult kernel::verifyLaunchContract(Operation *op) {
   ArrayAttr launches = launched.getLaunchAttr();
   if (!launches) {
     if (launched.getKernelsAttr() || launched.getWorkspaceBytesAttr() ||
-        launched.getZeroResultsAttr())
-      return op->emitOpError("has kernels, workspace_bytes or zero_results "
-                             "but no launch");
+        launched.getZeroResultsAttr() || launched.getArgTable())
+      return op->emitOpError("has kernels, workspace_bytes, zero_results or "
+                             "arg_table but no launch");
     return success();
   }
   if (launches.empty())

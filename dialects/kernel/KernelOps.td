@@ -57,10 +57,17 @@ def Kernel_LaunchedOpInterface : OpInterface<"LaunchedOpInterface"> {
     - `kernels`: the kernels built, in launch order;
     - `launch`: the launches (#kernel.launch), run in order on one stream
       with the same arguments: a pointer per operand, per result, then an
-      f32 workspace when `workspace_bytes` > 0;
+      f32 workspace when `workspace_bytes` > 0; with `arg_table`, one
+      pointer to a device table of those operand and result addresses
+      (8 bytes each, in that order) instead of them, then the workspace;
     - `workspace_bytes`: the scratch the runtime provides (a multiple of 4);
     - `zero_results`: the results the kernels accumulate into with atomics
-      (amax), which the runtime zeroes before the first launch.
+      (amax), which the runtime zeroes before the first launch;
+    - `arg_table`: the launches take the argument table above. A kernel of
+      hundreds of tensors (a model's optimizer step, its FP8 scale
+      updates) would pass more parameters than a launch holds (32764
+      bytes, PTX), and its tensors of the same kind share one piece of
+      code that looks their addresses up.
     An op without `launch` has no code (codegen refused it, or did not run).
   }];
   let methods = [
@@ -79,7 +86,10 @@ def Kernel_LaunchedOpInterface : OpInterface<"LaunchedOpInterface"> {
     InterfaceMethod<"", "void", "setWorkspaceBytesAttr",
       (ins "::mlir::IntegerAttr":$bytes)>,
     InterfaceMethod<"", "void", "setZeroResultsAttr",
-      (ins "::mlir::DenseI64ArrayAttr":$results)>
+      (ins "::mlir::DenseI64ArrayAttr":$results)>,
+    InterfaceMethod<"Whether the launches take the argument table.",
+      "bool", "getArgTable">,
+    InterfaceMethod<"", "void", "setArgTable", (ins "bool":$table)>
   ];
   let extraSharedClassDeclaration = [{
     // Whether codegen gave the op code.
@@ -110,7 +120,8 @@ defvar LaunchContract = (ins
     OptionalAttr<SymbolRefArrayAttr>:$kernels,
     OptionalAttr<Kernel_LaunchArrayAttr>:$launch,
     OptionalAttr<ConfinedAttr<I64Attr, [IntNonNegative]>>:$workspace_bytes,
-    OptionalAttr<DenseI64ArrayAttr>:$zero_results);
+    OptionalAttr<DenseI64ArrayAttr>:$zero_results,
+    UnitAttr:$arg_table);
 
 class Kernel_Op<string mnemonic, list<Trait> traits = []>
     : Op<Kernel_Dialect, mnemonic, traits>;

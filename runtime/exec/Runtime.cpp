@@ -47,6 +47,9 @@ struct Runtime::PreparedProgram {
 
 namespace {
 
+// Argument tables start 16-byte aligned.
+uint64_t alignTable(uint64_t bytes) { return (bytes + 15) / 16 * 16; }
+
 StatusOr<octet::DType> gemmType(bundle::DType t, const std::string &what) {
   std::optional<octet::DType> dtype = dtypeFromProto(t);
   if (!dtype || !blas::isGemmType(*dtype))
@@ -179,6 +182,20 @@ Runtime::load(const Bundle &bundle, const RuntimeOptions &options) {
       return a.status();
     rt->arenas_.push_back(std::move(*a));
   }
+  // One allocation for every argument table, so that nothing allocates
+  // once the programs are prepared.
+  uint64_t tableBytes = 0;
+  for (const Program &p : bundle.ranks(rank).programs())
+    for (const Step &s : p.steps())
+      for (const KernelArg &a : s.launch().args())
+        tableBytes += alignTable(uint64_t(a.table().slots_size()) * 8);
+  if (tableBytes) {
+    auto a = octet::Arena::create(*rt->device_, "argument tables", tableBytes,
+                                  {});
+    if (!a)
+      return a.status();
+    rt->tables_ = std::move(*a);
+  }
 
   for (const bundle::Module &m : bundle.modules()) {
     auto mod = octet::Module::load(*rt->device_, m.name(), m.cubin(),
@@ -244,11 +261,12 @@ Runtime::~Runtime() {
   blas_.reset();
   modules_.clear();
   arenas_.clear();
+  tables_.reset();
   streams_.clear();
 }
 
 uint64_t Runtime::arenaBytes() const {
-  uint64_t total = 0;
+  uint64_t total = tables_ ? tables_->bytes() : 0;
   for (const auto &a : arenas_)
     total += a->bytes();
   return total;
@@ -342,6 +360,23 @@ StatusOr<Runtime::PreparedStep> Runtime::prepareStep(const Step &step,
         if (!ptr)
           return ptr.status();
         params.push_back(KernelParam::ptr(*ptr));
+        break;
+      }
+      case KernelArg::kTable: {
+        std::vector<uint64_t> entries;
+        for (const SlotRef &r : a.table().slots()) {
+          auto ptr = addr(r);
+          if (!ptr)
+            return ptr.status();
+          entries.push_back(*ptr);
+        }
+        uint64_t bytes = entries.size() * 8;
+        if (!tables_ || tablesUsed_ + bytes > tables_->bytes())
+          return Status::error(where + ": no room for an argument table");
+        CUdeviceptr table = tables_->base() + tablesUsed_;
+        tablesUsed_ += alignTable(bytes);
+        OCTET_CHECK_CUDA(cuMemcpyHtoD(table, entries.data(), bytes));
+        params.push_back(KernelParam::ptr(table));
         break;
       }
       case KernelArg::kI32:

@@ -105,6 +105,10 @@ private:
   std::unique_ptr<Device> device_;
   std::vector<std::unique_ptr<Stream>> streams_;
   std::vector<std::unique_ptr<Arena>> arenas_;
+  // The launches' argument tables (KernelArg.table), written at load; the
+  // next free byte.
+  std::unique_ptr<Arena> tables_;
+  uint64_t tablesUsed_ = 0;
   std::vector<std::unique_ptr<Module>> modules_;
   std::vector<CUfunction> functions_;
   std::unique_ptr<blas::BlasHandle> blas_;

@@ -15,6 +15,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdio>
@@ -84,6 +85,11 @@ int runCompileCommand(const CompileOptions &opts) {
       llvm::outs() << "\n";
     }
   };
+  if (!opts.output.empty())
+    if (Status st = checkWritable(opts.output); !st)
+      return inputError(st);
+  PhaseTimes phases("octet compile");
+  phases.start("stages");
   auto module = compileSpec(context, *spec, opts.spec, afterStage);
   if (!module)
     return inputError(module.status());
@@ -97,8 +103,16 @@ int runCompileCommand(const CompileOptions &opts) {
   llvm::outs().flush();
 
   if (llvm::StringRef(opts.output).ends_with(".octet")) {
-    if (Status st = writeBundleFile(**module, source, *spec, opts.output); !st)
+    Status st = writeBundleFile(
+        **module, source, *spec, opts.output,
+        [&](const std::string &phase) { phases.start(phase); });
+    phases.finish();
+    if (!st)
       return inputError(st);
+    uint64_t bytes = 0;
+    llvm::sys::fs::file_size(opts.output, bytes);
+    llvm::errs() << llvm::format("wrote %s (%.1f MB)\n", opts.output.c_str(),
+                                 bytes / 1e6);
   } else if (!opts.output.empty()) {
     std::error_code ec;
     llvm::raw_fd_ostream out(opts.output, ec, llvm::sys::fs::OF_Text);

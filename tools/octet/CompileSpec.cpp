@@ -9,7 +9,10 @@
 
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
@@ -114,9 +117,40 @@ StatusOr<OwningOpRef<ModuleOp>> compileSpec(
   return std::move(*module);
 }
 
+void PhaseTimes::start(const std::string &phase) {
+  auto now = std::chrono::steady_clock::now();
+  double seconds = std::chrono::duration<double>(now - began_).count();
+  if (!phase_.empty() && seconds > 2)
+    llvm::errs() << llvm::format("%s: %s took %.1f s\n", command_.c_str(),
+                                 phase_.c_str(), seconds);
+  phase_ = phase;
+  began_ = now;
+}
+
+Status checkWritable(const std::string &path) {
+  llvm::SmallString<256> folder(path);
+  llvm::sys::path::remove_filename(folder);
+  if (folder.empty())
+    folder = ".";
+  if (llvm::sys::fs::exists(path)
+          ? llvm::sys::fs::is_directory(path) ||
+                llvm::sys::fs::access(path, llvm::sys::fs::AccessMode::Write)
+          : !llvm::sys::fs::is_directory(folder) ||
+                llvm::sys::fs::access(folder,
+                                      llvm::sys::fs::AccessMode::Write))
+    return Status::error(path + ": cannot write there (" +
+                         (llvm::sys::fs::is_directory(folder)
+                              ? "no write permission"
+                              : std::string("no folder ") + folder.c_str()) +
+                         ")");
+  return Status::ok();
+}
+
 Status writeBundleFile(ModuleOp module, const SpecSource &source,
-                       const spec::Spec &spec, const std::string &output) {
+                       const spec::Spec &spec, const std::string &output,
+                       std::function<void(const std::string &)> phase) {
   emit::BuildSource build;
+  build.phase = std::move(phase);
   StatusOr<std::string> specText = readText(source.spec);
   if (!specText)
     return specText.status();

@@ -16,6 +16,8 @@
 #include "llvm/ADT/STLFunctionalExtras.h"
 
 #include <cstdint>
+#include <chrono>
+#include <functional>
 #include <string>
 
 namespace octet {
@@ -46,8 +48,28 @@ StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> compileSpec(
 // The bundle of a module that went through every stage, written to
 // `output`. The spec's text goes in (so `octet inspect` can say how it was
 // built), nothing machine-specific.
-Status writeBundleFile(mlir::ModuleOp module, const SpecSource &source,
-                       const spec::Spec &spec, const std::string &output);
+// `phase`, when given, is told as each phase of the bundle starts.
+Status writeBundleFile(
+    mlir::ModuleOp module, const SpecSource &source, const spec::Spec &spec,
+    const std::string &output,
+    std::function<void(const std::string &)> phase = nullptr);
+
+// Lines on stderr for the phases of a long command: a phase that took more
+// than 2 s is named with its time when the next one starts (or at finish).
+class PhaseTimes {
+public:
+  explicit PhaseTimes(std::string command) : command_(std::move(command)) {}
+  void start(const std::string &phase);
+  void finish() { start(""); }
+
+private:
+  std::string command_, phase_;
+  std::chrono::steady_clock::time_point began_;
+};
+
+// Whether `path` can be written (it, or a new file in its folder): an error
+// naming it if not, before any work is done.
+Status checkWritable(const std::string &path);
 
 // Trainable parameters (elements), for the lines commands print.
 int64_t countParameters(mlir::ModuleOp module);

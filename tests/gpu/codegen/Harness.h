@@ -60,6 +60,8 @@ struct KernelSpec {
   std::vector<BufferSpec> args;
   std::vector<int> zeroResults; // result indices
   size_t workspaceBytes = 0;
+  // The launches take a table of the input and result addresses instead.
+  bool argTable = false;
   int numInputs() const {
     int n = 0;
     for (auto &a : args)
@@ -108,6 +110,7 @@ inline std::vector<KernelSpec> loadManifest(const std::string &dir) {
     for (auto &z : k["zero_results"])
       s.zeroResults.push_back(z);
     s.workspaceBytes = k["workspace_bytes"];
+    s.argTable = k.value("arg_table", false);
     out.push_back(s);
   }
   return out;
@@ -150,19 +153,30 @@ private:
   CUcontext ctx_;
 };
 
-// Buffers in manifest order: inputs, results, workspace.
+// Buffers in manifest order: inputs, results, workspace; and the argument
+// table of a kernel that takes one.
 struct Buffers {
   std::vector<CUdeviceptr> ptrs;
+  CUdeviceptr table = 0;
   explicit Buffers(const KernelSpec &spec) {
     for (auto &a : spec.args) {
       CUdeviceptr p;
       HARNESS_CHECK(cuMemAlloc(&p, std::max<size_t>(a.bytes, 16)));
       ptrs.push_back(p);
     }
+    if (spec.argTable) {
+      std::vector<uint64_t> addresses(ptrs.begin(),
+                                      ptrs.end() - (spec.workspaceBytes ? 1 : 0));
+      HARNESS_CHECK(cuMemAlloc(&table, addresses.size() * 8));
+      HARNESS_CHECK(
+          cuMemcpyHtoD(table, addresses.data(), addresses.size() * 8));
+    }
   }
   ~Buffers() {
     for (CUdeviceptr p : ptrs)
       cuMemFree(p);
+    if (table)
+      cuMemFree(table);
   }
 };
 
@@ -178,8 +192,14 @@ inline void zeroAccumulated(const KernelSpec &spec, Buffers &bufs,
 inline void runLaunches(const KernelSpec &spec, Buffers &bufs, CUstream stream,
                         size_t first, size_t last) {
   std::vector<void *> params;
-  for (CUdeviceptr &p : bufs.ptrs)
-    params.push_back(&p);
+  if (spec.argTable) {
+    params.push_back(&bufs.table);
+    if (spec.workspaceBytes)
+      params.push_back(&bufs.ptrs.back());
+  } else {
+    for (CUdeviceptr &p : bufs.ptrs)
+      params.push_back(&p);
+  }
   for (size_t i = first; i < last; ++i) {
     const Launch &l = spec.launches[i];
     CUlaunchConfig config = {};

@@ -54,18 +54,31 @@ func.func @backward(%dy: tensor<4x256xbf16>, %x: tensor<4x256xbf16>, %w: tensor<
 // A multi-tensor kernel: by default 2 blocks per multiprocessor loop over
 // each large tensor's slices of 256 threads x 8 elements (a chunk each),
 // prefetching the next; a tensor of one slice gets one block. The FP8
-// cast's amax is carried through the loop: one atomic per block.
+// cast's amax is carried through the loop: one atomic per block. The
+// kernel takes the argument table: a block finds its tensor in the segment
+// table (a binary search of the first blocks) and runs its class's code
+// (the weight decay differs here, so two classes) with the record's sizes
+// and argument table entries (class, blocks, rows, elements, entries).
 // MULTI-LABEL: func.func @optimizer
-// MULTI: launch = [#kernel.launch<@adamw::@adamw, grid = 3, block = 256>]
-// MULTI: gpu.func @adamw(
+// MULTI: {arg_table, kernels = [@adamw::@adamw], launch = [#kernel.launch<@adamw::@adamw, grid = 3, block = 256>]
+// MULTI: memref.global "private" constant @segment_records : memref<28xi64> = dense<[0, 2, 8, 16384, 0, 1, 2, 3, 12, 13, 14, 4, 15, 16, 1, 1, 1, 256, 8, 9, 10, 11, 17, 18, 19, 0, 0, 0]>
+// MULTI: memref.global "private" constant @segment_starts : memref<2xi64> = dense<[0, 2]>
+// MULTI: gpu.func @adamw(%{{.*}}: memref<20xi64, 1>)
 // MULTI-SAME: nvvm.minctasm = 2
+// MULTI: scf.for {{.*}} -> (index, index)
 // MULTI: scf.if
+// MULTI: builtin.unrealized_conversion_cast {{.*}} to memref<?xf32, 1>
 // MULTI: scf.for
 // MULTI: memref.atomic_rmw maxu
-// With no looping, a block per slice of 2 chunks: 16384 / 4096 + 1.
+// MULTI: scf.if
+// MULTI: scf.for
+// MULTI: gpu.return
+// With no looping, a block per slice of 2 chunks: 16384 / 4096 + 1; the
+// only loop is the search.
 // SLICES-LABEL: func.func @optimizer
 // SLICES: launch = [#kernel.launch<@adamw::@adamw, grid = 5, block = 256>]
 // SLICES: gpu.func @adamw(
+// SLICES: scf.for {{.*}} -> (index, index)
 // SLICES-NOT: scf.for
 // SLICES: gpu.return
 func.func @optimizer(%p: tensor<16x1024xf32>, %g: tensor<16x1024xf32>, %m: tensor<16x1024xf32>, %v: tensor<16x1024xf32>, %s: tensor<f32>, %lr: tensor<f32>, %step: tensor<i64>, %clip: tensor<f32>, %w: tensor<256xf32>, %wg: tensor<256xf32>, %wm: tensor<256xf32>, %wv: tensor<256xf32>) {

@@ -137,12 +137,24 @@ func.func @empty(%x: tensor<4x64xf32>) -> tensor<4x64xf32> {
 // -----
 
 func.func @no_launch(%x: tensor<4x64xf32>) -> tensor<4x64xf32> {
-  // expected-error @+1 {{'kernel.fused' op has kernels, workspace_bytes or zero_results but no launch}}
+  // expected-error @+1 {{'kernel.fused' op has kernels, workspace_bytes, zero_results or arg_table but no launch}}
   %y = kernel.fused "k" kind("row") ins(%x : tensor<4x64xf32>) {
   ^bb0(%a: tensor<4x64xf32>):
     %s = graph.silu %a : tensor<4x64xf32>
     kernel.yield %s : tensor<4x64xf32>
   } {workspace_bytes = 0 : i64} : tensor<4x64xf32>
+  return %y : tensor<4x64xf32>
+}
+
+// -----
+
+func.func @table_no_launch(%x: tensor<4x64xf32>) -> tensor<4x64xf32> {
+  // expected-error @+1 {{'kernel.fused' op has kernels, workspace_bytes, zero_results or arg_table but no launch}}
+  %y = kernel.fused "k" kind("multi_tensor") ins(%x : tensor<4x64xf32>) {
+  ^bb0(%a: tensor<4x64xf32>):
+    %s = graph.silu %a : tensor<4x64xf32>
+    kernel.yield %s : tensor<4x64xf32>
+  } {arg_table} : tensor<4x64xf32>
   return %y : tensor<4x64xf32>
 }
 

@@ -59,6 +59,7 @@ std::vector<std::string> entryParams(const std::string &entry) {
 bool argMatches(const KernelArg &arg, const std::string &ptxType) {
   switch (arg.value_case()) {
   case KernelArg::kSlot:
+  case KernelArg::kTable:
   case KernelArg::kU64:
   case KernelArg::kI64:
     return ptxType == ".u64" || ptxType == ".s64" || ptxType == ".b64";
@@ -119,13 +120,18 @@ void checkLaunches(const Bundle &b, int &checked, int &programmatic) {
       for (int a = 0; a < l.args_size(); ++a) {
         EXPECT_TRUE(argMatches(l.args(a), types[a]))
             << at << " argument " << a << " vs PTX " << types[a];
-        if (!l.args(a).has_slot())
-          continue;
-        const SlotRef &ref = l.args(a).slot();
-        ASSERT_LT(ref.slot(), uint32_t(slots.size())) << at;
-        EXPECT_LT(ref.byte_offset(), std::max<uint64_t>(
-                                         1, slots[int(ref.slot())].bytes()))
-            << at << " argument " << a;
+        std::vector<SlotRef> refs;
+        if (l.args(a).has_slot())
+          refs.push_back(l.args(a).slot());
+        else if (l.args(a).has_table())
+          refs.assign(l.args(a).table().slots().begin(),
+                      l.args(a).table().slots().end());
+        for (const SlotRef &ref : refs) {
+          ASSERT_LT(ref.slot(), uint32_t(slots.size())) << at;
+          EXPECT_LT(ref.byte_offset(), std::max<uint64_t>(
+                                           1, slots[int(ref.slot())].bytes()))
+              << at << " argument " << a;
+        }
       }
       if (l.programmatic()) {
         EXPECT_TRUE(waits.count(l.kernel()))
