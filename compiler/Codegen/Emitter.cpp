@@ -222,6 +222,18 @@ Value Emitter::loadPtr(Type type, Value ptr, unsigned align) {
 void Emitter::storePtr(Value x, Value ptr, unsigned align) {
   LLVM::StoreOp::create(b, loc, x, ptr, align);
 }
+Value Emitter::bufferOf(Value v, const DenseMap<Value, Value> &arguments,
+                        Value table, const DenseMap<Value, int64_t> &tableIndex,
+                        const DenseMap<Value, Value> &classEntry, Type elem) {
+  if (Value m = arguments.lookup(v))
+    return m;
+  auto it = tableIndex.find(v);
+  if (it == tableIndex.end())
+    return Value();
+  Value entry = classEntry.lookup(v);
+  return tableEntry(table, entry ? entry : idx(it->second), elem);
+}
+
 Value Emitter::tableEntry(Value table, Value entry, Type elem) {
   // The descriptor that the memref lowering expects, over the address: the
   // accesses through it index the address, whatever the size says.

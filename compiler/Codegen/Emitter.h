@@ -24,6 +24,7 @@
 #define OCTET_COMPILER_CODEGEN_EMITTER_H
 
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseMap.h"
 
 #include <array>
 
@@ -146,6 +147,15 @@ public:
   // (memref of i64 addresses, kernel.fused's arg_table), as a global memref
   // of `elem` whose size is unknown.
   mlir::Value tableEntry(mlir::Value table, mlir::Value entry, mlir::Type elem);
+  // Where a kernel finds the buffer of region value v: its own argument
+  // (`arguments`), else its entry of the argument table (`tableIndex`; in
+  // code a class of tensors shares, the entry `classEntry` holds), as a
+  // memref of `elem`; null when it is in neither.
+  mlir::Value bufferOf(
+      mlir::Value v, const llvm::DenseMap<mlir::Value, mlir::Value> &arguments,
+      mlir::Value table, const llvm::DenseMap<mlir::Value, int64_t> &tableIndex,
+      const llvm::DenseMap<mlir::Value, mlir::Value> &classEntry,
+      mlir::Type elem);
   // Byte `byteOffset` (i32) of the shared memory at `smem`.
   mlir::Value smemAt(mlir::Value smem, mlir::Value byteOffset);
 

@@ -120,13 +120,7 @@ bool RowKernelBuilder::usesArgTable(kernel::FusedOp fused,
 }
 
 Value RowKernelBuilder::mem(Value v) {
-  if (Value m = memOf.lookup(v))
-    return m;
-  auto it = tableIndex.find(v);
-  if (it == tableIndex.end())
-    return Value();
-  Value entry = classEntry.lookup(v);
-  return tableEntry(table, entry ? entry : idx(it->second), tableElem.lookup(v));
+  return bufferOf(v, memOf, table, tableIndex, classEntry, tableElem.lookup(v));
 }
 
 Value RowKernelBuilder::chunkValid(const Segment &seg, int64_t len, int64_t c,

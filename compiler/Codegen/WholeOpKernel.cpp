@@ -75,14 +75,7 @@ private:
   // the argument table, read here (in a class's code, the entry the
   // update table gives).
   Value mem(Value v) {
-    if (Value m = memOf.lookup(v))
-      return m;
-    auto it = tableIndex.find(v);
-    if (it == tableIndex.end())
-      return Value();
-    Value entry = classEntry.lookup(v);
-    return tableEntry(table, entry ? entry : idx(it->second),
-                      elementType(v));
+    return bufferOf(v, memOf, table, tableIndex, classEntry, elementType(v));
   }
   bool inMemory(Value v) { return memOf.count(v) || tableIndex.count(v); }
   // Element i of region value v (a kernel buffer), as stored or as f32;
