@@ -19,8 +19,10 @@ outside its bound.
 """
 
 import argparse
+import glob
 import json
 import math
+import mmap
 import re
 import struct
 import sys
@@ -45,8 +47,9 @@ DTYPES = {
 
 
 def read_safetensors(path):
+    # Mapped, not read: an 8B-shaped checkpoint is tens of GB.
     with open(path, "rb") as f:
-        blob = f.read()
+        blob = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY)
     (n,) = struct.unpack("<Q", blob[:8])
     header = json.loads(blob[8:8 + n])
     base = 8 + n
@@ -55,10 +58,23 @@ def read_safetensors(path):
         if name == "__metadata__":
             continue
         start, end = info["data_offsets"]
-        raw = bytearray(blob[base + start:base + end])
-        t = torch.frombuffer(raw, dtype=DTYPES[info["dtype"]]) if raw else \
-            torch.empty(0, dtype=DTYPES[info["dtype"]])
-        out[name] = t.reshape(info["shape"]).to(torch.float64)
+        dtype = DTYPES[info["dtype"]]
+        t = torch.frombuffer(blob, dtype=dtype, offset=base + start,
+                             count=(end - start) // dtype.itemsize) \
+            if end > start else torch.empty(0, dtype=dtype)
+        out[name] = t.reshape(info["shape"]).to(torch.float32)
+    return out
+
+
+def read_checkpoint_part(step_dir, part):
+    """`part`.safetensors, or its shards (part-0000N-of-0000M.safetensors)."""
+    files = sorted(glob.glob(f"{step_dir}/{part}.safetensors")) or \
+        sorted(glob.glob(f"{step_dir}/{part}-*-of-*.safetensors"))
+    if not files:
+        sys.exit(f"{step_dir}: no {part}.safetensors or shards of it")
+    out = {}
+    for f in files:
+        out.update(read_safetensors(f))
     return out
 
 
@@ -127,9 +143,9 @@ def main():
     ok = result["step1"]["loss_rel"] <= tol["loss"] and \
         result["step1"]["grad_norm_rel"] <= tol["grad_norm"]
     tensors = {}
-    for file in ("model.safetensors", "train_state.safetensors"):
-        a = read_safetensors(f"{args.one[1]}/{file}")
-        b = read_safetensors(f"{args.data2[1]}/{file}")
+    for file in ("model", "train_state"):
+        a = read_checkpoint_part(args.one[1], file)
+        b = read_checkpoint_part(args.data2[1], file)
         rows, worst = compare_tensors(a, b, tol)
         tensors[file] = {"count": len(rows), "worst": worst and {
             "tensor": worst[1], "fraction_of_bound": worst[0]},
