@@ -65,7 +65,8 @@ TEST(Optimizer, AdamWStepMatchesHandWrittenReference) {
   // Two microbatches with different inputs.
   Tensor x1 = Tensor::fromFloats({2, 3}, {0.5f, -1.0f, 2.0f, 1.5f, 0.25f, -0.75f});
   Tensor x2 = Tensor::fromFloats({2, 3}, {-0.3f, 0.8f, 1.1f, 0.2f, -1.4f, 0.6f});
-  // The gradient of each microbatch alone, from a fresh copy of the store.
+  // What each microbatch adds to the accumulators alone, from a fresh copy
+  // of the store: its gradient times the backward's seed, 1 / 2.
   auto gradsOf = [&](const Tensor &x) {
     octet::interp::VariableStore copy = vars;
     auto r = interpreter.run("train_microbatch", {x}, copy);
@@ -95,11 +96,11 @@ TEST(Optimizer, AdamWStepMatchesHandWrittenReference) {
     std::vector<double> gw(6), gn(3);
     double norm2 = 0;
     for (int i = 0; i < 6; ++i) {
-      gw[i] = (double(gw1.f()[i]) + gw2.f()[i]) / 2;
+      gw[i] = double(gw1.f()[i]) + gw2.f()[i];
       norm2 += gw[i] * gw[i];
     }
     for (int i = 0; i < 3; ++i) {
-      gn[i] = (double(gn1.f()[i]) + gn2.f()[i]) / 2;
+      gn[i] = double(gn1.f()[i]) + gn2.f()[i];
       norm2 += gn[i] * gn[i];
     }
     double norm = std::sqrt(norm2);
