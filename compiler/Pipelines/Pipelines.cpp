@@ -32,6 +32,12 @@ Status checkParallelLayout(const spec::Spec &spec) {
   if (parallel.pipeline() > 1)
     return unsupported("pipeline", parallel.pipeline(),
                        "cut the model into pipeline stages");
+  if (parallel.shard_optimizer())
+    return Status::error(
+        "train.parallel.shard_optimizer is true: the compiler does not shard "
+        "the optimizer state over the data-parallel ranks (ZeRO-1) yet, and "
+        "every rank would hold all of it; remove shard_optimizer (or set it "
+        "to false)");
   return Status::ok();
 }
 
