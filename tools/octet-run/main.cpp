@@ -34,6 +34,12 @@ int fail(const Status &st) {
   return 1;
 }
 
+// The global batch's tokens: every rank's microbatches.
+int64_t tokensPerStep(const Schedule &sched, int gpus) {
+  return sched.micro_batch_size() * sched.seq_len() *
+         std::max<int64_t>(1, sched.grad_accum_steps()) * gpus;
+}
+
 void writeJson(const std::string &path, const Bundle &b, const Runtime &rt,
                const TrainResult &result, int64_t warmup, int gpus) {
   const Schedule &sched = b.schedule();
@@ -45,8 +51,7 @@ void writeJson(const std::string &path, const Bundle &b, const Runtime &rt,
     return;
   std::sort(seconds.begin(), seconds.end());
   double median = seconds[seconds.size() / 2];
-  int64_t tokens = sched.micro_batch_size() * sched.seq_len() *
-                   std::max<int64_t>(1, sched.grad_accum_steps()) * gpus;
+  int64_t tokens = tokensPerStep(sched, gpus);
   double tps = double(tokens) / median;
   double tflops = tps / gpus * sched.flops_per_token() / 1e12;
   auto peak = metrics::gpuPeak(rt.device().name());
@@ -205,8 +210,7 @@ int run(RunArgs &args) {
     for (const StepRecord &s : result->steps)
       if (s.step > result->startStep + 1)
         seconds += s.seconds, ++timed;
-    int64_t tokens = sched.micro_batch_size() * sched.seq_len() *
-                     std::max<int64_t>(1, sched.grad_accum_steps()) * gpus;
+    int64_t tokens = tokensPerStep(sched, gpus);
     std::printf("done: steps %lld..%lld, loss %.4f -> %.4f, %.0f tokens/s "
                 "after step 1 (%d GPU%s), peak device memory %s (plan %s + "
                 "fixed costs %s)\n",
