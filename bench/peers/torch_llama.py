@@ -25,17 +25,47 @@ forward if the full S x S square were computed, halved for the causal
 triangle, times 3 for forward + backward. (PaLM's 12 * L * H * Dh * S counts
 the full square.)
 
-Writes one JSON object per run (see --out).
+Data parallelism: started by torchrun with WORLD_SIZE > 1, every rank trains
+its own micro-batch of --batch sequences (its own data seed) and the ranks
+meet in the gradients, as torchtitan does it:
+  --dp fsdp2 (default)  torch.distributed.fsdp.fully_shard on the embedding,
+        every transformer block, the final norm + LM head (kept unsharded
+        after forward, backward needs it at once) and then the root;
+        MixedPrecisionPolicy with BF16 parameters (all-gathered in BF16) and
+        float32 gradient reduction. The compiled blocks are what is sharded,
+        so the FSDP hooks run outside the compiled graphs. In FP8 mode the
+        _scaled_mm linears quantize the all-gathered BF16 weight in forward,
+        as torchao's float8 training does with FSDP2 when its FP8 all-gather
+        is off; their weight gradient comes out in the parameter's dtype
+        (BF16) and FSDP2 reduce-scatters it in float32.
+  --dp ddp  DistributedDataParallel over the fp32 model (default bucket size,
+        gradients as bucket views), the same per-block compilation; dynamo's
+        DDP graph splitting is off, so a block's gradients reach DDP when the
+        block's compiled backward ends.
+The global batch is micro-batch x world size unless --global-batch asks for
+more, which is then reached by gradient accumulation (no gradient sync but
+on the last micro-batch). NVLink multicast stays off: NCCL_NVLS_ENABLE is set
+to 0 where unset, and any other value is refused.
+Tokens/s are reported for the job and per GPU; TFLOP/s and MFU per GPU.
+
+With --device cpu (torchrun or not) the ranks meet over gloo: a smoke test
+for the tiny model, without --no-compile only where inductor can build for
+the CPU.
+
+Writes one JSON object per run (see --out), from rank 0 only.
 """
 
 import argparse
+import contextlib
 import json
 import math
 import os
+import shlex
 import sys
 import time
 
 import torch
+import torch.distributed as dist
 import torch.nn as nn
 import torch.nn.functional as F
 
@@ -79,6 +109,10 @@ class Fp8Matmul(torch.autograd.Function):
         y = torch._scaled_mm(x8, w8.t(), scale_a=xs_inv, scale_b=ws_inv,
                              out_dtype=torch.bfloat16, use_fast_accum=True)
         ctx.save_for_backward(x8, xs_inv, w8, ws_inv)
+        # fp32 master weights take an fp32 gradient; under FSDP2 the weight
+        # is the all-gathered BF16 copy and its gradient is BF16 (autograd
+        # would cast an fp32 one down anyway).
+        ctx.grad_dtype = w.dtype
         return y
 
     @staticmethod
@@ -93,7 +127,7 @@ class Fp8Matmul(torch.autograd.Function):
         g8_t = g8.t().contiguous()
         x8_cm = x8.t().contiguous().t()
         dw = torch._scaled_mm(g8_t, x8_cm, scale_a=gs_inv, scale_b=xs_inv,
-                              out_dtype=torch.float32, use_fast_accum=False)
+                              out_dtype=ctx.grad_dtype, use_fast_accum=False)
         return dx, dw
 
 
@@ -216,21 +250,128 @@ def flops_per_token(cfg, seq):
             + 6 * cfg["layers"] * cfg["heads"] * dh * seq)
 
 
-def run(args):
+class Ranks:
+    """torchrun's view of this process: rank, world size, local rank."""
+
+    def __init__(self):
+        self.world = int(os.environ.get("WORLD_SIZE", "1"))
+        self.rank = int(os.environ.get("RANK", "0"))
+        self.local = int(os.environ.get("LOCAL_RANK", "0"))
+        self.distributed = self.world > 1
+
+    def device(self, kind):
+        if kind == "cuda":
+            return torch.device("cuda", self.local)
+        return torch.device(kind)
+
+
+def keep_nvls_off():
+    """NVLink multicast (NVLS) stays off on the GPU host."""
+    value = os.environ.get("NCCL_NVLS_ENABLE")
+    if value is None:
+        os.environ["NCCL_NVLS_ENABLE"] = "0"
+    elif value.strip() != "0":
+        raise SystemExit(
+            "torch_llama.py: NCCL_NVLS_ENABLE=%s, but NVLink multicast must "
+            "stay off on the GPU host; unset it or set NCCL_NVLS_ENABLE=0"
+            % value)
+
+
+def start_process_group(ranks, dev):
+    if dev.type == "cuda":
+        keep_nvls_off()
+        torch.cuda.set_device(dev)
+        dist.init_process_group("nccl", device_id=dev)
+    else:
+        dist.init_process_group("gloo")
+    if dist.get_world_size() != ranks.world or dist.get_rank() != ranks.rank:
+        raise SystemExit("torch_llama.py: the process group (rank %d of %d) "
+                         "disagrees with RANK/WORLD_SIZE (%d of %d)"
+                         % (dist.get_rank(), dist.get_world_size(),
+                            ranks.rank, ranks.world))
+
+
+def compile_per_block(model):
+    """torch.compile each block and the head + loss, the way torchtitan does:
+    the compiled wrappers replace the modules, so data-parallel wrappers
+    applied afterwards keep their hooks outside the compiled graphs. The
+    blocks share one compiled graph."""
+    for i, blk in enumerate(model.blocks):
+        model.blocks[i] = torch.compile(blk)
+    model.head = torch.compile(model.head)
+
+
+def shard_fsdp2(model, cfg):
+    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+    # Inputs are not cast: the rope tables stay fp32 as on one GPU, and the
+    # activations are BF16 already.
+    mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16,
+                              reduce_dtype=torch.float32,
+                              cast_forward_inputs=False)
+    tied = cfg["tie_embeddings"]
+    if not tied:
+        # A tied embedding is the head's weight too: it stays with the root,
+        # whose parameters FSDP2 keeps unsharded from forward to backward.
+        fully_shard(model.embed, mp_policy=mp)
+    for blk in model.blocks:
+        fully_shard(blk, mp_policy=mp)
+    if not tied:
+        fully_shard(model.head, mp_policy=mp, reshard_after_forward=False)
+    fully_shard(model, mp_policy=mp)
+    return model
+
+
+def wrap_ddp(model, dev):
+    from torch.nn.parallel import DistributedDataParallel
+    # Inside DDP's forward dynamo would cut every compiled block at bucket
+    # boundaries; one graph per block keeps the block's fusions, and the
+    # block's gradients still reach DDP while earlier blocks run backward.
+    torch._dynamo.config.optimize_ddp = False
+    return DistributedDataParallel(
+        model, device_ids=[dev.index] if dev.type == "cuda" else None,
+        gradient_as_bucket_view=True)
+
+
+def nccl_version():
+    try:
+        return ".".join(str(v) for v in torch.cuda.nccl.version())
+    except Exception:  # a CPU-only build has no NCCL
+        return None
+
+
+def run(args, ranks):
     cfg = MODELS[args.model]
-    dev = torch.device(args.device)
+    dev = ranks.device(args.device)
+    if ranks.distributed:
+        start_process_group(ranks, dev)
+    elif dev.type == "cuda":
+        torch.cuda.set_device(dev)
+    dp = args.dp if ranks.distributed else "none"
+    micro = args.batch * ranks.world
+    global_batch = args.global_batch or micro
+    if global_batch % micro:
+        raise SystemExit("torch_llama.py: --global-batch %d is not a multiple "
+                         "of --batch %d x %d ranks"
+                         % (global_batch, args.batch, ranks.world))
+    accum = global_batch // micro
+    # Every rank builds the same initial weights; only the data differs.
+    # They are drawn on the device: the 8B-shaped model's 2.8 G parameters
+    # take many seconds to draw on the host.
     torch.manual_seed(0)
-    model = Llama(cfg, fp8=(args.mode == "fp8")).to(dev)
+    with dev:
+        model = Llama(cfg, fp8=(args.mode == "fp8"))
     total_params = sum(p.numel() for p in model.parameters())
     if args.compile:
-        for blk in model.blocks:
-            blk.compile()
-        model.head.compile()
+        compile_per_block(model)
+    if dp == "fsdp2":
+        model = shard_fsdp2(model, cfg)
+    elif dp == "ddp":
+        model = wrap_ddp(model, dev)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, betas=(0.9, 0.95),
                             weight_decay=0.1, fused=(dev.type == "cuda"))
     cos, sin = rope_tables(args.seq, cfg["dim"] // cfg["heads"],
                            cfg["rope_theta"], dev)
-    gen = torch.Generator(device="cpu").manual_seed(1)
+    gen = torch.Generator(device="cpu").manual_seed(1 + ranks.rank)
 
     def batch():
         t = torch.randint(0, cfg["vocab"], (args.batch, args.seq + 1),
@@ -238,13 +379,25 @@ def run(args):
         t = t.to(dev, non_blocking=True)
         return t[:, :-1], t[:, 1:]
 
+    def gradient_sync(last):
+        """Gradients meet on the last micro-batch of a step only."""
+        if dp == "fsdp2":
+            model.set_requires_gradient_sync(last)
+        elif dp == "ddp" and not last:
+            return model.no_sync()
+        return contextlib.nullcontext()
+
     def step():
-        tokens, labels = batch()
-        loss = model(tokens, labels, cos, sin)
-        loss.backward()
+        total = 0.0
+        for i in range(accum):
+            tokens, labels = batch()
+            with gradient_sync(i == accum - 1):
+                loss = model(tokens, labels, cos, sin)
+                (loss / accum if accum > 1 else loss).backward()
+            total = total + loss.detach()
         opt.step()
         opt.zero_grad(set_to_none=True)
-        return loss
+        return total / accum
 
     def sync():
         if dev.type == "cuda":
@@ -253,8 +406,10 @@ def run(args):
     t0 = time.perf_counter()
     losses = []
     for _ in range(args.warmup):
-        losses.append(step().item())
+        losses.append(step())
     sync()
+    if ranks.distributed:
+        dist.barrier()
     warm_s = time.perf_counter() - t0
     if dev.type == "cuda":
         torch.cuda.reset_peak_memory_stats()
@@ -264,35 +419,68 @@ def run(args):
         loss = step()
         sync()
         times.append(time.perf_counter() - t)
-        losses.append(loss.item())
-    times.sort()
-    median = times[len(times) // 2]
-    tokens = args.batch * args.seq
+        losses.append(loss)
+    losses = torch.stack([torch.as_tensor(x, dtype=torch.float32,
+                                          device=dev) for x in losses])
+    step_s = torch.tensor(times, dtype=torch.float64, device=dev)
+    mem = torch.zeros(2, dtype=torch.float64, device=dev)
+    if dev.type == "cuda":
+        mem[0] = torch.cuda.max_memory_allocated(dev) / 2**30
+        mem[1] = torch.cuda.max_memory_reserved(dev) / 2**30
+    if ranks.distributed:
+        # The job's loss is the mean over ranks; a step lasts as long as its
+        # slowest rank; memory is the most any rank held.
+        dist.all_reduce(losses, op=dist.ReduceOp.SUM)
+        losses /= ranks.world
+        dist.all_reduce(step_s, op=dist.ReduceOp.MAX)
+        dist.all_reduce(mem, op=dist.ReduceOp.MAX)
+    losses = losses.tolist()
+    times = step_s.tolist()
+    ordered = sorted(times)
+    median = ordered[len(ordered) // 2]
+    tokens = global_batch * args.seq
     tps = tokens / median
+    tps_gpu = tps / ranks.world
     fpt = flops_per_token(cfg, args.seq)
-    tflops = tps * fpt / 1e12
+    tflops = tps_gpu * fpt / 1e12
     res = dict(
         peer="torch.compile" if args.compile else "torch eager",
         mode=args.mode, model=args.model, seq=args.seq, batch=args.batch,
+        world_size=ranks.world, dp=dp, micro_batch_per_rank=args.batch,
+        global_batch=global_batch, grad_accum_steps=accum,
         tokens_per_step=tokens, params=total_params,
         matmul_params=matmul_params(cfg), torch=torch.__version__,
+        nccl=nccl_version() if dev.type == "cuda" else None,
+        backend=(dist.get_backend() if ranks.distributed else None),
+        nccl_nvls_enable=os.environ.get("NCCL_NVLS_ENABLE"),
         device=(torch.cuda.get_device_name(dev) if dev.type == "cuda"
                 else "cpu"),
+        command=shlex.join([sys.executable] + sys.argv),
+        torchrun=dict((k, os.environ[k]) for k in (
+            "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
+            "MASTER_ADDR", "MASTER_PORT") if k in os.environ),
         warmup_steps=args.warmup, timed_steps=args.steps,
         warmup_s=round(warm_s, 2),
-        step_s_median=median, step_s_min=times[0], step_s_max=times[-1],
+        step_s_median=median, step_s_min=ordered[0], step_s_max=ordered[-1],
+        step_s_mean=sum(times) / len(times),
+        step_s=[round(x, 5) for x in times],
+        step_time_note="slowest rank per step" if ranks.distributed
+        else "one process",
         tokens_per_s=tps,
+        tokens_per_s_per_gpu=tps_gpu,
         flops_per_token=fpt,
         flop_formula="6*N_matmul + 6*L*H*Dh*S (causal attention)",
         model_tflops=tflops,
+        tflops_per_gpu=tflops,
         mfu_bf16_peak=tflops / BF16_PEAK_TFLOPS,
         mfu_fp8_peak=tflops / FP8_PEAK_TFLOPS,
         peaks_tflops=dict(bf16=BF16_PEAK_TFLOPS, fp8=FP8_PEAK_TFLOPS),
         losses=[round(x, 4) for x in losses],
     )
     if dev.type == "cuda":
-        res["peak_mem_allocated_gib"] = torch.cuda.max_memory_allocated() / 2**30
-        res["peak_mem_reserved_gib"] = torch.cuda.max_memory_reserved() / 2**30
+        # max over ranks
+        res["peak_mem_allocated_gib"] = mem[0].item()
+        res["peak_mem_reserved_gib"] = mem[1].item()
     if not all(math.isfinite(x) for x in losses):
         res["error"] = "non-finite loss"
     return res
@@ -303,23 +491,41 @@ def main():
     p.add_argument("--model", choices=sorted(MODELS), required=True)
     p.add_argument("--mode", choices=["bf16", "fp8"], required=True)
     p.add_argument("--seq", type=int, required=True)
-    p.add_argument("--batch", type=int, default=1)
+    p.add_argument("--batch", type=int, default=1,
+                   help="micro-batch of sequences per rank")
+    p.add_argument("--global-batch", type=int,
+                   help="sequences per step over all ranks (default: "
+                        "--batch x world size); more is gradient "
+                        "accumulation")
+    p.add_argument("--dp", choices=["fsdp2", "ddp"], default="fsdp2",
+                   help="data parallelism under torchrun with WORLD_SIZE > 1")
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--steps", type=int, default=10)
-    p.add_argument("--device", default="cuda")
+    p.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
     p.add_argument("--no-compile", dest="compile", action="store_false")
-    p.add_argument("--out", help="write the JSON result here")
+    p.add_argument("--out", help="write the JSON result here (rank 0)")
     args = p.parse_args()
+    ranks = Ranks()
     try:
-        res = run(args)
+        res = run(args, ranks)
     except torch.OutOfMemoryError as e:
+        # The other ranks wait in a collective until torchrun ends them.
         res = dict(mode=args.mode, model=args.model, seq=args.seq,
-                   batch=args.batch, error="out of memory: " + str(e)[:300])
-    text = json.dumps(res, indent=1)
-    print(text)
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(text + "\n")
+                   batch=args.batch, world_size=ranks.world,
+                   dp=args.dp if ranks.distributed else "none",
+                   rank=ranks.rank,
+                   error="out of memory: " + str(e)[:300])
+    else:
+        if ranks.distributed:
+            dist.destroy_process_group()
+    if ranks.rank == 0:
+        text = json.dumps(res, indent=1)
+        print(text)
+        if args.out:
+            with open(args.out, "w") as f:
+                f.write(text + "\n")
+    elif "error" in res:
+        print("rank %d: %s" % (ranks.rank, res["error"]), file=sys.stderr)
     return 1 if "error" in res else 0
 
 
