@@ -84,6 +84,9 @@ MODELS = {
     # for smoke tests on a CPU
     "tiny": dict(vocab=512, dim=128, layers=2, heads=4, kv_heads=2, ffn=256,
                  rope_theta=10000.0, tie_embeddings=False),
+    # the same with the embedding as LM head, as Llama 3.2 1B has it
+    "tiny-tied": dict(vocab=512, dim=128, layers=2, heads=4, kv_heads=2,
+                      ffn=256, rope_theta=10000.0, tie_embeddings=True),
 }
 
 E4M3_MAX = torch.finfo(torch.float8_e4m3fn).max
