@@ -7,9 +7,10 @@
 #   bash bench/data_parallel_peer.sh OUT_DIR [--only MODEL] [--steps N]
 #                                    [--warmup N] [--timeout S]
 #
-# Models: llama3-8b-8l (the 8-layer Llama 3 8B shape, full vocabulary) at
-# sequence 8192, micro-batch 1; llama3.2-1b at sequence 4096, micro-batch 2
-# (the micro-batch of bench/run_bench.sh). Numerics: bf16 and fp8.
+# Models: bench/cases.sh's, as bench/run_bench.sh runs them on one GPU:
+# llama3.2-1b at sequence 4096, micro-batch 2; llama3-8b-8l (the 8-layer
+# Llama 3 8B shape, full vocabulary) at sequence 8192, micro-batch 1.
+# Numerics: bf16 and fp8.
 #
 # OUT_DIR gets, per model and numerics, one JSON (peer-dp-MODEL-MODE.json:
 # the three runs' JSON under "runs", per-GPU tokens/s of each 2-GPU run
@@ -77,11 +78,8 @@ case_run() {
   printf '%s\n' "${cmd[*]}" > "$work/$name.cmd"
 }
 
-cases=(
-  "llama3-8b-8l 8192 1"
-  "llama3.2-1b 4096 2"
-)
-for c in "${cases[@]}"; do
+source "$here/cases.sh"
+for c in "${bench_cases[@]}"; do
   read -r model seq batch <<<"$c"
   if [ -n "$only" ] && [ "$only" != "$model" ]; then continue; fi
   nvidia-smi --query-gpu=timestamp,index,clocks.sm,clocks.mem,power.draw,temperature.gpu,utilization.gpu,memory.used \

@@ -38,11 +38,8 @@ export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm --format=csv \
   | tee "$results/gpu.txt"
 
-cases=(
-  "llama3.2-1b 4096 2"
-  "llama3-8b-8l 8192 1"
-)
-for c in "${cases[@]}"; do
+source "$here/cases.sh"
+for c in "${bench_cases[@]}"; do
   read -r model seq batch <<<"$c"
   if [ -n "$only" ] && [ "$only" != "$model" ]; then continue; fi
   for mode in bf16 fp8; do
