@@ -358,8 +358,8 @@ def run(args, ranks):
                          % (global_batch, args.batch, ranks.world))
     accum = global_batch // micro
     # Every rank builds the same initial weights; only the data differs.
-    # They are drawn on the device: the 8B-shaped model's 2.8 G parameters
-    # take many seconds to draw on the host.
+    # They are drawn on the device: on the host normal_ took 16 s for 0.28 G
+    # values on two cores, and the 8B-shaped model has 2.8 G.
     torch.manual_seed(0)
     with dev:
         model = Llama(cfg, fp8=(args.mode == "fp8"))
