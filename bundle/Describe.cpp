@@ -163,10 +163,16 @@ void describeKernels(const Bundle &b, std::ostream &os) {
   }
 }
 
-// A program's collectives, one line per kind of call: how many tensors
-// and elements, over which group (its ranks as the program counts them).
+// A program's collectives, one line per kind of call: how many calls
+// (a bucket's tensors go to NCCL as one call), tensors and elements, over
+// which group (its ranks as the program counts them), and when: on the
+// communication stream beside compute, in the last microbatch only.
 void describeCollectives(const Bundle &b, const Program &p, std::ostream &os) {
-  std::map<std::string, std::pair<int, uint64_t>> calls;
+  struct Totals {
+    int calls = 0, tensors = 0;
+    uint64_t elements = 0;
+  };
+  std::map<std::string, Totals> calls;
   for (const Step &s : p.steps()) {
     if (!s.has_collective())
       continue;
@@ -179,12 +185,18 @@ void describeCollectives(const Bundle &b, const Program &p, std::ostream &os) {
                    [](unsigned char ch) { return std::tolower(ch); });
     std::string key = op + " " + c.reduce() + " " +
                       dtypeName(c.dtype()) + " over '" + group + "'";
-    calls[key].first += 1;
-    calls[key].second += c.count();
+    if (s.stream() > 0)
+      key += ", stream " + std::to_string(s.stream());
+    if (c.last_microbatch())
+      key += ", last microbatch";
+    Totals &t = calls[key];
+    t.calls += c.grouped_with_next() ? 0 : 1;
+    t.tensors += 1;
+    t.elements += c.count();
   }
-  for (const auto &[key, totals] : calls)
-    os << "    collective " << key << ": " << totals.first << " tensors, "
-       << totals.second << " elements\n";
+  for (const auto &[key, t] : calls)
+    os << "    collective " << key << ": " << t.calls << " calls, "
+       << t.tensors << " tensors, " << t.elements << " elements\n";
 }
 
 void describePrograms(const Bundle &b, std::ostream &os) {

@@ -175,16 +175,56 @@ public:
                           : "arg" + std::to_string(arg.getArgNumber()));
         in->set_slot(ref(arg).slot());
       }
-      for (Operation &op : body)
+      lastStepOf.clear();
+      commResults.clear();
+      for (Operation &op : body) {
+        int first = program->steps_size();
         if (failed(emitOp(func, op)))
           return failure();
+        if (program->steps_size() > first) {
+          lastStepOf[&op] = uint32_t(program->steps_size() - 1);
+          waitForCommStream(op, *program->mutable_steps(first));
+        }
+      }
     }
     return success();
   }
 
   std::set<std::pair<std::string, int>> precisionSeen;
 
+  // Of the function being emitted: each op's last step, and the last step
+  // of each comm-stream collective.
+  llvm::DenseMap<Operation *, uint32_t> lastStepOf, commResults;
+
 private:
+  // The communication stream's index: its collectives overlap compute.
+  static constexpr uint32_t kCommStream = 1;
+
+  // The op of the function's block whose kernel writes `v`, looking
+  // through views.
+  static Operation *producerOf(Value v) {
+    while (Operation *def = v.getDefiningOp()) {
+      if (!isa<graph::ReshapeOp, graph::SliceOp, graph::SaveOp>(def))
+        return def;
+      v = def->getOperand(0);
+    }
+    return nullptr;
+  }
+
+  // A compute step that reads what a comm-stream collective makes waits for
+  // it; the stream's own order covers the steps after this one.
+  void waitForCommStream(Operation &op, bundle::Step &first) {
+    if (first.stream() == kCommStream)
+      return;
+    for (Value v : op.getOperands()) {
+      Operation *def = producerOf(v);
+      auto it = def ? commResults.find(def) : commResults.end();
+      if (it != commResults.end() &&
+          !llvm::is_contained(first.waits(), it->second))
+        first.add_waits(it->second);
+    }
+  }
+
   bundle::SlotRef ref(Value v) {
     bundle::SlotRef r;
     auto it = current->valueSlots.find(v);
@@ -371,9 +411,39 @@ private:
     if (auto gemm = dyn_cast<kernel::GemmOp>(op))
       return emitGemm(gemm);
     if (auto coll = dyn_cast<kernel::CollectiveOp>(op)) {
+      // On the communication stream, after the last kernel that writes an
+      // input; in place in persistent memory, which no later kernel of the
+      // program writes, so compute may go on beside it.
+      std::optional<uint32_t> after;
+      if (coll.getCommStream()) {
+        for (Value in : coll.getInputs()) {
+          Operation *def = producerOf(in);
+          if (auto it = def ? lastStepOf.find(def) : lastStepOf.end();
+              it != lastStepOf.end())
+            after = std::max(after.value_or(0), it->second);
+        }
+        for (auto [in, out] : llvm::zip(coll.getInputs(), coll.getResults())) {
+          bundle::SlotRef i = ref(in), o = ref(out);
+          if (i.slot() != o.slot() || i.byte_offset() != o.byte_offset() ||
+              !plan.slots[i.slot()].program.empty())
+            return coll.emitError("bundle: a communication-stream collective "
+                                  "must work in place in persistent memory "
+                                  "(a variable's slot); this one reads slot '")
+                   << plan.slots[i.slot()].name << "' and writes slot '"
+                   << plan.slots[o.slot()].name << "'";
+        }
+      }
+      size_t n = coll.getInputs().size(), k = 0;
       for (auto [in, out] : llvm::zip(coll.getInputs(), coll.getResults())) {
-        bundle::Collective *c =
-            step("collective " + coll.getKind().str())->mutable_collective();
+        bundle::Step *s = step("collective " + coll.getKind().str());
+        if (coll.getCommStream()) {
+          s->set_stream(kCommStream);
+          if (after && k == 0)
+            s->add_waits(*after);
+        }
+        bundle::Collective *c = s->mutable_collective();
+        c->set_last_microbatch(coll.getLastMicrobatch());
+        c->set_grouped_with_next(++k < n);
         llvm::StringRef kind = coll.getKind();
         c->set_op(kind == "all_reduce"       ? bundle::ALL_REDUCE
                   : kind == "reduce_scatter" ? bundle::REDUCE_SCATTER
@@ -386,6 +456,8 @@ private:
         c->set_dtype(dtypeOf(type.getElementType()));
         c->set_reduce(coll.getReduction().str());
       }
+      if (coll.getCommStream())
+        commResults[&op] = uint32_t(program->steps_size() - 1);
       return success();
     }
     if (auto copy = dyn_cast<kernel::CopyOp>(op); copy && !copy.getTranspose()) {

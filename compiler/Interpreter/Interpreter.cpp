@@ -895,10 +895,12 @@ llvm::Error kernelFused(kernel::FusedOp op, Frame &f) {
   return llvm::Error::success();
 }
 
-// A group of one is the identity; a larger one meets the other ranks'
+// A group of one is the identity, and so is a `last_microbatch` collective
+// in an earlier microbatch; otherwise the collective meets the other ranks'
 // interpreters (Collectives.h).
 llvm::Error kernelCollective(kernel::CollectiveOp op, Frame &f) {
-  if (op.getGroupSize() == 1) {
+  if (op.getGroupSize() == 1 ||
+      (op.getLastMicrobatch() && !f.rank().lastMicrobatch)) {
     for (unsigned i = 0; i < op->getNumOperands(); ++i)
       f.setResult(op, i, f.operand(op, i));
     return llvm::Error::success();

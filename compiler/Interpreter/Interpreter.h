@@ -83,6 +83,9 @@ class RankExchange;
 struct RankSlot {
   RankExchange *exchange = nullptr;
   int rank = 0;
+  // Whether this run of @train_microbatch completes the step's gradient
+  // accumulation: collectives marked `last_microbatch` run only then.
+  bool lastMicrobatch = true;
 };
 
 class Interpreter {
@@ -90,7 +93,11 @@ public:
   explicit Interpreter(mlir::ModuleOp module) : module_(module) {}
 
   void setOpObserver(OpObserver observer) { observer_ = std::move(observer); }
-  void setRank(RankExchange &exchange, int rank) { rank_ = {&exchange, rank}; }
+  void setRank(RankExchange &exchange, int rank) {
+    rank_.exchange = &exchange;
+    rank_.rank = rank;
+  }
+  void setLastMicrobatch(bool last) { rank_.lastMicrobatch = last; }
 
   // Runs the function `name` with `args` and returns its results. Errors name
   // the function, the argument or the op (with its location) and what was

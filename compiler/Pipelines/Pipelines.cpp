@@ -60,6 +60,7 @@ TrainingPipelineOptions trainingOptionsFromSpec(const spec::Spec &spec) {
       1, train.global_batch_size() / (train.micro_batch_size() * dataParallel));
   o.activations.activationDtype = train.precision().activation_dtype();
   o.lowerToKernel.dataParallel = dataParallel;
+  o.reduceGradients.dataParallel = dataParallel;
   autodiff.dataParallel = dataParallel;
 
   const spec::Precision &p = train.precision();
@@ -130,6 +131,13 @@ void addFusedPasses(OpPassManager &pm, const TrainingPipelineOptions &o) {
   pm.addPass(mlir::createCanonicalizerPass());
 }
 
+// After fusion, so that a bucket's all-reduce follows the kernel that
+// finishes its last gradient.
+void addParallelizePasses(OpPassManager &pm,
+                          const TrainingPipelineOptions &o) {
+  pm.addPass(createOctetReduceGradients(o.reduceGradients));
+}
+
 const CompileStage kCompileStages[] = {
     {"import", "the forward graph built from the spec (graph dialect)",
      nullptr},
@@ -144,6 +152,9 @@ const CompileStage kCompileStages[] = {
     {"kernel", "kernel dialect: GEMMs, attention, one-op fused kernels",
      addKernelPasses},
     {"fused", "after the kernel fusion passes", addFusedPasses},
+    {"parallelize",
+     "data-parallel gradient buckets reduced during the backward",
+     addParallelizePasses},
 };
 
 } // namespace

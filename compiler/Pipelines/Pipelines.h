@@ -34,6 +34,7 @@ struct TrainingPipelineOptions {
   // FP8 GEMMs: octet-precision, then octet-layout. None for the bf16 recipe.
   std::optional<OctetPrecisionOptions> precision;
   OctetLowerToKernelOptions lowerToKernel;
+  OctetReduceGradientsOptions reduceGradients;
   // The LM head, its loss and gradients as one chunked region
   // (octet-fuse-lm-head), so f32 logits never exist whole. GPU codegen has
   // no lowering for that region yet, so a step that must run on the GPU
@@ -62,9 +63,9 @@ struct CompileStage {
                     const TrainingPipelineOptions &options);
 };
 
-// import, autodiff, fuse-qkv, activations, precision, kernel, fused: the
-// order every tool runs. Bundles record the names, so a stage is only ever
-// added, with its line here.
+// import, autodiff, fuse-qkv, activations, precision, kernel, fused,
+// parallelize: the order every tool runs. Bundles record the names, so a
+// stage is only ever added, with its line here.
 llvm::ArrayRef<CompileStage> compileStages();
 
 // The stage called `name`, or null.

@@ -357,20 +357,23 @@ def Kernel_CollectiveOp : Kernel_Op<"collective", []> {
     all_reduce keeps the shape, reduce_scatter divides dimension 0 by the
     group size, all_gather multiplies it. A group of size 1 is the identity.
 
-    Before (octet-lower-to-kernel, data=8): the optimizer reads the local
-    gradient sums.
+    `last_microbatch`: the collective runs only in the microbatch that
+    completes the step's gradient accumulation; in the others its results
+    are its inputs (the gradient sums of a step are reduced once).
+    `comm_stream`: the bundle issues it on the communication stream, after
+    an event of the kernel that made its last input, so compute goes on
+    while it runs; the program's end joins the streams.
+
+    Example (octet-reduce-gradients, data=8): a gradient bucket summed while
+    the backward goes on.
     ```mlir
-    %g = graph.load @grad.layers.0.attn.wo : tensor<4096x4096xf32>
-    ```
-    After:
-    ```mlir
-    %g0 = graph.load @grad.layers.0.attn.wo : tensor<4096x4096xf32>
-    %g = kernel.collective %g0 {kind = "all_reduce", group = "data", group_size = 8 : i64, reduction = "avg"} : (tensor<4096x4096xf32>) -> tensor<4096x4096xf32>
+    %g = kernel.collective %g0 {comm_stream, group = "data", group_size = 8 : i64, kind = "all_reduce", last_microbatch, reduction = "sum"} : (tensor<4096x4096xf32>) -> tensor<4096x4096xf32>
     ```
   }];
   let arguments = (ins Variadic<AnyRankedTensor>:$inputs, StrAttr:$kind,
                    StrAttr:$group, I64Attr:$group_size,
-                   DefaultValuedAttr<StrAttr, "\"sum\"">:$reduction);
+                   DefaultValuedAttr<StrAttr, "\"sum\"">:$reduction,
+                   UnitAttr:$last_microbatch, UnitAttr:$comm_stream);
   let results = (outs Variadic<AnyRankedTensor>:$results);
   let assemblyFormat = "$inputs attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;

@@ -80,6 +80,7 @@ public:
   int rank() const { return rank_; }
   int size() const { return size_; }
   const std::string &name() const { return options_.name; }
+  std::chrono::milliseconds callTimeout() const { return options_.callTimeout; }
 
   Status allReduce(const void *send, void *recv, size_t count,
                    ncclDataType_t type, ReduceOp op, CUstream stream);

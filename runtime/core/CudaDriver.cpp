@@ -72,6 +72,9 @@ OCTET_DRIVER_CALL(cuGetErrorName, (CUresult error, const char **pStr),
                   (error, pStr))
 OCTET_DRIVER_CALL(cuGetErrorString, (CUresult error, const char **pStr),
                   (error, pStr))
+OCTET_DRIVER_CALL(cuCtxGetStreamPriorityRange,
+                  (int *leastPriority, int *greatestPriority),
+                  (leastPriority, greatestPriority))
 OCTET_DRIVER_CALL(cuCtxSetCurrent, (CUcontext ctx), (ctx))
 OCTET_DRIVER_CALL(cuCtxSynchronize, (void), ())
 OCTET_DRIVER_CALL(cuDeviceGet, (CUdevice * device, int ordinal),

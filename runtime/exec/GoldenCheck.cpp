@@ -256,7 +256,7 @@ StatusOr<bool> Checker::run() {
       OCTET_RETURN_IF_ERROR(backend_.zeroSlot(uint32_t(i)));
   OCTET_RETURN_IF_ERROR(writeInitialValues(ok));
   if (backend_.hasProgram(INIT))
-    OCTET_RETURN_IF_ERROR(backend_.run(INIT, false));
+    OCTET_RETURN_IF_ERROR(backend_.run(INIT, {}));
   OCTET_RETURN_IF_ERROR(backend_.synchronize());
 
   print("%5s %12s %12s %9s %12s %12s %9s\n", "step", "loss", "golden",
@@ -280,7 +280,8 @@ StatusOr<bool> Checker::run() {
             backend_.writeSlot(in.slot(), data->data(), data->size()));
         OCTET_RETURN_IF_ERROR(backend_.synchronize());
       }
-      OCTET_RETURN_IF_ERROR(backend_.run(TRAIN_MICROBATCH, graph));
+      OCTET_RETURN_IF_ERROR(
+          backend_.run(TRAIN_MICROBATCH, {graph, m + 1 == accum}));
       auto loss = readScalar(*train, "loss");
       if (!loss)
         return loss.status();
@@ -291,7 +292,7 @@ StatusOr<bool> Checker::run() {
           golden::kGradsSnapshot,
           "step 1, gradients before the optimizer (every persistent slot)",
           ok));
-    OCTET_RETURN_IF_ERROR(backend_.run(OPTIMIZER_STEP, graph));
+    OCTET_RETURN_IF_ERROR(backend_.run(OPTIMIZER_STEP, {graph}));
     auto gradNorm = readScalar(*optimizer, "grad_norm");
     if (!gradNorm)
       return gradNorm.status();

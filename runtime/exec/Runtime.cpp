@@ -24,6 +24,8 @@ struct Runtime::PreparedStep {
   // A collective: the bundle's, with its buffers resolved (dst receives,
   // src sends, `count` elements); the NCCL type is set once connected.
   const bundle::Collective *collective = nullptr;
+  // Issued together with the next step, in one NCCL group.
+  bool groupedWithNext = false;
   comm::ReduceOp reduce = comm::ReduceOp::Sum;
   ncclDataType_t ncclType = ncclFloat32;
   std::vector<uint32_t> waits;
@@ -163,8 +165,13 @@ Runtime::load(const Bundle &bundle, const RuntimeOptions &options) {
   for (const Program &p : bundle.ranks(rank).programs())
     for (const Step &s : p.steps())
       streams = std::max(streams, s.stream() + 1);
+  // Streams past the first carry collectives: NCCL's kernels start ahead
+  // of queued compute, so that the communication they overlap does not
+  // wait for whole kernels to drain.
+  int leastPriority = 0, greatestPriority = 0;
+  OCTET_CHECK_CUDA(cuCtxGetStreamPriorityRange(&leastPriority, &greatestPriority));
   for (uint32_t i = 0; i < streams; ++i) {
-    auto s = Stream::create();
+    auto s = Stream::create(i == 0 ? 0 : greatestPriority);
     if (!s)
       return s.status();
     rt->streams_.push_back(std::move(*s));
@@ -483,6 +490,7 @@ StatusOr<Runtime::PreparedStep> Runtime::prepareStep(const Step &step,
       return s.status();
     p.kind = PreparedStep::Kind::Collective;
     p.collective = &c;
+    p.groupedWithNext = c.grouped_with_next();
     p.reduce = *reduce;
     p.dst = *d, p.src = *s;
     return p;
@@ -539,7 +547,7 @@ Runtime::PreparedProgram *Runtime::find(ProgramKind kind) {
 }
 
 Status Runtime::runStep(const PreparedStep &s, const PreparedProgram &prog,
-                        size_t index) {
+                        size_t index, bool record) {
   CUstream stream = streams_[s.stream]->handle();
   for (uint32_t w : s.waits)
     OCTET_CHECK_CUDA(cuStreamWaitEvent(stream, prog.events[w], 0));
@@ -572,12 +580,12 @@ Status Runtime::runStep(const PreparedStep &s, const PreparedProgram &prog,
     break;
   }
   }
-  if (s.waitedOn)
+  if (record && s.waitedOn)
     OCTET_CHECK_CUDA(cuEventRecord(prog.events[index], stream));
   return Status::ok();
 }
 
-Status Runtime::run(ProgramKind kind) {
+Status Runtime::run(ProgramKind kind, bool lastMicrobatch) {
   PreparedProgram *p = find(kind);
   if (!p)
     return Status::error(std::string("the bundle has no ") +
@@ -594,9 +602,35 @@ Status Runtime::run(ProgramKind kind) {
       OCTET_CHECK_CUDA(cuStreamWaitEvent(streams_[s]->handle(), start, 0));
     cuEventDestroy(start);
   }
-  for (size_t i = 0; i < p->steps.size(); ++i)
+  // A bucket's collectives go to NCCL as one group; what waits for the
+  // bucket waits for the event recorded after the group is enqueued.
+  bool inGroup = false;
+  for (size_t i = 0; i < p->steps.size(); ++i) {
+    const PreparedStep &s = p->steps[i];
+    bool collective = s.kind == PreparedStep::Kind::Collective;
+    if (collective && !lastMicrobatch && s.collective->last_microbatch())
+      continue;
+    bool grouped = collective && (inGroup || s.groupedWithNext);
+    if (grouped && !inGroup) {
+      if (!nccl_)
+        return Status::error("in " + s.label +
+                             ": the runtime is not connected to NCCL");
+      OCTET_RETURN_IF_ERROR(comm::CommGroup::start(*nccl_));
+      inGroup = true;
+    }
     OCTET_RETURN_IF_ERROR(
-        runStep(p->steps[i], *p, i).withContext("in " + p->steps[i].label));
+        runStep(s, *p, i, /*record=*/!grouped).withContext("in " + s.label));
+    if (inGroup && !s.groupedWithNext) {
+      inGroup = false;
+      OCTET_RETURN_IF_ERROR(
+          comm::CommGroup::end(*nccl_, groupTimeout_).withContext("in " + s.label));
+      if (s.waitedOn)
+        OCTET_CHECK_CUDA(cuEventRecord(p->events[i], streams_[s.stream]->handle()));
+    }
+  }
+  if (inGroup)
+    return Status::error("program '" + p->program->name() +
+                         "' ends inside a group of collectives");
   for (size_t s = 1; s < streams_.size(); ++s) {
     CUevent e = nullptr;
     OCTET_CHECK_CUDA(cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
@@ -647,14 +681,14 @@ StatusOr<std::vector<double>> Runtime::timeSteps(ProgramKind kind) {
   return ms;
 }
 
-Status Runtime::runGraph(ProgramKind kind) {
+Status Runtime::runGraph(ProgramKind kind, bool lastMicrobatch) {
   PreparedProgram *p = find(kind);
   if (!p)
-    return run(kind);
+    return run(kind, lastMicrobatch);
   // NCCL's calls in non-blocking mode are not captured: a program with
   // collectives runs eagerly.
   if (!p->program->capturable() || streams_.size() > 1 || p->collectives)
-    return run(kind);
+    return run(kind, lastMicrobatch);
   if (!p->graph) {
     auto g = CudaGraph::capture(mainStream(), [&](CUstream) {
       for (size_t i = 0; i < p->steps.size(); ++i)
@@ -689,6 +723,10 @@ Status Runtime::connect(const comm::NcclLibrary &nccl,
       s.ncclType = *type;
     }
   comms_ = std::move(groups);
+  nccl_ = &nccl;
+  for (comm::Communicator *c : comms_)
+    if (c)
+      groupTimeout_ = std::max(groupTimeout_, c->callTimeout());
   return Status::ok();
 }
 

@@ -14,6 +14,7 @@
 #include "runtime/core/Launch.h"
 #include "runtime/core/Module.h"
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -46,7 +47,9 @@ public:
   // The program of this rank with that kind, or null.
   const bundle::Program *program(bundle::ProgramKind kind) const;
   // Enqueues every step of the program on the runtime's streams.
-  Status run(bundle::ProgramKind kind);
+  // `lastMicrobatch` false skips the collectives marked last_microbatch (a
+  // TRAIN_MICROBATCH run that does not complete the step's accumulation).
+  Status run(bundle::ProgramKind kind, bool lastMicrobatch = true);
   // The communicators of the bundle's groups, by group index (null where
   // this rank is in none): a program's collectives run on them. NCCL's
   // types are chosen for `nccl`'s version. They must outlive the runtime's
@@ -57,8 +60,9 @@ public:
   // waits for it: per-step device times in step order, for profiles. The
   // events serialize nothing the program does not already order.
   StatusOr<std::vector<double>> timeSteps(bundle::ProgramKind kind);
-  // Captures the program once (first call) and replays the graph.
-  Status runGraph(bundle::ProgramKind kind);
+  // Captures the program once (first call) and replays the graph; a program
+  // with collectives runs eagerly.
+  Status runGraph(bundle::ProgramKind kind, bool lastMicrobatch = true);
   Status synchronize();
 
   // The device address of a plan slot.
@@ -96,8 +100,10 @@ private:
                                   const char *what) const;
   StatusOr<PreparedStep> prepareStep(const bundle::Step &step,
                                      const std::string &where);
+  // `record`: record the step's event if a later step waits for it (a
+  // grouped collective's is recorded once its group is enqueued).
   Status runStep(const PreparedStep &step, const PreparedProgram &program,
-                 size_t index);
+                 size_t index, bool record = true);
   PreparedProgram *find(bundle::ProgramKind kind);
 
   bundle::Bundle bundle_;
@@ -115,6 +121,10 @@ private:
   std::vector<std::unique_ptr<blas::Gemm>> gemms_;
   std::vector<std::unique_ptr<PreparedProgram>> programs_;
   std::vector<comm::Communicator *> comms_;
+  const comm::NcclLibrary *nccl_ = nullptr;
+  // How long enqueueing a group of collectives may take (NCCL connects on
+  // first use).
+  std::chrono::milliseconds groupTimeout_{0};
   std::vector<std::string> notes_;
   uint64_t fixedCost_ = 0;
 };

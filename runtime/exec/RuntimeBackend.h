@@ -17,8 +17,9 @@ public:
   const bundle::Program *program(bundle::ProgramKind kind) const override {
     return rt_.program(kind);
   }
-  Status run(bundle::ProgramKind kind, bool graph) override {
-    return graph ? rt_.runGraph(kind) : rt_.run(kind);
+  Status run(bundle::ProgramKind kind, RunMode mode) override {
+    return mode.graph ? rt_.runGraph(kind, mode.lastMicrobatch)
+                      : rt_.run(kind, mode.lastMicrobatch);
   }
   Status writeSlot(uint32_t slot, const void *data, uint64_t bytes) override {
     return rt_.writeSlotAsync(slot, data, bytes);

@@ -35,6 +35,16 @@ struct DeviceMemory {
   uint64_t fixedCosts = 0;
 };
 
+// How a program runs.
+struct RunMode {
+  // Replay a captured graph (captured on first use) rather than launching
+  // step by step.
+  bool graph = false;
+  // This run of TRAIN_MICROBATCH completes the step's gradient
+  // accumulation: its collectives marked last_microbatch run.
+  bool lastMicrobatch = true;
+};
+
 class TrainBackend {
 public:
   virtual ~TrainBackend() = default;
@@ -44,9 +54,7 @@ public:
   bool hasProgram(bundle::ProgramKind kind) const {
     return program(kind) != nullptr;
   }
-  // `graph`: replay a captured graph (captured on first use) rather than
-  // launching step by step.
-  virtual Status run(bundle::ProgramKind kind, bool graph) = 0;
+  virtual Status run(bundle::ProgramKind kind, RunMode mode) = 0;
   // The whole slot, or `bytes` from its start.
   virtual Status writeSlot(uint32_t slot, const void *data, uint64_t bytes) = 0;
   virtual Status readSlot(uint32_t slot, void *data, uint64_t bytes) = 0;

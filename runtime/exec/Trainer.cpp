@@ -392,7 +392,7 @@ struct Trainer::Impl {
     bool graph = options.graph && stepsRunHere > 0;
     for (int64_t m = 0; m < accum; ++m) {
       OCTET_RETURN_IF_ERROR(enqueueInputs(train, *stages[parity][size_t(m)]));
-      OCTET_RETURN_IF_ERROR(backend.run(TRAIN_MICROBATCH, graph));
+      OCTET_RETURN_IF_ERROR(backend.run(TRAIN_MICROBATCH, {graph, m + 1 == accum}));
       OCTET_RETURN_IF_ERROR(
           backend.readSlot(uint32_t(train.loss), scalar(size_t(m)), 4));
     }
@@ -410,7 +410,7 @@ struct Trainer::Impl {
       OCTET_RETURN_IF_ERROR(enqueueInputs(optimizer, *optimizerStage));
     }
     if (backend.hasProgram(OPTIMIZER_STEP))
-      OCTET_RETURN_IF_ERROR(backend.run(OPTIMIZER_STEP, graph));
+      OCTET_RETURN_IF_ERROR(backend.run(OPTIMIZER_STEP, {graph}));
     if (optimizer.gradNorm >= 0)
       OCTET_RETURN_IF_ERROR(backend.readSlot(uint32_t(optimizer.gradNorm),
                                              scalar(size_t(accum)), 4));
@@ -830,7 +830,7 @@ Status Trainer::start(TrainResult &result) {
       t.print("parameters from " + t.options.initWeights);
     }
     if (t.backend.hasProgram(INIT))
-      OCTET_RETURN_IF_ERROR(t.backend.run(INIT, false));
+      OCTET_RETURN_IF_ERROR(t.backend.run(INIT, {}));
     OCTET_RETURN_IF_ERROR(t.backend.synchronize());
   }
   t.checkpointPosition = t.data.position();
@@ -860,7 +860,7 @@ Status Trainer::evaluate(int64_t step, TrainResult &result) {
       continue;
     OCTET_RETURN_IF_ERROR(t.stage(t.eval, *t.evalStage, batch, "held-out"));
     OCTET_RETURN_IF_ERROR(t.enqueueInputs(t.eval, *t.evalStage));
-    OCTET_RETURN_IF_ERROR(t.backend.run(EVAL, false));
+    OCTET_RETURN_IF_ERROR(t.backend.run(EVAL, {}));
     OCTET_RETURN_IF_ERROR(
         t.backend.readSlot(uint32_t(t.eval.loss), t.scalar(0), 4));
     OCTET_RETURN_IF_ERROR(t.backend.synchronize());

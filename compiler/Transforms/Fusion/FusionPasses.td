@@ -52,8 +52,10 @@ def OctetLowerToKernel : Pass<"octet-lower-to-kernel", "mlir::ModuleOp"> {
     the name it carries (`param`, `tensor`), else of the op before it; the
     embedding and the loss are outside the layers.
 
-    With data-parallel > 1 the optimizer step reads the gradient sums
-    through one bucketed kernel.collective all_reduce over the data group.
+    With data-parallel > 1 every FP8 amax that feeds a scale is first
+    maximised over the data group (kernel.collective all_reduce "max"), so
+    every rank derives the same scales; the gradients are reduced by
+    octet-reduce-gradients.
 
     Before:
     ```mlir
@@ -74,7 +76,7 @@ def OctetLowerToKernel : Pass<"octet-lower-to-kernel", "mlir::ModuleOp"> {
   }];
   let options = [
     Option<"dataParallel", "data-parallel", "int64_t", "1",
-           "data-parallel ranks: > 1 inserts the gradient all-reduce">,
+           "data-parallel ranks: > 1 agrees on the FP8 amaxes">,
   ];
   let dependentDialects = ["octet::kernel::KernelDialect",
                            "octet::graph::GraphDialect"];
@@ -265,6 +267,51 @@ def OctetFuseElementwise : Pass<"octet-fuse-elementwise", "mlir::ModuleOp"> {
     %b = kernel.fused "x" kind("row") ... { graph.rms_norm, graph.mul }
     ```
   }];
+}
+
+def OctetReduceGradients : Pass<"octet-reduce-gradients", "mlir::ModuleOp"> {
+  let summary = "data-parallel gradient buckets all-reduced during the backward, on the communication stream";
+  let description = [{
+    With data-parallel > 1, the gradient accumulators of @train_microbatch
+    are summed over the data group while the backward still runs, as
+    Megatron's and PyTorch DDP's overlapped reduction does. The values
+    stored into `grad.*` are grouped in the order the backward makes them
+    (the LM head's first, the embedding's last) into buckets of at least
+    `bucket-elements` elements (0: max(40M, 1M x data), Megatron's rule);
+    right after the kernel that finishes a bucket comes one
+    kernel.collective all_reduce "sum" over them, marked
+    `last_microbatch` (it runs only in the microbatch that completes the
+    step's accumulation; in the others its results are its inputs) and
+    `comm_stream` (the bundle places it on the communication stream,
+    ordered after that kernel by an event). The stores then write the
+    reduced values, which share the accumulators' memory. Autodiff seeds
+    each microbatch with 1 / (microbatches x ranks), so the sum is the
+    gradient of the global batch's mean, and @optimizer_step reads it
+    as it would on one rank.
+
+    Before (data = 2):
+    ```mlir
+    %g = kernel.gemm %dy, %x accumulate(%acc) {param = "lm_head", role = "wgrad", ...} : (...) -> tensor<256x256xf32>
+    ...
+    graph.store %g, @grad.lm_head : tensor<256x256xf32>
+    ```
+    After:
+    ```mlir
+    %g = kernel.gemm %dy, %x accumulate(%acc) {param = "lm_head", role = "wgrad", ...} : (...) -> tensor<256x256xf32>
+    %r = kernel.collective %g {comm_stream, group = "data", group_size = 2 : i64, kind = "all_reduce", last_microbatch, reduction = "sum"} : (tensor<256x256xf32>) -> tensor<256x256xf32>
+    ...
+    graph.store %r, @grad.lm_head : tensor<256x256xf32>
+    ```
+  }];
+  let options = [
+    Option<"dataParallel", "data-parallel", "int64_t", "1",
+           "data-parallel ranks: > 1 reduces the gradients">,
+    Option<"bucketElements", "bucket-elements", "int64_t", "0",
+           "elements a bucket holds at least before its all-reduce is "
+           "issued; 0: max(40M, 1M x data-parallel)">,
+  ];
+  let dependentDialects = ["octet::kernel::KernelDialect",
+                           "octet::graph::GraphDialect"];
 }
 
 #endif

@@ -71,8 +71,6 @@ struct LowerToKernel
       annotate(func);
       if (failed(lower(func)))
         return signalPassFailure();
-      if (dataParallel > 1 && func.getSymName() == "optimizer_step")
-        insertGradientAllReduce(func);
       if (dataParallel > 1 && failed(agreeOnAmaxes(func)))
         return signalPassFailure();
     }
@@ -352,46 +350,6 @@ struct LowerToKernel
         moved.insert(store);
       }
     return success();
-  }
-
-  // The optimizer reads every gradient accumulator once; averaging them over
-  // the data-parallel ranks is one bucketed all-reduce before the first use.
-  void insertGradientAllReduce(func::FuncOp func) {
-    Block &body = func.getBody().front();
-    SmallVector<graph::LoadOp> loads;
-    for (auto load : body.getOps<graph::LoadOp>())
-      if (load.getVariable().starts_with("grad."))
-        loads.push_back(load);
-    if (loads.empty())
-      return;
-    // Reads of the accumulators see the state at entry as long as no write
-    // to them comes first, so they can all move to the top.
-    for (graph::LoadOp load : loads)
-      for (Operation &op : body) {
-        if (&op == load.getOperation())
-          break;
-        if (auto store = dyn_cast<graph::StoreOp>(op))
-          if (store.getVariable() == load.getVariable())
-            return;
-      }
-    OpBuilder b = OpBuilder::atBlockBegin(&body);
-    SmallVector<Value> values;
-    SmallVector<Type> types;
-    for (graph::LoadOp load : loads) {
-      load->moveBefore(&body, body.begin());
-      values.push_back(load);
-      types.push_back(load.getType());
-    }
-    b.setInsertionPointAfter(loads.front());
-    // Autodiff seeds every microbatch with 1 / (microbatches · ranks), so
-    // the sum over the ranks is the gradient of the global batch's mean.
-    auto all = kernel::CollectiveOp::create(
-        b, func.getLoc(), types, values, "all_reduce", "data", dataParallel,
-        "sum");
-    all->setAttr("layer", b.getI64IntegerAttr(-1));
-    all->setAttr("section", b.getStringAttr("optimizer"));
-    for (auto [load, reduced] : llvm::zip(loads, all.getResults()))
-      load.getResult().replaceAllUsesExcept(reduced, all);
   }
 };
 

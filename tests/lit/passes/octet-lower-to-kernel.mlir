@@ -49,10 +49,7 @@ func.func @fp8(%dy: tensor<32x16xf8E5M2>, %sdy: tensor<f32>, %x: tensor<16x64xf8
 // DP: kernel.fused "cross_entropy_grad" kind("row")
 // DP: } {layer = -1 : i64, section = "backward"}
 // DP: kernel.attention_bwd {{.*}}section = "backward"
-// With data parallelism the optimizer reads every gradient through one
-// all-reduce that sums the ranks' (autodiff's seed already divided by the
-// number of ranks).
-// DP-LABEL: func.func @optimizer_step
-// DP: kernel.collective {{.*}}{group = "data", group_size = 2 : i64, kind = "all_reduce", layer = -1 : i64, section = "optimizer"}
+// The gradients' all-reduce is octet-reduce-gradients' (after fusion), so
+// without FP8 amaxes to agree on this pass makes no collective.
 // DP-NOT: kernel.collective
 // DP1-NOT: kernel.collective

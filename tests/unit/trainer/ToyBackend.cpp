@@ -231,11 +231,11 @@ void ToyBackend::forward(bool train, float &loss) {
   loss = float(sum / std::max(1.0, count));
 }
 
-Status ToyBackend::run(ProgramKind kind, bool graph) {
+Status ToyBackend::run(ProgramKind kind, RunMode mode) {
   if (!hasProgram(kind))
     return Status::error("no such program");
   ++runs_[kind];
-  graphRuns_ += graph;
+  graphRuns_ += mode.graph;
   const int64_t v = bundle_.schedule().vocab_size();
   auto *cache =
       reinterpret_cast<uint16_t *>(at(uint32_t(findSlot(bundle_, "cache.w"))));
@@ -249,15 +249,15 @@ Status ToyBackend::run(ProgramKind kind, bool graph) {
     break;
   case TRAIN_MICROBATCH:
     forward(true, *f32("loss"));
+    if (reduceGradients && mode.lastMicrobatch) {
+      OCTET_RETURN_IF_ERROR(reduceGradients(f32("grad.w"), v));
+      OCTET_RETURN_IF_ERROR(reduceGradients(f32("grad.b"), 1));
+    }
     break;
   case EVAL:
     forward(false, *f32("eval.loss"));
     break;
   case OPTIMIZER_STEP: {
-    if (reduceGradients) {
-      OCTET_RETURN_IF_ERROR(reduceGradients(f32("grad.w"), v));
-      OCTET_RETURN_IF_ERROR(reduceGradients(f32("grad.b"), 1));
-    }
     int32_t t = ++*i32("step");
     float lr = float(bundle_.schedule().lr());
     double norm = 0;

@@ -37,7 +37,7 @@ public:
   explicit ToyBackend(bundle::Bundle bundle);
   const bundle::Bundle &bundle() const override { return bundle_; }
   const bundle::Program *program(bundle::ProgramKind kind) const override;
-  Status run(bundle::ProgramKind kind, bool graph) override;
+  Status run(bundle::ProgramKind kind, RunMode mode) override;
   Status writeSlot(uint32_t slot, const void *data, uint64_t bytes) override;
   Status readSlot(uint32_t slot, void *data, uint64_t bytes) override;
   Status zeroSlot(uint32_t slot) override;
@@ -50,8 +50,9 @@ public:
   std::vector<uint8_t> slotBytes(const std::string &name) const;
   int runs(bundle::ProgramKind kind) const { return runs_[kind]; }
 
-  // Data parallelism: called on the gradients (grad.w, then grad.b) at the
-  // start of OPTIMIZER_STEP, where a data-parallel bundle's all-reduce is.
+  // Data parallelism: called on the gradient sums (grad.w, then grad.b) at
+  // the end of the TRAIN_MICROBATCH run that completes a step, where a
+  // data-parallel bundle's last_microbatch all-reduces are.
   std::function<Status(float *gradients, int64_t count)> reduceGradients;
   int graphRuns() const { return graphRuns_; }
 

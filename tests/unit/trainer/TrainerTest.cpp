@@ -564,6 +564,39 @@ TEST(Trainer, TwoDataParallelRanksTrainAsOneAtTheSameGlobalBatch) {
         << "step " << 7 + i;
 }
 
+// With two microbatches a rank, the gradient sums are reduced once, after
+// the second: reducing after each would count the first microbatch twice.
+TEST(Trainer, DataParallelRanksReduceOnlyTheMicrobatchThatCompletesAStep) {
+  ToyShape one;
+  one.steps = 4;
+  one.accum = 4;
+  TrainerOptions single;
+  single.checkpointDir = freshTestDir("trainer-dp1-accum4");
+  ToyRun a = makeRun(one, single);
+  ASSERT_OK(a.status);
+  auto want = a.trainer->run();
+  ASSERT_TRUE(want.isOk()) << want.status().message();
+
+  ToyShape half = one;
+  half.accum = 2;
+  TrainerOptions o;
+  o.checkpointDir = freshTestDir("trainer-dp2-accum2");
+  DataParallelRuns d = runDataParallel(2, half, o);
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_OK(d.runs[size_t(r)].status);
+    ASSERT_TRUE(d.results[size_t(r)].isOk())
+        << "rank " << r << ": " << d.results[size_t(r)].status().message();
+  }
+  ASSERT_EQ(d.results[0]->steps.size(), want->steps.size());
+  for (size_t i = 0; i < want->steps.size(); ++i)
+    EXPECT_NEAR(d.results[0]->steps[i].gradNorm, want->steps[i].gradNorm,
+                1e-5f * want->steps[i].gradNorm)
+        << "step " << i + 1;
+  for (const char *slot : {"w", "b", "adam_m.w", "adam_v.w"})
+    expectSameFloats(d.runs[0].backend->slotBytes(slot),
+                     a.backend->slotBytes(slot), slot);
+}
+
 TEST(Trainer, RefusesADataParallelGroupTheBundleWasNotCompiledFor) {
   ToyShape shape;
   bundle::Bundle b = makeToyBundle(shape);
