@@ -334,19 +334,11 @@ struct Trainer::Impl {
         std::memcpy(dst, batch.lossMask.data(), b.bytes);
         break;
       case Feed::CuSeqlens: {
-        // A fixed-size slot: the boundaries, then empty segments at the
-        // end (repeats of the total) up to its size.
-        uint64_t capacity = b.bytes / 4;
-        if (batch.cuSeqlens.size() > capacity)
-          return Status::error(std::string(what) + " batch packs " +
-                               std::to_string(batch.cuSeqlens.size() - 1) +
-                               " documents, but input 'cu_seqlens' holds " +
-                               std::to_string(capacity - 1) +
-                               ": recompile with a larger document limit");
-        std::vector<int32_t> padded(capacity, batch.cuSeqlens.back());
-        std::copy(batch.cuSeqlens.begin(), batch.cuSeqlens.end(),
-                  padded.begin());
-        std::memcpy(dst, padded.data(), b.bytes);
+        auto padded = data::padCuSeqlens(batch.cuSeqlens, b.bytes / 4);
+        if (!padded)
+          return Status::error(std::string(what) + " " +
+                               padded.status().message());
+        std::memcpy(dst, padded->data(), b.bytes);
         break;
       }
       case Feed::Lr:

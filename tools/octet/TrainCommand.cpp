@@ -312,9 +312,15 @@ int runTrainCommand(const TrainOptions &opts) {
           interp::Tensor::fromInts({batch, seq}, ints(packed.targets)),
           interp::Tensor::fromFloats({batch, seq}, packed.lossMask),
           interp::Tensor::fromInts({batch, seq}, ints(packed.positionIds))};
-      if (step.getNumArguments() == 5)
+      if (step.getNumArguments() == 5) {
+        auto cuType = cast<RankedTensorType>(step.getArgumentTypes()[4]);
+        auto padded = data::padCuSeqlens(packed.cuSeqlens,
+                                         size_t(cuType.getNumElements()));
+        if (!padded)
+          return inputError(padded.status().message());
         args.push_back(interp::Tensor::fromInts(
-            {int64_t(packed.cuSeqlens.size())}, ints(packed.cuSeqlens)));
+            {int64_t(padded->size())}, ints(*padded)));
+      }
       if (args.size() != step.getNumArguments())
         return inputError("the compiled step takes " +
                           std::to_string(step.getNumArguments()) +
