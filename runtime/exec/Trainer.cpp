@@ -133,6 +133,7 @@ struct Trainer::Impl {
   std::string stagedPosition[2];
   // Data position after the batches of the last step that ran.
   std::string checkpointPosition;
+  std::optional<double> checkpointLoss; // the last step's
   int64_t stepsRunHere = 0;
   uint64_t peakUsed = 0;
 
@@ -493,6 +494,7 @@ struct Trainer::Impl {
     c.step = step;
     c.seed = schedule.seed();
     c.dataPosition = checkpointPosition;
+    c.loss = checkpointLoss;
     c.bundleHash = hexOf(bundle.content_hash());
     auto read = [&](const std::vector<Entry> &entries,
                     std::vector<hf::NamedTensor> &out) -> Status {
@@ -949,6 +951,7 @@ StatusOr<TrainResult> Trainer::run() {
     OCTET_RETURN_IF_ERROR(t.runStep(step, parity, step < t.steps, rec));
     // The checkpoint's data position is the one after this step's batches.
     t.checkpointPosition = t.stagedPosition[parity];
+    t.checkpointLoss = rec.loss;
     OCTET_RETURN_IF_ERROR(t.report(rec));
     if (t.options.dataParallel)
       t.options.dataParallel->heartbeat(step);

@@ -187,11 +187,14 @@ void defineTrain(CLI::App &app, TrainOptions &o,
   cli::addFlag(app, "--cpu", o.cpu,
                "train on the CPU interpreter even with a GPU");
   cli::addValue(app, "--checkpoint-dir", o.checkpointDir, "DIR",
-                "GPU runs: save DIR/step-N checkpoints (HF-named\n"
-                "safetensors plus optimizer, FP8 and data state)");
+                "save DIR/step-N checkpoints every\n"
+                "train.checkpoint_interval steps and at the end\n"
+                "(HF-named safetensors plus optimizer, FP8 and\n"
+                "data state), on the GPU and on the CPU");
   cli::addFlag(app, "--resume", o.resume,
-               "GPU runs: continue from --checkpoint-dir's latest\n"
-               "checkpoint (from step 0 while it holds none)");
+               "continue from --checkpoint-dir's latest\n"
+               "checkpoint bit for bit (from step 0 while it\n"
+               "holds none)");
   cli::addValue(app, "--tensorboard", o.tensorboardDir, "DIR",
                 "GPU runs: write TensorBoard event files there");
 }
