@@ -176,6 +176,12 @@ int runCompileCommand(const CompileOptions &opts) {
     phases.finish();
     if (!st)
       return inputError(st);
+    std::ostringstream fit;
+    if (Status read = printBundleFit(opts.output, opts.gpu, "memory plan: ",
+                                     fit);
+        !read)
+      return inputError(read);
+    llvm::errs() << fit.str();
     uint64_t bytes = 0;
     llvm::sys::fs::file_size(opts.output, bytes);
     llvm::errs() << llvm::format("wrote %s (%.1f MB)\n", opts.output.c_str(),

@@ -103,6 +103,20 @@ PlanSummary summarize(const bundle::MemoryPlan &plan) {
 
 } // namespace
 
+Status printBundleFit(const std::string &path, const GpuTarget &gpu,
+                      const std::string &prefix, std::ostream &os) {
+  StatusOr<bundle::Bundle> b = bundle::readBundle(path);
+  if (!b)
+    return b.status();
+  PlanSummary summary = summarize(b->plan());
+  os << prefix;
+  printFitVerdict(summary, gpu, os, "");
+  if (!fits(summary, gpu))
+    os << prefix << "`octet compile SPEC --memory-plan` finds what would "
+                    "fit\n";
+  return Status::ok();
+}
+
 int runInspectCommand(const InspectOptions &opts) {
   const std::string &path = opts.bundle, &modulesDir = opts.modulesDir;
   bool allSlots = opts.allSlots;

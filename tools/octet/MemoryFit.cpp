@@ -67,9 +67,9 @@ void printPlanSummary(const PlanSummary &plan, std::ostream &os) {
 }
 
 void printFitVerdict(const PlanFootprint &plan, const GpuTarget &gpu,
-                     std::ostream &os) {
+                     std::ostream &os, const char *indent) {
   uint64_t need = plan.deviceBytes();
-  os << "  " << (fits(plan, gpu) ? "fits" : "does not fit") << " one " << gpu.name
+  os << indent << (fits(plan, gpu) ? "fits" : "does not fit") << " one " << gpu.name
      << " (" << humanBytes(gpu.bytes) << "): needs " << humanBytes(need)
      << " (arena " << humanBytes(plan.arenaBytes()) << " + "
      << humanBytes(kRuntimeFixedBytes) << " runtime fixed costs), ";

@@ -62,7 +62,7 @@ void printPlanSummary(const PlanSummary &plan, std::ostream &os);
 // One line: "fits an H100 80GB (79.18 GiB): needs ..., ... to spare" or
 // "does not fit ...: needs ..., ... more than it has".
 void printFitVerdict(const PlanFootprint &plan, const GpuTarget &gpu,
-                     std::ostream &os);
+                     std::ostream &os, const char *indent = "  ");
 
 // The spec's sizes that the search may change, and a planner for them.
 struct FitKnobs {
