@@ -60,10 +60,10 @@ def run(cmd):
                               check=True).stdout.strip()
     except Exception:
         return ""
-cpu = ""
+cpu_model = ""
 for line in open("/proc/cpuinfo"):
     if line.startswith("model name"):
-        cpu = line.split(":", 1)[1].strip()
+        cpu_model = line.split(":", 1)[1].strip()
         break
 cases = {}
 for line in open(records):
@@ -95,7 +95,7 @@ result = {
     "build_type": build_type,
     "ptxas": (run([shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas",
                    "--version"]).splitlines() or [""])[-1],
-    "machine": {"nproc": os.cpu_count(), "cpu_model": cpu,
+    "machine": {"nproc": os.cpu_count(), "cpu_model": cpu_model,
                 "kernel": platform.release()},
     "runs": int(runs),
     "cases": cases,
