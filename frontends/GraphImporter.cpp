@@ -220,7 +220,11 @@ private:
     SmallVector<StringRef> names = {"tokens", "labels", "loss_mask",
                                     "positions"};
     if (t.data().pack_documents()) {
-      inputs.push_back(RankedTensorType::get({ShapedType::kDynamic}, i32));
+      // Every document holds at least one token, so B·S tokens have at most
+      // B·S documents: B·S + 1 boundaries. The loaders pass fewer and repeat
+      // the last one (empty documents) up to this size, which gives the
+      // memory plan and the attention kernels a static shape.
+      inputs.push_back(RankedTensorType::get({batch * seq + 1}, i32));
       names.push_back("cu_seqlens");
     }
     auto lossType = RankedTensorType::get({}, f32);

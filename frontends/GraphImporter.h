@@ -30,8 +30,11 @@
 //                               c_attn.weight and of c_attn.bias).
 //
 // @forward(tokens [B,S] i32, labels [B,S] i32, loss_mask [B,S] f32,
-//          positions [B,S] i32 [, cu_seqlens [?] i32 when documents are
-//          packed]) -> loss (f32 scalar); B = micro_batch_size, S = seq_len.
+//          positions [B,S] i32 [, cu_seqlens [B·S+1] i32 when documents
+//          are packed]) -> loss (f32 scalar); B = micro_batch_size,
+//          S = seq_len. cu_seqlens is sized for the most documents a batch
+//          can hold (one token each); a batch with fewer ends in empty
+//          documents, its last boundary (B·S) repeated.
 // Each argument and the result carry {graph.name = "..."}. Every variable is
 // loaded once, at its first use; a tied LM head reuses the embed load.
 

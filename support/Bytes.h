@@ -22,6 +22,10 @@ inline std::string humanBytes(uint64_t bytes) {
   return buf;
 }
 
+// "200KB", "5GB" (powers of 1000), "1GiB", "81559MiB" (powers of 1024),
+// "4096" (bytes): false for anything else, zero, or an overflow.
+bool parseByteSize(std::string text, uint64_t &bytes);
+
 } // namespace octet
 
 #endif

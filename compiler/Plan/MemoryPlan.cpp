@@ -553,8 +553,9 @@ void printMemoryPlan(const MemoryPlan &plan, llvm::raw_ostream &os,
      << ")\n";
   os << "  persistent " << plan.persistentBytes << " B ("
      << human(plan.persistentBytes) << ")\n";
+  // The region, not the sum of activation slots (which share it over time).
   os << "  activation " << plan.activationBytes << " B ("
-     << human(plan.activationBytes) << ")\n";
+     << human(plan.activationBytes) << ") region\n";
   std::map<int, uint64_t> byKind;
   for (const Slot &s : plan.slots)
     if (s.program.empty())

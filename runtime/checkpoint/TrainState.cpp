@@ -153,6 +153,8 @@ StatusOr<std::string> saveTrainCheckpoint(const std::string &dir,
     j["data_position"] = ckpt.dataPosition;
     j["seed"] = ckpt.seed;
     j["bundle_hash"] = ckpt.bundleHash;
+    if (ckpt.loss)
+      j["loss"] = *ckpt.loss;
     st = writeFileAtomically(partial + "/" + kTrainerFile, j.dump(2) + "\n");
   }
   if (st)
@@ -243,6 +245,8 @@ StatusOr<TrainCheckpoint> loadTrainCheckpoint(const std::string &stepDir) {
     ckpt.dataPosition = j.at("data_position").get<std::string>();
     ckpt.seed = j.at("seed").get<uint64_t>();
     ckpt.bundleHash = j.at("bundle_hash").get<std::string>();
+    if (j.contains("loss") && j["loss"].is_number())
+      ckpt.loss = j["loss"].get<double>();
   } catch (const std::exception &e) {
     return Status::error(stepDir + "/" + kTrainerFile +
                          " is not a trainer state: " + e.what());

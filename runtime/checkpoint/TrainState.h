@@ -10,7 +10,8 @@
 //       histories, step counter, RNG state and the weight caches the
 //       optimizer step writes, under octet's slot names;
 //   trainer.json: the step, the data position, the seed, the bundle's
-//       content hash.
+//       content hash, and the step's loss (full precision, so that a
+//       resumed run's checkpoints can be compared with a straight run's).
 // DIR/latest names the newest complete one.
 //
 // Atomicity: a checkpoint is written into DIR/.step-N.partial and renamed
@@ -25,6 +26,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,6 +38,9 @@ struct TrainCheckpoint {
   uint64_t seed = 0;
   // Hex SHA-256 of the bundle that wrote it.
   std::string bundleHash;
+  // The loss of the step it was saved after; absent in checkpoints written
+  // before it was recorded.
+  std::optional<double> loss;
   std::vector<hf::NamedTensor> model;
   std::vector<hf::NamedTensor> state;
 };

@@ -102,6 +102,22 @@ std::string SftLoaderState::serialize() const {
   return j.dump();
 }
 
+StatusOr<std::vector<int32_t>>
+padCuSeqlens(const std::vector<int32_t> &cuSeqlens, size_t capacity) {
+  if (cuSeqlens.empty())
+    return Status::error("a packed batch has no cu_seqlens (not even 0)");
+  if (cuSeqlens.size() > capacity)
+    return Status::error(
+        "the batch packs " + std::to_string(cuSeqlens.size() - 1) +
+        " documents, but the compiled input 'cu_seqlens' holds " +
+        std::to_string(capacity == 0 ? 0 : capacity - 1) +
+        ": recompile the spec with this release (it sizes cu_seqlens for "
+        "one document per token)");
+  std::vector<int32_t> padded(capacity, cuSeqlens.back());
+  std::copy(cuSeqlens.begin(), cuSeqlens.end(), padded.begin());
+  return padded;
+}
+
 StatusOr<SftLoaderState> SftLoaderState::deserialize(std::string_view text) {
   nlohmann::json j =
       nlohmann::json::parse(text.begin(), text.end(), nullptr, false);

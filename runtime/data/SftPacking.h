@@ -49,6 +49,13 @@ struct PackedBatch {
   uint32_t maxSeqlen = 0;
 };
 
+// `cuSeqlens` as a compiled step's fixed-size input of `capacity`
+// boundaries: the batch's own, then its last one repeated (empty documents
+// at the end, which mask nothing). An error when the batch has more
+// documents than the input holds.
+StatusOr<std::vector<int32_t>>
+padCuSeqlens(const std::vector<int32_t> &cuSeqlens, size_t capacity);
+
 // Where an SFT loader is in its data: enough to resume exactly. The
 // fingerprint ties it to the dataset and options it came from.
 struct SftLoaderState {

@@ -48,6 +48,20 @@ public:
            " training bytes)";
   }
 
+  // Batches are a function of their number: the position is that number.
+  std::string position(uint64_t nextStep) const override {
+    return "batch:" + std::to_string(nextStep);
+  }
+  Status restore(const std::string &position, uint64_t nextStep) override {
+    if (position != this->position(nextStep))
+      return Status::error("the data position '" + position +
+                           "' is not this run's '" +
+                           this->position(nextStep) +
+                           "' at that step: train.global_batch_size or "
+                           "train.micro_batch_size changed");
+    return Status::ok();
+  }
+
 private:
   ByteCorpus corpus_;
   std::string path_;
@@ -71,6 +85,17 @@ public:
       out += ", " + std::to_string(loader_.truncatedSamples()) +
              " samples cut to the sequence length";
     return out + ")";
+  }
+
+  // The loader reads on from where it is: its state is the position.
+  std::string position(uint64_t) const override {
+    return loader_.state().serialize();
+  }
+  Status restore(const std::string &position, uint64_t) override {
+    StatusOr<SftLoaderState> state = SftLoaderState::deserialize(position);
+    if (!state)
+      return state.status().withContext("data position");
+    return loader_.restore(*state);
   }
 
 private:

@@ -45,6 +45,10 @@ public:
   virtual Status next(uint64_t step, PackedBatch &batch) = 0;
   // One line for the run's header: the data and its size.
   virtual std::string describe() const = 0;
+  // Where the source stands when batch `nextStep` is the next to read, as
+  // a checkpoint saves it; restore() continues from a saved position.
+  virtual std::string position(uint64_t nextStep) const = 0;
+  virtual Status restore(const std::string &position, uint64_t nextStep) = 0;
 };
 
 StatusOr<std::unique_ptr<TrainBatchSource>>

@@ -133,6 +133,7 @@ struct Trainer::Impl {
   std::string stagedPosition[2];
   // Data position after the batches of the last step that ran.
   std::string checkpointPosition;
+  std::optional<double> checkpointLoss; // the last step's
   int64_t stepsRunHere = 0;
   uint64_t peakUsed = 0;
 
@@ -334,19 +335,11 @@ struct Trainer::Impl {
         std::memcpy(dst, batch.lossMask.data(), b.bytes);
         break;
       case Feed::CuSeqlens: {
-        // A fixed-size slot: the boundaries, then empty segments at the
-        // end (repeats of the total) up to its size.
-        uint64_t capacity = b.bytes / 4;
-        if (batch.cuSeqlens.size() > capacity)
-          return Status::error(std::string(what) + " batch packs " +
-                               std::to_string(batch.cuSeqlens.size() - 1) +
-                               " documents, but input 'cu_seqlens' holds " +
-                               std::to_string(capacity - 1) +
-                               ": recompile with a larger document limit");
-        std::vector<int32_t> padded(capacity, batch.cuSeqlens.back());
-        std::copy(batch.cuSeqlens.begin(), batch.cuSeqlens.end(),
-                  padded.begin());
-        std::memcpy(dst, padded.data(), b.bytes);
+        auto padded = data::padCuSeqlens(batch.cuSeqlens, b.bytes / 4);
+        if (!padded)
+          return Status::error(std::string(what) + " " +
+                               padded.status().message());
+        std::memcpy(dst, padded->data(), b.bytes);
         break;
       }
       case Feed::Lr:
@@ -501,6 +494,7 @@ struct Trainer::Impl {
     c.step = step;
     c.seed = schedule.seed();
     c.dataPosition = checkpointPosition;
+    c.loss = checkpointLoss;
     c.bundleHash = hexOf(bundle.content_hash());
     auto read = [&](const std::vector<Entry> &entries,
                     std::vector<hf::NamedTensor> &out) -> Status {
@@ -957,6 +951,7 @@ StatusOr<TrainResult> Trainer::run() {
     OCTET_RETURN_IF_ERROR(t.runStep(step, parity, step < t.steps, rec));
     // The checkpoint's data position is the one after this step's batches.
     t.checkpointPosition = t.stagedPosition[parity];
+    t.checkpointLoss = rec.loss;
     OCTET_RETURN_IF_ERROR(t.report(rec));
     if (t.options.dataParallel)
       t.options.dataParallel->heartbeat(step);

@@ -1,5 +1,7 @@
 #include "tools/octet/CommandLine.h"
 
+#include "support/Bytes.h"
+
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -17,31 +19,19 @@ cli::Outcome usageError(const CLI::App &command, const std::string &message) {
   return cli::Outcome::usageError(cli::commandName(command), message);
 }
 
-// "200KB", "5GB", "1GiB": bytes.
-bool parseSize(std::string text, uint64_t &bytes) {
-  uint64_t unit = 1;
-  for (auto [suffix, factor] : {std::pair<const char *, uint64_t>{"KiB", 1024},
-                                {"MiB", 1 << 20},
-                                {"GiB", 1ull << 30},
-                                {"KB", 1000},
-                                {"MB", 1000000},
-                                {"GB", 1000000000}}) {
-    std::string s = suffix;
-    if (text.size() > s.size() &&
-        text.compare(text.size() - s.size(), s.size(), s) == 0) {
-      text.resize(text.size() - s.size());
-      unit = factor;
-      break;
-    }
-  }
-  if (text.empty() || text.size() > 19 ||
-      text.find_first_not_of("0123456789") != std::string::npos)
-    return false;
-  uint64_t count = std::stoull(text);
-  if (count == 0 || count > std::numeric_limits<uint64_t>::max() / unit)
-    return false;
-  bytes = count * unit;
-  return true;
+// --gpu-memory: the GPU a memory plan is checked against.
+void addGpuMemory(CLI::App &app, GpuTarget &gpu) {
+  cli::addValue(
+      app, "--gpu-memory",
+      [&gpu](const std::string &text) {
+        StatusOr<GpuTarget> parsed = parseGpuTarget(text);
+        if (!parsed)
+          throw CLI::ValidationError(parsed.status().message());
+        gpu = *parsed;
+      },
+      "GPU",
+      "the GPU the memory plan must fit: h100 (default,\n"
+      "79.18 GiB), h200, or a size (141GB, 79GiB)");
 }
 
 // The train data flags: --text FILE and --data PREFIX, one of them.
@@ -121,7 +111,9 @@ void defineCompile(CLI::App &app, CompileOptions &o,
   cli::addFlag(app, "--memory-plan", o.memoryPlan,
                "the static memory plan of the fused step: total,\n"
                "persistent and activation bytes, each program's\n"
-               "peak, the largest slots");
+               "peak, the largest slots; whether it fits the GPU\n"
+               "and, if not, a micro batch that would");
+  addGpuMemory(app, o.gpu);
   cli::addFlag(app, "--print-pipeline", o.printPipeline,
                "the passes of every stage after import as one\n"
                "textual pipeline with all options, for\n"
@@ -195,11 +187,14 @@ void defineTrain(CLI::App &app, TrainOptions &o,
   cli::addFlag(app, "--cpu", o.cpu,
                "train on the CPU interpreter even with a GPU");
   cli::addValue(app, "--checkpoint-dir", o.checkpointDir, "DIR",
-                "GPU runs: save DIR/step-N checkpoints (HF-named\n"
-                "safetensors plus optimizer, FP8 and data state)");
+                "save DIR/step-N checkpoints every\n"
+                "train.checkpoint_interval steps and at the end\n"
+                "(HF-named safetensors plus optimizer, FP8 and\n"
+                "data state), on the GPU and on the CPU");
   cli::addFlag(app, "--resume", o.resume,
-               "GPU runs: continue from --checkpoint-dir's latest\n"
-               "checkpoint (from step 0 while it holds none)");
+               "continue from --checkpoint-dir's latest\n"
+               "checkpoint bit for bit (from step 0 while it\n"
+               "holds none)");
   cli::addValue(app, "--tensorboard", o.tensorboardDir, "DIR",
                 "GPU runs: write TensorBoard event files there");
 }
@@ -279,7 +274,7 @@ void defineExportHf(CLI::App &app, ExportHfOptions &o,
   cli::addValue(
          app, "--max-shard-size",
          [&o](const std::string &text) {
-           if (!parseSize(text, o.maxShardBytes))
+           if (!parseByteSize(text, o.maxShardBytes))
              throw CLI::ValidationError("--max-shard-size takes a size such "
                                         "as 200KB or 5GB; got '" +
                                         text + "'");
@@ -319,6 +314,7 @@ void defineInspect(CLI::App &app, InspectOptions &o,
       ->option_text("BUNDLE.octet");
   cli::addFlag(app, "--all-slots", o.allSlots,
                "list every slot of the memory plan, not the\nlargest");
+  addGpuMemory(app, o.gpu);
   cli::addValue(app, "--modules", o.modulesDir, "DIR",
                 "write each kernel module as DIR/<module>.ptx,\n"
                 "and DIR/<module>.cubin where the bundle has one");

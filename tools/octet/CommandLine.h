@@ -15,6 +15,7 @@
 #include "runtime/data/Preprocess.h"
 #include "runtime/exec/RunOptions.h"
 #include "support/CommandLine.h"
+#include "tools/octet/MemoryFit.h"
 #include "support/Status.h"
 
 #include <cstdint>
@@ -38,6 +39,7 @@ struct CompileOptions {
   bool precisionReport = false;
   bool memoryPlan = false;
   bool printPipeline = false;
+  GpuTarget gpu = defaultGpuTarget(); // what --memory-plan checks the fit on
 };
 
 struct TrainOptions {
@@ -70,6 +72,7 @@ struct ExportHfOptions {
 struct InspectOptions {
   std::string bundle, modulesDir;
   bool allSlots = false;
+  GpuTarget gpu = defaultGpuTarget(); // what the plan's fit is checked on
 };
 
 struct LaunchCommandOptions {

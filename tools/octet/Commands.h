@@ -8,6 +8,8 @@
 
 #include "tools/octet/CommandLine.h"
 
+#include <iosfwd>
+#include <string>
 #include <vector>
 
 namespace octet {
@@ -31,6 +33,11 @@ int runExportHfCommand(const ExportHfOptions &opts);
 
 // tools/octet/InspectCommand.cpp: what a .octet bundle holds.
 int runInspectCommand(const InspectOptions &opts);
+// The fit verdict of the bundle at `path` on `gpu`, one line after
+// `prefix`, as `octet compile -o` prints it; an unreadable bundle is an
+// error.
+Status printBundleFit(const std::string &path, const GpuTarget &gpu,
+                      const std::string &prefix, std::ostream &os);
 
 // tools/octet/LaunchCommand.cpp: a command as N ranks on this host.
 int runLaunchCommand(const LaunchCommandOptions &opts);

@@ -9,6 +9,7 @@
 #include "dialects/kernel/KernelDialect.h"
 #include "tools/octet/Commands.h"
 #include "tools/octet/CompileSpec.h"
+#include "tools/octet/MemoryFit.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/MLIRContext.h"
@@ -18,8 +19,10 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <iterator>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -46,6 +49,68 @@ std::vector<CompileStageInfo> compileStageList() {
     stages.push_back({s.name, s.summary});
   return stages;
 }
+
+namespace {
+
+PlanSummary summarize(const plan::MemoryPlan &memory) {
+  PlanSummary s;
+  s.persistentBytes = memory.persistentBytes;
+  s.activationBytes = memory.activationBytes;
+  for (const plan::ProgramPlan &p : memory.programs)
+    if (p.regionBytes == memory.activationBytes && s.regionProgram.empty()) {
+      s.regionProgram = p.name;
+      s.regionPeakLiveBytes = p.peakLiveBytes;
+    }
+  for (const plan::Slot &slot : memory.slots)
+    if (slot.kind == plan::SlotKind::Activation) {
+      s.activationSlotBytes += slot.bytes;
+      ++s.activationSlots;
+    }
+  return s;
+}
+
+// The plan's two totals labelled, whether it fits --gpu-memory's GPU, and
+// if not what would, from plans of the changed spec.
+int reportFit(MLIRContext &context, const spec::Spec &spec,
+              const CompileOptions &opts, const plan::MemoryPlan &memory) {
+  PlanSummary summary = summarize(memory);
+  std::ostringstream os;
+  os << "  (planned before codegen: the bundle's plan, `octet inspect`, adds "
+        "kernel workspaces)\n";
+  printPlanSummary(summary, os);
+  printFitVerdict(summary, opts.gpu, os);
+  if (!fits(summary, opts.gpu)) {
+    const spec::TrainSpec &t = spec.train();
+    FitKnobs knobs{t.micro_batch_size(), t.global_batch_size(),
+                   std::max<int64_t>(1, t.parallel().data()),
+                   spec.model().num_layers()};
+    Replan replan = [&](int64_t microBatch,
+                        int64_t layers) -> StatusOr<PlanFootprint> {
+      spec::Spec changed = spec;
+      changed.mutable_train()->set_micro_batch_size(microBatch);
+      changed.mutable_model()->set_num_layers(layers);
+      auto module = compileSpec(context, changed, opts.spec);
+      if (!module)
+        return module.status();
+      FailureOr<plan::MemoryPlan> p = plan::planMemory(**module);
+      if (failed(p))
+        return Status::error("the plan at micro batch " +
+                             std::to_string(microBatch) + " and " +
+                             std::to_string(layers) + " layers failed");
+      return PlanFootprint{p->persistentBytes, p->activationBytes};
+    };
+    llvm::outs() << os.str();
+    os.str("");
+    llvm::outs().flush();
+    if (Status st = suggestFit(summary, opts.gpu, knobs, replan, os); !st)
+      return inputError(st.withContext(opts.spec + ": looking for a plan "
+                                                   "that fits"));
+  }
+  llvm::outs() << os.str();
+  return 0;
+}
+
+} // namespace
 
 int runCompileCommand(const CompileOptions &opts) {
   SpecSource source{opts.spec, opts.trainSpec, opts.steps};
@@ -99,6 +164,8 @@ int runCompileCommand(const CompileOptions &opts) {
       return inputError(Status::error(
           opts.spec + ": memory plan failed (see the diagnostics above)"));
     plan::printMemoryPlan(*memory, llvm::outs());
+    if (int rc = reportFit(context, *spec, opts, *memory); rc)
+      return rc;
   }
   llvm::outs().flush();
 
@@ -109,6 +176,12 @@ int runCompileCommand(const CompileOptions &opts) {
     phases.finish();
     if (!st)
       return inputError(st);
+    std::ostringstream fit;
+    if (Status read = printBundleFit(opts.output, opts.gpu, "memory plan: ",
+                                     fit);
+        !read)
+      return inputError(read);
+    llvm::errs() << fit.str();
     uint64_t bytes = 0;
     llvm::sys::fs::file_size(opts.output, bytes);
     llvm::errs() << llvm::format("wrote %s (%.1f MB)\n", opts.output.c_str(),

@@ -330,9 +330,12 @@ int run(const GoldenOptions &opts) {
           return inputError(irPath + ": train input '" + name +
                             "' is none of tokens, labels, loss_mask, "
                             "positions, cu_seqlens");
-        // A fixed-size cu_seqlens ends in empty segments, as the trainer
-        // pads it.
-        values.resize(size_t(count), values.back());
+        if (name == "cu_seqlens") {
+          auto padded = data::padCuSeqlens(values, size_t(count));
+          if (!padded)
+            return inputError(padded.status().message());
+          values = std::move(*padded);
+        }
         keepInts.push_back(values);
         args.push_back(interp::Tensor::fromInts(
             shape, std::vector<int64_t>(values.begin(), values.end())));

@@ -4,13 +4,16 @@
 #include "bundle/Bundle.h"
 #include "bundle/Describe.h"
 #include "tools/octet/Commands.h"
+#include "tools/octet/MemoryFit.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <string>
 
 namespace octet {
@@ -53,7 +56,66 @@ Status writeModules(const bundle::Bundle &b, const std::string &dir) {
   return Status::ok();
 }
 
+// The plan's totals as `octet compile --memory-plan` prints them: the
+// persistent region ends where the slots that outlive programs end; the
+// activation region is the rest of the arena, set by the program whose
+// slots reach furthest. A program's peak live bytes sum its slots (aligned,
+// as placed) at the step where that sum is largest.
+PlanSummary summarize(const bundle::MemoryPlan &plan) {
+  PlanSummary s;
+  uint64_t arena = 0, align = 1;
+  for (const bundle::Arena &a : plan.arenas()) {
+    arena += a.bytes();
+    align = std::max<uint64_t>(align, a.alignment());
+  }
+  auto aligned = [&](uint64_t b) { return (b + align - 1) / align * align; };
+  std::map<std::string, uint64_t> reach;
+  std::map<std::string, std::map<int64_t, int64_t>> live; // step -> delta
+  for (const bundle::Slot &slot : plan.slots()) {
+    if (slot.program().empty()) {
+      s.persistentBytes =
+          std::max(s.persistentBytes, slot.offset() + aligned(slot.bytes()));
+      continue;
+    }
+    reach[slot.program()] = std::max(reach[slot.program()],
+                                     slot.offset() + slot.bytes());
+    auto &events = live[slot.program()];
+    events[slot.first_step()] += int64_t(aligned(slot.bytes()));
+    events[slot.last_step() + 1] -= int64_t(aligned(slot.bytes()));
+    if (slot.kind() == bundle::ACTIVATION) {
+      s.activationSlotBytes += slot.bytes();
+      ++s.activationSlots;
+    }
+  }
+  s.activationBytes = arena > s.persistentBytes ? arena - s.persistentBytes : 0;
+  uint64_t furthest = 0;
+  for (const auto &[program, end] : reach)
+    if (end > furthest) {
+      furthest = end;
+      s.regionProgram = program;
+    }
+  int64_t now = 0, peak = 0;
+  for (const auto &[step, delta] : live[s.regionProgram])
+    peak = std::max(peak, now += delta);
+  s.regionPeakLiveBytes = uint64_t(peak);
+  return s;
+}
+
 } // namespace
+
+Status printBundleFit(const std::string &path, const GpuTarget &gpu,
+                      const std::string &prefix, std::ostream &os) {
+  StatusOr<bundle::Bundle> b = bundle::readBundle(path);
+  if (!b)
+    return b.status();
+  PlanSummary summary = summarize(b->plan());
+  os << prefix;
+  printFitVerdict(summary, gpu, os, "");
+  if (!fits(summary, gpu))
+    os << prefix << "`octet compile SPEC --memory-plan` finds what would "
+                    "fit\n";
+  return Status::ok();
+}
 
 int runInspectCommand(const InspectOptions &opts) {
   const std::string &path = opts.bundle, &modulesDir = opts.modulesDir;
@@ -71,6 +133,13 @@ int runInspectCommand(const InspectOptions &opts) {
   bundle::describeBuild(*b, std::cout);
   bundle::describePrecision(*b, std::cout);
   bundle::describePlan(*b, std::cout, allSlots ? 0 : 12);
+  PlanSummary summary = summarize(b->plan());
+  printPlanSummary(summary, std::cout);
+  printFitVerdict(summary, opts.gpu, std::cout);
+  if (!fits(summary, opts.gpu))
+    std::cout << "  `octet compile SPEC --memory-plan --gpu-memory GPU` plans "
+                 "smaller micro batches (and layer counts) to find one that "
+                 "fits\n";
   bundle::describeKernels(*b, std::cout);
   bundle::describePrograms(*b, std::cout);
   if (Status runnable = bundle::checkRunnable(*b); !runnable)

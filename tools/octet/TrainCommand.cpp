@@ -10,11 +10,13 @@
 #include "compiler/Interpreter/Interpreter.h"
 #include "compiler/Interpreter/Kernels.h"
 #include "compiler/Registration.h"
+#include "runtime/checkpoint/TrainState.h"
 #include "runtime/data/ByteCorpus.h"
 #include "runtime/data/TrainBatches.h"
 #include "tools/octet/Commands.h"
 #include "tools/octet/CommandErrors.h"
 #include "tools/octet/CompileSpec.h"
+#include "tools/octet/CpuCheckpoint.h"
 #include "tools/octet/GpuTrain.h"
 #include "tools/octet/HfInit.h"
 
@@ -198,10 +200,9 @@ int runTrainCommand(const TrainOptions &opts) {
   // takes longer.
   std::unique_ptr<data::TrainBatchSource> batches;
   auto prepareCpu = [&]() -> int {
-    if (!opts.checkpointDir.empty() || !opts.tensorboardDir.empty())
-      return usageError("--checkpoint-dir, --resume and --tensorboard are "
-                        "options of GPU training; the CPU interpreter run "
-                        "has neither");
+    if (!opts.tensorboardDir.empty())
+      return usageError("--tensorboard is an option of GPU training; the "
+                        "CPU interpreter run prints its step lines only");
     auto opened = openCpuBatches(opts, spec);
     if (!opened)
       return inputError(opened.status().message());
@@ -249,12 +250,39 @@ int runTrainCommand(const TrainOptions &opts) {
   vars[0].initialize(m, static_cast<uint64_t>(train.seed()));
   int64_t params = countParameters(m);
   std::vector<interp::Interpreter> interpreters(ranks, interp::Interpreter(m));
-  // What the step needs run once first, after the parameters hold their
-  // initial (or loaded) values: the FP8 weight casts of @fp8_weight_init.
-  if (auto inits = m->getAttrOfType<ArrayAttr>("octet.init_functions"))
+  // Checkpoints as the GPU trainer writes them (every checkpoint_interval
+  // steps and at the end); --resume continues from the latest, whose
+  // variables replace every initial value.
+  CpuCheckpointRun checkpoints{opts.checkpointDir,
+                               static_cast<uint64_t>(train.seed()), ""};
+  if (!checkpoints.dir.empty())
+    checkpoints.programHash = programHash(m);
+  int64_t startStep = 0;
+  std::string resumeFrom =
+      opts.resume ? checkpoint::latestTrainCheckpoint(opts.checkpointDir) : "";
+  if (opts.resume && resumeFrom.empty())
+    std::fprintf(stderr,
+                 "note: --resume: %s holds no checkpoint yet; starting from "
+                 "step 0\n",
+                 opts.checkpointDir.c_str());
+  if (!resumeFrom.empty()) {
+    StatusOr<CpuResume> resumed =
+        loadCpuCheckpoint(checkpoints, resumeFrom, m, vars[0]);
+    if (!resumed)
+      return inputError(resumed.status().message());
+    startStep = resumed->step;
+    if (Status st = source.restore(resumed->dataPosition,
+                                   uint64_t(startStep * ranks * microbatches));
+        !st)
+      return inputError(resumeFrom + ": " + st.message());
+  } else if (auto inits = m->getAttrOfType<ArrayAttr>("octet.init_functions")) {
+    // What the step needs run once first, after the parameters hold their
+    // initial (or loaded) values: the FP8 weight casts of @fp8_weight_init.
+    // A checkpoint holds their results already.
     for (StringRef name : inits.getAsValueRange<StringAttr>())
       if (auto result = interpreters[0].run(name, {}, vars[0]); !result)
         return inputError(llvm::toString(result.takeError()));
+  }
   // Every rank starts from the same values (their storage is shared until
   // a rank writes a variable).
   vars.resize(ranks, vars[0]);
@@ -280,7 +308,15 @@ int runTrainCommand(const TrainOptions &opts) {
               layout.c_str(), (long long)microbatches, (long long)batch,
               (long long)seq, interp::numThreads(), numerics.c_str());
   std::printf("data: %s\n", source.describe().c_str());
+  if (!resumeFrom.empty())
+    std::printf("resumed from %s at step %lld\n", resumeFrom.c_str(),
+                (long long)startStep);
   std::fflush(stdout);
+  if (startStep >= steps) {
+    std::printf("nothing to do: the checkpoint is at step %lld of %lld\n",
+                (long long)startStep, (long long)steps);
+    return 0;
+  }
 
   using Clock = std::chrono::steady_clock;
   auto start = Clock::now();
@@ -291,7 +327,7 @@ int runTrainCommand(const TrainOptions &opts) {
   auto ints = [](const std::vector<int32_t> &v) {
     return std::vector<int64_t>(v.begin(), v.end());
   };
-  for (int64_t s = 1; s <= steps; ++s) {
+  for (int64_t s = startStep + 1; s <= steps; ++s) {
     auto stepStart = Clock::now();
     // Statistics cost a pass over every quantized tensor: only on the steps
     // that print them, and of rank 0's tensors.
@@ -312,9 +348,15 @@ int runTrainCommand(const TrainOptions &opts) {
           interp::Tensor::fromInts({batch, seq}, ints(packed.targets)),
           interp::Tensor::fromFloats({batch, seq}, packed.lossMask),
           interp::Tensor::fromInts({batch, seq}, ints(packed.positionIds))};
-      if (step.getNumArguments() == 5)
+      if (step.getNumArguments() == 5) {
+        auto cuType = cast<RankedTensorType>(step.getArgumentTypes()[4]);
+        auto padded = data::padCuSeqlens(packed.cuSeqlens,
+                                         size_t(cuType.getNumElements()));
+        if (!padded)
+          return inputError(padded.status().message());
         args.push_back(interp::Tensor::fromInts(
-            {int64_t(packed.cuSeqlens.size())}, ints(packed.cuSeqlens)));
+            {int64_t(padded->size())}, ints(*padded)));
+      }
       if (args.size() != step.getNumArguments())
         return inputError("the compiled step takes " +
                           std::to_string(step.getNumArguments()) +
@@ -384,7 +426,7 @@ int runTrainCommand(const TrainOptions &opts) {
     for (double l : lossSums)
       lossSum += l;
     double loss = lossSum / double(perStep);
-    if (s == 1)
+    if (s == startStep + 1)
       firstLoss = loss;
     lastLoss = loss;
     double seconds =
@@ -398,6 +440,24 @@ int runTrainCommand(const TrainOptions &opts) {
       fp8Stats.print(s, llvm::outs());
       llvm::outs().flush();
       fp8Stats.reset();
+    }
+    // The ranks hold the same variables (checked above): rank 0's are the
+    // run's.
+    if (!checkpoints.dir.empty() &&
+        ((train.checkpoint_interval() > 0 &&
+          s % train.checkpoint_interval() == 0) ||
+         s == steps)) {
+      StatusOr<std::string> path = saveCpuCheckpoint(
+          checkpoints, s, source.position(uint64_t(s * perStep)), loss, m,
+          vars[0]);
+      if (!path) {
+        std::fprintf(stderr, "octet train: stopped: checkpoint at step %lld: "
+                             "%s\n",
+                     (long long)s, path.status().message().c_str());
+        return 1;
+      }
+      std::printf("checkpoint: %s\n", path->c_str());
+      std::fflush(stdout);
     }
   }
   double total = std::chrono::duration<double>(Clock::now() - start).count();
@@ -413,10 +473,11 @@ int runTrainCommand(const TrainOptions &opts) {
     std::printf("saved %zu tensors as a HF checkpoint in %s\n", *written,
                 opts.saveHf.c_str());
   }
+  int64_t ran = steps - startStep;
   std::printf("done: %lld steps in %.1f s (%.0f tokens/s); loss %.4f at step "
-              "1 -> %.4f at step %lld (%+.1f%%)\n",
-              (long long)steps, total, double(tokensPerStep * steps) / total,
-              firstLoss, lastLoss, (long long)steps,
+              "%lld -> %.4f at step %lld (%+.1f%%)\n",
+              (long long)ran, total, double(tokensPerStep * ran) / total,
+              firstLoss, (long long)(startStep + 1), lastLoss, (long long)steps,
               100.0 * (lastLoss - firstLoss) / firstLoss);
   return 0;
 }

@@ -318,3 +318,20 @@ TEST(Packing, ReadsTokensAndMasksFromIndexedDatasets) {
       SftLoader::open(dir + "/t", dir + "/t", options);
   EXPECT_TRUE(mismatched); // same shape: accepted as a mask
 }
+
+// A compiled step's cu_seqlens holds one boundary per token and one: a
+// batch's own boundaries, then empty documents at the end.
+TEST(SftPacking, CuSeqlensPadToTheCompiledSizeWithEmptyDocuments) {
+  auto padded = padCuSeqlens({0, 3, 8}, 5);
+  ASSERT_TRUE(padded) << padded.status().message();
+  EXPECT_EQ(*padded, (std::vector<int32_t>{0, 3, 8, 8, 8}));
+  auto exact = padCuSeqlens({0, 3, 8}, 3);
+  ASSERT_TRUE(exact);
+  EXPECT_EQ(*exact, (std::vector<int32_t>{0, 3, 8}));
+  auto over = padCuSeqlens({0, 1, 2, 3}, 3);
+  ASSERT_FALSE(over);
+  EXPECT_NE(over.status().message().find("packs 3 documents"),
+            std::string::npos)
+      << over.status().message();
+  EXPECT_FALSE(padCuSeqlens({}, 3));
+}

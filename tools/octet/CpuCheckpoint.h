@@ -1,0 +1,59 @@
+#ifndef OCTET_TOOLS_OCTET_CPUCHECKPOINT_H
+#define OCTET_TOOLS_OCTET_CPUCHECKPOINT_H
+
+// Checkpoints of `octet train` on the CPU interpreter, in the GPU trainer's
+// format (runtime/checkpoint/TrainState.h): DIR/step-N with the parameters
+// under their Hugging Face names (model.safetensors, F32: the
+// interpreter's values exactly), every other variable under its octet name
+// (train_state.safetensors: gradient accumulators, AdamW moments, step
+// counter, FP8 scales and amax histories, weight caches), and trainer.json.
+// Restoring all of them and continuing at the next microbatch gives the
+// uninterrupted run's numbers bit for bit.
+
+#include "compiler/Interpreter/Interpreter.h"
+#include "support/Status.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <cstdint>
+#include <string>
+
+namespace octet {
+
+struct CpuCheckpointRun {
+  std::string dir;
+  uint64_t seed = 0;
+  // SHA-256 of the compiled program (the fused IR's text), in place of a
+  // bundle's content hash.
+  std::string programHash;
+};
+
+// The fused IR's SHA-256, for CpuCheckpointRun::programHash.
+std::string programHash(mlir::ModuleOp module);
+
+// Writes DIR/step-<step> from `store`, with the data source's position
+// after that step and the step's loss; returns its path.
+StatusOr<std::string> saveCpuCheckpoint(const CpuCheckpointRun &run,
+                                        int64_t step,
+                                        const std::string &dataPosition,
+                                        double loss,
+                                        mlir::ModuleOp module,
+                                        const interp::VariableStore &store);
+
+struct CpuResume {
+  int64_t step = 0;
+  std::string dataPosition;
+};
+
+// Loads the step-N directory `stepDir` into `store` (initialised for
+// `module` first, so that every variable's shape and dtype are known).
+// Errors name the directory and what does not match (another model or
+// seed).
+StatusOr<CpuResume> loadCpuCheckpoint(const CpuCheckpointRun &run,
+                                    const std::string &stepDir,
+                                    mlir::ModuleOp module,
+                                    interp::VariableStore &store);
+
+} // namespace octet
+
+#endif
