@@ -54,6 +54,11 @@ def OctetLowerToKernel : Pass<"octet-lower-to-kernel", "mlir::ModuleOp"> {
 
     With data-parallel > 1 the optimizer step reads the gradient sums
     through one bucketed kernel.collective all_reduce over the data group.
+    Delayed scaling's amaxes go through one bucketed max all_reduce before
+    the scale updates (the scale state must agree on every rank); current
+    scaling's amax is reduced right before its fp8.compute_scale only where
+    its amax_reduce names "data" (the precision pass names the tensor group
+    alone: a rank's scale need only fit the values that rank casts).
 
     Before:
     ```mlir
