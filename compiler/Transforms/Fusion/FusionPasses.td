@@ -230,7 +230,13 @@ def OctetFuseAdamW : Pass<"octet-fuse-adamw", "mlir::ModuleOp"> {
     step loads instead. `@fp8_weight_init` casts the initial (or loaded)
     weights once; the module's `octet.init_functions` names it. The weight
     is then cast once per optimizer step, as Transformer Engine does with
-    several microbatches.
+    several microbatches. Under current scaling the step's cast reads the
+    scale of the weight's own amax (an fp8.amax kernel and an
+    fp8.compute_scale kernel of the loaded weight): the amax joins the
+    multi-tensor kernel (taken as AdamW writes the weight), the scale and
+    the cast are kernels after it (the cast must wait for the whole amax),
+    and the state is the FP8 weight, its transpose and its scale
+    (`fp8w.<param>.scale`, which the GEMMs read).
 
     Before:
     ```mlir
