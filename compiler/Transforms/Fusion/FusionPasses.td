@@ -278,4 +278,44 @@ def OctetFuseElementwise : Pass<"octet-fuse-elementwise", "mlir::ModuleOp"> {
   }];
 }
 
+def OctetRecomputeCast : Pass<"octet-recompute-cast", "mlir::ModuleOp"> {
+  let summary = "a cast-only kernel recomputes its input from the producer's inputs where that moves fewer bytes";
+  let description = [{
+    Under current FP8 scaling a tensor's cast waits for its whole amax, so
+    the kernel that produces the tensor writes it (BF16) with its amax, and
+    a kernel after the scale reads it back to cast it (quantize, and the
+    K-major transpose). Where only that cast reads the tensor and the ops
+    that make it (elementwise ops, RMSNorm/LayerNorm, RoPE, joins) read
+    fewer bytes than the tensor's write and read together, the cast kernel
+    computes them again from the producer's inputs, or from what the
+    producer stores anyway (the residual stream a norm reads), and the
+    producer keeps only the amax: a norm output (2 B an element read again
+    against 4 B), SwiGLU's gradient (3 B against 4 B), the q/k/v gradient
+    join; not SwiGLU (4 B against 4 B) nor the norm gradients (their
+    weight gradients sum over all rows). The cast kernel then takes the
+    one-launch paths codegen has for them (the clustered RMSNorm + quantize
+    + transpose, the quantized joins).
+
+    Before:
+    ```mlir
+    %h, %n, %a = kernel.fused "layers.1.rms_norm" kind("row") ins(%r, %d, %w : ...) {
+      %h = graph.add ... ; %n = graph.rms_norm %h, %w ; %a = fp8.amax %n
+    }
+    %s = kernel.fused "compute_scale" ins(%a) { fp8.compute_scale }
+    %q, %qT = kernel.fused "layers.1.quantize" ins(%s, %n) { fp8.quantize %n, %s ; fp8.transpose }
+    ```
+    After:
+    ```mlir
+    %h, %a = kernel.fused "layers.1.rms_norm" kind("row") ins(%r, %d, %w : ...) {
+      %h = graph.add ... ; %n = graph.rms_norm %h, %w ; %a = fp8.amax %n
+    }
+    %s = kernel.fused "compute_scale" ins(%a) { fp8.compute_scale }
+    %q, %qT = kernel.fused "layers.1.quantize" kind("row") ins(%h, %w, %s) {
+      %n = graph.rms_norm %h, %w ; fp8.quantize %n, %s ; fp8.transpose
+    }
+    ```
+  }];
+  let dependentDialects = ["octet::fp8::Fp8Dialect"];
+}
+
 #endif
