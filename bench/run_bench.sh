@@ -11,7 +11,10 @@
 #
 # The cases: llama3.2-1b at sequence 4096 (micro-batch 2) and an 8-layer
 # llama3-8b-shaped model with its full 128256 vocabulary at sequence 8192
-# (micro-batch 1).
+# (micro-batch 1). Modes bf16 and fp8 (delayed scaling) run octet beside
+# its peers; fp8current (current scaling, where a <model>-fp8current.octet
+# bundle exists) runs octet only, and the summary gives its ratio to
+# octet's fp8.
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 results="$here/results"
@@ -42,19 +45,23 @@ source "$here/cases.sh"
 for c in "${bench_cases[@]}"; do
   read -r model seq batch <<<"$c"
   if [ -n "$only" ] && [ "$only" != "$model" ]; then continue; fi
-  for mode in bf16 fp8; do
-    name="torch-$mode-$model-s$seq"
-    echo "== $name"
-    timeout "$per_case_timeout" python3 "$here/peers/torch_llama.py" \
-      --model "$model" --mode "$mode" --seq "$seq" --batch "$batch" \
-      --warmup "$warmup" --steps "$steps" --out "$results/$name.json" \
-      > "$results/$name.log" 2>&1
-    rc=$?
-    if [ $rc -ne 0 ] && [ ! -s "$results/$name.json" ]; then
-      printf '{"model": "%s", "mode": "%s", "seq": %s, "error": "exit %s, see %s.log"}\n' \
-        "$model" "$mode" "$seq" "$rc" "$name" > "$results/$name.json"
+  # fp8current (current FP8 scaling) is octet's alone: its peer row is
+  # torch's fp8, already run, and it is compared with octet's delayed fp8.
+  for mode in bf16 fp8 fp8current; do
+    if [ "$mode" != fp8current ]; then
+      name="torch-$mode-$model-s$seq"
+      echo "== $name"
+      timeout "$per_case_timeout" python3 "$here/peers/torch_llama.py" \
+        --model "$model" --mode "$mode" --seq "$seq" --batch "$batch" \
+        --warmup "$warmup" --steps "$steps" --out "$results/$name.json" \
+        > "$results/$name.log" 2>&1
+      rc=$?
+      if [ $rc -ne 0 ] && [ ! -s "$results/$name.json" ]; then
+        printf '{"model": "%s", "mode": "%s", "seq": %s, "error": "exit %s, see %s.log"}\n' \
+          "$model" "$mode" "$seq" "$rc" "$name" > "$results/$name.json"
+      fi
+      tail -n 3 "$results/$name.log"
     fi
-    tail -n 3 "$results/$name.log"
     if [ -n "$octet_run" ] && [ -n "$bundles" ] && \
        [ -f "$bundles/$model-$mode.octet" ]; then
       oname="octet-$mode-$model-s$seq"
@@ -97,7 +104,10 @@ for name, r in runs.items():
     if not name.startswith("octet-") or not r.get("tokens_per_s"):
         continue
     rest = name.split("-", 2)[2]
-    for peer in ("torch-bf16-" + rest, "torch-fp8-" + rest):
+    peers = ["torch-bf16-" + rest, "torch-fp8-" + rest]
+    if name.startswith("octet-fp8current-"):
+        peers.append("octet-fp8-" + rest)  # current against delayed scaling
+    for peer in peers:
         p = runs.get(peer)
         if p and p.get("tokens_per_s"):
             ratios[name + " / " + peer] = r["tokens_per_s"] / p["tokens_per_s"]

@@ -144,7 +144,10 @@ struct FusedToGpuPass : impl::FusedToGpuBase<FusedToGpuPass> {
         if (std::optional<ClusterLaunch> l =
                 buildNormTranspose(b, mod, sym, fused, numSMs)) {
           launches.add(sym, l->grid, l->block, l->sharedBytes, l->cluster);
-          launches.apply(fused, 0, ArrayRef<int64_t>{l->amaxResult});
+          SmallVector<int64_t> zeroed;
+          if (l->amaxResult >= 0)
+            zeroed.push_back(l->amaxResult);
+          launches.apply(fused, 0, ArrayRef<int64_t>(zeroed));
           continue;
         }
       }

@@ -135,7 +135,9 @@ std::optional<NormTranspose> match(kernel::FusedOp fused) {
       return std::nullopt;
     *slot = i;
   }
-  if (m.quantized < 0 || m.amax < 0 || m.transposed < 0)
+  // The amax may stay inside: under current scaling the scale came from
+  // the producer's amax, and this launch only casts.
+  if (m.quantized < 0 || m.transposed < 0)
     return std::nullopt;
   return m;
 }
@@ -234,7 +236,8 @@ public:
   void build() {
     out = results[m.quantized];
     outT = results[m.transposed];
-    amaxOut = results[m.amax];
+    if (m.amax >= 0)
+      amaxOut = results[m.amax];
     Value tid = e.threadId32();
     warp = e.shRUI(tid, 5);
     lane = e.andI(tid, 31);
@@ -292,7 +295,8 @@ public:
     }
     // No block leaves while another may still push into it.
     sync.clusterBarrier();
-    blockAmax(split.getResult(0), tid);
+    if (m.amax >= 0)
+      blockAmax(split.getResult(0), tid);
     if (m.passedScale >= 0)
       e.ifThen(
           e.andI(e.cmpI(arith::CmpIPredicate::eq, tid, e.i32c(0)),

@@ -25,7 +25,8 @@ namespace octet::codegen {
 // What the launch of the clustered kernel needs.
 struct ClusterLaunch {
   int64_t grid = 0, block = 0, sharedBytes = 0, cluster = 1;
-  // The kernel result that accumulates an amax (zeroed before the launch).
+  // The kernel result that accumulates an amax (zeroed before the launch),
+  // -1 where the region yields none.
   int64_t amaxResult = -1;
 };
 

@@ -72,8 +72,11 @@ public:
   // transpose launch can do itself, reading the input once. Null otherwise.
   // The input may also be a join (along its rows) of inputs, each as it is
   // or through a RoPE of head size kRopeTileHead (RoPE backward and the
-  // q/k/v join): inTransposePieces then lists them.
+  // q/k/v join): inTransposePieces then lists them. A plain input may be
+  // seen through reshapes (a [B, S, H] norm output cast as [B·S, H]: one
+  // buffer either way); inTransposeSource is then the input itself.
   fp8::QuantizeOp quantizeInTranspose();
+  mlir::BlockArgument inTransposeSource;
 
   // A column piece of the join quantizeInTranspose found.
   struct JoinPiece {

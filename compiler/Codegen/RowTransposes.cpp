@@ -33,9 +33,11 @@ fp8::QuantizeOp RowKernelBuilder::quantizeInTranspose() {
   inTransposePieces.clear();
   inTransposeOp = nullptr;
   inTransposeResults.clear();
+  inTransposeSource = nullptr;
   auto fail = [&]() -> fp8::QuantizeOp {
     inTransposeOp = nullptr;
     inTransposeResults.clear();
+    inTransposeSource = nullptr;
     return nullptr;
   };
   if (plan.transposes.size() != 1)
@@ -56,11 +58,28 @@ fp8::QuantizeOp RowKernelBuilder::quantizeInTranspose() {
   if (!llvm::is_contained(yield.getValues(), q.getResult()) ||
       !llvm::is_contained(yield.getValues(), t.getResult()))
     return fail();
-  if (isa<BlockArgument>(q.getInput()))
-    return plan.segments.size() == 1 && plan.segments.front().ops.size() == 1 &&
-                   canQuantizeInTranspose(rows, type.getDimSize(1))
-               ? q
-               : nullptr;
+  // An input, as it is or through reshapes (views of its one buffer), and
+  // nothing else in the region (under current scaling the producer wrote
+  // it with its amax; this launch casts it with the scale derived since).
+  Value source = q.getInput();
+  llvm::SmallPtrSet<Operation *, 4> views;
+  while (auto r = source.getDefiningOp<graph::ReshapeOp>()) {
+    views.insert(r);
+    source = r.getInput();
+  }
+  if (auto input = dyn_cast<BlockArgument>(source)) {
+    bool onlyCast = llvm::all_of(
+        fused.getBodyBlock().without_terminator(), [&](Operation &op) {
+          return &op == q.getOperation() || &op == t.getOperation() ||
+                 (views.contains(&op) &&
+                  !llvm::is_contained(yield.getValues(), op.getResult(0)));
+        });
+    if (plan.segments.size() != 1 || !onlyCast ||
+        !canQuantizeInTranspose(rows, type.getDimSize(1)))
+      return fail();
+    inTransposeSource = input;
+    return q;
+  }
 
   // A join: every op of the region is the join, the quantize, the
   // transpose, or on the way from an input to the join (reshapes, RoPEs),
@@ -198,7 +217,7 @@ int64_t RowKernelBuilder::emitTransposes(gpu::GPUFuncOp func,
       for (Value operand : inTransposeOp->getOperands())
         copy.operands.push_back(mem(operand));
     else if (inTransposePieces.empty())
-      copy.source = mem(quantize.getInput());
+      copy.source = mem(inTransposeSource);
     for (auto [piece, p] : llvm::zip(copy.pieces, inTransposePieces)) {
       piece.source = mem(p.input);
       if (p.rope)

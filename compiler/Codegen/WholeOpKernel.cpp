@@ -37,7 +37,8 @@ namespace {
 bool isWholeOp(Operation *op) {
   return isa<graph::EmbeddingOp, graph::EmbeddingGradOp, graph::CrossEntropyOp,
              graph::CrossEntropyGradOp, graph::GlobalNormOp, graph::ClipScaleOp,
-             graph::IncrementOp, graph::LrScheduleOp, fp8::ScaleUpdateOp>(op) ||
+             graph::IncrementOp, graph::LrScheduleOp, fp8::ScaleUpdateOp,
+             fp8::ComputeScaleOp>(op) ||
          (isa<graph::FillOp>(op) && isScalarTensor(op->getResult(0)));
 }
 
@@ -99,6 +100,15 @@ private:
   static std::pair<int64_t, int64_t> rowsOf(Value v) {
     auto t = cast<RankedTensorType>(v.getType());
     return {t.getNumElements() / t.getShape().back(), t.getShape().back()};
+  }
+
+  // fp8_max(dtype) / (max(amax, eps) · 2^margin), rounded down to a power
+  // of two when asked: the one formula of scale_update and compute_scale.
+  Value scaleFromAmax(Value amax, Type dtype, int64_t margin, bool powerOfTwo,
+                      double eps);
+  Value isFinite(Value x) {
+    return cmpF(arith::CmpFPredicate::OLT, absF(x),
+                f32c(std::numeric_limits<float>::infinity()));
   }
 
   LogicalResult scalarOps(gpu::GPUModuleOp mod, StringRef sym,
@@ -170,6 +180,21 @@ Value WholeOpBuilder::stride(const Func &f, int64_t n, Value init, bool isMax,
   return blockReduce(f, loop.getResult(0), isMax);
 }
 
+Value WholeOpBuilder::scaleFromAmax(Value amax, Type dtype, int64_t margin,
+                                    bool powerOfTwo, double eps) {
+  double fp8Max = fp8::maxFinite(dtype);
+  Value denom =
+      mulF(maximumF(amax, f32c(eps)), f32c(std::ldexp(1.0, margin)));
+  Value scale = divF(f32c(fp8Max), denom);
+  if (!powerOfTwo)
+    return scale;
+  // Down to a power of two: keep sign and exponent, clear the mantissa.
+  Value bits = bitcast(b.getI32Type(), scale);
+  Value mask = arith::ConstantOp::create(
+      b, loc, b.getI32IntegerAttr((int32_t)0xFF800000u));
+  return bitcast(f32, andI(bits, mask));
+}
+
 LogicalResult WholeOpBuilder::scalarOps(gpu::GPUModuleOp mod, StringRef sym,
                                         ArrayRef<Operation *> ops,
                                         LaunchList &launches) {
@@ -216,20 +241,10 @@ LogicalResult WholeOpBuilder::scalarOps(gpu::GPUModuleOp mod, StringRef sym,
       rolled = warpMax(*this, rolled);
     Value eff =
         recipe.getAmaxAlgorithm() == fp8::AmaxAlgorithm::max ? rolled : amax;
-    double fp8Max = isa<Float8E4M3FNType>(o.getDtype()) ? 448.0 : 57344.0;
-    Value denom = mulF(maximumF(eff, f32c(o.getEps().convertToDouble())),
-                       f32c(std::ldexp(1.0, recipe.getMargin())));
-    Value next = divF(f32c(fp8Max), denom);
-    if (recipe.getPowerOfTwoScales()) {
-      // Down to a power of two: keep sign and exponent, clear the mantissa.
-      Value bits = bitcast(b.getI32Type(), next);
-      Value mask = arith::ConstantOp::create(
-          b, loc, b.getI32IntegerAttr((int32_t)0xFF800000u));
-      next = bitcast(f32, andI(bits, mask));
-    }
-    Value finite = cmpF(arith::CmpFPredicate::OLT, absF(eff),
-                        f32c(std::numeric_limits<float>::infinity()));
-    Value scale = select(finite, next, read(o.getScale()));
+    Value next = scaleFromAmax(eff, o.getDtype(), recipe.getMargin(),
+                               recipe.getPowerOfTwoScales(),
+                               o.getEps().convertToDouble());
+    Value scale = select(isFinite(eff), next, read(o.getScale()));
     atLane0([&] { write(o.getNewScale(), scale); });
     return success();
   };
@@ -342,6 +357,14 @@ LogicalResult WholeOpBuilder::scalarOps(gpu::GPUModuleOp mod, StringRef sym,
     } else if (auto o = dyn_cast<fp8::ScaleUpdateOp>(op)) {
       if (failed(scaleUpdate(o, f.tid, 1)))
         return failure();
+    } else if (auto o = dyn_cast<fp8::ComputeScaleOp>(op)) {
+      // Current scaling: this step's amax, no previous scale to fall back
+      // on, so a non-finite amax gives 1 (as the interpreter does).
+      Value amax = read(o.getAmax());
+      Value next = scaleFromAmax(amax, o.getDtype(), o.getMargin(),
+                                 o.getPowerOfTwo(),
+                                 o.getEps().convertToDouble());
+      write(o.getResult(), select(isFinite(amax), next, f32c(1)));
     } else {
       return op->emitOpError("has no GPU lowering in octet-fused-to-gpu"),
              failure();

@@ -128,6 +128,7 @@ void addFusedPasses(OpPassManager &pm, const TrainingPipelineOptions &o) {
   pm.addPass(createOctetFuseSwigluQuantize());
   pm.addPass(createOctetFuseAdamW());
   pm.addPass(createOctetFuseElementwise());
+  pm.addPass(createOctetRecomputeCast());
   pm.addPass(mlir::createCanonicalizerPass());
 }
 

@@ -25,14 +25,32 @@ namespace {
 constexpr StringLiteral kInitFunction = "fp8_weight_init";
 
 // A step function's FP8 cast of a weight: a one-op quantize kernel of a
-// loaded parameter with a scale loaded from state, and the K-major copies
-// of the result.
+// loaded parameter, and the K-major copies of the result. Delayed scaling
+// loads the scale from state (`scale` names the variable); current scaling
+// computes it in the step, from the weight's own amax: a one-op
+// fp8.compute_scale kernel (`scaleKernel`) of a one-op fp8.amax kernel
+// (`amaxKernel`) of the same parameter.
 struct WeightCast {
   kernel::FusedOp kernel;
   fp8::QuantizeOp quantize;
   StringRef param, scale;
   SmallVector<kernel::CopyOp> transposes;
+  kernel::FusedOp scaleKernel, amaxKernel;
+  bool current() const { return static_cast<bool>(scaleKernel); }
+  fp8::ComputeScaleOp computeScale() {
+    return *scaleKernel.getBodyBlock().getOps<fp8::ComputeScaleOp>().begin();
+  }
+  fp8::AmaxOp amax() {
+    return *amaxKernel.getBodyBlock().getOps<fp8::AmaxOp>().begin();
+  }
 };
+
+// The one op of a one-op kernel, if it is an `OpT`.
+template <typename OpT> OpT onlyOp(kernel::FusedOp fused) {
+  if (!fused || fused.getBodyBlock().getOperations().size() != 2)
+    return OpT();
+  return dyn_cast<OpT>(fused.getBodyBlock().front());
+}
 
 // The variable `value` (an input of `fused`, seen from its body) is loaded
 // from, if any.
@@ -57,10 +75,30 @@ std::optional<WeightCast> matchWeightCast(kernel::FusedOp fused,
   if (cast<RankedTensorType>(quantize.getScale().getType()).getRank() != 0)
     return std::nullopt;
   auto param = loadedVariable(fused, quantize.getInput());
-  auto scale = loadedVariable(fused, quantize.getScale());
-  if (!param || !scale || !params.contains(*param))
+  if (!param || !params.contains(*param))
     return std::nullopt;
-  WeightCast wc{fused, quantize, *param, *scale, {}};
+  WeightCast wc{fused, quantize, *param, {}, {}, {}, {}};
+  if (auto variable = loadedVariable(fused, quantize.getScale())) {
+    wc.scale = *variable;
+  } else {
+    // Current scaling: the scale from this weight's amax, each a kernel of
+    // its own that nothing else reads.
+    auto arg = dyn_cast<BlockArgument>(quantize.getScale());
+    if (!arg || arg.getOwner() != &fused.getBodyBlock())
+      return std::nullopt;
+    Value scale = fused.getInputs()[arg.getArgNumber()];
+    auto scaleKernel = scale.getDefiningOp<kernel::FusedOp>();
+    auto compute = onlyOp<fp8::ComputeScaleOp>(scaleKernel);
+    if (!compute || !isa<BlockArgument>(compute.getAmax()))
+      return std::nullopt;
+    auto amaxKernel = scaleKernel.getInputs()[0].getDefiningOp<kernel::FusedOp>();
+    auto amax = onlyOp<fp8::AmaxOp>(amaxKernel);
+    if (!amax || !amaxKernel->hasOneUse() ||
+        loadedVariable(amaxKernel, amax.getInput()) != param)
+      return std::nullopt;
+    wc.scaleKernel = scaleKernel;
+    wc.amaxKernel = amaxKernel;
+  }
   for (Operation *user : fused->getResult(0).getUsers()) {
     auto copy = dyn_cast<kernel::CopyOp>(user);
     if (copy && copy.getTranspose())
@@ -108,19 +146,34 @@ struct FuseAdamW : public octet::impl::OctetFuseAdamWBase<FuseAdamW> {
     batch->setAttr("layer", OpBuilder(batch).getI64IntegerAttr(-1));
   }
 
-  // Builds, before `before`, the kernel that casts `weight` with the scale
-  // in variable `wc.scale` as `cast` does, and stores the FP8 weight, its
-  // K-major copy and its amax in the fp8w.* variables.
+  // Builds, before `before`, the kernels that cast `weight` as `wc` does
+  // (delayed: with the scale in variable `wc.scale`; current: with the
+  // scale of its amax), and stores the FP8 weight, its K-major copy and its
+  // amax (delayed) or scale (current) in the fp8w.* variables.
   void emitCast(OpBuilder &b, Operation *before, WeightCast &wc,
                 Value weight) {
     b.setInsertionPoint(before);
     Location loc = wc.kernel.getLoc();
-    Value scale = graph::LoadOp::create(
-        b, loc, wc.quantize.getScale().getType(), wc.scale);
+    Value scale;
+    if (wc.current()) {
+      // The amax joins the multi-tensor kernel (`octet.weight_cast`): taken
+      // while AdamW writes the weight. The scale and the cast wait for all
+      // of it, in kernels of their own after that one.
+      kernel::FusedOp amax = oneOpKernel(b, wc.amax(), {weight},
+                                         "optimizer.fp8_weight_amax");
+      amax->setAttr("octet.weight_cast", b.getUnitAttr());
+      scale = oneOpKernel(b, wc.computeScale(), {amax->getResult(0)},
+                          "optimizer.fp8_weight_scale")
+                  ->getResult(0);
+    } else {
+      scale = graph::LoadOp::create(b, loc, wc.quantize.getScale().getType(),
+                                    wc.scale);
+    }
     SmallVector<Type> types = {wc.quantize.getResult().getType()};
     if (!wc.transposes.empty())
       types.push_back(wc.transposes.front().getResult().getType());
-    types.push_back(wc.quantize.getAmax().getType());
+    if (!wc.current())
+      types.push_back(wc.quantize.getAmax().getType());
     auto fused = kernel::FusedOp::create(b, loc, types,
                                          ValueRange{weight, scale},
                                          "optimizer.fp8_weights", "elementwise");
@@ -137,18 +190,46 @@ struct FuseAdamW : public octet::impl::OctetFuseAdamWBase<FuseAdamW> {
                            quantize.getResult(), body.getArgument(1),
                            DenseI64ArrayAttr())
                            .getResult());
-    yields.push_back(quantize.getAmax());
+    if (!wc.current())
+      yields.push_back(quantize.getAmax());
     kernel::YieldOp::create(inner, loc, yields);
     fused->setAttr("layer", b.getI64IntegerAttr(-1));
     fused->setAttr("section", b.getStringAttr("optimizer"));
-    fused->setAttr("octet.weight_cast", b.getUnitAttr());
+    if (!wc.current())
+      fused->setAttr("octet.weight_cast", b.getUnitAttr());
+    SmallVector<std::string> names = stateNames(wc);
+    for (auto [result, name] : llvm::zip(fused->getResults(), names))
+      graph::StoreOp::create(b, loc, result, name);
+    if (wc.current())
+      graph::StoreOp::create(b, loc, scale, names.back());
+  }
+
+  // A kernel of one op like `like`, on `inputs`, in the optimizer section.
+  kernel::FusedOp oneOpKernel(OpBuilder &b, Operation *like,
+                              ValueRange inputs, StringRef name) {
+    Location loc = like->getLoc();
+    auto fused = kernel::FusedOp::create(b, loc, like->getResultTypes(),
+                                         inputs, name, "elementwise");
+    OpBuilder inner = OpBuilder::atBlockEnd(&fused.getBodyBlock());
+    IRMapping map;
+    map.map(like->getOperands(), fused.getBodyBlock().getArguments());
+    Operation *clone = inner.clone(*like, map);
+    kernel::YieldOp::create(inner, loc, clone->getResults());
+    fused->setAttr("layer", b.getI64IntegerAttr(-1));
+    fused->setAttr("section", b.getStringAttr("optimizer"));
+    return fused;
+  }
+
+  // The state a moved cast writes: the FP8 weight, its K-major copy, and
+  // its amax (delayed: the next scale update reads it) or its scale
+  // (current: the GEMMs read it).
+  static SmallVector<std::string> stateNames(WeightCast &wc) {
     std::string prefix = ("fp8w." + wc.param).str();
     SmallVector<std::string> names = {prefix};
     if (!wc.transposes.empty())
       names.push_back(prefix + ".t");
-    names.push_back(prefix + ".amax");
-    for (auto [result, name] : llvm::zip(fused->getResults(), names))
-      graph::StoreOp::create(b, loc, result, name);
+    names.push_back(prefix + (wc.current() ? ".scale" : ".amax"));
+    return names;
   }
 
   void moveWeightCasts(ModuleOp module, func::FuncOp optimizer) {
@@ -187,7 +268,9 @@ struct FuseAdamW : public octet::impl::OctetFuseAdamWBase<FuseAdamW> {
             return a.transposes.size() < b.transposes.size();
           });
       bool sameEverywhere = llvm::all_of(list, [&](WeightCast &c) {
-        return c.scale == first.scale &&
+        return c.scale == first.scale && c.current() == first.current() &&
+               (!c.current() || c.computeScale()->getAttrDictionary() ==
+                                    first.computeScale()->getAttrDictionary()) &&
                c.quantize.getResult().getType() ==
                    first.quantize.getResult().getType();
       });
@@ -223,16 +306,14 @@ struct FuseAdamW : public octet::impl::OctetFuseAdamWBase<FuseAdamW> {
     if (auto last = llvm::to_vector(module.getOps<graph::VariableOp>());
         !last.empty())
       b.setInsertionPointAfter(last.back());
-    std::string prefix = ("fp8w." + wc.param).str();
-    auto declare = [&](const std::string &name, Type type) {
+    SmallVector<Type> types = {wc.quantize.getResult().getType()};
+    if (!wc.transposes.empty())
+      types.push_back(wc.transposes.front().getResult().getType());
+    types.push_back(wc.quantize.getAmax().getType()); // amax or scale: f32
+    for (auto [name, type] : llvm::zip(stateNames(wc), types))
       graph::VariableOp::create(b, module.getLoc(), name,
                                 cast<RankedTensorType>(type), "state", "zeros",
                                 FloatAttr(), StringAttr());
-    };
-    declare(prefix, wc.quantize.getResult().getType());
-    if (!wc.transposes.empty())
-      declare(prefix + ".t", wc.transposes.front().getResult().getType());
-    declare(prefix + ".amax", wc.quantize.getAmax().getType());
   }
 
   // The step reads what the optimizer (or the init function) wrote.
@@ -249,14 +330,34 @@ struct FuseAdamW : public octet::impl::OctetFuseAdamWBase<FuseAdamW> {
       copy.erase();
     }
     load(prefix, wc.kernel->getResult(0));
-    load(prefix + ".amax", wc.kernel->getResult(1));
-    llvm::SetVector<Value> inputs(wc.kernel.getInputs().begin(),
-                                  wc.kernel.getInputs().end());
-    wc.kernel.erase();
-    for (Value input : inputs)
-      if (input.use_empty())
+    if (wc.current()) {
+      // The GEMMs read the scale the optimizer stored; the amax of the
+      // quantize itself has no reader under current scaling.
+      b.setInsertionPoint(wc.scaleKernel);
+      load(prefix + ".scale", wc.scaleKernel->getResult(0));
+    } else {
+      load(prefix + ".amax", wc.kernel->getResult(1));
+    }
+    eraseUnused(wc.kernel);
+    if (wc.current())
+      eraseUnused(wc.scaleKernel);
+  }
+
+  // Erases `op` and then what computed its operands, as far as nothing
+  // else reads them (the step's amax and scale kernels and weight loads).
+  static void eraseUnused(Operation *op) {
+    SmallVector<Operation *> work = {op};
+    while (!work.empty()) {
+      Operation *next = work.pop_back_val();
+      if (!next->use_empty())
+        continue;
+      llvm::SetVector<Operation *> defs;
+      for (Value input : next->getOperands())
         if (Operation *def = input.getDefiningOp())
-          def->erase();
+          defs.insert(def);
+      next->erase();
+      work.append(defs.begin(), defs.end());
+    }
   }
 };
 

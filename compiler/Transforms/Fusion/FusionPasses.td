@@ -52,10 +52,13 @@ def OctetLowerToKernel : Pass<"octet-lower-to-kernel", "mlir::ModuleOp"> {
     the name it carries (`param`, `tensor`), else of the op before it; the
     embedding and the loss are outside the layers.
 
-    With data-parallel > 1 every FP8 amax that feeds a scale is first
-    maximised over the data group (kernel.collective all_reduce "max"), so
-    every rank derives the same scales; the gradients are reduced by
-    octet-reduce-gradients.
+    With data-parallel > 1, delayed scaling's amaxes go through one
+    bucketed max all_reduce over the data group before the scale updates
+    (the scale state must agree on every rank); current scaling's amax is
+    reduced right before its fp8.compute_scale only where its amax_reduce
+    names "data" (the precision pass names the tensor group alone: a
+    rank's scale need only fit the values that rank casts). The gradients
+    are reduced by octet-reduce-gradients.
 
     Before:
     ```mlir
@@ -227,7 +230,13 @@ def OctetFuseAdamW : Pass<"octet-fuse-adamw", "mlir::ModuleOp"> {
     step loads instead. `@fp8_weight_init` casts the initial (or loaded)
     weights once; the module's `octet.init_functions` names it. The weight
     is then cast once per optimizer step, as Transformer Engine does with
-    several microbatches.
+    several microbatches. Under current scaling the step's cast reads the
+    scale of the weight's own amax (an fp8.amax kernel and an
+    fp8.compute_scale kernel of the loaded weight): the amax joins the
+    multi-tensor kernel (taken as AdamW writes the weight), the scale and
+    the cast are kernels after it (the cast must wait for the whole amax),
+    and the state is the FP8 weight, its transpose and its scale
+    (`fp8w.<param>.scale`, which the GEMMs read).
 
     Before:
     ```mlir
@@ -312,6 +321,46 @@ def OctetReduceGradients : Pass<"octet-reduce-gradients", "mlir::ModuleOp"> {
   ];
   let dependentDialects = ["octet::kernel::KernelDialect",
                            "octet::graph::GraphDialect"];
+}
+
+def OctetRecomputeCast : Pass<"octet-recompute-cast", "mlir::ModuleOp"> {
+  let summary = "a cast-only kernel recomputes its input from the producer's inputs where that moves fewer bytes";
+  let description = [{
+    Under current FP8 scaling a tensor's cast waits for its whole amax, so
+    the kernel that produces the tensor writes it (BF16) with its amax, and
+    a kernel after the scale reads it back to cast it (quantize, and the
+    K-major transpose). Where only that cast reads the tensor and the ops
+    that make it (elementwise ops, RMSNorm/LayerNorm, RoPE, joins) read
+    fewer bytes than the tensor's write and read together, the cast kernel
+    computes them again from the producer's inputs, or from what the
+    producer stores anyway (the residual stream a norm reads), and the
+    producer keeps only the amax: a norm output (2 B an element read again
+    against 4 B), SwiGLU's gradient (3 B against 4 B), the q/k/v gradient
+    join; not SwiGLU (4 B against 4 B) nor the norm gradients (their
+    weight gradients sum over all rows). The cast kernel then takes the
+    one-launch paths codegen has for them (the clustered RMSNorm + quantize
+    + transpose, the quantized joins).
+
+    Before:
+    ```mlir
+    %h, %n, %a = kernel.fused "layers.1.rms_norm" kind("row") ins(%r, %d, %w : ...) {
+      %h = graph.add ... ; %n = graph.rms_norm %h, %w ; %a = fp8.amax %n
+    }
+    %s = kernel.fused "compute_scale" ins(%a) { fp8.compute_scale }
+    %q, %qT = kernel.fused "layers.1.quantize" ins(%s, %n) { fp8.quantize %n, %s ; fp8.transpose }
+    ```
+    After:
+    ```mlir
+    %h, %a = kernel.fused "layers.1.rms_norm" kind("row") ins(%r, %d, %w : ...) {
+      %h = graph.add ... ; %n = graph.rms_norm %h, %w ; %a = fp8.amax %n
+    }
+    %s = kernel.fused "compute_scale" ins(%a) { fp8.compute_scale }
+    %q, %qT = kernel.fused "layers.1.quantize" kind("row") ins(%h, %w, %s) {
+      %n = graph.rms_norm %h, %w ; fp8.quantize %n, %s ; fp8.transpose
+    }
+    ```
+  }];
+  let dependentDialects = ["octet::fp8::Fp8Dialect"];
 }
 
 #endif

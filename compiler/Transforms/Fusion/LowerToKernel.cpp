@@ -243,12 +243,36 @@ struct LowerToKernel
     return success();
   }
 
-  // Every rank must derive the same FP8 scales, or the ranks' scale state
-  // drifts apart: an amax feeds a scale only after its maximum over the
-  // data-parallel ranks. Current scaling (compute_scale) uses the scale at
-  // once, so each amax gets its own all-reduce right before. Delayed
-  // scaling (scale_update) writes state the next microbatch reads, so the
-  // updates move after one bucketed all-reduce of all their amaxes.
+  // Whether the op that measured `amax` (fp8.amax, fp8.quantize) asks for
+  // its maximum over the data-parallel ranks: its `amax_reduce` names
+  // "data". An amax from anything else is reduced, to be safe.
+  static bool reducedOverData(Value amax) {
+    auto result = dyn_cast<OpResult>(amax);
+    auto fused = result ? dyn_cast<kernel::FusedOp>(result.getOwner())
+                        : kernel::FusedOp();
+    if (!fused)
+      return true;
+    Operation *measured = fused.getBodyBlock()
+                              .getTerminator()
+                              ->getOperand(result.getResultNumber())
+                              .getDefiningOp();
+    if (!isa_and_nonnull<fp8::AmaxOp, fp8::QuantizeOp>(measured))
+      return true;
+    auto groups = measured->getAttrOfType<ArrayAttr>("amax_reduce");
+    return groups && llvm::any_of(groups, [](Attribute g) {
+             return cast<StringAttr>(g).getValue() == "data";
+           });
+  }
+
+  // Delayed scaling: every rank must derive the same FP8 scales, or the
+  // ranks' scale state drifts apart, so an amax feeds a scale only after
+  // its maximum over the data-parallel ranks. The updates (scale_update)
+  // write state the next microbatch reads, so they move after one bucketed
+  // all-reduce of all their amaxes. Current scaling (compute_scale) keeps
+  // no state: a rank's scale only has to fit the values that rank casts, so
+  // its amaxes are reduced over the data group only where the precision
+  // pass asked for it (amax_reduce; under current scaling it names the
+  // tensor group alone), each by an all-reduce right before its scale.
   LogicalResult agreeOnAmaxes(func::FuncOp func) {
     Block &body = func.getBody().front();
     // The kernel's operand that its one scale op reads as the amax.
@@ -288,6 +312,8 @@ struct LowerToKernel
         return fused.emitError("a scale kernel whose amax the data-parallel "
                                "all-reduce cannot find");
       if (fusion::bodyHas(fused, {"fp8.compute_scale"})) {
+        if (!reducedOverData(amax->get()))
+          continue;
         OpBuilder b(fused);
         amax->set(collective(b, fused.getLoc(), amax->get(), fused)
                       .getResult(0));

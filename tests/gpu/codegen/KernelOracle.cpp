@@ -188,6 +188,8 @@ InputKind classify(BlockArgument arg) {
     if (isa<fp8::ScaleUpdateOp>(op))
       return n == 2 ? InputKind{InputKind::Uniform, 0, 0, 0, 0.5, 8.0}
                     : InputKind{InputKind::Positive, 0, 100.0};
+    if (isa<fp8::ComputeScaleOp>(op))
+      return {InputKind::CastBits};
     if (isa<graph::AdamWUpdateOp>(op)) {
       if (n == 3)
         return {InputKind::Square, 0, 0.02};

@@ -6,13 +6,15 @@
 // (llama3 scaling, f32) joined after a plain piece, quantized and
 // transposed in one launch, the global
 // gradient norm, the optimizer's scalar ops and the delayed FP8 scale
-// update, a norm gradient added into its weight-gradient accumulator and
+// update, current scaling's scales (both formats, margin and power-of-two
+// rounding; amaxes of either sign from 2^-27 to 2^12, a negative one
+// clamped to eps), a norm gradient added into its weight-gradient accumulator and
 // the residual gradient, and AdamW zeroing the gradient accumulators it
 // read, over a tensor of 600000 elements: enough that the multi-tensor
 // kernel's blocks loop over its slices (the FP8 cast's amax carried across
 // them, the last slice partial). Vocabulary 1000 (no power of two) and 300
 // (ids repeat, so the embedding gradient's atomic adds collide).
-func.func @whole_ops(%pos: tensor<2x32xi32>, %qkv: tensor<64x1024xbf16>, %dk: tensor<2x32x2x128xbf16>, %dq: tensor<2x32x4x128xbf16>, %dv: tensor<64x256xbf16>, %dscale: tensor<f32>, %table: tensor<300x256xbf16>, %ids: tensor<2x32xi32>, %dy: tensor<2x32x256xf32>, %acc_a: tensor<300x256xf32>, %acc_b: tensor<300x256xf32>, %logits: tensor<2x32x1000xf32>, %labels: tensor<2x32xi32>, %mask: tensor<2x32xf32>, %dloss: tensor<f32>, %g0: tensor<300x256xf32>, %g1: tensor<1000xf32>, %g2: tensor<7x3xf32>, %step: tensor<i64>, %norm: tensor<f32>, %hist: tensor<16xf32>, %amax: tensor<f32>, %scale: tensor<f32>, %ndy: tensor<2x32x1024xf32>, %nx: tensor<2x32x1024xf32>, %nw: tensor<1024xf32>, %nacc: tensor<1024xf32>, %ndres: tensor<2x32x1024xf32>, %ap: tensor<600x1000xf32>, %apg: tensor<600x1000xf32>, %apm: tensor<600x1000xf32>, %apv: tensor<600x1000xf32>, %ab: tensor<256xf32>, %abg: tensor<256xf32>, %abm: tensor<256xf32>, %abv: tensor<256xf32>, %alr: tensor<f32>, %agscale: tensor<f32>, %aqs: tensor<f32>, %fq: tensor<2x32x4x128xf32>, %fv: tensor<64x256xf32>) {
+func.func @whole_ops(%pos: tensor<2x32xi32>, %qkv: tensor<64x1024xbf16>, %dk: tensor<2x32x2x128xbf16>, %dq: tensor<2x32x4x128xbf16>, %dv: tensor<64x256xbf16>, %dscale: tensor<f32>, %table: tensor<300x256xbf16>, %ids: tensor<2x32xi32>, %dy: tensor<2x32x256xf32>, %acc_a: tensor<300x256xf32>, %acc_b: tensor<300x256xf32>, %logits: tensor<2x32x1000xf32>, %labels: tensor<2x32xi32>, %mask: tensor<2x32xf32>, %dloss: tensor<f32>, %g0: tensor<300x256xf32>, %g1: tensor<1000xf32>, %g2: tensor<7x3xf32>, %step: tensor<i64>, %norm: tensor<f32>, %hist: tensor<16xf32>, %amax: tensor<f32>, %camax: tensor<f32>, %scale: tensor<f32>, %ndy: tensor<2x32x1024xf32>, %nx: tensor<2x32x1024xf32>, %nw: tensor<1024xf32>, %nacc: tensor<1024xf32>, %ndres: tensor<2x32x1024xf32>, %ap: tensor<600x1000xf32>, %apg: tensor<600x1000xf32>, %apm: tensor<600x1000xf32>, %apv: tensor<600x1000xf32>, %ab: tensor<256xf32>, %abg: tensor<256xf32>, %abm: tensor<256xf32>, %abv: tensor<256xf32>, %alr: tensor<f32>, %agscale: tensor<f32>, %aqs: tensor<f32>, %fq: tensor<2x32x4x128xf32>, %fv: tensor<64x256xf32>) {
   %rope_split:2 = kernel.fused "rope_split" kind("elementwise") ins(%pos, %qkv : tensor<2x32xi32>, tensor<64x1024xbf16>) {
   ^bb0(%p: tensor<2x32xi32>, %x: tensor<64x1024xbf16>):
     %x3 = graph.reshape %x : (tensor<64x1024xbf16>) -> tensor<2x32x1024xbf16>
@@ -76,6 +78,13 @@ func.func @whole_ops(%pos: tensor<2x32xi32>, %qkv: tensor<64x1024xbf16>, %dk: te
     %h2, %x2 = fp8.scale_update %h, %a, %x {dtype = f8E4M3FN, recipe = #fp8.recipe<kind = delayed, amax_history_len = 16>} : (tensor<16xf32>, tensor<f32>, tensor<f32>) -> (tensor<16xf32>, tensor<f32>)
     kernel.yield %s1, %lr, %c, %one, %h2, %x2 : tensor<i64>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<16xf32>, tensor<f32>
   } : tensor<i64>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<16xf32>, tensor<f32>
+  %cur:3 = kernel.fused "current_scales" kind("elementwise") ins(%amax, %camax : tensor<f32>, tensor<f32>) {
+  ^bb0(%a: tensor<f32>, %z: tensor<f32>):
+    %s0 = fp8.compute_scale %a {dtype = f8E4M3FN} : tensor<f32>
+    %s1 = fp8.compute_scale %a {dtype = f8E5M2, margin = 1 : i64, power_of_two} : tensor<f32>
+    %s2 = fp8.compute_scale %z {dtype = f8E4M3FN} : tensor<f32>
+    kernel.yield %s0, %s1, %s2 : tensor<f32>, tensor<f32>, tensor<f32>
+  } : tensor<f32>, tensor<f32>, tensor<f32>
   %ngrad:6 = kernel.fused "rms_norm_grad_accumulate" kind("row") ins(%ndy, %nx, %nw, %nacc, %ndres, %dscale : tensor<2x32x1024xf32>, tensor<2x32x1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<2x32x1024xf32>, tensor<f32>) {
   ^bb0(%r_dy2: tensor<2x32x1024xf32>, %r_x: tensor<2x32x1024xf32>, %r_w: tensor<1024xf32>, %r_acc: tensor<1024xf32>, %r_dres: tensor<2x32x1024xf32>, %r_s: tensor<f32>):
     %r_dx, %r_dw = graph.rms_norm_grad %r_dy2, %r_x, %r_w {eps = 1.000000e-05 : f64} : (tensor<2x32x1024xf32>, tensor<2x32x1024xf32>, tensor<1024xf32>) -> (tensor<2x32x1024xf32>, tensor<1024xf32>)

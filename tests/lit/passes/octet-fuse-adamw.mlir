@@ -34,3 +34,40 @@
 // CHECK: kernel.fused "optimizer.fp8_weights"
 // CHECK: fp8.quantize {{.*}}tensor = "layers.0.mlp.w_down.w"
 // CHECK: graph.store {{.*}}, @fp8w.layers.0.mlp.w_down :
+
+// Current scaling: the step no longer takes the weight's amax, computes its
+// scale or casts it; the optimizer takes the amax in the multi-tensor
+// kernel, as AdamW writes the weight, then computes the scale and casts in
+// kernels after it, and stores the FP8 weight, its K-major copy and the
+// scale the GEMMs read. The init function does the same for the initial
+// weights.
+// RUN: %octet-opt %S/Inputs/one-layer-llama.mlir --octet-autodiff --cse --octet-fuse-qkv --octet-precision="recipe=current" --octet-layout --canonicalize --octet-lower-to-kernel --octet-fuse-adamw | FileCheck %s --check-prefix=CUR
+// CUR-DAG: graph.variable @fp8w.layers.0.attn.wqkv : tensor<32x16xf8E4M3FN> {init = "zeros", kind = "state"}
+// CUR-DAG: graph.variable @fp8w.layers.0.attn.wqkv.t : tensor<16x32xf8E4M3FN> {init = "zeros", kind = "state"}
+// CUR-DAG: graph.variable @fp8w.layers.0.attn.wqkv.scale : tensor<f32> {init = "zeros", kind = "state"}
+// CUR-LABEL: func.func @train_microbatch
+// CUR-NOT: tensor = "layers.0.attn.wqkv.w"
+// CUR: %[[S:.*]] = graph.load @fp8w.layers.0.attn.wqkv.scale : tensor<f32>
+// CUR-NOT: tensor = "layers.0.attn.wqkv.w"
+// CUR: kernel.gemm {{.*}}, %[[S]]{{.*}}param = "layers.0.attn.wqkv", role = "fprop"
+// CUR-NOT: tensor = "layers.0.attn.wqkv.w"
+// CUR-LABEL: func.func @optimizer_step
+// CUR: %[[OPT:.*]]:{{[0-9]+}} = kernel.fused "optimizer.adamw" kind("multi_tensor")
+// CUR: %[[NEW:.*]], %{{.*}}, %{{.*}} = graph.adamw_update
+// CUR: %[[A:.*]] = fp8.amax %[[NEW]]
+// CUR: kernel.yield {{.*}}%[[A]]
+// CUR: kernel.fused "optimizer.fp8_weight_scale" kind("elementwise") ins(%[[OPT]]#{{[0-9]+}} : tensor<f32>)
+// CUR-NEXT: ^bb0
+// CUR-NEXT: fp8.compute_scale
+// CUR: kernel.fused "optimizer.fp8_weights" kind("elementwise")
+// CUR-NEXT: ^bb0
+// CUR-NEXT: fp8.quantize {{.*}}tensor = "layers.0.attn.wqkv.w"
+// CUR-NEXT: fp8.transpose
+// CUR: graph.store {{.*}}, @fp8w.layers.0.attn.wqkv :
+// CUR: graph.store {{.*}}, @fp8w.layers.0.attn.wqkv.t :
+// CUR: graph.store {{.*}}, @fp8w.layers.0.attn.wqkv.scale :
+// CUR-LABEL: func.func @fp8_weight_init()
+// CUR: kernel.fused "optimizer.fp8_weight_amax"
+// CUR: kernel.fused "optimizer.fp8_weight_scale"
+// CUR: kernel.fused "optimizer.fp8_weights"
+// CUR: graph.store {{.*}}, @fp8w.{{.*}}.scale :

@@ -2,6 +2,8 @@
 // RUN: %octet-opt %S/Inputs/one-layer-llama.mlir --octet-autodiff --cse --octet-lower-to-kernel="data-parallel=2" | FileCheck %s --check-prefix=DP
 // RUN: %octet-opt %S/Inputs/one-layer-llama.mlir --octet-autodiff --cse --octet-lower-to-kernel | FileCheck %s --check-prefix=DP1
 // RUN: %octet-opt %S/Inputs/one-layer-llama.mlir --octet-autodiff --cse --octet-precision="recipe=delayed" --octet-lower-to-kernel="data-parallel=2" | FileCheck %s --check-prefix=DPFP8
+// RUN: %octet-opt %S/Inputs/one-layer-llama.mlir --octet-autodiff --cse --octet-precision="recipe=current" --octet-lower-to-kernel="data-parallel=2" | FileCheck %s --check-prefix=DPCUR
+// RUN: %octet-opt %s --octet-lower-to-kernel="data-parallel=2" | FileCheck %s --check-prefix=DPDATA
 
 // With data parallelism and delayed FP8 scaling, every amax of the
 // microbatch goes through one max all-reduce over the ranks, and the scale
@@ -11,6 +13,36 @@
 // DPFP8: %[[A:.*]]:18 = kernel.collective {{.*}}group = "data", group_size = 2 : i64, kind = "all_reduce"{{.*}}reduction = "max"
 // DPFP8-NEXT: kernel.fused "layers.0.scale_update" kind("elementwise") ins(%{{.*}}, %[[A]]#0, %{{.*}} :
 // DPFP8-LABEL: func.func @optimizer_step
+
+// Current scaling keeps no scale state: each rank's scales fit the values
+// it casts, and the precision pass asks for amaxes to agree over the tensor
+// group only, so no amax crosses the data-parallel ranks.
+// DPCUR-LABEL: func.func @train_microbatch
+// DPCUR-NOT: reduction = "max"
+// DPCUR: fp8.compute_scale
+// DPCUR-NOT: reduction = "max"
+// DPCUR-LABEL: func.func @optimizer_step
+
+// An amax that asks for the data group (amax_reduce) is reduced right
+// before the scale computed from it; one that does not is used as it is.
+// DPDATA-LABEL: func.func @current_amax_reduce
+// DPDATA: %[[A:.*]] = kernel.fused "amax"
+// DPDATA: fp8.amax %{{.*}} {amax_reduce = ["data", "tensor"]}
+// DPDATA: %[[R:.*]] = kernel.collective %[[A]] {group = "data", group_size = 2 : i64, kind = "all_reduce", {{.*}}reduction = "max"
+// DPDATA-NEXT: kernel.fused "compute_scale" kind("elementwise") ins(%[[R]] : tensor<f32>)
+// DPDATA: %[[B:.*]] = kernel.fused "amax"
+// DPDATA: fp8.amax %{{.*}} {amax_reduce = ["tensor"]}
+// DPDATA-NOT: kernel.collective
+// DPDATA: kernel.fused "compute_scale" kind("elementwise") ins(%[[B]] : tensor<f32>)
+// DPDATA-NOT: kernel.collective
+// DPDATA-LABEL: return
+func.func @current_amax_reduce(%x: tensor<16x64xf32>, %w: tensor<32x64xf32>) -> (tensor<f32>, tensor<f32>) {
+  %ax = fp8.amax %x {amax_reduce = ["data", "tensor"]} : (tensor<16x64xf32>) -> tensor<f32>
+  %sx = fp8.compute_scale %ax {dtype = f8E4M3FN} : tensor<f32>
+  %aw = fp8.amax %w {amax_reduce = ["tensor"]} : (tensor<32x64xf32>) -> tensor<f32>
+  %sw = fp8.compute_scale %aw {dtype = f8E4M3FN} : tensor<f32>
+  return %sx, %sw : tensor<f32>, tensor<f32>
+}
 
 // A linear is a 2-D GEMM between reshape views; its bias is the epilogue.
 // Every other compute op is a one-op fused kernel, tagged with its layer
