@@ -292,6 +292,7 @@ TEST(CommandLine, TrainHandsOctetRunItsOptionsAsAStruct) {
   train.checkpointDir = "ck";
   train.resume = true;
   train.tensorboardDir = "tb";
+  train.saveHf = "hf-out";
   StatusOr<RunArgs> run = gpuRunArgs(train, "indexed", "spec/prefix", "");
   ASSERT_TRUE(run.isOk()) << run.status().message();
   run->bundle = "/tmp/octet-train-x/train.octet";
@@ -309,6 +310,7 @@ TEST(CommandLine, TrainHandsOctetRunItsOptionsAsAStruct) {
   EXPECT_EQ(read.trainer.checkpointDir, "ck");
   EXPECT_TRUE(read.trainer.resume);
   EXPECT_EQ(read.trainer.tensorboardDir, "tb");
+  EXPECT_EQ(read.trainer.saveHf, "hf-out");
   EXPECT_TRUE(read.trainer.graph);
 
   // Flags beside the file override it.

@@ -85,19 +85,32 @@ Bundle makeToyBundle(const ToyShape &t) {
   uint32_t gradNorm = slot("grad_norm", IO, F32, {}, "optimizer");
   uint32_t lr = slot("lr", IO, F32, {}, "optimizer");
   uint32_t evalLoss = slot("eval.loss", IO, F32, {}, "eval");
+  uint32_t qkv = 0, gradQkv = 0;
+  if (t.fused) {
+    qkv = slot("layers.0.attn.wqkv", PARAMETER, t.fusedDType,
+               {kToyQkvRows, kToyQkvCols}, "");
+    gradQkv = slot("grad.layers.0.attn.wqkv", GRADIENT, t.fusedDType,
+                   {kToyQkvRows, kToyQkvCols}, "");
+  }
   (void)n;
   arena->set_bytes(offset);
   plan->set_peak_live_bytes(offset);
 
-  auto param = [&](const std::string &name, const std::string &hf,
+  // hf: the HF tensors and the rows each gives.
+  auto param = [&](const std::string &name,
+                   std::vector<std::pair<std::string, int64_t>> hf,
                    std::vector<int64_t> shape, uint32_t slot, uint32_t grad,
-                   bool normal) {
+                   bool normal, bundle::DType dtype = F32) {
     Parameter *p = b.add_parameters();
     p->set_name(name);
-    p->set_hf_name(hf);
+    for (const auto &[tensor, rows] : hf) {
+      HfPiece *piece = p->add_hf_pieces();
+      piece->set_tensor(tensor);
+      piece->set_rows(rows);
+    }
     for (int64_t d : shape)
       p->add_shape(d);
-    p->set_dtype(F32);
+    p->set_dtype(dtype);
     p->set_slot(slot);
     p->set_grad_slot(grad);
     p->set_trainable(true);
@@ -107,8 +120,14 @@ Bundle makeToyBundle(const ToyShape &t) {
       p->mutable_init()->set_seed(t.seed ^ 0x1234);
     }
   };
-  param("w", "model.embed_tokens.weight", {v}, w, gw, true);
-  param("b", "", {1}, bias, gb, false);
+  param("w", {{"model.embed_tokens.weight", v}}, {v}, w, gw, true);
+  param("b", {}, {1}, bias, gb, false);
+  if (t.fused)
+    param("layers.0.attn.wqkv",
+          {{"model.layers.0.self_attn.q_proj.weight", 4},
+           {"model.layers.0.self_attn.k_proj.weight", 2},
+           {"model.layers.0.self_attn.v_proj.weight", 2}},
+          {kToyQkvRows, kToyQkvCols}, qkv, gradQkv, true, t.fusedDType);
   auto state = [&](const std::string &name, StateKind kind,
                    const std::string &owner, std::vector<int64_t> shape,
                    bundle::DType dtype, uint32_t slot) {

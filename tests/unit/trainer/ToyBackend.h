@@ -24,7 +24,14 @@ struct ToyShape {
   int64_t vocab = 64, rows = 2, seq = 8, accum = 2, steps = 10;
   double lr = 0.05;
   uint64_t seed = 7;
+  // Adds "layers.0.attn.wqkv", kToyQkvRows x kToyQkvCols in `fusedDType`,
+  // stored in HF checkpoints as q_proj (4 rows), k_proj and v_proj (2
+  // each); the toy's programs leave it as it is.
+  bool fused = false;
+  bundle::DType fusedDType = bundle::F32;
 };
+
+inline constexpr int64_t kToyQkvRows = 8, kToyQkvCols = 3;
 
 bundle::Bundle makeToyBundle(const ToyShape &shape);
 
