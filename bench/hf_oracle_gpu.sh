@@ -17,7 +17,9 @@
 # OUT_DIR gets hf-oracle.json (every comparison, both bundles) and
 # hf-oracle.log; the model, a checkpoint and an export (about 30 GB) go to
 # HF_ORACLE_WORK (default: a fresh folder under /tmp), removed at the end
-# unless HF_ORACLE_KEEP=1.
+# unless HF_ORACLE_KEEP=1. HF_ORACLE_RECIPES="bf16" (or "fp8") runs one
+# bundle; with HF_ORACLE_WORK and HF_ORACLE_KEEP=1 a later call reuses the
+# model and document made by the first.
 set -u
 R=${1:?octet-run}; D=${2:?bundle directory}; O=${3:?output directory}
 B=$(cd "$(dirname "$0")" && pwd); mkdir -p "$O"
@@ -34,12 +36,18 @@ run() {
   return $rc
 }
 
-say "reference model and document (transformers)"
-python3 "$B/hf_oracle.py" make --out "$W/ref" --seq-len 4096 2>&1 | tee -a "$LOG" \
-  || { say "make failed"; exit 1; }
+if [ -f "$W/ref/reference.json" ]; then
+  say "reference model and document: reusing $W/ref"
+else
+  say "reference model and document (transformers)"
+  # The bundles' seq_len (bench/specs/hf-oracle); HF_ORACLE_MAKE="--tiny
+  # --seq-len 128" makes the CPU-sized model of tiny.pbtxt instead.
+  python3 "$B/hf_oracle.py" make --out "$W/ref" ${HF_ORACLE_MAKE:---seq-len 4096} 2>&1 | tee -a "$LOG"
+  [ "${PIPESTATUS[0]}" = 0 ] || { say "make failed"; exit 1; }
+fi
 status=0
 results=()
-for r in bf16 fp8; do
+for r in ${HF_ORACLE_RECIPES:-bf16 fp8}; do
   bundle="$D/l8b2-$r.octet"
   work="$W/$r"; rm -rf "$work"; mkdir -p "$work"
   run "$r-run1" "$bundle" --init-from "$W/ref/model" --data "$W/ref/doc" \
@@ -58,7 +66,8 @@ for r in bf16 fp8; do
 done
 python3 - "$O/hf-oracle.json" "${results[@]}" <<'PY'
 import json, sys
-out = {"command": "bash bench/hf_oracle_gpu.sh OCTET_RUN BUNDLES OUT", "runs": []}
+out = {"command": "bash bench/hf_oracle_gpu.sh OCTET_RUN BUNDLE_DIR OUT_DIR",
+       "runs": []}
 for path in sys.argv[2:]:
     with open(path) as f:
         out["runs"].append(json.load(f))

@@ -2,9 +2,9 @@
 #define OCTET_HF_HFWEIGHTS_H
 
 // Parameters in and out of Hugging Face checkpoints, without MLIR: a
-// parameter's HfParameterLayout says where it lives (parameterLayout below:
-// compiler/Checkpoint builds it from the graph's variables, the runtime's
-// trainer from the bundle's parameters), and this file moves the numbers,
+// parameter's HfParameterLayout says where it lives (compiler/Checkpoint
+// builds it from the graph's variables, the runtime's trainer reads it from
+// the bundle's parameters), and this file moves the numbers,
 // checking every shape and dtype on the way.
 //
 // A parameter is float32 in octet's orientation. It comes from HF tensors
@@ -64,9 +64,10 @@ HfParameterLayout singleTensorLayout(const std::string &name,
 // tensors `hfNames`: one tensor of the same shape, or several stacked along
 // dimension 0, `rows[i]` rows from hfNames[i] (a fused QKV or gate/up
 // weight), adding up to shape[0]. `rows` may be empty for one tensor. The
-// one rule for the graph's variables (hf_name, or hf_names and split) and
-// the bundle's parameters (hf_name, comma-separated, and hf_rows); the
-// compiler adds what only the graph says (transposes, parts of one tensor).
+// rule for the graph's variables (hf_name, or hf_names and split); the
+// compiler adds what only the graph says (transposes, parts of one tensor)
+// and writes the result into the bundle (Parameter.hf_pieces), which the
+// runtime reads back whole (bundle/HfLayout.h).
 StatusOr<HfParameterLayout>
 parameterLayout(const std::string &name, std::vector<int64_t> shape,
                 const std::vector<std::string> &hfNames,

@@ -12,6 +12,7 @@
 #include "bundle/Bundle.h"
 #include "runtime/checkpoint/TrainState.h"
 #include "runtime/exec/Trainer.h"
+#include "tests/unit/trainer/ToyBackend.h"
 
 #include <gtest/gtest.h>
 
@@ -22,16 +23,6 @@
 
 namespace octet {
 namespace {
-
-class VectorBuffer : public HostBuffer {
-public:
-  explicit VectorBuffer(uint64_t bytes) : data_(bytes) {}
-  void *data() override { return data_.data(); }
-  uint64_t bytes() const override { return data_.size(); }
-
-private:
-  std::vector<uint8_t> data_;
-};
 
 // The plan's arena in host memory; programs do nothing.
 class ArenaBackend : public TrainBackend {
@@ -60,7 +51,7 @@ public:
   }
   Status synchronize() override { return Status::ok(); }
   StatusOr<std::unique_ptr<HostBuffer>> hostBuffer(uint64_t bytes) override {
-    return std::unique_ptr<HostBuffer>(new VectorBuffer(bytes));
+    return std::unique_ptr<HostBuffer>(new test::HostVectorBuffer(bytes));
   }
   DeviceMemory memory() const override {
     DeviceMemory m;

@@ -14,20 +14,6 @@ namespace octet::test {
 
 using namespace octet::bundle;
 
-namespace {
-
-class VectorBuffer : public HostBuffer {
-public:
-  explicit VectorBuffer(uint64_t bytes) : data_(bytes) {}
-  void *data() override { return data_.data(); }
-  uint64_t bytes() const override { return data_.size(); }
-
-private:
-  std::vector<uint8_t> data_;
-};
-
-} // namespace
-
 Bundle makeToyBundle(const ToyShape &t) {
   Bundle b;
   b.set_format_version(kBundleFormatVersion);
@@ -174,6 +160,35 @@ Bundle makeToyBundle(const ToyShape &t) {
   named(opt->mutable_outputs(), "lr", lr);
   b.set_content_hash(computeContentHash(b));
   return b;
+}
+
+ToyRun makeToyRun(const ToyShape &shape, TrainerOptions options,
+                  const std::function<void(bundle::Bundle &)> &edit) {
+  ToyRun r;
+  Bundle b = makeToyBundle(shape);
+  if (edit)
+    edit(b);
+  r.backend = std::make_unique<ToyBackend>(std::move(b));
+  TrainDataOptions d;
+  d.kind = "synthetic";
+  d.rows = uint32_t(shape.rows);
+  d.sequenceLength = uint32_t(shape.seq);
+  d.seed = shape.seed;
+  d.vocabSize = shape.vocab;
+  auto data = TrainData::open(d);
+  if (!data) {
+    r.status = data.status();
+    return r;
+  }
+  r.data = std::move(*data);
+  options.out = nullptr;
+  auto t = Trainer::create(*r.backend, *r.data, options);
+  if (!t) {
+    r.status = t.status();
+    return r;
+  }
+  r.trainer = std::move(*t);
+  return r;
 }
 
 std::string freshTestDir(const std::string &name) {
@@ -324,7 +339,7 @@ Status ToyBackend::zeroSlot(uint32_t slot) {
 }
 
 StatusOr<std::unique_ptr<HostBuffer>> ToyBackend::hostBuffer(uint64_t bytes) {
-  return std::unique_ptr<HostBuffer>(new VectorBuffer(bytes));
+  return std::unique_ptr<HostBuffer>(new HostVectorBuffer(bytes));
 }
 
 DeviceMemory ToyBackend::memory() const {

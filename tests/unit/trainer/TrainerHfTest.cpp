@@ -19,22 +19,9 @@
 namespace octet::test {
 namespace {
 
-#define ASSERT_OK(expr)                                                        \
-  do {                                                                         \
-    ::octet::Status st_ = (expr);                                              \
-    ASSERT_TRUE(st_.isOk()) << st_.message();                                  \
-  } while (0)
-
 const char *kQ = "model.layers.0.self_attn.q_proj.weight";
 const char *kK = "model.layers.0.self_attn.k_proj.weight";
 const char *kV = "model.layers.0.self_attn.v_proj.weight";
-
-struct HfRun {
-  std::unique_ptr<ToyBackend> backend;
-  std::unique_ptr<TrainData> data;
-  std::unique_ptr<Trainer> trainer;
-  Status status = Status::ok();
-};
 
 ToyShape fusedShape() {
   ToyShape shape;
@@ -42,36 +29,6 @@ ToyShape fusedShape() {
   shape.fusedDType = bundle::BF16;
   shape.steps = 2;
   return shape;
-}
-
-// `edit` changes the toy bundle before the run is set up.
-HfRun makeRun(const ToyShape &shape, TrainerOptions options,
-            const std::function<void(bundle::Bundle &)> &edit = {}) {
-  HfRun r;
-  bundle::Bundle b = makeToyBundle(shape);
-  if (edit)
-    edit(b);
-  r.backend = std::make_unique<ToyBackend>(std::move(b));
-  TrainDataOptions d;
-  d.kind = "synthetic";
-  d.rows = uint32_t(shape.rows);
-  d.sequenceLength = uint32_t(shape.seq);
-  d.seed = shape.seed;
-  d.vocabSize = shape.vocab;
-  auto data = TrainData::open(d);
-  if (!data) {
-    r.status = data.status();
-    return r;
-  }
-  r.data = std::move(*data);
-  options.out = nullptr;
-  auto t = Trainer::create(*r.backend, *r.data, options);
-  if (!t) {
-    r.status = t.status();
-    return r;
-  }
-  r.trainer = std::move(*t);
-  return r;
 }
 
 // Distinct BF16 values: row r, column c of tensor `tag` is tag + r/8 + c/64.
@@ -136,7 +93,7 @@ TEST(TrainerHf, FusedParameterRoundTripsThroughShardedHfTensors) {
   TrainerOptions o;
   o.initWeights = dir;
   o.checkpointDir = freshTestDir("hf-fused-ckpt");
-  HfRun r = makeRun(shape, o);
+  ToyRun r = makeToyRun(shape, o);
   ASSERT_OK(r.status);
   TrainResult result;
   ASSERT_OK(r.trainer->start(result));
@@ -166,14 +123,14 @@ TEST(TrainerHf, ResumeRestoresTheFusedParameterFromItsHfTensors) {
   TrainerOptions o;
   o.checkpointDir = freshTestDir("hf-fused-resume");
   o.steps = 2;
-  HfRun a = makeRun(shape, o);
+  ToyRun a = makeToyRun(shape, o);
   ASSERT_OK(a.status);
   ASSERT_TRUE(a.trainer->run().isOk());
   std::vector<uint8_t> qkv = a.backend->slotBytes("layers.0.attn.wqkv");
 
   o.resume = true;
   o.steps = 2;
-  HfRun b = makeRun(shape, o);
+  ToyRun b = makeToyRun(shape, o);
   ASSERT_OK(b.status);
   TrainResult result;
   ASSERT_OK(b.trainer->start(result));
@@ -199,7 +156,7 @@ TEST(TrainerHf, SaveHfWritesHfNamesAndTheConfig) {
   o.initWeights = dir;
   o.saveHf = freshTestDir("hf-save-out");
   o.steps = 1;
-  HfRun r = makeRun(shape, o, nameBias);
+  ToyRun r = makeToyRun(shape, o, nameBias);
   ASSERT_OK(r.status);
   ASSERT_TRUE(r.trainer->run().isOk());
   auto reader = hf::CheckpointReader::open(o.saveHf);
@@ -228,7 +185,7 @@ TEST(TrainerHf, SaveHfWritesHfNamesAndTheConfig) {
   ToyShape f32 = shape;
   f32.fusedDType = bundle::F32;
   o.saveHf = freshTestDir("hf-save-out-f32");
-  HfRun s = makeRun(f32, o, nameBias);
+  ToyRun s = makeToyRun(f32, o, nameBias);
   ASSERT_OK(s.status);
   ASSERT_TRUE(s.trainer->run().isOk());
   config = readWholeFile(o.saveHf + "/config.json");
@@ -241,13 +198,13 @@ TEST(TrainerHf, SaveHfIsRefusedBeforeTrainingWhenItCannotBeLoaded) {
   TrainerOptions o;
   o.saveHf = freshTestDir("hf-save-refused");
   // The toy bundle has no HF config.
-  HfRun r = makeRun(fusedShape(), o);
+  ToyRun r = makeToyRun(fusedShape(), o);
   ASSERT_FALSE(r.status.isOk());
   EXPECT_NE(r.status.message().find("holds no HF config.json"),
             std::string::npos)
       << r.status.message();
   // Its bias has no HF name.
-  HfRun s = makeRun(fusedShape(), o, [](bundle::Bundle &b) {
+  ToyRun s = makeToyRun(fusedShape(), o, [](bundle::Bundle &b) {
     b.mutable_build()->set_hf_config("{}");
   });
   ASSERT_FALSE(s.status.isOk());
@@ -261,7 +218,7 @@ std::string initError(const std::string &name,
                       const std::vector<hf::NamedTensor> &weights) {
   TrainerOptions o;
   o.initWeights = writeSharded(name, weights);
-  HfRun r = makeRun(fusedShape(), o);
+  ToyRun r = makeToyRun(fusedShape(), o);
   EXPECT_TRUE(r.status.isOk()) << r.status.message();
   if (!r.status.isOk())
     return r.status.message();
@@ -326,7 +283,7 @@ TEST(TrainerHf, OctetNamedWeightsStillLoad) {
       "hf-octet-names", {fused, weights[3], f32Tensor("b", {0.25f})});
   TrainerOptions o;
   o.initWeights = dir;
-  HfRun r = makeRun(shape, o);
+  ToyRun r = makeToyRun(shape, o);
   ASSERT_OK(r.status);
   TrainResult result;
   ASSERT_OK(r.trainer->start(result));
