@@ -433,4 +433,51 @@ std::string configWithDType(const std::string &config, DType dtype) {
   return found && !changed ? config : json.dump(2) + "\n";
 }
 
+Status checkSameHfConfig(const std::string &expected,
+                         const std::string &expectedSource,
+                         const std::string &actual,
+                         const std::string &actualSource) {
+  auto parse = [](const std::string &text, const std::string &source)
+      -> StatusOr<nlohmann::json> {
+    auto json = nlohmann::json::parse(text, nullptr, false);
+    if (json.is_discarded() || !json.is_object())
+      return Status::error(source + ": not a JSON object (a HF config.json)");
+    // Rotary settings under either spelling (rope_parameters since
+    // transformers 5, rope_theta and rope_scaling before).
+    for (const char *group : {"rope_parameters", "rope_scaling"})
+      if (json.contains(group) && json[group].is_object())
+        for (const char *key : {"rope_theta", "rope_type"})
+          if (json[group].contains(key) && !json.contains(key))
+            json[key] = json[group][key];
+    return json;
+  };
+  auto a = parse(expected, expectedSource);
+  if (!a)
+    return a.status();
+  auto b = parse(actual, actualSource);
+  if (!b)
+    return b.status();
+  for (const char *key :
+       {"model_type", "vocab_size", "hidden_size", "intermediate_size",
+        "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
+        "head_dim", "rms_norm_eps", "hidden_act", "rope_theta", "rope_type",
+        "attention_bias", "mlp_bias", "tie_word_embeddings"}) {
+    if (!a->contains(key) || !b->contains(key))
+      continue;
+    const nlohmann::json &x = (*a)[key], &y = (*b)[key];
+    bool same = x.is_number() && y.is_number()
+                    ? std::abs(x.get<double>() - y.get<double>()) <=
+                          1e-9 * std::abs(x.get<double>())
+                    : x == y;
+    if (!same)
+      return Status::error(actualSource + " gives " + key + " " + y.dump() +
+                           ", but " + expectedSource + " says " + x.dump() +
+                           ": the weights are of another model; compile "
+                           "the bundle from this config.json (octet compile "
+                           "CONFIG.json) or pass weights of the bundle's "
+                           "model");
+  }
+  return Status::ok();
+}
+
 } // namespace octet::hf

@@ -123,6 +123,16 @@ checkHfCoverage(const CheckpointReader &reader,
 // when it says so already or is not a JSON object.
 std::string configWithDType(const std::string &config, DType dtype);
 
+// Whether two HF config.json texts describe the same network: every key
+// that changes the math and that both give (sizes, heads, head_dim, norm
+// epsilon, activation, rotary theta and type, biases, tying) must agree.
+// The error names the key, both values and both sources, and the fix.
+// Text that is not a JSON object is an error naming its source.
+Status checkSameHfConfig(const std::string &expected,
+                         const std::string &expectedSource,
+                         const std::string &actual,
+                         const std::string &actualSource);
+
 struct HfWeights {
   // Octet name → values, row-major in the parameter's shape.
   std::map<std::string, std::vector<float>> parameters;

@@ -741,6 +741,18 @@ struct Trainer::Impl {
   // file of octet names, or a parameter HF has no name for). Every tensor
   // a parameter needs must be there, and every tensor there must be taken.
   Status loadWeights(const std::string &path) {
+    // The config.json beside the weights must be the bundle's model: same
+    // shapes could still differ in heads, rotary theta or norm epsilon.
+    std::string config = path + "/config.json";
+    if (isDirectory(path) && isRegularFile(config) &&
+        !bundle.build().hf_config().empty()) {
+      auto text = readWholeFile(config);
+      if (!text)
+        return text.status();
+      OCTET_RETURN_IF_ERROR(hf::checkSameHfConfig(
+          bundle.build().hf_config(), "the bundle (its spec's HF config)",
+          *text, config));
+    }
     auto reader = hf::CheckpointReader::open(path);
     if (!reader)
       return reader.status().withContext("--init-from");

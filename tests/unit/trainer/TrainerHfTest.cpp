@@ -271,6 +271,42 @@ TEST(TrainerHf, CheckpointsThatDoNotFitNameTheTensorAndTheFix) {
       << biasError;
 }
 
+TEST(TrainerHf, AConfigBesideTheWeightsMustBeTheBundlesModel) {
+  ToyShape shape = fusedShape();
+  std::string dir = writeSharded("hf-config", toyWeights(shape));
+  // transformers 5 spells the rotary theta under rope_parameters.
+  ASSERT_OK(writeFileAtomically(
+      dir + "/config.json",
+      "{\"model_type\": \"llama\", \"rms_norm_eps\": 1e-05, "
+      "\"rope_parameters\": {\"rope_theta\": 10000.0}}"));
+  auto withConfig = [](const std::string &config) {
+    return [config](bundle::Bundle &b) {
+      b.mutable_build()->set_hf_config(config);
+    };
+  };
+  TrainerOptions o;
+  o.initWeights = dir;
+  ToyRun same = makeToyRun(
+      shape, o,
+      withConfig("{\"model_type\": \"llama\", \"rms_norm_eps\": 1e-5, "
+                 "\"rope_theta\": 10000, \"head_dim\": 64}"));
+  ASSERT_OK(same.status);
+  TrainResult result;
+  ASSERT_OK(same.trainer->start(result));
+
+  ToyRun other = makeToyRun(
+      shape, o,
+      withConfig("{\"model_type\": \"llama\", \"rope_theta\": 500000}"));
+  ASSERT_OK(other.status);
+  Status st = other.trainer->start(result);
+  ASSERT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find(dir + "/config.json gives rope_theta 10000.0, "
+                              "but the bundle (its spec's HF config) says "
+                              "500000"),
+            std::string::npos)
+      << st.message();
+}
+
 TEST(TrainerHf, OctetNamedWeightsStillLoad) {
   // A safetensors file of octet's names (the fused parameter whole).
   ToyShape shape = fusedShape();
