@@ -19,7 +19,9 @@ namespace octet::bundle {
 // The format this code reads and writes (Bundle.format_version).
 // 2: GEMM scale slots hold dequantization factors (quantize_scales gone),
 // kernels carry code, Init has a per-tensor seed.
-constexpr uint32_t kBundleFormatVersion = 2;
+// 3: parameters say how they map to HF tensors in hf_pieces (hf_name and
+// hf_rows gone).
+constexpr uint32_t kBundleFormatVersion = 3;
 
 // Deterministic serialization of `bundle` as it is (content_hash included).
 std::string serializeDeterministic(const Bundle &bundle);

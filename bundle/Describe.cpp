@@ -8,6 +8,7 @@
 #include <cctype>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -39,14 +40,20 @@ void describeBuild(const Bundle &b, std::ostream &os) {
     os << "\n";
   }
   uint64_t params = 0;
+  int hfNamed = 0;
+  std::set<std::string> hfTensors;
   for (const Parameter &p : b.parameters()) {
     uint64_t n = 1;
     for (int64_t d : p.shape())
       n *= uint64_t(d);
     params += n;
+    hfNamed += !p.hf_pieces().empty();
+    for (const HfPiece &piece : p.hf_pieces())
+      hfTensors.insert(piece.tensor());
   }
   os << "parameters    " << b.parameters_size() << " tensors, " << params
-     << " elements\n";
+     << " elements; " << hfNamed << " stored as " << hfTensors.size()
+     << " HF tensors\n";
   const Schedule &s = b.schedule();
   if (s.seq_len())
     os << "schedule      micro-batch " << s.micro_batch_size() << " x seq "

@@ -3,8 +3,6 @@
 #include "hf/HfConfig.h"
 #include "support/AtomicFile.h"
 
-#include <nlohmann/json.hpp>
-
 #include <cerrno>
 #include <cstring>
 #include <sys/stat.h>
@@ -19,9 +17,7 @@ Status makeDirectory(const std::string &path) {
                        std::strerror(errno));
 }
 
-// The config with its dtype key saying what the tensors now hold, so that
-// from_pretrained(dtype="auto") loads them as written. Left as it is when
-// the tensors mix dtypes or the text is not a JSON object.
+// The config saying what the tensors hold, when they are all of one dtype.
 std::string withDType(const std::string &config,
                       const std::vector<NamedTensor> &tensors) {
   if (tensors.empty())
@@ -30,23 +26,7 @@ std::string withDType(const std::string &config,
   for (const NamedTensor &t : tensors)
     if (t.dtype != dtype)
       return config;
-  const char *name = dtype == DType::BF16  ? "bfloat16"
-                     : dtype == DType::F16 ? "float16"
-                                           : "float32";
-  auto json = nlohmann::ordered_json::parse(config, nullptr, false);
-  if (json.is_discarded() || !json.is_object())
-    return config;
-  bool found = false, changed = false;
-  for (const char *key : {"dtype", "torch_dtype"})
-    if (json.contains(key)) {
-      found = true;
-      changed |= json[key] != name;
-      json[key] = name;
-    }
-  if (!found)
-    json["torch_dtype"] = name;
-  // Unchanged, the file stays as it was, byte for byte.
-  return found && !changed ? config : json.dump(2) + "\n";
+  return configWithDType(config, dtype);
 }
 
 } // namespace

@@ -2,6 +2,8 @@
 
 #include "support/Numerics.h"
 
+#include <nlohmann/json.hpp>
+
 #include <cmath>
 #include <cstring>
 #include <set>
@@ -59,9 +61,11 @@ std::vector<float> transposed(const std::vector<float> &in, int64_t rows,
   return out;
 }
 
-// Checks that the pieces of a layout tile its rows, so a bad layout is an
-// internal error rather than garbage in a parameter.
-Status checkLayout(const HfParameterLayout &layout) {
+} // namespace
+
+// The pieces must tile the parameter's rows, so that a bad layout is an
+// error rather than garbage in a parameter.
+Status checkHfLayout(const HfParameterLayout &layout) {
   int64_t rows = layout.shape.empty() ? 1 : layout.shape[0];
   std::vector<bool> covered(static_cast<size_t>(rows), false);
   for (const HfPiece &p : layout.pieces) {
@@ -88,6 +92,16 @@ Status checkLayout(const HfParameterLayout &layout) {
                            layout.name + "\" leaves rows without a source");
   return Status::ok();
 }
+
+bool isWholeTensor(const HfParameterLayout &layout) {
+  if (layout.pieces.size() != 1)
+    return false;
+  const HfPiece &p = layout.pieces[0];
+  return !p.transpose && p.hfRow == 0 && p.paramRow == 0 &&
+         !layout.hfRows.count(p.hfName);
+}
+
+namespace {
 
 bool isRecomputedBuffer(const std::string &name) {
   const std::string suffix = "rotary_emb.inv_freq";
@@ -146,14 +160,26 @@ parameterLayout(const std::string &name, std::vector<int64_t> shape,
   return layout;
 }
 
-StatusOr<HfWeights> loadHfWeights(const CheckpointReader &reader,
-                                  const std::vector<HfParameterLayout> &layouts,
-                                  const std::string &source) {
-  HfWeights out;
-  std::set<std::string> used;
+HfTensorLookup lookupIn(const CheckpointReader &reader) {
+  return [&reader](const std::string &name) -> std::optional<HfTensorView> {
+    const TensorInfo *info = reader.find(name);
+    if (!info)
+      return std::nullopt;
+    return HfTensorView{info->dtype, info->shape, reader.tensorData(name),
+                        reader.fileOf(name)};
+  };
+}
+
+StatusOr<std::map<std::string, std::string>>
+checkHfCoverage(const CheckpointReader &reader,
+                const std::vector<HfParameterLayout> &layouts,
+                const std::string &source,
+                const std::vector<std::string> &alsoTaken) {
+  std::map<std::string, std::string> skipped;
+  std::set<std::string> used(alsoTaken.begin(), alsoTaken.end());
   std::vector<std::string> missing;
   for (const HfParameterLayout &layout : layouts) {
-    if (Status s = checkLayout(layout); !s)
+    if (Status s = checkHfLayout(layout); !s)
       return s;
     for (const HfPiece &p : layout.pieces) {
       used.insert(p.hfName);
@@ -180,17 +206,17 @@ StatusOr<HfWeights> loadHfWeights(const CheckpointReader &reader,
     if (used.count(name))
       continue;
     if (isRecomputedBuffer(name)) {
-      out.skipped[name] = "recomputed from rope_theta";
+      skipped[name] = "recomputed from rope_theta";
       continue;
     }
     const TensorInfo *info = reader.find(name);
     const TensorInfo *embed = reader.find("model.embed_tokens.weight");
     if (name == "lm_head.weight" && used.count("model.embed_tokens.weight") &&
-        embed->dtype == info->dtype && embed->shape == info->shape &&
+        embed && embed->dtype == info->dtype && embed->shape == info->shape &&
         std::memcmp(reader.tensorData(name),
                     reader.tensorData("model.embed_tokens.weight"),
                     info->end - info->begin) == 0) {
-      out.skipped[name] = "a copy of model.embed_tokens.weight (tied)";
+      skipped[name] = "a copy of model.embed_tokens.weight (tied)";
       continue;
     }
     std::string hint =
@@ -204,28 +230,40 @@ StatusOr<HfWeights> loadHfWeights(const CheckpointReader &reader,
                          "\" " + shapeText(info->shape) +
                          ", which no parameter of the model takes" + hint);
   }
+  return skipped;
+}
 
+StatusOr<std::vector<float>> loadHfParameter(const HfParameterLayout &layout,
+                                             const HfTensorLookup &lookup,
+                                             std::map<std::string, DType> *dtypes) {
+  if (Status s = checkHfLayout(layout); !s)
+    return s;
+  // A tensor that gives several pieces is widened once.
   std::map<std::string, std::vector<float>> widened;
-  auto load =
-      [&](const std::string &name, const HfParameterLayout &layout,
-          const HfPiece &piece) -> StatusOr<const std::vector<float> *> {
-    const TensorInfo *info = reader.find(name);
+  auto load = [&](const HfPiece &piece) -> StatusOr<const std::vector<float> *> {
+    const std::string &name = piece.hfName;
+    std::optional<HfTensorView> view = lookup(name);
+    if (!view)
+      return Status::error("no tensor \"" + name + "\" for parameter \"" +
+                           layout.name + "\"; the checkpoint and the model "
+                           "config (config.json or the spec) describe "
+                           "different models");
     std::vector<int64_t> expected =
         storedShape(orientedShape(layout, piece), piece.transpose);
-    if (info->shape != expected)
+    if (view->shape != expected)
       return Status::error(
-          reader.fileOf(name) + ": tensor \"" + name + "\" has shape " +
-          shapeText(info->shape) + ", but parameter \"" + layout.name +
+          view->file + ": tensor \"" + name + "\" has shape " +
+          shapeText(view->shape) + ", but parameter \"" + layout.name +
           "\" needs " + shapeText(expected) +
           " from the model config (config.json or the spec); the two "
           "describe different models");
     auto cached = widened.find(name);
     if (cached != widened.end())
       return &cached->second;
-    const uint8_t *data = reader.tensorData(name);
-    size_t count = static_cast<size_t>(info->elementCount());
+    const uint8_t *data = view->data;
+    size_t count = static_cast<size_t>(elementCount(view->shape));
     std::vector<float> values(count);
-    switch (info->dtype) {
+    switch (view->dtype) {
     case DType::F32:
       std::memcpy(values.data(), data, count * 4);
       break;
@@ -234,35 +272,52 @@ StatusOr<HfWeights> loadHfWeights(const CheckpointReader &reader,
       for (size_t i = 0; i < count; ++i) {
         uint16_t bits;
         std::memcpy(&bits, data + 2 * i, 2);
-        values[i] = info->dtype == DType::BF16 ? numerics::decodeBF16(bits)
+        values[i] = view->dtype == DType::BF16 ? numerics::decodeBF16(bits)
                                                : numerics::decodeF16(bits);
       }
       break;
     default:
-      return Status::error(reader.fileOf(name) + ": tensor \"" + name +
-                           "\" is " + safetensorsDTypeName(info->dtype) +
+      return Status::error(view->file + ": tensor \"" + name + "\" is " +
+                           safetensorsDTypeName(view->dtype) +
                            "; octet loads F32, BF16 and F16 weights (convert "
                            "the checkpoint with torch first)");
     }
     if (piece.transpose)
-      values = transposed(values, info->shape[0], info->shape[1]);
-    out.dtypes[name] = info->dtype;
+      values = transposed(values, view->shape[0], view->shape[1]);
+    if (dtypes)
+      (*dtypes)[name] = view->dtype;
     return &(widened[name] = std::move(values));
   };
 
+  std::vector<float> values(static_cast<size_t>(elementCount(layout.shape)));
+  int64_t row = rowSize(layout.shape);
+  for (const HfPiece &piece : layout.pieces) {
+    StatusOr<const std::vector<float> *> hf = load(piece);
+    if (!hf)
+      return hf.status();
+    std::memcpy(values.data() + piece.paramRow * row,
+                (*hf)->data() + piece.hfRow * row,
+                sizeof(float) * piece.rows * row);
+  }
+  return values;
+}
+
+StatusOr<HfWeights> loadHfWeights(const CheckpointReader &reader,
+                                  const std::vector<HfParameterLayout> &layouts,
+                                  const std::string &source) {
+  HfWeights out;
+  StatusOr<std::map<std::string, std::string>> skipped =
+      checkHfCoverage(reader, layouts, source);
+  if (!skipped)
+    return skipped.status();
+  out.skipped = std::move(*skipped);
+  HfTensorLookup lookup = lookupIn(reader);
   for (const HfParameterLayout &layout : layouts) {
-    std::vector<float> values(static_cast<size_t>(elementCount(layout.shape)));
-    int64_t row = rowSize(layout.shape);
-    for (const HfPiece &piece : layout.pieces) {
-      StatusOr<const std::vector<float> *> hf =
-          load(piece.hfName, layout, piece);
-      if (!hf)
-        return hf.status();
-      std::memcpy(values.data() + piece.paramRow * row,
-                  (*hf)->data() + piece.hfRow * row,
-                  sizeof(float) * piece.rows * row);
-    }
-    out.parameters[layout.name] = std::move(values);
+    StatusOr<std::vector<float>> values =
+        loadHfParameter(layout, lookup, &out.dtypes);
+    if (!values)
+      return values.status();
+    out.parameters[layout.name] = std::move(*values);
   }
   return out;
 }
@@ -280,7 +335,7 @@ exportHfTensors(const std::map<std::string, std::vector<float>> &parameters,
   std::vector<std::string> order;
   std::map<std::string, Assembly> byName;
   for (const HfParameterLayout &layout : layouts) {
-    if (Status s = checkLayout(layout); !s)
+    if (Status s = checkHfLayout(layout); !s)
       return s;
     auto found = parameters.find(layout.name);
     if (found == parameters.end() ||
@@ -356,6 +411,73 @@ exportHfTensors(const std::map<std::string, std::vector<float>> &parameters,
     out.push_back(std::move(t));
   }
   return out;
+}
+
+std::string configWithDType(const std::string &config, DType dtype) {
+  const char *name = dtype == DType::BF16  ? "bfloat16"
+                     : dtype == DType::F16 ? "float16"
+                                           : "float32";
+  auto json = nlohmann::ordered_json::parse(config, nullptr, false);
+  if (json.is_discarded() || !json.is_object())
+    return config;
+  bool found = false, changed = false;
+  for (const char *key : {"dtype", "torch_dtype"})
+    if (json.contains(key)) {
+      found = true;
+      changed |= json[key] != name;
+      json[key] = name;
+    }
+  if (!found)
+    json["torch_dtype"] = name;
+  // Unchanged, the file stays as it was, byte for byte.
+  return found && !changed ? config : json.dump(2) + "\n";
+}
+
+Status checkSameHfConfig(const std::string &expected,
+                         const std::string &expectedSource,
+                         const std::string &actual,
+                         const std::string &actualSource) {
+  auto parse = [](const std::string &text, const std::string &source)
+      -> StatusOr<nlohmann::json> {
+    auto json = nlohmann::json::parse(text, nullptr, false);
+    if (json.is_discarded() || !json.is_object())
+      return Status::error(source + ": not a JSON object (a HF config.json)");
+    // Rotary settings under either spelling (rope_parameters since
+    // transformers 5, rope_theta and rope_scaling before).
+    for (const char *group : {"rope_parameters", "rope_scaling"})
+      if (json.contains(group) && json[group].is_object())
+        for (const char *key : {"rope_theta", "rope_type"})
+          if (json[group].contains(key) && !json.contains(key))
+            json[key] = json[group][key];
+    return json;
+  };
+  auto a = parse(expected, expectedSource);
+  if (!a)
+    return a.status();
+  auto b = parse(actual, actualSource);
+  if (!b)
+    return b.status();
+  for (const char *key :
+       {"model_type", "vocab_size", "hidden_size", "intermediate_size",
+        "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
+        "head_dim", "rms_norm_eps", "hidden_act", "rope_theta", "rope_type",
+        "attention_bias", "mlp_bias", "tie_word_embeddings"}) {
+    if (!a->contains(key) || !b->contains(key))
+      continue;
+    const nlohmann::json &x = (*a)[key], &y = (*b)[key];
+    bool same = x.is_number() && y.is_number()
+                    ? std::abs(x.get<double>() - y.get<double>()) <=
+                          1e-9 * std::abs(x.get<double>())
+                    : x == y;
+    if (!same)
+      return Status::error(actualSource + " gives " + key + " " + y.dump() +
+                           ", but " + expectedSource + " says " + x.dump() +
+                           ": the weights are of another model; compile "
+                           "the bundle from this config.json (octet compile "
+                           "CONFIG.json) or pass weights of the bundle's "
+                           "model");
+  }
+  return Status::ok();
 }
 
 } // namespace octet::hf

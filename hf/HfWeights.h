@@ -2,9 +2,9 @@
 #define OCTET_HF_HFWEIGHTS_H
 
 // Parameters in and out of Hugging Face checkpoints, without MLIR: a
-// parameter's HfParameterLayout says where it lives (parameterLayout below:
-// compiler/Checkpoint builds it from the graph's variables, the runtime's
-// trainer from the bundle's parameters), and this file moves the numbers,
+// parameter's HfParameterLayout says where it lives (compiler/Checkpoint
+// builds it from the graph's variables, the runtime's trainer reads it from
+// the bundle's parameters), and this file moves the numbers,
 // checking every shape and dtype on the way.
 //
 // A parameter is float32 in octet's orientation. It comes from HF tensors
@@ -27,7 +27,9 @@
 #include "support/Status.h"
 
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -62,13 +64,74 @@ HfParameterLayout singleTensorLayout(const std::string &name,
 // tensors `hfNames`: one tensor of the same shape, or several stacked along
 // dimension 0, `rows[i]` rows from hfNames[i] (a fused QKV or gate/up
 // weight), adding up to shape[0]. `rows` may be empty for one tensor. The
-// one rule for the graph's variables (hf_name, or hf_names and split) and
-// the bundle's parameters (hf_name, comma-separated, and hf_rows); the
-// compiler adds what only the graph says (transposes, parts of one tensor).
+// rule for the graph's variables (hf_name, or hf_names and split); the
+// compiler adds what only the graph says (transposes, parts of one tensor)
+// and writes the result into the bundle (Parameter.hf_pieces), which the
+// runtime reads back whole (bundle/HfLayout.h).
 StatusOr<HfParameterLayout>
 parameterLayout(const std::string &name, std::vector<int64_t> shape,
                 const std::vector<std::string> &hfNames,
                 const std::vector<int64_t> &rows);
+
+// Whether the pieces tile the parameter's rows, each within its HF tensor:
+// an error names the parameter (a layout is made by the compiler, so a bad
+// one is a bug or a damaged bundle).
+Status checkHfLayout(const HfParameterLayout &layout);
+
+// Whether the parameter is one whole HF tensor as it is (no transpose, no
+// part), so that its bytes can move without conversion.
+bool isWholeTensor(const HfParameterLayout &layout);
+
+// One stored tensor as a loader sees it: dtype, shape, bytes, and the file
+// it lies in (for messages).
+struct HfTensorView {
+  DType dtype;
+  std::vector<int64_t> shape;
+  const uint8_t *data = nullptr;
+  std::string file;
+};
+// The stored tensor of that HF name, or nullopt when there is none.
+using HfTensorLookup =
+    std::function<std::optional<HfTensorView>(const std::string &)>;
+
+// The values of one parameter (row-major, float32, in its shape) from the HF
+// tensors `lookup` finds, each checked against the shape the layout implies;
+// `dtypes` (when not null) gets the dtype of each tensor read. The same
+// assembly loadHfWeights does, for a caller that holds one parameter at a
+// time (the GPU trainer, whose models do not fit twice in host memory).
+StatusOr<std::vector<float>> loadHfParameter(const HfParameterLayout &layout,
+                                             const HfTensorLookup &lookup,
+                                             std::map<std::string, DType> *dtypes);
+
+// A lookup over the tensors of `reader`.
+HfTensorLookup lookupIn(const CheckpointReader &reader);
+
+// Checks that `reader` (opened on `source`) holds every tensor `layouts`
+// need and none that no parameter takes, besides those skipped for a
+// reason (returned: rotary inverse frequencies, a tied lm_head equal to the
+// embedding). `alsoTaken` names further tensors a caller reads by other
+// names. Errors name the tensors, their files and the fix.
+StatusOr<std::map<std::string, std::string>>
+checkHfCoverage(const CheckpointReader &reader,
+                const std::vector<HfParameterLayout> &layouts,
+                const std::string &source,
+                const std::vector<std::string> &alsoTaken = {});
+
+// A HF config.json with its dtype key ("torch_dtype", or "dtype" where the
+// config uses it) saying that the weights are `dtype`, so that
+// from_pretrained(dtype="auto") loads them as written. Returned unchanged
+// when it says so already or is not a JSON object.
+std::string configWithDType(const std::string &config, DType dtype);
+
+// Whether two HF config.json texts describe the same network: every key
+// that changes the math and that both give (sizes, heads, head_dim, norm
+// epsilon, activation, rotary theta and type, biases, tying) must agree.
+// The error names the key, both values and both sources, and the fix.
+// Text that is not a JSON object is an error naming its source.
+Status checkSameHfConfig(const std::string &expected,
+                         const std::string &expectedSource,
+                         const std::string &actual,
+                         const std::string &actualSource);
 
 struct HfWeights {
   // Octet name → values, row-major in the parameter's shape.

@@ -29,7 +29,7 @@ import tempfile
 ALLOWED = {
     "support": set(),
     "spec": {"support"},
-    "bundle": {"support"},
+    "bundle": {"support", "hf"},
     "hf": {"support", "spec"},
     "dialects": {"support"},
     "frontends": {"support", "spec", "dialects"},

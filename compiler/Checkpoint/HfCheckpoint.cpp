@@ -9,19 +9,17 @@ namespace octet {
 using hf::HfParameterLayout;
 using hf::HfPiece;
 
-namespace {
+bool hasHfName(graph::VariableOp var) {
+  return var.getHfName() || var->hasAttr("hf_names");
+}
 
 // The graph's side of a parameter's layout: its HF names and rows through
 // hf::parameterLayout, then what only the graph says: that the HF tensors
 // are stored transposed (GPT-2's Conv1D), or that the parameter is a part
 // of one HF tensor (GPT-2's c_attn holds q, k and v side by side).
-StatusOr<HfParameterLayout> layoutOf(graph::VariableOp var) {
+StatusOr<HfParameterLayout> hfLayoutOf(graph::VariableOp var) {
   std::string name = var.getSymName().str();
   ArrayRef<int64_t> shape = var.getTensorType().getShape();
-  if (!var.getTensorType().getElementType().isF32())
-    return Status::error("parameter \"" + name +
-                         "\" is not float32 in the graph; HF checkpoints load "
-                         "into float32 parameters only");
   std::vector<std::string> hfNames;
   std::vector<int64_t> rows;
   auto fusedNames = var->getAttrOfType<ArrayAttr>("hf_names");
@@ -63,14 +61,17 @@ StatusOr<HfParameterLayout> layoutOf(graph::VariableOp var) {
   return layout;
 }
 
-} // namespace
-
 StatusOr<std::vector<HfParameterLayout>> hfLayouts(ModuleOp module) {
   std::vector<HfParameterLayout> layouts;
   for (auto var : module.getOps<graph::VariableOp>()) {
     if (!var.isTrainable())
       continue;
-    StatusOr<HfParameterLayout> layout = layoutOf(var);
+    // The interpreter's variable store holds them as float32.
+    if (!var.getTensorType().getElementType().isF32())
+      return Status::error("parameter \"" + var.getSymName().str() +
+                           "\" is not float32 in the graph; HF checkpoints "
+                           "load into float32 parameters only");
+    StatusOr<HfParameterLayout> layout = hfLayoutOf(var);
     if (!layout)
       return layout.status();
     layouts.push_back(std::move(*layout));

@@ -9,6 +9,7 @@
 // hf/ does the rest: the layout rule, loading, checking and writing.
 
 #include "compiler/Interpreter/Interpreter.h"
+#include "dialects/graph/GraphDialect.h"
 #include "hf/HfCheckpoint.h"
 #include "support/Status.h"
 
@@ -18,6 +19,15 @@
 #include <vector>
 
 namespace octet {
+
+// Whether the graph names the HF tensor (or tensors) of `var`.
+bool hasHfName(graph::VariableOp var);
+
+// Where `var` lives in a HF checkpoint, as the graph says: the one source
+// of the mapping, for the interpreter's loads and exports below and for the
+// bundle's Parameter.hf_pieces, which the GPU runtime loads and exports by.
+// A variable with no HF name is an error naming it.
+StatusOr<hf::HfParameterLayout> hfLayoutOf(graph::VariableOp var);
 
 // The layout of every trainable variable of `module`; a trainable variable
 // with no HF name is an error naming it.

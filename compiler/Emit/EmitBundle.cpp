@@ -4,7 +4,9 @@
 #include "dialects/graph/GraphDialect.h"
 #include "dialects/kernel/KernelDialect.h"
 #include "bundle/Bundle.h"
+#include "bundle/HfLayout.h"
 #include "bundle/InitValues.h"
+#include "compiler/Checkpoint/HfCheckpoint.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -647,6 +649,7 @@ FailureOr<bundle::Bundle> compileBundle(ModuleOp module,
   build->set_spec_format(source.specFormat);
   build->set_train_spec_text(source.trainSpecText);
   build->set_model_name(source.modelName);
+  build->set_hf_config(source.hfConfig);
   build->set_target("sm_90a");
   for (const auto &[key, value] : source.options) {
     bundle::Option *o = build->add_options();
@@ -695,16 +698,13 @@ FailureOr<bundle::Bundle> compileBundle(ModuleOp module,
       addShape(p->mutable_shape(), type);
       p->set_dtype(dtypeOf(type.getElementType()));
       *p->mutable_init() = initOf(var, source.schedule.seed());
-      if (auto hf = var->getAttrOfType<StringAttr>("hf_name")) {
-        p->set_hf_name(hf.str());
-      } else if (auto hfs = var->getAttrOfType<ArrayAttr>("hf_names")) {
-        // A fused weight (QKV, gate/up): its HF tensors, concatenated along
-        // dimension 0 in this order.
-        std::string joined;
-        for (Attribute a : hfs)
-          joined += (joined.empty() ? "" : ",") +
-                    cast<StringAttr>(a).getValue().str();
-        p->set_hf_name(joined);
+      if (hasHfName(var)) {
+        StatusOr<hf::HfParameterLayout> layout = hfLayoutOf(var);
+        if (!layout) {
+          var.emitError(layout.status().message());
+          return failure();
+        }
+        bundle::setHfPieces(*layout, *p);
       }
       p->set_slot(slot);
       auto grad = plan.variableSlots.find(("grad." + name).str());

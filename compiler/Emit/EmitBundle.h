@@ -34,6 +34,8 @@ struct BuildSource {
   std::string specFormat;
   std::string trainSpecText;
   std::string modelName;
+  // The model's HF config.json (BuildInfo.hf_config); may be empty.
+  std::string hfConfig;
   // Options that change the output, in the compiler's order.
   std::vector<std::pair<std::string, std::string>> options;
   // Sizes and the training schedule, from the resolved spec.

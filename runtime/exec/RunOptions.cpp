@@ -74,6 +74,11 @@ const RunOption kRunOptions[] = {
      "parameters from a Hugging Face model directory or\n"
      "a safetensors file (by HF or octet name)",
      +[](RunArgs &a) -> std::string & { return a.trainer.initWeights; }},
+    {"--save-hf", "DIR",
+     "after the last step, write the parameters as a\n"
+     "Hugging Face model there (safetensors under HF\n"
+     "names, config.json) for transformers' from_pretrained",
+     +[](RunArgs &a) -> std::string & { return a.trainer.saveHf; }},
     {"--tensorboard", "DIR", "write TensorBoard event files there",
      +[](RunArgs &a) -> std::string & { return a.trainer.tensorboardDir; }},
     {"--no-graph", nullptr, "run every step eagerly (no CUDA graphs)",
@@ -228,6 +233,9 @@ Status validateRunArgs(const RunArgs &a) {
     return Status::error("--golden brings its own initial values and "
                          "batches; drop --bench, --data/--text, --resume "
                          "and --init-from");
+  if (!a.trainer.saveHf.empty() && (a.bench || !a.golden.empty()))
+    return Status::error("--save-hf writes a trained model; drop --bench "
+                         "and --golden");
   if (a.bench && !a.trainer.checkpointDir.empty())
     return Status::error("--bench does not save checkpoints; drop "
                          "--checkpoint-dir");
@@ -247,6 +255,21 @@ Status checkRunInputs(const RunArgs &a) {
   if (!a.trainer.initWeights.empty() && !cli::pathExists(a.trainer.initWeights, cli::PathKind::Any))
     return Status::error("--init-from " + a.trainer.initWeights +
                          ": no such file or directory");
+  if (!a.trainer.saveHf.empty()) {
+    std::string parent = a.trainer.saveHf;
+    while (parent.size() > 1 && parent.back() == '/')
+      parent.pop_back();
+    size_t slash = parent.find_last_of('/');
+    parent = slash == std::string::npos ? "."
+             : slash == 0              ? "/"
+                                       : parent.substr(0, slash);
+    if (!cli::pathExists(parent, cli::PathKind::Directory))
+      return Status::error("--save-hf " + a.trainer.saveHf + ": no folder " +
+                           parent + " to write it in");
+    if (cli::pathExists(a.trainer.saveHf, cli::PathKind::File))
+      return Status::error("--save-hf " + a.trainer.saveHf +
+                           ": a file, not a folder");
+  }
   if (!a.golden.empty() && !cli::pathExists(a.golden, cli::PathKind::Directory))
     return Status::error("--golden " + a.golden +
                          ": no such directory (`octet golden SPEC -o DIR` "

@@ -1,15 +1,19 @@
 #include "runtime/exec/Trainer.h"
 
 #include "bundle/Bundle.h"
+#include "bundle/HfLayout.h"
 #include "bundle/InitValues.h"
 #include "hf/HfWeights.h"
 #include "hf/Safetensors.h"
+#include "support/AtomicFile.h"
 #include "support/LrSchedule.h"
 #include "support/Numerics.h"
 
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <sys/stat.h>
 #include <map>
 #include <set>
 #include <thread>
@@ -51,8 +55,9 @@ struct Entry {
   octet::DType dtype = octet::DType::U8;
   std::vector<int64_t> shape;
   uint64_t bytes = 0;
-  // A fused parameter saved as its HF tensors, stacked along dimension 0.
-  std::vector<hf::HfPiece> pieces;
+  // A parameter that is not one HF tensor as it is (a fused QKV or gate/up
+  // weight): saved as, and loaded from, the HF tensors this says.
+  std::optional<hf::HfParameterLayout> layout;
 };
 
 std::string hexOf(const std::string &bytes) {
@@ -61,19 +66,6 @@ std::string hexOf(const std::string &bytes) {
   for (unsigned char c : bytes) {
     out.push_back(digits[c >> 4]);
     out.push_back(digits[c & 15]);
-  }
-  return out;
-}
-
-std::vector<std::string> splitComma(const std::string &s) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= s.size()) {
-    size_t comma = s.find(',', start);
-    if (comma == std::string::npos)
-      comma = s.size();
-    out.push_back(s.substr(start, comma - start));
-    start = comma + 1;
   }
   return out;
 }
@@ -107,6 +99,43 @@ StatusOr<std::vector<uint8_t>> convertFloats(const uint8_t *src,
   return out;
 }
 
+// A parameter's bytes as float32 values, and back: exact for the F32 and
+// BF16 that parameters are kept in.
+StatusOr<std::vector<float>> widen(const std::vector<uint8_t> &bytes,
+                                   octet::DType dtype,
+                                   const std::string &what) {
+  if (dtype != octet::DType::F32 && dtype != octet::DType::BF16 &&
+      dtype != octet::DType::F16)
+    return Status::error(what + " is " + hf::safetensorsDTypeName(dtype) +
+                         ": only F32/BF16/F16 parameters map to HF tensors");
+  size_t element = octet::dtypeBytes(dtype);
+  std::vector<float> values(bytes.size() / element);
+  for (size_t i = 0; i < values.size(); ++i)
+    values[i] = numerics::decodeFloat(dtype, bytes.data() + element * i);
+  return values;
+}
+
+std::vector<uint8_t> narrow(const std::vector<float> &values,
+                            octet::DType dtype) {
+  size_t element = octet::dtypeBytes(dtype);
+  std::vector<uint8_t> out(values.size() * element);
+  for (size_t i = 0; i < values.size(); ++i)
+    numerics::encodeFloat(dtype, values[i], out.data() + element * i);
+  return out;
+}
+
+// Looks tensors up among those of a checkpoint held in memory.
+hf::HfTensorLookup lookupAmong(const std::vector<hf::NamedTensor> &tensors,
+                               const std::string &origin) {
+  return [&tensors, origin](const std::string &name)
+             -> std::optional<hf::HfTensorView> {
+    for (const hf::NamedTensor &t : tensors)
+      if (t.name == name)
+        return hf::HfTensorView{t.dtype, t.shape, t.data.data(), origin};
+    return std::nullopt;
+  };
+}
+
 } // namespace
 
 struct Trainer::Impl {
@@ -122,7 +151,6 @@ struct Trainer::Impl {
   ProgramIO train, optimizer, eval;
   std::vector<Entry> modelEntries, stateEntries;
   std::vector<std::string> notes;
-  std::vector<std::string> unsplitFused;
   std::optional<metrics::GpuPeak> peak;
   std::unique_ptr<metrics::EventWriter> events;
   // Staging: [parity][microbatch] for training, one for evaluation, and
@@ -254,31 +282,20 @@ struct Trainer::Impl {
     };
     for (const Parameter &p : bundle.parameters()) {
       // Checkpoints hold a parameter under its HF names when the bundle
-      // gives them (hf::parameterLayout), else under its octet name.
-      std::vector<int64_t> shape(p.shape().begin(), p.shape().end());
-      std::vector<std::string> hfNames;
-      if (!p.hf_name().empty())
-        hfNames = splitComma(p.hf_name());
-      auto layout = hf::parameterLayout(
-          p.name(), shape, hfNames, {p.hf_rows().begin(), p.hf_rows().end()});
-      bool single = layout && layout->pieces.size() == 1;
-      auto e = entryFor(single ? layout->pieces[0].hfName : p.name(), p.slot(),
-                        p.dtype(), shape, "parameter");
+      // gives them, else under its octet name.
+      auto layout = hfLayoutOf(p);
+      if (!layout)
+        return layout.status().withContext("parameter '" + p.name() + "'");
+      bool whole = *layout && hf::isWholeTensor(**layout);
+      auto e = entryFor(whole ? (*layout)->pieces[0].hfName : p.name(),
+                        p.slot(), p.dtype(), {p.shape().begin(), p.shape().end()},
+                        "parameter");
       if (!e)
         return e.status();
-      if (layout && !single)
-        e->pieces = layout->pieces;
-      else if (hfNames.size() > 1)
-        unsplitFused.push_back(p.name());
+      if (*layout && !whole)
+        e->layout = std::move(**layout);
       modelEntries.push_back(std::move(*e));
     }
-    if (!unsplitFused.empty())
-      notes.push_back(
-          std::to_string(unsplitFused.size()) + " fused parameters (" +
-          unsplitFused.front() +
-          ", ...) list several HF tensors but the "
-          "bundle does not give their rows (Parameter.hf_rows): checkpoints "
-          "hold them under their octet names");
     for (const StateTensor &st : bundle.state()) {
       auto e = entryFor(st.name(), st.slot(), st.dtype(),
                         {st.shape().begin(), st.shape().end()}, "state tensor");
@@ -509,68 +526,122 @@ struct Trainer::Impl {
     OCTET_RETURN_IF_ERROR(read(modelEntries, c.model));
     OCTET_RETURN_IF_ERROR(read(stateEntries, c.state));
     OCTET_RETURN_IF_ERROR(backend.synchronize());
-    // Fused parameters go out as their HF tensors.
-    std::vector<hf::NamedTensor> split;
-    for (size_t i = 0; i < modelEntries.size(); ++i) {
-      const Entry &e = modelEntries[i];
-      if (e.pieces.empty()) {
-        split.push_back(std::move(c.model[i]));
-        continue;
-      }
-      uint64_t rowBytes = e.bytes / uint64_t(e.shape[0]);
-      uint64_t at = 0;
-      for (const hf::HfPiece &piece : e.pieces) {
-        std::vector<int64_t> shape = e.shape;
-        shape[0] = piece.rows;
-        uint64_t n = uint64_t(piece.rows) * rowBytes;
-        split.push_back(
-            {piece.hfName, e.dtype, shape,
-             std::vector<uint8_t>(c.model[i].data.begin() + long(at),
-                                  c.model[i].data.begin() + long(at + n))});
-        at += n;
-      }
-    }
-    c.model = std::move(split);
+    auto split = hfTensors(std::move(c.model));
+    if (!split)
+      return split.status();
+    c.model = std::move(*split);
     return c;
   }
 
-  // Writes `entries` from tensors found by `lookup` (name → bytes, dtype);
-  // buffers stay alive until the synchronize at the end.
-  Status
-  restoreEntries(const std::vector<Entry> &entries, const std::string &origin,
-                 const std::function<
-                     StatusOr<std::pair<octet::DType, std::vector<uint8_t>>>(
-                         const std::string &)> &lookup,
-                 bool convert) {
+  // The parameters `model` holds (modelEntries' bytes, in order) as HF
+  // tensors: a parameter of one HF tensor as it is, a fused one through
+  // its layout. Parameters that share a HF tensor (parts of one) are
+  // assembled together.
+  StatusOr<std::vector<hf::NamedTensor>>
+  hfTensors(std::vector<hf::NamedTensor> model) {
+    std::vector<hf::NamedTensor> out;
+    std::map<std::string, std::vector<float>> shared;
+    std::vector<hf::HfParameterLayout> sharedLayouts;
+    std::map<std::string, octet::DType> sharedDTypes;
+    for (size_t i = 0; i < modelEntries.size(); ++i) {
+      const Entry &e = modelEntries[i];
+      if (!e.layout) {
+        out.push_back(std::move(model[i]));
+        continue;
+      }
+      const hf::HfParameterLayout &layout = *e.layout;
+      auto values = widen(model[i].data, e.dtype, "parameter '" + e.name + "'");
+      if (!values)
+        return values.status();
+      model[i].data = {};
+      std::map<std::string, octet::DType> dtypes;
+      for (const hf::HfPiece &piece : layout.pieces)
+        dtypes[piece.hfName] = e.dtype;
+      if (!layout.hfRows.empty()) {
+        shared[layout.name] = std::move(*values);
+        sharedLayouts.push_back(layout);
+        sharedDTypes.insert(dtypes.begin(), dtypes.end());
+        continue;
+      }
+      auto tensors =
+          hf::exportHfTensors({{layout.name, std::move(*values)}}, {layout}, dtypes);
+      if (!tensors)
+        return tensors.status();
+      for (hf::NamedTensor &t : *tensors)
+        out.push_back(std::move(t));
+    }
+    if (!sharedLayouts.empty()) {
+      auto tensors = hf::exportHfTensors(shared, sharedLayouts, sharedDTypes);
+      if (!tensors)
+        return tensors.status();
+      for (hf::NamedTensor &t : *tensors)
+        out.push_back(std::move(t));
+    }
+    return out;
+  }
+
+  // Writes `entries` from the tensors `lookup` finds in `origin`: an entry
+  // with a layout from its HF tensors, any other by its name. Tensors of
+  // another dtype are converted when `convert`, else refused (a checkpoint
+  // holds this bundle's dtypes). Host copies are released as they are
+  // written, about a gigabyte at a time.
+  Status restoreEntries(const std::vector<Entry> &entries,
+                        const std::string &origin,
+                        const hf::HfTensorLookup &lookup, bool convert) {
     std::vector<std::vector<uint8_t>> keep;
+    uint64_t kept = 0;
     for (const Entry &e : entries) {
-      std::vector<std::string> names;
-      if (e.pieces.empty())
-        names.push_back(e.name);
-      for (const hf::HfPiece &piece : e.pieces)
-        names.push_back(piece.hfName);
       std::vector<uint8_t> bytes;
-      for (const std::string &name : names) {
-        auto found = lookup(name);
+      auto refuse = [&](const std::string &name, octet::DType dtype) {
+        return Status::error(origin + ": tensor '" + name + "' is " +
+                             hf::safetensorsDTypeName(dtype) +
+                             " but the bundle keeps it as " +
+                             hf::safetensorsDTypeName(e.dtype) +
+                             ": it was saved by another bundle");
+      };
+      if (e.layout) {
+        std::map<std::string, octet::DType> dtypes;
+        auto values = hf::loadHfParameter(*e.layout, lookup, &dtypes);
+        if (!values)
+          return values.status().withContext(origin);
+        for (const auto &[name, dtype] : dtypes)
+          if (dtype != e.dtype && !convert)
+            return refuse(name, dtype);
+        if (e.dtype != octet::DType::F32 && e.dtype != octet::DType::BF16)
+          return Status::error("parameter '" + e.name + "' is " +
+                               hf::safetensorsDTypeName(e.dtype) +
+                               ": only F32/BF16 parameters load from HF "
+                               "tensors");
+        bytes = narrow(*values, e.dtype);
+      } else {
+        std::optional<hf::HfTensorView> found = lookup(e.name);
         if (!found)
-          return found.status();
-        std::vector<uint8_t> part = std::move(found->second);
-        if (found->first != e.dtype) {
+          return Status::error(origin + " has no tensor '" + e.name +
+                               "': it was saved for another model");
+        if (found->shape != e.shape)
+          return Status::error(
+              found->file + ": tensor '" + e.name + "' has shape " +
+              shapeText(found->shape) + ", but the bundle's is " +
+              shapeText(e.shape) +
+              ": it belongs to another model (for HF weights, one whose "
+              "config.json differs from the spec the bundle was compiled "
+              "from)");
+        uint64_t count = 1;
+        for (int64_t d : found->shape)
+          count *= uint64_t(d);
+        uint64_t stored = count * octet::dtypeBytes(found->dtype);
+        if (found->dtype != e.dtype) {
           if (!convert)
-            return Status::error(origin + ": tensor '" + name + "' is " +
-                                 hf::safetensorsDTypeName(found->first) +
-                                 " but the bundle keeps it as " +
-                                 hf::safetensorsDTypeName(e.dtype) +
-                                 ": it was saved by another bundle");
-          auto converted =
-              convertFloats(part.data(), found->first, e.dtype,
-                            part.size() / octet::dtypeBytes(found->first),
-                            origin + ": tensor '" + name + "'");
+            return refuse(e.name, found->dtype);
+          auto converted = convertFloats(found->data, found->dtype, e.dtype,
+                                         count,
+                                         origin + ": tensor '" + e.name + "'");
           if (!converted)
             return converted.status();
-          part = std::move(*converted);
+          bytes = std::move(*converted);
+        } else {
+          bytes.assign(found->data, found->data + stored);
         }
-        bytes.insert(bytes.end(), part.begin(), part.end());
       }
       if (bytes.size() != e.bytes)
         return Status::error(
@@ -579,9 +650,15 @@ struct Trainer::Impl {
             shapeText(e.shape) + " " + hf::safetensorsDTypeName(e.dtype) +
             " (" + std::to_string(e.bytes) +
             " bytes): it belongs to another model");
+      kept += bytes.size();
       keep.push_back(std::move(bytes));
       OCTET_RETURN_IF_ERROR(
           backend.writeSlot(e.slot, keep.back().data(), e.bytes));
+      if (kept > (uint64_t(1) << 30)) {
+        OCTET_RETURN_IF_ERROR(backend.synchronize());
+        keep.clear();
+        kept = 0;
+      }
     }
     return backend.synchronize();
   }
@@ -652,36 +729,138 @@ struct Trainer::Impl {
     return Status::ok();
   }
 
+  // Parameters from a HF model directory (model.safetensors, or shards
+  // and model.safetensors.index.json) or a safetensors file: each by its
+  // HF tensors, or by its octet name where the file holds that name (a
+  // file of octet names, or a parameter HF has no name for). Every tensor
+  // a parameter needs must be there, and every tensor there must be taken.
   Status loadWeights(const std::string &path) {
+    // The config.json beside the weights must be the bundle's model: same
+    // shapes could still differ in heads, rotary theta or norm epsilon.
+    std::string config = path + "/config.json";
+    if (isDirectory(path) && isRegularFile(config) &&
+        !bundle.build().hf_config().empty()) {
+      auto text = readWholeFile(config);
+      if (!text)
+        return text.status();
+      OCTET_RETURN_IF_ERROR(hf::checkSameHfConfig(
+          bundle.build().hf_config(), "the bundle (its spec's HF config)",
+          *text, config));
+    }
     auto reader = hf::CheckpointReader::open(path);
     if (!reader)
       return reader.status().withContext("--init-from");
-    // Parameters are found by HF name, else by octet name.
-    std::map<std::string, std::string> octetNames;
-    for (size_t i = 0; i < modelEntries.size(); ++i)
-      octetNames[modelEntries[i].name] = bundle.parameters(int(i)).name();
-    auto lookup = [&](const std::string &name)
-        -> StatusOr<std::pair<octet::DType, std::vector<uint8_t>>> {
-      std::string found = name;
-      if (!reader->find(found) && octetNames.count(name))
-        found = octetNames[name];
-      const hf::TensorInfo *info = reader->find(found);
-      if (!info) {
+    std::vector<Entry> entries = modelEntries;
+    std::vector<hf::HfParameterLayout> layouts;
+    std::vector<std::string> byOctetName;
+    for (size_t i = 0; i < entries.size(); ++i) {
+      Entry &e = entries[i];
+      const Parameter &p = bundle.parameters(int(i));
+      auto layout = hfLayoutOf(p);
+      if (!layout)
+        return layout.status();
+      if (*layout && !reader->find(p.name())) {
+        layouts.push_back(**layout);
+        continue;
+      }
+      if (!reader->find(p.name())) {
         auto names = reader->tensorNames();
         std::string some;
-        for (size_t i = 0; i < std::min<size_t>(3, names.size()); ++i)
-          some += (i ? ", " : "") + names[i];
-        return Status::error(path + " has no tensor '" + name + "' (nor '" +
-                             found + "'); it holds " +
-                             std::to_string(names.size()) + " tensors (" +
-                             some + ", ...): pass weights of this model");
+        for (size_t j = 0; j < std::min<size_t>(3, names.size()); ++j)
+          some += (j ? ", " : "") + names[j];
+        return Status::error(
+            path + " has no tensor '" + p.name() +
+            "' (the parameter has no HF name in this bundle); it holds " +
+            std::to_string(names.size()) + " tensors (" + some +
+            ", ...): pass weights of this model, saved under octet's names");
       }
-      auto bytes = reader->readTensor(found);
-      if (!bytes)
-        return bytes.status();
-      return std::make_pair(info->dtype, std::move(*bytes));
-    };
-    return restoreEntries(modelEntries, path, lookup, /*convert=*/true);
+      e.name = p.name();
+      e.layout.reset();
+      byOctetName.push_back(p.name());
+    }
+    auto skipped = hf::checkHfCoverage(*reader, layouts, path, byOctetName);
+    if (!skipped)
+      return skipped.status();
+    OCTET_RETURN_IF_ERROR(
+        restoreEntries(entries, path, hf::lookupIn(*reader), /*convert=*/true));
+    std::string line = "parameters from " + path + " (" +
+                       std::to_string(layouts.size()) + " by HF name, " +
+                       std::to_string(byOctetName.size()) + " by octet name";
+    if (!skipped->empty())
+      line += "; skipped " + std::to_string(skipped->size()) + ": " +
+              skipped->begin()->first + ", " + skipped->begin()->second;
+    print(line + ")");
+    return Status::ok();
+  }
+
+  // The parameters as a HF model: safetensors under HF names, in the
+  // dtype the bundle keeps them in, and config.json (the one beside
+  // --init-from when there is one, else the bundle's).
+  // The config.json --save-hf writes: the one beside --init-from when
+  // there is one, else the bundle's.
+  StatusOr<std::string> exportConfig() {
+    std::string config;
+    if (!options.initWeights.empty()) {
+      std::string beside = isDirectory(options.initWeights)
+                               ? options.initWeights + "/config.json"
+                               : "";
+      if (!beside.empty() && isRegularFile(beside)) {
+        auto text = readWholeFile(beside);
+        if (!text)
+          return text.status();
+        config = *text;
+      }
+    }
+    if (config.empty())
+      config = bundle.build().hf_config();
+    if (config.empty())
+      return Status::error(
+          "--save-hf: the bundle holds no HF config.json (its model has no "
+          "transformers equivalent): export the checkpoint's "
+          "model.safetensors with a config.json of your own");
+    for (const Parameter &p : bundle.parameters())
+      if (p.hf_pieces().empty())
+        return Status::error("--save-hf: parameter '" + p.name() +
+                             "' has no HF name in this bundle, so "
+                             "transformers could not load it; the "
+                             "checkpoints of --checkpoint-dir hold it under "
+                             "its octet name");
+    return config;
+  }
+
+  Status saveHf(const std::string &dir) {
+    auto configText = exportConfig();
+    if (!configText)
+      return configText.status();
+    std::string config = *configText;
+    std::vector<hf::NamedTensor> model;
+    for (const Entry &e : modelEntries) {
+      hf::NamedTensor t{e.name, e.dtype, e.shape, std::vector<uint8_t>(e.bytes)};
+      OCTET_RETURN_IF_ERROR(backend.readSlot(e.slot, t.data.data(), e.bytes));
+      model.push_back(std::move(t));
+    }
+    OCTET_RETURN_IF_ERROR(backend.synchronize());
+    auto tensors = hfTensors(std::move(model));
+    if (!tensors)
+      return tensors.status();
+    if (::mkdir(dir.c_str(), 0777) != 0 && errno != EEXIST)
+      return Status::error("--save-hf " + dir + ": cannot create it: " +
+                           std::strerror(errno));
+    OCTET_RETURN_IF_ERROR(hf::writeCheckpoint(dir, *tensors));
+    // The config names the weights' dtype when they have one.
+    bool oneDType = !tensors->empty();
+    for (const hf::NamedTensor &t : *tensors)
+      oneDType &= t.dtype == tensors->front().dtype;
+    if (oneDType)
+      config = hf::configWithDType(config, tensors->front().dtype);
+    OCTET_RETURN_IF_ERROR(writeFileAtomically(dir + "/config.json", config));
+    print("saved the model in HF format: " + dir + " (" +
+          std::to_string(tensors->size()) + " tensors" +
+          (oneDType ? std::string(", ") +
+                          hf::safetensorsDTypeName(tensors->front().dtype)
+                    : std::string()) +
+          ")");
+    return Status::ok();
   }
 };
 
@@ -744,6 +923,10 @@ StatusOr<std::unique_ptr<Trainer>> Trainer::create(TrainBackend &backend,
                          "'grad_norm': recompile the bundle with this "
                          "release");
   OCTET_RETURN_IF_ERROR(t.planEntries());
+  // Told now rather than after the training.
+  if (!o.saveHf.empty())
+    if (auto config = t.exportConfig(); !config)
+      return config.status();
   for (int parity = 0; parity < 2; ++parity)
     for (int64_t m = 0; m < t.accum; ++m) {
       auto b = backend.hostBuffer(std::max<uint64_t>(64, t.train.stageBytes));
@@ -819,10 +1002,8 @@ Status Trainer::start(TrainResult &result) {
             std::to_string(result.startStep));
   } else {
     OCTET_RETURN_IF_ERROR(t.writeInitialValues(t.options.initWeights.empty()));
-    if (!t.options.initWeights.empty()) {
+    if (!t.options.initWeights.empty())
       OCTET_RETURN_IF_ERROR(t.loadWeights(t.options.initWeights));
-      t.print("parameters from " + t.options.initWeights);
-    }
     if (t.backend.hasProgram(INIT))
       OCTET_RETURN_IF_ERROR(t.backend.run(INIT, {}));
     OCTET_RETURN_IF_ERROR(t.backend.synchronize());
@@ -915,20 +1096,10 @@ Status Trainer::loadCheckpoint(const std::string &stepDir, int64_t &step) {
                          std::to_string(c->seed) + ", this bundle's is " +
                          std::to_string(t.schedule.seed()) +
                          ": resuming would not continue that run");
-  auto lookupIn = [&](std::vector<hf::NamedTensor> &tensors) {
-    return [&tensors, &stepDir](const std::string &name)
-               -> StatusOr<std::pair<octet::DType, std::vector<uint8_t>>> {
-      for (hf::NamedTensor &x : tensors)
-        if (x.name == name)
-          return std::make_pair(x.dtype, std::move(x.data));
-      return Status::error(stepDir + " has no tensor '" + name +
-                           "': it was saved for another model");
-    };
-  };
-  OCTET_RETURN_IF_ERROR(
-      t.restoreEntries(t.modelEntries, stepDir, lookupIn(c->model), false));
-  OCTET_RETURN_IF_ERROR(
-      t.restoreEntries(t.stateEntries, stepDir, lookupIn(c->state), false));
+  OCTET_RETURN_IF_ERROR(t.restoreEntries(
+      t.modelEntries, stepDir, lookupAmong(c->model, stepDir), false));
+  OCTET_RETURN_IF_ERROR(t.restoreEntries(
+      t.stateEntries, stepDir, lookupAmong(c->state, stepDir), false));
   OCTET_RETURN_IF_ERROR(t.data.restore(c->dataPosition));
   step = c->step;
   return Status::ok();
@@ -973,6 +1144,8 @@ StatusOr<TrainResult> Trainer::run() {
     parity ^= 1;
   }
   result.peakDeviceBytes = t.peakUsed;
+  if (!t.options.saveHf.empty() && t.dpRank == 0)
+    OCTET_RETURN_IF_ERROR(t.saveHf(t.options.saveHf));
   return result;
 }
 

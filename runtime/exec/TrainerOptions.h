@@ -50,6 +50,9 @@ struct TrainerOptions {
   // A safetensors file (or HF model directory) with the parameters, by HF
   // name or octet name; written before INIT runs.
   std::string initWeights;
+  // After the last step: the parameters as a HF model (safetensors under
+  // HF names and config.json) in this directory; empty for none.
+  std::string saveHf;
   std::string tensorboardDir;
   // Where the step lines go; null for none.
   std::FILE *out = stdout;

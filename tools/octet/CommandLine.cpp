@@ -179,7 +179,9 @@ void defineTrain(CLI::App &app, TrainOptions &o,
                 "(its config.json must describe the spec's model)");
   cli::addValue(app, "--save-hf", o.saveHf, "DIR",
                 "write the trained weights there as a HF\n"
-                "checkpoint, in the dtypes they were loaded in");
+                "checkpoint (on the CPU in the dtypes they were\n"
+                "loaded in; on the GPU in the bundle's parameter\n"
+                "dtype)");
   cli::addCount(app, "--fp8-stats-interval", o.fp8StatsInterval, 1,
                 "every N steps, per FP8 tensor: amax, scale,\n"
                 "shares of values that underflow to zero or\n"
@@ -549,6 +551,7 @@ StatusOr<RunArgs> gpuRunArgs(const TrainOptions &opts,
   run.trainer.resume = opts.resume;
   run.trainer.tensorboardDir = opts.tensorboardDir;
   run.trainer.initWeights = opts.initFrom;
+  run.trainer.saveHf = opts.saveHf;
   if (Status st = validateRunArgs(run); !st)
     return st;
   return run;

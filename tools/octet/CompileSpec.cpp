@@ -164,6 +164,12 @@ Status writeBundleFile(ModuleOp module, const SpecSource &source,
     build.trainSpecText = *train;
   }
   build.modelName = spec.model().architecture();
+  if (hf) {
+    build.hfConfig = *specText;
+  } else if (StatusOr<std::string> config = hf::hfConfigJson(spec.model());
+             config) {
+    build.hfConfig = *config;
+  }
   build.options.push_back({"stages", stageNames()});
   build.schedule = scheduleOf(module, spec);
   build.dataParallel =

@@ -79,9 +79,6 @@ int trainBundleOnGpu(const TrainOptions &opts, RunArgs run,
   };
   request.steps = opts.steps;
   request.run = std::move(run);
-  if (!opts.saveHf.empty())
-    std::printf("octet train: --save-hf: GPU checkpoints (--checkpoint-dir) "
-                "hold the parameters under their HF names\n");
   std::string why;
   int rc = trainOnGpu(request, why);
   if (rc == -1)

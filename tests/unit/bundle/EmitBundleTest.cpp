@@ -203,7 +203,41 @@ TEST(EmitBundle, TinyLlamaIsDeterministicAndComplete) {
           << p.name() << " draws the same numbers as another parameter";
   }
   EXPECT_EQ(elements, 3279104);
-  EXPECT_EQ(b.parameters(0).hf_name(), "model.embed_tokens.weight");
+  ASSERT_EQ(b.parameters(0).hf_pieces_size(), 1);
+  EXPECT_EQ(b.parameters(0).hf_pieces(0).tensor(), "model.embed_tokens.weight");
+  EXPECT_EQ(b.parameters(0).hf_pieces(0).rows(), 256);
+  EXPECT_NE(b.build().hf_config().find("\"LlamaForCausalLM\""),
+            std::string::npos);
+
+  // Fused parameters name their HF tensors and the rows of each: q_proj's
+  // 4 heads of 64, then k_proj's and v_proj's 2 heads; gate_proj, then
+  // up_proj.
+  auto piecesOf = [&](const std::string &name) {
+    std::vector<std::pair<std::string, int64_t>> out;
+    for (const auto &p : b.parameters())
+      if (p.name() == name)
+        for (const auto &piece : p.hf_pieces()) {
+          EXPECT_EQ(piece.tensor_row(), 0);
+          EXPECT_EQ(piece.tensor_rows(), 0);
+          EXPECT_FALSE(piece.transpose());
+          out.push_back({piece.tensor(), piece.rows()});
+        }
+    return out;
+  };
+  using Pieces = std::vector<std::pair<std::string, int64_t>>;
+  EXPECT_EQ(piecesOf("layers.1.attn.wqkv"),
+            (Pieces{{"model.layers.1.self_attn.q_proj.weight", 256},
+                    {"model.layers.1.self_attn.k_proj.weight", 128},
+                    {"model.layers.1.self_attn.v_proj.weight", 128}}));
+  Pieces gateUp;
+  for (const auto &p : b.parameters())
+    if (p.hf_pieces_size() == 2)
+      gateUp = piecesOf(p.name());
+  EXPECT_EQ(gateUp,
+            (Pieces{{"model.layers.3.mlp.gate_proj.weight", 768},
+                    {"model.layers.3.mlp.up_proj.weight", 768}}));
+  for (const auto &p : b.parameters())
+    EXPECT_FALSE(p.hf_pieces().empty()) << p.name() << " has no HF name";
 
   // Schedule from the spec's train block; FLOPs per token: 6 per linear
   // weight (4 layers x 786432 + LM head 65536) plus 6·L·H·Dh·S of causal

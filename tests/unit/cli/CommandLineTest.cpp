@@ -292,6 +292,7 @@ TEST(CommandLine, TrainHandsOctetRunItsOptionsAsAStruct) {
   train.checkpointDir = "ck";
   train.resume = true;
   train.tensorboardDir = "tb";
+  train.saveHf = "hf-out";
   StatusOr<RunArgs> run = gpuRunArgs(train, "indexed", "spec/prefix", "");
   ASSERT_TRUE(run.isOk()) << run.status().message();
   run->bundle = "/tmp/octet-train-x/train.octet";
@@ -309,6 +310,7 @@ TEST(CommandLine, TrainHandsOctetRunItsOptionsAsAStruct) {
   EXPECT_EQ(read.trainer.checkpointDir, "ck");
   EXPECT_TRUE(read.trainer.resume);
   EXPECT_EQ(read.trainer.tensorboardDir, "tb");
+  EXPECT_EQ(read.trainer.saveHf, "hf-out");
   EXPECT_TRUE(read.trainer.graph);
 
   // Flags beside the file override it.
@@ -409,6 +411,30 @@ TEST(CommandLine, OctetRunLooksForItsFilesBeforeTheGpu) {
   RunArgs d;
   ASSERT_TRUE(parseRunArgs({bundle}, d).shouldRun());
   EXPECT_TRUE(checkRunInputs(d).isOk());
+  // --save-hf needs a folder to write in, and is not a file.
+  RunArgs e;
+  ASSERT_TRUE(
+      parseRunArgs({bundle, "--save-hf", tempPath("absent") + "/out"}, e)
+          .shouldRun());
+  st = checkRunInputs(e);
+  ASSERT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("--save-hf " + tempPath("absent") +
+                              "/out: no folder " + tempPath("absent")),
+            std::string::npos)
+      << st.message();
+  RunArgs f;
+  ASSERT_TRUE(parseRunArgs({bundle, "--save-hf", bundle}, f).shouldRun());
+  st = checkRunInputs(f);
+  ASSERT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("a file, not a folder"), std::string::npos)
+      << st.message();
+  RunArgs g;
+  ASSERT_TRUE(
+      parseRunArgs({bundle, "--save-hf", tempPath("hf-out")}, g).shouldRun());
+  EXPECT_TRUE(checkRunInputs(g).isOk());
+  RunArgs h;
+  cli::Outcome bench = parseRunArgs({bundle, "--bench", "--save-hf", "x"}, h);
+  EXPECT_FALSE(bench.shouldRun());
   std::remove(bundle.c_str());
 
   TrainOptions train;

@@ -14,20 +14,6 @@ namespace octet::test {
 
 using namespace octet::bundle;
 
-namespace {
-
-class VectorBuffer : public HostBuffer {
-public:
-  explicit VectorBuffer(uint64_t bytes) : data_(bytes) {}
-  void *data() override { return data_.data(); }
-  uint64_t bytes() const override { return data_.size(); }
-
-private:
-  std::vector<uint8_t> data_;
-};
-
-} // namespace
-
 Bundle makeToyBundle(const ToyShape &t) {
   Bundle b;
   b.set_format_version(kBundleFormatVersion);
@@ -85,19 +71,32 @@ Bundle makeToyBundle(const ToyShape &t) {
   uint32_t gradNorm = slot("grad_norm", IO, F32, {}, "optimizer");
   uint32_t lr = slot("lr", IO, F32, {}, "optimizer");
   uint32_t evalLoss = slot("eval.loss", IO, F32, {}, "eval");
+  uint32_t qkv = 0, gradQkv = 0;
+  if (t.fused) {
+    qkv = slot("layers.0.attn.wqkv", PARAMETER, t.fusedDType,
+               {kToyQkvRows, kToyQkvCols}, "");
+    gradQkv = slot("grad.layers.0.attn.wqkv", GRADIENT, t.fusedDType,
+                   {kToyQkvRows, kToyQkvCols}, "");
+  }
   (void)n;
   arena->set_bytes(offset);
   plan->set_peak_live_bytes(offset);
 
-  auto param = [&](const std::string &name, const std::string &hf,
+  // hf: the HF tensors and the rows each gives.
+  auto param = [&](const std::string &name,
+                   std::vector<std::pair<std::string, int64_t>> hf,
                    std::vector<int64_t> shape, uint32_t slot, uint32_t grad,
-                   bool normal) {
+                   bool normal, bundle::DType dtype = F32) {
     Parameter *p = b.add_parameters();
     p->set_name(name);
-    p->set_hf_name(hf);
+    for (const auto &[tensor, rows] : hf) {
+      HfPiece *piece = p->add_hf_pieces();
+      piece->set_tensor(tensor);
+      piece->set_rows(rows);
+    }
     for (int64_t d : shape)
       p->add_shape(d);
-    p->set_dtype(F32);
+    p->set_dtype(dtype);
     p->set_slot(slot);
     p->set_grad_slot(grad);
     p->set_trainable(true);
@@ -107,8 +106,14 @@ Bundle makeToyBundle(const ToyShape &t) {
       p->mutable_init()->set_seed(t.seed ^ 0x1234);
     }
   };
-  param("w", "model.embed_tokens.weight", {v}, w, gw, true);
-  param("b", "", {1}, bias, gb, false);
+  param("w", {{"model.embed_tokens.weight", v}}, {v}, w, gw, true);
+  param("b", {}, {1}, bias, gb, false);
+  if (t.fused)
+    param("layers.0.attn.wqkv",
+          {{"model.layers.0.self_attn.q_proj.weight", 4},
+           {"model.layers.0.self_attn.k_proj.weight", 2},
+           {"model.layers.0.self_attn.v_proj.weight", 2}},
+          {kToyQkvRows, kToyQkvCols}, qkv, gradQkv, true, t.fusedDType);
   auto state = [&](const std::string &name, StateKind kind,
                    const std::string &owner, std::vector<int64_t> shape,
                    bundle::DType dtype, uint32_t slot) {
@@ -155,6 +160,35 @@ Bundle makeToyBundle(const ToyShape &t) {
   named(opt->mutable_outputs(), "lr", lr);
   b.set_content_hash(computeContentHash(b));
   return b;
+}
+
+ToyRun makeToyRun(const ToyShape &shape, TrainerOptions options,
+                  const std::function<void(bundle::Bundle &)> &edit) {
+  ToyRun r;
+  Bundle b = makeToyBundle(shape);
+  if (edit)
+    edit(b);
+  r.backend = std::make_unique<ToyBackend>(std::move(b));
+  TrainDataOptions d;
+  d.kind = "synthetic";
+  d.rows = uint32_t(shape.rows);
+  d.sequenceLength = uint32_t(shape.seq);
+  d.seed = shape.seed;
+  d.vocabSize = shape.vocab;
+  auto data = TrainData::open(d);
+  if (!data) {
+    r.status = data.status();
+    return r;
+  }
+  r.data = std::move(*data);
+  options.out = nullptr;
+  auto t = Trainer::create(*r.backend, *r.data, options);
+  if (!t) {
+    r.status = t.status();
+    return r;
+  }
+  r.trainer = std::move(*t);
+  return r;
 }
 
 std::string freshTestDir(const std::string &name) {
@@ -305,7 +339,7 @@ Status ToyBackend::zeroSlot(uint32_t slot) {
 }
 
 StatusOr<std::unique_ptr<HostBuffer>> ToyBackend::hostBuffer(uint64_t bytes) {
-  return std::unique_ptr<HostBuffer>(new VectorBuffer(bytes));
+  return std::unique_ptr<HostBuffer>(new HostVectorBuffer(bytes));
 }
 
 DeviceMemory ToyBackend::memory() const {

@@ -14,9 +14,19 @@
 // FP8 weight copy would.
 
 #include "runtime/exec/TrainBackend.h"
+#include "runtime/exec/Trainer.h"
 
 #include <functional>
+#include <memory>
 #include <vector>
+
+#ifndef ASSERT_OK
+#define ASSERT_OK(expr)                                                        \
+  do {                                                                         \
+    ::octet::Status st_ = (expr);                                              \
+    ASSERT_TRUE(st_.isOk()) << st_.message();                                  \
+  } while (0)
+#endif
 
 namespace octet::test {
 
@@ -24,9 +34,40 @@ struct ToyShape {
   int64_t vocab = 64, rows = 2, seq = 8, accum = 2, steps = 10;
   double lr = 0.05;
   uint64_t seed = 7;
+  // Adds "layers.0.attn.wqkv", kToyQkvRows x kToyQkvCols in `fusedDType`,
+  // stored in HF checkpoints as q_proj (4 rows), k_proj and v_proj (2
+  // each); the toy's programs leave it as it is.
+  bool fused = false;
+  bundle::DType fusedDType = bundle::F32;
 };
 
+inline constexpr int64_t kToyQkvRows = 8, kToyQkvCols = 3;
+
 bundle::Bundle makeToyBundle(const ToyShape &shape);
+
+// Staging memory in plain host memory (a GPU backend's is pinned).
+class HostVectorBuffer : public HostBuffer {
+public:
+  explicit HostVectorBuffer(uint64_t bytes) : data_(bytes) {}
+  void *data() override { return data_.data(); }
+  uint64_t bytes() const override { return data_.size(); }
+
+private:
+  std::vector<uint8_t> data_;
+};
+
+class ToyBackend;
+
+// A trainer over the toy bundle of `shape` (changed by `edit` first, when
+// given) and synthetic data, or the status that stopped its setup.
+struct ToyRun {
+  std::unique_ptr<ToyBackend> backend;
+  std::unique_ptr<TrainData> data;
+  std::unique_ptr<Trainer> trainer;
+  Status status = Status::ok();
+};
+ToyRun makeToyRun(const ToyShape &shape, TrainerOptions options,
+                  const std::function<void(bundle::Bundle &)> &edit = {});
 
 // An empty path under the test's temporary directory (removed if it
 // exists), unique to this process.

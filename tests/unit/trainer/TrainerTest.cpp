@@ -24,53 +24,15 @@
 namespace octet::test {
 namespace {
 
-#define ASSERT_OK(expr)                                                        \
-  do {                                                                         \
-    ::octet::Status st_ = (expr);                                              \
-    ASSERT_TRUE(st_.isOk()) << st_.message();                                  \
-  } while (0)
-
 bool exists(const std::string &path) {
   struct stat info;
   return stat(path.c_str(), &info) == 0;
 }
 
-struct ToyRun {
-  std::unique_ptr<ToyBackend> backend;
-  std::unique_ptr<TrainData> data;
-  std::unique_ptr<Trainer> trainer;
-  Status status = Status::ok();
-};
-
-ToyRun makeRun(const ToyShape &shape, TrainerOptions options) {
-  ToyRun r;
-  r.backend = std::make_unique<ToyBackend>(makeToyBundle(shape));
-  TrainDataOptions d;
-  d.kind = "synthetic";
-  d.rows = uint32_t(shape.rows);
-  d.sequenceLength = uint32_t(shape.seq);
-  d.seed = shape.seed;
-  d.vocabSize = shape.vocab;
-  auto data = TrainData::open(d);
-  if (!data) {
-    r.status = data.status();
-    return r;
-  }
-  r.data = std::move(*data);
-  options.out = nullptr;
-  auto t = Trainer::create(*r.backend, *r.data, options);
-  if (!t) {
-    r.status = t.status();
-    return r;
-  }
-  r.trainer = std::move(*t);
-  return r;
-}
-
 TEST(Trainer, TrainsAndTheLossFalls) {
   ToyShape shape;
   shape.steps = 40;
-  ToyRun r = makeRun(shape, {});
+  ToyRun r = makeToyRun(shape, {});
   ASSERT_OK(r.status);
   auto result = r.trainer->run();
   ASSERT_TRUE(result.isOk()) << result.status().message();
@@ -92,7 +54,7 @@ TEST(Trainer, EvaluatesAtTheIntervalWithoutRaisingMemory) {
   TrainerOptions o;
   o.evalInterval = 2;
   o.evalBatches = 3;
-  ToyRun r = makeRun(shape, o);
+  ToyRun r = makeToyRun(shape, o);
   ASSERT_OK(r.status);
   auto result = r.trainer->run();
   ASSERT_TRUE(result.isOk()) << result.status().message();
@@ -116,7 +78,7 @@ TEST(Trainer, ResumeContinuesBitExactly) {
   // Straight through: 9 steps.
   TrainerOptions straight;
   straight.checkpointDir = freshTestDir("trainer-straight");
-  ToyRun a = makeRun(shape, straight);
+  ToyRun a = makeToyRun(shape, straight);
   ASSERT_OK(a.status);
   auto full = a.trainer->run();
   ASSERT_TRUE(full.isOk()) << full.status().message();
@@ -125,7 +87,7 @@ TEST(Trainer, ResumeContinuesBitExactly) {
   TrainerOptions first;
   first.checkpointDir = freshTestDir("trainer-split");
   first.steps = n;
-  ToyRun b = makeRun(shape, first);
+  ToyRun b = makeToyRun(shape, first);
   ASSERT_OK(b.status);
   auto part1 = b.trainer->run();
   ASSERT_TRUE(part1.isOk()) << part1.status().message();
@@ -136,7 +98,7 @@ TEST(Trainer, ResumeContinuesBitExactly) {
   TrainerOptions second = first;
   second.steps = -1;
   second.resume = true;
-  ToyRun c = makeRun(shape, second);
+  ToyRun c = makeToyRun(shape, second);
   ASSERT_OK(c.status);
   auto part2 = c.trainer->run();
   ASSERT_TRUE(part2.isOk()) << part2.status().message();
@@ -164,7 +126,7 @@ TEST(Trainer, ResumeWithoutTheWeightCacheWouldDiverge) {
   TrainerOptions o;
   o.checkpointDir = freshTestDir("trainer-cache");
   o.steps = 2;
-  ToyRun a = makeRun(shape, o);
+  ToyRun a = makeToyRun(shape, o);
   ASSERT_OK(a.status);
   ASSERT_TRUE(a.trainer->run().isOk());
   auto w = a.backend->slotBytes("w");
@@ -195,7 +157,7 @@ TEST(Trainer, FailedSaveKeepsTheLastGoodCheckpoint) {
       return Status::error("injected: disk full");
     return Status::ok();
   };
-  ToyRun r = makeRun(shape, o);
+  ToyRun r = makeToyRun(shape, o);
   ASSERT_OK(r.status);
   auto result = r.trainer->run();
   ASSERT_FALSE(result.isOk());
@@ -212,7 +174,7 @@ TEST(Trainer, FailedSaveKeepsTheLastGoodCheckpoint) {
   TrainerOptions again;
   again.checkpointDir = o.checkpointDir;
   again.resume = true;
-  ToyRun back = makeRun(shape, again);
+  ToyRun back = makeToyRun(shape, again);
   ASSERT_OK(back.status);
   auto resumed = back.trainer->run();
   ASSERT_TRUE(resumed.isOk()) << resumed.status().message();
@@ -227,7 +189,7 @@ TEST(Trainer, KeepsTheNewestCheckpoints) {
   o.checkpointDir = freshTestDir("trainer-keep");
   o.checkpointInterval = 1;
   o.keepCheckpoints = 2;
-  ToyRun r = makeRun(shape, o);
+  ToyRun r = makeToyRun(shape, o);
   ASSERT_OK(r.status);
   ASSERT_TRUE(r.trainer->run().isOk());
   EXPECT_FALSE(exists(o.checkpointDir + "/step-4"));
@@ -238,7 +200,7 @@ TEST(Trainer, KeepsTheNewestCheckpoints) {
 TEST(Trainer, ResumeNeedsACheckpointDirectory) {
   TrainerOptions o;
   o.resume = true;
-  ToyRun r = makeRun(ToyShape{}, o);
+  ToyRun r = makeToyRun(ToyShape{}, o);
   ASSERT_FALSE(r.status.isOk());
   EXPECT_NE(r.status.message().find("--checkpoint-dir"), std::string::npos);
 }
@@ -257,7 +219,7 @@ TEST(Trainer, ResumeWithNoCheckpointYetStartsFresh) {
     o.checkpointDir = dir;
     o.resume = true;
     o.steps = 2;
-    ToyRun r = makeRun(shape, o);
+    ToyRun r = makeToyRun(shape, o);
     ASSERT_OK(r.status);
     ::testing::internal::CaptureStderr();
     auto result = r.trainer->run();
@@ -272,7 +234,7 @@ TEST(Trainer, ResumeWithNoCheckpointYetStartsFresh) {
     EXPECT_TRUE(exists(dir + "/step-2/trainer.json"));
 
     o.steps = -1;
-    ToyRun again = makeRun(shape, o);
+    ToyRun again = makeToyRun(shape, o);
     ASSERT_OK(again.status);
     ::testing::internal::CaptureStderr();
     auto resumed = again.trainer->run();
@@ -369,7 +331,7 @@ TEST(Trainer, InitWeightsComeFromSafetensorsByHfName) {
   TrainerOptions o;
   o.initWeights = dir;
   o.steps = 1;
-  ToyRun r = makeRun(shape, o);
+  ToyRun r = makeToyRun(shape, o);
   ASSERT_OK(r.status);
   TrainResult result;
   ASSERT_OK(r.trainer->start(result));
@@ -448,7 +410,7 @@ DataParallelRuns runDataParallel(int ranks, const ToyShape &shape,
     d.groups.push_back(std::make_shared<HostRank>(*host, r));
     TrainerOptions o = options;
     o.dataParallel = d.groups.back();
-    d.runs.push_back(makeRun(shape, o));
+    d.runs.push_back(makeToyRun(shape, o));
     HostRank *group = d.groups.back().get();
     d.runs.back().backend->reduceGradients = [group](float *g, int64_t n) {
       std::vector<double> values(g, g + n);
@@ -491,7 +453,7 @@ TEST(Trainer, TwoDataParallelRanksTrainAsOneAtTheSameGlobalBatch) {
   one.accum = 2;
   TrainerOptions single;
   single.checkpointDir = freshTestDir("trainer-dp1");
-  ToyRun a = makeRun(one, single);
+  ToyRun a = makeToyRun(one, single);
   ASSERT_OK(a.status);
   auto want = a.trainer->run();
   ASSERT_TRUE(want.isOk()) << want.status().message();
@@ -545,14 +507,14 @@ TEST(Trainer, TwoDataParallelRanksTrainAsOneAtTheSameGlobalBatch) {
   ToyShape longer = one;
   longer.steps = 9;
   TrainerOptions straight;
-  ToyRun b = makeRun(longer, straight);
+  ToyRun b = makeToyRun(longer, straight);
   ASSERT_OK(b.status);
   auto nine = b.trainer->run();
   ASSERT_TRUE(nine.isOk()) << nine.status().message();
   TrainerOptions resumed;
   resumed.checkpointDir = o.checkpointDir;
   resumed.resume = true;
-  ToyRun c = makeRun(longer, resumed);
+  ToyRun c = makeToyRun(longer, resumed);
   ASSERT_OK(c.status);
   auto rest = c.trainer->run();
   ASSERT_TRUE(rest.isOk()) << rest.status().message();
