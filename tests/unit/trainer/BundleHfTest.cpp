@@ -36,7 +36,7 @@ public:
         return &p;
     return nullptr;
   }
-  Status run(bundle::ProgramKind, bool) override { return Status::ok(); }
+  Status run(bundle::ProgramKind, RunMode) override { return Status::ok(); }
   Status writeSlot(uint32_t slot, const void *data, uint64_t bytes) override {
     std::memcpy(at(slot), data, bytes);
     return Status::ok();

@@ -534,7 +534,7 @@ TEST(Trainer, DataParallelRanksReduceOnlyTheMicrobatchThatCompletesAStep) {
   one.accum = 4;
   TrainerOptions single;
   single.checkpointDir = freshTestDir("trainer-dp1-accum4");
-  ToyRun a = makeRun(one, single);
+  ToyRun a = makeToyRun(one, single);
   ASSERT_OK(a.status);
   auto want = a.trainer->run();
   ASSERT_TRUE(want.isOk()) << want.status().message();
