@@ -1,6 +1,8 @@
 # lit configuration for octet's FileCheck tests.
 import ctypes
 import os
+import sys
+
 import lit.formats
 
 config.name = "octet"
@@ -9,6 +11,16 @@ config.suffixes = [".mlir", ".test"]
 config.excludes = ["Inputs", "lit.cfg.py", "lit.site.cfg.py.in", "CMakeLists.txt"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.octet_binary_dir, "tests", "lit")
+# ctest runs each test as a lit process of its own, several at once: lit
+# reads .lit_test_times.txt from the exec root at start and rewrites it at
+# the end, so a shared exec root lets one process read another's half-written
+# file and fail before running anything (and every later one with it). One
+# exec root per test path given keeps each process to its own file.
+_paths = [a for a in sys.argv[1:] if not a.startswith("-")]
+if len(_paths) == 1:
+    _given = os.path.relpath(os.path.abspath(_paths[0]), config.test_exec_root)
+    if not _given.startswith(".."):
+        config.test_exec_root = os.path.join(config.test_exec_root, "runs", _given)
 
 config.environment["PATH"] = os.pathsep.join(
     [config.llvm_tools_dir, config.environment.get("PATH", os.environ.get("PATH", ""))])
