@@ -1,0 +1,97 @@
+#ifndef OCTET_SUPPORT_PIPELINESCHEDULE_H
+#define OCTET_SUPPORT_PIPELINESCHEDULE_H
+
+// Static pipeline-parallel schedules and the simulator that proves them.
+//
+// A pipeline of P ranks holds P×V chunks of the model; global stage s lives on
+// rank s % P as its local chunk s / P, so activations flow s → s+1 (wrapping
+// from the last rank back to rank 0 when V > 1) and their gradients s+1 → s.
+// A schedule is, per rank, the list of instructions that rank issues in order:
+// compute (F, B = input gradient, W = weight gradient, or BW fused) and
+// communication groups (the sends and receives of one step, issued together
+// like one ncclGroupStart/End). Nothing is decided at run time.
+//
+// The simulator steps every rank together: compute takes its configured cost,
+// a group completes once each of its transfers has met the peer's matching
+// one. It fails, naming the rank and the instruction, on a deadlock, a
+// transfer matched against the wrong tensor, an op run before its input
+// exists, or an F/B/W run twice or never.
+
+#include "support/Status.h"
+
+#include <string>
+#include <vector>
+
+namespace octet {
+
+enum class PipelineScheduleKind { OneFOneB, Interleaved, ZeroBubbleH1 };
+
+// "1f1b", "interleaved", "zb-h1".
+const char *pipelineScheduleName(PipelineScheduleKind kind);
+
+enum class PipeOpKind { F, B, W, BW, Comm };
+
+// One transfer of a group. Activations and gradients travel on separate
+// channels (one communicator each), each FIFO per ordered pair of ranks.
+struct PipeTransfer {
+  bool send = false;
+  bool gradient = false; // false: an activation
+  int peer = 0;
+  int producerStage = 0; // global stage whose output this is
+  int microbatch = 0;
+};
+
+struct PipeOp {
+  PipeOpKind kind = PipeOpKind::F;
+  int chunk = 0; // local chunk, for compute ops
+  int microbatch = 0;
+  std::vector<PipeTransfer> transfers; // for Comm
+};
+
+struct PipelineSchedule {
+  PipelineScheduleKind kind = PipelineScheduleKind::OneFOneB;
+  int ranks = 0;
+  int virtualStages = 1;
+  int microbatches = 0;
+  std::vector<std::vector<PipeOp>> perRank;
+};
+
+// Errors name the argument and the constraint: 1F1B and ZB-H1 need V = 1,
+// interleaved needs V ≥ 2 and microbatches a multiple of the ranks.
+StatusOr<PipelineSchedule> makePipelineSchedule(PipelineScheduleKind kind,
+                                                int ranks, int virtualStages,
+                                                int microbatches);
+
+struct PipeCosts {
+  int forward = 1;
+  int inputGradient = 1;
+  int weightGradient = 1;
+};
+
+struct PipeRankReport {
+  int busy = 0;
+  int peakStash = 0; // (chunk, microbatch) pairs with F done and W not yet
+};
+
+struct PipeSimulation {
+  int totalTime = 0;
+  double bubble = 0; // idle time over ranks × totalTime
+  std::vector<PipeRankReport> perRank;
+  // One row per rank, one character per time unit: F, B, W (BW shows as B
+  // then W), '.' idle.
+  std::vector<std::string> timeline;
+};
+
+StatusOr<PipeSimulation> simulatePipeline(const PipelineSchedule &schedule,
+                                          const PipeCosts &costs = {});
+
+// "rank 0 | FF.BWB..." lines, then the totals.
+std::string drawPipeline(const PipelineSchedule &schedule,
+                         const PipeSimulation &simulation);
+
+// "F(c1,m3)" or "COMM{send act s2 m3 ->r1, ...}", for messages.
+std::string describePipeOp(const PipeOp &op);
+
+} // namespace octet
+
+#endif
