@@ -135,16 +135,22 @@ Steps interleavedOrder(const Shape &shape, int rank) {
 }
 
 // ZB-H1 by list scheduling with unit costs: each rank, whenever free, runs a
-// B whose gradient has arrived, else the next F while fewer than P − rank
-// microbatches await their B (1F1B's bound), else its oldest deferred W. The
-// W's so fill what 1F1B leaves idle.
-std::vector<std::vector<PipeOp>> zeroBubbleOrder(const Shape &shape) {
+// B whose gradient has arrived; else the next F while fewer than P − rank
+// microbatches await their B (1F1B's activation bound); else its oldest
+// deferred W. B, on the critical path, so never waits behind a W, and the
+// deferred W's fill what 1F1B leaves idle. A rank holding P − 1 deferred W's
+// runs one before its next F, which bounds the weight-gradient inputs held.
+// Every transfer is then placed in the groups both ranks issue at the unit
+// step its producer ends (with unit costs every rank is between two ops at
+// every step), so no send waits for its receiver.
+std::vector<std::vector<PipeOp>> zeroBubbleSchedule(const Shape &shape) {
   int p = shape.ranks, m = shape.microbatches;
   const int never = 1 << 30;
   std::vector<std::vector<int>> fEnd(p, std::vector<int>(m, never));
   std::vector<std::vector<int>> bEnd(p, std::vector<int>(m, never));
   std::vector<int> nextF(p, 0), nextB(p, 0), nextW(p, 0), freeAt(p, 0);
-  std::vector<std::vector<PipeOp>> order(p);
+  std::vector<std::vector<std::pair<int, PipeOp>>> timed(p); // (start, op)
+  int end = 0;
   for (int t = 0; std::any_of(nextW.begin(), nextW.end(),
                               [&](int w) { return w < m; });
        ++t) {
@@ -152,24 +158,51 @@ std::vector<std::vector<PipeOp>> zeroBubbleOrder(const Shape &shape) {
       if (freeAt[r] > t)
         continue;
       int b = nextB[r], f = nextF[r];
+      bool wDue = b - nextW[r] > p - 1 && bEnd[r][nextW[r]] <= t;
       if (b < m && fEnd[r][b] <= t && (r == p - 1 || bEnd[r + 1][b] <= t)) {
-        order[r].push_back(compute(PipeOpKind::B, 0, b));
+        timed[r].push_back({t, compute(PipeOpKind::B, 0, b)});
         bEnd[r][b] = t + 1;
         ++nextB[r];
-      } else if (f < m && f - b < p - r && (r == 0 || fEnd[r - 1][f] <= t)) {
-        order[r].push_back(compute(PipeOpKind::F, 0, f));
+      } else if (!wDue && f < m && f - b < p - r &&
+                 (r == 0 || fEnd[r - 1][f] <= t)) {
+        timed[r].push_back({t, compute(PipeOpKind::F, 0, f)});
         fEnd[r][f] = t + 1;
         ++nextF[r];
       } else if (nextW[r] < b && bEnd[r][nextW[r]] <= t) {
-        order[r].push_back(compute(PipeOpKind::W, 0, nextW[r]));
+        timed[r].push_back({t, compute(PipeOpKind::W, 0, nextW[r])});
         ++nextW[r];
       } else {
         continue;
       }
       freeAt[r] = t + 1;
+      end = t + 1;
     }
   }
-  return order;
+  // groups[t][r]: the transfers rank r issues at step t.
+  std::vector<std::vector<PipeOp>> groups(
+      end + 1, std::vector<PipeOp>(p, compute(PipeOpKind::Comm, 0, 0)));
+  for (int r = 0; r < p; ++r)
+    for (const auto &[start, op] : timed[r]) {
+      PipeTransfer send;
+      if (!outputTransfer(shape, r, op, send))
+        continue;
+      groups[start + 1][r].transfers.push_back(send);
+      PipeTransfer recv = send;
+      recv.send = false;
+      recv.peer = r;
+      groups[start + 1][send.peer].transfers.push_back(recv);
+    }
+  std::vector<std::vector<PipeOp>> ops(p);
+  for (int r = 0; r < p; ++r) {
+    size_t next = 0;
+    for (int t = 0; t <= end; ++t) {
+      if (!groups[t][r].transfers.empty())
+        ops[r].push_back(groups[t][r]);
+      if (next < timed[r].size() && timed[r][next].first == t)
+        ops[r].push_back(timed[r][next++].second);
+    }
+  }
+  return ops;
 }
 
 const char *opLetter(PipeOpKind kind) {
@@ -252,23 +285,18 @@ StatusOr<PipelineSchedule> makePipelineSchedule(PipelineScheduleKind kind,
                          "; use interleaved for several chunks per rank");
   }
   Shape shape{ranks, virtualStages, microbatches};
-  std::vector<Steps> zeroBubbleSteps(ranks);
-  if (kind == PipelineScheduleKind::ZeroBubbleH1) {
-    auto order = zeroBubbleOrder(shape);
-    for (int r = 0; r < ranks; ++r)
-      for (const PipeOp &op : order[r])
-        zeroBubbleSteps[r].push_back({op});
-  }
   PipelineSchedule schedule;
   schedule.kind = kind;
   schedule.ranks = ranks;
   schedule.virtualStages = virtualStages;
   schedule.microbatches = microbatches;
+  if (kind == PipelineScheduleKind::ZeroBubbleH1) {
+    schedule.perRank = zeroBubbleSchedule(shape);
+    return schedule;
+  }
   for (int r = 0; r < ranks; ++r)
-    schedule.perRank.push_back(withCommunication(
-        shape, r,
-        kind == PipelineScheduleKind::ZeroBubbleH1 ? zeroBubbleSteps[r]
-                                                   : interleavedOrder(shape, r)));
+    schedule.perRank.push_back(
+        withCommunication(shape, r, interleavedOrder(shape, r)));
   return schedule;
 }
 
@@ -350,6 +378,7 @@ public:
     for (size_t r = 0; r < ranks_.size(); ++r) {
       result.perRank[r].busy = ranks_[r].busy;
       result.perRank[r].peakStash = ranks_[r].peakStash;
+      result.perRank[r].peakAwaitingB = ranks_[r].peakAwaitingB;
       idle += result.totalTime - ranks_[r].busy;
     }
     result.bubble = result.totalTime == 0
@@ -365,6 +394,7 @@ private:
     bool running = false;
     int startedAt = 0, endsAt = 0;
     int busy = 0, stash = 0, peakStash = 0;
+    int awaitingB = 0, peakAwaitingB = 0;
     std::vector<bool> matched; // per transfer of the current group
   };
 
@@ -466,9 +496,12 @@ private:
     if (op.kind == PipeOpKind::F) {
       fDone_[c] = true;
       rank.peakStash = std::max(rank.peakStash, ++rank.stash);
+      rank.peakAwaitingB = std::max(rank.peakAwaitingB, ++rank.awaitingB);
     }
-    if (isBackward(op.kind))
+    if (isBackward(op.kind)) {
       bDone_[c] = true;
+      --rank.awaitingB;
+    }
     if (op.kind == PipeOpKind::W || op.kind == PipeOpKind::BW) {
       wDone_[c] = true;
       --rank.stash;
@@ -605,7 +638,8 @@ std::string drawPipeline(const PipelineSchedule &schedule,
       << schedule.microbatches << " microbatches\n";
   for (size_t r = 0; r < simulation.timeline.size(); ++r)
     out << "rank " << r << " | " << simulation.timeline[r] << " | stash "
-        << simulation.perRank[r].peakStash << "\n";
+        << simulation.perRank[r].peakStash << " (awaiting B "
+        << simulation.perRank[r].peakAwaitingB << ")\n";
   out << "time " << simulation.totalTime << ", bubble "
       << simulation.bubble * 100 << "%\n";
   return out.str();

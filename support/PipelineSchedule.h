@@ -70,7 +70,11 @@ struct PipeCosts {
 
 struct PipeRankReport {
   int busy = 0;
-  int peakStash = 0; // (chunk, microbatch) pairs with F done and W not yet
+  // (chunk, microbatch) pairs held: F done and W not yet (what the memory
+  // plan must hold), and of those the ones whose B has not run either (the
+  // full activations; W needs only the layer inputs and output gradients).
+  int peakStash = 0;
+  int peakAwaitingB = 0;
 };
 
 struct PipeSimulation {

@@ -84,6 +84,37 @@ TEST(PipelineSchedule, ZeroBubbleAndInterleavedBeatOneFOneB) {
     }
 }
 
+// With unit costs ZB-H1's only idle time is the P − 1 steps of the first F
+// reaching the last rank and of the last B coming back (the zero-bubble
+// paper's (P − 1)(T_F + T_B − T_W)), and it never holds more activations
+// awaiting B than 1F1B does.
+TEST(PipelineSchedule, ZeroBubbleIdlesOnlyThePipelineDepth) {
+  for (int p = 2; p <= 8; ++p)
+    for (int m = p; m <= 4 * p; ++m) {
+      PipeSimulation sim =
+          simulate(make(PipelineScheduleKind::ZeroBubbleH1, p, 1, m));
+      EXPECT_EQ(sim.totalTime, 3 * m + p - 1) << "P" << p << " M" << m;
+      for (int r = 0; r < p; ++r) {
+        EXPECT_EQ(sim.perRank[r].peakAwaitingB, std::min(m, p - r))
+            << "P" << p << " M" << m << " rank " << r;
+        EXPECT_LE(sim.perRank[r].peakStash, std::min(m, 2 * p - 1))
+            << "P" << p << " M" << m << " rank " << r;
+      }
+    }
+}
+
+// Megatron's interleaving divides 1F1B's idle time by V: with unit costs per
+// chunk op, 3(P − 1) chunk steps against 3·M·V of work.
+TEST(PipelineSchedule, InterleavingDividesTheIdleTimeByV) {
+  for (int p = 2; p <= 8; ++p)
+    for (int m = p; m <= 4 * p; m += p) {
+      PipeSimulation sim =
+          simulate(make(PipelineScheduleKind::Interleaved, p, 2, m));
+      EXPECT_EQ(sim.totalTime, 3 * m * 2 + 3 * (p - 1))
+          << "P" << p << " M" << m;
+    }
+}
+
 TEST(PipelineSchedule, CostsShapeTheTimeline) {
   PipelineSchedule schedule = make(PipelineScheduleKind::OneFOneB, 2, 1, 2);
   PipeSimulation sim = simulate(schedule, PipeCosts{1, 2, 1});
