@@ -4,7 +4,8 @@
 The layers, bottom up (docs/DESIGN.md, "Layers"):
 
   support                      Status, DType, numerics, init draws, LR
-                               schedule, atomic files, SHA-256
+                               schedule, pipeline schedules, atomic files,
+                               SHA-256
   spec, bundle, hf             the contracts: the spec read in, the bundle
                                handed from compiler to runtime, Hugging Face
                                formats
