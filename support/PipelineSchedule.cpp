@@ -338,7 +338,7 @@ public:
       for (int r = 0; r < schedule_.ranks; ++r) {
         Rank &rank = ranks_[r];
         if (rank.running && rank.endsAt == t) {
-          OCTET_RETURN_IF_ERROR(finishCompute(r, result.perRank[r]));
+          finishCompute(r);
           progressed = true;
         }
       }
@@ -489,7 +489,7 @@ private:
     return Status::ok();
   }
 
-  Status finishCompute(int r, PipeRankReport &) {
+  void finishCompute(int r) {
     Rank &rank = ranks_[r];
     const PipeOp &op = schedule_.perRank[r][rank.pc];
     int c = cell(shape_.stageOf(r, op.chunk), op.microbatch);
@@ -510,7 +510,6 @@ private:
     rank.running = false;
     ++rank.pc;
     resetGroup(r);
-    return Status::ok();
   }
 
   // Matches rank r's sends against the peers' receives, FIFO per channel:
