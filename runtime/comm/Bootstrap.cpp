@@ -32,13 +32,13 @@ Bootstrap::join(const BootstrapOptions &options) {
   std::unique_ptr<Bootstrap> b(new Bootstrap());
   b->options_ = options;
   const RankEnv &env = options.env;
-  if (env.masterPort == 0 && env.worldSize > 1)
+  if (env.storePort == 0 && env.worldSize > 1)
     return Status::error("a job of " + std::to_string(env.worldSize) +
                          " ranks needs MASTER_PORT (rank 0's store port)");
-  int port = env.masterPort;
+  int port = env.storePort;
   if (env.rank == 0) {
-    auto server = StoreServer::start(env.masterAddr, env.masterPort,
-                                     env.worldSize, "MASTER_PORT");
+    auto server = StoreServer::start(env.masterAddr, env.storePort,
+                                     env.worldSize, env.storePortSource);
     if (!server)
       return server.status().withContext("rank 0 cannot start the store");
     port = (*server)->port();

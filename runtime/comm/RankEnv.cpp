@@ -107,6 +107,34 @@ StatusOr<RankEnv> parseRankEnv(const EnvLookup &lookup) {
                          " but MASTER_PORT is not set (rank 0's store port); " +
                          kHowToSet);
   }
+  env.storePort = env.masterPort;
+  // torchrun's agent serves its own TCP store on MASTER_PORT and tells its
+  // workers so; octet's store, which speaks another protocol, takes the
+  // next port, which every rank can work out alone.
+  auto agentStore = lookup("TORCHELASTIC_USE_AGENT_STORE");
+  if (agentStore && (*agentStore == "True" || *agentStore == "true" ||
+                     *agentStore == "1") &&
+      env.masterPort != 0) {
+    if (env.masterPort == 65535)
+      return Status::error(
+          "MASTER_PORT=65535 is torchrun's agent store, and octet's store "
+          "wants the next port, which does not exist; set OCTET_STORE_PORT "
+          "to a free port (the same on every rank) or use a lower "
+          "--master-port");
+    env.storePort = env.masterPort + 1;
+    env.storePortSource =
+        "MASTER_PORT + 1 (torchrun's agent store holds MASTER_PORT; "
+        "OCTET_STORE_PORT picks another, the same on every rank)";
+  }
+  if (auto override = lookup("OCTET_STORE_PORT")) {
+    auto value = parseCount(*override);
+    if (!value || *value < 1 || *value > 65535)
+      return Status::error("OCTET_STORE_PORT='" + *override +
+                           "' is not a TCP port (1..65535); it is where rank "
+                           "0's store listens, the same on every rank");
+    env.storePort = int(*value);
+    env.storePortSource = "OCTET_STORE_PORT";
+  }
   return env;
 }
 

@@ -4,7 +4,8 @@
 // Where this process stands in the job, from the variables torchrun (and
 // `octet launch`) set: RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR,
 // MASTER_PORT. None of them set is one process on its own; WORLD_SIZE > 1
-// needs all five.
+// needs all five. TORCHELASTIC_USE_AGENT_STORE and OCTET_STORE_PORT move
+// rank 0's store off MASTER_PORT (RankEnv::storePort).
 
 #include "support/Status.h"
 
@@ -27,6 +28,12 @@ struct RankEnv {
   std::string masterAddr = "127.0.0.1";
   // 0 only for one process: its store listens on a port the kernel picks.
   int masterPort = 0;
+  // Where rank 0's store listens: MASTER_PORT, except under torchrun, whose
+  // agent keeps its own store there (TORCHELASTIC_USE_AGENT_STORE=True):
+  // then MASTER_PORT + 1. OCTET_STORE_PORT overrides both.
+  int storePort = 0;
+  // How storePort was chosen, for messages about it.
+  std::string storePortSource = "MASTER_PORT";
   // False when no variable was set.
   bool fromEnvironment = false;
 };

@@ -65,6 +65,30 @@ TEST(RankEnv, ReadsTorchrunsVariables) {
   EXPECT_TRUE(env->fromEnvironment);
 }
 
+TEST(RankEnv, UnderTorchrunTheStoreTakesThePortAfterTheAgents) {
+  auto plain = parse(torchrun(1, 2));
+  ASSERT_TRUE(plain.isOk()) << plain.status().message();
+  EXPECT_EQ(plain->storePort, 29500);
+  auto vars = torchrun(1, 2);
+  vars["TORCHELASTIC_USE_AGENT_STORE"] = "True";
+  auto agent = parse(vars);
+  ASSERT_TRUE(agent.isOk()) << agent.status().message();
+  EXPECT_EQ(agent->masterPort, 29500);
+  EXPECT_EQ(agent->storePort, 29501);
+  EXPECT_NE(agent->storePortSource.find("torchrun's agent store"),
+            std::string::npos);
+  vars["OCTET_STORE_PORT"] = "31000";
+  auto chosen = parse(vars);
+  ASSERT_TRUE(chosen.isOk()) << chosen.status().message();
+  EXPECT_EQ(chosen->storePort, 31000);
+  EXPECT_EQ(chosen->storePortSource, "OCTET_STORE_PORT");
+  vars["OCTET_STORE_PORT"] = "port";
+  EXPECT_TRUE(failsWith(parse(vars), "OCTET_STORE_PORT='port' is not a TCP"));
+  vars.erase("OCTET_STORE_PORT");
+  vars["MASTER_PORT"] = "65535";
+  EXPECT_TRUE(failsWith(parse(vars), "set OCTET_STORE_PORT"));
+}
+
 TEST(RankEnv, WorldSizeOneNeedsNoStoreAddress) {
   auto env = parse({{"RANK", "0"}, {"WORLD_SIZE", "1"}});
   ASSERT_TRUE(env.isOk()) << env.status().message();
@@ -155,6 +179,7 @@ struct ThreadJob {
     o.env.worldSize = world;
     o.env.localRank = rank;
     o.env.masterPort = port;
+    o.env.storePort = port;
     o.env.fromEnvironment = true;
     o.bundleHash = "h";
     o.bundleWorldSize = uint32_t(world);
