@@ -107,6 +107,10 @@ const RunOption kRunOptions[] = {
      +[](RunArgs &a) -> int64_t & { return a.warmup; }, 0},
     {"--json", "FILE", "write throughput and memory as JSON",
      +[](RunArgs &a) -> std::string & { return a.json; }},
+    {"--gpus", "N",
+     "start N ranks of this command on this host, as\n"
+     "`octet launch --gpus N` does (N: the bundle's\nworld size)",
+     +[](RunArgs &a) -> int & { return a.gpus; }, 1},
 };
 
 constexpr const char *kMissingBundle =

@@ -46,6 +46,9 @@ struct RunArgs {
   std::string dataPath, evalPath;
   // trainer.initWeights is --init-from.
   TrainerOptions trainer;
+  // --gpus N: start N ranks of this command on this host (as `octet launch`
+  // does) unless this process already is a rank of a job.
+  int gpus = 0;
 };
 
 // Parses the arguments after the program name into `out`.

@@ -7,6 +7,7 @@
 
 #include "bundle/Bundle.h"
 #include "bundle/Describe.h"
+#include "runtime/comm/Launch.h"
 #include "runtime/comm/RankEnv.h"
 #include "runtime/exec/GoldenCheck.h"
 #include "runtime/exec/RankJob.h"
@@ -18,11 +19,15 @@
 #include "runtime/metrics/StepMetrics.h"
 
 #include <algorithm>
+#include <climits>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <iostream>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 namespace {
 
@@ -231,6 +236,51 @@ int run(RunArgs &args) {
 
 } // namespace
 
+// --gpus N in a process that is not yet a rank: N copies of this very
+// command line, each a rank (they see --gpus again and check it against
+// WORLD_SIZE); the first to fail decides the exit status.
+std::optional<int> launchAsRanks(const RunArgs &args, int argc, char **argv) {
+  if (args.gpus == 0)
+    return std::nullopt;
+  auto env = comm::rankEnvFromProcess();
+  if (!env)
+    return fail(env.status());
+  if (env->fromEnvironment) {
+    if (env->worldSize != args.gpus)
+      return fail(Status::error(
+          "--gpus " + std::to_string(args.gpus) + " but this rank's "
+          "WORLD_SIZE is " + std::to_string(env->worldSize) +
+          ": drop --gpus where torchrun or `octet launch` starts the ranks"));
+    return std::nullopt;
+  }
+  auto loaded = readBundle(args.bundle);
+  if (!loaded)
+    return fail(loaded.status());
+  if (loaded->world_size() != uint32_t(args.gpus))
+    return fail(Status::error(
+        "--gpus " + std::to_string(args.gpus) + " but " + args.bundle +
+        " was compiled for world size " +
+        std::to_string(loaded->world_size()) + ": pass --gpus " +
+        std::to_string(loaded->world_size()) +
+        ", or recompile with train.parallel sizes whose product is " +
+        std::to_string(args.gpus)));
+  char self[PATH_MAX];
+  ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0)
+    return fail(Status::error("--gpus: cannot find this program's own path "
+                              "(/proc/self/exe) to start its ranks"));
+  comm::LaunchOptions launch;
+  launch.ranks = args.gpus;
+  launch.command.push_back(std::string(self, size_t(n)));
+  for (int i = 1; i < argc; ++i)
+    launch.command.push_back(argv[i]);
+  std::fflush(stdout);
+  auto result = comm::launchRanks(launch);
+  if (!result)
+    return fail(result.status());
+  return result->exitCode;
+}
+
 int main(int argc, char **argv) {
   // Parsed, and the named files looked for, before anything touches the GPU.
   RunArgs args;
@@ -240,5 +290,7 @@ int main(int argc, char **argv) {
     return parsed.finish();
   if (Status st = checkRunInputs(args); !st)
     return fail(st);
+  if (std::optional<int> launched = launchAsRanks(args, argc, argv))
+    return *launched;
   return run(args);
 }

@@ -124,6 +124,10 @@ int trainOnGpu(const GpuTrainRequest &request, std::string &why) {
   }
   RunArgs run = request.run;
   run.bundle = bundlePath;
+  // A data-parallel bundle runs as its ranks: octet-run starts them on this
+  // host, unless this process already is one (torchrun, octet launch).
+  if (bundle->world_size() > 1 && !std::getenv("RANK"))
+    run.gpus = int(bundle->world_size());
   if (Status st = writeRunOptionsFile(run, optionsPath); !st) {
     cleanup();
     why = st.message();
