@@ -22,19 +22,7 @@ export NCCL_NVLS_ENABLE=0
 R=${1:?octet-run}; D=${2:?bundle directory}; O=${3:?output directory}
 W=$(mktemp -d); mkdir -p "$O"; bad=0
 log() { echo; echo "=== $* ($(date +%T))"; }
-# launch2 LOG ARGS...: octet-run ARGS as ranks 0 and 1; rank 0's output in LOG.
-launch2() {
-  local log=$1; shift
-  local port=$((29500 + RANDOM % 2000))
-  for r in 0 1; do
-    RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
-      "$R" "$@" > "$log.r$r" 2>&1 &
-    eval pid$r=$!
-  done
-  wait $pid0; local rc0=$?; wait $pid1; local rc1=$?
-  echo "rc rank0=$rc0 rank1=$rc1"; cp "$log.r0" "$log"
-  [ $rc0 = 0 ] && [ $rc1 = 0 ] || { tail -3 "$log.r0" "$log.r1"; bad=1; }
-}
+. "$(dirname "$0")/launch2.sh"
 # close ONE OTHER: each step's loss and grad norm of OTHER against ONE's.
 close() {
   awk 'FNR == 1 { f++ }
@@ -52,15 +40,15 @@ for m in tiny-bf16 l8b2-bf16; do
   case $m in tiny*) data="--text data/corpus.txt";; *) data="--synthetic";; esac
   log "$m: one GPU, data 2, data 2 with ZeRO-1 (20 steps)"
   "$R" $D/$m-dp1.octet $data --steps 20 > $O/$m-one.log 2>&1 || { tail -3 $O/$m-one.log; bad=1; }
-  launch2 $W/$m-dp2.log $D/$m-dp2.octet $data --steps 20; cp $W/$m-dp2.log $O/
-  launch2 $W/$m-zero1.log $D/$m-dp2-zero1.octet $data --steps 20; cp $W/$m-zero1.log $O/
+  launch2 $W/$m-dp2.log $D/$m-dp2.octet $data --steps 20 || bad=1; cp $W/$m-dp2.log $O/
+  launch2 $W/$m-zero1.log $D/$m-dp2-zero1.octet $data --steps 20 || bad=1; cp $W/$m-zero1.log $O/
   echo "-- replicated data 2 against one GPU"; close $O/$m-one.log $O/$m-dp2.log || bad=1
   echo "-- ZeRO-1 data 2 against one GPU"; close $O/$m-one.log $O/$m-zero1.log || bad=1
 done
 log "8-layer Llama 3 8B BF16 tokens/s at data 2: replicated, then ZeRO-1 (--bench, 20 steps)"
-launch2 $W/b-dp2.log $D/llama3-8b-8l-bf16-dp2.octet --bench --warmup 4 --steps 20 --json $O/l8b8-bf16-dp2.json
+launch2 $W/b-dp2.log $D/llama3-8b-8l-bf16-dp2.octet --bench --warmup 4 --steps 20 --json $O/l8b8-bf16-dp2.json || bad=1
 tail -1 $W/b-dp2.log
-launch2 $W/b-zero1.log $D/llama3-8b-8l-bf16-dp2-zero1.octet --bench --warmup 4 --steps 20 --json $O/l8b8-bf16-dp2-zero1.json
+launch2 $W/b-zero1.log $D/llama3-8b-8l-bf16-dp2-zero1.octet --bench --warmup 4 --steps 20 --json $O/l8b8-bf16-dp2-zero1.json || bad=1
 tail -1 $W/b-zero1.log
 rm -rf "$W"
 exit $bad
