@@ -22,19 +22,7 @@ R=${1:?octet-run}; D=${2:?bundle directory}; O=${3:?output directory}
 B=$(cd "$(dirname "$0")" && pwd); W=$(mktemp -d); mkdir -p "$O"
 clocks() { nvidia-smi --query-gpu=index,name,clocks.sm,clocks.mem,power.draw,power.limit,temperature.gpu --format=csv,noheader; }
 log() { echo; echo "=== $* ($(date +%T))"; }
-# launch2 LOG ARGS...: octet-run ARGS as ranks 0 and 1; rank 0's output in LOG.
-launch2() {
-  local log=$1; shift
-  local port=$((29500 + RANDOM % 2000))
-  for r in 0 1; do
-    RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
-      "$R" "$@" > "$log.r$r" 2>&1 &
-    eval pid$r=$!
-  done
-  wait $pid0; local rc0=$?; wait $pid1; local rc1=$?
-  echo "rc rank0=$rc0 rank1=$rc1"; cp "$log.r0" "$log"
-  [ $rc1 = 0 ] || tail -3 "$log.r1"
-}
+. "$(dirname "$0")/launch2.sh"
 log clocks; clocks
 for m in tiny-fp8 tiny-bf16 l8b2-fp8 l8b2-bf16; do
   case $m in tiny*) data="--text data/corpus.txt";; *) data="--synthetic";; esac

@@ -103,6 +103,23 @@ Status checkRef(const Bundle &b, const SlotRef &ref,
                          std::to_string(ref.byte_offset()) + " of slot '" +
                          s.name() + "', which has " +
                          std::to_string(s.bytes()) + " bytes");
+  if (ref.rank_stride() > 0) {
+    if (ref.rank_group() >= uint32_t(b.groups_size()))
+      return Status::error(what + " is a rank's part over group " +
+                           std::to_string(ref.rank_group()) +
+                           ", but the bundle has " +
+                           std::to_string(b.groups_size()) + " groups");
+    uint64_t last = ref.byte_offset() +
+                    ref.rank_stride() * b.groups(int(ref.rank_group()))
+                                            .ranks_size();
+    if (last > s.bytes())
+      return Status::error(what + " is a rank's part of " +
+                           std::to_string(ref.rank_stride()) +
+                           " bytes of slot '" + s.name() +
+                           "', whose parts would end at byte " +
+                           std::to_string(last) + " of " +
+                           std::to_string(s.bytes()));
+  }
   return Status::ok();
 }
 

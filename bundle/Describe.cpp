@@ -96,6 +96,21 @@ void describePlan(const Bundle &b, std::ostream &os, int maxSlots) {
     e.first += s.bytes();
     e.second += 1;
   }
+  // ZeRO-1: the plan is every rank's, with each rank's part of the
+  // sharded state.
+  uint64_t shardedBytes = 0;
+  int sharded = 0, shards = 1;
+  for (const StateTensor &st : b.state())
+    if (st.data_shards() > 1 && st.slot() < uint32_t(plan.slots_size())) {
+      shardedBytes += plan.slots(int(st.slot())).bytes();
+      shards = int(st.data_shards());
+      ++sharded;
+    }
+  if (sharded > 0)
+    os << "  per rank: " << sharded << " state tensors sharded over "
+       << shards << " data-parallel ranks hold "
+       << humanBytes(shardedBytes) << " on each (" +
+              humanBytes(shardedBytes * uint64_t(shards)) + " whole)\n";
   os << "  by kind (sum of slot sizes; activations overlap in time):\n";
   for (auto &[kind, e] : byKind)
     os << "    " << pad(slotKindName(SlotKind(kind)), 14)
@@ -190,8 +205,12 @@ void describeCollectives(const Bundle &b, const Program &p, std::ostream &os) {
     std::string op = CollectiveOp_Name(c.op());
     std::transform(op.begin(), op.end(), op.begin(),
                    [](unsigned char ch) { return std::tolower(ch); });
-    std::string key = op + " " + c.reduce() + " " +
+    bool reduces = c.op() == ALL_REDUCE || c.op() == REDUCE_SCATTER;
+    std::string key = op + " " + (reduces ? c.reduce() + " " : "") +
                       dtypeName(c.dtype()) + " over '" + group + "'";
+    if (c.op() == REDUCE_SCATTER && c.send().slot() == c.recv().slot() &&
+        c.send().byte_offset() == c.recv().byte_offset())
+      key += ", in place";
     if (s.stream() > 0)
       key += ", stream " + std::to_string(s.stream());
     if (c.last_microbatch())

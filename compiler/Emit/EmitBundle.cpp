@@ -206,7 +206,8 @@ private:
   // through views.
   static Operation *producerOf(Value v) {
     while (Operation *def = v.getDefiningOp()) {
-      if (!isa<graph::ReshapeOp, graph::SliceOp, graph::SaveOp>(def))
+      if (!isa<graph::ReshapeOp, graph::SliceOp, graph::SaveOp,
+               kernel::RankPartOp>(def))
         return def;
       v = def->getOperand(0);
     }
@@ -234,6 +235,11 @@ private:
       r.set_slot(it->second.first);
       r.set_byte_offset(it->second.second);
     }
+    // The data group is the bundle's group 0 (the only one data
+    // parallelism makes).
+    if (auto stride = current->rankStrides.find(v);
+        stride != current->rankStrides.end())
+      r.set_rank_stride(stride->second);
     return r;
   }
 
@@ -372,8 +378,8 @@ private:
   }
 
   LogicalResult emitOp(func::FuncOp func, Operation &op) {
-    if (isa<graph::LoadOp, graph::ReshapeOp, graph::SliceOp, graph::SaveOp>(
-            op))
+    if (isa<graph::LoadOp, graph::ReshapeOp, graph::SliceOp, graph::SaveOp,
+            kernel::RankPartOp>(op))
       return success();
     if (auto ret = dyn_cast<func::ReturnOp>(op)) {
       for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
@@ -454,7 +460,9 @@ private:
         *c->mutable_send() = ref(in);
         *c->mutable_recv() = ref(out);
         auto type = cast<RankedTensorType>(in.getType());
-        c->set_count(type.getNumElements());
+        c->set_count(kind == "reduce_scatter"
+                         ? type.getNumElements() / coll.getGroupSize()
+                         : type.getNumElements());
         c->set_dtype(dtypeOf(type.getElementType()));
         c->set_reduce(coll.getReduction().str());
       }
@@ -723,6 +731,8 @@ FailureOr<bundle::Bundle> compileBundle(ModuleOp module,
     st->set_dtype(dtypeOf(type.getElementType()));
     *st->mutable_init() = initOf(var, source.schedule.seed());
     st->set_slot(slot);
+    if (auto shards = var->getAttrOfType<IntegerAttr>("data_shards"))
+      st->set_data_shards(uint32_t(shards.getInt()));
   }
 
   const uint32_t ranks = std::max<uint32_t>(1, source.dataParallel);

@@ -29,8 +29,8 @@ namespace {
 
 std::string describe(const CollectiveCall &call,
                      const std::vector<Tensor> &inputs) {
-  std::string out = call.kind + " " + call.reduction + " over '" + call.group +
-                    "' of";
+  std::string out = call.kind + (call.inPlace ? " in place " : " ") +
+                    call.reduction + " over '" + call.group + "' of";
   for (const Tensor &t : inputs)
     out += " " + shapeString(t.shape());
   return out + " (" + call.where + ")";
@@ -39,7 +39,7 @@ std::string describe(const CollectiveCall &call,
 bool sameCall(const CollectiveCall &a, const std::vector<Tensor> &x,
               const CollectiveCall &b, const std::vector<Tensor> &y) {
   if (a.kind != b.kind || a.group != b.group || a.reduction != b.reduction ||
-      x.size() != y.size())
+      a.inPlace != b.inPlace || x.size() != y.size())
     return false;
   for (size_t i = 0; i < x.size(); ++i)
     if (x[i].shape() != y[i].shape() || x[i].dtype() != y[i].dtype())
@@ -149,9 +149,24 @@ RankExchange::combine(const std::vector<int> &members,
       continue;
     }
     Tensor reduced = reduce(values, first.call.reduction);
-    for (int64_t m = 0; m < n; ++m)
-      round.results[m].push_back(kind == "all_reduce" ? reduced
-                                                      : slice0(reduced, m, n));
+    for (int64_t m = 0; m < n; ++m) {
+      if (kind == "all_reduce") {
+        round.results[m].push_back(reduced);
+      } else if (first.call.inPlace) {
+        // NCCL's in-place reduce-scatter: the member's own part of the
+        // buffer gets the sum, the rest keeps what the member sent.
+        Tensor mine = arrivals[m].inputs[j];
+        int64_t part = mine.numel() / n;
+        Tensor sum = slice0(reduced, m, n);
+        if (isFloat(mine.dtype()))
+          std::copy(sum.f(), sum.f() + part, mine.f() + m * part);
+        else
+          std::copy(sum.i(), sum.i() + part, mine.i() + m * part);
+        round.results[m].push_back(std::move(mine));
+      } else {
+        round.results[m].push_back(slice0(reduced, m, n));
+      }
+    }
   }
   return round;
 }

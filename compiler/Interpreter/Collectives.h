@@ -42,6 +42,9 @@ struct CollectiveCall {
   int64_t groupSize = 1; // as the program says: must match the layout
   std::string reduction; // sum, avg, max
   std::string where;     // the op, for messages
+  // reduce_scatter: each member's result is its own input with its part
+  // of dimension 0 replaced by the reduction (NCCL's in-place call).
+  bool inPlace = false;
 };
 
 class RankExchange {
@@ -54,7 +57,8 @@ public:
   // Returns once every rank of the group has made the same call, with this
   // rank's results: all_reduce keeps each shape, reduce_scatter gives rank
   // i of the group the i-th part of dimension 0 of the reduced tensor,
-  // all_gather joins the ranks' tensors along dimension 0 in group order.
+  // all_gather joins the ranks' tensors along dimension 0 in group order
+  // (reduce_scatter in place: see CollectiveCall::inPlace).
   // A group whose ranks disagree (another kind, reduction or shape) is an
   // error for every rank of it, naming both calls.
   StatusOr<std::vector<Tensor>> collective(int rank, const CollectiveCall &call,

@@ -912,7 +912,7 @@ llvm::Error kernelCollective(kernel::CollectiveOp op, Frame &f) {
                            "does for train.parallel");
   CollectiveCall call{op.getKind().str(), op.getGroup().str(),
                       int64_t(op.getGroupSize()), op.getReduction().str(),
-                      ""};
+                      "", op.getInPlace()};
   llvm::raw_string_ostream where(call.where);
   op->getLoc().print(where);
   std::vector<Tensor> inputs;
@@ -924,6 +924,36 @@ llvm::Error kernelCollective(kernel::CollectiveOp op, Frame &f) {
     return errorAt(op, results.status().message());
   for (auto [i, t] : llvm::enumerate(*results))
     f.setResult(op, i, std::move(t));
+  return llvm::Error::success();
+}
+
+// The part of dimension 0 that this rank's index in the group names.
+llvm::Error kernelRankPart(kernel::RankPartOp op, Frame &f) {
+  int64_t parts = op.getGroupSize();
+  int64_t index = 0;
+  if (parts > 1) {
+    if (!f.rank().exchange)
+      return errorAt(op, "a rank's part of " + llvm::Twine(parts) +
+                             ": run every rank's interpreter with a "
+                             "RankExchange (setRank), as octet train --cpu "
+                             "does for train.parallel");
+    std::vector<int> members = f.rank().exchange->layout().groupOf(
+        op.getGroup().str(), f.rank().rank);
+    auto it = std::find(members.begin(), members.end(), f.rank().rank);
+    if (int64_t(members.size()) != parts || it == members.end())
+      return errorAt(op, "the program's '" + op.getGroup() + "' group has " +
+                             llvm::Twine(parts) + " ranks, the layout's " +
+                             llvm::Twine(members.size()));
+    index = it - members.begin();
+  }
+  const Tensor &in = f.operand(op, 0);
+  Tensor out(in.dtype(), shapeOf(op.getType()));
+  int64_t n = out.numel(), offset = index * n;
+  if (isFloat(in.dtype()))
+    std::copy(in.f() + offset, in.f() + offset + n, out.f());
+  else
+    std::copy(in.i() + offset, in.i() + offset + n, out.i());
+  f.setResultUnrounded(op, 0, std::move(out));
   return llvm::Error::success();
 }
 
@@ -1041,6 +1071,7 @@ llvm::Error execute(Operation *op, Frame &f) {
       .Case([&](kernel::AttentionBwdOp o) { return attentionGrad(o, f); })
       .Case([&](kernel::FusedOp o) { return kernelFused(o, f); })
       .Case([&](kernel::CollectiveOp o) { return kernelCollective(o, f); })
+      .Case([&](kernel::RankPartOp o) { return kernelRankPart(o, f); })
       .Default([&](Operation *o) -> Error {
         return errorAt(o, "the interpreter has no implementation of this op");
       });

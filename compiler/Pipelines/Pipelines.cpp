@@ -32,12 +32,14 @@ Status checkParallelLayout(const spec::Spec &spec) {
   if (parallel.pipeline() > 1)
     return unsupported("pipeline", parallel.pipeline(),
                        "cut the model into pipeline stages");
-  if (parallel.shard_optimizer())
+  const std::string &recipe = spec.train().precision().recipe();
+  if (parallel.shard_optimizer() && parallel.data() > 1 && !recipe.empty() &&
+      recipe != "bf16")
     return Status::error(
-        "train.parallel.shard_optimizer is true: the compiler does not shard "
-        "the optimizer state over the data-parallel ranks (ZeRO-1) yet, and "
-        "every rank would hold all of it; remove shard_optimizer (or set it "
-        "to false)");
+        "train.parallel.shard_optimizer with precision.recipe '" + recipe +
+        "': the optimizer writes the FP8 copies of whole weights, and the "
+        "compiler does not shard that step yet (each rank would cast only "
+        "its part); set shard_optimizer to false, or recipe \"bf16\"");
   return Status::ok();
 }
 
@@ -61,6 +63,8 @@ TrainingPipelineOptions trainingOptionsFromSpec(const spec::Spec &spec) {
   o.activations.activationDtype = train.precision().activation_dtype();
   o.lowerToKernel.dataParallel = dataParallel;
   o.reduceGradients.dataParallel = dataParallel;
+  if (train.parallel().shard_optimizer() && dataParallel > 1)
+    o.shardOptimizer.emplace().dataParallel = dataParallel;
   autodiff.dataParallel = dataParallel;
 
   const spec::Precision &p = train.precision();
@@ -137,6 +141,8 @@ void addFusedPasses(OpPassManager &pm, const TrainingPipelineOptions &o) {
 void addParallelizePasses(OpPassManager &pm,
                           const TrainingPipelineOptions &o) {
   pm.addPass(createOctetReduceGradients(o.reduceGradients));
+  if (o.shardOptimizer)
+    pm.addPass(createOctetShardOptimizer(*o.shardOptimizer));
 }
 
 const CompileStage kCompileStages[] = {
@@ -154,7 +160,8 @@ const CompileStage kCompileStages[] = {
      addKernelPasses},
     {"fused", "after the kernel fusion passes", addFusedPasses},
     {"parallelize",
-     "data-parallel gradient buckets reduced during the backward",
+     "data-parallel gradient buckets reduced during the backward; "
+     "ZeRO-1's sharded optimizer",
      addParallelizePasses},
 };
 

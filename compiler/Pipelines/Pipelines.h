@@ -35,6 +35,9 @@ struct TrainingPipelineOptions {
   std::optional<OctetPrecisionOptions> precision;
   OctetLowerToKernelOptions lowerToKernel;
   OctetReduceGradientsOptions reduceGradients;
+  // ZeRO-1 (train.parallel.shard_optimizer): octet-shard-optimizer after
+  // the gradient buckets; none keeps the optimizer replicated.
+  std::optional<OctetShardOptimizerOptions> shardOptimizer;
   // The LM head, its loss and gradients as one chunked region
   // (octet-fuse-lm-head), so f32 logits never exist whole. GPU codegen has
   // no lowering for that region yet, so a step that must run on the GPU
@@ -48,8 +51,9 @@ TrainingPipelineOptions trainingOptionsFromSpec(const spec::Spec &spec);
 
 // An error naming the field and the fix when the spec's train.parallel
 // asks for a layout the pipeline cannot make (tensor or pipeline
-// parallelism), rather than a program for another layout. Data
-// parallelism is compiled: the optimizer averages the ranks' gradients.
+// parallelism, a sharded optimizer with FP8 weight copies), rather than a
+// program for another layout. Data parallelism is compiled, with the
+// optimizer replicated or sharded (ZeRO-1, BF16 weights).
 Status checkParallelLayout(const spec::Spec &spec);
 
 // A stage of the training compile: `octet compile --dump-ir=NAME` prints the

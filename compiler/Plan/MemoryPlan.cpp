@@ -236,6 +236,8 @@ LogicalResult planFunction(func::FuncOp func, MemoryPlan &plan) {
     int buffer = -1;           // index into buffers
     llvm::StringRef variable;  // when the value reads a variable
     uint64_t offset = 0;
+    // A rank's part (kernel.rank_part): bytes added per index in the group.
+    uint64_t rankStride = 0;
   };
   llvm::DenseMap<Value, Root> roots;
   std::vector<Buffer> buffers;
@@ -312,10 +314,22 @@ LogicalResult planFunction(func::FuncOp func, MemoryPlan &plan) {
       });
     };
     if (auto coll = dyn_cast<kernel::CollectiveOp>(op);
-        coll && coll.getKind() == "all_reduce" &&
+        coll && (coll.getKind() == "all_reduce" || coll.getInPlace()) &&
         llvm::none_of(coll.getInputs(), readLater)) {
       for (auto [in, out] : llvm::zip(coll.getInputs(), coll.getResults()))
         roots[out] = roots.lookup(in);
+      continue;
+    }
+    if (auto part = dyn_cast<kernel::RankPartOp>(op)) {
+      Root r = roots.lookup(part.getInput());
+      if (r.rankStride)
+        return part.emitError("memory plan: a rank's part of a rank's part");
+      FailureOr<uint64_t> bytes = tensorBytes(part.getType());
+      if (failed(bytes))
+        return part.emitError("memory plan: a rank's part needs a static "
+                              "shape");
+      r.rankStride = *bytes;
+      roots[part.getResult()] = r;
       continue;
     }
     if (auto slice = dyn_cast<graph::SliceOp>(op)) {
@@ -476,6 +490,8 @@ LogicalResult planFunction(func::FuncOp func, MemoryPlan &plan) {
     else if (auto it = plan.variableSlots.find(root.variable);
              it != plan.variableSlots.end())
       program.valueSlots[value] = {it->second, root.offset};
+    if (root.rankStride)
+      program.rankStrides[value] = root.rankStride;
   }
   plan.programs.push_back(std::move(program));
   return success();

@@ -10,7 +10,8 @@
 // Lifetimes are in the program order of the function's top-level ops: a
 // tensor lives from the op that defines it to the last op that reads it (or
 // to the end when the function returns it). Views (graph.reshape,
-// graph.slice, graph.save, an in-place all-reduce) and variable reads
+// graph.slice, graph.save, kernel.rank_part, an in-place all-reduce or
+// reduce-scatter) and variable reads
 // (graph.load) take no memory of their own; they extend the lifetime of the
 // buffer they view. A result that
 // is written back to a variable (graph.store) is computed in place in the
@@ -81,6 +82,9 @@ struct ProgramPlan {
   // The slot each tensor value of the function's body lives in (views map
   // to the slot they view, with the byte offset into it).
   llvm::DenseMap<mlir::Value, std::pair<unsigned, uint64_t>> valueSlots;
+  // Values that are a rank's part of their slot (kernel.rank_part): the
+  // bytes each index in the data group adds to the offset above.
+  llvm::DenseMap<mlir::Value, uint64_t> rankStrides;
   // The workspace slot of each top-level op with `workspace_bytes` > 0.
   llvm::DenseMap<mlir::Operation *, unsigned> workspaceSlots;
   // The f32 dequantization-factor slot of each kernel.gemm with scales.

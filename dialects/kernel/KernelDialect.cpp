@@ -388,6 +388,26 @@ int64_t AttentionBwdOp::getFlops() {
   return attentionFlops(getQ(), getK(), getCausal()) * 5 / 2;
 }
 
+LogicalResult RankPartOp::verify() {
+  int64_t size = getGroupSize();
+  if (size < 1)
+    return emitOpError("group_size must be at least 1; got ") << size;
+  if (getGroup().empty())
+    return emitOpError("needs a group name (data, tensor or pipeline)");
+  auto it = cast<RankedTensorType>(getInput().getType());
+  auto ot = cast<RankedTensorType>(getResult().getType());
+  if (failed(expectSameElementType(*this, "result", ot, "operand", it)) ||
+      failed(expectMinRank(*this, "operand", it, 1)))
+    return failure();
+  SmallVector<int64_t> expected(it.getShape());
+  if (expected[0] % size)
+    return emitOpError("dimension 0 (")
+           << expected[0] << ") must divide into group_size " << size
+           << " equal parts";
+  expected[0] /= size;
+  return expectShape(*this, "result", ot, expected);
+}
+
 LogicalResult CollectiveOp::verify() {
   StringRef kind = getKind();
   if (kind != "all_reduce" && kind != "reduce_scatter" && kind != "all_gather")
@@ -414,7 +434,16 @@ LogicalResult CollectiveOp::verify() {
     if (failed(expectSameElementType(*this, "result", ot, "operand", it)))
       return failure();
     SmallVector<int64_t> expected(it.getShape());
-    if (kind != "all_reduce") {
+    if (getInPlace()) {
+      if (kind != "reduce_scatter")
+        return emitOpError("in_place is a reduce_scatter's; got kind '")
+               << kind << "'";
+      if (failed(expectMinRank(*this, "operand", it, 1)))
+        return failure();
+      if (expected[0] % size)
+        return emitOpError("reduce_scatter needs dimension 0 (")
+               << expected[0] << ") divisible by the group size " << size;
+    } else if (kind != "all_reduce") {
       if (failed(expectMinRank(*this, "operand", it, 1)))
         return failure();
       if (kind == "reduce_scatter") {

@@ -363,6 +363,11 @@ def Kernel_CollectiveOp : Kernel_Op<"collective", []> {
     `comm_stream`: the bundle issues it on the communication stream, after
     an event of the kernel that made its last input, so compute goes on
     while it runs; the program's end joins the streams.
+    `in_place` (reduce_scatter only): each result keeps its operand's shape
+    and buffer; this rank's part of dimension 0 (kernel.rank_part) holds the
+    reduction and the other parts keep this rank's own values, as NCCL
+    leaves an in-place reduce-scatter's send buffer. Only the rank's part
+    may be read afterwards (octet-shard-optimizer reads nothing else).
 
     Example (octet-reduce-gradients, data=8): a gradient bucket summed while
     the backward goes on.
@@ -373,9 +378,28 @@ def Kernel_CollectiveOp : Kernel_Op<"collective", []> {
   let arguments = (ins Variadic<AnyRankedTensor>:$inputs, StrAttr:$kind,
                    StrAttr:$group, I64Attr:$group_size,
                    DefaultValuedAttr<StrAttr, "\"sum\"">:$reduction,
-                   UnitAttr:$last_microbatch, UnitAttr:$comm_stream);
+                   UnitAttr:$last_microbatch, UnitAttr:$comm_stream,
+                   UnitAttr:$in_place);
   let results = (outs Variadic<AnyRankedTensor>:$results);
   let assemblyFormat = "$inputs attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Kernel_RankPartOp : Kernel_Op<"rank_part", [Pure]> {
+  let summary = "this rank's part of dimension 0 of a tensor";
+  let description = [{
+    Dimension 0 of the operand cut into `group_size` equal parts; the result
+    is the part of this rank's index in `group` (a view: on the GPU, the
+    operand's buffer at index × the part's bytes). The sharded optimizer
+    (octet-shard-optimizer) reads its parameters' and gradients' shards so.
+    ```mlir
+    %shard = kernel.rank_part %w {group = "data", group_size = 2 : i64} : tensor<64x16xf32> -> tensor<32x16xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, StrAttr:$group,
+                   I64Attr:$group_size);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
 }
 

@@ -287,7 +287,27 @@ StatusOr<CUdeviceptr> Runtime::slotAddress(const SlotRef &ref) const {
     return Status::error("slot " + std::to_string(ref.slot()) +
                          " is not in the memory plan");
   const Slot &s = plan.slots(int(ref.slot()));
-  return arenas_[s.arena()]->base() + s.offset() + ref.byte_offset();
+  uint64_t part = 0;
+  if (ref.rank_stride() > 0) {
+    auto index = groupIndex(ref.rank_group());
+    if (!index)
+      return index.status();
+    part = *index * ref.rank_stride();
+  }
+  return arenas_[s.arena()]->base() + s.offset() + ref.byte_offset() + part;
+}
+
+StatusOr<uint64_t> Runtime::groupIndex(uint32_t group) const {
+  if (group >= uint32_t(bundle_.groups_size()))
+    return Status::error("group " + std::to_string(group) +
+                         " is not in the bundle");
+  const auto &ranks = bundle_.groups(int(group)).ranks();
+  for (int i = 0; i < ranks.size(); ++i)
+    if (int(ranks[i]) == rank_)
+      return uint64_t(i);
+  return Status::error("rank " + std::to_string(rank_) +
+                       " is not a member of group '" +
+                       bundle_.groups(int(group)).name() + "'");
 }
 
 int Runtime::findSlot(const std::string &name) const {
@@ -475,10 +495,12 @@ StatusOr<Runtime::PreparedStep> Runtime::prepareStep(const Step &step,
   }
   case Step::kCollective: {
     const bundle::Collective &c = step.collective();
-    if (c.op() != ALL_REDUCE)
+    if (c.op() != ALL_REDUCE && c.op() != REDUCE_SCATTER &&
+        c.op() != ALL_GATHER)
       return Status::error(where + " is a " + p.label +
-                           ": octet-run runs all-reduce collectives only; "
-                           "recompile with this release");
+                           ": octet-run runs all-reduce, reduce-scatter and "
+                           "all-gather collectives only; recompile with "
+                           "this release");
     auto reduce = comm::parseReduceOp(c.reduce());
     if (!reduce)
       return reduce.status().withContext(where);
@@ -493,6 +515,13 @@ StatusOr<Runtime::PreparedStep> Runtime::prepareStep(const Step &step,
     p.groupedWithNext = c.grouped_with_next();
     p.reduce = *reduce;
     p.dst = *d, p.src = *s;
+    if (c.op() == REDUCE_SCATTER && *d == *s) {
+      // NCCL's in-place reduce-scatter: recv is this rank's part of send.
+      auto index = groupIndex(c.group());
+      if (!index)
+        return index.status().withContext(where);
+      p.dst += *index * c.count() * bundle::dtypeBytes(c.dtype());
+    }
     return p;
   }
   case Step::OP_NOT_SET:
@@ -574,9 +603,23 @@ Status Runtime::runStep(const PreparedStep &s, const PreparedProgram &prog,
           "': a bundle of several ranks runs under a launcher (octet "
           "launch --gpus N -- octet-run ..., or torchrun), which joins "
           "the job before the first step");
-    OCTET_RETURN_IF_ERROR(c->allReduce(
-        reinterpret_cast<const void *>(s.src), reinterpret_cast<void *>(s.dst),
-        s.collective->count(), s.ncclType, s.reduce, stream));
+    const void *send = reinterpret_cast<const void *>(s.src);
+    void *recv = reinterpret_cast<void *>(s.dst);
+    size_t count = s.collective->count();
+    switch (s.collective->op()) {
+    case REDUCE_SCATTER:
+      OCTET_RETURN_IF_ERROR(c->reduceScatter(send, recv, count, s.ncclType,
+                                             s.reduce, stream));
+      break;
+    case ALL_GATHER:
+      OCTET_RETURN_IF_ERROR(
+          c->allGather(send, recv, count, s.ncclType, stream));
+      break;
+    default:
+      OCTET_RETURN_IF_ERROR(
+          c->allReduce(send, recv, count, s.ncclType, s.reduce, stream));
+      break;
+    }
     break;
   }
   }

@@ -67,6 +67,8 @@ public:
 
   // The device address of a plan slot.
   StatusOr<CUdeviceptr> slotAddress(const bundle::SlotRef &ref) const;
+  // This rank's index in the bundle's group `group`.
+  StatusOr<uint64_t> groupIndex(uint32_t group) const;
   // Copies between host memory and a whole slot (sizes must match), after
   // everything enqueued so far has finished.
   Status writeSlot(uint32_t slot, const void *data, uint64_t bytes);

@@ -909,6 +909,17 @@ StatusOr<std::unique_ptr<Trainer>> Trainer::create(TrainBackend &backend,
   if (o.resume && o.checkpointDir.empty())
     return Status::error("--resume needs --checkpoint-dir DIR (the "
                          "directory the earlier run saved into)");
+  // Rank 0 writes checkpoints from its own memory, which holds only its
+  // part of a sharded optimizer state: saving would lose the others'.
+  for (const StateTensor &st : t.bundle.state())
+    if (st.data_shards() > 1 && !o.checkpointDir.empty())
+      return Status::error(
+          "state tensor '" + st.name() + "' is sharded over the " +
+          std::to_string(st.data_shards()) +
+          " data-parallel ranks (train.parallel.shard_optimizer), and "
+          "octet-run does not gather sharded state into a checkpoint yet: "
+          "run without --checkpoint-dir, or recompile with shard_optimizer "
+          "false");
   OCTET_RETURN_IF_ERROR(t.bind(TRAIN_MICROBATCH, t.train, true));
   OCTET_RETURN_IF_ERROR(t.bind(OPTIMIZER_STEP, t.optimizer, false));
   OCTET_RETURN_IF_ERROR(t.bind(EVAL, t.eval, true));

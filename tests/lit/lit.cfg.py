@@ -33,6 +33,8 @@ for name, path in tools.items():
     config.substitutions.append((name, path))
 config.substitutions.append(("%examples", os.path.join(config.octet_source_dir, "examples")))
 config.substitutions.append(("%fixtures", os.path.join(config.octet_source_dir, "tests", "fixtures")))
+# The interpreter lit runs on, for helper scripts beside the tests.
+config.substitutions.append(("%python", sys.executable))
 # octet-run is built only with CUDA; it is tested here where it runs
 # without a GPU (its command line, and a host with no driver).
 octet_run = os.path.join(config.octet_binary_dir, "tools", "octet-run", "octet-run")

@@ -1,4 +1,5 @@
 #include "tools/octet/CpuCheckpoint.h"
+#include "dialects/graph/GraphDialect.h"
 
 #include "compiler/Checkpoint/HfCheckpoint.h"
 #include "runtime/checkpoint/TrainState.h"
@@ -82,6 +83,55 @@ StatusOr<std::string> saveCpuCheckpoint(const CpuCheckpointRun &run,
   return checkpoint::saveTrainCheckpoint(run.dir, c);
 }
 
+std::map<std::string, int64_t> shardedVariables(mlir::ModuleOp module) {
+  std::map<std::string, int64_t> out;
+  for (auto var : module.getOps<graph::VariableOp>())
+    if (auto parts = var->getAttrOfType<mlir::IntegerAttr>("data_shards");
+        parts && parts.getInt() > 1)
+      out[var.getSymName().str()] = parts.getInt();
+  return out;
+}
+
+interp::VariableStore
+wholeVariables(mlir::ModuleOp module,
+               const std::vector<interp::VariableStore> &ranks) {
+  interp::VariableStore whole = ranks.front();
+  for (const auto &[name, parts] : shardedVariables(module)) {
+    const interp::Tensor &first = ranks.front().get(name);
+    std::vector<int64_t> shape = first.shape();
+    shape[0] *= int64_t(ranks.size());
+    interp::Tensor joined(first.dtype(), shape);
+    int64_t n = first.numel();
+    for (size_t r = 0; r < ranks.size(); ++r) {
+      const interp::Tensor &part = ranks[r].get(name);
+      if (isFloat(part.dtype()))
+        std::copy(part.f(), part.f() + n, joined.f() + int64_t(r) * n);
+      else
+        std::copy(part.i(), part.i() + n, joined.i() + int64_t(r) * n);
+    }
+    whole.set(name, std::move(joined));
+  }
+  return whole;
+}
+
+void keepRankParts(mlir::ModuleOp module,
+                   std::vector<interp::VariableStore> &ranks) {
+  for (const auto &[name, parts] : shardedVariables(module)) {
+    interp::Tensor whole = ranks.front().get(name);
+    std::vector<int64_t> shape = whole.shape();
+    shape[0] /= int64_t(ranks.size());
+    for (size_t r = 0; r < ranks.size(); ++r) {
+      interp::Tensor part(whole.dtype(), shape);
+      int64_t n = part.numel(), at = int64_t(r) * n;
+      if (isFloat(whole.dtype()))
+        std::copy(whole.f() + at, whole.f() + at + n, part.f());
+      else
+        std::copy(whole.i() + at, whole.i() + at + n, part.i());
+      ranks[r].set(name, std::move(part));
+    }
+  }
+}
+
 StatusOr<CpuResume> loadCpuCheckpoint(const CpuCheckpointRun &run,
                                     const std::string &stepDir,
                                     mlir::ModuleOp module,
@@ -99,7 +149,8 @@ StatusOr<CpuResume> loadCpuCheckpoint(const CpuCheckpointRun &run,
   if (!params)
     return params.status();
   // Every variable that is not a parameter comes from the state file, with
-  // the shape the program declares.
+  // the shape the program declares (whole, for a sharded one).
+  std::map<std::string, int64_t> sharded = shardedVariables(module);
   std::map<std::string, const hf::NamedTensor *> saved;
   for (const hf::NamedTensor &t : c->state)
     saved[t.name] = &t;
@@ -113,25 +164,29 @@ StatusOr<CpuResume> loadCpuCheckpoint(const CpuCheckpointRun &run,
                            "': it was saved for another model or recipe");
     const hf::NamedTensor &t = *it->second;
     bool floats = isFloat(value.dtype());
-    if (t.shape != value.shape() ||
+    std::vector<int64_t> shape = value.shape();
+    if (auto part = sharded.find(name); part != sharded.end())
+      shape[0] *= part->second;
+    if (t.shape != shape ||
         t.dtype != (floats ? DType::F32 : DType::I64))
       return Status::error(stepDir + ": state tensor '" + name + "' is " +
                            dtypeName(t.dtype) + " " +
                            interp::shapeString(t.shape) + "; the program's is " +
-                           interp::shapeString(value.shape()) +
+                           interp::shapeString(shape) +
                            ": it was saved for another model");
+    size_t elements = 1;
+    for (int64_t d : shape)
+      elements *= size_t(d);
     if (floats) {
-      std::vector<float> v(size_t(value.numel()));
+      std::vector<float> v(elements);
       std::memcpy(v.data(), t.data.data(), v.size() * 4);
       restored.emplace_back(name, interp::Tensor::fromFloats(
-                                      value.shape(), std::move(v),
-                                      value.dtype()));
+                                      shape, std::move(v), value.dtype()));
     } else {
-      std::vector<int64_t> v(size_t(value.numel()));
+      std::vector<int64_t> v(elements);
       std::memcpy(v.data(), t.data.data(), v.size() * 8);
       restored.emplace_back(name, interp::Tensor::fromInts(
-                                      value.shape(), std::move(v),
-                                      value.dtype()));
+                                      shape, std::move(v), value.dtype()));
     }
     saved.erase(it);
   }

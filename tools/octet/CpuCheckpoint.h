@@ -16,7 +16,9 @@
 #include "mlir/IR/BuiltinOps.h"
 
 #include <cstdint>
+#include <map>
 #include <string>
+#include <vector>
 
 namespace octet {
 
@@ -40,6 +42,20 @@ StatusOr<std::string> saveCpuCheckpoint(const CpuCheckpointRun &run,
                                         mlir::ModuleOp module,
                                         const interp::VariableStore &store);
 
+// Variables whose dimension 0 the data-parallel ranks share out
+// (octet-shard-optimizer's `data_shards`): name -> number of parts.
+std::map<std::string, int64_t> shardedVariables(mlir::ModuleOp module);
+
+// Rank 0's variables with every sharded one joined from the ranks' parts
+// (in rank order): what a checkpoint holds, at any number of ranks.
+interp::VariableStore wholeVariables(mlir::ModuleOp module,
+                                     const std::vector<interp::VariableStore> &ranks);
+
+// The inverse: each rank keeps its part of every sharded variable, which
+// `ranks` hold whole (as a checkpoint restored them).
+void keepRankParts(mlir::ModuleOp module,
+                   std::vector<interp::VariableStore> &ranks);
+
 struct CpuResume {
   int64_t step = 0;
   std::string dataPosition;
@@ -47,6 +63,7 @@ struct CpuResume {
 
 // Loads the step-N directory `stepDir` into `store` (initialised for
 // `module` first, so that every variable's shape and dtype are known).
+// Sharded variables come back whole (keepRankParts cuts them).
 // Errors name the directory and what does not match (another model or
 // seed).
 StatusOr<CpuResume> loadCpuCheckpoint(const CpuCheckpointRun &run,

@@ -83,10 +83,10 @@ Status suggestFit(const PlanFootprint &plan, const GpuTarget &gpu,
                   const FitKnobs &knobs, const Replan &replan,
                   std::ostream &os) {
   const std::string notYet =
-      "the compiler cannot yet shard optimizer state across data-parallel "
-      "ranks (train.parallel.shard_optimizer), split the model across GPUs "
-      "(tensor, pipeline) or recompute activations, and each data-parallel "
-      "rank holds the whole plan";
+      "the compiler shards only the AdamW moments across data-parallel "
+      "ranks (train.parallel.shard_optimizer, BF16), cannot yet split the "
+      "model across GPUs (tensor, pipeline) or recompute activations, and "
+      "each data-parallel rank holds the rest of the plan";
   // Micro batches that keep the global batch: they divide its share per
   // rank. Tried from the largest below the spec's.
   int64_t perRank = knobs.globalBatch / std::max<int64_t>(1, knobs.dataRanks);

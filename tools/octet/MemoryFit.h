@@ -80,8 +80,8 @@ using Replan = std::function<StatusOr<PlanFootprint>(int64_t microBatch,
 // global batch per rank, so the global batch stays) whose plan fits; when
 // the persistent region alone is too large, or no micro batch fits, says so
 // and which layer count would fit at the smallest micro batch, as the
-// compiler cannot yet shard optimizer state, split layers across GPUs or
-// recompute activations. Prints its findings, a line each.
+// compiler shards only the AdamW moments and cannot yet split layers across
+// GPUs or recompute activations. Prints its findings, a line each.
 Status suggestFit(const PlanFootprint &plan, const GpuTarget &gpu,
                   const FitKnobs &knobs, const Replan &replan,
                   std::ostream &os);

@@ -153,11 +153,15 @@ bool checkBatchTensor(func::FuncOp fn, unsigned i, const interp::Tensor &t,
 }
 
 // Data-parallel ranks apply the same averaged gradients to the same
-// values, so after every step they must hold the same variables: the first
-// that differs (by name), else empty.
-std::string firstDivergence(const std::vector<interp::VariableStore> &vars) {
+// values, so after every step they must hold the same variables (but the
+// parts of a sharded optimizer state, `sharded`): the first that differs
+// (by name), else empty.
+std::string firstDivergence(const std::vector<interp::VariableStore> &vars,
+                            const std::map<std::string, int64_t> &sharded) {
   for (size_t r = 1; r < vars.size(); ++r)
     for (const auto &[name, value] : vars[0].all()) {
+      if (sharded.count(name))
+        continue;
       auto other = vars[r].all().find(name);
       if (other == vars[r].all().end())
         return name + " (rank " + std::to_string(r) + " lacks it)";
@@ -283,6 +287,10 @@ int runTrainCommand(const TrainOptions &opts) {
   // Every rank starts from the same values (their storage is shared until
   // a rank writes a variable).
   vars.resize(ranks, vars[0]);
+  // A checkpoint holds a sharded optimizer state whole, at any layout.
+  std::map<std::string, int64_t> sharded = shardedVariables(m);
+  if (!resumeFrom.empty())
+    keepRankParts(m, vars);
   if (ranks > 1)
     for (int r = 0; r < ranks; ++r)
       interpreters[r].setRank(exchange, r);
@@ -398,7 +406,8 @@ int runTrainCommand(const TrainOptions &opts) {
                    ran.message().c_str());
       return 1;
     }
-    if (std::string diverged = firstDivergence(vars); !diverged.empty()) {
+    if (std::string diverged = firstDivergence(vars, sharded);
+        !diverged.empty()) {
       std::fprintf(stderr,
                    "octet train: stopped: the data-parallel ranks hold "
                    "different values after step %lld: %s. Their program "
@@ -439,14 +448,14 @@ int runTrainCommand(const TrainOptions &opts) {
       fp8Stats.reset();
     }
     // The ranks hold the same variables (checked above): rank 0's are the
-    // run's.
+    // run's, with the parts of a sharded state joined.
     if (!checkpoints.dir.empty() &&
         ((train.checkpoint_interval() > 0 &&
           s % train.checkpoint_interval() == 0) ||
          s == steps)) {
       StatusOr<std::string> path = saveCpuCheckpoint(
           checkpoints, s, source.position(uint64_t(s * perStep)), loss, m,
-          vars[0]);
+          sharded.empty() ? vars[0] : wholeVariables(m, vars));
       if (!path) {
         std::fprintf(stderr, "octet train: stopped: checkpoint at step %lld: "
                              "%s\n",

@@ -323,6 +323,50 @@ def OctetReduceGradients : Pass<"octet-reduce-gradients", "mlir::ModuleOp"> {
                            "octet::graph::GraphDialect"];
 }
 
+def OctetShardOptimizer : Pass<"octet-shard-optimizer", "mlir::ModuleOp"> {
+  let summary = "ZeRO-1: each data-parallel rank updates its part of every parameter";
+  let description = [{
+    With data-parallel > 1 (train.parallel.shard_optimizer), after
+    octet-reduce-gradients: every parameter's dimension 0 is cut into
+    `data-parallel` equal parts, and rank r owns part r. The gradient
+    buckets' all-reduces become in-place reduce-scatters (each rank's part
+    of an accumulator gets the sum over the ranks; same `last_microbatch`
+    and `comm_stream` placement). In @optimizer_step the AdamW kernel reads
+    the rank's part of each parameter and gradient (kernel.rank_part) and
+    the moments, whose variables now hold that part only (`data_shards`);
+    one all-gather after it writes the new parts into every rank's
+    parameters. The gradient norm is each rank's norm of its parts,
+    all-gathered (one small collective) and joined as the square root of
+    the sum of their squares, so clipping uses the global norm. A
+    parameter whose dimension 0 does not divide, or an AdamW kernel that
+    also writes FP8 weight copies, is an error.
+
+    Before (data = 2, one parameter):
+    ```mlir
+    %r = kernel.collective %g {comm_stream, group = "data", group_size = 2 : i64, kind = "all_reduce", last_microbatch, reduction = "sum"} : (tensor<64x16xf32>) -> tensor<64x16xf32>
+    ...
+    %p1, %m1, %v1 = kernel.fused "optimizer.adamw" kind("multi_tensor") ins(%p, %g, %m, %v, ...) {...} : tensor<64x16xf32>, ...
+    graph.store %p1, @w : tensor<64x16xf32>
+    ```
+    After:
+    ```mlir
+    %r = kernel.collective %g {comm_stream, group = "data", group_size = 2 : i64, in_place, kind = "reduce_scatter", last_microbatch, reduction = "sum"} : (tensor<64x16xf32>) -> tensor<64x16xf32>
+    ...
+    %pp = kernel.rank_part %p {group = "data", group_size = 2 : i64} : tensor<64x16xf32> -> tensor<32x16xf32>
+    %gp = kernel.rank_part %g {group = "data", group_size = 2 : i64} : tensor<64x16xf32> -> tensor<32x16xf32>
+    %p1, %m1, %v1 = kernel.fused "optimizer.adamw" kind("multi_tensor") ins(%pp, %gp, %m, %v, ...) {...} : tensor<32x16xf32>, ...
+    %w = kernel.collective %p1 {group = "data", group_size = 2 : i64, kind = "all_gather", reduction = "sum"} : (tensor<32x16xf32>) -> tensor<64x16xf32>
+    graph.store %w, @w : tensor<64x16xf32>
+    ```
+  }];
+  let options = [
+    Option<"dataParallel", "data-parallel", "int64_t", "1",
+           "data-parallel ranks: > 1 shards the optimizer over them">,
+  ];
+  let dependentDialects = ["octet::kernel::KernelDialect",
+                           "octet::graph::GraphDialect"];
+}
+
 def OctetRecomputeCast : Pass<"octet-recompute-cast", "mlir::ModuleOp"> {
   let summary = "a cast-only kernel recomputes its input from the producer's inputs where that moves fewer bytes";
   let description = [{

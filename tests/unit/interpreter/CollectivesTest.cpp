@@ -71,6 +71,32 @@ TEST(Collectives, ReduceScatterAndGatherAsNcclDoes) {
   }
 }
 
+// In place, as NCCL's reduce-scatter with recv inside send: each rank's
+// own part of its buffer holds the sum, and the rest what it sent.
+TEST(Collectives, InPlaceReduceScatterKeepsTheRestOfTheRanksBuffer) {
+  RankExchange exchange(RankLayout{3, 1, 1});
+  std::vector<std::vector<float>> held(3);
+  Status st = runRanks(exchange, [&](int r) -> Status {
+    CollectiveCall inPlace = call("reduce_scatter", "sum", 3);
+    inPlace.inPlace = true;
+    auto result = exchange.collective(r, inPlace, {valuesOf(r, 6)});
+    if (!result)
+      return result.status();
+    const Tensor &t = (*result)[0];
+    held[r].assign(t.f(), t.f() + t.numel());
+    return Status::ok();
+  });
+  ASSERT_TRUE(st.isOk()) << st.message();
+  const std::vector<float> sum{6, 60, 120, 180, 240, 300};
+  for (int r = 0; r < 3; ++r) {
+    Tensor mine = valuesOf(r, 6);
+    std::vector<float> expected(mine.f(), mine.f() + 6);
+    std::copy(sum.begin() + 2 * r, sum.begin() + 2 * r + 2,
+              expected.begin() + 2 * r);
+    EXPECT_EQ(held[r], expected) << "rank " << r;
+  }
+}
+
 TEST(Collectives, RanksThatDisagreeAllFailNamingBothCalls) {
   RankExchange exchange(RankLayout{2, 1, 1});
   std::atomic<int> failed{0};

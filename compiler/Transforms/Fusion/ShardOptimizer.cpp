@@ -1,0 +1,321 @@
+// octet-shard-optimizer: ZeRO-1 over the data-parallel ranks. Each rank
+// keeps the moments of, and updates, only its part of every parameter; the
+// gradient buckets are reduce-scattered instead of all-reduced, and the
+// updated parts are all-gathered back into every rank's parameters.
+
+#include "compiler/Transforms/Fusion/FusionUtils.h"
+#include "compiler/Transforms/Fusion/Passes.h"
+
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringSet.h"
+
+namespace octet {
+#define GEN_PASS_DEF_OCTETSHARDOPTIMIZER
+#include "compiler/Transforms/Fusion/FusionPasses.h.inc"
+} // namespace octet
+
+using namespace mlir;
+using namespace octet;
+
+namespace {
+
+constexpr StringLiteral kGradientPrefix = "grad.";
+constexpr StringLiteral kDataGroup = "data";
+
+RankedTensorType partType(RankedTensorType full, int64_t parts) {
+  SmallVector<int64_t> shape(full.getShape());
+  shape[0] /= parts;
+  return RankedTensorType::get(shape, full.getElementType());
+}
+
+struct ShardOptimizer
+    : public octet::impl::OctetShardOptimizerBase<ShardOptimizer> {
+  using OctetShardOptimizerBase::OctetShardOptimizerBase;
+
+  void runOnOperation() override {
+    if (dataParallel <= 1)
+      return;
+    ModuleOp module = getOperation();
+    auto train = module.lookupSymbol<func::FuncOp>("train_microbatch");
+    auto optimizer = module.lookupSymbol<func::FuncOp>("optimizer_step");
+    if (!train || train.isExternal() || !optimizer || optimizer.isExternal()) {
+      module.emitError("octet-shard-optimizer: needs @train_microbatch and "
+                       "@optimizer_step (the train step autodiff makes)");
+      return signalPassFailure();
+    }
+    llvm::StringSet<> scattered;
+    if (failed(scatterGradients(train, scattered)) ||
+        failed(shardStep(module, optimizer, scattered)))
+      signalPassFailure();
+  }
+
+  // The gradient all-reduces of octet-reduce-gradients become in-place
+  // reduce-scatters: each rank's part of every accumulator gets the sum
+  // over the ranks, which is all its optimizer reads.
+  LogicalResult scatterGradients(func::FuncOp train,
+                                 llvm::StringSet<> &scattered) {
+    SmallVector<kernel::CollectiveOp> buckets;
+    train.walk([&](kernel::CollectiveOp coll) {
+      if (coll.getKind() == "all_reduce" && coll.getReduction() == "sum" &&
+          coll.getLastMicrobatch() && coll.getGroup() == kDataGroup)
+        buckets.push_back(coll);
+    });
+    for (kernel::CollectiveOp coll : buckets) {
+      SmallVector<StringRef> stored;
+      for (Value result : coll.getResults()) {
+        graph::StoreOp store;
+        for (Operation *user : result.getUsers())
+          if (auto s = dyn_cast<graph::StoreOp>(user);
+              s && s.getVariable().starts_with(kGradientPrefix))
+            store = s;
+        if (!store || !result.hasOneUse())
+          return coll.emitError("octet-shard-optimizer: a data-parallel "
+                                "gradient all-reduce whose result is not "
+                                "only stored into a grad.* accumulator; "
+                                "run it right after octet-reduce-gradients");
+        stored.push_back(store.getVariable());
+      }
+      for (auto [in, name] : llvm::zip(coll.getInputs(), stored)) {
+        auto type = cast<RankedTensorType>(in.getType());
+        if (type.getRank() == 0 || type.getDimSize(0) % dataParallel != 0)
+          return coll.emitError("octet-shard-optimizer: @")
+                 << name << " has dimension 0 of "
+                 << (type.getRank() ? type.getDimSize(0) : 0)
+                 << ", which does not divide into " << int64_t(dataParallel)
+                 << " equal data-parallel shards; set "
+                    "train.parallel.shard_optimizer to false, or a data "
+                    "size that divides every parameter's first dimension";
+        scattered.insert(name);
+      }
+      coll.setKind("reduce_scatter");
+      coll.setInPlace(true);
+    }
+    return success();
+  }
+
+  // The rank's part of `full` (a load), made once, right after the load.
+  Value partOf(Value full, llvm::DenseMap<Value, Value> &parts) {
+    if (Value done = parts.lookup(full))
+      return done;
+    OpBuilder b(full.getContext());
+    b.setInsertionPointAfterValue(full);
+    auto type = cast<RankedTensorType>(full.getType());
+    Value part = kernel::RankPartOp::create(
+        b, full.getLoc(), partType(type, dataParallel), full, kDataGroup,
+        dataParallel);
+    parts[full] = part;
+    return part;
+  }
+
+  LogicalResult shardStep(ModuleOp module, func::FuncOp step,
+                          const llvm::StringSet<> &scattered) {
+    SmallVector<kernel::FusedOp> adams, norms;
+    for (kernel::FusedOp fused : fusion::fusedOps(step)) {
+      bool updates = false;
+      fused.getBodyBlock().walk([&](graph::AdamWUpdateOp) { updates = true; });
+      if (updates) {
+        if (!fusion::bodyOnly(fused, {"graph.adamw_update"}))
+          return fused.emitError(
+              "octet-shard-optimizer: this optimizer kernel also computes "
+              "what is not AdamW (the FP8 casts of the updated weights); "
+              "only a kernel of AdamW updates is sharded, so the FP8 "
+              "recipes keep train.parallel.shard_optimizer false");
+        adams.push_back(fused);
+      }
+      if (fusion::bodyOnly(fused, {"graph.global_norm"}))
+        norms.push_back(fused);
+    }
+    if (adams.empty())
+      return step.emitError("octet-shard-optimizer: @optimizer_step has no "
+                            "AdamW kernel to shard; run octet-fuse-adamw "
+                            "first");
+
+    auto loadOf = [&](Value v) -> graph::LoadOp {
+      return v.getDefiningOp<graph::LoadOp>();
+    };
+    llvm::DenseMap<Value, Value> parts;
+    // Moments, by variable: they hold the rank's part only.
+    llvm::SetVector<StringRef> moments;
+    // The AdamW kernels' new parameters and the variables they are stored in.
+    for (kernel::FusedOp fused : adams) {
+      Block &body = fused.getBodyBlock();
+      for (auto update : body.getOps<graph::AdamWUpdateOp>()) {
+        auto operandOf = [&](Value inner) -> OpOperand * {
+          auto arg = dyn_cast<BlockArgument>(inner);
+          if (!arg || arg.getOwner() != &body)
+            return nullptr;
+          return &fused->getOpOperand(arg.getArgNumber());
+        };
+        OpOperand *param = operandOf(update.getParam());
+        OpOperand *grad = operandOf(update.getGrad());
+        OpOperand *m = operandOf(update.getExpAvg());
+        OpOperand *v = operandOf(update.getExpAvgSq());
+        graph::LoadOp paramLoad = param ? loadOf(param->get()) : nullptr;
+        graph::LoadOp gradLoad = grad ? loadOf(grad->get()) : nullptr;
+        graph::LoadOp mLoad = m ? loadOf(m->get()) : nullptr;
+        graph::LoadOp vLoad = v ? loadOf(v->get()) : nullptr;
+        if (!paramLoad || !gradLoad || !mLoad || !vLoad)
+          return update.emitError("octet-shard-optimizer: an AdamW update "
+                                  "whose parameter, gradient and moments are "
+                                  "not loaded from their variables");
+        if (!scattered.contains(gradLoad.getVariable()))
+          return update.emitError("octet-shard-optimizer: @")
+                 << gradLoad.getVariable()
+                 << " is not reduce-scattered in @train_microbatch (no "
+                    "data-parallel gradient all-reduce stores it)";
+        for (OpOperand *operand : {param, grad, m, v}) {
+          auto type = cast<RankedTensorType>(operand->get().getType());
+          RankedTensorType part = partType(type, dataParallel);
+          if (operand == param || operand == grad)
+            operand->set(partOf(operand->get(), parts));
+          body.getArgument(operand->getOperandNumber()).setType(part);
+        }
+        for (Value result : update->getResults())
+          result.setType(partType(cast<RankedTensorType>(result.getType()),
+                                  dataParallel));
+        moments.insert(mLoad.getVariable());
+        moments.insert(vLoad.getVariable());
+      }
+      auto yield = cast<kernel::YieldOp>(body.getTerminator());
+      for (auto [result, yielded] :
+           llvm::zip(fused->getResults(), yield.getOperands()))
+        result.setType(yielded.getType());
+      if (failed(gatherParameters(fused)))
+        return failure();
+    }
+    for (kernel::FusedOp norm : norms)
+      if (failed(shardNorm(norm, scattered, parts)))
+        return failure();
+    return shardMoments(module, moments);
+  }
+
+  // The new parameter parts, all-gathered into every rank's parameters.
+  LogicalResult gatherParameters(kernel::FusedOp fused) {
+    SmallVector<Value> news;
+    SmallVector<graph::StoreOp> stores;
+    for (Value result : fused->getResults())
+      for (Operation *user : result.getUsers()) {
+        auto store = dyn_cast<graph::StoreOp>(user);
+        if (!store)
+          return user->emitError("octet-shard-optimizer: reads a result of "
+                                 "the sharded AdamW kernel, which holds this "
+                                 "rank's part only");
+        auto var = SymbolTable::lookupNearestSymbolFrom<graph::VariableOp>(
+            store, store.getVariableAttr());
+        if (var && var.isTrainable()) {
+          news.push_back(result);
+          stores.push_back(store);
+        }
+      }
+    if (news.empty())
+      return success();
+    OpBuilder b(fused);
+    b.setInsertionPointAfter(fused);
+    SmallVector<Type> types;
+    for (graph::StoreOp store : stores)
+      types.push_back(
+          SymbolTable::lookupNearestSymbolFrom<graph::VariableOp>(
+              store, store.getVariableAttr())
+              .getType());
+    auto gather = kernel::CollectiveOp::create(b, fused.getLoc(), types, news,
+                                               "all_gather", kDataGroup,
+                                               dataParallel, "sum");
+    gather->setAttr("layer", b.getI64IntegerAttr(-1));
+    gather->setAttr("section", b.getStringAttr("optimizer"));
+    for (auto [store, whole] : llvm::zip(stores, gather.getResults())) {
+      store.getValueMutable().assign(whole);
+      if (store->isBeforeInBlock(gather))
+        store->moveAfter(gather);
+    }
+    return success();
+  }
+
+  // The gradient norm from the ranks' parts: each rank's norm of its part,
+  // all-gathered, and the norm of those (sqrt of the sum of their squares).
+  LogicalResult shardNorm(kernel::FusedOp norm,
+                          const llvm::StringSet<> &scattered,
+                          llvm::DenseMap<Value, Value> &parts) {
+    Block &body = norm.getBodyBlock();
+    for (OpOperand &operand : norm->getOpOperands()) {
+      graph::LoadOp load = operand.get().getDefiningOp<graph::LoadOp>();
+      if (!load || !scattered.contains(load.getVariable()))
+        return norm.emitError("octet-shard-optimizer: a gradient norm over "
+                              "what is not a reduce-scattered gradient "
+                              "accumulator");
+      auto type = cast<RankedTensorType>(operand.get().getType());
+      operand.set(partOf(operand.get(), parts));
+      body.getArgument(operand.getOperandNumber())
+          .setType(partType(type, dataParallel));
+    }
+    auto global = *body.getOps<graph::GlobalNormOp>().begin();
+    Value mine = norm->getResult(0);
+    OpBuilder b(norm);
+    b.setInsertionPointAfter(norm);
+    Location loc = norm.getLoc();
+    auto f32 = b.getF32Type();
+    auto one = RankedTensorType::get({1}, f32);
+    auto all = RankedTensorType::get({dataParallel}, f32);
+    Value asVector = graph::ReshapeOp::create(b, loc, one, mine);
+    auto gathered = kernel::CollectiveOp::create(
+        b, loc, TypeRange{all}, ValueRange{asVector}, "all_gather", kDataGroup,
+        dataParallel, "sum");
+    gathered->setAttr("layer", b.getI64IntegerAttr(-1));
+    gathered->setAttr("section", b.getStringAttr("optimizer"));
+    auto joined = kernel::FusedOp::create(b, loc, TypeRange{mine.getType()},
+                                          ValueRange{gathered.getResult(0)},
+                                          "global_norm", "elementwise");
+    Block &inner = joined.getBodyBlock();
+    OpBuilder ib = OpBuilder::atBlockEnd(&inner);
+    // Each rank's norm already carries the scale.
+    Value total = graph::GlobalNormOp::create(ib, loc, mine.getType(),
+                                              ValueRange{inner.getArgument(0)},
+                                              ib.getF64FloatAttr(1.0));
+    kernel::YieldOp::create(ib, loc, ValueRange{total});
+    joined->setAttr("layer", b.getI64IntegerAttr(-1));
+    joined->setAttr("section", b.getStringAttr("optimizer"));
+    mine.replaceAllUsesExcept(joined->getResult(0), asVector.getDefiningOp());
+    (void)global;
+    return success();
+  }
+
+  // The moments' variables hold the rank's part of dimension 0;
+  // `data_shards` says so to whoever saves or compares them.
+  LogicalResult shardMoments(ModuleOp module,
+                             const llvm::SetVector<StringRef> &moments) {
+    OpBuilder b(module.getContext());
+    for (StringRef name : moments) {
+      auto var = module.lookupSymbol<graph::VariableOp>(name);
+      if (!var)
+        return module.emitError("octet-shard-optimizer: no variable @")
+               << name;
+      RankedTensorType part = partType(var.getTensorType(), dataParallel);
+      var.setType(part);
+      var->setAttr("data_shards", b.getI64IntegerAttr(dataParallel));
+    }
+    WalkResult walk = module.walk([&](Operation *op) {
+      if (auto load = dyn_cast<graph::LoadOp>(op);
+          load && moments.contains(load.getVariable())) {
+        load.getResult().setType(partType(
+            cast<RankedTensorType>(load.getType()), dataParallel));
+        return WalkResult::advance();
+      }
+      if (auto store = dyn_cast<graph::StoreOp>(op);
+          store && moments.contains(store.getVariable())) {
+        auto type = cast<RankedTensorType>(store.getValue().getType());
+        auto var =
+            module.lookupSymbol<graph::VariableOp>(store.getVariable());
+        if (type != var.getTensorType()) {
+          store.emitError("octet-shard-optimizer: stores a whole tensor "
+                          "into @")
+              << store.getVariable() << ", which holds this rank's part";
+          return WalkResult::interrupt();
+        }
+      }
+      return WalkResult::advance();
+    });
+    return failure(walk.wasInterrupted());
+  }
+};
+
+} // namespace

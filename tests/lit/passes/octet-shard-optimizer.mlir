@@ -1,0 +1,112 @@
+// RUN: %octet-opt %s --octet-shard-optimizer="data-parallel=2" | FileCheck %s
+// RUN: %octet-opt %s --octet-shard-optimizer | FileCheck %s --check-prefix=NONE
+
+// Two parameters, one gradient bucket (as octet-reduce-gradients leaves
+// it). Sharded over two ranks: the bucket is reduce-scattered in place;
+// the optimizer reads each rank's half of the parameters and gradients,
+// keeps half of each moment, all-gathers the new halves into the
+// parameters, and joins the ranks' gradient norms.
+module {
+  graph.variable @w : tensor<16x8xf32> {init = "normal", init_std = 2.000000e-02 : f64, kind = "weight"}
+  graph.variable @n : tensor<8xf32> {init = "ones", kind = "norm"}
+  graph.variable @grad.w : tensor<16x8xf32> {init = "zeros", kind = "state"}
+  graph.variable @adam_m.w : tensor<16x8xf32> {init = "zeros", kind = "state"}
+  graph.variable @adam_v.w : tensor<16x8xf32> {init = "zeros", kind = "state"}
+  graph.variable @grad.n : tensor<8xf32> {init = "zeros", kind = "state"}
+  graph.variable @adam_m.n : tensor<8xf32> {init = "zeros", kind = "state"}
+  graph.variable @adam_v.n : tensor<8xf32> {init = "zeros", kind = "state"}
+  graph.variable @optimizer.step : tensor<i64> {init = "zeros", kind = "state"}
+  func.func @train_microbatch(%x: tensor<4x8xbf16>, %dz: tensor<4x16xbf16>) -> tensor<f32> {
+    %gw = graph.load @grad.w : tensor<16x8xf32>
+    %gn = graph.load @grad.n : tensor<8xf32>
+    %w = kernel.gemm %dz, %x accumulate(%gw) {layer = 0 : i64, param = "w", role = "wgrad", section = "backward", transpose_a} : (tensor<4x16xbf16>, tensor<4x8xbf16>, tensor<16x8xf32>) -> tensor<16x8xf32>
+    %n = kernel.fused "layers.0.norm_grad" kind("row") ins(%gn : tensor<8xf32>) {
+    ^bb0(%a: tensor<8xf32>):
+      %r = graph.add %a, %a : tensor<8xf32>
+      kernel.yield %r : tensor<8xf32>
+    } {layer = 0 : i64, section = "backward"} : tensor<8xf32>
+    %s:2 = kernel.collective %w, %n {comm_stream, group = "data", group_size = 2 : i64, kind = "all_reduce", last_microbatch, layer = 0 : i64, reduction = "sum", section = "backward"} : (tensor<16x8xf32>, tensor<8xf32>) -> (tensor<16x8xf32>, tensor<8xf32>)
+    graph.store %s#0, @grad.w : tensor<16x8xf32>
+    graph.store %s#1, @grad.n : tensor<8xf32>
+    %loss = graph.fill {value = 1.0 : f64} : tensor<f32>
+    return %loss : tensor<f32>
+  }
+  func.func @optimizer_step() -> (tensor<f32> {graph.name = "grad_norm"}) {
+    %p = graph.load @w : tensor<16x8xf32>
+    %m = graph.load @adam_m.w : tensor<16x8xf32>
+    %v = graph.load @adam_v.w : tensor<16x8xf32>
+    %pn = graph.load @n : tensor<8xf32>
+    %mn = graph.load @adam_m.n : tensor<8xf32>
+    %vn = graph.load @adam_v.n : tensor<8xf32>
+    %g = graph.load @grad.w : tensor<16x8xf32>
+    %gn = graph.load @grad.n : tensor<8xf32>
+    %step0 = graph.load @optimizer.step : tensor<i64>
+    %step = kernel.fused "increment" kind("elementwise") ins(%step0 : tensor<i64>) {
+    ^bb0(%a: tensor<i64>):
+      %r = graph.increment %a : tensor<i64>
+      kernel.yield %r : tensor<i64>
+    } {layer = -1 : i64, section = "optimizer"} : tensor<i64>
+    %lr = kernel.fused "lr_schedule" kind("elementwise") ins(%step : tensor<i64>) {
+    ^bb0(%a: tensor<i64>):
+      %r = graph.lr_schedule %a {lr = 1.000000e-02 : f64, min_lr_ratio = 1.000000e-01 : f64, total_steps = 3 : i64, warmup_steps = 1 : i64} : (tensor<i64>) -> tensor<f32>
+      kernel.yield %r : tensor<f32>
+    } {layer = -1 : i64, section = "optimizer"} : tensor<f32>
+    %norm = kernel.fused "global_norm" kind("elementwise") ins(%g, %gn : tensor<16x8xf32>, tensor<8xf32>) {
+    ^bb0(%a: tensor<16x8xf32>, %b: tensor<8xf32>):
+      %r = graph.global_norm %a, %b : (tensor<16x8xf32>, tensor<8xf32>) -> tensor<f32>
+      kernel.yield %r : tensor<f32>
+    } {layer = -1 : i64, section = "optimizer"} : tensor<f32>
+    %mult = kernel.fused "clip_scale" kind("elementwise") ins(%norm : tensor<f32>) {
+    ^bb0(%a: tensor<f32>):
+      %r = graph.clip_scale %a {max_norm = 1.000000e+00 : f64} : tensor<f32>
+      kernel.yield %r : tensor<f32>
+    } {layer = -1 : i64, section = "optimizer"} : tensor<f32>
+    %u:6 = kernel.fused "optimizer.adamw" kind("multi_tensor") ins(%p, %g, %m, %v, %lr, %step, %mult, %pn, %gn, %mn, %vn : tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<f32>, tensor<i64>, tensor<f32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) {
+    ^bb0(%a0: tensor<16x8xf32>, %a1: tensor<16x8xf32>, %a2: tensor<16x8xf32>, %a3: tensor<16x8xf32>, %a4: tensor<f32>, %a5: tensor<i64>, %a6: tensor<f32>, %a7: tensor<8xf32>, %a8: tensor<8xf32>, %a9: tensor<8xf32>, %a10: tensor<8xf32>):
+      %p1, %m1, %v1 = graph.adamw_update %a0, %a1, %a2, %a3, %a4, %a5, %a6 {beta1 = 9.000000e-01 : f64, beta2 = 9.500000e-01 : f64, eps = 1.000000e-08 : f64, weight_decay = 1.000000e-01 : f64} : (tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<f32>, tensor<i64>, tensor<f32>) -> (tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>)
+      %p2, %m2, %v2 = graph.adamw_update %a7, %a8, %a9, %a10, %a4, %a5, %a6 {beta1 = 9.000000e-01 : f64, beta2 = 9.500000e-01 : f64, eps = 1.000000e-08 : f64, weight_decay = 0.000000e+00 : f64} : (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<i64>, tensor<f32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
+      kernel.yield %p1, %m1, %v1, %p2, %m2, %v2 : tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>
+    } {layer = -1 : i64, section = "optimizer"} : tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>
+    graph.store %step, @optimizer.step : tensor<i64>
+    graph.store %u#0, @w : tensor<16x8xf32>
+    graph.store %u#1, @adam_m.w : tensor<16x8xf32>
+    graph.store %u#2, @adam_v.w : tensor<16x8xf32>
+    graph.store %u#3, @n : tensor<8xf32>
+    graph.store %u#4, @adam_m.n : tensor<8xf32>
+    graph.store %u#5, @adam_v.n : tensor<8xf32>
+    return %norm : tensor<f32>
+  }
+}
+
+// The moments hold this rank's half of dimension 0; the parameters stay whole.
+// CHECK: graph.variable @w : tensor<16x8xf32>
+// CHECK: graph.variable @adam_m.w : tensor<8x8xf32> {data_shards = 2 : i64
+// CHECK: graph.variable @adam_v.w : tensor<8x8xf32> {data_shards = 2 : i64
+// CHECK: graph.variable @adam_m.n : tensor<4xf32> {data_shards = 2 : i64
+// CHECK: graph.variable @adam_v.n : tensor<4xf32> {data_shards = 2 : i64
+// CHECK-LABEL: func.func @train_microbatch
+// CHECK: kernel.collective %{{.*}}, %{{.*}} {comm_stream, group = "data", group_size = 2 : i64, in_place, kind = "reduce_scatter", last_microbatch, {{.*}}} : (tensor<16x8xf32>, tensor<8xf32>) -> (tensor<16x8xf32>, tensor<8xf32>)
+// CHECK-LABEL: func.func @optimizer_step
+// CHECK: %[[P:.*]] = graph.load @w : tensor<16x8xf32>
+// CHECK-NEXT: %[[PP:.*]] = kernel.rank_part %[[P]] {group = "data", group_size = 2 : i64} : tensor<16x8xf32> -> tensor<8x8xf32>
+// CHECK: graph.load @adam_m.w : tensor<8x8xf32>
+// CHECK: %[[G:.*]] = graph.load @grad.w : tensor<16x8xf32>
+// CHECK-NEXT: %[[GP:.*]] = kernel.rank_part %[[G]] {{.*}} -> tensor<8x8xf32>
+// CHECK: %[[MINE:.*]] = kernel.fused "global_norm" kind("elementwise") ins(%[[GP]], %{{.*}} : tensor<8x8xf32>, tensor<4xf32>)
+// CHECK: %[[ONE:.*]] = graph.reshape %[[MINE]] : (tensor<f32>) -> tensor<1xf32>
+// CHECK-NEXT: %[[ALL:.*]] = kernel.collective %[[ONE]] {group = "data", group_size = 2 : i64, kind = "all_gather"{{.*}}} : (tensor<1xf32>) -> tensor<2xf32>
+// CHECK-NEXT: %[[NORM:.*]] = kernel.fused "global_norm" kind("elementwise") ins(%[[ALL]] : tensor<2xf32>)
+// CHECK: graph.global_norm %{{.*}} : (tensor<2xf32>) -> tensor<f32>
+// CHECK: kernel.fused "clip_scale" kind("elementwise") ins(%[[NORM]] : tensor<f32>)
+// CHECK: %[[U:.*]]:6 = kernel.fused "optimizer.adamw" kind("multi_tensor") ins(%[[PP]], %[[GP]], {{.*}} : tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<f32>, tensor<i64>, tensor<f32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+// CHECK: graph.adamw_update {{.*}} -> (tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>)
+// CHECK: %[[W:.*]]:2 = kernel.collective %[[U]]#0, %[[U]]#3 {group = "data", group_size = 2 : i64, kind = "all_gather", {{.*}}} : (tensor<8x8xf32>, tensor<4xf32>) -> (tensor<16x8xf32>, tensor<8xf32>)
+// CHECK: graph.store %[[W]]#0, @w : tensor<16x8xf32>
+// CHECK: graph.store %[[U]]#1, @adam_m.w : tensor<8x8xf32>
+// CHECK: graph.store %[[W]]#1, @n : tensor<8xf32>
+// CHECK: return %[[NORM]] : tensor<f32>
+
+// One rank: nothing changes.
+// NONE-NOT: kernel.rank_part
+// NONE: kind = "all_reduce"
+// NONE-NOT: kernel.rank_part
