@@ -304,23 +304,27 @@ LogicalResult GemmOp::verifyBlockScales(int64_t m, int64_t n, int64_t k) {
   return success();
 }
 
+// The operand's block and stored shape ([R, K]), for its factors' layout.
+static std::pair<std::optional<ArrayRef<int64_t>>, ArrayRef<int64_t>>
+blockAndShape(GemmOp gemm, bool operandB) {
+  auto block = operandB ? gemm.getBBlock() : gemm.getABlock();
+  Value data = operandB ? gemm.getB() : gemm.getA();
+  return {block, cast<RankedTensorType>(data.getType()).getShape()};
+}
+
 int64_t GemmOp::getDequantFactorStride(bool operandB) {
-  auto block = operandB ? getBBlock() : getABlock();
+  auto [block, shape] = blockAndShape(*this, operandB);
   if (!block)
     return 0;
-  auto shape =
-      cast<RankedTensorType>((operandB ? getB() : getA()).getType()).getShape();
   if ((*block)[0] == 1)
     return shape[0];
   return ((shape[1] + 127) / 128 + 3) / 4 * 4;
 }
 
 int64_t GemmOp::getDequantFactorCount(bool operandB) {
-  auto block = operandB ? getBBlock() : getABlock();
+  auto [block, shape] = blockAndShape(*this, operandB);
   if (!block)
     return 0;
-  auto shape =
-      cast<RankedTensorType>((operandB ? getB() : getA()).getType()).getShape();
   int64_t rowsOfFactors =
       (*block)[0] == 1 ? (shape[1] + 127) / 128 : (shape[0] + 127) / 128;
   return rowsOfFactors * getDequantFactorStride(operandB);
