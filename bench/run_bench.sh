@@ -12,9 +12,9 @@
 # The cases: llama3.2-1b at sequence 4096 (micro-batch 2) and an 8-layer
 # llama3-8b-shaped model with its full 128256 vocabulary at sequence 8192
 # (micro-batch 1). Modes bf16 and fp8 (delayed scaling) run octet beside
-# its peers; fp8current (current scaling, where a <model>-fp8current.octet
-# bundle exists) runs octet only, and the summary gives its ratio to
-# octet's fp8.
+# its peers; fp8current and fp8blockwise (current and blockwise scaling,
+# where a <model>-<mode>.octet bundle exists) run octet only, and the
+# summary gives their ratio to octet's fp8.
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 results="$here/results"
@@ -45,10 +45,11 @@ source "$here/cases.sh"
 for c in "${bench_cases[@]}"; do
   read -r model seq batch <<<"$c"
   if [ -n "$only" ] && [ "$only" != "$model" ]; then continue; fi
-  # fp8current (current FP8 scaling) is octet's alone: its peer row is
-  # torch's fp8, already run, and it is compared with octet's delayed fp8.
-  for mode in bf16 fp8 fp8current; do
-    if [ "$mode" != fp8current ]; then
+  # fp8current and fp8blockwise (current and blockwise FP8 scaling) are
+  # octet's alone: their peer row is torch's fp8, already run, and they are
+  # compared with octet's delayed fp8.
+  for mode in bf16 fp8 fp8current fp8blockwise; do
+    if [ "$mode" = bf16 ] || [ "$mode" = fp8 ]; then
       name="torch-$mode-$model-s$seq"
       echo "== $name"
       timeout "$per_case_timeout" python3 "$here/peers/torch_llama.py" \
@@ -105,8 +106,8 @@ for name, r in runs.items():
         continue
     rest = name.split("-", 2)[2]
     peers = ["torch-bf16-" + rest, "torch-fp8-" + rest]
-    if name.startswith("octet-fp8current-"):
-        peers.append("octet-fp8-" + rest)  # current against delayed scaling
+    if name.startswith(("octet-fp8current-", "octet-fp8blockwise-")):
+        peers.append("octet-fp8-" + rest)  # against delayed scaling
     for peer in peers:
         p = runs.get(peer)
         if p and p.get("tokens_per_s"):

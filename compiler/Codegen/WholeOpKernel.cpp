@@ -38,7 +38,7 @@ bool isWholeOp(Operation *op) {
   return isa<graph::EmbeddingOp, graph::EmbeddingGradOp, graph::CrossEntropyOp,
              graph::CrossEntropyGradOp, graph::GlobalNormOp, graph::ClipScaleOp,
              graph::IncrementOp, graph::LrScheduleOp, fp8::ScaleUpdateOp,
-             fp8::ComputeScaleOp>(op) ||
+             fp8::ComputeScaleOp, fp8::BlockQuantizeOp>(op) ||
          (isa<graph::FillOp>(op) && isScalarTensor(op->getResult(0)));
 }
 
@@ -113,6 +113,9 @@ private:
 
   LogicalResult scalarOps(gpu::GPUModuleOp mod, StringRef sym,
                           ArrayRef<Operation *> ops, LaunchList &launches);
+  LogicalResult blockQuantize(fp8::BlockQuantizeOp op, gpu::GPUModuleOp mod,
+                              StringRef name, LaunchList &launches,
+                              DenseSet<Operation *> &done);
 
   kernel::FusedOp fused;
   SmallVector<Type> argTypes;
@@ -374,6 +377,100 @@ LogicalResult WholeOpBuilder::scalarOps(gpu::GPUModuleOp mod, StringRef sym,
   return success();
 }
 
+// Blockwise FP8: a block of threads per tile (1x128, 128x1 or 128x128):
+// the tile's amax over the block, its scale (the formula of compute_scale,
+// margin 0), then the cast. An fp8.transpose of the results in the same
+// kernel (the K-major copy that wgrad and dgrad read, with its scales) is
+// written from the same registers: each tile is read once, whichever
+// layouts are kept. The tile's elements are read in row-major order, so a
+// 1x128 tile is one coalesced row segment; a 128x1 tile walks a column.
+LogicalResult WholeOpBuilder::blockQuantize(fp8::BlockQuantizeOp o,
+                                            gpu::GPUModuleOp mod,
+                                            StringRef name,
+                                            LaunchList &launches,
+                                            DenseSet<Operation *> &done) {
+  Block &body = fused.getBodyBlock();
+  auto yield = cast<kernel::YieldOp>(body.getTerminator());
+  auto yielded = [&](Value v) {
+    return llvm::is_contained(yield.getValues(), v);
+  };
+  fp8::TransposeOp transposed;
+  for (Operation *user : o.getResult().getUsers())
+    if (auto t = dyn_cast<fp8::TransposeOp>(user);
+        t && t.getScale() == o.getScales())
+      transposed = t;
+  auto readers = [&](Value v) {
+    for (Operation *user : v.getUsers())
+      if (user != transposed.getOperation() && !isa<kernel::YieldOp>(user))
+        return true;
+    return false;
+  };
+  if (readers(o.getResult()) || readers(o.getScales()))
+    return o.emitOpError("results must be kernel results or transposed "
+                         "(fp8.transpose) in the same kernel"),
+           failure();
+  if (transposed) {
+    if (readers(transposed.getResult()) || readers(transposed.getResultScale()))
+      return transposed.emitOpError("results must be kernel results"),
+             failure();
+    done.insert(transposed);
+  }
+  auto shape = cast<RankedTensorType>(o.getInput().getType()).getShape();
+  int64_t rows = shape[0], cols = shape[1];
+  int64_t br = o.getBlock()[0], bc = o.getBlock()[1];
+  int64_t tileRows = ceilDiv(rows, br), tileCols = ceilDiv(cols, bc);
+  Type dtype = o.getDtype();
+  OpBuilder::InsertionGuard guard(b);
+  Func f = begin(mod, name.str(), kWholeThreads);
+  Value tr = divUI(f.block, idx(tileCols)), tc = remUI(f.block, idx(tileCols));
+  Value r0 = mulI(tr, idx(br)), c0 = mulI(tc, idx(bc));
+  // Element e of the tile: row r0 + e / bc, column c0 + e % bc, inside the
+  // tensor or not (a last, partial tile).
+  auto at = [&](Value e) {
+    Value r = addI(r0, divUI(e, idx(bc))), c = addI(c0, remUI(e, idx(bc)));
+    Value inside = andI(cmpI(arith::CmpIPredicate::ult, r, idx(rows)),
+                        cmpI(arith::CmpIPredicate::ult, c, idx(cols)));
+    return std::make_tuple(r, c, inside);
+  };
+  Value input = mem(o.getInput());
+  auto element = [&](Value r, Value c, Value inside) {
+    Value i = select(inside, addI(mulI(r, idx(cols)), c), idx(0));
+    return select(inside, toF32(load(input, i)), f32c(0));
+  };
+  Value amax = stride(f, br * bc, f32c(0), true, [&](Value e) {
+    auto [r, c, inside] = at(e);
+    return absF(element(r, c, inside));
+  });
+  Value scale = select(isFinite(amax),
+                       scaleFromAmax(amax, dtype, 0, o.getPowerOfTwo(),
+                                     o.getEps().convertToDouble()),
+                       f32c(1));
+  ifThen(thread0(f), [&] {
+    if (yielded(o.getScales()))
+      writeF32(o.getScales(), f.block, scale);
+    // The transposed scales: tile (tr, tc) is tile (tc, tr) of the
+    // transposed tensor.
+    if (transposed && yielded(transposed.getResultScale()))
+      writeF32(transposed.getResultScale(),
+               addI(mulI(tc, idx(tileRows)), tr), scale);
+  });
+  scf::ForOp::create(
+      b, loc, f.tid, idx(br * bc), idx(kWholeThreads), ValueRange{},
+      [&](OpBuilder &, Location, Value e, ValueRange) {
+        auto [r, c, inside] = at(e);
+        Value q = fromF32(mulF(element(r, c, inside), scale), dtype);
+        ifThen(inside, [&] {
+          if (yielded(o.getResult()))
+            store(q, mem(o.getResult()), addI(mulI(r, idx(cols)), c));
+          if (transposed && yielded(transposed.getResult()))
+            store(q, mem(transposed.getResult()), addI(mulI(c, idx(rows)), r));
+        });
+        scf::YieldOp::create(b, loc);
+      });
+  launches.add(f.func.getName(), tileRows * tileCols, kWholeThreads);
+  return success();
+}
+
 LogicalResult WholeOpBuilder::build(gpu::GPUModuleOp mod, StringRef sym,
                                     LaunchList &launches) {
   Block &body = fused.getBodyBlock();
@@ -558,6 +655,9 @@ LogicalResult WholeOpBuilder::build(gpu::GPUModuleOp mod, StringRef sym,
                  mulF(f32c(o.getScale().convertToDouble()), sqrt(total)));
       });
       launches.add(f.func.getName(), 1, kWholeThreads);
+    } else if (auto o = dyn_cast<fp8::BlockQuantizeOp>(op)) {
+      if (failed(blockQuantize(o, mod, name, launches, done)))
+        return failure();
     } else if (auto o = dyn_cast<graph::CrossEntropyOp>(op)) {
       auto [rows, width] = rowsOf(o.getLogits());
       {

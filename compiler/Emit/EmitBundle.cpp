@@ -534,13 +534,23 @@ private:
       d->set_aux_type(dtypeOf(cast<RankedTensorType>(gemm.getAux()[0].getType())
                                   .getElementType()));
     bool fp8 = d->a_type() == bundle::F8E4M3FN || d->a_type() == bundle::F8E5M2;
-    d->set_fast_accum(fp8 && d->role() == bundle::FPROP);
+    bool blocks = static_cast<bool>(gemm.getABlock());
+    // Block-scaled products promote to f32 at every K block anyway.
+    d->set_fast_accum(fp8 && !blocks && d->role() == bundle::FPROP);
     d->set_accumulate(static_cast<bool>(gemm.getC()));
     // kernel.gemm divides by the quantize scales, cuBLASLt multiplies by
     // its scale pointers: one factor 1 / (sa · sb), computed just before
     // the call, goes in as A's scale and B has none.
     d->set_has_a_scale(static_cast<bool>(gemm.getAScale()));
-    d->set_has_b_scale(false);
+    d->set_has_b_scale(blocks);
+    if (blocks) {
+      auto mode = [](std::optional<ArrayRef<int64_t>> block) {
+        return (*block)[0] == 1 ? bundle::SCALE_VEC128
+                                : bundle::SCALE_BLK128X128;
+      };
+      d->set_a_scale_mode(mode(gemm.getABlock()));
+      d->set_b_scale_mode(mode(gemm.getBBlock()));
+    }
     d->set_batch(1);
 
     if (gemm.getC()) {
@@ -560,6 +570,41 @@ private:
         return gemm.emitError("bundle: the memory plan has no dequantization "
                               "factor for this GEMM (plan after codegen)");
       dequantSlot = slot->second;
+    }
+    if (blocks) {
+      // Each operand's factors from its quantize scales, one thread each.
+      for (bool operandB : {false, true}) {
+        std::string symbol = gemmBlockFactorKernel(gemm, operandB);
+        auto kernelRef = SymbolRefAttr::get(
+            gemm.getContext(), kGemmBlockFactorModule,
+            {FlatSymbolRefAttr::get(gemm.getContext(), symbol)});
+        FailureOr<uint32_t> kernel = kernelFor(
+            *gemm, kernelRef, "1 / scale per block, in cuBLASLt's layout: a "
+                        "block-scaled FP8 GEMM's dequantization factors");
+        if (failed(kernel))
+          return failure();
+        Value scale = operandB ? gemm.getBScale() : gemm.getAScale();
+        int64_t count =
+            cast<RankedTensorType>(scale.getType()).getNumElements();
+        bundle::KernelLaunch *launch =
+            step(param + " " + role + (operandB ? " b" : " a") +
+                 " block factors")
+                ->mutable_launch();
+        launch->set_kernel(*kernel);
+        launch->mutable_grid()->set_x(
+            (count + kGemmBlockFactorThreads - 1) / kGemmBlockFactorThreads);
+        launch->mutable_grid()->set_y(1);
+        launch->mutable_grid()->set_z(1);
+        launch->mutable_block()->set_x(kGemmBlockFactorThreads);
+        launch->mutable_block()->set_y(1);
+        launch->mutable_block()->set_z(1);
+        *launch->add_args()->mutable_slot() = ref(scale);
+        bundle::SlotRef factors = slotRef(dequantSlot);
+        if (operandB)
+          factors.set_byte_offset(plan::dequantFactorOffsetB(gemm));
+        *launch->add_args()->mutable_slot() = factors;
+      }
+    } else if (gemm.getAScale()) {
       auto scaleKernel = SymbolRefAttr::get(
           gemm.getContext(), kGemmScaleKernel,
           {FlatSymbolRefAttr::get(gemm.getContext(), kGemmScaleKernel)});
@@ -592,6 +637,11 @@ private:
       *call->mutable_aux() = ref(gemm.getAux()[0]);
     if (gemm.getAScale())
       *call->mutable_a_scale() = slotRef(dequantSlot);
+    if (blocks) {
+      bundle::SlotRef factors = slotRef(dequantSlot);
+      factors.set_byte_offset(plan::dequantFactorOffsetB(gemm));
+      *call->mutable_b_scale() = factors;
+    }
 
     if (!param.empty() && program->kind() == bundle::TRAIN_MICROBATCH &&
         precisionSeen.insert({param, d->role()}).second) {

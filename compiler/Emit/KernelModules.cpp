@@ -8,6 +8,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassInstrumentation.h"
@@ -29,15 +30,105 @@ using namespace mlir;
 
 namespace octet::emit {
 
-void addGemmScaleKernel(ModuleOp module) {
-  bool scaled = false;
-  module.walk([&](kernel::GemmOp gemm) { scaled |= bool(gemm.getAScale()); });
-  if (!scaled || module.lookupSymbol(kGemmScaleKernel))
+std::string gemmBlockFactorKernel(Operation *op, bool operandB) {
+  auto gemm = cast<kernel::GemmOp>(op);
+  auto block = operandB ? gemm.getBBlock() : gemm.getABlock();
+  auto shape = cast<RankedTensorType>(
+                   (operandB ? gemm.getB() : gemm.getA()).getType())
+                   .getShape();
+  return ((*block)[0] == 1 ? "vec128_" : "blk128x128_") +
+         std::to_string(shape[0]) + "x" + std::to_string(shape[1]);
+}
+
+namespace {
+
+// One thread per quantize scale s of block (r, kb): 1 / s at cuBLASLt's
+// place for it, row stride GemmOp::getDequantFactorStride: (kb, r) for
+// 1x128 tiles, (r, kb) for 128x128 blocks. The factors in the 16-byte
+// padding of a 128x128 row are never read.
+void addBlockFactorKernels(ModuleOp module) {
+  SmallVector<std::pair<kernel::GemmOp, bool>> operands;
+  module.walk([&](kernel::GemmOp gemm) {
+    if (gemm.getABlock())
+      for (bool operandB : {false, true})
+        operands.push_back({gemm, operandB});
+  });
+  if (operands.empty() || module.lookupSymbol(kGemmBlockFactorModule))
     return;
+  MLIRContext *ctx = module.getContext();
+  OpBuilder b(ctx);
+  b.setInsertionPointToEnd(module.getBody());
+  Location loc = module.getLoc();
+  auto gpuModule = gpu::GPUModuleOp::create(b, loc, kGemmBlockFactorModule);
+  b.setInsertionPointToStart(gpuModule.getBody());
+  llvm::StringSet<> made;
+  for (auto [gemm, operandB] : operands) {
+    std::string name = gemmBlockFactorKernel(gemm, operandB);
+    if (!made.insert(name).second)
+      continue;
+    auto scaleType = cast<RankedTensorType>(
+        (operandB ? gemm.getBScale() : gemm.getAScale()).getType());
+    int64_t rows = scaleType.getShape()[0], cols = scaleType.getShape()[1];
+    bool tiles = (*(operandB ? gemm.getBBlock() : gemm.getABlock()))[0] == 1;
+    int64_t stride = gemm.getDequantFactorStride(operandB);
+    int64_t factors = gemm.getDequantFactorCount(operandB);
+    auto global = [&](int64_t n) {
+      return MemRefType::get({n}, b.getF32Type(), MemRefLayoutAttrInterface(),
+                             b.getI64IntegerAttr(1));
+    };
+    OpBuilder::InsertionGuard guard(b);
+    auto func = gpu::GPUFuncOp::create(
+        b, loc, name,
+        b.getFunctionType({global(rows * cols), global(factors)}, {}));
+    func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+    b.setInsertionPointToStart(&func.getBody().front());
+    auto c = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
+    Value i = arith::AddIOp::create(
+        b, loc,
+        arith::MulIOp::create(b, loc,
+                              gpu::BlockIdOp::create(b, loc, gpu::Dimension::x),
+                              c(kGemmBlockFactorThreads)),
+        gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x));
+    Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, i,
+                                         c(rows * cols));
+    auto ifOp = scf::IfOp::create(b, loc, inside, false);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    Value r = arith::DivUIOp::create(b, loc, i, c(cols));
+    Value kb = arith::RemUIOp::create(b, loc, i, c(cols));
+    Value at = tiles ? arith::AddIOp::create(
+                           b, loc, arith::MulIOp::create(b, loc, kb, c(stride)),
+                           r)
+                     : arith::AddIOp::create(
+                           b, loc, arith::MulIOp::create(b, loc, r, c(stride)),
+                           kb);
+    Value s = memref::LoadOp::create(b, loc, func.getArgument(0), i);
+    Value one = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1.0f));
+    memref::StoreOp::create(b, loc, arith::DivFOp::create(b, loc, one, s),
+                            func.getArgument(1), at);
+    b.setInsertionPointToEnd(&func.getBody().front());
+    gpu::ReturnOp::create(b, loc);
+  }
+}
+
+} // namespace
+
+void addGemmScaleKernel(ModuleOp module) {
   MLIRContext *ctx = module.getContext();
   ctx->getOrLoadDialect<gpu::GPUDialect>();
   ctx->getOrLoadDialect<arith::ArithDialect>();
   ctx->getOrLoadDialect<memref::MemRefDialect>();
+  ctx->getOrLoadDialect<scf::SCFDialect>();
+  bool scaled = false, blocks = false;
+  module.walk([&](kernel::GemmOp gemm) {
+    scaled |= gemm.getAScale() && !gemm.getABlock();
+    blocks |= bool(gemm.getABlock());
+  });
+  if (blocks)
+    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                    UnitAttr::get(ctx));
+  addBlockFactorKernels(module);
+  if (!scaled || module.lookupSymbol(kGemmScaleKernel))
+    return;
   module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
                   UnitAttr::get(ctx));
   OpBuilder b(ctx);

@@ -21,8 +21,18 @@ namespace octet::emit {
 // rounded as the reference interpreter's kernel.gemm rounds it.
 inline constexpr llvm::StringLiteral kGemmScaleKernel = "gemm_dequant_scale";
 
-// Adds the gpu.module of kGemmScaleKernel when some kernel.gemm has scales.
+// Adds the gpu.module of kGemmScaleKernel when some kernel.gemm has
+// tensorwise scales, and the block-factor kernels of the block-scaled ones.
 void addGemmScaleKernel(mlir::ModuleOp module);
+
+// The module of the kernels that turn a block-scaled GEMM operand's quantize
+// scales (the fp8 dialect's [R/br, K/bc], row-major) into cuBLASLt's
+// dequantization factors (1 / scale, in bundle.proto's GemmScaleMode
+// layout); one kernel per operand shape, gemmBlockFactorKernel names it.
+inline constexpr llvm::StringLiteral kGemmBlockFactorModule =
+    "gemm_block_factors";
+std::string gemmBlockFactorKernel(mlir::Operation *gemm, bool operandB);
+inline constexpr int64_t kGemmBlockFactorThreads = 256;
 
 struct CodegenOutcome {
   // Why an op got no kernels, by op: the codegen's diagnostics at its

@@ -129,9 +129,6 @@ Error blockQuantize(fp8::BlockQuantizeOp op, ExecContext &ctx) {
   return Error::success();
 }
 
-namespace {
-
-// q / scale per block into a float32 buffer.
 std::vector<float> dequantizeBlocks(const Tensor &q, const Tensor &scales,
                                     ArrayRef<int64_t> block) {
   int64_t rows = q.dim(0), cols = q.dim(1);
@@ -145,8 +142,6 @@ std::vector<float> dequantizeBlocks(const Tensor &q, const Tensor &scales,
                });
   return out;
 }
-
-} // namespace
 
 Error blockDequantize(fp8::BlockDequantizeOp op, ExecContext &ctx) {
   std::vector<float> x =

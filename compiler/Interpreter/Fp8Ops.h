@@ -29,6 +29,11 @@ llvm::Error computeScale(fp8::ComputeScaleOp op, ExecContext &ctx);
 llvm::Error scaleUpdate(fp8::ScaleUpdateOp op, ExecContext &ctx);
 llvm::Error blockQuantize(fp8::BlockQuantizeOp op, ExecContext &ctx);
 llvm::Error blockDequantize(fp8::BlockDequantizeOp op, ExecContext &ctx);
+// q / scale, block by block, of a [rows, cols] tensor and its scales in the
+// fp8 dialect's layout: what fp8.matmul and a block-scaled kernel.gemm
+// multiply.
+std::vector<float> dequantizeBlocks(const Tensor &q, const Tensor &scales,
+                                    llvm::ArrayRef<int64_t> block);
 // FP32 accumulation of the FP8 values, one 1/(sa·sb) at the end when both
 // scales are tensorwise (what cuBLASLt does); blockwise operands are widened
 // block by block first.

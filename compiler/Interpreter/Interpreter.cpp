@@ -739,10 +739,27 @@ llvm::Error dequantize(fp8::DequantizeOp op, Frame &f) {
 // meaning in graph ops).
 llvm::Error kernelGemm(kernel::GemmOp op, Frame &f) {
   float alpha = 1.0f;
-  if (op.getAScale())
-    alpha = 1.0f / (f.operand(op, 2).item() * f.operand(op, 3).item());
   bool ta = op.getTransposeA();
-  Tensor out = product(op, f, ta, op.getTransposeB(), alpha);
+  Tensor out;
+  if (op.getABlock()) {
+    // Block scales: each block widened by its own scale, then an f32
+    // product (cuBLASLt promotes the FP8 partial sums of each 128-wide K
+    // block to f32 and scales them there: the same sum up to f32 order).
+    std::vector<float> wideA = dequantizeBlocks(
+        f.operand(op, 0), f.operand(op, 2), *op.getABlock());
+    std::vector<float> wideB = dequantizeBlocks(
+        f.operand(op, 1), f.operand(op, 3), *op.getBBlock());
+    const Tensor &a = f.operand(op, 0), &b = f.operand(op, 1);
+    int64_t m = ta ? a.dim(1) : a.dim(0), k = ta ? a.dim(0) : a.dim(1);
+    int64_t n = op.getTransposeB() ? b.dim(0) : b.dim(1);
+    out = like(op.getResult());
+    gemm(m, n, k, wideA.data(), ta, wideB.data(), op.getTransposeB(),
+         out.f(), 1.0f, false);
+  } else {
+    if (op.getAScale())
+      alpha = 1.0f / (f.operand(op, 2).item() * f.operand(op, 3).item());
+    out = product(op, f, ta, op.getTransposeB(), alpha);
+  }
   const Tensor &a = f.operand(op, 0);
   int64_t m = out.dim(0), n = out.dim(1), k = ta ? a.dim(0) : a.dim(1);
   float *d = out.f();

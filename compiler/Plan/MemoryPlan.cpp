@@ -17,6 +17,14 @@ using namespace mlir;
 
 namespace octet::plan {
 
+int64_t dequantFactorOffsetB(kernel::GemmOp gemm) {
+  return (gemm.getDequantFactorCount(false) * 4 + 255) / 256 * 256;
+}
+
+int64_t dequantFactorFloats(kernel::GemmOp gemm) {
+  return dequantFactorOffsetB(gemm) / 4 + gemm.getDequantFactorCount(true);
+}
+
 const char *slotKindName(SlotKind kind) {
   switch (kind) {
   case SlotKind::Parameter:
@@ -419,7 +427,8 @@ LogicalResult planFunction(func::FuncOp func, MemoryPlan &plan) {
       scratch((launched.getWorkspaceBytesOrZero() + 3) / 4, "workspace",
               program.workspaceSlots);
     if (auto gemm = dyn_cast<kernel::GemmOp>(op); gemm && gemm.getAScale())
-      scratch(1, "dequant scale", program.gemmScaleSlots);
+      scratch(gemm.getABlock() ? dequantFactorFloats(gemm) : 1,
+              "dequant scale", program.gemmScaleSlots);
   }
 
   // Place the buffers: by definition order, freeing those whose last use is

@@ -33,6 +33,10 @@
 #include <string>
 #include <vector>
 
+namespace octet::kernel {
+class GemmOp;
+} // namespace octet::kernel
+
 namespace octet::plan {
 
 constexpr uint64_t kPlanAlignment = 256;
@@ -90,6 +94,12 @@ struct ProgramPlan {
   // The f32 dequantization-factor slot of each kernel.gemm with scales.
   llvm::DenseMap<mlir::Operation *, unsigned> gemmScaleSlots;
 };
+
+// A block-scaled kernel.gemm's dequantization factors, in one scratch slot:
+// A's (GemmOp::getDequantFactorCount) from byte 0, B's from
+// dequantFactorOffsetB, 256-byte aligned as cuBLASLt's pointers like.
+int64_t dequantFactorOffsetB(kernel::GemmOp gemm);
+int64_t dequantFactorFloats(kernel::GemmOp gemm);
 
 struct MemoryPlan {
   std::vector<Slot> slots;

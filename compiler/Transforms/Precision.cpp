@@ -401,6 +401,37 @@ struct Decision {
   std::string reason;
 };
 
+// Why a GEMM cannot take cuBLASLt's block-scaled FP8 form (every dimension
+// a multiple of 128: the 1x128 tiles run along K, 128x128 blocks along N
+// and K, and wgrad's tiles along the tokens); empty when it can. Such a
+// GEMM stays in BF16 and the precision report says why, rather than
+// padding every operand and its scales to the next multiple of 128.
+std::string blockwiseMisfit(Operation *op) {
+  auto shape = [&](Value v) {
+    return cast<RankedTensorType>(v.getType()).getShape();
+  };
+  int64_t m, n, k;
+  if (auto linear = dyn_cast<graph::LinearOp>(op)) {
+    n = shape(linear.getWeight())[0];
+    k = shape(linear.getWeight())[1];
+    m = cast<RankedTensorType>(linear.getInput().getType()).getNumElements() /
+        k;
+  } else {
+    auto mm = cast<graph::MatmulOp>(op);
+    auto a = shape(mm.getLhs()), b = shape(mm.getRhs());
+    m = mm.getTransposeA() ? a[1] : a[0];
+    k = mm.getTransposeA() ? a[0] : a[1];
+    n = mm.getTransposeB() ? b[0] : b[1];
+  }
+  for (auto [name, dim] : {std::make_pair("M", m), std::make_pair("N", n),
+                           std::make_pair("K", k)})
+    if (dim % kTile)
+      return (Twine("blockwise needs ") + name + " = " + Twine(dim) +
+              " a multiple of " + Twine(kTile))
+          .str();
+  return "";
+}
+
 class PrecisionPass : public octet::impl::OctetPrecisionBase<PrecisionPass> {
 public:
   using OctetPrecisionBase::OctetPrecisionBase;
@@ -538,10 +569,13 @@ void PrecisionPass::runOnOperation() {
       if (!param)
         continue;
       const Decision &d = (*decisions)[param.getValue()];
-      if (d.fp8)
+      std::string reason = d.reason;
+      if (d.fp8 && recipeAttr->getKind() == fp8::RecipeKind::blockwise)
+        reason = blockwiseMisfit(&op);
+      if (d.fp8 && reason.empty())
         gemms.push_back(&op);
       else
-        op.setAttr("bf16_reason", builder.getStringAttr(d.reason));
+        op.setAttr("bf16_reason", builder.getStringAttr(reason));
     }
     // Each function names its tensors afresh, so an eval function reads the
     // same state variables the train step writes.

@@ -25,7 +25,10 @@ def OctetPrecision : Pass<"octet-precision", "mlir::ModuleOp"> {
       step. Functions in `eval-functions` read the scale and update nothing.
     - current: fp8.amax → fp8.compute_scale → fp8.quantize, no state.
     - blockwise: fp8.block_quantize with 1×128 tiles along the contraction
-      dimension for activations and gradients, 128×128 for weights.
+      dimension for activations and gradients, 128×128 for weights. A GEMM
+      whose M, N or K is not a multiple of 128 (what cuBLASLt's
+      block-scaled GEMMs take) keeps BF16, its `bf16_reason` naming the
+      dimension.
     amax_reduce: under delayed scaling activations and gradients reduce over
     data and tensor parallel groups (the state must agree on every replica),
     weights over tensor only (DP replicas hold the same weight); under

@@ -188,6 +188,8 @@ LogicalResult GemmOp::verify() {
     return emitOpError("FP8 operands need scales(a_scale, b_scale)");
   if (!fp8A && getAScale())
     return emitOpError("scales apply only to FP8 operands");
+  if (failed(verifyBlockScales(m, n, ka)))
+    return failure();
   if (isa<Float8E5M2Type>(a.getElementType()) &&
       isa<Float8E5M2Type>(b.getElementType()))
     return emitOpError("E5M2 x E5M2 has no FP8 GEMM on Hopper: one operand "
@@ -239,6 +241,93 @@ LogicalResult GemmOp::verify() {
     return emitOpError("only gelu_aux and bias_grad epilogues have aux "
                        "results");
   return success();
+}
+
+// Block scales: what cuBLASLt multiplies on sm_90 (1×128 tiles along K,
+// 128×128 blocks), K-major, with no epilogue but accumulation.
+LogicalResult GemmOp::verifyBlockScales(int64_t m, int64_t n, int64_t k) {
+  auto aBlock = getABlock(), bBlock = getBBlock();
+  auto rankOf = [](Value v) {
+    return v ? cast<RankedTensorType>(v.getType()).getRank() : 0;
+  };
+  if (!aBlock && !bBlock) {
+    if (rankOf(getAScale()) || rankOf(getBScale()))
+      return emitOpError("ranked scales need a_block and b_block (block "
+                         "scaling); tensorwise scales are rank 0");
+    return success();
+  }
+  if (!aBlock || !bBlock || !getAScale())
+    return emitOpError("block scaling needs FP8 operands with scales and "
+                       "both a_block and b_block: cuBLASLt does not mix "
+                       "tensorwise and block scales");
+  if (getTransposeA() || !getTransposeB())
+    return emitOpError("block-scaled operands must be K-major (transpose_b, "
+                       "not transpose_a): the blocks run along K as stored");
+  auto isTile = [](ArrayRef<int64_t> b) {
+    return b.size() == 2 && b[0] == 1 && b[1] == 128;
+  };
+  auto isSquare = [](ArrayRef<int64_t> b) {
+    return b.size() == 2 && b[0] == 128 && b[1] == 128;
+  };
+  for (auto [name, block] : {std::make_pair("a_block", *aBlock),
+                             std::make_pair("b_block", *bBlock)})
+    if (!isTile(block) && !isSquare(block))
+      return emitOpError(name) << " must be [1, 128] (VEC128) or [128, 128] "
+                                  "(BLK128x128), the block shapes cuBLASLt "
+                                  "scales on sm_90";
+  if (isSquare(*aBlock) && isSquare(*bBlock))
+    return emitOpError("both operands in 128x128 blocks: cuBLASLt takes "
+                       "128x128 blocks for one operand only");
+  for (auto [name, dim] : {std::make_tuple("M", m), std::make_tuple("N", n),
+                           std::make_tuple("K", k)})
+    if (!ShapedType::isDynamic(dim) && dim % 128)
+      return emitOpError("block-scaled GEMM needs ")
+             << name << " a multiple of 128; got " << dim;
+  auto expectScale = [&](StringRef what, Value scale, Value data,
+                         ArrayRef<int64_t> block) -> LogicalResult {
+    auto shape = cast<RankedTensorType>(data.getType()).getShape();
+    SmallVector<int64_t, 2> want;
+    for (int i = 0; i < 2; ++i)
+      want.push_back(ShapedType::isDynamic(shape[i])
+                         ? ShapedType::kDynamic
+                         : (shape[i] + block[i] - 1) / block[i]);
+    return expectShape(*this, what, cast<RankedTensorType>(scale.getType()),
+                       want);
+  };
+  if (failed(expectScale("a_scale", getAScale(), getA(), *aBlock)) ||
+      failed(expectScale("b_scale", getBScale(), getB(), *bBlock)))
+    return failure();
+  if (getEpilogueKind() != "none" || getBias())
+    return emitOpError("block-scaled GEMMs take no epilogue (got '")
+           << getEpilogueKind() << "'): keep the bias and activation in "
+                                   "the next kernel";
+  return success();
+}
+
+// The operand's block and stored shape ([R, K]), for its factors' layout.
+static std::pair<std::optional<ArrayRef<int64_t>>, ArrayRef<int64_t>>
+blockAndShape(GemmOp gemm, bool operandB) {
+  auto block = operandB ? gemm.getBBlock() : gemm.getABlock();
+  Value data = operandB ? gemm.getB() : gemm.getA();
+  return {block, cast<RankedTensorType>(data.getType()).getShape()};
+}
+
+int64_t GemmOp::getDequantFactorStride(bool operandB) {
+  auto [block, shape] = blockAndShape(*this, operandB);
+  if (!block)
+    return 0;
+  if ((*block)[0] == 1)
+    return shape[0];
+  return ((shape[1] + 127) / 128 + 3) / 4 * 4;
+}
+
+int64_t GemmOp::getDequantFactorCount(bool operandB) {
+  auto [block, shape] = blockAndShape(*this, operandB);
+  if (!block)
+    return 0;
+  int64_t rowsOfFactors =
+      (*block)[0] == 1 ? (shape[1] + 127) / 128 : (shape[0] + 127) / 128;
+  return rowsOfFactors * getDequantFactorStride(operandB);
 }
 
 int64_t GemmOp::getFlops() {

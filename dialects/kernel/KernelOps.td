@@ -139,6 +139,18 @@ def Kernel_GemmOp : Kernel_Op<"gemm", [Pure, AttrSizedOperandSegments]> {
     %d = kernel.gemm %a, %b scales(%sa, %sb) {transpose_b, role = "fprop", param = "layers.0.mlp.w1"} : (tensor<16x64xf8E4M3FN>, tensor<128x64xf8E4M3FN>, tensor<f32>, tensor<f32>) -> tensor<16x128xbf16>
     ```
 
+    Block-scaled FP8 (the blockwise recipe): with `a_block` / `b_block`
+    each operand's scale is one f32 per block of the operand as stored, in
+    the fp8 dialect's layout (`fp8.block_quantize`: [rows / br, cols / bc],
+    row-major, the quantize scales), and each block is divided by its own
+    scale before the product. cuBLASLt on sm_90 multiplies 1×128 tiles
+    along K (VEC128_32F) or 128×128 blocks (BLK128x128_32F) only, K-major
+    (transpose_b, not transpose_a), every dimension a multiple of 128, not
+    both operands in 128×128 blocks, no epilogue but accumulation:
+    ```mlir
+    %d = kernel.gemm %x, %w scales(%sx, %sw) {a_block = array<i64: 1, 128>, b_block = array<i64: 128, 128>, transpose_b, role = "fprop"} : (tensor<256x512xf8E4M3FN>, tensor<384x512xf8E4M3FN>, tensor<256x4xf32>, tensor<3x4xf32>) -> tensor<256x384xbf16>
+    ```
+
     The cuBLASLt epilogue, applied to P = op(a)·op(b) (scaled) before the
     single rounding to the result type:
     - `accumulate(%c)`: D = P + C (beta = 1), C of the result's shape.
@@ -162,13 +174,15 @@ def Kernel_GemmOp : Kernel_Op<"gemm", [Pure, AttrSizedOperandSegments]> {
     ```
   }];
   let arguments = (ins GemmOperand:$a, GemmOperand:$b,
-                   Optional<0DTensorOf<[F32]>>:$a_scale,
-                   Optional<0DTensorOf<[F32]>>:$b_scale,
+                   Optional<TensorOf<[F32]>>:$a_scale,
+                   Optional<TensorOf<[F32]>>:$b_scale,
                    Optional<TensorOf<[F32, BF16, F16]>>:$bias,
                    Optional<TensorOf<[F32, BF16, F16]>>:$c,
                    UnitAttr:$transpose_a, UnitAttr:$transpose_b,
                    OptionalAttr<StrAttr>:$role, OptionalAttr<StrAttr>:$param,
-                   OptionalAttr<StrAttr>:$epilogue);
+                   OptionalAttr<StrAttr>:$epilogue,
+                   OptionalAttr<DenseI64ArrayAttr>:$a_block,
+                   OptionalAttr<DenseI64ArrayAttr>:$b_block);
   let results = (outs TensorOf<[F32, BF16, F16]>:$result,
                       Variadic<TensorOf<[F32, BF16, F16]>>:$aux);
   let assemblyFormat = [{
@@ -178,6 +192,15 @@ def Kernel_GemmOp : Kernel_Op<"gemm", [Pure, AttrSizedOperandSegments]> {
   let hasVerifier = 1;
   let extraClassDeclaration = [{
     int64_t getFlops();
+    ::mlir::LogicalResult verifyBlockScales(int64_t m, int64_t n, int64_t k);
+    // The f32 dequantization factors cuBLASLt reads for operand a (or b)
+    // of a block-scaled GEMM, in its layout (bundle.proto GemmScaleMode):
+    // [K/128, R] for 1x128 tiles, [R/128, ceil4(K/128)] for 128x128
+    // blocks, of the operand stored [R, K]; 0 without block scales.
+    int64_t getDequantFactorCount(bool operandB);
+    // The row stride of those factors: R for 1x128 tiles, ceil4(K/128)
+    // for 128x128 blocks.
+    int64_t getDequantFactorStride(bool operandB);
     // The epilogue's name, "none" when unset.
     ::llvm::StringRef getEpilogueKind() {
       return getEpilogue() ? *getEpilogue() : ::llvm::StringRef("none");

@@ -58,9 +58,33 @@ cublasStatus_t setAttr(cublasLtMatmulDesc_t d,
   return cublasLtMatmulDescSetAttribute(d, attr, &value, sizeof(T));
 }
 
+cublasLtMatmulMatrixScale_t cublasScaleMode(ScaleMode mode) {
+  switch (mode) {
+  case ScaleMode::Tensorwise:
+    return CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F;
+  case ScaleMode::Vec128:
+    return CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
+  case ScaleMode::Blk128x128:
+    return CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;
+  }
+  return CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F;
+}
+
 } // namespace
 
 bool isGemmType(DType dtype) { return cudaType(dtype).has_value(); }
+
+const char *scaleModeName(ScaleMode mode) {
+  switch (mode) {
+  case ScaleMode::Tensorwise:
+    return "tensorwise";
+  case ScaleMode::Vec128:
+    return "vec128";
+  case ScaleMode::Blk128x128:
+    return "blk128x128";
+  }
+  return "?";
+}
 
 const char *epilogueName(Epilogue e) {
   switch (e) {
@@ -91,6 +115,7 @@ std::string GemmDesc::key() const {
   add(auxLd), add(fastAccum), add(accumulate), add(aScale), add(bScale);
   add(dScale), add(amaxD), add(int64_t(workspaceBytes)), add(batch);
   add(strideA), add(strideB), add(strideD);
+  add(int(aScaleMode)), add(int(bScaleMode));
   return s;
 }
 
@@ -134,6 +159,37 @@ Status Gemm::checkDesc() const {
       return Status::error(at + " is FP8 with K or a leading dimension not "
                                 "a multiple of 16, which cuBLASLt requires");
   }
+  if (g.blockScaled()) {
+    // cuBLASLt's block-scaled FP8 path on sm_90 (cuBLASLt >= 12.9): K-major
+    // operands (checked above), 1x128 tiles or 128x128 blocks along K, not
+    // both operands in blocks, both scales given, no epilogue and no fast
+    // accumulation (the partial sums are promoted to f32 at every K block
+    // to be scaled there).
+    if (!fp8)
+      return Status::error(at + " has block scales but " +
+                           dtypeName(g.a) + " operands: block scaling is "
+                           "for FP8 operands only");
+    if (g.aScaleMode == ScaleMode::Tensorwise ||
+        g.bScaleMode == ScaleMode::Tensorwise || !g.aScale || !g.bScale)
+      return Status::error(at + " mixes block and tensorwise scales (A " +
+                           scaleModeName(g.aScaleMode) + ", B " +
+                           scaleModeName(g.bScaleMode) +
+                           "): cuBLASLt takes block scales for both "
+                           "operands, each with its scale slot");
+    if (g.aScaleMode == ScaleMode::Blk128x128 &&
+        g.bScaleMode == ScaleMode::Blk128x128)
+      return Status::error(at + " has 128x128 block scales for both "
+                                "operands; cuBLASLt takes them for one");
+    if (g.m % 128 || g.n % 128 || g.k % 128)
+      return Status::error(at + " is block-scaled with a dimension that is "
+                                "not a multiple of 128");
+    if (g.epilogue != Epilogue::None || g.fastAccum || g.dScale || g.amaxD ||
+        g.batch > 1)
+      return Status::error(at + " is block-scaled with an epilogue, fast "
+                                "accumulation, a D scale, amax-of-D or a "
+                                "batch, which cuBLASLt's block-scaled path "
+                                "does not take");
+  }
   if (hasAux(g.epilogue) && g.auxLd % 8)
     return Status::error(at + " has aux_ld " + std::to_string(g.auxLd) +
                          ", not a multiple of 8 as cuBLASLt requires");
@@ -164,6 +220,17 @@ Status Gemm::build() {
   if (isFp8(g.a)) {
     int8_t fast = g.fastAccum ? 1 : 0;
     OCTET_CHECK_CUBLAS(setAttr(op_, CUBLASLT_MATMUL_DESC_FAST_ACCUM, fast));
+  }
+  if (g.blockScaled()) {
+    // Our A is cuBLASLt's B and ours B its A (see Gemm.h), and so are the
+    // scale modes. In cuBLASLt's column-major terms our operand stored
+    // [R, K] row-major is a K x R matrix whose inner dimension is K: VEC128
+    // scales one 128-element run of that inner dimension, BLK128x128 one
+    // 128x128 block, as the header (cublasLtMatmulMatrixScale_t) says.
+    int32_t aMode = cublasScaleMode(g.bScaleMode);
+    int32_t bMode = cublasScaleMode(g.aScaleMode);
+    OCTET_CHECK_CUBLAS(setAttr(op_, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, aMode));
+    OCTET_CHECK_CUBLAS(setAttr(op_, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, bMode));
   }
   OCTET_CHECK_CUBLAS(
       setAttr(op_, CUBLASLT_MATMUL_DESC_EPILOGUE, cublasEpilogue(g.epilogue)));

@@ -44,6 +44,21 @@ const char *epilogueName(Epilogue epilogue);
 
 enum class Role { Unspecified, Fprop, Dgrad, Wgrad };
 
+// How a scale pointer covers its operand, an operand stored [R, K] (K-major;
+// R is M for A, N for B). The factors multiply (dequantization factors).
+enum class ScaleMode {
+  // One f32 for the operand (for A with no B scale: for the product).
+  Tensorwise,
+  // CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F: one f32 per 1x128 tile along K,
+  // stored [K / 128][R]: the R factors of a K tile are contiguous.
+  Vec128,
+  // CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F: one f32 per 128x128 block,
+  // stored [R / 128][ceil4(K / 128)]: the K blocks of a row block contiguous,
+  // rows of blocks 16-byte aligned.
+  Blk128x128,
+};
+const char *scaleModeName(ScaleMode mode);
+
 struct GemmDesc {
   std::string name;
   Role role = Role::Unspecified;
@@ -60,6 +75,14 @@ struct GemmDesc {
   bool fastAccum = false;
   bool accumulate = false;
   bool aScale = false, bScale = false, dScale = false, amaxD = false;
+  // Block scaling (sm_90, cuBLASLt >= 12.9): both operands' modes other
+  // than Tensorwise, both scales set.
+  ScaleMode aScaleMode = ScaleMode::Tensorwise;
+  ScaleMode bScaleMode = ScaleMode::Tensorwise;
+  bool blockScaled() const {
+    return aScaleMode != ScaleMode::Tensorwise ||
+           bScaleMode != ScaleMode::Tensorwise;
+  }
   uint64_t workspaceBytes = 0;
   int64_t batch = 1, strideA = 0, strideB = 0, strideD = 0;
 

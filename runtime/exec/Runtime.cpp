@@ -127,6 +127,25 @@ StatusOr<blas::GemmDesc> toGemmDesc(const GemmDescriptor &g) {
   d.fastAccum = g.fast_accum();
   d.accumulate = g.accumulate();
   d.aScale = g.has_a_scale(), d.bScale = g.has_b_scale();
+  for (auto [mode, out, which] :
+       {std::make_tuple(g.a_scale_mode(), &d.aScaleMode, "A"),
+        std::make_tuple(g.b_scale_mode(), &d.bScaleMode, "B")}) {
+    switch (mode) {
+    case SCALE_TENSORWISE:
+      *out = blas::ScaleMode::Tensorwise;
+      break;
+    case SCALE_VEC128:
+      *out = blas::ScaleMode::Vec128;
+      break;
+    case SCALE_BLK128X128:
+      *out = blas::ScaleMode::Blk128x128;
+      break;
+    default:
+      return Status::error(at + " has an unknown " + which +
+                           " scale mode " + std::to_string(int(mode)) +
+                           ": a bundle from a newer octet?");
+    }
+  }
   d.dScale = g.has_d_scale(), d.amaxD = g.has_amax_d();
   d.workspaceBytes = g.workspace_bytes();
   d.batch = std::max<int64_t>(1, g.batch());

@@ -27,6 +27,12 @@ constexpr StringRef kElementwise[] = {
 // computes the amax; these run once all amaxes are known.
 constexpr StringRef kScaleOps[] = {"fp8.scale_update", "fp8.compute_scale"};
 
+// Blockwise quantization is a kernel of its own (a block of threads per
+// tile, WholeOpKernel.cpp): elementwise work stays out of it.
+bool blockQuantizes(kernel::FusedOp fused) {
+  return fusion::bodyHas(fused, {"fp8.block_quantize"});
+}
+
 bool readsState(kernel::FusedOp fused) {
   // The multi-tensor kernels stay as the AdamW pass built them.
   return fused.getKind() == "multi_tensor";
@@ -85,7 +91,7 @@ struct FuseElementwise
     for (Value input : inputs) {
       kernel::FusedOp producer = fusion::producerFused(input);
       if (!producer || producer == fused || readsState(producer) ||
-          fusion::bodyHas(producer, kScaleOps))
+          blockQuantizes(producer) || fusion::bodyHas(producer, kScaleOps))
         continue;
       Operation *next = fused->getNextNode();
       fusion::pullViewsFrom(fused, producer);
@@ -102,7 +108,7 @@ struct FuseElementwise
         return false;
       consumer = c;
     }
-    if (!consumer || readsState(consumer) ||
+    if (!consumer || readsState(consumer) || blockQuantizes(consumer) ||
         fusion::bodyHas(consumer, kScaleOps))
       return false;
     return static_cast<bool>(

@@ -23,7 +23,8 @@ kernel::GemmOp rebuild(kernel::GemmOp gemm, StringRef epilogue, Value c,
       gemm.getB(), gemm.getAScale(), gemm.getBScale(), gemm.getBias(), c,
       gemm.getTransposeA(), gemm.getTransposeB(), gemm.getRoleAttr(),
       gemm.getParamAttr(),
-      epilogue == "none" ? StringAttr() : b.getStringAttr(epilogue));
+      epilogue == "none" ? StringAttr() : b.getStringAttr(epilogue),
+      gemm.getABlockAttr(), gemm.getBBlockAttr());
   for (StringRef attr : {"layer", "section"})
     if (Attribute a = gemm->getAttr(attr))
       created->setAttr(attr, a);
@@ -74,7 +75,9 @@ bool fuseAccumulate(kernel::GemmOp gemm) {
 // anything else reads it.
 kernel::GemmOp fuseGelu(kernel::GemmOp gemm) {
   StringRef epilogue = gemm.getEpilogueKind();
-  if ((epilogue != "none" && epilogue != "bias") || gemm.getC())
+  // cuBLASLt's block-scaled GEMMs take no epilogue.
+  if ((epilogue != "none" && epilogue != "bias") || gemm.getC() ||
+      gemm.getABlock())
     return nullptr;
   Value d = gemm.getResult();
   // The GELU kernel reads D directly or through one reshape.
@@ -119,7 +122,7 @@ kernel::GemmOp fuseGelu(kernel::GemmOp gemm) {
 // Σ_rows dy, where a wgrad GEMM reads dy as op(a) = dyᵀ.
 kernel::GemmOp fuseBiasGrad(kernel::GemmOp gemm) {
   if (gemm.getRole() != "wgrad" || !gemm.getTransposeA() ||
-      gemm.getEpilogueKind() != "none")
+      gemm.getEpilogueKind() != "none" || gemm.getABlock())
     return nullptr;
   Value a = gemm.getA();
   // The bias_grad kernel reads dy as the GEMM does or before its flattening.

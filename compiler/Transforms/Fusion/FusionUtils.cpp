@@ -299,6 +299,43 @@ kernel::FusedOp mergeFused(kernel::FusedOp first, kernel::FusedOp second,
   return merged;
 }
 
+// Blockwise: the K-major copy of the data and the transpose of its scales
+// (two copies side by side, LowerToKernel's form of fp8.transpose) become
+// one fp8.transpose in the kernel that quantizes.
+static kernel::FusedOp absorbBlockTransposeCopy(kernel::FusedOp producer,
+                                                kernel::CopyOp copy,
+                                                fp8::BlockQuantizeOp quantize) {
+  Block &body = producer.getBodyBlock();
+  Value outerScale;
+  for (auto [i, v] : llvm::enumerate(body.getTerminator()->getOperands()))
+    if (v == quantize.getScales())
+      outerScale = producer->getResult(i);
+  if (!outerScale)
+    return nullptr;
+  kernel::CopyOp scaleCopy;
+  for (Operation *user : outerScale.getUsers())
+    if (auto c = dyn_cast<kernel::CopyOp>(user); c && c.getTranspose())
+      scaleCopy = c;
+  if (!scaleCopy || scaleCopy->getBlock() != copy->getBlock())
+    return nullptr;
+  // One op replaces both copies: at the later of the two.
+  kernel::CopyOp later =
+      copy->isBeforeInBlock(scaleCopy) ? scaleCopy : copy;
+  OpBuilder builder(later);
+  auto transpose = fp8::TransposeOp::create(
+      builder, copy.getLoc(), copy.getResult().getType(),
+      scaleCopy.getResult().getType(), copy.getInput(), outerScale,
+      quantize.getBlockAttr());
+  copy.getResult().replaceAllUsesWith(transpose.getResult());
+  scaleCopy.getResult().replaceAllUsesWith(transpose.getResultScale());
+  copyKernelAttrs(copy, transpose);
+  copy.erase();
+  scaleCopy.erase();
+  kernel::FusedOp wrapped =
+      wrapInFused(builder, transpose, producer.getName());
+  return mergeFused(producer, wrapped);
+}
+
 kernel::FusedOp absorbTransposeCopy(kernel::FusedOp producer,
                                     kernel::CopyOp copy) {
   if (!copy.getTranspose() || copy.getInput().getDefiningOp() != producer)
@@ -306,6 +343,10 @@ kernel::FusedOp absorbTransposeCopy(kernel::FusedOp producer,
   auto result = cast<OpResult>(copy.getInput());
   Block &body = producer.getBodyBlock();
   Value inner = body.getTerminator()->getOperand(result.getResultNumber());
+  if (auto block = inner.getDefiningOp<fp8::BlockQuantizeOp>())
+    return block.getResult() == inner
+               ? absorbBlockTransposeCopy(producer, copy, block)
+               : nullptr;
   auto quantize = inner.getDefiningOp<fp8::QuantizeOp>();
   if (!quantize || quantize.getResult() != inner)
     return nullptr;

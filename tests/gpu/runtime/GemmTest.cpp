@@ -363,6 +363,164 @@ TEST(GemmFp8, RejectsNonKMajorLayoutWithAFix) {
   EXPECT_NE(gemm.status().message().find("fp8.bad"), std::string::npos);
 }
 
+// Block-scaled FP8 (the blockwise recipe): each operand's factors in the
+// layout Gemm.h states for its mode, every factor a power of two between
+// 2^-4 and 2^4, so the reference's scaled products are exact. Factors that
+// belong to no block (the 16-byte padding of a 128x128 row) are NaN: a
+// kernel that reads them poisons D.
+struct BlockOperand {
+  blas::ScaleMode mode;
+  int64_t rows, k;
+  std::vector<float> factors;
+  int64_t stride() const {
+    return mode == blas::ScaleMode::Vec128 ? rows : (k / 128 + 3) / 4 * 4;
+  }
+  float factor(int64_t r, int64_t kk) const {
+    return mode == blas::ScaleMode::Vec128
+               ? factors[size_t(kk / 128 * stride() + r)]
+               : factors[size_t(r / 128 * stride() + kk / 128)];
+  }
+};
+
+BlockOperand blockOperand(blas::ScaleMode mode, int64_t rows, int64_t k,
+                          uint64_t seed) {
+  BlockOperand op{mode, rows, k, {}};
+  int64_t count = mode == blas::ScaleMode::Vec128
+                      ? k / 128 * rows
+                      : rows / 128 * op.stride();
+  op.factors.assign(size_t(count), NAN);
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int> exponent(-4, 4);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t kb = 0; kb < k / 128; ++kb) {
+      size_t at = mode == blas::ScaleMode::Vec128
+                      ? size_t(kb * op.stride() + r)
+                      : size_t(r / 128 * op.stride() + kb);
+      if (mode == blas::ScaleMode::Vec128 || r % 128 == 0)
+        op.factors[at] = std::ldexp(1.0f, exponent(rng));
+    }
+  return op;
+}
+
+std::vector<float> runBlockScaled(const GemmDesc &g, const Inputs &in,
+                                  const BlockOperand &fa,
+                                  const BlockOperand &fb) {
+  auto handle = unwrap(blas::BlasHandle::create());
+  if (!handle)
+    return {};
+  auto gemm = unwrap(blas::Gemm::create(handle->get(), g));
+  if (!gemm)
+    return {};
+  DeviceBuffer a(size_t(g.m * g.k) * dtypeBytes(g.a));
+  DeviceBuffer b(size_t(g.k * g.n) * dtypeBytes(g.b));
+  DeviceBuffer d(size_t(g.m * g.n) * dtypeBytes(g.d));
+  DeviceBuffer sa(fa.factors.size() * sizeof(float));
+  DeviceBuffer sb(fb.factors.size() * sizeof(float));
+  DeviceBuffer ws(g.workspaceBytes);
+  a.upload(encode(g.a, in.a));
+  b.upload(encode(g.b, in.b));
+  sa.upload(fa.factors);
+  sb.upload(fb.factors);
+  if (g.accumulate)
+    d.upload(encode(g.d, in.dInit));
+  else
+    d.poison();
+  blas::GemmArgs args;
+  args.a = a.get(), args.b = b.get(), args.d = d.get();
+  args.aScale = sa.get(), args.bScale = sb.get();
+  args.workspace = ws.get();
+  Status st = gemm->run(args, nullptr);
+  EXPECT_TRUE(st.isOk()) << st.message();
+  return decode(g.d, d.download<uint8_t>());
+}
+
+std::vector<double> blockReference(const GemmDesc &g, const Inputs &in,
+                                   const BlockOperand &fa,
+                                   const BlockOperand &fb) {
+  std::vector<double> out(size_t(g.m * g.n), 0.0);
+  for (int64_t i = 0; i < g.m; ++i)
+    for (int64_t j = 0; j < g.n; ++j) {
+      double s = g.accumulate ? in.dInit[size_t(i * g.n + j)] : 0.0;
+      for (int64_t k = 0; k < g.k; ++k)
+        s += double(in.a[size_t(i * g.k + k)]) * fa.factor(i, k) *
+             double(in.b[size_t(j * g.k + k)]) * fb.factor(j, k);
+      out[size_t(i * g.n + j)] = s;
+    }
+  return out;
+}
+
+GemmDesc blockDesc(const char *name, int64_t m, int64_t n, int64_t k, DType a,
+                   DType b, DType d, blas::ScaleMode am, blas::ScaleMode bm) {
+  GemmDesc g = desc(name, m, n, k, a, b, d, false, true);
+  g.aScale = g.bScale = true;
+  g.aScaleMode = am, g.bScaleMode = bm;
+  return g;
+}
+
+// Random operands and factors (seed, seed + 2, seed + 3), D against the
+// reference within `tolerance`.
+void expectBlockScaled(const GemmDesc &g, uint64_t seed, double tolerance) {
+  Inputs in = inputsFor(g, seed);
+  if (g.accumulate)
+    in.dInit = randomValues(DType::F32, size_t(g.m * g.n), 4.0f, seed + 1);
+  auto fa = blockOperand(g.aScaleMode, g.m, g.k, seed + 2);
+  auto fb = blockOperand(g.bScaleMode, g.n, g.k, seed + 3);
+  EXPECT_LT(relError(runBlockScaled(g, in, fa, fb),
+                     blockReference(g, in, fa, fb)),
+            tolerance);
+}
+
+// fprop: x in 1x128 tiles (VEC128) times w in 128x128 blocks; K = 384
+// gives 3 K blocks a row of w's factors, padded to 4.
+TEST(GemmBlockScaled, FpropTilesTimesBlocks) {
+  expectBlockScaled(blockDesc("block.fprop", 256, 384, 384, DType::F8E4M3FN,
+                              DType::F8E4M3FN, DType::BF16,
+                              blas::ScaleMode::Vec128,
+                              blas::ScaleMode::Blk128x128),
+                    21, kBf16Tol);
+}
+
+// dgrad: an E5M2 gradient in tiles times the K-major copy of w in blocks.
+TEST(GemmBlockScaled, DgradE5M2TilesTimesE4M3Blocks) {
+  expectBlockScaled(blockDesc("block.dgrad", 128, 512, 768, DType::F8E5M2,
+                              DType::F8E4M3FN, DType::BF16,
+                              blas::ScaleMode::Vec128,
+                              blas::ScaleMode::Blk128x128),
+                    31, kBf16Tol);
+}
+
+// wgrad: dy^T and x^T, both in 1x128 tiles along the tokens, accumulated
+// into an f32 gradient. The bound is GemmFp8.WgradE5M2TimesE4M3AccumulatesF32's:
+// Hopper's FP8 MMA accumulates a few products in reduced precision before
+// each promotion to f32.
+TEST(GemmBlockScaled, WgradTilesTimesTilesAccumulatesF32) {
+  auto g = blockDesc("block.wgrad", 384, 256, 512, DType::F8E4M3FN,
+                     DType::F8E4M3FN, DType::F32, blas::ScaleMode::Vec128,
+                     blas::ScaleMode::Vec128);
+  g.accumulate = true;
+  expectBlockScaled(g, 41, 2e-4);
+}
+
+TEST(GemmBlockScaled, RejectsMixedModesAndEpiloguesWithAFix) {
+  auto handle = unwrap(blas::BlasHandle::create());
+  ASSERT_TRUE(handle);
+  auto mixed = blockDesc("block.mixed", 128, 128, 128, DType::F8E4M3FN,
+                         DType::F8E4M3FN, DType::BF16, blas::ScaleMode::Vec128,
+                         blas::ScaleMode::Tensorwise);
+  auto st = blas::Gemm::create(handle->get(), mixed).status();
+  EXPECT_NE(st.message().find("mixes block and tensorwise scales"),
+            std::string::npos)
+      << st.message();
+  auto bias = blockDesc("block.bias", 128, 128, 128, DType::F8E4M3FN,
+                        DType::F8E4M3FN, DType::BF16, blas::ScaleMode::Vec128,
+                        blas::ScaleMode::Blk128x128);
+  bias.epilogue = Epilogue::Bias;
+  st = blas::Gemm::create(handle->get(), bias).status();
+  EXPECT_NE(st.message().find("block-scaled with an epilogue"),
+            std::string::npos)
+      << st.message();
+}
+
 TEST(GemmCache, ReusesDescriptorAndRecordsAlgorithm) {
   auto handle = unwrap(blas::BlasHandle::create());
   ASSERT_TRUE(handle);

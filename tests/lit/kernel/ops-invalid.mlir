@@ -37,3 +37,67 @@ func.func @copy_transpose(%a: tensor<16x64xbf16>) {
   %t = kernel.copy %a {transpose} : (tensor<16x64xbf16>) -> tensor<16x64xbf16>
   return
 }
+
+// -----
+
+func.func @block_scales_without_blocks(%a: tensor<256x512xf8E4M3FN>, %sa: tensor<256x4xf32>, %b: tensor<384x512xf8E4M3FN>, %sb: tensor<3x4xf32>) {
+  // expected-error @below {{ranked scales need a_block and b_block}}
+  %d = kernel.gemm %a, %b scales(%sa, %sb) {transpose_b} : (tensor<256x512xf8E4M3FN>, tensor<384x512xf8E4M3FN>, tensor<256x4xf32>, tensor<3x4xf32>) -> tensor<256x384xbf16>
+  return
+}
+
+// -----
+
+func.func @block_mixed_with_tensorwise(%a: tensor<256x512xf8E4M3FN>, %sa: tensor<256x4xf32>, %b: tensor<384x512xf8E4M3FN>, %sb: tensor<f32>) {
+  // expected-error @below {{cuBLASLt does not mix tensorwise and block scales}}
+  %d = kernel.gemm %a, %b scales(%sa, %sb) {a_block = array<i64: 1, 128>, transpose_b} : (tensor<256x512xf8E4M3FN>, tensor<384x512xf8E4M3FN>, tensor<256x4xf32>, tensor<f32>) -> tensor<256x384xbf16>
+  return
+}
+
+// -----
+
+func.func @block_not_k_major(%a: tensor<512x256xf8E4M3FN>, %sa: tensor<512x2xf32>, %b: tensor<384x512xf8E4M3FN>, %sb: tensor<3x4xf32>) {
+  // expected-error @below {{block-scaled operands must be K-major}}
+  %d = kernel.gemm %a, %b scales(%sa, %sb) {a_block = array<i64: 1, 128>, b_block = array<i64: 128, 128>, transpose_a, transpose_b} : (tensor<512x256xf8E4M3FN>, tensor<384x512xf8E4M3FN>, tensor<512x2xf32>, tensor<3x4xf32>) -> tensor<256x384xbf16>
+  return
+}
+
+// -----
+
+func.func @block_shape(%a: tensor<256x512xf8E4M3FN>, %sa: tensor<256x8xf32>, %b: tensor<384x512xf8E4M3FN>, %sb: tensor<3x4xf32>) {
+  // expected-error @below {{a_block must be [1, 128] (VEC128) or [128, 128] (BLK128x128)}}
+  %d = kernel.gemm %a, %b scales(%sa, %sb) {a_block = array<i64: 1, 64>, b_block = array<i64: 128, 128>, transpose_b} : (tensor<256x512xf8E4M3FN>, tensor<384x512xf8E4M3FN>, tensor<256x8xf32>, tensor<3x4xf32>) -> tensor<256x384xbf16>
+  return
+}
+
+// -----
+
+func.func @block_both_square(%a: tensor<256x512xf8E4M3FN>, %sa: tensor<2x4xf32>, %b: tensor<384x512xf8E4M3FN>, %sb: tensor<3x4xf32>) {
+  // expected-error @below {{both operands in 128x128 blocks}}
+  %d = kernel.gemm %a, %b scales(%sa, %sb) {a_block = array<i64: 128, 128>, b_block = array<i64: 128, 128>, transpose_b} : (tensor<256x512xf8E4M3FN>, tensor<384x512xf8E4M3FN>, tensor<2x4xf32>, tensor<3x4xf32>) -> tensor<256x384xbf16>
+  return
+}
+
+// -----
+
+func.func @block_dim(%a: tensor<200x512xf8E4M3FN>, %sa: tensor<200x4xf32>, %b: tensor<384x512xf8E4M3FN>, %sb: tensor<3x4xf32>) {
+  // expected-error @below {{block-scaled GEMM needs M a multiple of 128; got 200}}
+  %d = kernel.gemm %a, %b scales(%sa, %sb) {a_block = array<i64: 1, 128>, b_block = array<i64: 128, 128>, transpose_b} : (tensor<200x512xf8E4M3FN>, tensor<384x512xf8E4M3FN>, tensor<200x4xf32>, tensor<3x4xf32>) -> tensor<200x384xbf16>
+  return
+}
+
+// -----
+
+func.func @block_scale_shape(%a: tensor<256x512xf8E4M3FN>, %sa: tensor<256x2xf32>, %b: tensor<384x512xf8E4M3FN>, %sb: tensor<3x4xf32>) {
+  // expected-error @below {{a_scale}}
+  %d = kernel.gemm %a, %b scales(%sa, %sb) {a_block = array<i64: 1, 128>, b_block = array<i64: 128, 128>, transpose_b} : (tensor<256x512xf8E4M3FN>, tensor<384x512xf8E4M3FN>, tensor<256x2xf32>, tensor<3x4xf32>) -> tensor<256x384xbf16>
+  return
+}
+
+// -----
+
+func.func @block_epilogue(%a: tensor<256x512xf8E4M3FN>, %sa: tensor<256x4xf32>, %b: tensor<384x512xf8E4M3FN>, %sb: tensor<3x4xf32>, %bias: tensor<384xbf16>) {
+  // expected-error @below {{block-scaled GEMMs take no epilogue (got 'bias')}}
+  %d = kernel.gemm %a, %b scales(%sa, %sb) bias(%bias) {a_block = array<i64: 1, 128>, b_block = array<i64: 128, 128>, epilogue = "bias", transpose_b} : (tensor<256x512xf8E4M3FN>, tensor<384x512xf8E4M3FN>, tensor<256x4xf32>, tensor<3x4xf32>, tensor<384xbf16>) -> tensor<256x384xbf16>
+  return
+}

@@ -15,3 +15,12 @@ func.func @bf16_and_copy(%a: tensor<16x64xbf16>, %b: tensor<64x32xbf16>) -> (ten
   %t = kernel.copy %a {transpose} : (tensor<16x64xbf16>) -> tensor<64x16xbf16>
   return %d, %t : tensor<16x32xf32>, tensor<64x16xbf16>
 }
+
+// Block-scaled FP8 (the blockwise recipe): one scale per 1x128 tile of x
+// and per 128x128 block of w, in the fp8 dialect's layout.
+// CHECK-LABEL: func.func @block_scaled
+func.func @block_scaled(%x: tensor<256x512xf8E4M3FN>, %sx: tensor<256x4xf32>, %w: tensor<384x512xf8E4M3FN>, %sw: tensor<3x4xf32>, %c: tensor<256x384xf32>) -> tensor<256x384xf32> {
+  // CHECK: kernel.gemm %{{.*}}, %{{.*}} scales(%{{.*}}, %{{.*}}) accumulate(%{{.*}}) {a_block = array<i64: 1, 128>, b_block = array<i64: 128, 128>, role = "fprop", transpose_b}
+  %d = kernel.gemm %x, %w scales(%sx, %sw) accumulate(%c) {a_block = array<i64: 1, 128>, b_block = array<i64: 128, 128>, transpose_b, role = "fprop"} : (tensor<256x512xf8E4M3FN>, tensor<384x512xf8E4M3FN>, tensor<256x4xf32>, tensor<3x4xf32>, tensor<256x384xf32>) -> tensor<256x384xf32>
+  return %d : tensor<256x384xf32>
+}

@@ -73,6 +73,21 @@ func.func @fp8(%dy: tensor<32x16xf8E5M2>, %sdy: tensor<f32>, %x: tensor<16x64xf8
   return %dw : tensor<32x64xf32>
 }
 
+// Blockwise: the GEMM keeps both operands' block scales and their block
+// shapes (1x128 tiles of x along K, 128x128 blocks of w); the transposed
+// tiles of a wgrad operand are two copies, data and scales.
+// CHECK-LABEL: func.func @blockwise
+// CHECK: kernel.gemm %{{.*}}, %{{.*}} scales(%{{.*}}, %{{.*}}) {a_block = array<i64: 1, 128>, b_block = array<i64: 128, 128>, layer = 0 : i64, param = "layers.0.mlp.w_up", role = "fprop", section = "eval", transpose_b} : (tensor<256x512xf8E4M3FN>, tensor<384x512xf8E4M3FN>, tensor<256x4xf32>, tensor<3x4xf32>) -> tensor<256x384xbf16>
+// CHECK: %[[XT:.*]] = kernel.copy %{{.*}} {{{.*}}transpose} : (tensor<256x512xf8E4M3FN>) -> tensor<512x256xf8E4M3FN>
+// CHECK-NEXT: %[[SXT:.*]] = kernel.copy %{{.*}} {{{.*}}transpose} : (tensor<2x512xf32>) -> tensor<512x2xf32>
+// CHECK: kernel.gemm %{{.*}}, %[[XT]] scales(%{{.*}}, %[[SXT]]) {a_block = array<i64: 1, 128>, b_block = array<i64: 1, 128>, {{.*}}role = "wgrad"{{.*}}transpose_b}
+func.func @blockwise(%x: tensor<256x512xf8E4M3FN>, %sx: tensor<256x4xf32>, %w: tensor<384x512xf8E4M3FN>, %sw: tensor<3x4xf32>, %xc: tensor<256x512xf8E4M3FN>, %sxc: tensor<2x512xf32>, %dyt: tensor<384x256xf8E4M3FN>, %sdyt: tensor<384x2xf32>) -> (tensor<256x384xbf16>, tensor<384x512xf32>) {
+  %y = fp8.matmul %x, %sx, %w, %sw {transpose_b, a_block = array<i64: 1, 128>, b_block = array<i64: 128, 128>, role = "fprop", param = "layers.0.mlp.w_up"} : (tensor<256x512xf8E4M3FN>, tensor<256x4xf32>, tensor<384x512xf8E4M3FN>, tensor<3x4xf32>) -> tensor<256x384xbf16>
+  %xt, %sxt = fp8.transpose %xc, %sxc {block = array<i64: 128, 1>} : (tensor<256x512xf8E4M3FN>, tensor<2x512xf32>) -> (tensor<512x256xf8E4M3FN>, tensor<512x2xf32>)
+  %dw = fp8.matmul %dyt, %sdyt, %xt, %sxt {transpose_b, a_block = array<i64: 1, 128>, b_block = array<i64: 1, 128>, role = "wgrad", param = "layers.0.mlp.w_up"} : (tensor<384x256xf8E4M3FN>, tensor<384x2xf32>, tensor<512x256xf8E4M3FN>, tensor<512x2xf32>) -> tensor<384x512xf32>
+  return %y, %dw : tensor<256x384xbf16>, tensor<384x512xf32>
+}
+
 // The train step: attention kernels, forward and backward sections.
 // DP-LABEL: func.func @train_microbatch
 // DP: kernel.attention_fwd {{.*}}{causal, layer = 0 : i64, scale = 5.000000e-01 : f64, section = "forward"}

@@ -6,7 +6,9 @@
 // RUN: not %octet-opt %s --octet-precision="bf16-patterns=layers.1.*,*.w9" 2>&1 | FileCheck %s --check-prefix=NOMATCH
 // RUN: %octet-opt %s --octet-precision="bf16-patterns=layers.[01].* keep-head-bf16=false" | FileCheck %s --check-prefix=PATTERN --implicit-check-not=graph.linear --implicit-check-not=graph.matmul --implicit-check-not=fp8.matmul
 // RUN: %octet-opt %s --octet-precision="recipe=current format=e4m3 margin=1" | FileCheck %s --check-prefix=CURRENT
-// RUN: %octet-opt %s --octet-precision="recipe=blockwise power-of-two-scales=true" | FileCheck %s --check-prefix=BLOCK
+// RUN: %octet-opt %S/Inputs/blockwise-layers.mlir --octet-precision="recipe=blockwise power-of-two-scales=true" | FileCheck %s --check-prefix=BLOCK
+// RUN: %octet-opt %s --octet-precision="recipe=blockwise" | FileCheck %s --check-prefix=BLOCKSMALL --implicit-check-not=fp8.matmul
+// RUN: %octet-opt %S/Inputs/blockwise-layers.mlir --octet-precision="recipe=blockwise first-layers-bf16=1" | FileCheck %s --check-prefix=BLOCKFIRST --implicit-check-not=graph.linear --implicit-check-not=graph.matmul --implicit-check-not=fp8.matmul
 // RUN: not %octet-opt %s --octet-precision="recipe=fp4" 2>&1 | FileCheck %s --check-prefix=BADRECIPE
 
 // The shape of the autodiff pass's output: forward linears, graph.save of
@@ -141,14 +143,37 @@ module {
 // wide activation again, so it stays saved.
 // BLOCK-NOT: graph.variable @fp8
 // BLOCK-LABEL: func.func @train_microbatch
-// BLOCK: fp8.block_quantize %{{.*}} {block = array<i64: 1, 128>, dtype = f8E4M3FN, power_of_two, tensor = "layers.0.mlp.w1.x"} : (tensor<8x16xf32>) -> (tensor<8x16xf8E4M3FN>, tensor<8x1xf32>)
-// BLOCK: fp8.block_quantize %{{.*}} {block = array<i64: 128, 128>, dtype = f8E4M3FN, power_of_two, tensor = "layers.0.mlp.w1.w"} : (tensor<32x16xf32>) -> (tensor<32x16xf8E4M3FN>, tensor<1x1xf32>)
+// BLOCK: fp8.block_quantize %{{.*}} {block = array<i64: 1, 128>, dtype = f8E4M3FN, power_of_two, tensor = "layers.0.mlp.w1.x"} : (tensor<128x128xf32>) -> (tensor<128x128xf8E4M3FN>, tensor<128x1xf32>)
+// BLOCK: fp8.block_quantize %{{.*}} {block = array<i64: 128, 128>, dtype = f8E4M3FN, power_of_two, tensor = "layers.0.mlp.w1.w"} : (tensor<256x128xf32>) -> (tensor<256x128xf8E4M3FN>, tensor<2x1xf32>)
 // BLOCK: fp8.matmul {{.*}} {a_block = array<i64: 1, 128>, b_block = array<i64: 128, 128>, param = "layers.0.mlp.w1", role = "fprop", transpose_b}
-// BLOCK: graph.save {{.*}} : tensor<2x4x32xf32>
-// BLOCK: fp8.block_quantize %{{.*}} {block = array<i64: 128, 1>, dtype = f8E5M2, power_of_two, tensor = "layers.2.mlp.w1.dy.t"} : (tensor<8x32xf32>) -> (tensor<8x32xf8E5M2>, tensor<1x32xf32>)
-// BLOCK: fp8.block_quantize %{{.*}} {block = array<i64: 1, 128>, dtype = f8E5M2, power_of_two, tensor = "layers.2.mlp.w1.dy"} : (tensor<8x32xf32>) -> (tensor<8x32xf8E5M2>, tensor<8x1xf32>)
+// BLOCK: graph.save {{.*}} : tensor<2x64x256xf32>
+// BLOCK: fp8.block_quantize %{{.*}} {block = array<i64: 128, 1>, dtype = f8E5M2, power_of_two, tensor = "layers.2.mlp.w1.dy.t"} : (tensor<128x256xf32>) -> (tensor<128x256xf8E5M2>, tensor<1x256xf32>)
+// BLOCK: fp8.block_quantize %{{.*}} {block = array<i64: 1, 128>, dtype = f8E5M2, power_of_two, tensor = "layers.2.mlp.w1.dy"} : (tensor<128x256xf32>) -> (tensor<128x256xf8E5M2>, tensor<128x2xf32>)
 // BLOCK: fp8.matmul {{.*}} {a_block = array<i64: 1, 128>, b_block = array<i64: 128, 128>, param = "layers.2.mlp.w1", role = "dgrad"}
 // BLOCK: fp8.block_quantize %{{.*}} {block = array<i64: 128, 1>, dtype = f8E4M3FN, power_of_two, tensor = "layers.2.mlp.w1.x.t"}
 // BLOCK: fp8.matmul {{.*}} {a_block = array<i64: 128, 1>, b_block = array<i64: 128, 1>, param = "layers.2.mlp.w1", role = "wgrad", transpose_a}
+
+// A GEMM with a dimension that is not a multiple of 128 keeps BF16 under
+// blockwise and says why (no fp8.matmul at all in the small module).
+// BLOCKSMALL-LABEL: func.func @train_microbatch
+// BLOCKSMALL: graph.linear {{.*}} {bf16_reason = "blockwise needs M = 8 a multiple of 128", param = "layers.0.mlp.w1"}
+// BLOCKSMALL: graph.matmul {{.*}} {bf16_reason = "blockwise needs M = 8 a multiple of 128", param = "layers.2.mlp.w1", role = "dgrad"}
+// BLOCKSMALL: graph.matmul {{.*}} {bf16_reason = "blockwise needs M = 32 a multiple of 128", param = "layers.2.mlp.w1", role = "wgrad", transpose_a}
+
+// The per-layer policy applies to blockwise as to the other recipes.
+// BLOCKFIRST-LABEL: func.func @forward
+// BLOCKFIRST: graph.linear {{.*}} {bf16_reason = "first 1 layers", param = "layers.0.mlp.w1"}
+// BLOCKFIRST-LABEL: func.func @train_microbatch
+// BLOCKFIRST: graph.linear {{.*}} {bf16_reason = "first 1 layers", param = "layers.0.mlp.w1"}
+// BLOCKFIRST: fp8.matmul {{.*}} {a_block = array<i64: 1, 128>, b_block = array<i64: 128, 128>, param = "layers.1.mlp.w1", role = "fprop", transpose_b}
+// BLOCKFIRST: fp8.matmul {{.*}} {a_block = array<i64: 1, 128>, b_block = array<i64: 128, 128>, param = "layers.2.mlp.w1", role = "fprop", transpose_b}
+// BLOCKFIRST: graph.linear {{.*}} {bf16_reason = "outside the layers", param = "lm_head"}
+// BLOCKFIRST: graph.matmul {{.*}} {bf16_reason = "outside the layers", param = "lm_head", role = "dgrad"}
+// BLOCKFIRST: graph.matmul {{.*}} {bf16_reason = "outside the layers", param = "lm_head", role = "wgrad", transpose_a}
+// BLOCKFIRST: fp8.matmul {{.*}} {a_block = array<i64: 1, 128>, b_block = array<i64: 128, 128>, param = "layers.2.mlp.w1", role = "dgrad"}
+// BLOCKFIRST: fp8.matmul {{.*}} {a_block = array<i64: 128, 1>, b_block = array<i64: 128, 1>, param = "layers.2.mlp.w1", role = "wgrad", transpose_a}
+// BLOCKFIRST: fp8.matmul {{.*}} {a_block = array<i64: 1, 128>, b_block = array<i64: 128, 128>, param = "layers.1.mlp.w1", role = "dgrad"}
+// BLOCKFIRST: fp8.matmul {{.*}} {a_block = array<i64: 128, 1>, b_block = array<i64: 128, 1>, param = "layers.1.mlp.w1", role = "wgrad", transpose_a}
+// BLOCKFIRST: graph.matmul {{.*}} {bf16_reason = "first 1 layers", param = "layers.0.mlp.w1", role = "wgrad", transpose_a}
 
 // BADRECIPE: error: octet-precision: recipe must be delayed, current or blockwise; got 'fp4'
