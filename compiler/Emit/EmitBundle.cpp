@@ -534,6 +534,8 @@ private:
     d->set_has_a_scale(static_cast<bool>(gemm.getAScale()));
     d->set_has_b_scale(false);
     d->set_batch(1);
+    if (plan.gemmWorkspaceSlot)
+      d->set_workspace_bytes(plan.slots[*plan.gemmWorkspaceSlot].bytes);
 
     if (gemm.getC()) {
       // D += product needs D to start as C.
@@ -584,6 +586,10 @@ private:
       *call->mutable_aux() = ref(gemm.getAux()[0]);
     if (gemm.getAScale())
       *call->mutable_a_scale() = slotRef(dequantSlot);
+    if (plan.gemmWorkspaceSlot)
+      *call->mutable_workspace() = slotRef(*plan.gemmWorkspaceSlot);
+    call->set_first_microbatch_overwrites(
+        gemm->hasAttr("first_microbatch_overwrites"));
 
     if (!param.empty() && program->kind() == bundle::TRAIN_MICROBATCH &&
         precisionSeen.insert({param, d->role()}).second) {

@@ -133,10 +133,11 @@ void addFusedPasses(OpPassManager &pm, const TrainingPipelineOptions &o) {
 }
 
 // After fusion, so that a bucket's all-reduce follows the kernel that
-// finishes its last gradient.
+// finishes its last gradient, and the wgrad GEMMs carry their accumulation.
 void addParallelizePasses(OpPassManager &pm,
                           const TrainingPipelineOptions &o) {
   pm.addPass(createOctetReduceGradients(o.reduceGradients));
+  pm.addPass(createOctetOverwriteGradients());
 }
 
 const CompileStage kCompileStages[] = {
@@ -154,7 +155,8 @@ const CompileStage kCompileStages[] = {
      addKernelPasses},
     {"fused", "after the kernel fusion passes", addFusedPasses},
     {"parallelize",
-     "data-parallel gradient buckets reduced during the backward",
+     "data-parallel gradient buckets reduced during the backward; the "
+     "first microbatch's wgrad GEMMs write their accumulators",
      addParallelizePasses},
 };
 

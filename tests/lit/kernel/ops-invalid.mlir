@@ -37,3 +37,11 @@ func.func @copy_transpose(%a: tensor<16x64xbf16>) {
   %t = kernel.copy %a {transpose} : (tensor<16x64xbf16>) -> tensor<16x64xbf16>
   return
 }
+
+// -----
+
+func.func @overwrite_without_accumulator(%a: tensor<16x64xbf16>, %b: tensor<16x32xbf16>) {
+  // expected-error @below {{first_microbatch_overwrites needs an accumulate operand}}
+  %d = kernel.gemm %a, %b {first_microbatch_overwrites, role = "wgrad", transpose_a} : (tensor<16x64xbf16>, tensor<16x32xbf16>) -> tensor<64x32xf32>
+  return
+}
