@@ -43,9 +43,11 @@ struct GemmTuningOptions {
 // What load's algorithm choice did, for octet-run's output.
 struct GemmTuningReport {
   int gemms = 0;
-  // Distinct descriptors (layers share them) by where their algorithm came
-  // from.
-  int recorded = 0, cached = 0, timed = 0, heuristic = 0;
+  // GEMMs whose algorithm the bundle recorded.
+  int recorded = 0;
+  // The other GEMMs' distinct descriptors (layers share them), by where
+  // their algorithm came from.
+  int cached = 0, timed = 0, heuristic = 0;
   double seconds = 0;
   // The cache file was written.
   bool saved = false;

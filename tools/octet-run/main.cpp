@@ -162,8 +162,8 @@ int run(RunArgs &args) {
   if (env->rank == 0 && rt.gemmTuning().gemms > 0) {
     const GemmTuningReport &t = rt.gemmTuning();
     std::printf("cuBLASLt algorithms for %d GEMMs in %.2f s: %d descriptor(s) "
-                "timed, %d from %s, %d recorded in the bundle, %d "
-                "heuristic-first%s\n",
+                "timed, %d from %s, %d GEMM(s) recorded in the bundle, %d "
+                "descriptor(s) heuristic-first%s\n",
                 t.gemms, t.seconds, t.timed, t.cached,
                 runtimeOptions.gemmTuning.cacheFile.c_str(), t.recorded,
                 t.heuristic, t.saved ? " (cache written)" : "");
