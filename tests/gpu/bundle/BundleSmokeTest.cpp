@@ -304,9 +304,13 @@ Status writeBatch(Runtime &rt) {
       else if (in.name() == "loss_mask")
         floats.push_back(i % 7 == 3 ? 0.0f : 1.0f);
     }
-    if (in.name() == "cu_seqlens")
+    // Rows of one sequence each; a longer slot repeats the end (empty
+    // sequences).
+    if (in.name() == "cu_seqlens") {
       for (int64_t r = 0; r <= rows; ++r)
         ints.push_back(int32_t(r * seq));
+      ints.resize(std::max<size_t>(ints.size(), s.bytes() / 4), ints.back());
+    }
     if (ints.empty() && floats.empty())
       return Status::error("no made-up values for input '" + in.name() + "'");
     if (s.dtype() == I32 && !ints.empty())
