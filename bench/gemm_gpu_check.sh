@@ -7,6 +7,8 @@
 #
 #   bash bench/gemm_gpu_check.sh CARRY MODEL [--skip-tests]
 #
+# MODEL is a case of bench/cases.sh, or - for the tests alone.
+#
 # CARRY holds (build machine, see the commands in the report):
 #   bin/octet-run bin/octet-gpu-bundle-tests bin/octet-gpu-runtime-tests
 #   bin/test_kernels.ptx bin/test_kernels.cubin bin/trainer_kernels.ptx
@@ -45,6 +47,7 @@ if [ "$skip" != --skip-tests ]; then
   done
 fi
 
+[ "$model" = - ] && exit $status
 . "$here/cases.sh"
 for c in "${bench_cases[@]}"; do
   read -r m seq batch <<<"$c"
