@@ -21,7 +21,10 @@ namespace octet::bundle {
 // kernels carry code, Init has a per-tensor seed.
 // 3: parameters say how they map to HF tensors in hf_pieces (hf_name and
 // hf_rows gone).
-constexpr uint32_t kBundleFormatVersion = 3;
+// 4: GEMMs marked first_microbatch_overwrites write their gradient
+// accumulators in a step's first microbatch, which the optimizer step no
+// longer clears (a runtime of format 3 would add to stale gradients).
+constexpr uint32_t kBundleFormatVersion = 4;
 
 // Deterministic serialization of `bundle` as it is (content_hash included).
 std::string serializeDeterministic(const Bundle &bundle);

@@ -552,6 +552,8 @@ private:
       d->set_b_scale_mode(mode(gemm.getBBlock()));
     }
     d->set_batch(1);
+    if (plan.gemmWorkspaceSlot)
+      d->set_workspace_bytes(plan.slots[*plan.gemmWorkspaceSlot].bytes);
 
     if (gemm.getC()) {
       // D += product needs D to start as C.
@@ -642,6 +644,10 @@ private:
       factors.set_byte_offset(plan::dequantFactorOffsetB(gemm));
       *call->mutable_b_scale() = factors;
     }
+    if (plan.gemmWorkspaceSlot)
+      *call->mutable_workspace() = slotRef(*plan.gemmWorkspaceSlot);
+    call->set_first_microbatch_overwrites(
+        gemm->hasAttr("first_microbatch_overwrites"));
 
     if (!param.empty() && program->kind() == bundle::TRAIN_MICROBATCH &&
         precisionSeen.insert({param, d->role()}).second) {

@@ -796,7 +796,11 @@ llvm::Error kernelGemm(kernel::GemmOp op, Frame &f) {
     }
     f.setResult(op, 1, std::move(grad));
   }
-  if (Value cValue = op.getC()) {
+  // In a step's first microbatch an overwriting wgrad writes its
+  // accumulator (beta = 0) whatever it held.
+  bool overwrite = op->hasAttr("first_microbatch_overwrites") &&
+                   f.rank().firstMicrobatch;
+  if (Value cValue = op.getC(); cValue && !overwrite) {
     const Tensor &c = operandOf(cValue);
     for (int64_t i = 0; i < m * n; ++i)
       d[i] += c.f()[i];

@@ -86,6 +86,9 @@ struct RankSlot {
   // Whether this run of @train_microbatch completes the step's gradient
   // accumulation: collectives marked `last_microbatch` run only then.
   bool lastMicrobatch = true;
+  // Whether it is the step's first: kernel.gemm ops marked
+  // `first_microbatch_overwrites` ignore their accumulate operand then.
+  bool firstMicrobatch = true;
 };
 
 class Interpreter {
@@ -98,6 +101,7 @@ public:
     rank_.rank = rank;
   }
   void setLastMicrobatch(bool last) { rank_.lastMicrobatch = last; }
+  void setFirstMicrobatch(bool first) { rank_.firstMicrobatch = first; }
 
   // Runs the function `name` with `args` and returns its results. Errors name
   // the function, the argument or the op (with its location) and what was

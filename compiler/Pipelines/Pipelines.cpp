@@ -137,12 +137,13 @@ void addFusedPasses(OpPassManager &pm, const TrainingPipelineOptions &o) {
 }
 
 // After fusion, so that a bucket's all-reduce follows the kernel that
-// finishes its last gradient.
+// finishes its last gradient, and the wgrad GEMMs carry their accumulation.
 void addParallelizePasses(OpPassManager &pm,
                           const TrainingPipelineOptions &o) {
   pm.addPass(createOctetReduceGradients(o.reduceGradients));
   if (o.shardOptimizer)
     pm.addPass(createOctetShardOptimizer(*o.shardOptimizer));
+  pm.addPass(createOctetOverwriteGradients());
 }
 
 const CompileStage kCompileStages[] = {
@@ -161,7 +162,8 @@ const CompileStage kCompileStages[] = {
     {"fused", "after the kernel fusion passes", addFusedPasses},
     {"parallelize",
      "data-parallel gradient buckets reduced during the backward; "
-     "ZeRO-1's sharded optimizer",
+     "ZeRO-1's sharded optimizer; the first microbatch's wgrad GEMMs "
+     "write their accumulators",
      addParallelizePasses},
 };
 

@@ -527,6 +527,23 @@ FailureOr<MemoryPlan> planMemory(ModuleOp module) {
     plan.slots.push_back(std::move(slot));
     plan.persistentBytes += alignUp(*bytes);
   }
+  bool hasGemm = false;
+  module.walk([&](kernel::GemmOp) {
+    hasGemm = true;
+    return WalkResult::interrupt();
+  });
+  if (hasGemm) {
+    Slot slot;
+    slot.name = "gemm workspace (stream 0)";
+    slot.kind = SlotKind::Workspace;
+    slot.offset = plan.persistentBytes;
+    slot.bytes = kGemmWorkspaceBytes;
+    slot.elementType = IntegerType::get(module.getContext(), 8);
+    slot.shape = {static_cast<int64_t>(kGemmWorkspaceBytes)};
+    plan.gemmWorkspaceSlot = plan.slots.size();
+    plan.slots.push_back(std::move(slot));
+    plan.persistentBytes += alignUp(kGemmWorkspaceBytes);
+  }
   for (auto func : module.getOps<func::FuncOp>()) {
     if (func.isExternal())
       continue;

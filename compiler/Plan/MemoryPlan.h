@@ -23,6 +23,10 @@
 // kernel.gemm (1 / (a_scale · b_scale), computed just before the call,
 // because cuBLASLt multiplies by its scale pointers where kernel.gemm
 // divides).
+//
+// Every GEMM of every program shares one cuBLASLt workspace, a persistent
+// slot of kGemmWorkspaceBytes: GEMMs run on the main stream only, one at a
+// time, so one workspace per GEMM stream is all they need.
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Value.h"
@@ -30,6 +34,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,6 +45,9 @@ class GemmOp;
 namespace octet::plan {
 
 constexpr uint64_t kPlanAlignment = 256;
+// cuBLASLt's workspace on Hopper: 32 MiB, what cuBLAS recommends there (a
+// smaller one rules out the split-K and stream-K kernels of some shapes).
+constexpr uint64_t kGemmWorkspaceBytes = uint64_t(32) << 20;
 
 enum class SlotKind {
   Parameter,
@@ -106,6 +114,9 @@ struct MemoryPlan {
   std::vector<ProgramPlan> programs;
   // Variable symbol -> slot index.
   llvm::StringMap<unsigned> variableSlots;
+  // The cuBLASLt workspace of the main stream's GEMMs (a persistent
+  // slot); unset when no program has a kernel.gemm.
+  std::optional<unsigned> gemmWorkspaceSlot;
   uint64_t persistentBytes = 0;
   // The activation region: the largest region of any program.
   uint64_t activationBytes = 0;

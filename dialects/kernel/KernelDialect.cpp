@@ -204,6 +204,11 @@ LogicalResult GemmOp::verify() {
     if (failed(expectShape(*this, "accumulate operand",
                            cast<RankedTensorType>(c.getType()), {m, n})))
       return failure();
+  // octet-overwrite-gradients: D = P in a step's first microbatch, D = P + C
+  // in the later ones.
+  if ((*this)->hasAttr("first_microbatch_overwrites") && !getC())
+    return emitOpError("first_microbatch_overwrites needs an accumulate "
+                       "operand: it says when to ignore it");
   StringRef epilogue = getEpilogueKind();
   if (epilogue != "none" && epilogue != "bias" && epilogue != "gelu" &&
       epilogue != "gelu_aux" && epilogue != "bias_grad")

@@ -1,5 +1,6 @@
 #include "runtime/blas/Gemm.h"
 
+#include <algorithm>
 #include <cstring>
 #include <optional>
 
@@ -283,7 +284,8 @@ Status Gemm::build() {
 StatusOr<std::unique_ptr<Gemm>> Gemm::create(cublasLtHandle_t handle,
                                              const GemmDesc &desc,
                                              const std::string &recorded,
-                                             std::string *note) {
+                                             std::string *note,
+                                             int candidates) {
   std::unique_ptr<Gemm> g(new Gemm());
   g->desc_ = desc;
   g->handle_ = handle;
@@ -321,12 +323,13 @@ StatusOr<std::unique_ptr<Gemm>> Gemm::create(cublasLtHandle_t handle,
   uint64_t ws = desc.workspaceBytes;
   cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(
       pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
-  cublasLtMatmulHeuristicResult_t result{};
+  std::vector<cublasLtMatmulHeuristicResult_t> results(
+      size_t(std::max(1, candidates)));
   int found = 0;
   if (st == CUBLAS_STATUS_SUCCESS)
-    st = cublasLtMatmulAlgoGetHeuristic(handle, g->op_, g->layoutA_,
-                                        g->layoutB_, g->layoutC_, g->layoutD_,
-                                        pref, 1, &result, &found);
+    st = cublasLtMatmulAlgoGetHeuristic(
+        handle, g->op_, g->layoutA_, g->layoutB_, g->layoutC_, g->layoutD_,
+        pref, int(results.size()), results.data(), &found);
   cublasLtMatmulPreferenceDestroy(pref);
   if (st != CUBLAS_STATUS_SUCCESS || found == 0)
     return Status::error(
@@ -338,9 +341,76 @@ StatusOr<std::unique_ptr<Gemm>> Gemm::create(cublasLtHandle_t handle,
         "); this combination of types, layout and epilogue is unsupported on "
         "this GPU, or the workspace (" +
         std::to_string(desc.workspaceBytes) + " bytes) is too small");
-  g->algo_ = result.algo;
-  g->workspaceNeeded_ = result.workspaceSize;
+  results.resize(size_t(found));
+  g->algo_ = results[0].algo;
+  g->workspaceNeeded_ = results[0].workspaceSize;
+  g->candidates_ = std::move(results);
   return g;
+}
+
+bool Gemm::useAlgorithm(const std::string &bytes) {
+  if (bytes.size() != sizeof(cublasLtMatmulAlgo_t))
+    return false;
+  cublasLtMatmulAlgo_t algo;
+  std::memcpy(&algo, bytes.data(), sizeof algo);
+  cublasLtMatmulHeuristicResult_t check{};
+  if (cublasLtMatmulAlgoCheck(handle_, op_, layoutA_, layoutB_, layoutC_,
+                              layoutD_, &algo,
+                              &check) != CUBLAS_STATUS_SUCCESS ||
+      check.workspaceSize > desc_.workspaceBytes)
+    return false;
+  algo_ = algo;
+  workspaceNeeded_ = check.workspaceSize;
+  return true;
+}
+
+StatusOr<double> Gemm::tune(const GemmArgs &args, CUstream stream, int reps) {
+  if (candidates_.empty())
+    return Status::error("GEMM '" + desc_.name +
+                         "' has no heuristic candidates to time (its "
+                         "algorithm was recorded)");
+  reps = std::max(1, reps);
+  CUevent start = nullptr, stop = nullptr;
+  OCTET_CHECK_CUDA(cuEventCreate(&start, CU_EVENT_DEFAULT));
+  if (CUresult r = cuEventCreate(&stop, CU_EVENT_DEFAULT); r != CUDA_SUCCESS) {
+    cuEventDestroy(start);
+    OCTET_CHECK_CUDA(r);
+  }
+  struct Events {
+    CUevent a, b;
+    ~Events() {
+      cuEventDestroy(a);
+      cuEventDestroy(b);
+    }
+  } events{start, stop};
+  int best = -1;
+  float bestMs = 0;
+  for (size_t i = 0; i < candidates_.size(); ++i) {
+    algo_ = candidates_[i].algo;
+    workspaceNeeded_ = candidates_[i].workspaceSize;
+    // A candidate cuBLASLt refuses for these operands is not a failure of
+    // the GEMM: the others may run.
+    if (!run(args, stream))
+      continue;
+    OCTET_CHECK_CUDA(cuEventRecord(start, stream));
+    bool ran = true;
+    for (int r = 0; r < reps && ran; ++r)
+      ran = bool(run(args, stream));
+    OCTET_CHECK_CUDA(cuEventRecord(stop, stream));
+    OCTET_CHECK_CUDA(cuEventSynchronize(stop));
+    float ms = 0;
+    OCTET_CHECK_CUDA(cuEventElapsedTime(&ms, start, stop));
+    if (ran && (best < 0 || ms < bestMs))
+      best = int(i), bestMs = ms;
+  }
+  int chosen = best < 0 ? 0 : best;
+  algo_ = candidates_[size_t(chosen)].algo;
+  workspaceNeeded_ = candidates_[size_t(chosen)].workspaceSize;
+  if (best < 0)
+    return Status::error("GEMM '" + desc_.name + "': cuBLASLt ran none of " +
+                         std::to_string(candidates_.size()) +
+                         " candidate algorithms on its operands");
+  return double(bestMs) * 1000.0 / reps;
 }
 
 Gemm::~Gemm() {
@@ -408,10 +478,10 @@ Status Gemm::setPointers(const GemmArgs &x) {
   return Status::ok();
 }
 
-Status Gemm::run(const GemmArgs &x, CUstream stream) {
+Status Gemm::run(const GemmArgs &x, CUstream stream, bool overwrite) {
   OCTET_RETURN_IF_ERROR(setPointers(x));
   const float alpha = 1.0f;
-  const float beta = desc_.accumulate ? 1.0f : 0.0f;
+  const float beta = desc_.accumulate && !overwrite ? 1.0f : 0.0f;
   void *a = reinterpret_cast<void *>(x.a);
   void *b = reinterpret_cast<void *>(x.b);
   void *d = reinterpret_cast<void *>(x.d);

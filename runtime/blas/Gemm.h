@@ -10,9 +10,10 @@
 // needs both operands K-major ("TN"): A stored [M, K] and B stored [N, K]
 // (transpose_b), which is exactly fprop's X · W^T.
 //
-// The algorithm is chosen once, when the Gemm is created: the one recorded in
-// the bundle if cuBLASLt accepts it, else the heuristic's first choice, which
-// the caller can record for the next run.
+// The algorithm is chosen once: when the Gemm is created, the one recorded in
+// the bundle if cuBLASLt accepts it, else the heuristic's first choice; the
+// heuristic's next candidates are kept so that the caller can time them on
+// the real operands (tune) or adopt one timed earlier (useAlgorithm).
 
 #include "runtime/core/CudaCheck.h"
 #include "support/DType.h"
@@ -21,6 +22,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace octet::blas {
 
@@ -121,21 +123,39 @@ private:
 class Gemm {
 public:
   // `recordedAlgorithm`: 64 bytes from a previous run (may be empty). When
-  // cuBLASLt rejects it, the heuristic chooses and `note` says so.
+  // cuBLASLt rejects it, the heuristic chooses and `note` says so, keeping
+  // up to `candidates` of its answers, best first, for tune().
   static StatusOr<std::unique_ptr<Gemm>>
   create(cublasLtHandle_t handle, const GemmDesc &desc,
-         const std::string &recordedAlgorithm = {}, std::string *note = nullptr);
+         const std::string &recordedAlgorithm = {}, std::string *note = nullptr,
+         int candidates = 1);
   ~Gemm();
   Gemm(const Gemm &) = delete;
   Gemm &operator=(const Gemm &) = delete;
 
-  Status run(const GemmArgs &args, CUstream stream);
+  // `overwrite`: D = product (beta = 0) even where the descriptor
+  // accumulates, as a step's first microbatch does.
+  Status run(const GemmArgs &args, CUstream stream, bool overwrite = false);
   const GemmDesc &desc() const { return desc_; }
   // The chosen cublasLtMatmulAlgo_t, to record in the bundle.
   std::string algorithmBytes() const;
   bool usedRecordedAlgorithm() const { return fromRecord_; }
   // Workspace the chosen algorithm needs (at most desc.workspaceBytes).
   size_t workspaceNeeded() const { return workspaceNeeded_; }
+
+  // The heuristic's answers kept at creation (none when a recorded
+  // algorithm was taken).
+  int candidates() const { return int(candidates_.size()); }
+  // Runs every candidate on these operands (one warm-up call, then `reps`
+  // calls between two events) and keeps the fastest. The calls write D (and
+  // aux, amax): give it memory whose contents do not matter yet. Returns the
+  // winner's time per call in microseconds; candidates cuBLASLt refuses at
+  // run time are skipped, and if all are, the first stays chosen.
+  StatusOr<double> tune(const GemmArgs &args, CUstream stream, int reps);
+  // Takes these algorithm bytes (timed earlier for the same descriptor)
+  // when cuBLASLt accepts them here with the workspace the desc allows;
+  // false, and nothing changes, otherwise.
+  bool useAlgorithm(const std::string &bytes);
 
 private:
   Gemm() = default;
@@ -152,6 +172,7 @@ private:
   cublasLtMatrixLayout_t layoutD_ = nullptr;
   cublasLtMatmulAlgo_t algo_{};
   size_t workspaceNeeded_ = 0;
+  std::vector<cublasLtMatmulHeuristicResult_t> candidates_;
   bool fromRecord_ = false;
 };
 

@@ -281,7 +281,7 @@ StatusOr<bool> Checker::run() {
         OCTET_RETURN_IF_ERROR(backend_.synchronize());
       }
       OCTET_RETURN_IF_ERROR(
-          backend_.run(TRAIN_MICROBATCH, {graph, m + 1 == accum}));
+          backend_.run(TRAIN_MICROBATCH, {graph, m + 1 == accum, m == 0}));
       auto loss = readScalar(*train, "loss");
       if (!loss)
         return loss.status();

@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <variant>
@@ -100,6 +101,16 @@ const RunOption kRunOptions[] = {
     {"--record-algorithms", nullptr,
      "write the chosen cuBLASLt algorithms back into\nthe bundle",
      +[](RunArgs &a) -> bool & { return a.recordAlgorithms; }},
+    {"--gemm-heuristic", nullptr,
+     "take cuBLASLt's first heuristic answer for every\n"
+     "GEMM, untimed (default: time up to 8 candidates\n"
+     "on the real shapes at load, once per descriptor)",
+     +[](RunArgs &a) -> bool & { return a.gemmHeuristic; }},
+    {"--gemm-cache", "FILE",
+     "the timed cuBLASLt algorithms, read and written\n"
+     "there, keyed by GPU, cuBLASLt version and GEMM\n"
+     "(default: $OCTET_GEMM_CACHE, else BUNDLE.gemms)",
+     +[](RunArgs &a) -> std::string & { return a.gemmCache; }},
     {"--bench", nullptr,
      "synthetic data, --warmup steps untimed, no\ncheckpoints",
      +[](RunArgs &a) -> bool & { return a.bench; }},
@@ -171,6 +182,14 @@ Status checkPrefix(const std::string &flag, const std::string &prefix) {
 }
 
 } // namespace
+
+std::string gemmCachePath(const RunArgs &args) {
+  if (!args.gemmCache.empty())
+    return args.gemmCache;
+  if (const char *env = std::getenv("OCTET_GEMM_CACHE"); env && *env)
+    return env;
+  return args.bundle + ".gemms";
+}
 
 cli::Outcome parseRunArgs(const std::vector<std::string> &args,
                           RunArgs &out) {

@@ -30,6 +30,10 @@ struct RunArgs {
   // --all-slots: list every slot of the plan (else the largest).
   bool allSlots = false;
   bool recordAlgorithms = false;
+  // --gemm-heuristic: cuBLASLt's first answer, untimed.
+  bool gemmHeuristic = false;
+  // --gemm-cache FILE; empty: $OCTET_GEMM_CACHE, else BUNDLE.gemms.
+  std::string gemmCache;
   // --bench: synthetic data, `warmup` extra steps left out of the timing,
   // and the throughput written to `json`.
   bool bench = false;
@@ -50,6 +54,10 @@ struct RunArgs {
   // does) unless this process already is a rank of a job.
   int gpus = 0;
 };
+
+// The cuBLASLt algorithm cache octet-run reads and writes: --gemm-cache,
+// else $OCTET_GEMM_CACHE, else the bundle's path with ".gemms" added.
+std::string gemmCachePath(const RunArgs &args);
 
 // Parses the arguments after the program name into `out`.
 cli::Outcome parseRunArgs(const std::vector<std::string> &args, RunArgs &out);

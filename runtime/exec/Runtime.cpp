@@ -1,10 +1,12 @@
 #include "runtime/exec/Runtime.h"
 
 #include "bundle/Bundle.h"
+#include "runtime/blas/GemmTuningCache.h"
 #include "runtime/comm/Communicator.h"
 
 #include <algorithm>
 #include <cstdlib>
+#include <map>
 
 namespace octet {
 
@@ -18,6 +20,8 @@ struct Runtime::PreparedStep {
   std::unique_ptr<PreparedLaunch> launch;
   blas::Gemm *gemm = nullptr;
   blas::GemmArgs gemmArgs;
+  // beta = 0 in a step's first microbatch (GemmCall.first_microbatch_overwrites).
+  bool overwriteFirst = false;
   CUdeviceptr dst = 0, src = 0;
   uint64_t bytes = 0;
   uint8_t value = 0;
@@ -39,7 +43,10 @@ struct Runtime::PreparedProgram {
   // One event per step that a later step waits for.
   std::vector<CUevent> events;
   bool collectives = false;
-  std::unique_ptr<CudaGraph> graph;
+  // Some GEMM writes rather than accumulates in a step's first microbatch:
+  // that run is a graph of its own.
+  bool overwrites = false;
+  std::unique_ptr<CudaGraph> graph, firstGraph;
   ~PreparedProgram() {
     for (CUevent e : events)
       if (e)
@@ -259,8 +266,9 @@ Runtime::load(const Bundle &bundle, const RuntimeOptions &options) {
     if (!desc)
       return desc.status();
     std::string note;
-    auto gemm =
-        blas::Gemm::create(rt->blas_->get(), *desc, g.algorithm(), &note);
+    auto gemm = blas::Gemm::create(
+        rt->blas_->get(), *desc, g.algorithm(), &note,
+        options.gemmTuning.timed ? options.gemmTuning.candidates : 1);
     if (!gemm)
       return gemm.status();
     if (!note.empty())
@@ -269,6 +277,7 @@ Runtime::load(const Bundle &bundle, const RuntimeOptions &options) {
   }
 
   OCTET_RETURN_IF_ERROR(rt->prepare());
+  OCTET_RETURN_IF_ERROR(rt->chooseAlgorithms(options.gemmTuning));
   auto freeAfter = rt->device_->freeMemory();
   if (!freeAfter)
     return freeAfter.status();
@@ -465,6 +474,12 @@ StatusOr<Runtime::PreparedStep> Runtime::prepareStep(const Step &step,
     const GemmDescriptor &g = bundle_.gemms(int(c.gemm()));
     p.kind = PreparedStep::Kind::Gemm;
     p.gemm = gemms_[c.gemm()].get();
+    p.overwriteFirst = c.first_microbatch_overwrites();
+    if (p.overwriteFirst && !g.accumulate())
+      return Status::error(where + ": GEMM '" + g.name() +
+                           "' overwrites in the first microbatch but does "
+                           "not accumulate in the others; recompile the "
+                           "bundle");
     struct {
       bool use;
       const SlotRef &ref;
@@ -560,6 +575,7 @@ Status Runtime::prepare() {
       if (!st)
         return st.status();
       pp->collectives |= st->kind == PreparedStep::Kind::Collective;
+      pp->overwrites |= st->overwriteFirst;
       pp->steps.push_back(std::move(*st));
     }
     pp->events.assign(pp->steps.size(), nullptr);
@@ -580,6 +596,85 @@ Status Runtime::prepare() {
   return Status::ok();
 }
 
+Status Runtime::chooseAlgorithms(const GemmTuningOptions &options) {
+  auto begin = std::chrono::steady_clock::now();
+  tuning_ = GemmTuningReport{};
+  tuning_.gemms = int(gemms_.size());
+  // The operands of each GEMM's first call: its own shapes in the arena.
+  std::map<const blas::Gemm *, const blas::GemmArgs *> firstCall;
+  for (const auto &prog : programs_)
+    for (const PreparedStep &step : prog->steps)
+      if (step.kind == PreparedStep::Kind::Gemm)
+        firstCall.emplace(step.gemm, &step.gemmArgs);
+  blas::GemmTuningCache cache;
+  if (options.timed && !options.cacheFile.empty()) {
+    auto loaded = blas::GemmTuningCache::load(options.cacheFile);
+    if (!loaded)
+      return loaded.status().withContext(
+          "the cuBLASLt algorithm cache (--gemm-cache)");
+    cache = std::move(*loaded);
+  }
+  const std::string device = device_->name() + " sm_" +
+                             std::to_string(device_->major()) +
+                             std::to_string(device_->minor());
+  const std::string version = std::to_string(cublasLtGetVersion());
+  // Layers share descriptors: the first GEMM of each is timed, the others
+  // take its winner.
+  std::map<std::string, std::string> chosen;
+  bool timedAny = false;
+  for (const auto &gemm : gemms_) {
+    if (gemm->usedRecordedAlgorithm()) {
+      ++tuning_.recorded;
+      continue;
+    }
+    std::string key = gemm->desc().key();
+    if (auto it = chosen.find(key); it != chosen.end()) {
+      if (!gemm->useAlgorithm(it->second))
+        return Status::error("GEMM '" + gemm->desc().name +
+                             "': cuBLASLt refuses the algorithm chosen for "
+                             "another GEMM of the same descriptor");
+      continue;
+    }
+    auto call = firstCall.find(gemm.get());
+    if (!options.timed || call == firstCall.end() || gemm->candidates() < 2) {
+      ++tuning_.heuristic;
+      chosen[key] = gemm->algorithmBytes();
+      continue;
+    }
+    if (const blas::GemmTuningEntry *e = cache.find(device, version, key);
+        e && gemm->useAlgorithm(e->algorithm)) {
+      ++tuning_.cached;
+      chosen[key] = gemm->algorithmBytes();
+      continue;
+    }
+    auto us = gemm->tune(*call->second, mainStream(), options.reps);
+    if (!us)
+      return us.status();
+    ++tuning_.timed;
+    timedAny = true;
+    chosen[key] = gemm->algorithmBytes();
+    cache.put({device, version, key, chosen[key], *us});
+  }
+  // The timing calls wrote what their operands made into the arena; the
+  // host finds it zeroed instead.
+  if (timedAny)
+    for (const auto &arena : arenas_)
+      OCTET_CHECK_CUDA(
+          cuMemsetD8Async(arena->base(), 0, arena->bytes(), mainStream()));
+  OCTET_RETURN_IF_ERROR(synchronize());
+  tuning_.seconds = std::chrono::duration<double>(
+                        std::chrono::steady_clock::now() - begin)
+                        .count();
+  if (timedAny && rank_ == 0 && !options.cacheFile.empty()) {
+    if (Status st = cache.save(options.cacheFile); !st)
+      notes_.push_back("could not write the cuBLASLt algorithm cache: " +
+                       st.message() + "; the next run times again");
+    else
+      tuning_.saved = true;
+  }
+  return Status::ok();
+}
+
 const Program *Runtime::program(ProgramKind kind) const {
   for (const auto &p : programs_)
     if (p->kind == kind)
@@ -595,7 +690,7 @@ Runtime::PreparedProgram *Runtime::find(ProgramKind kind) {
 }
 
 Status Runtime::runStep(const PreparedStep &s, const PreparedProgram &prog,
-                        size_t index, bool record) {
+                        size_t index, bool firstMicrobatch, bool record) {
   CUstream stream = streams_[s.stream]->handle();
   for (uint32_t w : s.waits)
     OCTET_CHECK_CUDA(cuStreamWaitEvent(stream, prog.events[w], 0));
@@ -604,7 +699,9 @@ Status Runtime::runStep(const PreparedStep &s, const PreparedProgram &prog,
     OCTET_RETURN_IF_ERROR(s.launch->launch(stream));
     break;
   case PreparedStep::Kind::Gemm:
-    OCTET_RETURN_IF_ERROR(s.gemm->run(s.gemmArgs, stream));
+    OCTET_RETURN_IF_ERROR(s.gemm->run(s.gemmArgs, stream,
+                                      /*overwrite=*/s.overwriteFirst &&
+                                          firstMicrobatch));
     break;
   case PreparedStep::Kind::Memset:
     OCTET_CHECK_CUDA(cuMemsetD8Async(s.dst, s.value, s.bytes, stream));
@@ -647,7 +744,8 @@ Status Runtime::runStep(const PreparedStep &s, const PreparedProgram &prog,
   return Status::ok();
 }
 
-Status Runtime::run(ProgramKind kind, bool lastMicrobatch) {
+Status Runtime::run(ProgramKind kind, bool lastMicrobatch,
+                    bool firstMicrobatch) {
   PreparedProgram *p = find(kind);
   if (!p)
     return Status::error(std::string("the bundle has no ") +
@@ -681,7 +779,8 @@ Status Runtime::run(ProgramKind kind, bool lastMicrobatch) {
       inGroup = true;
     }
     OCTET_RETURN_IF_ERROR(
-        runStep(s, *p, i, /*record=*/!grouped).withContext("in " + s.label));
+        runStep(s, *p, i, firstMicrobatch, /*record=*/!grouped)
+            .withContext("in " + s.label));
     if (inGroup && !s.groupedWithNext) {
       inGroup = false;
       OCTET_RETURN_IF_ERROR(
@@ -721,8 +820,9 @@ StatusOr<std::vector<double>> Runtime::timeSteps(ProgramKind kind) {
     for (size_t i = 0; i < p->steps.size(); ++i) {
       CUstream stream = streams_[p->steps[i].stream]->handle();
       OCTET_CHECK_CUDA(cuEventRecord(marks[2 * i], stream));
-      OCTET_RETURN_IF_ERROR(runStep(p->steps[i], *p, i)
-                                .withContext("in " + p->steps[i].label));
+      OCTET_RETURN_IF_ERROR(
+          runStep(p->steps[i], *p, i, /*firstMicrobatch=*/true)
+              .withContext("in " + p->steps[i].label));
       OCTET_CHECK_CUDA(cuEventRecord(marks[2 * i + 1], stream));
     }
     OCTET_CHECK_CUDA(cuCtxSynchronize());
@@ -743,26 +843,29 @@ StatusOr<std::vector<double>> Runtime::timeSteps(ProgramKind kind) {
   return ms;
 }
 
-Status Runtime::runGraph(ProgramKind kind, bool lastMicrobatch) {
+Status Runtime::runGraph(ProgramKind kind, bool lastMicrobatch,
+                         bool firstMicrobatch) {
   PreparedProgram *p = find(kind);
   if (!p)
-    return run(kind, lastMicrobatch);
+    return run(kind, lastMicrobatch, firstMicrobatch);
   // NCCL's calls in non-blocking mode are not captured: a program with
   // collectives runs eagerly.
   if (!p->program->capturable() || streams_.size() > 1 || p->collectives)
-    return run(kind, lastMicrobatch);
-  if (!p->graph) {
+    return run(kind, lastMicrobatch, firstMicrobatch);
+  bool first = firstMicrobatch && p->overwrites;
+  std::unique_ptr<CudaGraph> &graph = first ? p->firstGraph : p->graph;
+  if (!graph) {
     auto g = CudaGraph::capture(mainStream(), [&](CUstream) {
       for (size_t i = 0; i < p->steps.size(); ++i)
-        OCTET_RETURN_IF_ERROR(runStep(p->steps[i], *p, i));
+        OCTET_RETURN_IF_ERROR(runStep(p->steps[i], *p, i, first));
       return Status::ok();
     });
     if (!g)
       return g.status().withContext(std::string("program ") +
                                     programKindName(kind));
-    p->graph = std::move(*g);
+    graph = std::move(*g);
   }
-  return p->graph->launch(mainStream());
+  return graph->launch(mainStream());
 }
 
 Status Runtime::connect(const comm::NcclLibrary &nccl,

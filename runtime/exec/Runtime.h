@@ -26,10 +26,38 @@ class NcclLibrary;
 
 namespace octet {
 
+// How load chooses each GEMM's cuBLASLt algorithm when the bundle records
+// none that this cuBLASLt accepts: from the cache file when it has the
+// GEMM's descriptor for this device and cuBLASLt, else by timing up to
+// `candidates` of the heuristic's answers on the GEMM's own operands in the
+// plan's arena (`reps` calls each, after one warm-up), once per distinct
+// descriptor. `timed` false takes the heuristic's first answer untimed.
+struct GemmTuningOptions {
+  bool timed = true;
+  int candidates = 8;
+  int reps = 5;
+  // Read, and written by rank 0 when it timed something; empty: none.
+  std::string cacheFile;
+};
+
+// What load's algorithm choice did, for octet-run's output.
+struct GemmTuningReport {
+  int gemms = 0;
+  // GEMMs whose algorithm the bundle recorded.
+  int recorded = 0;
+  // The other GEMMs' distinct descriptors (layers share them), by where
+  // their algorithm came from.
+  int cached = 0, timed = 0, heuristic = 0;
+  double seconds = 0;
+  // The cache file was written.
+  bool saved = false;
+};
+
 struct RuntimeOptions {
   DeviceOptions device;
   // -1: RANK from the environment, else 0.
   int rank = -1;
+  GemmTuningOptions gemmTuning;
 };
 
 class Runtime {
@@ -43,13 +71,17 @@ public:
   const bundle::Bundle &bundle() const { return bundle_; }
   // Notes from loading (recorded algorithms that were replaced, PTX JIT).
   const std::vector<std::string> &notes() const { return notes_; }
+  const GemmTuningReport &gemmTuning() const { return tuning_; }
 
   // The program of this rank with that kind, or null.
   const bundle::Program *program(bundle::ProgramKind kind) const;
   // Enqueues every step of the program on the runtime's streams.
   // `lastMicrobatch` false skips the collectives marked last_microbatch (a
-  // TRAIN_MICROBATCH run that does not complete the step's accumulation).
-  Status run(bundle::ProgramKind kind, bool lastMicrobatch = true);
+  // TRAIN_MICROBATCH run that does not complete the step's accumulation);
+  // `firstMicrobatch` true makes the GEMMs marked
+  // first_microbatch_overwrites write their accumulators (beta = 0).
+  Status run(bundle::ProgramKind kind, bool lastMicrobatch = true,
+             bool firstMicrobatch = true);
   // The communicators of the bundle's groups, by group index (null where
   // this rank is in none): a program's collectives run on them. NCCL's
   // types are chosen for `nccl`'s version. They must outlive the runtime's
@@ -62,7 +94,10 @@ public:
   StatusOr<std::vector<double>> timeSteps(bundle::ProgramKind kind);
   // Captures the program once (first call) and replays the graph; a program
   // with collectives runs eagerly.
-  Status runGraph(bundle::ProgramKind kind, bool lastMicrobatch = true);
+  // A program with first_microbatch_overwrites GEMMs has two graphs: the
+  // step's first microbatch and the others.
+  Status runGraph(bundle::ProgramKind kind, bool lastMicrobatch = true,
+                  bool firstMicrobatch = true);
   Status synchronize();
 
   // The device address of a plan slot.
@@ -96,6 +131,9 @@ private:
   struct PreparedStep;
   struct PreparedProgram;
   Status prepare();
+  // After prepare(), before anything is written to the arena: the GEMMs'
+  // timing calls write their outputs there.
+  Status chooseAlgorithms(const GemmTuningOptions &options);
   // The slot's address once `bytes` is checked against its size (equal
   // when `whole`, else at most).
   StatusOr<CUdeviceptr> slotRange(uint32_t slot, uint64_t bytes, bool whole,
@@ -105,7 +143,7 @@ private:
   // `record`: record the step's event if a later step waits for it (a
   // grouped collective's is recorded once its group is enqueued).
   Status runStep(const PreparedStep &step, const PreparedProgram &program,
-                 size_t index, bool record = true);
+                 size_t index, bool firstMicrobatch, bool record = true);
   PreparedProgram *find(bundle::ProgramKind kind);
 
   bundle::Bundle bundle_;
@@ -128,6 +166,7 @@ private:
   // first use).
   std::chrono::milliseconds groupTimeout_{0};
   std::vector<std::string> notes_;
+  GemmTuningReport tuning_;
   uint64_t fixedCost_ = 0;
 };
 

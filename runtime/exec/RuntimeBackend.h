@@ -18,8 +18,9 @@ public:
     return rt_.program(kind);
   }
   Status run(bundle::ProgramKind kind, RunMode mode) override {
-    return mode.graph ? rt_.runGraph(kind, mode.lastMicrobatch)
-                      : rt_.run(kind, mode.lastMicrobatch);
+    return mode.graph
+               ? rt_.runGraph(kind, mode.lastMicrobatch, mode.firstMicrobatch)
+               : rt_.run(kind, mode.lastMicrobatch, mode.firstMicrobatch);
   }
   Status writeSlot(uint32_t slot, const void *data, uint64_t bytes) override {
     return rt_.writeSlotAsync(slot, data, bytes);

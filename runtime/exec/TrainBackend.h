@@ -43,6 +43,9 @@ struct RunMode {
   // This run of TRAIN_MICROBATCH completes the step's gradient
   // accumulation: its collectives marked last_microbatch run.
   bool lastMicrobatch = true;
+  // It starts the step: GEMMs marked first_microbatch_overwrites write
+  // their gradient accumulators rather than add to them.
+  bool firstMicrobatch = true;
 };
 
 class TrainBackend {

@@ -402,7 +402,7 @@ struct Trainer::Impl {
     bool graph = options.graph && stepsRunHere > 0;
     for (int64_t m = 0; m < accum; ++m) {
       OCTET_RETURN_IF_ERROR(enqueueInputs(train, *stages[parity][size_t(m)]));
-      OCTET_RETURN_IF_ERROR(backend.run(TRAIN_MICROBATCH, {graph, m + 1 == accum}));
+      OCTET_RETURN_IF_ERROR(backend.run(TRAIN_MICROBATCH, {graph, m + 1 == accum, m == 0}));
       OCTET_RETURN_IF_ERROR(
           backend.readSlot(uint32_t(train.loss), scalar(size_t(m)), 4));
     }

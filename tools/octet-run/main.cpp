@@ -141,6 +141,8 @@ int run(RunArgs &args) {
     return fail(st);
   };
   RuntimeOptions runtimeOptions;
+  runtimeOptions.gemmTuning.timed = !args.gemmHeuristic;
+  runtimeOptions.gemmTuning.cacheFile = gemmCachePath(args);
   if (job) {
     runtimeOptions.rank = env->rank;
     runtimeOptions.device.ordinal = env->localRank;
@@ -162,6 +164,15 @@ int run(RunArgs &args) {
   for (const std::string &n : rt.notes())
     if (env->rank == 0)
       std::printf("note: %s\n", n.c_str());
+  if (env->rank == 0 && rt.gemmTuning().gemms > 0) {
+    const GemmTuningReport &t = rt.gemmTuning();
+    std::printf("cuBLASLt algorithms for %d GEMMs in %.2f s: %d descriptor(s) "
+                "timed, %d from %s, %d GEMM(s) recorded in the bundle, %d "
+                "descriptor(s) heuristic-first%s\n",
+                t.gemms, t.seconds, t.timed, t.cached,
+                runtimeOptions.gemmTuning.cacheFile.c_str(), t.recorded,
+                t.heuristic, t.saved ? " (cache written)" : "");
+  }
   if (args.recordAlgorithms && env->rank == 0) {
     int changed = rt.recordAlgorithms(b);
     b.clear_content_hash();

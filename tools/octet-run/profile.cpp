@@ -71,7 +71,12 @@ int main(int argc, char **argv) {
                  loaded.status().message().c_str());
     return 1;
   }
-  auto rtOr = Runtime::load(*loaded, RuntimeOptions{});
+  // The algorithms octet-run timed (or times now and keeps for it).
+  RuntimeOptions options;
+  RunArgs runArgs;
+  runArgs.bundle = path;
+  options.gemmTuning.cacheFile = gemmCachePath(runArgs);
+  auto rtOr = Runtime::load(*loaded, options);
   if (!rtOr) {
     std::fprintf(stderr, "octet-profile: %s\n",
                  rtOr.status().message().c_str());
@@ -80,6 +85,11 @@ int main(int argc, char **argv) {
   Runtime &rt = **rtOr;
   const Bundle &b = rt.bundle();
   std::printf("%s\n", rt.device().describe().c_str());
+  std::printf("cuBLASLt algorithms for %d GEMMs in %.2f s (%d descriptor(s) "
+              "timed, %d from %s)\n",
+              rt.gemmTuning().gemms, rt.gemmTuning().seconds,
+              rt.gemmTuning().timed, rt.gemmTuning().cached,
+              options.gemmTuning.cacheFile.c_str());
 
   for (ProgramKind kind : {TRAIN_MICROBATCH, OPTIMIZER_STEP}) {
     const Program *program = rt.program(kind);

@@ -345,6 +345,8 @@ int run(const GoldenOptions &opts) {
             !st)
           return inputError(st.message());
       }
+      interpreter.setFirstMicrobatch(m == 0);
+      interpreter.setLastMicrobatch(m + 1 == accum);
       auto result = interpreter.run(trainProgram->name(), args, store);
       if (!result)
         return inputError(llvm::toString(result.takeError()));

@@ -377,6 +377,7 @@ int runTrainCommand(const TrainOptions &opts) {
     std::vector<double> gradNorms(ranks, 0.0), lrs(ranks, 0.0);
     Status ran = interp::runRanks(exchange, [&](int r) -> Status {
       for (int64_t micro = 0; micro < microbatches; ++micro) {
+        interpreters[r].setFirstMicrobatch(micro == 0);
         interpreters[r].setLastMicrobatch(micro + 1 == microbatches);
         auto result = interpreters[r].run(
             "train_microbatch", std::move(stepArgs[r][micro]), vars[r]);

@@ -407,4 +407,45 @@ def OctetRecomputeCast : Pass<"octet-recompute-cast", "mlir::ModuleOp"> {
   let dependentDialects = ["octet::fp8::Fp8Dialect"];
 }
 
+def OctetOverwriteGradients : Pass<"octet-overwrite-gradients", "mlir::ModuleOp"> {
+  let summary = "the first microbatch's wgrad GEMM writes its gradient accumulator, so the optimizer step does not clear it";
+  let description = [{
+    A gradient accumulator `grad.*` that @train_microbatch reads once, as
+    the accumulate operand of a wgrad kernel.gemm whose result (or its
+    data-parallel `last_microbatch` all-reduce) is what is stored back, and
+    that @optimizer_step clears with a stored zero (a memset), is written
+    rather than added to in the first microbatch of a step: the GEMM gets
+    the unit attribute `first_microbatch_overwrites` (beta = 0 in the
+    first microbatch, 1 in the later ones of gradient accumulation) and
+    the clearing store goes. The reference interpreter and the runtime are
+    told which run of @train_microbatch is a step's first, as they are told
+    which is its last; between steps such an accumulator holds the last
+    step's gradient instead of zeros. Accumulators with other writers (a
+    norm weight's column sums, the embedding's scatter, a tied weight's two
+    GEMMs) keep the clearing store.
+
+    Before:
+    ```mlir
+    func.func @train_microbatch(...) {
+      %acc = graph.load @grad.w : tensor<16x8xf32>
+      %g = kernel.gemm %dy, %x accumulate(%acc) {role = "wgrad", transpose_a} : (...) -> tensor<16x8xf32>
+      graph.store %g, @grad.w : tensor<16x8xf32>
+    }
+    func.func @optimizer_step() {
+      ...
+      %z = graph.fill {value = 0.0 : f64} : tensor<16x8xf32>
+      graph.store %z, @grad.w : tensor<16x8xf32>
+    }
+    ```
+    After:
+    ```mlir
+      %g = kernel.gemm %dy, %x accumulate(%acc) {first_microbatch_overwrites, role = "wgrad", transpose_a} : (...) -> tensor<16x8xf32>
+    ...
+    func.func @optimizer_step() {
+      ...
+    }
+    ```
+  }];
+}
+
 #endif

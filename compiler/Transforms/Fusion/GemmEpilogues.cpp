@@ -11,6 +11,10 @@ namespace octet::fusion {
 void expandGemmEpilogues(ModuleOp module) {
   SmallVector<kernel::GemmOp> gemms;
   module.walk([&](kernel::GemmOp g) {
+    // Graph ops know no microbatches: a GEMM that writes in a step's first
+    // one (octet-overwrite-gradients) stays for the interpreter to run.
+    if (g->hasAttr("first_microbatch_overwrites"))
+      return;
     if (g.getEpilogue() || g.getC() || g.getBias() || g.getAScale())
       gemms.push_back(g);
   });

@@ -66,6 +66,20 @@ Bundle runnablePart(const Bundle &full, std::vector<std::string> &kept) {
   return b;
 }
 
+// The smoke bundle's runnable part, loaded; null (with a failure) if not.
+std::unique_ptr<Runtime> loadRunnable() {
+  auto full = readBundle(bundlePath());
+  EXPECT_TRUE(full) << full.status().message();
+  if (!full)
+    return nullptr;
+  std::vector<std::string> kept;
+  auto rt = Runtime::load(runnablePart(*full, kept), RuntimeOptions{});
+  EXPECT_TRUE(rt) << rt.status().message();
+  if (!rt)
+    return nullptr;
+  return std::move(*rt);
+}
+
 template <typename T>
 std::vector<T> readSlot(Runtime &rt, const std::string &name) {
   int slot = rt.findSlot(name);
@@ -211,12 +225,9 @@ TEST(BundleOnGpu, InitAndOptimizerStepMatchTheHost) {
 // computes before each FP8 GEMM; the interpreter divides by a_scale · b_scale.
 // The factor must be the interpreter's 1 / (sa · sb) in f32, bit for bit.
 TEST(BundleOnGpu, GemmDequantizationFactorIsTheInterpreters) {
-  auto full = readBundle(bundlePath());
-  ASSERT_TRUE(full) << full.status().message();
-  std::vector<std::string> kept;
-  Bundle b = runnablePart(*full, kept);
-  auto rtOr = Runtime::load(b, RuntimeOptions{});
-  ASSERT_TRUE(rtOr) << rtOr.status().message();
+  std::unique_ptr<Runtime> rt = loadRunnable();
+  ASSERT_TRUE(rt);
+  const Bundle &b = rt->bundle();
   const bundle::Module *scaleModule = nullptr;
   for (const bundle::Module &m : b.modules())
     if (m.name() == "gemm_dequant_scale")
@@ -273,6 +284,141 @@ TEST(BundleOnGpu, GemmDequantizationFactorIsTheInterpreters) {
   cuMemFree(dB);
   cuMemFree(dOut);
   cuModuleUnload(mod);
+}
+
+// One microbatch of made-up tokens in the train program's inputs.
+Status writeBatch(Runtime &rt) {
+  const Bundle &b = rt.bundle();
+  const Schedule &sched = b.schedule();
+  int64_t rows = sched.micro_batch_size(), seq = sched.seq_len();
+  for (const NamedSlot &in : rt.program(TRAIN_MICROBATCH)->inputs()) {
+    const Slot &s = b.plan().slots(int(in.slot()));
+    std::vector<int32_t> ints;
+    std::vector<float> floats;
+    for (int64_t i = 0; i < rows * seq; ++i) {
+      if (in.name() == "tokens" || in.name() == "labels")
+        ints.push_back(int32_t((i * (in.name() == "tokens" ? 37 : 53) + 11) %
+                               sched.vocab_size()));
+      else if (in.name() == "positions")
+        ints.push_back(int32_t(i % seq));
+      else if (in.name() == "loss_mask")
+        floats.push_back(i % 7 == 3 ? 0.0f : 1.0f);
+    }
+    // Rows of one sequence each; a longer slot repeats the end (empty
+    // sequences).
+    if (in.name() == "cu_seqlens") {
+      for (int64_t r = 0; r <= rows; ++r)
+        ints.push_back(int32_t(r * seq));
+      ints.resize(std::max<size_t>(ints.size(), s.bytes() / 4), ints.back());
+    }
+    if (ints.empty() && floats.empty())
+      return Status::error("no made-up values for input '" + in.name() + "'");
+    if (s.dtype() == I32 && !ints.empty())
+      OCTET_RETURN_IF_ERROR(
+          rt.writeSlot(in.slot(), ints.data(), ints.size() * 4));
+    else if (s.dtype() == F32 && !floats.empty())
+      OCTET_RETURN_IF_ERROR(
+          rt.writeSlot(in.slot(), floats.data(), floats.size() * 4));
+    else
+      return Status::error("input '" + in.name() + "' has an unexpected type");
+  }
+  return Status::ok();
+}
+
+// The GEMMs marked first_microbatch_overwrites write their gradient
+// accumulators in a step's first microbatch whatever they held (the
+// optimizer step no longer clears them), and add to them in the others;
+// eagerly and in the two captured graphs alike. Everything else persistent
+// (FP8 scale state the train step updates) is put back before each run, so
+// that every run computes the same gradient.
+TEST(BundleOnGpu, FirstMicrobatchWritesStaleGradientAccumulators) {
+  std::unique_ptr<Runtime> loaded = loadRunnable();
+  ASSERT_TRUE(loaded);
+  Runtime &rt = *loaded;
+  const Bundle &b = rt.bundle();
+  if (!rt.program(TRAIN_MICROBATCH) || !rt.program(INIT))
+    GTEST_SKIP() << "the train or init program has a kernel without code";
+  std::set<uint32_t> overwritten;
+  for (const Step &s : rt.program(TRAIN_MICROBATCH)->steps())
+    if (s.has_gemm() && s.gemm().first_microbatch_overwrites())
+      overwritten.insert(s.gemm().d().slot());
+  ASSERT_FALSE(overwritten.empty()) << "no GEMM writes in the first microbatch";
+  ASSERT_OK(writeInitialValues(rt));
+  ASSERT_OK(rt.run(INIT));
+  ASSERT_OK(writeBatch(rt));
+  ASSERT_OK(rt.synchronize());
+
+  std::map<uint32_t, std::vector<uint8_t>> persistent;
+  for (int i = 0; i < b.plan().slots_size(); ++i) {
+    const Slot &s = b.plan().slots(i);
+    if (!s.program().empty() || overwritten.count(uint32_t(i)) ||
+        s.kind() == WORKSPACE)
+      continue;
+    std::vector<uint8_t> bytes(s.bytes());
+    ASSERT_OK(rt.readSlot(uint32_t(i), bytes.data(), bytes.size()));
+    persistent[uint32_t(i)] = std::move(bytes);
+  }
+  auto restore = [&] {
+    for (auto &[slot, bytes] : persistent)
+      ASSERT_OK(rt.writeSlot(slot, bytes.data(), bytes.size()));
+  };
+  auto fill = [&](float value) {
+    for (uint32_t slot : overwritten) {
+      std::vector<float> v(b.plan().slots(int(slot)).bytes() / 4, value);
+      ASSERT_OK(rt.writeSlot(slot, v.data(), v.size() * 4));
+    }
+  };
+  auto grads = [&] {
+    std::map<uint32_t, std::vector<float>> out;
+    for (uint32_t slot : overwritten) {
+      std::vector<float> v(b.plan().slots(int(slot)).bytes() / 4);
+      Status st = rt.readSlot(slot, v.data(), v.size() * 4);
+      EXPECT_TRUE(st) << st.message();
+      out[slot] = std::move(v);
+    }
+    return out;
+  };
+  auto expectScaled = [&](const std::map<uint32_t, std::vector<float>> &got,
+                          const std::map<uint32_t, std::vector<float>> &want,
+                          float factor, const char *what) {
+    for (auto &[slot, w] : want) {
+      const std::vector<float> &g = got.at(slot);
+      float maxAbs = 0;
+      for (float x : w)
+        maxAbs = std::max(maxAbs, std::fabs(x));
+      ASSERT_GT(maxAbs, 0.0f) << b.plan().slots(int(slot)).name();
+      for (size_t i = 0; i < w.size(); ++i)
+        ASSERT_NEAR(g[i], factor * w[i], 1e-4f * maxAbs)
+            << what << ": " << b.plan().slots(int(slot)).name() << "[" << i
+            << "]";
+    }
+  };
+
+  fill(1e30f);
+  ASSERT_OK(rt.run(TRAIN_MICROBATCH, /*lastMicrobatch=*/true,
+                   /*firstMicrobatch=*/true));
+  auto first = grads();
+  for (auto &[slot, v] : first)
+    for (float x : v)
+      ASSERT_TRUE(std::isfinite(x)) << b.plan().slots(int(slot)).name();
+
+  restore();
+  fill(-7.0f);
+  ASSERT_OK(rt.run(TRAIN_MICROBATCH, true, true));
+  expectScaled(grads(), first, 1.0f, "first microbatch over other stale values");
+  restore();
+  ASSERT_OK(rt.run(TRAIN_MICROBATCH, true, /*firstMicrobatch=*/false));
+  expectScaled(grads(), first, 2.0f, "second microbatch");
+
+  restore();
+  fill(3e20f);
+  ASSERT_OK(rt.runGraph(TRAIN_MICROBATCH, true, true));
+  ASSERT_OK(rt.synchronize());
+  expectScaled(grads(), first, 1.0f, "first microbatch's graph");
+  restore();
+  ASSERT_OK(rt.runGraph(TRAIN_MICROBATCH, true, false));
+  ASSERT_OK(rt.synchronize());
+  expectScaled(grads(), first, 2.0f, "later microbatches' graph");
 }
 
 } // namespace

@@ -101,3 +101,11 @@ func.func @block_epilogue(%a: tensor<256x512xf8E4M3FN>, %sa: tensor<256x4xf32>, 
   %d = kernel.gemm %a, %b scales(%sa, %sb) bias(%bias) {a_block = array<i64: 1, 128>, b_block = array<i64: 128, 128>, epilogue = "bias", transpose_b} : (tensor<256x512xf8E4M3FN>, tensor<384x512xf8E4M3FN>, tensor<256x4xf32>, tensor<3x4xf32>, tensor<384xbf16>) -> tensor<256x384xbf16>
   return
 }
+
+// -----
+
+func.func @overwrite_without_accumulator(%a: tensor<16x64xbf16>, %b: tensor<16x32xbf16>) {
+  // expected-error @below {{first_microbatch_overwrites needs an accumulate operand}}
+  %d = kernel.gemm %a, %b {first_microbatch_overwrites, role = "wgrad", transpose_a} : (tensor<16x64xbf16>, tensor<16x32xbf16>) -> tensor<64x32xf32>
+  return
+}

@@ -261,15 +261,33 @@ TEST(EmitBundle, TinyLlamaIsDeterministicAndComplete) {
   for (const auto &s : b.plan().slots())
     EXPECT_EQ(s.offset() % 256, 0u) << s.name();
 
-  // FP8 GEMMs take one dequantization factor, written by a launch just
-  // before the call into a slot of its own.
+  // Every GEMM gets the one 32 MiB cuBLASLt workspace of the main stream, a
+  // persistent slot. FP8 GEMMs take one dequantization factor, written by a
+  // launch just before the call into a slot of its own. The wgrad GEMMs
+  // that alone make their gradient accumulator write it in a step's first
+  // microbatch.
   int fp8Gemms = 0;
+  std::set<std::string> overwritten;
   for (const Program &p : b.ranks(0).programs())
     for (int i = 0; i < p.steps_size(); ++i) {
       if (!p.steps(i).has_gemm())
         continue;
       const GemmCall &call = p.steps(i).gemm();
       const GemmDescriptor &g = b.gemms(int(call.gemm()));
+      EXPECT_EQ(g.workspace_bytes(), uint64_t(32) << 20) << g.name();
+      ASSERT_TRUE(call.has_workspace()) << g.name();
+      const Slot &ws = b.plan().slots(int(call.workspace().slot()));
+      EXPECT_EQ(ws.name(), "gemm workspace (stream 0)");
+      EXPECT_EQ(ws.kind(), WORKSPACE);
+      EXPECT_EQ(ws.bytes(), g.workspace_bytes());
+      EXPECT_TRUE(ws.program().empty()) << "the workspace outlives programs";
+      EXPECT_EQ(p.steps(i).stream(), 0u) << g.name();
+      if (call.first_microbatch_overwrites()) {
+        EXPECT_EQ(p.kind(), TRAIN_MICROBATCH) << g.name();
+        EXPECT_TRUE(g.accumulate()) << g.name();
+        EXPECT_EQ(g.role(), WGRAD) << g.name();
+        overwritten.insert(b.plan().slots(int(call.d().slot())).name());
+      }
       EXPECT_FALSE(g.has_b_scale()) << g.name();
       if (!g.has_a_scale())
         continue;
@@ -286,8 +304,9 @@ TEST(EmitBundle, TinyLlamaIsDeterministicAndComplete) {
   EXPECT_EQ(fp8Gemms, 4 * 4 * 3 * 2 - 4 * 4 * 2) // train: 3 per linear;
       << "FP8 GEMMs of the train and eval programs";  // eval: fprop only
 
-  // The optimizer step clears every gradient accumulator with a memset of
-  // its own slot, after the kernel that reads it; no zero tensor is copied.
+  // The optimizer step clears every other gradient accumulator with a
+  // memset of its own slot, after the kernel that reads it; no zero tensor
+  // is copied.
   std::set<std::string> cleared;
   for (const Program &p : b.ranks(0).programs()) {
     if (p.kind() != OPTIMIZER_STEP)
@@ -314,10 +333,17 @@ TEST(EmitBundle, TinyLlamaIsDeterministicAndComplete) {
       cleared.insert(slot.name());
     }
   }
+  // 4 layers of wqkv, wo, w_gate_up, w_down and the LM head are written by
+  // their wgrad; the norms and the embedding are cleared.
+  EXPECT_EQ(overwritten.size(), 4u * 4 + 1);
   std::set<std::string> gradients;
   for (const auto &prm : b.parameters())
     gradients.insert("grad." + prm.name());
-  EXPECT_EQ(cleared, gradients);
+  for (const std::string &g : overwritten) {
+    EXPECT_EQ(gradients.count(g), 1u) << g;
+    EXPECT_EQ(cleared.count(g), 0u) << g << " is written and cleared";
+  }
+  EXPECT_EQ(cleared.size() + overwritten.size(), gradients.size());
 
   // Each shared kernel is one module: every layer's RMSNorm runs the same.
   std::set<std::string> names;

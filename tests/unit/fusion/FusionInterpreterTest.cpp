@@ -94,17 +94,25 @@ protected:
             Tensor::fromInts({b, s}, positions)};
   }
 
+  // `microbatches` runs of the train step per optimizer step (the loss is
+  // their sum); `tellFirst` false never tells the interpreter that a run
+  // starts a step.
   std::vector<StepResult> run(ModuleOp module, interp::VariableStore store,
-                              int steps) {
+                              int steps, int microbatches = 1,
+                              bool tellFirst = true) {
     std::vector<StepResult> out;
     interp::Interpreter interpreter(module);
     for (int step = 0; step < steps; ++step) {
       StepResult r;
-      auto loss = interpreter.run("train_microbatch", batch(), store);
-      EXPECT_TRUE(bool(loss)) << llvm::toString(loss.takeError());
-      if (!loss)
-        return out;
-      r.loss = (*loss)[0].item();
+      for (int micro = 0; micro < microbatches; ++micro) {
+        interpreter.setFirstMicrobatch(tellFirst && micro == 0);
+        interpreter.setLastMicrobatch(micro + 1 == microbatches);
+        auto loss = interpreter.run("train_microbatch", batch(), store);
+        EXPECT_TRUE(bool(loss)) << llvm::toString(loss.takeError());
+        if (!loss)
+          return out;
+        r.loss += (*loss)[0].item();
+      }
       auto opt = interpreter.run("optimizer_step", {}, store);
       EXPECT_TRUE(bool(opt)) << llvm::toString(opt.takeError());
       if (!opt)
@@ -291,6 +299,81 @@ TEST_F(FusionInterpreterTest, AllKernelFusionsWithChunkedLmHead) {
     options.chunkedLmHead = true;
     findCompileStage("fused")->addPasses(pm, options);
   });
+}
+
+// octet-overwrite-gradients, with two microbatches per step: the first
+// writes the accumulators that the optimizer step no longer clears, so the
+// losses, grad norms and every variable but those accumulators are the
+// module's that clears them, bit for bit. Between steps the accumulators
+// hold the last gradients; an interpreter never told which microbatch is
+// first adds them to the next step's, and its grad norm must then differ,
+// or the comparison would prove nothing.
+TEST_F(FusionInterpreterTest, OverwriteGradientsInTheFirstMicrobatch) {
+  OwningOpRef<ModuleOp> clearing = lowered(false);
+  OwningOpRef<ModuleOp> overwriting = lowered(false);
+  for (ModuleOp m : {*clearing, *overwriting}) {
+    PassManager pm(context.get());
+    findCompileStage("fused")->addPasses(pm, TrainingPipelineOptions());
+    if (m == *overwriting)
+      pm.addPass(createOctetOverwriteGradients());
+    ASSERT_TRUE(succeeded(pm.run(m)));
+    ASSERT_TRUE(succeeded(verify(m)));
+  }
+  auto count = [](ModuleOp m, int &overwrites, int &clears) {
+    overwrites = clears = 0;
+    m.walk([&](kernel::GemmOp g) {
+      overwrites += g->hasAttr("first_microbatch_overwrites");
+    });
+    m.lookupSymbol<func::FuncOp>("optimizer_step").walk([&](graph::StoreOp s) {
+      clears += s.getVariable().starts_with("grad.");
+    });
+  };
+  int overwrites = 0, clears = 0, clearsBefore = 0, none = 0;
+  count(*clearing, none, clearsBefore);
+  count(*overwriting, overwrites, clears);
+  EXPECT_EQ(none, 0);
+  // Every linear's weight (4 layers of q, k, v, o, gate, up, down, and the
+  // head) is its GEMM's alone; norms and the embedding keep their clearing
+  // stores.
+  EXPECT_EQ(overwrites, 4 * 7 + 1);
+  EXPECT_EQ(clears, clearsBefore - overwrites);
+  EXPECT_GT(clears, 0);
+
+  auto train = [&](ModuleOp m, bool tellFirst) {
+    interp::VariableStore store;
+    store.initialize(m, 1234);
+    runInitFunctions(m, store);
+    return run(m, store, 2, /*microbatches=*/2, tellFirst);
+  };
+  auto want = train(*clearing, true);
+  auto got = train(*overwriting, true);
+  ASSERT_EQ(want.size(), 2u);
+  ASSERT_EQ(got.size(), 2u);
+  int stale = 0;
+  for (int step = 0; step < 2; ++step) {
+    EXPECT_EQ(got[step].loss, want[step].loss) << "step " << step;
+    EXPECT_EQ(got[step].gradNorm, want[step].gradNorm) << "step " << step;
+    for (auto &[name, t] : want[step].variables) {
+      const Tensor &g = got[step].variables.at(name);
+      if (llvm::StringRef(name).starts_with("grad.")) {
+        bool zero = true;
+        for (int64_t i = 0; i < g.numel(); ++i)
+          zero &= g.f()[i] == 0.0f;
+        stale += !zero;
+        continue;
+      }
+      expectClose(g, t, 0.0, name);
+    }
+  }
+  EXPECT_EQ(stale, 2 * overwrites)
+      << "the overwritten accumulators keep the last gradient between steps";
+
+  auto untold = train(*overwriting, false);
+  ASSERT_EQ(untold.size(), 2u);
+  EXPECT_EQ(untold[0].gradNorm, want[0].gradNorm)
+      << "step 1 starts from zeroed accumulators either way";
+  EXPECT_NE(untold[1].gradNorm, want[1].gradNorm)
+      << "accumulating into step 1's gradients must change step 2";
 }
 
 TEST_F(FusionInterpreterTest, FuseQkv) {

@@ -1,0 +1,120 @@
+// octet-overwrite-gradients: a wgrad GEMM that is the only writer of its
+// gradient accumulator writes it (beta = 0) in the first microbatch of a
+// step instead of adding to it, so the optimizer step no longer clears that
+// accumulator.
+
+#include "compiler/Transforms/Fusion/Passes.h"
+
+#include "llvm/ADT/StringSet.h"
+
+namespace octet {
+#define GEN_PASS_DEF_OCTETOVERWRITEGRADIENTS
+#include "compiler/Transforms/Fusion/FusionPasses.h.inc"
+} // namespace octet
+
+using namespace mlir;
+using namespace octet;
+
+namespace {
+
+constexpr StringLiteral kOverwrite = "first_microbatch_overwrites";
+
+struct VariableUses {
+  SmallVector<graph::LoadOp> loads;
+  SmallVector<graph::StoreOp> stores;
+};
+
+llvm::StringMap<VariableUses> usesIn(func::FuncOp func) {
+  llvm::StringMap<VariableUses> uses;
+  func.walk([&](Operation *op) {
+    if (auto load = dyn_cast<graph::LoadOp>(op))
+      uses[load.getVariable()].loads.push_back(load);
+    else if (auto store = dyn_cast<graph::StoreOp>(op))
+      uses[store.getVariable()].stores.push_back(store);
+  });
+  return uses;
+}
+
+// The GEMM that makes the whole new value of the accumulator from its one
+// read of the old one: `load` feeds only its accumulate operand, and what is
+// stored is its result, or that result through the data-parallel
+// all-reduce (which, in place, keeps it the accumulator's value).
+kernel::GemmOp soleAccumulatingGemm(graph::LoadOp load,
+                                    graph::StoreOp store) {
+  if (!load->hasOneUse())
+    return {};
+  auto gemm = dyn_cast<kernel::GemmOp>(*load->getUsers().begin());
+  if (!gemm || gemm.getC() != load.getResult() ||
+      gemm.getRoleAttr() != StringAttr::get(gemm.getContext(), "wgrad"))
+    return {};
+  Value stored = store.getValue();
+  if (stored == gemm.getResult())
+    return gemm;
+  auto result = dyn_cast<OpResult>(stored);
+  auto all = result ? dyn_cast<kernel::CollectiveOp>(result.getOwner())
+                    : kernel::CollectiveOp();
+  if (all && all.getLastMicrobatch() &&
+      all->getOperand(result.getResultNumber()) == gemm.getResult() &&
+      gemm.getResult().hasOneUse())
+    return gemm;
+  return {};
+}
+
+// A zero tensor made only to be stored: a graph.fill of 0, or the one-op
+// kernel fusion makes of it (the memsets the bundle emits for them).
+bool isZeroForStores(Operation *op) {
+  if (auto fused = dyn_cast<kernel::FusedOp>(op))
+    return fused.isStoredZeroFill();
+  auto fill = dyn_cast<graph::FillOp>(op);
+  return fill && fill.getValue().isZero();
+}
+
+struct OverwriteGradients
+    : public octet::impl::OctetOverwriteGradientsBase<OverwriteGradients> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto train = module.lookupSymbol<func::FuncOp>("train_microbatch");
+    auto optimizer = module.lookupSymbol<func::FuncOp>("optimizer_step");
+    if (!train || train.isExternal() || !optimizer || optimizer.isExternal())
+      return;
+    llvm::StringMap<VariableUses> trainUses = usesIn(train);
+    llvm::StringMap<VariableUses> optimizerUses = usesIn(optimizer);
+    // Other functions (eval, init) must leave the accumulators alone: the
+    // value they would see is no longer zero between steps.
+    llvm::StringSet<> elsewhere;
+    for (auto func : module.getOps<func::FuncOp>())
+      if (func != train && func != optimizer)
+        for (auto &[name, uses] : usesIn(func))
+          elsewhere.insert(name);
+
+    for (auto var : module.getOps<graph::VariableOp>()) {
+      StringRef name = var.getSymName();
+      if (!name.starts_with("grad.") || elsewhere.contains(name))
+        continue;
+      auto t = trainUses.find(name);
+      auto o = optimizerUses.find(name);
+      if (t == trainUses.end() || o == optimizerUses.end() ||
+          t->second.loads.size() != 1 || t->second.stores.size() != 1 ||
+          o->second.stores.size() != 1)
+        continue;
+      kernel::GemmOp gemm =
+          soleAccumulatingGemm(t->second.loads[0], t->second.stores[0]);
+      graph::StoreOp clear = o->second.stores[0];
+      Operation *zero = clear.getValue().getDefiningOp();
+      if (!gemm || !zero || !isZeroForStores(zero) ||
+          clear->getParentOp() != optimizer.getOperation())
+        continue;
+      // A read after the clearing store would see the old gradient.
+      if (llvm::any_of(o->second.loads, [&](graph::LoadOp load) {
+            return clear->isBeforeInBlock(load);
+          }))
+        continue;
+      gemm->setAttr(kOverwrite, UnitAttr::get(&getContext()));
+      clear.erase();
+      if (zero->use_empty())
+        zero->erase();
+    }
+  }
+};
+
+} // namespace

@@ -1,0 +1,79 @@
+// RUN: %octet-opt %s --octet-overwrite-gradients | FileCheck %s
+
+// grad.w and grad.head are each made whole by one wgrad GEMM that reads the
+// accumulator once (grad.head through its data-parallel all-reduce): they
+// are written in a step's first microbatch, and the optimizer step no longer
+// clears them. grad.norm has a kernel of its own as writer, grad.tied two
+// GEMMs, grad.late is read again after it is cleared, and grad.eval is read
+// by @forward: each keeps its clearing store and its GEMM accumulates.
+module {
+  graph.variable @grad.w : tensor<16x8xf32> {init = "zeros", kind = "state"}
+  graph.variable @grad.head : tensor<8x8xf32> {init = "zeros", kind = "state"}
+  graph.variable @grad.norm : tensor<8xf32> {init = "zeros", kind = "state"}
+  graph.variable @grad.tied : tensor<8x8xf32> {init = "zeros", kind = "state"}
+  graph.variable @grad.late : tensor<8x8xf32> {init = "zeros", kind = "state"}
+  graph.variable @grad.eval : tensor<8x8xf32> {init = "zeros", kind = "state"}
+  func.func @train_microbatch(%x: tensor<4x8xbf16>, %dy: tensor<4x8xbf16>, %dz: tensor<4x16xbf16>) -> tensor<f32> {
+    %gw = graph.load @grad.w : tensor<16x8xf32>
+    %w = kernel.gemm %dz, %x accumulate(%gw) {param = "w", role = "wgrad", transpose_a} : (tensor<4x16xbf16>, tensor<4x8xbf16>, tensor<16x8xf32>) -> tensor<16x8xf32>
+    graph.store %w, @grad.w : tensor<16x8xf32>
+    %gh = graph.load @grad.head : tensor<8x8xf32>
+    %h = kernel.gemm %dy, %x accumulate(%gh) {param = "head", role = "wgrad", transpose_a} : (tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<8x8xf32>) -> tensor<8x8xf32>
+    %r = kernel.collective %h {comm_stream, group = "data", group_size = 2 : i64, kind = "all_reduce", last_microbatch, reduction = "sum"} : (tensor<8x8xf32>) -> tensor<8x8xf32>
+    graph.store %r, @grad.head : tensor<8x8xf32>
+    %gn = graph.load @grad.norm : tensor<8xf32>
+    %n = kernel.fused "norm_grad" kind("row") ins(%gn : tensor<8xf32>) {
+    ^bb0(%a: tensor<8xf32>):
+      %s = graph.add %a, %a : tensor<8xf32>
+      kernel.yield %s : tensor<8xf32>
+    } : tensor<8xf32>
+    graph.store %n, @grad.norm : tensor<8xf32>
+    %gt = graph.load @grad.tied : tensor<8x8xf32>
+    %t1 = kernel.gemm %dy, %x accumulate(%gt) {param = "tied", role = "wgrad", transpose_a} : (tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<8x8xf32>) -> tensor<8x8xf32>
+    %t2 = kernel.gemm %x, %dy accumulate(%t1) {param = "tied", role = "wgrad", transpose_a} : (tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<8x8xf32>) -> tensor<8x8xf32>
+    graph.store %t2, @grad.tied : tensor<8x8xf32>
+    %gl = graph.load @grad.late : tensor<8x8xf32>
+    %l = kernel.gemm %dy, %x accumulate(%gl) {param = "late", role = "wgrad", transpose_a} : (tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<8x8xf32>) -> tensor<8x8xf32>
+    graph.store %l, @grad.late : tensor<8x8xf32>
+    %ge = graph.load @grad.eval : tensor<8x8xf32>
+    %e = kernel.gemm %dy, %x accumulate(%ge) {param = "eval", role = "wgrad", transpose_a} : (tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<8x8xf32>) -> tensor<8x8xf32>
+    graph.store %e, @grad.eval : tensor<8x8xf32>
+    %loss = graph.fill {value = 1.0 : f64} : tensor<f32>
+    return %loss : tensor<f32>
+  }
+  func.func @optimizer_step() -> tensor<8x8xf32> {
+    %gw = graph.load @grad.w : tensor<16x8xf32>
+    %z = graph.fill {value = 0.0 : f64} : tensor<8x8xf32>
+    %zw = graph.fill {value = 0.0 : f64} : tensor<16x8xf32>
+    %zn = graph.fill {value = 0.0 : f64} : tensor<8xf32>
+    graph.store %zw, @grad.w : tensor<16x8xf32>
+    graph.store %z, @grad.head : tensor<8x8xf32>
+    graph.store %zn, @grad.norm : tensor<8xf32>
+    graph.store %z, @grad.tied : tensor<8x8xf32>
+    graph.store %z, @grad.late : tensor<8x8xf32>
+    graph.store %z, @grad.eval : tensor<8x8xf32>
+    %after = graph.load @grad.late : tensor<8x8xf32>
+    return %after : tensor<8x8xf32>
+  }
+  func.func @forward() -> tensor<8x8xf32> {
+    %ge = graph.load @grad.eval : tensor<8x8xf32>
+    return %ge : tensor<8x8xf32>
+  }
+}
+
+// CHECK-LABEL: func.func @train_microbatch
+// CHECK: kernel.gemm {{.*}}accumulate(%{{.*}}) {first_microbatch_overwrites, param = "w"
+// CHECK: kernel.gemm {{.*}}accumulate(%{{.*}}) {first_microbatch_overwrites, param = "head"
+// CHECK: kernel.gemm {{.*}}accumulate(%{{.*}}) {param = "tied"
+// CHECK: kernel.gemm {{.*}}accumulate(%{{.*}}) {param = "tied"
+// CHECK: kernel.gemm {{.*}}accumulate(%{{.*}}) {param = "late"
+// CHECK: kernel.gemm {{.*}}accumulate(%{{.*}}) {param = "eval"
+// CHECK-LABEL: func.func @optimizer_step
+// CHECK-NOT: graph.store {{.*}}@grad.w
+// CHECK-NOT: graph.store {{.*}}@grad.head
+// CHECK: graph.store %{{.*}}, @grad.norm
+// CHECK-NEXT: graph.store %{{.*}}, @grad.tied
+// CHECK-NEXT: graph.store %{{.*}}, @grad.late
+// CHECK-NEXT: graph.store %{{.*}}, @grad.eval
+// CHECK-NOT: graph.store
+// CHECK: return
