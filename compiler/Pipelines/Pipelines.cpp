@@ -1,5 +1,6 @@
 #include "compiler/Pipelines/Pipelines.h"
 
+#include "compiler/Pipelines/PipelineLayout.h"
 #include "spec/SpecReader.h"
 
 #include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
@@ -29,9 +30,8 @@ Status checkParallelLayout(const spec::Spec &spec) {
   if (parallel.tensor() > 1)
     return unsupported("tensor", parallel.tensor(),
                        "split layers across tensor-parallel ranks");
-  if (parallel.pipeline() > 1)
-    return unsupported("pipeline", parallel.pipeline(),
-                       "cut the model into pipeline stages");
+  if (Status pipeline = checkPipelineLayout(spec); !pipeline)
+    return pipeline;
   if (parallel.shard_optimizer())
     return Status::error(
         "train.parallel.shard_optimizer is true: the compiler does not shard "
@@ -62,6 +62,8 @@ TrainingPipelineOptions trainingOptionsFromSpec(const spec::Spec &spec) {
   o.lowerToKernel.dataParallel = dataParallel;
   o.reduceGradients.dataParallel = dataParallel;
   autodiff.dataParallel = dataParallel;
+  std::vector<int64_t> layerSplit = pipelineLayerSplit(spec);
+  o.splitStages.layerSplit.assign(layerSplit.begin(), layerSplit.end());
 
   const spec::Precision &p = train.precision();
   if (p.recipe().empty() || p.recipe() == "bf16")
@@ -139,6 +141,11 @@ void addParallelizePasses(OpPassManager &pm,
   pm.addPass(createOctetReduceGradients(o.reduceGradients));
 }
 
+void addPipelinePasses(OpPassManager &pm, const TrainingPipelineOptions &o) {
+  if (!o.splitStages.layerSplit.empty())
+    pm.addPass(createOctetSplitStages(o.splitStages));
+}
+
 const CompileStage kCompileStages[] = {
     {"import", "the forward graph built from the spec (graph dialect)",
      nullptr},
@@ -156,6 +163,9 @@ const CompileStage kCompileStages[] = {
     {"parallelize",
      "data-parallel gradient buckets reduced during the backward",
      addParallelizePasses},
+    {"pipeline",
+     "pipeline stage chunks: a forward and a backward function each",
+     addPipelinePasses},
 };
 
 } // namespace
