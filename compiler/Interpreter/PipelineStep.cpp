@@ -1,9 +1,8 @@
 #include "compiler/Interpreter/PipelineStep.h"
 
+#include "compiler/Interpreter/Collectives.h"
 #include "compiler/Transforms/Pipeline/Passes.h"
 
-#include <mutex>
-#include <thread>
 
 namespace octet::interp {
 
@@ -158,8 +157,8 @@ private:
 
 StatusOr<PipelineStepResult>
 runPipelineStep(mlir::ModuleOp module, const PipelineSchedule &schedule,
-                std::vector<Interpreter> &interpreters,
-                std::vector<VariableStore> &variables,
+                const std::vector<Interpreter *> &interpreters,
+                const std::vector<VariableStore *> &variables,
                 const std::vector<std::vector<Tensor>> &microbatches) {
   int ranks = schedule.ranks;
   int stages = ranks * schedule.virtualStages;
@@ -194,30 +193,22 @@ runPipelineStep(mlir::ModuleOp module, const PipelineSchedule &schedule,
   }
   PipeChannels channels;
   std::vector<RankRun> runs;
+  runs.reserve(ranks);
   for (int r = 0; r < ranks; ++r)
-    runs.emplace_back(schedule, r, interpreters[r], variables[r],
+    runs.emplace_back(schedule, r, *interpreters[r], *variables[r],
                       microbatches, edgeResults, channels);
-  std::vector<Status> results(ranks);
-  std::mutex mutex;
-  int firstFailure = -1; // the cause, not the ranks its abort stopped
-  std::vector<std::thread> threads;
-  for (int r = 0; r < ranks; ++r)
-    threads.emplace_back([&, r] {
-      Status st = runs[r].run();
-      if (!st) {
-        {
-          std::lock_guard<std::mutex> lock(mutex);
-          if (firstFailure < 0)
-            firstFailure = r;
-        }
-        channels.abort("rank " + std::to_string(r) + " failed");
-      }
-      results[r] = std::move(st);
-    });
-  for (std::thread &t : threads)
-    t.join();
-  if (firstFailure >= 0)
-    return results[firstFailure];
+  // The ranks run as the collectives' ranks do; a failing rank releases
+  // the others' receives, which then report its error.
+  RankExchange exchange(RankLayout{1, 1, ranks});
+  Status ran = runRanks(exchange, [&](int r) {
+    Status st = runs[r].run();
+    if (!st)
+      channels.abort("rank " + std::to_string(r) + " failed: " +
+                     st.message());
+    return st;
+  });
+  if (!ran)
+    return ran;
   PipelineStepResult result;
   // The loss lives on the last stage's rank.
   result.lossSum = runs[(stages - 1) % ranks].lossSum;

@@ -24,13 +24,13 @@ struct PipelineStepResult {
 };
 
 // Runs one step's forward and backward passes: `microbatches[m]` are the
-// batch tensors of microbatch m, `interpreters[r]` and `variables[r]` rank
-// r's. Each rank writes only the gradients of its own chunks; the optimizer
-// step is the caller's.
+// batch tensors of microbatch m, `interpreters[r]` and `variables[r]`
+// pipeline rank r's. Each rank writes only the gradients of its own chunks;
+// the optimizer step is the caller's.
 StatusOr<PipelineStepResult>
 runPipelineStep(mlir::ModuleOp module, const PipelineSchedule &schedule,
-                std::vector<Interpreter> &interpreters,
-                std::vector<VariableStore> &variables,
+                const std::vector<Interpreter *> &interpreters,
+                const std::vector<VariableStore *> &variables,
                 const std::vector<std::vector<Tensor>> &microbatches);
 
 } // namespace octet::interp

@@ -49,13 +49,6 @@ Status checkPipelineLayout(const spec::Spec &spec) {
   if (pipeline <= 1)
     return Status::ok();
   std::string is = "train.parallel.pipeline is " + std::to_string(pipeline);
-  if (parallel.data() > 1)
-    return Status::error(
-        is + " and train.parallel.data is " +
-        std::to_string(parallel.data()) +
-        ": the compiler does not compose the stage cut with data-parallel "
-        "gradient reduction yet; set train.parallel.data to 1 (or the "
-        "pipeline to 1)");
   const std::string &recipe = train.precision().recipe();
   if (!recipe.empty() && recipe != "bf16")
     return Status::error(

@@ -31,8 +31,8 @@ StatusOr<PipelineSchedule> pipelineScheduleFromSpec(const spec::Spec &spec);
 StatusOr<std::string> describePipelineLayout(const spec::Spec &spec);
 
 // An error naming the field and the fix for a pipeline layout the compiler
-// does not make yet (composition with data parallelism, FP8 scale state
-// per stage, the ZB-H1 weight-gradient split) or a schedule the simulator
+// does not make yet (FP8 scale state per stage, the ZB-H1 weight-gradient
+// split, tied embeddings) or a schedule the simulator
 // rejects; ok otherwise.
 Status checkPipelineLayout(const spec::Spec &spec);
 

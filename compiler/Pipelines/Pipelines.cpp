@@ -60,7 +60,12 @@ TrainingPipelineOptions trainingOptionsFromSpec(const spec::Spec &spec) {
       1, train.global_batch_size() / (train.micro_batch_size() * dataParallel));
   o.activations.activationDtype = train.precision().activation_dtype();
   o.lowerToKernel.dataParallel = dataParallel;
-  o.reduceGradients.dataParallel = dataParallel;
+  // A pipeline's gradient buckets are not reduced inside the step that the
+  // stage cut divides: the compiled reduction for pipelines is not written
+  // yet, and the CPU trainer sums the world's accumulators after the
+  // schedule.
+  o.reduceGradients.dataParallel =
+      train.parallel().pipeline() > 1 ? 1 : dataParallel;
   autodiff.dataParallel = dataParallel;
   std::vector<int64_t> layerSplit = pipelineLayerSplit(spec);
   o.splitStages.layerSplit.assign(layerSplit.begin(), layerSplit.end());

@@ -395,7 +395,8 @@ int runTrainCommand(const TrainOptions &opts) {
     Status ran = Status::ok();
     if (schedule) {
       StatusOr<CpuPipelineStep> stepped =
-          runCpuPipelineStep(m, *schedule, interpreters, vars, stepArgs[0]);
+          runCpuPipelineStep(m, *schedule, int(ranks), interpreters,
+                             vars, stepArgs);
       if (stepped) {
         lossSums[0] = stepped->lossSum;
         gradNorms[0] = stepped->gradNorm;
