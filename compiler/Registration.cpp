@@ -6,6 +6,7 @@
 #include "compiler/Transforms/Precision.h"
 
 #include "compiler/Transforms/Fusion/Passes.h"
+#include "compiler/Transforms/Pipeline/Passes.h"
 #include "compiler/Transforms/Passes.h"
 
 #include "dialects/fp8/Fp8Dialect.h"
@@ -65,6 +66,7 @@ void registerCompilerPasses() {
   mlir::registerPass([] { return mlir::createReconcileUnrealizedCastsPass(); });
   registerOctetFp8Passes();
   registerOctetFusionPasses();
+  registerOctetPipelinePasses();
   registerOctetPasses();
 }
 

@@ -436,6 +436,97 @@ void checkData(const Data &d, const ModelSpec &model, Issues is) {
     is.inRange("eval_fraction", d.eval_fraction(), 0, 1, false);
 }
 
+// train.parallel's pipeline fields: the layer cut into pipeline ×
+// virtual_stages chunks, the schedule, and the microbatches a schedule
+// needs to fill the pipeline.
+void checkPipeline(const TrainSpec &t, const ModelSpec &m, Issues pis) {
+  const Parallel &par = t.parallel();
+  int64_t pp = par.pipeline(), v = par.virtual_stages();
+  pis.positiveIfSet("virtual_stages", par.has_virtual_stages(), v);
+  if (pp <= 0 || v <= 0)
+    return;
+  bool schedule = par.schedule().empty() ||
+                  pis.oneOf("schedule", par.schedule(),
+                            {"1f1b", "interleaved", "zb-h1"}, false);
+  if (pp == 1) {
+    const std::string why = "train.parallel.pipeline is 1 (no stages)";
+    pis.notApplicable("virtual_stages", v > 1, why);
+    pis.notApplicable("schedule", !par.schedule().empty(), why);
+    pis.notApplicable("layer_split", par.layer_split_size() > 0, why);
+    return;
+  }
+  if (schedule && v > 1 && !par.schedule().empty() &&
+      par.schedule() != "interleaved")
+    pis.add("virtual_stages",
+            std::to_string(v) + " chunks a rank need schedule "
+            "\"interleaved\", but schedule is " + quoted(par.schedule()) +
+            "; set schedule: \"interleaved\" or virtual_stages: 1");
+  if (schedule && v == 1 && par.schedule() == "interleaved")
+    pis.add("schedule", "\"interleaved\" needs virtual_stages of at least "
+                        "2 (chunks a rank); set virtual_stages: 2 or schedule "
+                        "\"1f1b\"");
+  int64_t chunks = pp * v;
+  int64_t layers = m.num_layers();
+  std::string cut = "pipeline × virtual_stages = " + std::to_string(pp) +
+                    " × " + std::to_string(v) + " = " +
+                    std::to_string(chunks) + " chunks";
+  if (par.layer_split_size() > 0) {
+    int64_t sum = 0;
+    bool positive = true;
+    for (int i = 0; i < par.layer_split_size(); ++i) {
+      sum += par.layer_split(i);
+      if (par.layer_split(i) <= 0) {
+        pis.add("layer_split", "entry " + std::to_string(i) + " is " +
+                                   std::to_string(par.layer_split(i)) +
+                                   "; every chunk needs at least one layer");
+        positive = false;
+      }
+    }
+    if (par.layer_split_size() != chunks)
+      pis.add("layer_split",
+              "has " + std::to_string(par.layer_split_size()) +
+                  " entries, but " + cut + "; give one layer count a chunk");
+    else if (positive && layers > 0 && sum != layers)
+      pis.add("layer_split", "sums to " + std::to_string(sum) +
+                                 " layers, but model.num_layers is " +
+                                 std::to_string(layers) +
+                                 "; make the counts add up to it");
+  } else if (layers > 0 && chunks > layers) {
+    pis.add("pipeline", cut + " exceed model.num_layers (" +
+                            std::to_string(layers) +
+                            "); each chunk needs at least one layer");
+  } else if (layers > 0 && layers % chunks != 0) {
+    pis.add("pipeline",
+            "model.num_layers (" + std::to_string(layers) +
+                ") is not divisible by " + cut +
+                "; every layer costs the same, so the equal cut needs a "
+                "divisor: change pipeline or virtual_stages, or give "
+                "train.parallel.layer_split (layers a chunk)");
+  }
+  int64_t dp = std::max<int64_t>(1, par.data());
+  if (t.micro_batch_size() <= 0 || t.global_batch_size() <= 0 ||
+      t.global_batch_size() % (t.micro_batch_size() * dp) != 0)
+    return; // reported with global_batch_size
+  int64_t micro = t.global_batch_size() / (t.micro_batch_size() * dp);
+  std::string have = "global_batch_size / (micro_batch_size × parallel.data) "
+                     "= " + std::to_string(t.global_batch_size()) + " / (" +
+                     std::to_string(t.micro_batch_size()) + " × " +
+                     std::to_string(dp) + ") = " + std::to_string(micro) +
+                     " microbatches a step";
+  if (micro < pp)
+    pis.add("pipeline",
+            std::to_string(pp) + " stages need at least as many microbatches "
+            "a step, but " + have + "; raise train.global_batch_size to " +
+            std::to_string(pp * t.micro_batch_size() * dp) +
+            " or more, or lower the pipeline");
+  else if (v > 1 && micro % pp != 0)
+    pis.add("virtual_stages",
+            "the interleaved schedule runs microbatches in groups of "
+            "pipeline (" + std::to_string(pp) + "), but " + have +
+            "; make global_batch_size a multiple of " +
+            std::to_string(pp * t.micro_batch_size() * dp));
+}
+
 void checkTrain(const Spec &spec, Issues is) {
   const TrainSpec &t = spec.train();
   const ModelSpec &m = spec.model();
@@ -479,12 +570,7 @@ void checkTrain(const Spec &spec, Issues is) {
     divides("num_kv_heads", m.num_kv_heads());
     divides("intermediate_size", m.intermediate_size());
   }
-  if (par.pipeline() > 0 && m.num_layers() > 0 &&
-      par.pipeline() > m.num_layers())
-    pis.add("pipeline", std::to_string(par.pipeline()) +
-                            " stages exceed model.num_layers (" +
-                            std::to_string(m.num_layers()) +
-                            "); each stage needs at least one layer");
+  checkPipeline(t, m, pis);
 
   if (t.seq_len() > 0 && m.position_embedding() == "learned" &&
       m.max_position_embeddings() > 0 &&
@@ -636,6 +722,10 @@ void applyDefaults(Spec &spec) {
     par.set_tensor(1);
   if (!par.has_pipeline())
     par.set_pipeline(1);
+  if (!par.has_virtual_stages())
+    par.set_virtual_stages(1);
+  if (par.pipeline() > 1 && par.schedule().empty())
+    par.set_schedule(par.virtual_stages() > 1 ? "interleaved" : "1f1b");
   if (!t.has_global_batch_size() && t.micro_batch_size() > 0 && par.data() > 0)
     t.set_global_batch_size(t.micro_batch_size() * par.data());
   if (!t.has_seq_len())

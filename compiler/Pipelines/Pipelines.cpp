@@ -1,5 +1,6 @@
 #include "compiler/Pipelines/Pipelines.h"
 
+#include "compiler/Pipelines/PipelineLayout.h"
 #include "spec/SpecReader.h"
 
 #include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
@@ -29,9 +30,15 @@ Status checkParallelLayout(const spec::Spec &spec) {
   if (parallel.tensor() > 1)
     return unsupported("tensor", parallel.tensor(),
                        "split layers across tensor-parallel ranks");
-  if (parallel.pipeline() > 1)
-    return unsupported("pipeline", parallel.pipeline(),
-                       "cut the model into pipeline stages");
+  if (Status pipeline = checkPipelineLayout(spec); !pipeline)
+    return pipeline;
+  if (parallel.shard_optimizer() && parallel.pipeline() > 1)
+    return Status::error(
+        "train.parallel.shard_optimizer with train.parallel.pipeline " +
+        std::to_string(parallel.pipeline()) +
+        ": a pipeline's gradients are not yet reduced inside its compiled "
+        "step, so the compiler cannot shard its optimizer; set "
+        "shard_optimizer to false, or pipeline to 1");
   const std::string &recipe = spec.train().precision().recipe();
   if (parallel.shard_optimizer() && parallel.data() > 1 && !recipe.empty() &&
       recipe != "bf16")
@@ -62,10 +69,18 @@ TrainingPipelineOptions trainingOptionsFromSpec(const spec::Spec &spec) {
       1, train.global_batch_size() / (train.micro_batch_size() * dataParallel));
   o.activations.activationDtype = train.precision().activation_dtype();
   o.lowerToKernel.dataParallel = dataParallel;
-  o.reduceGradients.dataParallel = dataParallel;
-  if (train.parallel().shard_optimizer() && dataParallel > 1)
+  // A pipeline's gradient buckets are not reduced inside the step that the
+  // stage cut divides: the compiled reduction for pipelines is not written
+  // yet, and the CPU trainer sums the world's accumulators after the
+  // schedule.
+  o.reduceGradients.dataParallel =
+      train.parallel().pipeline() > 1 ? 1 : dataParallel;
+  if (train.parallel().shard_optimizer() && dataParallel > 1 &&
+      train.parallel().pipeline() <= 1)
     o.shardOptimizer.emplace().dataParallel = dataParallel;
   autodiff.dataParallel = dataParallel;
+  std::vector<int64_t> layerSplit = pipelineLayerSplit(spec);
+  o.splitStages.layerSplit.assign(layerSplit.begin(), layerSplit.end());
 
   const spec::Precision &p = train.precision();
   if (p.recipe().empty() || p.recipe() == "bf16")
@@ -146,6 +161,11 @@ void addParallelizePasses(OpPassManager &pm,
   pm.addPass(createOctetOverwriteGradients());
 }
 
+void addPipelinePasses(OpPassManager &pm, const TrainingPipelineOptions &o) {
+  if (!o.splitStages.layerSplit.empty())
+    pm.addPass(createOctetSplitStages(o.splitStages));
+}
+
 const CompileStage kCompileStages[] = {
     {"import", "the forward graph built from the spec (graph dialect)",
      nullptr},
@@ -165,6 +185,9 @@ const CompileStage kCompileStages[] = {
      "ZeRO-1's sharded optimizer; the first microbatch's wgrad GEMMs "
      "write their accumulators",
      addParallelizePasses},
+    {"pipeline",
+     "pipeline stage chunks: a forward and a backward function each",
+     addPipelinePasses},
 };
 
 } // namespace

@@ -11,6 +11,7 @@
 
 #include "compiler/Codegen/Passes.h"
 #include "compiler/Transforms/Fusion/Passes.h"
+#include "compiler/Transforms/Pipeline/Passes.h"
 #include "compiler/Transforms/Passes.h"
 #include "compiler/Transforms/Precision.h"
 #include "spec/spec.pb.h"
@@ -38,6 +39,8 @@ struct TrainingPipelineOptions {
   // ZeRO-1 (train.parallel.shard_optimizer): octet-shard-optimizer after
   // the gradient buckets; none keeps the optimizer replicated.
   std::optional<OctetShardOptimizerOptions> shardOptimizer;
+  // train.parallel.pipeline × virtual_stages chunks (empty: one rank's step).
+  OctetSplitStagesOptions splitStages;
   // The LM head, its loss and gradients as one chunked region
   // (octet-fuse-lm-head), so f32 logits never exist whole. GPU codegen has
   // no lowering for that region yet, so a step that must run on the GPU
@@ -68,7 +71,7 @@ struct CompileStage {
 };
 
 // import, autodiff, fuse-qkv, activations, precision, kernel, fused,
-// parallelize: the order every tool runs. Bundles record the names, so a
+// parallelize, pipeline: the order every tool runs. Bundles record the names, so a
 // stage is only ever added, with its line here.
 llvm::ArrayRef<CompileStage> compileStages();
 

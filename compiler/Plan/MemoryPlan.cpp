@@ -587,6 +587,8 @@ std::string human(uint64_t bytes) {
 }
 } // namespace
 
+std::string formatBytes(uint64_t bytes) { return human(bytes); }
+
 void printMemoryPlan(const MemoryPlan &plan, llvm::raw_ostream &os,
                      int maxSlots) {
   os << "memory plan: alignment " << kPlanAlignment << " B, "

@@ -130,6 +130,9 @@ struct MemoryPlan {
 // activation region than the train microbatch.
 mlir::FailureOr<MemoryPlan> planMemory(mlir::ModuleOp module);
 
+// "512 B", "1.50 KiB", "3.25 GiB".
+std::string formatBytes(uint64_t bytes);
+
 // Total, persistent and activation bytes, each program's peak and region,
 // bytes per slot kind, and the `maxSlots` largest slots.
 void printMemoryPlan(const MemoryPlan &plan, llvm::raw_ostream &os,

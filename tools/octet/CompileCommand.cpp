@@ -1,8 +1,10 @@
 // octet compile: spec → IR, stage by stage.
 
 #include "compiler/Codegen/Passes.h"
+#include "compiler/Pipelines/PipelineLayout.h"
 #include "compiler/Pipelines/Pipelines.h"
 #include "compiler/Plan/MemoryPlan.h"
+#include "compiler/Plan/PipelinePlan.h"
 #include "compiler/Registration.h"
 #include "compiler/Transforms/Fusion/FusionReport.h"
 #include "compiler/Transforms/Precision.h"
@@ -110,6 +112,35 @@ int reportFit(MLIRContext &context, const spec::Spec &spec,
   return 0;
 }
 
+// Every pipeline rank's plan: the one-step plan above holds each chunk
+// function but not the stashes of the microbatches a rank keeps in flight.
+int printPipelinePlans(const spec::Spec &spec, const CompileOptions &opts,
+                       ModuleOp module, const plan::MemoryPlan &memory) {
+  StatusOr<PipelineSchedule> schedule = pipelineScheduleFromSpec(spec);
+  if (!schedule)
+    return inputError(schedule.status());
+  StatusOr<PipeSimulation> simulation = simulatePipeline(*schedule);
+  if (!simulation)
+    return inputError(simulation.status());
+  FailureOr<std::vector<plan::PipelineRankPlan>> ranks =
+      plan::planPipelineRanks(module, memory, *schedule, *simulation);
+  if (failed(ranks))
+    return inputError(Status::error("pipeline plan failed (see the "
+                                    "diagnostics above)"));
+  llvm::outs() << "pipeline ranks (" << pipelineScheduleName(schedule->kind)
+               << ", " << schedule->microbatches << " microbatches):\n";
+  plan::printPipelinePlans(*ranks, llvm::outs());
+  std::ostringstream os;
+  for (const plan::PipelineRankPlan &rank : *ranks) {
+    PlanFootprint footprint{rank.persistentBytes,
+                            rank.activationBytes + rank.stashBytes};
+    os << "  rank " << rank.rank << " ";
+    printFitVerdict(footprint, opts.gpu, os, "");
+  }
+  llvm::outs() << os.str();
+  return 0;
+}
+
 } // namespace
 
 int runCompileCommand(const CompileOptions &opts) {
@@ -164,8 +195,14 @@ int runCompileCommand(const CompileOptions &opts) {
       return inputError(Status::error(
           opts.spec + ": memory plan failed (see the diagnostics above)"));
     plan::printMemoryPlan(*memory, llvm::outs());
-    if (int rc = reportFit(context, *spec, opts, *memory); rc)
+    // A pipeline rank holds its own plan, not the one above: each is
+    // checked against the GPU.
+    if (spec->train().parallel().pipeline() > 1) {
+      if (int rc = printPipelinePlans(*spec, opts, **module, *memory); rc)
+        return rc;
+    } else if (int rc = reportFit(context, *spec, opts, *memory); rc) {
       return rc;
+    }
   }
   llvm::outs().flush();
 
@@ -229,6 +266,10 @@ int runCompileCommand(const CompileOptions &opts) {
                  << m.num_layers() << " layers, hidden " << m.hidden_size()
                  << ", " << countParameters(**module)
                  << " parameters; stages: " << stageNames() << "\n";
+    StatusOr<std::string> pipeline = describePipelineLayout(*spec);
+    if (!pipeline)
+      return inputError(pipeline.status());
+    llvm::outs() << *pipeline;
   }
   return 0;
 }

@@ -149,6 +149,14 @@ Status checkWritable(const std::string &path) {
 Status writeBundleFile(ModuleOp module, const SpecSource &source,
                        const spec::Spec &spec, const std::string &output,
                        std::function<void(const std::string &)> phase) {
+  if (spec.train().parallel().pipeline() > 1)
+    return Status::error(
+        "train.parallel.pipeline is " +
+        std::to_string(spec.train().parallel().pipeline()) +
+        ": the stages are compiled (`octet train --cpu` runs them, `octet "
+        "compile --dump-ir=pipeline` prints them), but the bundle format "
+        "and the GPU runtime hold one program per rank without send/recv "
+        "yet; set train.parallel.pipeline to 1 for a bundle");
   emit::BuildSource build;
   build.phase = std::move(phase);
   StatusOr<std::string> specText = readText(source.spec);

@@ -9,7 +9,9 @@
 #include "compiler/Interpreter/Fp8Ops.h"
 #include "compiler/Interpreter/Interpreter.h"
 #include "compiler/Interpreter/Kernels.h"
+#include "compiler/Pipelines/PipelineLayout.h"
 #include "compiler/Registration.h"
+#include "compiler/Transforms/Pipeline/Passes.h"
 #include "runtime/checkpoint/TrainState.h"
 #include "runtime/data/ByteCorpus.h"
 #include "runtime/data/TrainBatches.h"
@@ -17,6 +19,7 @@
 #include "tools/octet/CommandErrors.h"
 #include "tools/octet/CompileSpec.h"
 #include "tools/octet/CpuCheckpoint.h"
+#include "tools/octet/CpuPipeline.h"
 #include "tools/octet/GpuTrain.h"
 #include "tools/octet/HfInit.h"
 
@@ -53,6 +56,11 @@ std::optional<RunArgs> gpuRun(const TrainOptions &opts, const spec::Spec &spec,
                               std::string &found) {
   if (opts.cpu)
     return std::nullopt;
+  if (spec.train().parallel().pipeline() > 1) {
+    std::printf("octet train: the GPU runtime does not run pipeline stages "
+                "yet: training on the CPU interpreter\n");
+    return std::nullopt;
+  }
   if (!findHopperGpu(found)) {
     std::printf("octet train: %s: training on the CPU interpreter\n",
                 found.c_str());
@@ -232,7 +240,18 @@ int runTrainCommand(const TrainOptions &opts) {
 
   TrainingPipelineOptions pipeline = trainingOptionsFromSpec(spec);
   int64_t microbatches = pipeline.autodiff.microbatches;
-  auto step = m.lookupSymbol<func::FuncOp>("train_microbatch");
+  // Pipeline ranks run the stage chunks; the first chunk's forward takes
+  // the batch as the one-rank step does.
+  int64_t pipelineRanks = std::max<int64_t>(1, train.parallel().pipeline());
+  std::optional<PipelineSchedule> schedule;
+  if (pipelineRanks > 1) {
+    StatusOr<PipelineSchedule> made = pipelineScheduleFromSpec(spec);
+    if (!made)
+      return inputError(opts.spec + ": " + made.status().message());
+    schedule = std::move(*made);
+  }
+  auto step = m.lookupSymbol<func::FuncOp>(
+      schedule ? stageForwardName(0) : "train_microbatch");
 
   // train.parallel.data ranks, each an interpreter with its own variables,
   // their collectives emulated (compiler/Interpreter/Collectives.h): the
@@ -250,7 +269,8 @@ int runTrainCommand(const TrainOptions &opts) {
   }
   vars[0].initialize(m, static_cast<uint64_t>(train.seed()));
   int64_t params = countParameters(m);
-  std::vector<interp::Interpreter> interpreters(ranks, interp::Interpreter(m));
+  std::vector<interp::Interpreter> interpreters(ranks * pipelineRanks,
+                                                interp::Interpreter(m));
   // Checkpoints as the GPU trainer writes them (every checkpoint_interval
   // steps and at the end); --resume continues from the latest, whose
   // variables replace every initial value.
@@ -286,7 +306,7 @@ int runTrainCommand(const TrainOptions &opts) {
   }
   // Every rank starts from the same values (their storage is shared until
   // a rank writes a variable).
-  vars.resize(ranks, vars[0]);
+  vars.resize(ranks * pipelineRanks, vars[0]);
   // A checkpoint holds a sharded optimizer state whole, at any layout.
   std::map<std::string, int64_t> sharded = shardedVariables(m);
   if (!resumeFrom.empty())
@@ -306,6 +326,11 @@ int runTrainCommand(const TrainOptions &opts) {
                          : activations;
   std::string layout =
       ranks > 1 ? std::to_string(ranks) + " data-parallel ranks x " : "";
+  if (schedule)
+    layout += std::to_string(pipelineRanks) + " pipeline ranks (" +
+              pipelineScheduleName(schedule->kind) + ", " +
+              std::to_string(schedule->ranks * schedule->virtualStages) +
+              " chunks) x ";
   std::printf("octet train: %s, %lld parameters, %lld steps x %s%lld "
               "microbatch(es) of [%lld, %lld] tokens, %d threads, %s on the "
               "CPU\n",
@@ -375,7 +400,19 @@ int runTrainCommand(const TrainOptions &opts) {
     }
     std::vector<double> lossSums(ranks, 0.0);
     std::vector<double> gradNorms(ranks, 0.0), lrs(ranks, 0.0);
-    Status ran = interp::runRanks(exchange, [&](int r) -> Status {
+    Status ran = Status::ok();
+    if (schedule) {
+      StatusOr<CpuPipelineStep> stepped =
+          runCpuPipelineStep(m, *schedule, int(ranks), interpreters,
+                             vars, stepArgs);
+      if (stepped) {
+        lossSums[0] = stepped->lossSum;
+        gradNorms[0] = stepped->gradNorm;
+        lrs[0] = stepped->lr;
+      } else {
+        ran = stepped.status();
+      }
+    } else ran = interp::runRanks(exchange, [&](int r) -> Status {
       for (int64_t micro = 0; micro < microbatches; ++micro) {
         interpreters[r].setFirstMicrobatch(micro == 0);
         interpreters[r].setLastMicrobatch(micro + 1 == microbatches);

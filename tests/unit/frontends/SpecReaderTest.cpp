@@ -280,6 +280,82 @@ TEST(SpecReader, TrainContradictions) {
               HasSubstr("train.seq_len: 16 exceeds model.sliding_window (8)"));
 }
 
+TEST(SpecReader, PipelineLayoutsNameTheFieldAndTheFix) {
+  // The base model has 2 layers; a global batch of 8 rows is 4 microbatches.
+  Fields pp2 = {{"global_batch_size", "8"}, {"parallel", "{ pipeline: 2 }"}};
+  StatusOr<Spec> ok = resolveText(specText({}, pp2));
+  ASSERT_TRUE(ok.isOk()) << ok.status().message();
+  EXPECT_EQ(ok->train().parallel().schedule(), "1f1b");
+  EXPECT_EQ(ok->train().parallel().virtual_stages(), 1);
+  StatusOr<Spec> interleaved = resolveText(specText(
+      {{"num_layers", "4"}},
+      {{"global_batch_size", "8"},
+       {"parallel", "{ pipeline: 2 virtual_stages: 2 }"}}));
+  ASSERT_TRUE(interleaved.isOk()) << interleaved.status().message();
+  EXPECT_EQ(interleaved->train().parallel().schedule(), "interleaved");
+
+  EXPECT_THAT(errorOf({{"num_layers", "3"}}, pp2),
+              HasSubstr("train.parallel.pipeline: model.num_layers (3) is "
+                        "not divisible by pipeline × virtual_stages = 2 × 1 "
+                        "= 2 chunks"));
+  EXPECT_THAT(errorOf({}, {{"global_batch_size", "8"},
+                           {"parallel", "{ pipeline: 4 }"}}),
+              HasSubstr("train.parallel.pipeline: pipeline × virtual_stages "
+                        "= 4 × 1 = 4 chunks exceed model.num_layers (2)"));
+  EXPECT_THAT(
+      errorOf({{"num_layers", "4"}},
+              {{"global_batch_size", "8"},
+               {"parallel",
+                "{ pipeline: 2 virtual_stages: 2 schedule: \"1f1b\" }"}}),
+      HasSubstr("train.parallel.virtual_stages: 2 chunks a rank need "
+                "schedule \"interleaved\", but schedule is \"1f1b\"; set "
+                "schedule: \"interleaved\" or virtual_stages: 1"));
+  EXPECT_THAT(errorOf({}, {{"global_batch_size", "8"},
+                           {"parallel",
+                            "{ pipeline: 2 schedule: \"interleaved\" }"}}),
+              HasSubstr("train.parallel.schedule: \"interleaved\" needs "
+                        "virtual_stages of at least 2"));
+  EXPECT_THAT(errorOf({}, {{"global_batch_size", "8"},
+                           {"parallel", "{ pipeline: 2 schedule: \"gpipe\" }"}}),
+              HasSubstr("train.parallel.schedule: unknown value \"gpipe\""));
+  EXPECT_THAT(errorOf({}, {{"global_batch_size", "2"},
+                           {"parallel", "{ pipeline: 2 }"}}),
+              HasSubstr("train.parallel.pipeline: 2 stages need at least as "
+                        "many microbatches a step, but global_batch_size / "
+                        "(micro_batch_size × parallel.data) = 2 / (2 × 1) = "
+                        "1 microbatches a step; raise "
+                        "train.global_batch_size to 4 or more"));
+  EXPECT_THAT(
+      errorOf({{"num_layers", "4"}},
+              {{"global_batch_size", "6"},
+               {"parallel", "{ pipeline: 2 virtual_stages: 2 }"}}),
+      HasSubstr("train.parallel.virtual_stages: the interleaved schedule "
+                "runs microbatches in groups of pipeline (2)"));
+  EXPECT_THAT(
+      errorOf({{"num_layers", "3"}},
+              {{"global_batch_size", "8"},
+               {"parallel", "{ pipeline: 2 layer_split: [1, 1] }"}}),
+      HasSubstr("train.parallel.layer_split: sums to 2 layers, but "
+                "model.num_layers is 3"));
+  EXPECT_THAT(errorOf({{"num_layers", "3"}},
+                      {{"global_batch_size", "8"},
+                       {"parallel", "{ pipeline: 2 layer_split: [3] }"}}),
+              HasSubstr("train.parallel.layer_split: has 1 entries, but "
+                        "pipeline × virtual_stages = 2 × 1 = 2 chunks"));
+  EXPECT_THAT(errorOf({{"num_layers", "3"}},
+                      {{"global_batch_size", "8"},
+                       {"parallel", "{ pipeline: 2 layer_split: [3, 0] }"}}),
+              HasSubstr("train.parallel.layer_split: entry 1 is 0"));
+  StatusOr<Spec> split = resolveText(
+      specText({{"num_layers", "3"}},
+               {{"global_batch_size", "8"},
+                {"parallel", "{ pipeline: 2 layer_split: [2, 1] }"}}));
+  EXPECT_TRUE(split.isOk()) << split.status().message();
+  EXPECT_THAT(errorOf({}, {{"parallel", "{ schedule: \"zb-h1\" }"}}),
+              HasSubstr("train.parallel.schedule: is set, but "
+                        "train.parallel.pipeline is 1"));
+}
+
 TEST(SpecReader, RunStepsReplaceTrainSteps) {
   StatusOr<Spec> parsed = parseSpecText(specText({}, {{"steps", "500"}}),
                                         "test.pbtxt");

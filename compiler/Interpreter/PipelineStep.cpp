@@ -1,0 +1,220 @@
+#include "compiler/Interpreter/PipelineStep.h"
+
+#include "compiler/Interpreter/Collectives.h"
+#include "compiler/Transforms/Pipeline/Passes.h"
+
+
+namespace octet::interp {
+
+namespace {
+
+using Key = std::pair<int, int>; // (stage, microbatch)
+
+// One rank's run of its instruction list.
+class RankRun {
+public:
+  RankRun(const PipelineSchedule &schedule, int rank, Interpreter &interpreter,
+          VariableStore &variables,
+          const std::vector<std::vector<Tensor>> &microbatches,
+          const std::vector<int64_t> &edgeResults, PipeChannels &channels)
+      : schedule_(schedule), rank_(rank), interpreter_(interpreter),
+        variables_(variables), microbatches_(microbatches),
+        edgeResults_(edgeResults), channels_(channels) {}
+
+  Status run() {
+    for (const PipeOp &op : schedule_.perRank[rank_]) {
+      Status st = op.kind == PipeOpKind::Comm ? communicate(op) : compute(op);
+      if (!st)
+        return Status::error("rank " + std::to_string(rank_) + " at " +
+                             describePipeOp(op) + ": " + st.message());
+    }
+    return Status::ok();
+  }
+
+  double lossSum = 0;
+  int peakStash = 0;
+
+private:
+  int stages() const { return schedule_.ranks * schedule_.virtualStages; }
+
+  StatusOr<std::vector<Tensor>> call(const std::string &name,
+                                     std::vector<Tensor> args) {
+    auto result = interpreter_.run(name, std::move(args), variables_);
+    if (!result)
+      return Status::error(llvm::toString(result.takeError()));
+    return std::move(*result);
+  }
+
+  static std::vector<Tensor> take(std::map<Key, std::vector<Tensor>> &from,
+                                  Key key) {
+    auto it = from.find(key);
+    if (it == from.end())
+      return {};
+    std::vector<Tensor> tensors = std::move(it->second);
+    from.erase(it);
+    return tensors;
+  }
+
+  Status compute(const PipeOp &op) {
+    int stage = op.chunk * schedule_.ranks + rank_;
+    Key key{stage, op.microbatch};
+    std::vector<Tensor> args = microbatches_[op.microbatch];
+    bool last = stage + 1 == stages();
+    switch (op.kind) {
+    case PipeOpKind::F: {
+      if (stage > 0) {
+        if (!activations_.count({stage - 1, op.microbatch}))
+          return Status::error("its input activation was not received");
+        for (Tensor &t : take(activations_, {stage - 1, op.microbatch}))
+          args.push_back(std::move(t));
+      }
+      StatusOr<std::vector<Tensor>> out =
+          call(stageForwardName(stage), std::move(args));
+      if (!out)
+        return out.status();
+      size_t at = 0;
+      if (last)
+        lossSum += (*out)[at++].item();
+      // The edge tensors are the leading results after the loss.
+      int64_t edges = edgeResults_[stage];
+      if (out->size() < at + edges)
+        return Status::error(stageForwardName(stage) +
+                             " returns fewer results than its edge");
+      std::vector<Tensor> edge(out->begin() + at, out->begin() + at + edges);
+      stash_[key] = std::vector<Tensor>(out->begin() + at + edges, out->end());
+      peakStash = std::max<int>(peakStash, int(stash_.size()));
+      if (!last)
+        outgoing_[key] = std::move(edge);
+      return Status::ok();
+    }
+    case PipeOpKind::B:
+    case PipeOpKind::BW: {
+      if (!stash_.count(key))
+        return Status::error("its forward's stash is missing");
+      for (Tensor &t : take(stash_, key))
+        args.push_back(std::move(t));
+      if (!last) {
+        if (!gradients_.count({stage + 1, op.microbatch}))
+          return Status::error("its output gradient was not received");
+        for (Tensor &t : take(gradients_, {stage + 1, op.microbatch}))
+          args.push_back(std::move(t));
+      }
+      StatusOr<std::vector<Tensor>> out =
+          call(stageBackwardName(stage), std::move(args));
+      if (!out)
+        return out.status();
+      if (stage > 0)
+        outgoingGradients_[key] = std::move(*out);
+      return Status::ok();
+    }
+    case PipeOpKind::W:
+      return Status::error("the program has no weight-gradient functions "
+                           "(the ZB-H1 split is not compiled)");
+    case PipeOpKind::Comm:
+      break;
+    }
+    return Status::ok();
+  }
+
+  // Sends first (they never wait here), then the receives in order.
+  Status communicate(const PipeOp &op) {
+    for (const PipeTransfer &t : op.transfers) {
+      if (!t.send)
+        continue;
+      auto &from = t.gradient ? outgoingGradients_ : outgoing_;
+      Key key{t.producerStage, t.microbatch};
+      if (!from.count(key))
+        return Status::error("sends a tensor its compute has not made");
+      channels_.send(rank_, t.peer, t.gradient,
+                     {t.producerStage, t.microbatch, take(from, key)});
+    }
+    for (const PipeTransfer &t : op.transfers) {
+      if (t.send)
+        continue;
+      StatusOr<std::vector<Tensor>> got = channels_.receive(
+          rank_, t.peer, t.gradient, t.producerStage, t.microbatch);
+      if (!got)
+        return got.status();
+      (t.gradient ? gradients_
+                  : activations_)[{t.producerStage, t.microbatch}] =
+          std::move(*got);
+    }
+    return Status::ok();
+  }
+
+  const PipelineSchedule &schedule_;
+  int rank_;
+  Interpreter &interpreter_;
+  VariableStore &variables_;
+  const std::vector<std::vector<Tensor>> &microbatches_;
+  const std::vector<int64_t> &edgeResults_;
+  PipeChannels &channels_;
+  std::map<Key, std::vector<Tensor>> stash_, outgoing_, outgoingGradients_,
+      activations_, gradients_;
+};
+
+} // namespace
+
+StatusOr<PipelineStepResult>
+runPipelineStep(mlir::ModuleOp module, const PipelineSchedule &schedule,
+                const std::vector<Interpreter *> &interpreters,
+                const std::vector<VariableStore *> &variables,
+                const std::vector<std::vector<Tensor>> &microbatches) {
+  int ranks = schedule.ranks;
+  int stages = ranks * schedule.virtualStages;
+  auto chunks = module->getAttrOfType<mlir::IntegerAttr>(
+      "octet.pipeline_chunks");
+  if (!chunks || chunks.getInt() != stages)
+    return Status::error(
+        "the module is cut into " +
+        (chunks ? std::to_string(chunks.getInt()) : std::string("no")) +
+        " pipeline chunks, but the schedule runs " + std::to_string(stages) +
+        " (pipeline x virtual_stages); compile it with the same spec");
+  if (int(interpreters.size()) < ranks || int(variables.size()) < ranks ||
+      int(microbatches.size()) != schedule.microbatches)
+    return Status::error("a pipeline step of " + std::to_string(ranks) +
+                         " ranks and " +
+                         std::to_string(schedule.microbatches) +
+                         " microbatches was given " +
+                         std::to_string(interpreters.size()) +
+                         " interpreters and " +
+                         std::to_string(microbatches.size()) +
+                         " microbatches");
+  std::vector<int64_t> edgeResults(stages, 0);
+  for (int s = 0; s < stages; ++s) {
+    auto fn = module.lookupSymbol<mlir::func::FuncOp>(stageForwardName(s));
+    auto edges = fn ? fn->getAttrOfType<mlir::IntegerAttr>(
+                          "octet.edge_results")
+                    : mlir::IntegerAttr();
+    if (!edges)
+      return Status::error("the module has no @" + stageForwardName(s) +
+                           " with octet.edge_results");
+    edgeResults[s] = edges.getInt();
+  }
+  PipeChannels channels;
+  std::vector<RankRun> runs;
+  runs.reserve(ranks);
+  for (int r = 0; r < ranks; ++r)
+    runs.emplace_back(schedule, r, *interpreters[r], *variables[r],
+                      microbatches, edgeResults, channels);
+  // The ranks run as the collectives' ranks do; a failing rank releases
+  // the others' receives, which then report its error.
+  RankExchange exchange(RankLayout{1, 1, ranks});
+  Status ran = runRanks(exchange, [&](int r) {
+    Status st = runs[r].run();
+    if (!st)
+      channels.abort("rank " + std::to_string(r) + " failed: " +
+                     st.message());
+    return st;
+  });
+  if (!ran)
+    return ran;
+  PipelineStepResult result;
+  // The loss lives on the last stage's rank.
+  result.lossSum = runs[(stages - 1) % ranks].lossSum;
+  for (const RankRun &run : runs)
+    result.peakStash.push_back(run.peakStash);
+  return result;
+}
+
+} // namespace octet::interp

@@ -1,0 +1,38 @@
+#ifndef OCTET_COMPILER_INTERPRETER_PIPELINESTEP_H
+#define OCTET_COMPILER_INTERPRETER_PIPELINESTEP_H
+
+// The interpreter's pipeline ranks: each rank of train.parallel.pipeline
+// runs its instruction list (support/PipelineSchedule.h) on a thread, over
+// the chunk functions octet-split-stages made, its sends and receives
+// meeting the peers' in PipeChannels. This is the
+// oracle for the GPU pipeline: a step of P ranks must train as one rank.
+
+#include "compiler/Interpreter/Interpreter.h"
+#include "compiler/Interpreter/PipeChannels.h"
+#include "support/PipelineSchedule.h"
+#include "support/Status.h"
+
+#include <vector>
+
+namespace octet::interp {
+
+struct PipelineStepResult {
+  // The last stage's losses, summed in microbatch order.
+  double lossSum = 0;
+  // Per rank, the most (chunk, microbatch) stashes it held at once.
+  std::vector<int> peakStash;
+};
+
+// Runs one step's forward and backward passes: `microbatches[m]` are the
+// batch tensors of microbatch m, `interpreters[r]` and `variables[r]`
+// pipeline rank r's. Each rank writes only the gradients of its own chunks;
+// the optimizer step is the caller's.
+StatusOr<PipelineStepResult>
+runPipelineStep(mlir::ModuleOp module, const PipelineSchedule &schedule,
+                const std::vector<Interpreter *> &interpreters,
+                const std::vector<VariableStore *> &variables,
+                const std::vector<std::vector<Tensor>> &microbatches);
+
+} // namespace octet::interp
+
+#endif

@@ -1,0 +1,100 @@
+#include "compiler/Pipelines/PipelineLayout.h"
+
+#include <algorithm>
+#include <string>
+
+namespace octet {
+
+std::vector<int64_t> pipelineLayerSplit(const spec::Spec &spec) {
+  const spec::Parallel &parallel = spec.train().parallel();
+  if (parallel.pipeline() <= 1)
+    return {};
+  if (parallel.layer_split_size() > 0)
+    return {parallel.layer_split().begin(), parallel.layer_split().end()};
+  int64_t chunks =
+      parallel.pipeline() * std::max<int64_t>(1, parallel.virtual_stages());
+  return std::vector<int64_t>(chunks, spec.model().num_layers() / chunks);
+}
+
+StatusOr<PipelineSchedule> pipelineScheduleFromSpec(const spec::Spec &spec) {
+  const spec::TrainSpec &train = spec.train();
+  const spec::Parallel &parallel = train.parallel();
+  PipelineScheduleKind kind = PipelineScheduleKind::OneFOneB;
+  if (parallel.schedule() == "interleaved")
+    kind = PipelineScheduleKind::Interleaved;
+  else if (parallel.schedule() == "zb-h1")
+    kind = PipelineScheduleKind::ZeroBubbleH1;
+  int64_t data = std::max<int64_t>(1, parallel.data());
+  int64_t microbatches =
+      train.global_batch_size() / (train.micro_batch_size() * data);
+  StatusOr<PipelineSchedule> schedule = makePipelineSchedule(
+      kind, static_cast<int>(parallel.pipeline()),
+      static_cast<int>(std::max<int64_t>(1, parallel.virtual_stages())),
+      static_cast<int>(microbatches));
+  if (!schedule)
+    return Status::error("train.parallel: " + schedule.status().message());
+  // A schedule that deadlocks or runs an op twice never reaches a bundle.
+  if (StatusOr<PipeSimulation> simulated = simulatePipeline(*schedule);
+      !simulated)
+    return Status::error("train.parallel.schedule \"" + parallel.schedule() +
+                         "\" fails the schedule simulator: " +
+                         simulated.status().message());
+  return schedule;
+}
+
+Status checkPipelineLayout(const spec::Spec &spec) {
+  const spec::TrainSpec &train = spec.train();
+  const spec::Parallel &parallel = train.parallel();
+  int64_t pipeline = parallel.pipeline();
+  if (pipeline <= 1)
+    return Status::ok();
+  std::string is = "train.parallel.pipeline is " + std::to_string(pipeline);
+  const std::string &recipe = train.precision().recipe();
+  if (!recipe.empty() && recipe != "bf16")
+    return Status::error(
+        is + " and train.precision.recipe is \"" + recipe +
+        "\": the FP8 scale state is updated once for every layer, and the "
+        "compiler does not cut it into stages yet; set the recipe to "
+        "\"bf16\" (or the pipeline to 1)");
+  if (parallel.schedule() == "zb-h1")
+    return Status::error(
+        "train.parallel.schedule is \"zb-h1\": the compiler does not split "
+        "the backward into input- and weight-gradient functions yet; set "
+        "schedule \"1f1b\" (or \"interleaved\" with virtual_stages 2)");
+  if (spec.model().tie_word_embeddings())
+    return Status::error(
+        is + " and model.tie_word_embeddings is true: the embedding (first "
+        "chunk) and the LM head (last chunk) would write one gradient on "
+        "two ranks; set tie_word_embeddings false (or the pipeline to 1)");
+  return pipelineScheduleFromSpec(spec).status();
+}
+
+StatusOr<std::string> describePipelineLayout(const spec::Spec &spec) {
+  std::vector<int64_t> split = pipelineLayerSplit(spec);
+  if (split.empty())
+    return std::string();
+  StatusOr<PipelineSchedule> schedule = pipelineScheduleFromSpec(spec);
+  if (!schedule)
+    return schedule.status();
+  StatusOr<PipeSimulation> simulation = simulatePipeline(*schedule);
+  if (!simulation)
+    return simulation.status();
+  std::string out;
+  int64_t first = 0;
+  for (size_t s = 0; s < split.size(); ++s) {
+    out += "chunk " + std::to_string(s) + " on rank " +
+           std::to_string(s % schedule->ranks) + ": " +
+           (split[s] == 1 ? "layer " + std::to_string(first)
+                          : "layers " + std::to_string(first) + "-" +
+                                std::to_string(first + split[s] - 1));
+    if (s == 0)
+      out += " + embedding";
+    if (s + 1 == split.size())
+      out += " + final norm, LM head, loss";
+    out += "\n";
+    first += split[s];
+  }
+  return out + drawPipeline(*schedule, *simulation);
+}
+
+} // namespace octet

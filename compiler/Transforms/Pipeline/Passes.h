@@ -1,0 +1,29 @@
+#ifndef OCTET_COMPILER_TRANSFORMS_PIPELINE_PASSES_H
+#define OCTET_COMPILER_TRANSFORMS_PIPELINE_PASSES_H
+
+// Pipeline parallelism: the train step cut into stage chunks.
+
+#include "dialects/graph/GraphDialect.h"
+#include "dialects/kernel/KernelDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+
+#include <string>
+
+namespace octet {
+
+#define GEN_PASS_DECL
+#include "compiler/Transforms/Pipeline/PipelinePasses.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "compiler/Transforms/Pipeline/PipelinePasses.h.inc"
+
+// The names of chunk `stage`'s functions.
+std::string stageForwardName(int64_t stage);
+std::string stageBackwardName(int64_t stage);
+
+} // namespace octet
+
+#endif

@@ -1,0 +1,41 @@
+#ifndef OCTET_COMPILER_TRANSFORMS_PIPELINE_PIPELINEPASSES_TD
+#define OCTET_COMPILER_TRANSFORMS_PIPELINE_PIPELINEPASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def OctetSplitStages : Pass<"octet-split-stages", "mlir::ModuleOp"> {
+  let summary = "the train step cut into pipeline stage chunks: a forward and a backward function per chunk";
+  let description = [{
+    With `layer-split` (layers a chunk, in chunk order), @train_microbatch
+    is cut into one forward and one backward function per chunk:
+
+      @stage<s>_forward(batch..., edge...) -> ([loss,] edge..., stash...)
+      @stage<s>_backward(batch..., stash..., gradient edge...) -> (gradient edge...)
+
+    An op's chunk is its `layer`'s; the ops of no layer go with the first
+    chunk where they come before every layer (the embedding and its
+    gradient) and with the last otherwise (final norm, LM head, loss).
+    Its phase is its `section` (forward or backward). Ops of neither (loads,
+    reshapes, saves, slices) are copied into every function that uses
+    them. What a function reads from another becomes a function boundary:
+    the previous chunk's forward values (the activation edge, received;
+    those the backward needs are also stashed), the chunk's own forward
+    values its backward reads (the stash), and the next chunk's backward
+    values (the gradient edge). Every edge tensor has a static shape. Any
+    other value crossing chunks, a variable stored by two chunks, or an op
+    of another section (FP8 scale updates, collectives) is an error naming
+    the op. The last chunk's forward returns the loss first. Every
+    function carries `octet.stage` and `octet.phase`; forward functions
+    `octet.edge_results` (edge tensors after the loss), backward functions
+    `octet.stash_args`. @train_microbatch is removed: a program for one
+    rank does not run on a pipeline.
+  }];
+  let options = [
+    ListOption<"layerSplit", "layer-split", "int64_t",
+               "layers of each chunk, in chunk order (empty: no cut)">,
+  ];
+  let dependentDialects = ["octet::kernel::KernelDialect",
+                           "octet::graph::GraphDialect"];
+}
+
+#endif

@@ -1,0 +1,415 @@
+// octet-split-stages: @train_microbatch cut into a forward and a backward
+// function per pipeline chunk, joined only by static-shape edge tensors
+// and each chunk's stash (compiler/Transforms/Pipeline/PipelinePasses.td).
+
+#include "compiler/Transforms/Pipeline/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Transforms/RegionUtils.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringSet.h"
+
+namespace octet {
+#define GEN_PASS_DEF_OCTETSPLITSTAGES
+#include "compiler/Transforms/Pipeline/PipelinePasses.h.inc"
+
+std::string stageForwardName(int64_t stage) {
+  return "stage" + std::to_string(stage) + "_forward";
+}
+std::string stageBackwardName(int64_t stage) {
+  return "stage" + std::to_string(stage) + "_backward";
+}
+} // namespace octet
+
+using namespace mlir;
+using namespace octet;
+
+namespace {
+
+// A function of the cut: chunk `chunk`'s forward or backward. Ordered as
+// they run for one microbatch: forwards by chunk, then backwards in reverse.
+struct Part {
+  int64_t chunk = 0;
+  bool backward = false;
+  bool operator==(const Part &o) const {
+    return chunk == o.chunk && backward == o.backward;
+  }
+  bool operator!=(const Part &o) const { return !(*this == o); }
+};
+
+std::string describe(const Part &p) {
+  return "chunk " + std::to_string(p.chunk) +
+         (p.backward ? " backward" : " forward");
+}
+
+std::string describe(Operation *op) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "'" << op->getName() << "'";
+  if (auto name = op->getAttrOfType<StringAttr>("name"))
+    os << " \"" << name.getValue() << "\"";
+  else if (auto param = op->getAttrOfType<StringAttr>("param"))
+    os << " of " << param.getValue();
+  return text;
+}
+
+// Values read inside an op's regions but defined outside them.
+SmallVector<Value> capturedValues(Operation *op) {
+  llvm::SetVector<Value> above;
+  for (Region &region : op->getRegions())
+    getUsedValuesDefinedAbove(region, above);
+  return SmallVector<Value>(above.begin(), above.end());
+}
+
+SmallVector<Value> inputsOf(Operation *op) {
+  SmallVector<Value> inputs(op->getOperands());
+  llvm::append_range(inputs, capturedValues(op));
+  return inputs;
+}
+
+struct SplitStages : public octet::impl::OctetSplitStagesBase<SplitStages> {
+  using OctetSplitStagesBase::OctetSplitStagesBase;
+
+  int64_t chunks = 0;
+  func::FuncOp step;
+  llvm::DenseMap<Operation *, int64_t> position;
+  // The part of every op of the step's body that belongs to one.
+  llvm::DenseMap<Operation *, Part> partOf;
+  // Per chunk: what its forward receives from the previous chunk, what its
+  // backward receives from the next, and what its forward keeps for its
+  // backward.
+  std::vector<llvm::SetVector<Value>> activationIn, gradientIn, stash;
+  llvm::StringMap<Part> storedBy;
+  llvm::StringSet<> written;
+
+  void runOnOperation() override {
+    if (layerSplit.empty())
+      return;
+    ModuleOp module = getOperation();
+    step = module.lookupSymbol<func::FuncOp>("train_microbatch");
+    if (!step || step.isExternal()) {
+      module.emitError("octet-split-stages: the module has no "
+                       "@train_microbatch to cut into pipeline stages");
+      return signalPassFailure();
+    }
+    if (failed(assignParts()) || failed(findBoundaries()) || failed(emit()))
+      return signalPassFailure();
+  }
+
+  // The part of an op that is its own: anchored by its section.
+  LogicalResult assignParts() {
+    chunks = static_cast<int64_t>(layerSplit.size());
+    std::vector<int64_t> chunkOfLayer;
+    for (int64_t c = 0; c < chunks; ++c) {
+      if (layerSplit[c] <= 0)
+        return step.emitError("octet-split-stages: layer-split entry ")
+               << c << " is " << layerSplit[c]
+               << "; every chunk needs at least one layer";
+      chunkOfLayer.insert(chunkOfLayer.end(), layerSplit[c], c);
+    }
+    Block &body = step.getBody().front();
+    int64_t at = 0, firstLayerForward = -1, lastLayerBackward = -1;
+    for (Operation &op : body) {
+      position[&op] = at++;
+      auto section = op.getAttrOfType<StringAttr>("section");
+      auto layer = op.getAttrOfType<IntegerAttr>("layer");
+      if (!section || !layer || layer.getInt() < 0)
+        continue;
+      if (section.getValue() == "forward" && firstLayerForward < 0)
+        firstLayerForward = position[&op];
+      if (section.getValue() == "backward")
+        lastLayerBackward = position[&op];
+    }
+    for (auto store : body.getOps<graph::StoreOp>())
+      written.insert(store.getVariable());
+    for (Operation &op : body) {
+      auto section = op.getAttrOfType<StringAttr>("section");
+      // A weight's BF16 copy: every function that reads it makes its own
+      // rather than stashing one per microbatch in flight.
+      if (section && op.getNumResults() > 0 && readsOnlyWeights(&op))
+        continue;
+      if (!section) {
+        if (isa<kernel::CollectiveOp>(op))
+          return op.emitError("octet-split-stages: ")
+                 << describe(&op)
+                 << " cannot be cut into pipeline stages yet: pipeline "
+                    "parallelism does not compose with train.parallel.data";
+        continue;
+      }
+      bool backward = section.getValue() == "backward";
+      if (!backward && section.getValue() != "forward")
+        return op.emitError("octet-split-stages: ")
+               << describe(&op) << " of section \"" << section.getValue()
+               << "\" is neither forward nor backward; only those are cut "
+                  "into pipeline stages";
+      auto layerAttr = op.getAttrOfType<IntegerAttr>("layer");
+      int64_t layer = layerAttr ? layerAttr.getInt() : -1;
+      int64_t chunk;
+      if (layer >= static_cast<int64_t>(chunkOfLayer.size()))
+        return op.emitError("octet-split-stages: ")
+               << describe(&op) << " is of layer " << layer
+               << ", but layer-split holds " << chunkOfLayer.size()
+               << " layers; make it sum to the model's layers";
+      if (layer >= 0)
+        chunk = chunkOfLayer[layer];
+      else if (!backward)
+        chunk = position[&op] < firstLayerForward ? 0 : chunks - 1;
+      else
+        chunk = position[&op] > lastLayerBackward ? 0 : chunks - 1;
+      partOf[&op] = Part{chunk, backward};
+    }
+    // A store goes where its value is made.
+    for (auto store : body.getOps<graph::StoreOp>()) {
+      std::optional<Part> part = madeIn(store.getValue());
+      if (!part)
+        return store.emitError("octet-split-stages: the store to @")
+               << store.getVariable()
+               << " writes a value no forward or backward op makes";
+      partOf[store] = *part;
+      auto [it, inserted] = storedBy.try_emplace(store.getVariable(), *part);
+      if (!inserted && it->second.chunk != part->chunk)
+        return store.emitError("octet-split-stages: @")
+               << store.getVariable() << " is written by "
+               << describe(it->second) << " and by " << describe(*part)
+               << ", which run on different pipeline ranks (tied weights "
+                  "across stages are not supported)";
+    }
+    return success();
+  }
+
+  // Whether `op` computes from variables the step does not write (and
+  // constants) alone.
+  bool readsOnlyWeights(Operation *op) {
+    for (Value input : inputsOf(op)) {
+      Operation *producer = input.getDefiningOp();
+      if (!producer)
+        return false;
+      if (auto load = dyn_cast<graph::LoadOp>(producer)) {
+        if (written.contains(load.getVariable()))
+          return false;
+        continue;
+      }
+      if (producer->getNumRegions() > 0 || !readsOnlyWeights(producer))
+        return false;
+    }
+    return true;
+  }
+
+  // The latest part whose ops a value is computed from, or none for values
+  // every part can make (arguments, loads, constants).
+  std::optional<Part> madeIn(Value value) {
+    Operation *op = value.getDefiningOp();
+    if (!op)
+      return std::nullopt;
+    if (auto it = partOf.find(op); it != partOf.end())
+      return it->second;
+    std::optional<Part> latest;
+    for (Value input : inputsOf(op))
+      if (std::optional<Part> part = madeIn(input))
+        if (!latest || order(*part) > order(*latest))
+          latest = part;
+    return latest;
+  }
+
+  int64_t order(const Part &p) const {
+    return p.backward ? 2 * chunks - 1 - p.chunk : p.chunk;
+  }
+
+  bool ownedBy(Operation *op, const Part &part) {
+    auto it = partOf.find(op);
+    return it != partOf.end() && it->second == part;
+  }
+
+  // Records what `part` reads from another part, through the copies of
+  // unanchored ops it makes.
+  LogicalResult need(Value value, const Part &part, Operation *user) {
+    Operation *op = value.getDefiningOp();
+    if (!op)
+      return success();
+    auto it = partOf.find(op);
+    if (it == partOf.end()) {
+      if (auto load = dyn_cast<graph::LoadOp>(op)) {
+        auto writer = storedBy.find(load.getVariable());
+        if (writer != storedBy.end() && writer->second.chunk != part.chunk)
+          return user->emitError("octet-split-stages: ")
+                 << describe(part) << " reads @" << load.getVariable()
+                 << ", which " << describe(writer->second)
+                 << " writes on another pipeline rank";
+      }
+      for (Value input : inputsOf(op))
+        if (failed(need(input, part, user)))
+          return failure();
+      return success();
+    }
+    const Part &from = it->second;
+    if (from == part)
+      return success();
+    int64_t c = part.chunk;
+    if (!from.backward && !part.backward && from.chunk == c - 1) {
+      activationIn[c].insert(value);
+      return success();
+    }
+    if (!from.backward && part.backward && from.chunk == c) {
+      stash[c].insert(value);
+      return success();
+    }
+    if (!from.backward && part.backward && from.chunk == c - 1) {
+      activationIn[c].insert(value);
+      stash[c].insert(value);
+      return success();
+    }
+    if (from.backward && part.backward && from.chunk == c + 1) {
+      gradientIn[c].insert(value);
+      return success();
+    }
+    return user->emitError("octet-split-stages: ")
+           << describe(user) << " of " << describe(part)
+           << " reads a value of " << describe(op) << " from "
+           << describe(from)
+           << "; a chunk receives only the previous chunk's forward "
+              "values and the next chunk's gradients";
+  }
+
+  LogicalResult findBoundaries() {
+    activationIn.resize(chunks);
+    gradientIn.resize(chunks);
+    stash.resize(chunks);
+    Block &body = step.getBody().front();
+    for (Operation &op : body) {
+      auto it = partOf.find(&op);
+      if (it == partOf.end())
+        continue;
+      for (Value input : inputsOf(&op))
+        if (failed(need(input, it->second, &op)))
+          return failure();
+    }
+    auto ret = cast<func::ReturnOp>(body.getTerminator());
+    for (Value loss : ret.getOperands()) {
+      std::optional<Part> part = madeIn(loss);
+      if (!part || *part != Part{chunks - 1, false})
+        return ret.emitError("octet-split-stages: the step's result is not "
+                             "made by the last chunk's forward");
+    }
+    // One order for both sides of every boundary: the step's.
+    auto sortByPosition = [&](llvm::SetVector<Value> &set) {
+      SmallVector<Value> values(set.begin(), set.end());
+      llvm::stable_sort(values, [&](Value a, Value b) {
+        auto key = [&](Value v) {
+          return std::make_pair(position[v.getDefiningOp()],
+                                cast<OpResult>(v).getResultNumber());
+        };
+        return key(a) < key(b);
+      });
+      set.clear();
+      set.insert(values.begin(), values.end());
+    };
+    for (int64_t c = 0; c < chunks; ++c) {
+      sortByPosition(activationIn[c]);
+      sortByPosition(gradientIn[c]);
+      sortByPosition(stash[c]);
+      SmallVector<Value> edges(activationIn[c].begin(), activationIn[c].end());
+      edges.append(gradientIn[c].begin(), gradientIn[c].end());
+      for (Value v : edges)
+        if (!cast<ShapedType>(v.getType()).hasStaticShape())
+          return v.getDefiningOp()->emitError(
+              "octet-split-stages: a pipeline edge tensor needs a static "
+              "shape (pack the sequences to train.seq_len)");
+    }
+    return success();
+  }
+
+  // Copies what `value` needs of the unanchored ops into the function being
+  // built, before the builder's insertion point.
+  void materialize(Value value, OpBuilder &builder, IRMapping &map) {
+    if (map.contains(value))
+      return;
+    Operation *op = value.getDefiningOp();
+    assert(op && !partOf.count(op) && "a boundary value was not an argument");
+    for (Value input : inputsOf(op))
+      materialize(input, builder, map);
+    builder.clone(*op, map);
+  }
+
+  func::FuncOp makeFunction(OpBuilder &builder, const Part &part,
+                            ArrayRef<Value> inputs, ArrayRef<Value> outputs,
+                            ArrayRef<Value> extraResults) {
+    SmallVector<Type> argTypes(step.getArgumentTypes());
+    for (Value v : inputs)
+      argTypes.push_back(v.getType());
+    SmallVector<Value> returned(extraResults);
+    returned.append(outputs.begin(), outputs.end());
+    SmallVector<Type> resultTypes;
+    for (Value v : returned)
+      resultTypes.push_back(v.getType());
+    std::string name = part.backward ? stageBackwardName(part.chunk)
+                                     : stageForwardName(part.chunk);
+    auto fn = func::FuncOp::create(builder, step.getLoc(), name,
+                                   builder.getFunctionType(argTypes,
+                                                           resultTypes));
+    for (unsigned i = 0; i < step.getNumArguments(); ++i)
+      fn.setArgAttrs(i, step.getArgAttrDict(i));
+    Block *block = fn.addEntryBlock();
+    IRMapping map;
+    for (unsigned i = 0; i < step.getNumArguments(); ++i)
+      map.map(step.getArgument(i), block->getArgument(i));
+    for (auto [i, v] : llvm::enumerate(inputs))
+      map.map(v, block->getArgument(step.getNumArguments() + i));
+    OpBuilder body = OpBuilder::atBlockEnd(block);
+    for (Operation &op : step.getBody().front()) {
+      if (!ownedBy(&op, part))
+        continue;
+      for (Value input : inputsOf(&op))
+        materialize(input, body, map);
+      body.clone(op, map);
+    }
+    SmallVector<Value> results;
+    for (Value v : returned) {
+      materialize(v, body, map);
+      results.push_back(map.lookup(v));
+    }
+    func::ReturnOp::create(body, step.getLoc(), results);
+    fn->setAttr("octet.stage", builder.getI64IntegerAttr(part.chunk));
+    fn->setAttr("octet.phase",
+                builder.getStringAttr(part.backward ? "backward" : "forward"));
+    return fn;
+  }
+
+  LogicalResult emit() {
+    OpBuilder builder(step);
+    auto ret = cast<func::ReturnOp>(step.getBody().front().getTerminator());
+    SmallVector<Value> loss(ret.getOperands());
+    for (int64_t c = 0; c < chunks; ++c) {
+      SmallVector<Value> sent;
+      if (c + 1 < chunks)
+        sent.assign(activationIn[c + 1].begin(), activationIn[c + 1].end());
+      SmallVector<Value> outputs = sent;
+      outputs.append(stash[c].begin(), stash[c].end());
+      SmallVector<Value> none;
+      func::FuncOp forward = makeFunction(
+          builder, Part{c, false}, activationIn[c].getArrayRef(), outputs,
+          c + 1 == chunks ? ArrayRef<Value>(loss) : ArrayRef<Value>(none));
+      forward->setAttr("octet.edge_results",
+                       builder.getI64IntegerAttr(sent.size()));
+      if (c + 1 == chunks)
+        for (unsigned i = 0; i < loss.size(); ++i)
+          forward.setResultAttrs(i, step.getResultAttrDict(i));
+      SmallVector<Value> inputs(stash[c].begin(), stash[c].end());
+      inputs.append(gradientIn[c].begin(), gradientIn[c].end());
+      SmallVector<Value> gradients;
+      if (c > 0)
+        gradients.assign(gradientIn[c - 1].begin(), gradientIn[c - 1].end());
+      func::FuncOp backward =
+          makeFunction(builder, Part{c, true}, inputs, gradients, none);
+      backward->setAttr("octet.stash_args",
+                        builder.getI64IntegerAttr(stash[c].size()));
+    }
+    getOperation()->setAttr("octet.pipeline_chunks",
+                            builder.getI64IntegerAttr(chunks));
+    step.erase();
+    return success();
+  }
+};
+
+} // namespace
