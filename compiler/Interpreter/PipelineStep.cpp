@@ -99,6 +99,9 @@ private:
         for (Tensor &t : take(gradients_, {stage + 1, op.microbatch}))
           args.push_back(std::move(t));
       }
+      // A weight-gradient GEMM marked first_microbatch_overwrites writes
+      // its accumulator in the step's first microbatch and adds after it.
+      interpreter_.setFirstMicrobatch(op.microbatch == 0);
       StatusOr<std::vector<Tensor>> out =
           call(stageBackwardName(stage), std::move(args));
       if (!out)

@@ -92,6 +92,20 @@ std::map<std::string, int64_t> shardedVariables(mlir::ModuleOp module) {
   return out;
 }
 
+std::set<std::string> rankLocalVariables(mlir::ModuleOp module) {
+  std::set<std::string> out;
+  module.walk([&](graph::StoreOp store) {
+    mlir::Operation *def = store.getValue().getDefiningOp();
+    if (!def || def->getName().getStringRef() != "kernel.collective" ||
+        !def->hasAttr("in_place"))
+      return;
+    auto kind = def->getAttrOfType<mlir::StringAttr>("kind");
+    if (kind && kind.getValue() == "reduce_scatter")
+      out.insert(store.getVariable().str());
+  });
+  return out;
+}
+
 interp::VariableStore
 wholeVariables(mlir::ModuleOp module,
                const std::vector<interp::VariableStore> &ranks) {
@@ -108,6 +122,18 @@ wholeVariables(mlir::ModuleOp module,
         std::copy(part.f(), part.f() + n, joined.f() + int64_t(r) * n);
       else
         std::copy(part.i(), part.i() + n, joined.i() + int64_t(r) * n);
+    }
+    whole.set(name, std::move(joined));
+  }
+  // An accumulator reduce-scattered in place holds the sum in each rank's
+  // own part of dimension 0: the whole sum is those parts side by side.
+  for (const std::string &name : rankLocalVariables(module)) {
+    interp::Tensor joined = ranks.front().get(name).clone();
+    int64_t n = joined.numel() / int64_t(ranks.size());
+    for (size_t r = 1; r < ranks.size(); ++r) {
+      const interp::Tensor &local = ranks[r].get(name);
+      std::copy(local.f() + int64_t(r) * n, local.f() + int64_t(r + 1) * n,
+                joined.f() + int64_t(r) * n);
     }
     whole.set(name, std::move(joined));
   }

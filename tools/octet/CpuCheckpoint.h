@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,12 @@ StatusOr<std::string> saveCpuCheckpoint(const CpuCheckpointRun &run,
 // Variables whose dimension 0 the data-parallel ranks share out
 // (octet-shard-optimizer's `data_shards`): name -> number of parts.
 std::map<std::string, int64_t> shardedVariables(mlir::ModuleOp module);
+
+// The accumulators an in-place reduce-scatter leaves rank-local outside the
+// rank's part: with the first microbatch writing them (no clearing between
+// steps), they differ across ranks between steps, and nothing reads them
+// before they are written again.
+std::set<std::string> rankLocalVariables(mlir::ModuleOp module);
 
 // Rank 0's variables with every sharded one joined from the ranks' parts
 // (in rank order): what a checkpoint holds, at any number of ranks.

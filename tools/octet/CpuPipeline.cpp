@@ -22,6 +22,14 @@ StatusOr<CpuPipelineStep> runCpuPipelineStep(
                          std::to_string(interpreters.size()) +
                          " interpreters and " +
                          std::to_string(microbatches.size()) + " replicas");
+  // The sum after the schedule counts on each rank holding zeros in the
+  // accumulators of chunks it does not run. The step's first microbatch
+  // overwrites only the rank's own, and the optimizer step no longer clears
+  // them (they keep the last step's gradient), so they are cleared here.
+  for (int r = 0; r < world; ++r)
+    for (const auto &[name, value] : variables[0].all())
+      if (llvm::StringRef(name).starts_with("grad."))
+        variables[r].set(name, interp::Tensor(value.dtype(), value.shape()));
   std::vector<StatusOr<interp::PipelineStepResult>> replicas(
       data, Status::error("not run"));
   std::vector<std::thread> threads;

@@ -162,13 +162,14 @@ bool checkBatchTensor(func::FuncOp fn, unsigned i, const interp::Tensor &t,
 
 // Data-parallel ranks apply the same averaged gradients to the same
 // values, so after every step they must hold the same variables (but the
-// parts of a sharded optimizer state, `sharded`): the first that differs
-// (by name), else empty.
+// parts of a sharded optimizer state and the accumulators a reduce-scatter
+// leaves rank-local, `skipped`): the first that differs (by name), else
+// empty.
 std::string firstDivergence(const std::vector<interp::VariableStore> &vars,
-                            const std::map<std::string, int64_t> &sharded) {
+                            const std::map<std::string, int64_t> &skipped) {
   for (size_t r = 1; r < vars.size(); ++r)
     for (const auto &[name, value] : vars[0].all()) {
-      if (sharded.count(name))
+      if (skipped.count(name))
         continue;
       auto other = vars[r].all().find(name);
       if (other == vars[r].all().end())
@@ -309,6 +310,9 @@ int runTrainCommand(const TrainOptions &opts) {
   vars.resize(ranks * pipelineRanks, vars[0]);
   // A checkpoint holds a sharded optimizer state whole, at any layout.
   std::map<std::string, int64_t> sharded = shardedVariables(m);
+  std::map<std::string, int64_t> notInStep = sharded;
+  for (const std::string &name : rankLocalVariables(m))
+    notInStep[name] = 0;
   if (!resumeFrom.empty())
     keepRankParts(m, vars);
   if (ranks > 1)
@@ -444,7 +448,7 @@ int runTrainCommand(const TrainOptions &opts) {
                    ran.message().c_str());
       return 1;
     }
-    if (std::string diverged = firstDivergence(vars, sharded);
+    if (std::string diverged = firstDivergence(vars, notInStep);
         !diverged.empty()) {
       std::fprintf(stderr,
                    "octet train: stopped: the data-parallel ranks hold "
