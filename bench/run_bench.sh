@@ -7,7 +7,10 @@
 # bench/results/summary.json; $OUT, where set, gets copies.
 #
 #   bash bench/run_bench.sh [--quick] [--only MODEL] [--timeout S]
-#                           [--octet-run PATH --bundles DIR]
+#                           [--octet-run PATH --bundles DIR] [--octet-only]
+#
+# --octet-only skips the PyTorch rows: for comparing octet's recipes with
+# each other (fp8current and fp8blockwise against fp8), not with a peer.
 #
 # The cases: llama3.2-1b at sequence 4096 (micro-batch 2) and an 8-layer
 # llama3-8b-shaped model with its full 128256 vocabulary at sequence 8192
@@ -25,6 +28,7 @@ per_case_timeout=150
 octet_run=""
 bundles=""
 only=""
+peers=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) steps=4; warmup=2; shift ;;
@@ -32,6 +36,7 @@ while [ $# -gt 0 ]; do
     --bundles) bundles="$2"; shift 2 ;;
     --timeout) per_case_timeout="$2"; shift 2 ;;
     --only) only="$2"; shift 2 ;;
+    --octet-only) peers=0; shift ;;
     *) echo "run_bench.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -49,7 +54,7 @@ for c in "${bench_cases[@]}"; do
   # octet's alone: their peer row is torch's fp8, already run, and they are
   # compared with octet's delayed fp8.
   for mode in bf16 fp8 fp8current fp8blockwise; do
-    if [ "$mode" = bf16 ] || [ "$mode" = fp8 ]; then
+    if [ "$peers" = 1 ] && { [ "$mode" = bf16 ] || [ "$mode" = fp8 ]; }; then
       name="torch-$mode-$model-s$seq"
       echo "== $name"
       timeout "$per_case_timeout" python3 "$here/peers/torch_llama.py" \
