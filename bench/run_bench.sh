@@ -8,6 +8,14 @@
 #
 #   bash bench/run_bench.sh [--quick] [--only MODEL] [--timeout S]
 #                           [--octet-run PATH --bundles DIR] [--octet-only]
+#                           [--torchao PATH] [--sdpa BACKEND]
+#
+# --torchao adds the torchao.float8 rows (tensorwise and rowwise recipes,
+# modes fp8ao_tensorwise and fp8ao_rowwise) from a torchao wheel or folder
+# (the GPU host has no network: carry the wheel). --sdpa picks the PyTorch
+# rows' attention backend (default: PyTorch's choice); every row's JSON
+# names the attention kernels it ran. The summary divides octet's FP8 by the
+# best PyTorch FP8 row and octet's BF16 by the best PyTorch BF16 row.
 #
 # --octet-only skips the PyTorch rows: for comparing octet's recipes with
 # each other (fp8current and fp8blockwise against fp8), not with a peer.
@@ -29,6 +37,8 @@ octet_run=""
 bundles=""
 only=""
 peers=1
+torchao=""
+sdpa=auto
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) steps=4; warmup=2; shift ;;
@@ -37,6 +47,8 @@ while [ $# -gt 0 ]; do
     --timeout) per_case_timeout="$2"; shift 2 ;;
     --only) only="$2"; shift 2 ;;
     --octet-only) peers=0; shift ;;
+    --torchao) torchao="$2"; shift 2 ;;
+    --sdpa) sdpa="$2"; shift 2 ;;
     *) echo "run_bench.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -53,12 +65,15 @@ for c in "${bench_cases[@]}"; do
   # fp8current and fp8blockwise (current and blockwise FP8 scaling) are
   # octet's alone: their peer row is torch's fp8, already run, and they are
   # compared with octet's delayed fp8.
-  for mode in bf16 fp8 fp8current fp8blockwise; do
-    if [ "$peers" = 1 ] && { [ "$mode" = bf16 ] || [ "$mode" = fp8 ]; }; then
+  peer_modes="bf16 fp8"
+  if [ -n "$torchao" ]; then peer_modes="$peer_modes fp8ao_tensorwise fp8ao_rowwise"; fi
+  for mode in $peer_modes fp8current fp8blockwise; do
+    if [ "$peers" = 1 ] && [[ " $peer_modes " == *" $mode "* ]]; then
       name="torch-$mode-$model-s$seq"
       echo "== $name"
       timeout "$per_case_timeout" python3 "$here/peers/torch_llama.py" \
         --model "$model" --mode "$mode" --seq "$seq" --batch "$batch" \
+        --sdpa "$sdpa" ${torchao:+--torchao-path "$torchao"} \
         --warmup "$warmup" --steps "$steps" --out "$results/$name.json" \
         > "$results/$name.log" 2>&1
       rc=$?
@@ -104,19 +119,33 @@ for name, r in runs.items():
                      mfu_bf16_peak=tflops / BF16_PEAK if tflops else None,
                      mfu_fp8_peak=tflops / FP8_PEAK if tflops else None,
                      peak_mem_gib=r.get("peak_mem_allocated_gib"),
+                     sdpa_kernels=r.get("sdpa_kernels"),
                      device=r.get("device"), error=r.get("error")))
 ratios = {}
+best_peer = {}
+for name, r in runs.items():
+    if not name.startswith("torch-") or not r.get("tokens_per_s"):
+        continue
+    mode, case = name.split("-", 2)[1:]
+    kind = "bf16" if mode == "bf16" else "fp8"
+    held = best_peer.get((kind, case))
+    if not held or runs[held]["tokens_per_s"] < r["tokens_per_s"]:
+        best_peer[(kind, case)] = name
 for name, r in runs.items():
     if not name.startswith("octet-") or not r.get("tokens_per_s"):
         continue
-    rest = name.split("-", 2)[2]
+    mode, rest = name.split("-", 2)[1:]
     peers = ["torch-bf16-" + rest, "torch-fp8-" + rest]
-    if name.startswith(("octet-fp8current-", "octet-fp8blockwise-")):
+    if mode in ("fp8current", "fp8blockwise"):
         peers.append("octet-fp8-" + rest)  # against delayed scaling
     for peer in peers:
         p = runs.get(peer)
         if p and p.get("tokens_per_s"):
             ratios[name + " / " + peer] = r["tokens_per_s"] / p["tokens_per_s"]
+    best = best_peer.get(("bf16" if mode == "bf16" else "fp8", rest))
+    if best:
+        ratios[name + " / best PyTorch row (" + best + ")"] = (
+            r["tokens_per_s"] / runs[best]["tokens_per_s"])
 summary = dict(flop_formula="6*N_matmul + 6*L*H*Dh*S (causal attention), "
                             "the peer's count for every row of a case",
                peaks_tflops=dict(bf16=BF16_PEAK, fp8=FP8_PEAK),

@@ -10,6 +10,18 @@ Modes:
         activations and weights in forward with fast accumulation, E5M2
         output gradients in backward without it. Embedding and LM head stay
         BF16, as octet's default precision policy keeps them.
+  fp8ao_tensorwise, fp8ao_rowwise
+        the same block linears as torch.nn.Linear converted by torchao.float8's
+        convert_to_float8_training with its "tensorwise" or "rowwise" recipe
+        (dynamic scaling; fp32 weights, the blocks run under BF16 autocast),
+        as torchtitan's float8 option does. torchao is imported from
+        --torchao-path when given (a carried wheel or folder), else from the
+        environment.
+
+Attention goes through F.scaled_dot_product_attention with --sdpa choosing
+the backend (cudnn, flash, or by default whatever PyTorch picks); after timing, one
+profiled step records the attention kernels that really ran ("sdpa_kernels"
+in the JSON), so every row says which backend it used.
 
 Compilation follows torchtitan: each transformer block and the LM head +
 loss are compiled (one compiled graph shared by all blocks), the rest runs
@@ -178,20 +190,40 @@ def apply_rope(x, cos, sin):
     return out.to(torch.bfloat16)
 
 
+# Set from --sdpa before the model is compiled: True where a named backend
+# runs, which then sees as many kv heads as query heads.
+EXPAND_KV_HEADS = [False]
+
+
+def plain_linear(fan_in, fan_out):
+    """A torch.nn.Linear, the module torchao.float8 converts."""
+    lin = nn.Linear(fan_in, fan_out, bias=False)
+    nn.init.normal_(lin.weight, std=0.02)
+    return lin
+
+
+BLOCK_LINEARS = ("wq", "wk", "wv", "wo", "w1", "w2", "w3")
+
+
 class Block(nn.Module):
-    def __init__(self, cfg, fp8):
+    def __init__(self, cfg, fp8, torchao=False):
         super().__init__()
         d, h, kv = cfg["dim"], cfg["heads"], cfg["kv_heads"]
         self.h, self.kv, self.dh = h, kv, d // h
+
+        def linear(fan_in, fan_out):
+            if torchao:
+                return plain_linear(fan_in, fan_out)
+            return Linear(fan_in, fan_out, fp8)
         self.attn_norm = RMSNorm(d)
-        self.wq = Linear(d, h * self.dh, fp8)
-        self.wk = Linear(d, kv * self.dh, fp8)
-        self.wv = Linear(d, kv * self.dh, fp8)
-        self.wo = Linear(h * self.dh, d, fp8)
+        self.wq = linear(d, h * self.dh)
+        self.wk = linear(d, kv * self.dh)
+        self.wv = linear(d, kv * self.dh)
+        self.wo = linear(h * self.dh, d)
         self.mlp_norm = RMSNorm(d)
-        self.w1 = Linear(d, cfg["ffn"], fp8)
-        self.w3 = Linear(d, cfg["ffn"], fp8)
-        self.w2 = Linear(cfg["ffn"], d, fp8)
+        self.w1 = linear(d, cfg["ffn"])
+        self.w3 = linear(d, cfg["ffn"])
+        self.w2 = linear(cfg["ffn"], d)
 
     def forward(self, x, cos, sin):
         b, s, _ = x.shape
@@ -199,9 +231,14 @@ class Block(nn.Module):
         q = apply_rope(self.wq(n).view(b, s, self.h, self.dh), cos, sin)
         k = apply_rope(self.wk(n).view(b, s, self.kv, self.dh), cos, sin)
         v = self.wv(n).view(b, s, self.kv, self.dh)
+        if EXPAND_KV_HEADS[0] and self.kv != self.h:
+            # A backend chosen by --sdpa may not take GQA: the kv heads are
+            # repeated for it (their gradient is summed back by autograd).
+            k = k.repeat_interleave(self.h // self.kv, dim=2)
+            v = v.repeat_interleave(self.h // self.kv, dim=2)
         a = F.scaled_dot_product_attention(
             q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
-            is_causal=True, enable_gqa=True)
+            is_causal=True, enable_gqa=k.shape[2] != self.h)
         x = x + self.wo(a.transpose(1, 2).reshape(b, s, -1))
         n = self.mlp_norm(x)
         return x + self.w2(F.silu(self.w1(n)) * self.w3(n))
@@ -224,20 +261,78 @@ class Head(nn.Module):
 
 
 class Llama(nn.Module):
-    def __init__(self, cfg, fp8):
+    def __init__(self, cfg, fp8, torchao=False):
         super().__init__()
         self.cfg = cfg
         self.embed = nn.Embedding(cfg["vocab"], cfg["dim"])
         nn.init.normal_(self.embed.weight, std=0.02)
-        self.blocks = nn.ModuleList(Block(cfg, fp8)
+        self.blocks = nn.ModuleList(Block(cfg, fp8, torchao)
                                     for _ in range(cfg["layers"]))
         self.head = Head(cfg, self.embed)
+        # torchao's Float8Linear takes fp32 weights and BF16 inputs under
+        # autocast, as in its own mixed-precision use.
+        self.autocast = torchao
 
     def forward(self, tokens, labels, cos, sin):
         x = self.embed(tokens).to(torch.bfloat16)
-        for blk in self.blocks:
-            x = blk(x, cos, sin)
+        with torch.autocast("cuda", dtype=torch.bfloat16,
+                            enabled=self.autocast):
+            for blk in self.blocks:
+                x = blk(x, cos, sin)
         return self.head(x, labels)
+
+
+def convert_torchao(model, recipe, path):
+    """Swaps the block linears for torchao.float8's Float8Linear."""
+    if path and path.endswith(".whl"):
+        # A wheel holds compiled extensions, which zipimport cannot load.
+        import tempfile
+        import zipfile
+        folder = tempfile.mkdtemp(prefix="torchao-")
+        zipfile.ZipFile(path).extractall(folder)
+        path = folder
+    if path:
+        sys.path.insert(0, path)
+    try:
+        import torchao
+        from torchao.float8 import Float8LinearConfig, convert_to_float8_training
+    except ImportError as e:
+        raise SystemExit("torch_llama.py: mode fp8ao_%s needs torchao "
+                         "(pip install torchao, or --torchao-path to a "
+                         "carried wheel or folder): %s" % (recipe, e))
+    config = Float8LinearConfig.from_recipe_name(recipe)
+    convert_to_float8_training(
+        model, config=config,
+        module_filter_fn=lambda mod, fqn: fqn.split(".")[-1] in BLOCK_LINEARS)
+    converted = sum(type(m).__name__ == "Float8Linear" for m in model.modules())
+    if converted != len(BLOCK_LINEARS) * len(model.blocks):
+        raise SystemExit("torch_llama.py: torchao converted %d linears, "
+                         "expected %d" % (converted,
+                                          len(BLOCK_LINEARS) * len(model.blocks)))
+    return torchao.__version__
+
+
+SDPA_BACKENDS = {"cudnn": "CUDNN_ATTENTION", "flash": "FLASH_ATTENTION",
+                 "efficient": "EFFICIENT_ATTENTION"}
+
+
+def sdpa_context(name):
+    if name == "auto":
+        return contextlib.nullcontext()
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    return sdpa_kernel([getattr(SDPBackend, SDPA_BACKENDS[name])])
+
+
+def attention_kernels(step):
+    """Names of the attention kernels one step launches, from the profiler."""
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        step()
+        torch.cuda.synchronize()
+    words = ("flash", "fmha", "cudnn", "attention", "sdpa", "efficient")
+    names = {e.key for e in prof.key_averages()
+             if any(w in e.key.lower() for w in words)}
+    return sorted(n[:160] for n in names)
 
 
 def matmul_params(cfg):
@@ -361,8 +456,14 @@ def run(args, ranks):
     # They are drawn on the device: on the host normal_ took 16 s for 0.28 G
     # values on two cores, and the 8B-shaped model has 2.8 G.
     torch.manual_seed(0)
+    EXPAND_KV_HEADS[0] = args.sdpa != "auto"
+    torchao_recipe = (args.mode.split("_")[-1]
+                      if args.mode.startswith("fp8ao_") else None)
     with dev:
-        model = Llama(cfg, fp8=(args.mode == "fp8"))
+        model = Llama(cfg, fp8=(args.mode == "fp8"),
+                      torchao=torchao_recipe is not None)
+    torchao_version = (convert_torchao(model, torchao_recipe, args.torchao_path)
+                       if torchao_recipe else None)
     total_params = sum(p.numel() for p in model.parameters())
     if args.compile:
         compile_per_block(model)
@@ -394,7 +495,7 @@ def run(args, ranks):
         total = 0.0
         for i in range(accum):
             tokens, labels = batch()
-            with gradient_sync(i == accum - 1):
+            with gradient_sync(i == accum - 1), sdpa_context(args.sdpa):
                 loss = model(tokens, labels, cos, sin)
                 (loss / accum if accum > 1 else loss).backward()
             total = total + loss.detach()
@@ -439,6 +540,7 @@ def run(args, ranks):
         dist.all_reduce(mem, op=dist.ReduceOp.MAX)
     losses = losses.tolist()
     times = step_s.tolist()
+    sdpa_kernels = attention_kernels(step) if dev.type == "cuda" else []
     ordered = sorted(times)
     median = ordered[len(ordered) // 2]
     tokens = global_batch * args.seq
@@ -448,7 +550,8 @@ def run(args, ranks):
     tflops = tps_gpu * fpt / 1e12
     res = dict(
         peer="torch.compile" if args.compile else "torch eager",
-        mode=args.mode, model=args.model, seq=args.seq, batch=args.batch,
+        mode=args.mode, torchao=torchao_version, sdpa=args.sdpa,
+        sdpa_kernels=sdpa_kernels, model=args.model, seq=args.seq, batch=args.batch,
         world_size=ranks.world, dp=dp, micro_batch_per_rank=args.batch,
         global_batch=global_batch, grad_accum_steps=accum,
         tokens_per_step=tokens, params=total_params,
@@ -492,7 +595,16 @@ def run(args, ranks):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--model", choices=sorted(MODELS), required=True)
-    p.add_argument("--mode", choices=["bf16", "fp8"], required=True)
+    p.add_argument("--mode", required=True,
+                   choices=["bf16", "fp8", "fp8ao_tensorwise",
+                            "fp8ao_rowwise"])
+    p.add_argument("--sdpa", choices=["auto"] + sorted(SDPA_BACKENDS),
+                   default="auto",
+                   help="scaled_dot_product_attention's backend (auto: "
+                        "PyTorch's choice, GQA in the kernel; a named one "
+                        "gets the kv heads repeated)")
+    p.add_argument("--torchao-path",
+                   help="a torchao wheel or folder to import it from")
     p.add_argument("--seq", type=int, required=True)
     p.add_argument("--batch", type=int, default=1,
                    help="micro-batch of sequences per rank")
