@@ -39,7 +39,8 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
-from fp8_loss_parity import RECIPES, spec_with_precision  # noqa: E402
+from fp8_loss_parity import (  # noqa: E402
+    RECIPES, compare_with_bf16, spec_with_precision)
 
 SPEC = "bench/fp8_parity_gpu.pbtxt"
 TAIL = 100
@@ -154,22 +155,13 @@ def report(a):
         curves[recipe] = {"loss": losses,
                           "grad_norm": [s["grad_norm"] for s in steps]}
 
+    all_ok = compare_with_bf16(results, {r: BOUND for r in RECIPES})
     base = results[0]
-    all_ok = base["final_loss"] is not None and not base["nan"]
     for r in results[1:]:
-        r["bound"] = BOUND
-        if base["final_loss"] is None or r["final_loss"] is None:
-            r["relative_to_bf16"] = None
-            r["within_bound"] = False
-        else:
-            rel = (r["final_loss"] - base["final_loss"]) / base["final_loss"]
-            r["relative_to_bf16"] = round(rel, 5)
-            r["within_bound"] = abs(rel) <= BOUND and not r["nan"]
         if base["final_heldout_loss"] and r["final_heldout_loss"]:
             r["heldout_relative_to_bf16"] = round(
                 (r["final_heldout_loss"] - base["final_heldout_loss"])
                 / base["final_heldout_loss"], 5)
-        all_ok = all_ok and r["within_bound"]
 
     data = None
     if a.sources and os.path.exists(a.sources):

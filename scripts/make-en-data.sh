@@ -5,8 +5,8 @@
 # `tokenizers` (scripts/train-tokenizer.py), and both splits tokenized by
 # `octet data preprocess` into the Megatron datasets octet-run reads
 # (--data DIR/train, --eval-data DIR/heldout), every record ended by
-# <|endoftext|>. Installs the packages when they are missing (so does
-# scripts/install-deps.sh). Needs a built octet.
+# <|endoftext|>. Runs scripts/install-deps.sh when a package is missing.
+# Needs a built octet.
 #
 #   scripts/make-en-data.sh [OUT_DIR] [-- CORPUS_OPTIONS...]
 #     OUT_DIR         default data/en-docs
@@ -28,20 +28,14 @@ if [ ! -x "$octet" ]; then
   exit 1
 fi
 
-mapfile -t packages < <(grep -v '^#' "$root/scripts/en-doc-packages.txt")
+# The documentation packages come with the other dependencies.
 missing=()
-for p in "${packages[@]}"; do
-  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
-    missing+=("$p")
-  fi
-done
+while read -r p; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done < <(grep -v '^#' "$root/scripts/en-doc-packages.txt")
 if [ ${#missing[@]} -gt 0 ]; then
-  SUDO=""
-  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-  echo "make-en-data: installing ${missing[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  $SUDO apt-get update -qq >/dev/null
-  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  echo "make-en-data: ${missing[*]} missing: running scripts/install-deps.sh"
+  bash "$root/scripts/install-deps.sh"
 fi
 
 mkdir -p "$out"
