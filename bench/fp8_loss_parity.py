@@ -95,6 +95,25 @@ def train(octet, spec_text, recipe, steps, data):
     return result
 
 
+def compare_with_bf16(results, bounds):
+    """Gives each FP8 recipe of `results` (bf16 first) its final loss
+    relative to bf16's and whether that is within bounds[recipe] without a
+    NaN; True when every one is."""
+    base = results[0]["final_loss"]
+    all_ok = base is not None and not results[0]["nan"]
+    for r in results[1:]:
+        r["bound"] = bounds[r["recipe"]]
+        if base is None or r["final_loss"] is None:
+            r["relative_to_bf16"] = None
+            r["within_bound"] = False
+        else:
+            rel = (r["final_loss"] - base) / base
+            r["relative_to_bf16"] = round(rel, 5)
+            r["within_bound"] = abs(rel) <= r["bound"] and not r["nan"]
+        all_ok = all_ok and r["within_bound"]
+    return all_ok
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--octet", default="build/tools/octet/octet")
@@ -109,19 +128,7 @@ def main():
         spec_text = f.read()
     results = [train(args.octet, spec_text, r, args.steps, args.data)
                for r in RECIPES]
-    base = results[0]["final_loss"]
-    all_ok = base is not None
-    for r in results[1:]:
-        bound = BOUNDS[r["recipe"]]
-        r["bound"] = bound
-        if base is None or r["final_loss"] is None:
-            r["relative_to_bf16"] = None
-            r["within_bound"] = False
-        else:
-            rel = (r["final_loss"] - base) / base
-            r["relative_to_bf16"] = round(rel, 5)
-            r["within_bound"] = abs(rel) <= bound and not r["nan"]
-        all_ok = all_ok and r["within_bound"]
+    all_ok = compare_with_bf16(results, BOUNDS)
 
     report = {
         "benchmark": "fp8_loss_parity",

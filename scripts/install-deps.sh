@@ -10,9 +10,12 @@ packages=(
   nlohmann-json3-dev libcli11-dev libpcre2-dev zlib1g-dev
   python3 fortunes
 )
+# The documentation packages of the English corpus (scripts/make-en-data.sh).
+mapfile -t -O ${#packages[@]} packages < <(grep -v '^#' "$(dirname "$0")/en-doc-packages.txt")
 
-# Python packages the tests compare against (HF tokenizers); quiet, and a
-# no-op once they import.
+# Python packages: HF tokenizers, which trains the English corpus's BPE
+# tokenizer (scripts/train-tokenizer.py) and which the tokenizer tests
+# compare against; quiet, and a no-op once they import.
 install_python_test_packages() {
   if command -v python3 >/dev/null && ! python3 -c 'import tokenizers' >/dev/null 2>&1; then
     python3 -m pip install -q -r "$(dirname "$0")/requirements-test.txt" >/dev/null 2>&1 ||
