@@ -23,10 +23,12 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "llvm/ADT/DenseSet.h"
 
 #include <cmath>
 #include <map>
+#include <optional>
 #include <limits>
 
 using namespace mlir;
@@ -70,8 +72,12 @@ private:
   struct Func {
     gpu::GPUFuncOp func;
     Value tid, block, shared;
+    SmallVector<Value> extra;
   };
-  Func begin(gpu::GPUModuleOp mod, std::string name, int64_t threads);
+  // A kernel of `threads` threads; `extraShared` are workgroup buffers
+  // beside the reduction scratch (Func::extra, in order).
+  Func begin(gpu::GPUModuleOp mod, std::string name, int64_t threads,
+             ArrayRef<Type> extraShared = {});
   // The buffer of region value v: the kernel's argument, or its entry of
   // the argument table, read here (in a class's code, the entry the
   // update table gives).
@@ -116,6 +122,19 @@ private:
   LogicalResult blockQuantize(fp8::BlockQuantizeOp op, gpu::GPUModuleOp mod,
                               StringRef name, LaunchList &launches,
                               DenseSet<Operation *> &done);
+  // A quantization of a tile kernel's input, and its fp8.transpose in the
+  // same kernel (or null).
+  struct TileQuantization {
+    fp8::BlockQuantizeOp op;
+    fp8::TransposeOp transposed;
+  };
+  bool isYielded(Value v) {
+    return llvm::is_contained(
+        fused.getBodyBlock().getTerminator()->getOperands(), v);
+  }
+  static bool fitsTiles(ArrayRef<TileQuantization> qs);
+  void blockQuantizeTiles(ArrayRef<TileQuantization> qs, gpu::GPUModuleOp mod,
+                          StringRef name, LaunchList &launches);
 
   kernel::FusedOp fused;
   SmallVector<Type> argTypes;
@@ -131,13 +150,16 @@ private:
 };
 
 WholeOpBuilder::Func WholeOpBuilder::begin(gpu::GPUModuleOp mod,
-                                           std::string name, int64_t threads) {
+                                           std::string name, int64_t threads,
+                                           ArrayRef<Type> extraShared) {
   // The caller holds an insertion guard: this leaves the builder inside the
   // new kernel, before its return.
   auto sharedType = MemRefType::get({kWarp}, f32, MemRefLayoutAttrInterface(),
                                     b.getI64IntegerAttr(kSharedSpace));
+  SmallVector<Type> workgroup{sharedType};
+  llvm::append_range(workgroup, extraShared);
   gpu::GPUFuncOp func =
-      createKernel(b, loc, mod, name, argTypes, {sharedType}, threads);
+      createKernel(b, loc, mod, name, argTypes, workgroup, threads);
   memOf.clear();
   tableIndex.clear();
   Block &body = fused.getBodyBlock();
@@ -157,7 +179,14 @@ WholeOpBuilder::Func WholeOpBuilder::begin(gpu::GPUModuleOp mod,
   }
   workspace = wsFloats ? func.getArgument(argTypes.size() - 1) : Value();
   Value tid = threadId();
-  return Func{func, tid, blockId(), func.getWorkgroupAttributions().front()};
+  // 16-byte vector accesses to every extra buffer.
+  for (unsigned i = 1; i < workgroup.size(); ++i)
+    func.setWorkgroupAttributionAttr(i, b.getStringAttr("llvm.align"),
+                                     b.getI64IntegerAttr(16));
+  auto attributions = func.getWorkgroupAttributions();
+  return Func{func, tid, blockId(), attributions.front(),
+              SmallVector<Value>(std::next(attributions.begin()),
+                                 attributions.end())};
 }
 
 // One slot, reused by the kernel's reductions: each waits for a barrier
@@ -394,27 +423,54 @@ LogicalResult WholeOpBuilder::blockQuantize(fp8::BlockQuantizeOp o,
   auto yielded = [&](Value v) {
     return llvm::is_contained(yield.getValues(), v);
   };
-  fp8::TransposeOp transposed;
-  for (Operation *user : o.getResult().getUsers())
-    if (auto t = dyn_cast<fp8::TransposeOp>(user);
-        t && t.getScale() == o.getScales())
-      transposed = t;
-  auto readers = [&](Value v) {
-    for (Operation *user : v.getUsers())
-      if (user != transposed.getOperation() && !isa<kernel::YieldOp>(user))
-        return true;
-    return false;
-  };
-  if (readers(o.getResult()) || readers(o.getScales()))
-    return o.emitOpError("results must be kernel results or transposed "
-                         "(fp8.transpose) in the same kernel"),
-           failure();
-  if (transposed) {
-    if (readers(transposed.getResult()) || readers(transposed.getResultScale()))
+  // The quantization's transpose in the kernel, if any; fails unless every
+  // result is a kernel result or that transpose's operand.
+  auto quantization = [&](fp8::BlockQuantizeOp q)
+      -> FailureOr<TileQuantization> {
+    fp8::TransposeOp transposed;
+    for (Operation *user : q.getResult().getUsers())
+      if (auto t = dyn_cast<fp8::TransposeOp>(user);
+          t && t.getScale() == q.getScales())
+        transposed = t;
+    auto readers = [&](Value v) {
+      for (Operation *user : v.getUsers())
+        if (user != transposed.getOperation() && !isa<kernel::YieldOp>(user))
+          return true;
+      return false;
+    };
+    if (readers(q.getResult()) || readers(q.getScales()))
+      return q.emitOpError("results must be kernel results or transposed "
+                           "(fp8.transpose) in the same kernel"),
+             failure();
+    if (transposed && (readers(transposed.getResult()) ||
+                       readers(transposed.getResultScale())))
       return transposed.emitOpError("results must be kernel results"),
              failure();
-    done.insert(transposed);
+    return TileQuantization{q, transposed};
+  };
+  // Every quantization of the same input in the kernel (a gradient's 1x128
+  // and 128x1 tiles, say): one read serves them all where they fit tiles.
+  SmallVector<TileQuantization> group;
+  for (Operation &op : body.without_terminator())
+    if (auto q = dyn_cast<fp8::BlockQuantizeOp>(&op);
+        q && q.getInput() == o.getInput() && !done.contains(q)) {
+      FailureOr<TileQuantization> tq = quantization(q);
+      if (failed(tq))
+        return failure();
+      group.push_back(*tq);
+    }
+  if (group.size() > 1 && !fitsTiles(group))
+    group.erase(std::next(group.begin()), group.end());
+  for (TileQuantization q : group) {
+    done.insert(q.op);
+    if (q.transposed)
+      done.insert(q.transposed);
   }
+  if (fitsTiles(group)) {
+    blockQuantizeTiles(group, mod, name, launches);
+    return success();
+  }
+  fp8::TransposeOp transposed = group.front().transposed;
   auto shape = cast<RankedTensorType>(o.getInput().getType()).getShape();
   int64_t rows = shape[0], cols = shape[1];
   int64_t br = o.getBlock()[0], bc = o.getBlock()[1];
@@ -469,6 +525,274 @@ LogicalResult WholeOpBuilder::blockQuantize(fp8::BlockQuantizeOp o,
       });
   launches.add(f.func.getName(), tileRows * tileCols, kWholeThreads);
   return success();
+}
+
+// Tensors whose sides are multiples of 128 (every operand of a block-scaled
+// GEMM) go through one kernel of 128 x 128 tiles, a block of 256 threads
+// per tile. Thread t owns an 8 x 8 square: columns 8(t % 16) .. + 8 of rows
+// 8(t / 16) .. + 8, read as 8 16-byte row pieces (a warp reads two whole
+// 256-byte tile rows an instruction, every load issued before the first
+// use). A 1x128 tile is a tile row: its amax is the 16 threads' maxima
+// folded by shuffles. A 128x1 tile is a tile column: the two row groups of
+// a warp fold by a shuffle, the 8 warps through shared memory, and 128
+// threads make the column scales. A 128x128 block is the whole tile (the
+// block reduction). Row-major FP8 rows are written 8 bytes a thread, 128
+// contiguous bytes a tile row. The transposed copy goes through a shared
+// 128 x 128-byte tile: each thread turns its square over in registers and
+// writes its 8 columns as 8-byte pieces (piece a of tile row c at a ^ (c /
+// 8), so that the 16 threads of a half-warp hit 16 distinct 8-byte bank
+// pairs), and after a barrier 8 threads write each output row's 128 bytes
+// as 16-byte stores. The input is read once for every quantization and
+// layout the kernel writes.
+constexpr int64_t kTileSide = 128;
+constexpr int64_t kTileThreads = 256;
+constexpr int64_t kSquareSide = 8; // a thread's rows and columns
+constexpr int64_t kSquaresAcross = kTileSide / kSquareSide;
+constexpr int64_t kTileWarps = kTileThreads / kWarp;
+static_assert(kSquaresAcross * kSquaresAcross == kTileThreads,
+              "a thread per square of the tile");
+
+enum class TileKind { Rows, Columns, Whole };
+
+static std::optional<TileKind> tileKind(fp8::BlockQuantizeOp o) {
+  ArrayRef<int64_t> block = o.getBlock();
+  if (block[0] == 1 && block[1] == kTileSide)
+    return TileKind::Rows;
+  if (block[0] == kTileSide && block[1] == 1)
+    return TileKind::Columns;
+  if (block[0] == kTileSide && block[1] == kTileSide)
+    return TileKind::Whole;
+  return std::nullopt;
+}
+
+bool WholeOpBuilder::fitsTiles(ArrayRef<TileQuantization> qs) {
+  Value input = TileQuantization(qs.front()).op.getInput();
+  auto type = cast<RankedTensorType>(input.getType());
+  int64_t width = type.getElementType().getIntOrFloatBitWidth();
+  if (type.getRank() != 2 || type.getShape()[0] % kTileSide ||
+      type.getShape()[1] % kTileSide || !isa<FloatType>(type.getElementType()) ||
+      (width != 16 && width != 32))
+    return false;
+  int transposes = 0;
+  for (TileQuantization q : qs) {
+    std::optional<TileKind> kind = tileKind(q.op);
+    if (!kind || q.op.getInput() != input)
+      return false;
+    if (q.transposed) {
+      // A row tile transposed would be a column tile of the result: the
+      // precision pass never asks for it.
+      if (*kind == TileKind::Rows)
+        return false;
+      ++transposes;
+    }
+  }
+  return transposes <= 1;
+}
+
+void WholeOpBuilder::blockQuantizeTiles(ArrayRef<TileQuantization> qs,
+                                        gpu::GPUModuleOp mod, StringRef name,
+                                        LaunchList &launches) {
+  Value inputValue = TileQuantization(qs.front()).op.getInput();
+  auto inType = cast<RankedTensorType>(inputValue.getType());
+  int64_t rows = inType.getShape()[0], cols = inType.getShape()[1];
+  int64_t tileRows = rows / kTileSide, tileCols = cols / kTileSide;
+  Type inElem = inType.getElementType();
+  bool columns = llvm::any_of(qs, [](TileQuantization q) {
+    return tileKind(q.op) == TileKind::Columns;
+  });
+  bool transposes = llvm::any_of(
+      qs, [](TileQuantization q) { return bool(q.transposed); });
+  Type i8 = b.getIntegerType(8);
+  auto sharedOf = [&](int64_t n, Type elem) {
+    return MemRefType::get({n}, elem, MemRefLayoutAttrInterface(),
+                           b.getI64IntegerAttr(kSharedSpace));
+  };
+  SmallVector<Type> extra;
+  int columnMaxima = -1, columnScales = -1, byteTile = -1;
+  if (columns) {
+    columnMaxima = extra.size();
+    extra.push_back(sharedOf(kTileWarps * kTileSide, f32));
+    columnScales = extra.size();
+    extra.push_back(sharedOf(kTileSide, f32));
+  }
+  if (transposes) {
+    byteTile = extra.size();
+    extra.push_back(sharedOf(kTileSide * kTileSide, i8));
+  }
+  OpBuilder::InsertionGuard guard(b);
+  Func f = begin(mod, name.str(), kTileThreads, extra);
+  Value t = f.tid;
+  Value lane = remUI(t, kWarp), warp = divUI(t, kWarp);
+  Value squareCol = remUI(t, kSquaresAcross);
+  Value squareRow = divUI(t, kSquaresAcross);
+  Value tileRow = divUI(f.block, tileCols), tileCol = remUI(f.block, tileCols);
+  Value r0 = mulI(tileRow, kTileSide), c0 = mulI(tileCol, kTileSide);
+  Value firstRow = addI(r0, mulI(squareRow, kSquareSide));
+  Value col = addI(c0, mulI(squareCol, kSquareSide));
+  auto rowAt = [&](int64_t j) {
+    return addI(mulI(addI(firstRow, idx(j)), cols), col);
+  };
+
+  // The square, 8 rows of 8 values, as f32.
+  Value input = mem(inputValue);
+  auto f32x8 = VectorType::get({kSquareSide}, f32);
+  SmallVector<Value, kSquareSide> x;
+  for (int64_t j = 0; j < kSquareSide; ++j) {
+    if (inElem.isF32()) {
+      auto f32x4 = VectorType::get({4}, f32);
+      Value lo = vload(f32x4, input, rowAt(j), 16);
+      Value hi = vload(f32x4, input, addI(rowAt(j), idx(4)), 16);
+      x.push_back(shuffle(lo, hi, ArrayRef<int64_t>{0, 1, 2, 3, 4, 5, 6, 7}));
+    } else {
+      x.push_back(toF32(vload(VectorType::get({kSquareSide}, inElem), input,
+                              rowAt(j), 16)));
+    }
+  }
+  auto scaleOf = [&](fp8::BlockQuantizeOp o, Value amax) {
+    return select(isFinite(amax),
+                  scaleFromAmax(amax, o.getDtype(), 0, o.getPowerOfTwo(),
+                                o.getEps().convertToDouble()),
+                  f32c(1));
+  };
+  auto cast8 = [&](Value v, Type dtype) { return fromF32(v, dtype); };
+
+  for (TileQuantization q : qs) {
+    fp8::BlockQuantizeOp o = q.op;
+    Type dtype = o.getDtype();
+    TileKind kind = *tileKind(o);
+    // Each row's FP8 values.
+    SmallVector<Value, kSquareSide> quantized;
+    if (kind == TileKind::Rows) {
+      for (int64_t j = 0; j < kSquareSide; ++j) {
+        Value m = reduceMaximumF(absF(x[j]));
+        // The 16 threads of a tile row: lanes differing in their low 4 bits.
+        for (int64_t off = 1; off < kSquaresAcross; off *= 2)
+          m = maximumF(m, shuffleXor(m, off));
+        Value scale = scaleOf(o, m);
+        quantized.push_back(cast8(mulF(x[j], broadcast(f32x8, scale)), dtype));
+        if (isYielded(o.getScales()))
+          ifThen(cmpI(arith::CmpIPredicate::eq, squareCol, idx(0)), [&] {
+            writeF32(o.getScales(),
+                     addI(mulI(addI(firstRow, idx(j)), tileCols), tileCol),
+                     scale);
+          });
+      }
+    } else if (kind == TileKind::Columns) {
+      Value m = absF(x[0]);
+      for (int64_t j = 1; j < kSquareSide; ++j)
+        m = maximumF(m, absF(x[j]));
+      // The warp's two row groups (lanes 16 apart), then the 8 warps.
+      SmallVector<Value, kSquareSide> lanes;
+      for (int64_t k = 0; k < kSquareSide; ++k) {
+        Value e = extract(m, k);
+        lanes.push_back(maximumF(e, shuffleXor(e, kSquaresAcross)));
+      }
+      Value folded = splat(f32x8, 0.0);
+      for (int64_t k = 0; k < kSquareSide; ++k)
+        folded = insert(lanes[k], folded, k);
+      Value maxima = f.extra[columnMaxima], scales = f.extra[columnScales];
+      ifThen(cmpI(arith::CmpIPredicate::ult, lane, idx(kSquaresAcross)), [&] {
+        vstore(folded, maxima,
+               addI(mulI(warp, kTileSide), mulI(squareCol, kSquareSide)), 16);
+      });
+      barrier();
+      ifThen(cmpI(arith::CmpIPredicate::ult, t, idx(kTileSide)), [&] {
+        // Warps in order: the same bits whatever order they finished in.
+        Value amax = load(maxima, t);
+        for (int64_t w = 1; w < kTileWarps; ++w)
+          amax = maximumF(amax, load(maxima, addI(t, idx(w * kTileSide))));
+        Value scale = scaleOf(o, amax);
+        store(scale, scales, t);
+        if (isYielded(o.getScales()))
+          writeF32(o.getScales(), addI(mulI(tileRow, cols), addI(c0, t)),
+                   scale);
+        if (q.transposed && isYielded(q.transposed.getResultScale()))
+          writeF32(q.transposed.getResultScale(),
+                   addI(mulI(addI(c0, t), tileRows), tileRow), scale);
+      });
+      barrier();
+      Value scale = vload(f32x8, scales, mulI(squareCol, kSquareSide), 16);
+      for (int64_t j = 0; j < kSquareSide; ++j)
+        quantized.push_back(cast8(mulF(x[j], scale), dtype));
+    } else {
+      Value m = reduceMaximumF(absF(x[0]));
+      for (int64_t j = 1; j < kSquareSide; ++j)
+        m = maximumF(m, reduceMaximumF(absF(x[j])));
+      Value amax = blockReduce(f, m, true);
+      Value scale = scaleOf(o, amax);
+      ifThen(thread0(f), [&] {
+        if (isYielded(o.getScales()))
+          writeF32(o.getScales(), f.block, scale);
+        if (q.transposed && isYielded(q.transposed.getResultScale()))
+          writeF32(q.transposed.getResultScale(),
+                   addI(mulI(tileCol, tileRows), tileRow), scale);
+      });
+      Value splatScale = broadcast(f32x8, scale);
+      for (int64_t j = 0; j < kSquareSide; ++j)
+        quantized.push_back(cast8(mulF(x[j], splatScale), dtype));
+    }
+    if (isYielded(o.getResult()))
+      for (int64_t j = 0; j < kSquareSide; ++j)
+        vstore(quantized[j], mem(o.getResult()), rowAt(j), 8);
+    if (!q.transposed || !isYielded(q.transposed.getResult()))
+      continue;
+
+    // Column k of the square: byte k of each of its rows.
+    auto bytes8 = VectorType::get({kSquareSide}, i8);
+    SmallVector<Value, kSquareSide> rowBytes;
+    for (Value r : quantized)
+      rowBytes.push_back(vector::BitCastOp::create(b, loc, bytes8, r));
+    SmallVector<int64_t> concat16, concat32;
+    for (int64_t i = 0; i < 16; ++i)
+      concat16.push_back(i);
+    for (int64_t i = 0; i < 32; ++i)
+      concat32.push_back(i);
+    SmallVector<Value, 4> pairs;
+    for (int64_t j = 0; j < kSquareSide; j += 2)
+      pairs.push_back(shuffle(rowBytes[j], rowBytes[j + 1], concat16));
+    Value upper = shuffle(pairs[0], pairs[1], concat32);
+    Value lower = shuffle(pairs[2], pairs[3], concat32);
+    Value tile = f.extra[byteTile];
+    for (int64_t k = 0; k < kSquareSide; ++k) {
+      SmallVector<int64_t> pick;
+      for (int64_t j = 0; j < kSquareSide; ++j)
+        pick.push_back(j * kSquareSide + k);
+      Value column = shuffle(upper, lower, pick);
+      // Tile row (input column) 8·squareCol + k, piece squareRow, swizzled.
+      Value tileRowAt = addI(mulI(squareCol, kSquareSide), idx(k));
+      Value piece = xOrI(squareRow, squareCol);
+      vstore(column, tile,
+             addI(mulI(tileRowAt, kTileSide), mulI(piece, kSquareSide)), 8);
+    }
+    barrier();
+    // Output row c of the tile (input column c0 + c), 16 bytes m: pieces
+    // 2m and 2m + 1, stored at (2m ^ (c / 8)) and its neighbour, swapped
+    // when c / 8 is odd.
+    auto bytes16 = VectorType::get({2 * kSquareSide}, i8);
+    SmallVector<int64_t> swap;
+    for (int64_t i = 0; i < 2 * kSquareSide; ++i)
+      swap.push_back((i + kSquareSide) % (2 * kSquareSide));
+    auto out16 = VectorType::get({2 * kSquareSide}, dtype);
+    constexpr int64_t kPiecesPerRow = kTileSide / (2 * kSquareSide);
+    for (int64_t p = 0; p < kTileSide * kPiecesPerRow / kTileThreads; ++p) {
+      Value linear = addI(t, idx(p * kTileThreads));
+      Value c = divUI(linear, kPiecesPerRow);
+      Value m = remUI(linear, kPiecesPerRow);
+      Value writer = divUI(c, kSquareSide);
+      Value stored = xOrI(m, shRUI(writer, 1));
+      Value v = vload(bytes16, tile,
+                      addI(mulI(c, kTileSide), mulI(stored, 2 * kSquareSide)),
+                      16);
+      Value odd = cmpI(arith::CmpIPredicate::ne, andI(writer, 1), idx(0));
+      v = select(odd, shuffle(v, v, swap), v);
+      vstore(vector::BitCastOp::create(b, loc, out16, v),
+             mem(q.transposed.getResult()),
+             addI(mulI(addI(c0, c), rows),
+                  addI(r0, mulI(m, 2 * kSquareSide))),
+             16);
+    }
+  }
+  launches.add(f.func.getName(), tileRows * tileCols, kTileThreads);
 }
 
 LogicalResult WholeOpBuilder::build(gpu::GPUModuleOp mod, StringRef sym,

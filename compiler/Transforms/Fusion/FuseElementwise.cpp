@@ -47,6 +47,7 @@ struct FuseElementwise
       fusion::normalizeStateAccess(func);
       batchScaleUpdates(func);
       absorbTransposes(func);
+      joinBlockQuantizes(func);
       computeStridedSlices(func);
       for (bool changed = true; changed;) {
         changed = false;
@@ -127,6 +128,35 @@ struct FuseElementwise
           changed = true;
           break;
         }
+      }
+    }
+  }
+
+  // Quantizations of one tensor (a gradient's 1x128 tiles for dgrad and
+  // its 128x1 tiles, K-major, for wgrad) become one kernel, which reads the
+  // tensor once for both.
+  void joinBlockQuantizes(func::FuncOp func) {
+    auto quantizesOnly = [](kernel::FusedOp fused) {
+      return fused.getInputs().size() == 1 &&
+             fusion::bodyOnly(fused, {"fp8.block_quantize", "fp8.transpose"});
+    };
+    for (bool changed = true; changed;) {
+      changed = false;
+      SmallVector<kernel::FusedOp> kernels = fusion::fusedOps(func);
+      for (auto [i, first] : llvm::enumerate(kernels)) {
+        if (!quantizesOnly(first))
+          continue;
+        for (kernel::FusedOp second : ArrayRef(kernels).drop_front(i + 1)) {
+          if (!quantizesOnly(second) ||
+              second.getInputs()[0] != first.getInputs()[0])
+            continue;
+          if (fusion::mergeFused(first, second, second.getName())) {
+            changed = true;
+            break;
+          }
+        }
+        if (changed)
+          break;
       }
     }
   }

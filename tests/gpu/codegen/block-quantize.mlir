@@ -1,12 +1,45 @@
-// Blockwise FP8 quantization kernels (WholeOpKernel.cpp: a block of
-// threads per tile): 1x128 tiles of a BF16 activation (E4M3, power-of-two
-// scales), 128x1 tiles of an f32 gradient written K-major only with its
-// transposed scales (the wgrad operand: the fp8.transpose in the same
-// launch), the same tiles kept in both layouts, and 128x128 blocks of an
-// f32 weight (plain scales). Shapes that are not multiples of 128 give
-// partial last tiles (the kernels guard them; the compiler keeps such
-// GEMMs in BF16, but the quantize op is defined for them).
-func.func @block_quantize(%x: tensor<256x384xbf16>, %dy: tensor<384x200xf32>, %g: tensor<300x256xf32>, %w: tensor<384x300xf32>) {
+// Blockwise FP8 quantization kernels (WholeOpKernel.cpp). Sides that are
+// multiples of 128 take the 128 x 128-tile kernel: 1x128 tiles of a BF16
+// activation (E4M3, power-of-two scales), 128x1 tiles of an f32 gradient
+// written K-major only with its transposed scales (the wgrad operand: the
+// fp8.transpose in the same launch), 128x1 tiles of BF16 in both layouts,
+// 128x128 blocks of an f32 weight with the K-major copy (as the train step
+// quantizes its weights) and of BF16 without, and a gradient's 1x128 and
+// 128x1 quantizations from one read. Shapes that are not multiples of 128
+// take the block-per-tile kernel and give partial last tiles (the kernels
+// guard them; the compiler keeps such GEMMs in BF16, but the quantize op is
+// defined for them).
+func.func @block_quantize(%x: tensor<256x384xbf16>, %dy: tensor<384x200xf32>, %g: tensor<300x256xf32>, %w: tensor<384x300xf32>, %dya: tensor<384x256xf32>, %xa: tensor<256x384xbf16>, %wa: tensor<256x384xf32>) {
+  %kmajor_tiles:2 = kernel.fused "tiles_128x1_transposed_aligned" kind("elementwise") ins(%dya : tensor<384x256xf32>) {
+  ^bb0(%a: tensor<384x256xf32>):
+    %q, %s = fp8.block_quantize %a {block = array<i64: 128, 1>, dtype = f8E5M2} : (tensor<384x256xf32>) -> (tensor<384x256xf8E5M2>, tensor<3x256xf32>)
+    %qt, %st = fp8.transpose %q, %s {block = array<i64: 128, 1>} : (tensor<384x256xf8E5M2>, tensor<3x256xf32>) -> (tensor<256x384xf8E5M2>, tensor<256x3xf32>)
+    kernel.yield %qt, %st : tensor<256x384xf8E5M2>, tensor<256x3xf32>
+  } : tensor<256x384xf8E5M2>, tensor<256x3xf32>
+  %both_tiles:4 = kernel.fused "tiles_128x1_both_layouts_aligned" kind("elementwise") ins(%xa : tensor<256x384xbf16>) {
+  ^bb0(%a: tensor<256x384xbf16>):
+    %q, %s = fp8.block_quantize %a {block = array<i64: 128, 1>, dtype = f8E4M3FN, power_of_two} : (tensor<256x384xbf16>) -> (tensor<256x384xf8E4M3FN>, tensor<2x384xf32>)
+    %qt, %st = fp8.transpose %q, %s {block = array<i64: 128, 1>} : (tensor<256x384xf8E4M3FN>, tensor<2x384xf32>) -> (tensor<384x256xf8E4M3FN>, tensor<384x2xf32>)
+    kernel.yield %q, %s, %qt, %st : tensor<256x384xf8E4M3FN>, tensor<2x384xf32>, tensor<384x256xf8E4M3FN>, tensor<384x2xf32>
+  } : tensor<256x384xf8E4M3FN>, tensor<2x384xf32>, tensor<384x256xf8E4M3FN>, tensor<384x2xf32>
+  %weight_blocks:4 = kernel.fused "blocks_128x128_transposed" kind("elementwise") ins(%wa : tensor<256x384xf32>) {
+  ^bb0(%a: tensor<256x384xf32>):
+    %q, %s = fp8.block_quantize %a {block = array<i64: 128, 128>, dtype = f8E4M3FN, power_of_two} : (tensor<256x384xf32>) -> (tensor<256x384xf8E4M3FN>, tensor<2x3xf32>)
+    %qt, %st = fp8.transpose %q, %s {block = array<i64: 128, 128>} : (tensor<256x384xf8E4M3FN>, tensor<2x3xf32>) -> (tensor<384x256xf8E4M3FN>, tensor<3x2xf32>)
+    kernel.yield %q, %s, %qt, %st : tensor<256x384xf8E4M3FN>, tensor<2x3xf32>, tensor<384x256xf8E4M3FN>, tensor<3x2xf32>
+  } : tensor<256x384xf8E4M3FN>, tensor<2x3xf32>, tensor<384x256xf8E4M3FN>, tensor<3x2xf32>
+  %bf16_blocks:2 = kernel.fused "blocks_128x128_bf16" kind("elementwise") ins(%xa : tensor<256x384xbf16>) {
+  ^bb0(%a: tensor<256x384xbf16>):
+    %q, %s = fp8.block_quantize %a {block = array<i64: 128, 128>, dtype = f8E4M3FN} : (tensor<256x384xbf16>) -> (tensor<256x384xf8E4M3FN>, tensor<2x3xf32>)
+    kernel.yield %q, %s : tensor<256x384xf8E4M3FN>, tensor<2x3xf32>
+  } : tensor<256x384xf8E4M3FN>, tensor<2x3xf32>
+  %dual:4 = kernel.fused "tiles_1x128_and_128x1" kind("elementwise") ins(%xa : tensor<256x384xbf16>) {
+  ^bb0(%a: tensor<256x384xbf16>):
+    %q, %s = fp8.block_quantize %a {block = array<i64: 128, 1>, dtype = f8E4M3FN, power_of_two} : (tensor<256x384xbf16>) -> (tensor<256x384xf8E4M3FN>, tensor<2x384xf32>)
+    %qt, %st = fp8.transpose %q, %s {block = array<i64: 128, 1>} : (tensor<256x384xf8E4M3FN>, tensor<2x384xf32>) -> (tensor<384x256xf8E4M3FN>, tensor<384x2xf32>)
+    %r, %rs = fp8.block_quantize %a {block = array<i64: 1, 128>, dtype = f8E4M3FN, power_of_two} : (tensor<256x384xbf16>) -> (tensor<256x384xf8E4M3FN>, tensor<256x3xf32>)
+    kernel.yield %qt, %st, %r, %rs : tensor<384x256xf8E4M3FN>, tensor<384x2xf32>, tensor<256x384xf8E4M3FN>, tensor<256x3xf32>
+  } : tensor<384x256xf8E4M3FN>, tensor<384x2xf32>, tensor<256x384xf8E4M3FN>, tensor<256x3xf32>
   %tiles:2 = kernel.fused "tiles_1x128" kind("elementwise") ins(%x : tensor<256x384xbf16>) {
   ^bb0(%a: tensor<256x384xbf16>):
     %q, %s = fp8.block_quantize %a {block = array<i64: 1, 128>, dtype = f8E4M3FN, power_of_two} : (tensor<256x384xbf16>) -> (tensor<256x384xf8E4M3FN>, tensor<256x3xf32>)

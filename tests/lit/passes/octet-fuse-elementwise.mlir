@@ -49,3 +49,36 @@ func.func @slices(%a: tensor<1x8x6xf32>, %b: tensor<2x8x6xf32>) -> (tensor<1x4x6
   } : tensor<2x8x3xf32>
   return %c, %y : tensor<1x4x6xf32>, tensor<2x8x3xf32>
 }
+
+// Two blockwise quantizations of one tensor (a gradient's 128x1 tiles,
+// K-major, for wgrad and its 1x128 tiles for dgrad) become one kernel that
+// reads the tensor once; a quantization of another tensor stays apart.
+// SLICE-LABEL: func.func @block_quantizes
+// SLICE: %[[Q:.*]]:4 = kernel.fused "dgrad" kind("elementwise") ins(%[[DY:.*]] : tensor<256x384xbf16>) {
+// SLICE-NEXT: ^bb0(%[[A:.*]]: tensor<256x384xbf16>):
+// SLICE-NEXT: fp8.block_quantize %[[A]] {block = array<i64: 128, 1>
+// SLICE-NEXT: fp8.transpose
+// SLICE-NEXT: fp8.block_quantize %[[A]] {block = array<i64: 1, 128>
+// SLICE-NEXT: kernel.yield
+// SLICE: kernel.fused "other" kind("elementwise") ins(%{{.*}} : tensor<256x384xbf16>)
+// SLICE-NOT: kernel.fused
+// SLICE: return
+func.func @block_quantizes(%dy: tensor<256x384xbf16>, %x: tensor<256x384xbf16>) -> (tensor<384x256xf8E4M3FN>, tensor<384x2xf32>, tensor<256x384xf8E4M3FN>, tensor<256x3xf32>, tensor<256x384xf8E4M3FN>, tensor<256x3xf32>) {
+  %t:2 = kernel.fused "wgrad" kind("elementwise") ins(%dy : tensor<256x384xbf16>) {
+  ^bb0(%a: tensor<256x384xbf16>):
+    %q, %s = fp8.block_quantize %a {block = array<i64: 128, 1>, dtype = f8E4M3FN} : (tensor<256x384xbf16>) -> (tensor<256x384xf8E4M3FN>, tensor<2x384xf32>)
+    %qt, %st = fp8.transpose %q, %s {block = array<i64: 128, 1>} : (tensor<256x384xf8E4M3FN>, tensor<2x384xf32>) -> (tensor<384x256xf8E4M3FN>, tensor<384x2xf32>)
+    kernel.yield %qt, %st : tensor<384x256xf8E4M3FN>, tensor<384x2xf32>
+  } : tensor<384x256xf8E4M3FN>, tensor<384x2xf32>
+  %r:2 = kernel.fused "dgrad" kind("elementwise") ins(%dy : tensor<256x384xbf16>) {
+  ^bb0(%a: tensor<256x384xbf16>):
+    %q, %s = fp8.block_quantize %a {block = array<i64: 1, 128>, dtype = f8E4M3FN} : (tensor<256x384xbf16>) -> (tensor<256x384xf8E4M3FN>, tensor<256x3xf32>)
+    kernel.yield %q, %s : tensor<256x384xf8E4M3FN>, tensor<256x3xf32>
+  } : tensor<256x384xf8E4M3FN>, tensor<256x3xf32>
+  %o:2 = kernel.fused "other" kind("elementwise") ins(%x : tensor<256x384xbf16>) {
+  ^bb0(%a: tensor<256x384xbf16>):
+    %q, %s = fp8.block_quantize %a {block = array<i64: 1, 128>, dtype = f8E4M3FN} : (tensor<256x384xbf16>) -> (tensor<256x384xf8E4M3FN>, tensor<256x3xf32>)
+    kernel.yield %q, %s : tensor<256x384xf8E4M3FN>, tensor<256x3xf32>
+  } : tensor<256x384xf8E4M3FN>, tensor<256x3xf32>
+  return %t#0, %t#1, %r#0, %r#1, %o#0, %o#1 : tensor<384x256xf8E4M3FN>, tensor<384x2xf32>, tensor<256x384xf8E4M3FN>, tensor<256x3xf32>, tensor<256x384xf8E4M3FN>, tensor<256x3xf32>
+}
