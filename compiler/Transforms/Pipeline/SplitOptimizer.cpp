@@ -15,10 +15,6 @@
 namespace octet {
 #define GEN_PASS_DEF_OCTETSPLITOPTIMIZER
 #include "compiler/Transforms/Pipeline/PipelinePasses.h.inc"
-
-std::string rankOptimizerName(int64_t rank) {
-  return "rank" + std::to_string(rank) + "_optimizer_step";
-}
 } // namespace octet
 
 using namespace mlir;
