@@ -81,6 +81,7 @@ TrainingPipelineOptions trainingOptionsFromSpec(const spec::Spec &spec) {
   autodiff.dataParallel = dataParallel;
   std::vector<int64_t> layerSplit = pipelineLayerSplit(spec);
   o.splitStages.layerSplit.assign(layerSplit.begin(), layerSplit.end());
+  o.splitOptimizer.ranks = std::max<int64_t>(1, train.parallel().pipeline());
 
   const spec::Precision &p = train.precision();
   if (p.recipe().empty() || p.recipe() == "bf16")
@@ -162,8 +163,10 @@ void addParallelizePasses(OpPassManager &pm,
 }
 
 void addPipelinePasses(OpPassManager &pm, const TrainingPipelineOptions &o) {
-  if (!o.splitStages.layerSplit.empty())
+  if (!o.splitStages.layerSplit.empty()) {
     pm.addPass(createOctetSplitStages(o.splitStages));
+    pm.addPass(createOctetSplitOptimizer(o.splitOptimizer));
+  }
 }
 
 const CompileStage kCompileStages[] = {

@@ -41,6 +41,8 @@ struct TrainingPipelineOptions {
   std::optional<OctetShardOptimizerOptions> shardOptimizer;
   // train.parallel.pipeline × virtual_stages chunks (empty: one rank's step).
   OctetSplitStagesOptions splitStages;
+  // Each pipeline rank's optimizer step over its own chunks' variables.
+  OctetSplitOptimizerOptions splitOptimizer;
   // The LM head, its loss and gradients as one chunked region
   // (octet-fuse-lm-head), so f32 logits never exist whole. GPU codegen has
   // no lowering for that region yet, so a step that must run on the GPU

@@ -2,6 +2,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "dialects/graph/GraphDialect.h"
 
 #include <algorithm>
 
@@ -30,7 +31,26 @@ planPipelineRanks(ModuleOp module, const MemoryPlan &plan,
     PipelineRankPlan &rank = ranks[r];
     rank.rank = r;
     rank.peakStash = simulation.perRank[r].peakStash;
+    // Persistent slots of the other ranks' variables are not this rank's.
     rank.persistentBytes = plan.persistentBytes;
+    for (const Slot &slot : plan.slots) {
+      if (!slot.program.empty() || slot.kind == SlotKind::Workspace)
+        continue;
+      auto var = module.lookupSymbol<graph::VariableOp>(slot.name);
+      auto owner =
+          var ? var->getAttrOfType<IntegerAttr>("pipeline_rank") : IntegerAttr();
+      if (owner && owner.getInt() != r) {
+        rank.persistentBytes -= std::min(rank.persistentBytes, slot.bytes);
+        continue;
+      }
+      rank.largestSlots.emplace_back(slot.name, slot.bytes);
+    }
+    std::stable_sort(rank.largestSlots.begin(), rank.largestSlots.end(),
+                     [](const auto &a, const auto &b) {
+                       return a.second > b.second;
+                     });
+    if (rank.largestSlots.size() > 3)
+      rank.largestSlots.resize(3);
     for (int k = 0; k < schedule.virtualStages; ++k) {
       int s = k * schedule.ranks + r;
       std::string forwardName = "stage" + std::to_string(s) + "_forward";
@@ -67,8 +87,7 @@ void printPipelinePlans(const std::vector<PipelineRankPlan> &ranks,
   for (const PipelineRankPlan &r : ranks)
     os << "rank " << r.rank << ": " << formatBytes(r.totalBytes())
        << " = persistent " << formatBytes(r.persistentBytes)
-       << " (every variable: the optimizer is not cut into stages yet) + "
-          "activations "
+       << " (its chunks' variables) + activations "
        << formatBytes(r.activationBytes) << " (@" << r.largestFunction
        << ") + stash " << r.peakStash << " in flight x "
        << formatBytes(r.stashBytesPerMicrobatch) << " = "

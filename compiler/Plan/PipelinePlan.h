@@ -27,9 +27,11 @@ struct PipelineRankPlan {
   // The largest activation region of the rank's chunk functions.
   uint64_t activationBytes = 0;
   std::string largestFunction;
-  // Every variable: the optimizer is not cut into stages yet, so each rank
-  // holds all of them.
+  // The rank's own variables (octet-split-optimizer's `pipeline_rank`),
+  // the replicated ones and the other persistent slots.
   uint64_t persistentBytes = 0;
+  // The largest persistent slots of the rank (name, bytes), largest first.
+  std::vector<std::pair<std::string, uint64_t>> largestSlots;
   uint64_t totalBytes() const {
     return persistentBytes + activationBytes + stashBytes;
   }

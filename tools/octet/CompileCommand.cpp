@@ -12,6 +12,7 @@
 #include "tools/octet/Commands.h"
 #include "tools/octet/CompileSpec.h"
 #include "tools/octet/MemoryFit.h"
+#include "support/Bytes.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/MLIRContext.h"
@@ -112,31 +113,135 @@ int reportFit(MLIRContext &context, const spec::Spec &spec,
   return 0;
 }
 
-// Every pipeline rank's plan: the one-step plan above holds each chunk
-// function but not the stashes of the microbatches a rank keeps in flight.
-int printPipelinePlans(const spec::Spec &spec, const CompileOptions &opts,
-                       ModuleOp module, const plan::MemoryPlan &memory) {
+// Each pipeline rank's plan of a compiled module.
+StatusOr<std::vector<plan::PipelineRankPlan>>
+planPipeline(const spec::Spec &spec, ModuleOp module,
+             const plan::MemoryPlan &memory) {
   StatusOr<PipelineSchedule> schedule = pipelineScheduleFromSpec(spec);
   if (!schedule)
-    return inputError(schedule.status());
+    return schedule.status();
   StatusOr<PipeSimulation> simulation = simulatePipeline(*schedule);
   if (!simulation)
-    return inputError(simulation.status());
+    return simulation.status();
   FailureOr<std::vector<plan::PipelineRankPlan>> ranks =
       plan::planPipelineRanks(module, memory, *schedule, *simulation);
   if (failed(ranks))
-    return inputError(Status::error("pipeline plan failed (see the "
-                                    "diagnostics above)"));
+    return Status::error("pipeline plan failed (see the diagnostics above)");
+  return std::move(*ranks);
+}
+
+PlanFootprint footprintOf(const plan::PipelineRankPlan &rank) {
+  return {rank.persistentBytes, rank.activationBytes + rank.stashBytes};
+}
+
+// The rank that needs the most.
+const plan::PipelineRankPlan &
+largestRank(const std::vector<plan::PipelineRankPlan> &ranks) {
+  return *std::max_element(ranks.begin(), ranks.end(),
+                           [](const auto &a, const auto &b) {
+                             return a.totalBytes() < b.totalBytes();
+                           });
+}
+
+// For a pipeline whose largest rank does not fit: what it holds most of,
+// then the first changed spec whose every rank fits, from plans of it:
+// smaller micro batches at the same global batch (less stash and
+// activations), then twice the pipeline ranks at the same world size
+// (half the variables a rank).
+Status suggestPipelineFit(MLIRContext &context, const spec::Spec &spec,
+                          const CompileOptions &opts,
+                          const plan::PipelineRankPlan &worst,
+                          std::ostream &os) {
+  os << "  rank " << worst.rank << "'s largest: stash "
+     << humanBytes(worst.stashBytes) << " (" << worst.peakStash
+     << " microbatches in flight), activations "
+     << humanBytes(worst.activationBytes) << " (@" << worst.largestFunction
+     << ")";
+  for (const auto &[name, bytes] : worst.largestSlots)
+    os << ", " << name << " " << humanBytes(bytes);
+  os << "\n";
+  auto tryLayout = [&](const spec::Spec &changed, const std::string &what,
+                       bool &found) -> Status {
+    auto module = compileSpec(context, changed, opts.spec);
+    if (!module)
+      return Status::ok(); // a layout the compiler refuses is no suggestion
+    FailureOr<plan::MemoryPlan> memory = plan::planMemory(**module);
+    if (failed(memory))
+      return Status::error("the plan with " + what + " failed");
+    StatusOr<std::vector<plan::PipelineRankPlan>> ranks =
+        planPipeline(changed, **module, *memory);
+    if (!ranks)
+      return ranks.status();
+    PlanFootprint need = footprintOf(largestRank(*ranks));
+    if (!fits(need, opts.gpu))
+      return Status::ok();
+    os << "  every rank fits with " << what << ": the largest needs "
+       << humanBytes(need.deviceBytes()) << "\n";
+    found = true;
+    return Status::ok();
+  };
+  const spec::TrainSpec &t = spec.train();
+  int64_t data = std::max<int64_t>(1, t.parallel().data());
+  int64_t perReplica = t.global_batch_size() / data;
+  bool found = false;
+  for (int64_t m = t.micro_batch_size() - 1; m >= 1 && !found; --m) {
+    if (perReplica % m)
+      continue;
+    spec::Spec changed = spec;
+    changed.mutable_train()->set_micro_batch_size(m);
+    if (Status st = tryLayout(changed,
+                              "train.micro_batch_size: " + std::to_string(m),
+                              found);
+        !st)
+      return st;
+  }
+  if (!found && data % 2 == 0) {
+    spec::Spec changed = spec;
+    auto *parallel = changed.mutable_train()->mutable_parallel();
+    parallel->set_data(data / 2);
+    parallel->set_pipeline(t.parallel().pipeline() * 2);
+    parallel->clear_layer_split();
+    std::string what = "train.parallel { data: " + std::to_string(data / 2) +
+                       " pipeline: " +
+                       std::to_string(t.parallel().pipeline() * 2) + " }";
+    if (Status st = tryLayout(changed, what, found); !st)
+      return st;
+  }
+  if (!found)
+    os << "  no smaller micro batch or deeper pipeline at this world size "
+          "fits; the compiler does not recompute activations or shard a "
+          "pipeline's optimizer state across its data ranks yet\n";
+  return Status::ok();
+}
+
+// Every pipeline rank's plan: the one-step plan above holds each chunk
+// function but not the stashes of the microbatches a rank keeps in flight,
+// and every variable where a rank holds its own chunks' only.
+int printPipelinePlans(MLIRContext &context, const spec::Spec &spec,
+                       const CompileOptions &opts, ModuleOp module,
+                       const plan::MemoryPlan &memory) {
+  StatusOr<std::vector<plan::PipelineRankPlan>> ranks =
+      planPipeline(spec, module, memory);
+  if (!ranks)
+    return inputError(Status::error(opts.spec + ": " + ranks.status().message()));
+  StatusOr<PipelineSchedule> schedule = pipelineScheduleFromSpec(spec);
   llvm::outs() << "pipeline ranks (" << pipelineScheduleName(schedule->kind)
                << ", " << schedule->microbatches << " microbatches):\n";
   plan::printPipelinePlans(*ranks, llvm::outs());
   std::ostringstream os;
   for (const plan::PipelineRankPlan &rank : *ranks) {
-    PlanFootprint footprint{rank.persistentBytes,
-                            rank.activationBytes + rank.stashBytes};
     os << "  rank " << rank.rank << " ";
-    printFitVerdict(footprint, opts.gpu, os, "");
+    printFitVerdict(footprintOf(rank), opts.gpu, os, "");
   }
+  llvm::outs() << os.str();
+  llvm::outs().flush();
+  const plan::PipelineRankPlan &worst = largestRank(*ranks);
+  if (fits(footprintOf(worst), opts.gpu))
+    return 0;
+  os.str("");
+  if (Status st = suggestPipelineFit(context, spec, opts, worst, os); !st)
+    return inputError(st.withContext(opts.spec + ": looking for a plan "
+                                                 "that fits"));
   llvm::outs() << os.str();
   return 0;
 }
@@ -198,7 +303,8 @@ int runCompileCommand(const CompileOptions &opts) {
     // A pipeline rank holds its own plan, not the one above: each is
     // checked against the GPU.
     if (spec->train().parallel().pipeline() > 1) {
-      if (int rc = printPipelinePlans(*spec, opts, **module, *memory); rc)
+      if (int rc = printPipelinePlans(context, *spec, opts, **module, *memory);
+          rc)
         return rc;
     } else if (int rc = reportFit(context, *spec, opts, *memory); rc) {
       return rc;

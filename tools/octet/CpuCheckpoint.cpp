@@ -158,6 +158,31 @@ void keepRankParts(mlir::ModuleOp module,
   }
 }
 
+std::map<std::string, int64_t> pipelineRankVariables(mlir::ModuleOp module) {
+  std::map<std::string, int64_t> out;
+  for (auto var : module.getOps<graph::VariableOp>())
+    if (auto rank = var->getAttrOfType<mlir::IntegerAttr>("pipeline_rank"))
+      out[var.getSymName().str()] = rank.getInt();
+  return out;
+}
+
+void keepPipelineRankVariables(mlir::ModuleOp module, int64_t data,
+                               std::vector<interp::VariableStore> &ranks) {
+  for (const auto &[name, owner] : pipelineRankVariables(module))
+    for (size_t r = 0; r < ranks.size(); ++r)
+      if (int64_t(r) / data != owner)
+        ranks[r].release(name);
+}
+
+interp::VariableStore
+joinPipelineRanks(mlir::ModuleOp module, int64_t data,
+                  const std::vector<interp::VariableStore> &ranks) {
+  interp::VariableStore whole = ranks.front();
+  for (const auto &[name, owner] : pipelineRankVariables(module))
+    whole.set(name, ranks[size_t(owner * data)].get(name));
+  return whole;
+}
+
 StatusOr<CpuResume> loadCpuCheckpoint(const CpuCheckpointRun &run,
                                     const std::string &stepDir,
                                     mlir::ModuleOp module,

@@ -63,6 +63,21 @@ interp::VariableStore wholeVariables(mlir::ModuleOp module,
 void keepRankParts(mlir::ModuleOp module,
                    std::vector<interp::VariableStore> &ranks);
 
+// Variables one pipeline rank alone holds (octet-split-optimizer's
+// `pipeline_rank`): name -> that rank.
+std::map<std::string, int64_t> pipelineRankVariables(mlir::ModuleOp module);
+
+// Rank p·data + d keeps only pipeline rank p's variables and the
+// replicated ones, dropping what `ranks` hold of the others.
+void keepPipelineRankVariables(mlir::ModuleOp module, int64_t data,
+                               std::vector<interp::VariableStore> &ranks);
+
+// The inverse: rank 0's variables with each pipeline rank's own joined in
+// (from its data group's first rank), what a checkpoint holds.
+interp::VariableStore
+joinPipelineRanks(mlir::ModuleOp module, int64_t data,
+                  const std::vector<interp::VariableStore> &ranks);
+
 struct CpuResume {
   int64_t step = 0;
   std::string dataPosition;

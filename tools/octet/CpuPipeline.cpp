@@ -1,6 +1,7 @@
 #include "tools/octet/CpuPipeline.h"
 
 #include "compiler/Interpreter/PipelineStep.h"
+#include "compiler/Transforms/Pipeline/Passes.h"
 
 #include "llvm/ADT/StringRef.h"
 
@@ -10,6 +11,7 @@ namespace octet {
 
 StatusOr<CpuPipelineStep> runCpuPipelineStep(
     mlir::ModuleOp module, const PipelineSchedule &schedule, int data,
+    interp::RankExchange &exchange,
     std::vector<interp::Interpreter> &interpreters,
     std::vector<interp::VariableStore> &variables,
     const std::vector<std::vector<std::vector<interp::Tensor>>> &microbatches) {
@@ -22,14 +24,10 @@ StatusOr<CpuPipelineStep> runCpuPipelineStep(
                          std::to_string(interpreters.size()) +
                          " interpreters and " +
                          std::to_string(microbatches.size()) + " replicas");
-  // The sum after the schedule counts on each rank holding zeros in the
-  // accumulators of chunks it does not run. The step's first microbatch
-  // overwrites only the rank's own, and the optimizer step no longer clears
-  // them (they keep the last step's gradient), so they are cleared here.
-  for (int r = 0; r < world; ++r)
-    for (const auto &[name, value] : variables[0].all())
-      if (llvm::StringRef(name).starts_with("grad."))
-        variables[r].set(name, interp::Tensor(value.dtype(), value.shape()));
+  if (exchange.layout().worldSize() != world)
+    return Status::error("a step of " + std::to_string(world) +
+                         " ranks was given an exchange of " +
+                         std::to_string(exchange.layout().worldSize()));
   std::vector<StatusOr<interp::PipelineStepResult>> replicas(
       data, Status::error("not run"));
   std::vector<std::thread> threads;
@@ -54,28 +52,36 @@ StatusOr<CpuPipelineStep> runCpuPipelineStep(
                            ": " + replicas[d].status().message());
     step.lossSum += replicas[d]->lossSum;
   }
-  for (const auto &[name, value] : variables[0].all()) {
-    if (!llvm::StringRef(name).starts_with("grad."))
-      continue;
-    interp::Tensor sum = value.clone();
-    for (int r = 1; r < world; ++r) {
-      const interp::Tensor &other = variables[r].get(name);
-      for (int64_t e = 0; e < sum.numel(); ++e)
-        sum.f()[e] += other.f()[e];
+  // Each data group's sum, in rank order, into every member.
+  for (int p = 0; data > 1 && p < schedule.ranks; ++p)
+    for (const auto &[name, value] : variables[p * data].all()) {
+      if (!llvm::StringRef(name).starts_with("grad."))
+        continue;
+      interp::Tensor sum = value.clone();
+      for (int d = 1; d < data; ++d) {
+        const interp::Tensor &other = variables[p * data + d].get(name);
+        for (int64_t e = 0; e < sum.numel(); ++e)
+          sum.f()[e] += other.f()[e];
+      }
+      for (int d = 0; d < data; ++d)
+        variables[p * data + d].set(name, sum);
     }
-    for (int r = 0; r < world; ++r)
-      variables[r].set(name, sum);
-  }
-  for (int r = 0; r < world; ++r) {
-    auto result = interpreters[r].run("optimizer_step", {}, variables[r]);
+  std::vector<double> norms(world), lrs(world);
+  Status optimized = interp::runRanks(exchange, [&](int r) -> Status {
+    auto result = interpreters[r].run(rankOptimizerName(r / data), {},
+                                      variables[r]);
     if (!result)
       return Status::error("rank " + std::to_string(r) + ": " +
                            llvm::toString(result.takeError()));
-    if (r == 0) {
-      step.gradNorm = (*result)[0].item();
-      step.lr = (*result)[1].item();
-    }
-  }
+    norms[r] = (*result)[0].item();
+    lrs[r] = (*result)[1].item();
+    return Status::ok();
+  });
+  if (!optimized)
+    return optimized;
+  // The norm is joined across the pipeline group: every rank has it.
+  step.gradNorm = norms[0];
+  step.lr = lrs[0];
   return step;
 }
 

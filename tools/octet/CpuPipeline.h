@@ -6,14 +6,15 @@
 // backward passes over the stage chunks on its pipeline ranks
 // (compiler/Interpreter/PipelineStep.h), then the optimizer.
 //
-// The gradient reduction and the optimizer are not compiled for pipelines
-// yet, so this driver makes them: every rank holds zeros in the gradients
-// of the other pipeline ranks' chunks, the world's ranks sum their
-// gradient accumulators in rank order (for each parameter the data group's
-// sum, as the data-parallel all-reduce folds it, plus exact zeros), and
-// every rank runs the whole @optimizer_step, so all end the step holding
-// the same variables.
+// Each rank holds only its own chunks' variables (octet-split-optimizer's
+// `pipeline_rank`, see keepPipelineRankVariables) and the replicated ones.
+// The data-parallel gradient reduction is not compiled for pipelines yet,
+// so this driver makes it: the ranks of each data group sum their gradient
+// accumulators in rank order, as the data-parallel all-reduce folds them.
+// Then every rank runs its own @rank<p>_optimizer_step, whose gradient
+// norm meets the other pipeline ranks' in `exchange`.
 
+#include "compiler/Interpreter/Collectives.h"
 #include "compiler/Interpreter/Interpreter.h"
 #include "support/PipelineSchedule.h"
 #include "support/Status.h"
@@ -31,9 +32,11 @@ struct CpuPipelineStep {
 };
 
 // Rank p·data + d (Megatron's order, data before pipeline) is pipeline rank
-// p of replica d; `microbatches[d]` are replica d's.
+// p of replica d; `microbatches[d]` are replica d's. Every interpreter is
+// set to its rank of `exchange` (layout data × pipeline).
 StatusOr<CpuPipelineStep> runCpuPipelineStep(
     mlir::ModuleOp module, const PipelineSchedule &schedule, int data,
+    interp::RankExchange &exchange,
     std::vector<interp::Interpreter> &interpreters,
     std::vector<interp::VariableStore> &variables,
     const std::vector<std::vector<std::vector<interp::Tensor>>> &microbatches);

@@ -258,7 +258,7 @@ int runTrainCommand(const TrainOptions &opts) {
   // their collectives emulated (compiler/Interpreter/Collectives.h): the
   // program each rank runs on a GPU, checked on the CPU.
   int64_t ranks = std::max<int64_t>(1, train.parallel().data());
-  interp::RankExchange exchange(interp::RankLayout{ranks, 1, 1});
+  interp::RankExchange exchange(interp::RankLayout{ranks, 1, pipelineRanks});
   std::vector<interp::VariableStore> vars(1);
   std::optional<hf::HfLoadSummary> hfInit;
   if (!opts.initFrom.empty()) {
@@ -315,8 +315,10 @@ int runTrainCommand(const TrainOptions &opts) {
     notInStep[name] = 0;
   if (!resumeFrom.empty())
     keepRankParts(m, vars);
-  if (ranks > 1)
-    for (int r = 0; r < ranks; ++r)
+  // A pipeline rank holds its own chunks' variables only.
+  keepPipelineRankVariables(m, ranks, vars);
+  if (ranks * pipelineRanks > 1)
+    for (int r = 0; r < ranks * pipelineRanks; ++r)
       interpreters[r].setRank(exchange, r);
 
   // What the interpreter rounds to: variables are f32 either way.
@@ -407,7 +409,7 @@ int runTrainCommand(const TrainOptions &opts) {
     Status ran = Status::ok();
     if (schedule) {
       StatusOr<CpuPipelineStep> stepped =
-          runCpuPipelineStep(m, *schedule, int(ranks), interpreters,
+          runCpuPipelineStep(m, *schedule, int(ranks), exchange, interpreters,
                              vars, stepArgs);
       if (stepped) {
         lossSums[0] = stepped->lossSum;
@@ -448,8 +450,14 @@ int runTrainCommand(const TrainOptions &opts) {
                    ran.message().c_str());
       return 1;
     }
-    if (std::string diverged = firstDivergence(vars, notInStep);
-        !diverged.empty()) {
+    // Each pipeline rank's data group holds the same variables.
+    std::string diverged;
+    for (int64_t p = 0; p < pipelineRanks && diverged.empty(); ++p)
+      diverged = firstDivergence(
+          std::vector<interp::VariableStore>(vars.begin() + p * ranks,
+                                             vars.begin() + (p + 1) * ranks),
+          notInStep);
+    if (!diverged.empty()) {
       std::fprintf(stderr,
                    "octet train: stopped: the data-parallel ranks hold "
                    "different values after step %lld: %s. Their program "
@@ -497,7 +505,9 @@ int runTrainCommand(const TrainOptions &opts) {
          s == steps)) {
       StatusOr<std::string> path = saveCpuCheckpoint(
           checkpoints, s, source.position(uint64_t(s * perStep)), loss, m,
-          sharded.empty() ? vars[0] : wholeVariables(m, vars));
+          schedule          ? joinPipelineRanks(m, ranks, vars)
+          : sharded.empty() ? vars[0]
+                            : wholeVariables(m, vars));
       if (!path) {
         std::fprintf(stderr, "octet train: stopped: checkpoint at step %lld: "
                              "%s\n",
@@ -515,7 +525,8 @@ int runTrainCommand(const TrainOptions &opts) {
       exportOptions.dtypes = hfInit->dtypes;
     StatusOr<size_t> written = saveHf(
         spec, opts.initFrom.empty() ? "" : opts.initFrom + "/config.json",
-        opts.saveHf, m, vars[0], exportOptions);
+        opts.saveHf, m, schedule ? joinPipelineRanks(m, ranks, vars) : vars[0],
+        exportOptions);
     if (!written)
       return inputError(written.status().message());
     std::printf("saved %zu tensors as a HF checkpoint in %s\n", *written,

@@ -95,6 +95,13 @@ bool bodyHas(kernel::FusedOp fused, llvm::ArrayRef<llvm::StringRef> names);
 // The single kernel.fused that produces `value`, looking through views.
 kernel::FusedOp producerFused(mlir::Value value);
 
+// `norm` (a kernel of one graph.global_norm) computes this rank's part of a
+// gradient norm: its result is all-gathered over the `ranks` ranks of
+// `group` and joined (the square root of the sum of the parts' squares);
+// every reader of the part reads the joined norm instead.
+void joinNormAcrossRanks(kernel::FusedOp norm, llvm::StringRef group,
+                         int64_t ranks);
+
 } // namespace octet::fusion
 
 #endif

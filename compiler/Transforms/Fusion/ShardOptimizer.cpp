@@ -248,34 +248,7 @@ struct ShardOptimizer
       body.getArgument(operand.getOperandNumber())
           .setType(partType(type, dataParallel));
     }
-    auto global = *body.getOps<graph::GlobalNormOp>().begin();
-    Value mine = norm->getResult(0);
-    OpBuilder b(norm);
-    b.setInsertionPointAfter(norm);
-    Location loc = norm.getLoc();
-    auto f32 = b.getF32Type();
-    auto one = RankedTensorType::get({1}, f32);
-    auto all = RankedTensorType::get({dataParallel}, f32);
-    Value asVector = graph::ReshapeOp::create(b, loc, one, mine);
-    auto gathered = kernel::CollectiveOp::create(
-        b, loc, TypeRange{all}, ValueRange{asVector}, "all_gather", kDataGroup,
-        dataParallel, "sum");
-    gathered->setAttr("layer", b.getI64IntegerAttr(-1));
-    gathered->setAttr("section", b.getStringAttr("optimizer"));
-    auto joined = kernel::FusedOp::create(b, loc, TypeRange{mine.getType()},
-                                          ValueRange{gathered.getResult(0)},
-                                          "global_norm", "elementwise");
-    Block &inner = joined.getBodyBlock();
-    OpBuilder ib = OpBuilder::atBlockEnd(&inner);
-    // Each rank's norm already carries the scale.
-    Value total = graph::GlobalNormOp::create(ib, loc, mine.getType(),
-                                              ValueRange{inner.getArgument(0)},
-                                              ib.getF64FloatAttr(1.0));
-    kernel::YieldOp::create(ib, loc, ValueRange{total});
-    joined->setAttr("layer", b.getI64IntegerAttr(-1));
-    joined->setAttr("section", b.getStringAttr("optimizer"));
-    mine.replaceAllUsesExcept(joined->getResult(0), asVector.getDefiningOp());
-    (void)global;
+    fusion::joinNormAcrossRanks(norm, kDataGroup, dataParallel);
     return success();
   }
 

@@ -23,6 +23,8 @@ namespace octet {
 // The names of chunk `stage`'s functions.
 std::string stageForwardName(int64_t stage);
 std::string stageBackwardName(int64_t stage);
+// The optimizer step of pipeline rank `rank` (octet-split-optimizer).
+std::string rankOptimizerName(int64_t rank);
 
 } // namespace octet
 

@@ -38,4 +38,35 @@ def OctetSplitStages : Pass<"octet-split-stages", "mlir::ModuleOp"> {
                            "octet::graph::GraphDialect"];
 }
 
+def OctetSplitOptimizer : Pass<"octet-split-optimizer", "mlir::ModuleOp"> {
+  let summary = "each pipeline rank's optimizer step over its own chunks' variables";
+  let description = [{
+    After octet-split-stages, a variable belongs to the pipeline rank whose
+    chunk functions (@stage<s>_forward/backward, chunk s on rank s mod
+    `ranks`) read or write it; a parameter's gradient accumulator and
+    moments go with it. @optimizer_step becomes one
+    @rank<r>_optimizer_step per rank: the AdamW updates, accumulator
+    clearing and norm operands of other ranks' variables are dropped, and
+    the rank's norm is all-gathered over the "pipeline" group and joined,
+    so clipping uses the whole model's norm. Variables one rank holds get
+    `pipeline_rank = r`; the rest (the step counter) every rank keeps.
+
+    Before (two ranks, @w0 on rank 0, @w1 on rank 1):
+      %n = kernel.fused "global_norm" ins(%g0, %g1) ...
+      %p:6 = kernel.fused "optimizer.adamw" kind("multi_tensor") ins(...)
+    After, in @rank1_optimizer_step:
+      %n = kernel.fused "global_norm" ins(%g1) ...
+      %a = kernel.collective ... kind = "all_gather", group = "pipeline"
+      %j = kernel.fused "global_norm" ins(%a) ...
+      %p:3 = kernel.fused "optimizer.adamw" ... (the update of @w1 alone)
+
+    A variable used by chunks on two ranks is an error naming it.
+  }];
+  let options = [
+    Option<"ranks", "ranks", "int64_t", "1", "pipeline ranks">,
+  ];
+  let dependentDialects = ["octet::kernel::KernelDialect",
+                           "octet::graph::GraphDialect"];
+}
+
 #endif

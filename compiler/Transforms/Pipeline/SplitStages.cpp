@@ -21,6 +21,9 @@ std::string stageForwardName(int64_t stage) {
 std::string stageBackwardName(int64_t stage) {
   return "stage" + std::to_string(stage) + "_backward";
 }
+std::string rankOptimizerName(int64_t rank) {
+  return "rank" + std::to_string(rank) + "_optimizer_step";
+}
 } // namespace octet
 
 using namespace mlir;

@@ -1,0 +1,270 @@
+// octet-split-optimizer: each pipeline rank updates only the parameters of
+// its own stage chunks. @optimizer_step becomes one @rank<r>_optimizer_step
+// per pipeline rank, holding the AdamW updates, gradient clearing and
+// gradient norm of that rank's variables; the norm is the rank's part,
+// joined across the pipeline group so that clipping sees the whole
+// model's. Every variable a rank alone holds is marked `pipeline_rank`.
+
+#include "compiler/Transforms/Fusion/FusionUtils.h"
+#include "compiler/Transforms/Pipeline/Passes.h"
+
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/BitVector.h"
+#include "llvm/ADT/StringMap.h"
+
+namespace octet {
+#define GEN_PASS_DEF_OCTETSPLITOPTIMIZER
+#include "compiler/Transforms/Pipeline/PipelinePasses.h.inc"
+} // namespace octet
+
+using namespace mlir;
+using namespace octet;
+
+namespace {
+
+constexpr StringLiteral kPipelineGroup = "pipeline";
+
+struct SplitOptimizer
+    : public octet::impl::OctetSplitOptimizerBase<SplitOptimizer> {
+  using OctetSplitOptimizerBase::OctetSplitOptimizerBase;
+
+  // Variable name -> the pipeline rank that alone holds it.
+  llvm::StringMap<int64_t> owner;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto chunks = module->getAttrOfType<IntegerAttr>("octet.pipeline_chunks");
+    if (!chunks)
+      return; // not cut into stages: one rank's optimizer
+    if (ranks < 1 || chunks.getInt() % ranks != 0) {
+      module.emitError("octet-split-optimizer: ")
+          << chunks.getInt() << " pipeline chunks do not divide into "
+          << int64_t(ranks) << " ranks; give `ranks` the pipeline size";
+      return signalPassFailure();
+    }
+    auto step = module.lookupSymbol<func::FuncOp>("optimizer_step");
+    if (!step || step.isExternal()) {
+      module.emitError("octet-split-optimizer: needs @optimizer_step");
+      return signalPassFailure();
+    }
+    if (failed(assignOwners(module, chunks.getInt())) ||
+        failed(ownOptimizerState(step)))
+      return signalPassFailure();
+    OpBuilder b(step);
+    for (int64_t r = 0; r < ranks; ++r) {
+      auto copy = cast<func::FuncOp>(b.clone(*step));
+      copy.setSymName(rankOptimizerName(r));
+      if (failed(keepRank(copy, r)))
+        return signalPassFailure();
+    }
+    step.erase();
+    for (auto var : module.getOps<graph::VariableOp>())
+      if (auto it = owner.find(var.getSymName()); it != owner.end())
+        var->setAttr("pipeline_rank", b.getI64IntegerAttr(it->second));
+  }
+
+  // A variable belongs to the rank whose chunk functions read or write it.
+  LogicalResult assignOwners(ModuleOp module, int64_t chunks) {
+    for (int64_t s = 0; s < chunks; ++s)
+      for (const std::string &name :
+           {stageForwardName(s), stageBackwardName(s)}) {
+        auto fn = module.lookupSymbol<func::FuncOp>(name);
+        if (!fn)
+          return module.emitError("octet-split-optimizer: no @")
+                 << name << "; run octet-split-stages first";
+        int64_t rank = s % ranks;
+        WalkResult walk = fn.walk([&](Operation *op) {
+          StringRef var;
+          if (auto load = dyn_cast<graph::LoadOp>(op))
+            var = load.getVariable();
+          else if (auto store = dyn_cast<graph::StoreOp>(op))
+            var = store.getVariable();
+          else
+            return WalkResult::advance();
+          auto [it, added] = owner.try_emplace(var, rank);
+          if (!added && it->second != rank) {
+            op->emitError("octet-split-optimizer: @")
+                << var << " is used by chunks on pipeline ranks "
+                << it->second << " and " << rank
+                << "; a variable shared across pipeline ranks (tied "
+                   "embeddings, a global scale) is not supported";
+            return WalkResult::interrupt();
+          }
+          return WalkResult::advance();
+        });
+        if (walk.wasInterrupted())
+          return failure();
+      }
+    return success();
+  }
+
+  // A parameter's moments go with it (the chunks never touch them).
+  LogicalResult ownOptimizerState(func::FuncOp step) {
+    WalkResult walk = step.walk([&](graph::AdamWUpdateOp update) {
+      auto fused = update->getParentOfType<kernel::FusedOp>();
+      auto variableOf = [&](Value inner) -> StringRef {
+        Value outer = inner;
+        if (auto arg = dyn_cast<BlockArgument>(inner);
+            fused && arg && arg.getOwner() == &fused.getBodyBlock())
+          outer = fused->getOperand(arg.getArgNumber());
+        auto load = outer.getDefiningOp<graph::LoadOp>();
+        return load ? load.getVariable() : StringRef();
+      };
+      StringRef param = variableOf(update.getParam());
+      auto it = owner.find(param);
+      if (param.empty() || it == owner.end()) {
+        update.emitError("octet-split-optimizer: an AdamW update of ")
+            << (param.empty() ? StringRef("a value not loaded from a "
+                                          "variable")
+                              : param)
+            << " that no stage chunk reads";
+        return WalkResult::interrupt();
+      }
+      for (Value state : {update.getGrad(), update.getExpAvg(),
+                          update.getExpAvgSq()})
+        if (StringRef name = variableOf(state); !name.empty())
+          owner[name] = it->second;
+      return WalkResult::advance();
+    });
+    return failure(walk.wasInterrupted());
+  }
+
+  bool othersOwn(StringRef var, int64_t rank) const {
+    auto it = owner.find(var);
+    return it != owner.end() && it->second != rank;
+  }
+
+  bool othersOwn(Value value, int64_t rank) const {
+    auto load = value.getDefiningOp<graph::LoadOp>();
+    return load && othersOwn(load.getVariable(), rank);
+  }
+
+  LogicalResult keepRank(func::FuncOp fn, int64_t rank) {
+    for (kernel::FusedOp fused : fusion::fusedOps(fn))
+      if (failed(pruneKernel(fused, rank)))
+        return failure();
+    // What is left of other ranks' state: stores (the clearing of their
+    // gradient accumulators) and the loads and kernels that fed them.
+    SmallVector<graph::StoreOp> stores;
+    fn.walk([&](graph::StoreOp store) {
+      if (othersOwn(store.getVariable(), rank))
+        stores.push_back(store);
+    });
+    for (graph::StoreOp store : stores)
+      store.erase();
+    eraseDeadOps(fn);
+    for (kernel::FusedOp fused : fusion::fusedOps(fn))
+      if (fusion::bodyOnly(fused, {"graph.global_norm"}))
+        fusion::joinNormAcrossRanks(fused, kPipelineGroup, ranks);
+    return success();
+  }
+
+  // Drops from a kernel the inputs other ranks hold and what they feed:
+  // their operands of a norm, their AdamW updates and those results.
+  LogicalResult pruneKernel(kernel::FusedOp fused, int64_t rank) {
+    Block &body = fused.getBodyBlock();
+    llvm::BitVector dropInput(fused->getNumOperands());
+    for (OpOperand &operand : fused->getOpOperands())
+      if (othersOwn(operand.get(), rank))
+        dropInput.set(operand.getOperandNumber());
+    if (dropInput.none())
+      return success();
+    llvm::DenseSet<Value> dead;
+    for (unsigned i : dropInput.set_bits())
+      dead.insert(body.getArgument(i));
+    llvm::BitVector dropResult(fused->getNumResults());
+    SmallVector<Operation *> deadOps;
+    for (Operation &op : body) {
+      if (auto norm = dyn_cast<graph::GlobalNormOp>(op)) {
+        for (int i = int(norm->getNumOperands()) - 1; i >= 0; --i)
+          if (dead.contains(norm->getOperand(i)))
+            norm.getInputsMutable().erase(i);
+        if (norm->getNumOperands() == 0)
+          return norm.emitError("octet-split-optimizer: pipeline rank ")
+                 << rank << " holds none of this norm's gradients";
+        continue;
+      }
+      if (auto yield = dyn_cast<kernel::YieldOp>(op)) {
+        for (OpOperand &v : yield->getOpOperands())
+          if (dead.contains(v.get()))
+            dropResult.set(v.getOperandNumber());
+        continue;
+      }
+      if (llvm::any_of(op.getOperands(),
+                       [&](Value v) { return dead.contains(v); })) {
+        for (Value r : op.getResults())
+          dead.insert(r);
+        deadOps.push_back(&op);
+      }
+    }
+    // The dropped results may only be stored into other ranks' variables.
+    for (unsigned i : dropResult.set_bits())
+      for (Operation *user : fused->getResult(i).getUsers()) {
+        auto store = dyn_cast<graph::StoreOp>(user);
+        if (!store || !othersOwn(store.getVariable(), rank))
+          return user->emitError("octet-split-optimizer: reads what pipeline "
+                                 "rank ")
+                 << rank << " does not compute (another rank's state)";
+      }
+    OpBuilder b(fused);
+    SmallVector<Value> inputs;
+    for (OpOperand &operand : fused->getOpOperands())
+      if (!dropInput.test(operand.getOperandNumber()))
+        inputs.push_back(operand.get());
+    SmallVector<Type> types;
+    for (OpResult result : fused->getResults())
+      if (!dropResult.test(result.getResultNumber()))
+        types.push_back(result.getType());
+    auto pruned = kernel::FusedOp::create(b, fused.getLoc(), types, inputs,
+                                          fused.getName(), fused.getKind());
+    pruned->setAttrs(fused->getAttrs());
+    IRMapping map;
+    for (unsigned i = 0, kept = 0; i < body.getNumArguments(); ++i)
+      if (!dropInput.test(i))
+        map.map(body.getArgument(i), pruned.getBodyBlock().getArgument(kept++));
+    OpBuilder ib = OpBuilder::atBlockEnd(&pruned.getBodyBlock());
+    llvm::DenseSet<Operation *> skip(deadOps.begin(), deadOps.end());
+    for (Operation &op : body) {
+      if (skip.contains(&op))
+        continue;
+      if (auto yield = dyn_cast<kernel::YieldOp>(op)) {
+        SmallVector<Value> values;
+        for (OpOperand &v : yield->getOpOperands())
+          if (!dropResult.test(v.getOperandNumber()))
+            values.push_back(map.lookup(v.get()));
+        kernel::YieldOp::create(ib, yield.getLoc(), values);
+        continue;
+      }
+      ib.clone(op, map);
+    }
+    for (unsigned i = 0, kept = 0; i < fused->getNumResults(); ++i) {
+      if (dropResult.test(i)) {
+        for (Operation *user :
+             llvm::make_early_inc_range(fused->getResult(i).getUsers()))
+          user->erase();
+        continue;
+      }
+      fused->getResult(i).replaceAllUsesWith(pruned->getResult(kept++));
+    }
+    fused.erase();
+    return success();
+  }
+
+  // Loads and kernels nothing reads any more.
+  static void eraseDeadOps(func::FuncOp fn) {
+    bool erased = true;
+    while (erased) {
+      erased = false;
+      SmallVector<Operation *> dead;
+      for (Operation &op : fn.getBody().front())
+        if (op.getNumResults() > 0 && op.use_empty() &&
+            isa<graph::LoadOp, kernel::FusedOp>(op))
+          dead.push_back(&op);
+      for (Operation *op : llvm::reverse(dead))
+        op->erase();
+      erased = !dead.empty();
+    }
+  }
+};
+
+} // namespace
