@@ -1,0 +1,81 @@
+#!/bin/bash
+# ZeRO-1 with delayed FP8 on two GPUs, on the GPU host:
+#   - 20 steps of tiny-llama and of 2 layers of Llama 3 8B (delayed FP8) on
+#     one GPU, at data 2 replicated and at data 2 with the optimizer
+#     sharded, at the same global batch: each step's loss and grad norm
+#     against one GPU's within the golden FP8 tolerances (step 1: loss
+#     2e-3, grad norm 2e-2 relative; step s allows 1 + 0.1 (s - 1) times
+#     more), and ZeRO-1 against replicated data 2 (the same bounds);
+#   - tokens/s per GPU of the 8-layer Llama 3 8B FP8 bench model at data 2,
+#     replicated against sharded (--bench), in the same call;
+#   - kill -9 of rank 1 of the sharded 2-layer run mid-step: rank 0 must
+#     exit non-zero within 60 s, naming rank 1.
+# No checkpoints: octet-run still refuses --checkpoint-dir for a sharded
+# state (the CPU trainer writes and reshards them).
+#
+# Here (bundles compiled where MLIR is; about 10 MiB in all with octet-run):
+#   mkdir -p carry/z1 carry/bin && for s in tiny-fp8-dp1 tiny-fp8-dp2 tiny-fp8-dp2-zero1 \
+#       l8b2-fp8-dp1 l8b2-fp8-dp2 l8b2-fp8-dp2-zero1 llama3-8b-8l-fp8-dp2 llama3-8b-8l-fp8-dp2-zero1; do
+#     build/tools/octet/octet compile bench/specs/data-parallel/$s.pbtxt -o carry/z1/$s.octet; done
+#   cp build/tools/octet-run/octet-run carry/bin/
+# There (carry: carry, data/corpus.txt):
+#   bash bench/zero1_fp8_gpu.sh carry/bin/octet-run carry/z1 OUT_DIR
+set -u
+export NCCL_NVLS_ENABLE=0
+R=${1:?octet-run}; D=${2:?bundle directory}; O=${3:?output directory}
+W=$(mktemp -d); mkdir -p "$O"; bad=0
+log() { echo; echo "=== $* ($(date +%T))"; }
+. "$(dirname "$0")/launch2.sh"
+# close ONE OTHER: each step's loss and grad norm of OTHER against ONE's.
+close() {
+  awk 'FNR == 1 { f++ }
+       $1 == "step" { split($2, at, "/"); s = at[1]
+         for (i = 3; i < NF; i++) { if ($i == "loss") l = $(i+1); if ($i == "grad_norm") g = $(i+1) }
+         if (f == 1) { L[s] = l; G[s] = g; next }
+         grow = 1 + 0.1 * (s - 1)
+         el = (l - L[s]) / L[s]; eg = (g - G[s]) / G[s]; if (el < 0) el = -el; if (eg < 0) eg = -eg
+         printf "step %d loss %s vs %s (%.2e) grad_norm %s vs %s (%.2e)\n", s, l, L[s], el, g, G[s], eg
+         if (el > 2e-3 * grow || eg > 2e-2 * grow) { print "  above the golden FP8 tolerance"; bad = 1 }
+         n++ }
+       END { if (n == 0) { print "no steps compared"; exit 1 } exit bad }' "$1" "$2"
+}
+for m in tiny-fp8 l8b2-fp8; do
+  case $m in tiny*) data="--text data/corpus.txt";; *) data="--synthetic";; esac
+  log "$m: one GPU, data 2, data 2 with ZeRO-1 (20 steps)"
+  "$R" $D/$m-dp1.octet $data --steps 20 > $O/$m-one.log 2>&1 || { tail -3 $O/$m-one.log; bad=1; }
+  launch2 $W/$m-dp2.log $D/$m-dp2.octet $data --steps 20 || bad=1; cp $W/$m-dp2.log $O/
+  launch2 $W/$m-zero1.log $D/$m-dp2-zero1.octet $data --steps 20 || bad=1; cp $W/$m-zero1.log $O/
+  echo "-- replicated data 2 against one GPU"; close $O/$m-one.log $O/$m-dp2.log || bad=1
+  echo "-- ZeRO-1 data 2 against one GPU"; close $O/$m-one.log $O/$m-zero1.log || bad=1
+  echo "-- ZeRO-1 data 2 against replicated data 2"; close $O/$m-dp2.log $O/$m-zero1.log || bad=1
+done
+log "8-layer Llama 3 8B FP8 tokens/s at data 2: replicated, then ZeRO-1 (--bench, 20 steps)"
+launch2 $W/b-dp2.log $D/llama3-8b-8l-fp8-dp2.octet --bench --warmup 4 --steps 20 --json $O/l8b8-fp8-dp2.json || bad=1
+tail -1 $W/b-dp2.log
+launch2 $W/b-zero1.log $D/llama3-8b-8l-fp8-dp2-zero1.octet --bench --warmup 4 --steps 20 --json $O/l8b8-fp8-dp2-zero1.json || bad=1
+tail -1 $W/b-zero1.log
+log "kill -9 of rank 1 of the ZeRO-1 FP8 2-layer run, mid-step"
+port=$((31000 + RANDOM % 1000))
+for r in 0 1; do
+  RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
+    "$R" $D/l8b2-fp8-dp2-zero1.octet --synthetic --steps 100000 > $W/kill.r$r 2>&1 &
+  eval k$r=$!
+done
+# Past loading and the first steps: rank 1 dies inside a step.
+for i in $(seq 240); do grep -q '^step  *5/' $W/kill.r0 && break; sleep 0.5; done
+t0=$(date +%s.%N); kill -9 $k1
+( sleep 90; kill -9 $k0 2>/dev/null ) & guard=$!
+wait $k0; rc=$?; t1=$(date +%s.%N); kill $guard 2>/dev/null
+took=$(python3 -c "print(f'{$t1-$t0:.1f}')")
+echo "rank 0 exited rc=$rc $took s after rank 1 was killed" | tee $O/kill.log
+grep -v '^step' $W/kill.r0 | tail -3 | tee -a $O/kill.log
+late=$(python3 -c "print(1 if $took > 60 else 0)")
+if [ $rc = 0 ] || [ $late = 1 ]; then
+  echo "FAIL: rank 0 must exit non-zero within 60 s"; bad=1
+elif ! grep -q 'rank 1 is lost' $W/kill.r0; then
+  echo "FAIL: rank 0 does not name the lost rank ('rank 1 is lost')"; bad=1
+else
+  echo "PASS: rank 0 ended in $took s naming rank 1"
+fi
+rm -rf "$W"
+exit $bad
