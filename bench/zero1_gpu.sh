@@ -7,7 +7,7 @@
 #     5e-3 relative; step s allows 1 + 0.1 (s - 1) times more);
 #   - tokens/s per GPU of the 8-layer Llama 3 8B BF16 bench model at data 2,
 #     replicated against sharded (--bench), in the same call.
-# No checkpoints: octet-run refuses --checkpoint-dir for a sharded state.
+# Checkpoints of a sharded state: bench/zero1_fp8_gpu.sh.
 #
 # Here (bundles compiled where MLIR is):
 #   mkdir -p carry/z1 carry/bin && for s in tiny-bf16-dp1 tiny-bf16-dp2 tiny-bf16-dp2-zero1 \
