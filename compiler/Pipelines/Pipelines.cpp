@@ -39,14 +39,6 @@ Status checkParallelLayout(const spec::Spec &spec) {
         ": a pipeline's gradients are not yet reduced inside its compiled "
         "step, so the compiler cannot shard its optimizer; set "
         "shard_optimizer to false, or pipeline to 1");
-  const std::string &recipe = spec.train().precision().recipe();
-  if (parallel.shard_optimizer() && parallel.data() > 1 && !recipe.empty() &&
-      recipe != "bf16")
-    return Status::error(
-        "train.parallel.shard_optimizer with precision.recipe '" + recipe +
-        "': the optimizer writes the FP8 copies of whole weights, and the "
-        "compiler does not shard that step yet (each rank would cast only "
-        "its part); set shard_optimizer to false, or recipe \"bf16\"");
   return Status::ok();
 }
 

@@ -56,6 +56,29 @@ public:
     OCTET_CHECK_CUDA(cuMemcpyDtoHAsync(values.data(), buffer_, bytes, s));
     return stream_->synchronize();
   }
+  // Through a device buffer of the whole size, freed at once: checkpoints
+  // only, outside any step, so the plan's arena is untouched.
+  Status gather(const std::vector<uint8_t> &mine,
+                std::vector<uint8_t> &all) override {
+    uint64_t bytes = mine.size();
+    all.assign(bytes * uint64_t(size()), 0);
+    if (bytes == 0)
+      return Status::ok();
+    CUdeviceptr whole = 0;
+    OCTET_CHECK_CUDA(cuMemAlloc(&whole, all.size()));
+    CUstream s = stream_->handle();
+    CUdeviceptr own = whole + bytes * uint64_t(rank());
+    Status done = [&]() -> Status {
+      OCTET_CHECK_CUDA(cuMemcpyHtoDAsync(own, mine.data(), bytes, s));
+      OCTET_RETURN_IF_ERROR(comm_.allGather(
+          reinterpret_cast<const void *>(own), reinterpret_cast<void *>(whole),
+          bytes, ncclUint8, s));
+      OCTET_CHECK_CUDA(cuMemcpyDtoHAsync(all.data(), whole, all.size(), s));
+      return stream_->synchronize();
+    }();
+    cuMemFree(whole);
+    return done;
+  }
   void heartbeat(int64_t step) override { watchdog_.heartbeat(step); }
 
 private:

@@ -58,7 +58,18 @@ struct Entry {
   // A parameter that is not one HF tensor as it is (a fused QKV or gate/up
   // weight): saved as, and loaded from, the HF tensors this says.
   std::optional<hf::HfParameterLayout> layout;
+  // A state tensor the data-parallel ranks share out along dimension 0
+  // (ZeRO-1): the slot holds this rank's part, `shape` is the part's, and
+  // checkpoints hold the whole tensor.
+  int64_t dataShards = 1;
 };
+
+std::vector<int64_t> wholeShape(const Entry &e) {
+  std::vector<int64_t> shape = e.shape;
+  if (e.dataShards > 1 && !shape.empty())
+    shape[0] *= e.dataShards;
+  return shape;
+}
 
 std::string hexOf(const std::string &bytes) {
   static const char *digits = "0123456789abcdef";
@@ -301,6 +312,7 @@ struct Trainer::Impl {
                         {st.shape().begin(), st.shape().end()}, "state tensor");
       if (!e)
         return e.status();
+      e->dataShards = std::max<int64_t>(1, int64_t(st.data_shards()));
       stateEntries.push_back(std::move(*e));
     }
     // Persistent slots outside the tables (weight caches the optimizer
@@ -513,12 +525,24 @@ struct Trainer::Impl {
     c.dataPosition = checkpointPosition;
     c.loss = checkpointLoss;
     c.bundleHash = hexOf(bundle.content_hash());
+    // Every rank reads its part of each sharded tensor and the ranks join
+    // the parts; the rest is the same on every rank, and rank 0, which
+    // writes the checkpoint, alone reads it.
     auto read = [&](const std::vector<Entry> &entries,
                     std::vector<hf::NamedTensor> &out) -> Status {
       for (const Entry &e : entries) {
+        if (e.dataShards <= 1 && dpRank != 0)
+          continue;
         hf::NamedTensor t{e.name, e.dtype, e.shape,
                           std::vector<uint8_t>(e.bytes)};
         OCTET_RETURN_IF_ERROR(backend.readSlot(e.slot, t.data.data(), e.bytes));
+        if (e.dataShards > 1) {
+          OCTET_RETURN_IF_ERROR(backend.synchronize());
+          std::vector<uint8_t> whole;
+          OCTET_RETURN_IF_ERROR(options.dataParallel->gather(t.data, whole));
+          t.data = std::move(whole);
+          t.shape = wholeShape(e);
+        }
         out.push_back(std::move(t));
       }
       return Status::ok();
@@ -526,6 +550,8 @@ struct Trainer::Impl {
     OCTET_RETURN_IF_ERROR(read(modelEntries, c.model));
     OCTET_RETURN_IF_ERROR(read(stateEntries, c.state));
     OCTET_RETURN_IF_ERROR(backend.synchronize());
+    if (dpRank != 0)
+      return c;
     auto split = hfTensors(std::move(c.model));
     if (!split)
       return split.status();
@@ -618,11 +644,12 @@ struct Trainer::Impl {
         if (!found)
           return Status::error(origin + " has no tensor '" + e.name +
                                "': it was saved for another model");
-        if (found->shape != e.shape)
+        // A sharded tensor is saved whole, at any number of ranks.
+        if (found->shape != wholeShape(e))
           return Status::error(
               found->file + ": tensor '" + e.name + "' has shape " +
               shapeText(found->shape) + ", but the bundle's is " +
-              shapeText(e.shape) +
+              shapeText(wholeShape(e)) +
               ": it belongs to another model (for HF weights, one whose "
               "config.json differs from the spec the bundle was compiled "
               "from)");
@@ -641,6 +668,13 @@ struct Trainer::Impl {
           bytes = std::move(*converted);
         } else {
           bytes.assign(found->data, found->data + stored);
+        }
+        if (e.dataShards > 1) {
+          // This rank's part of dimension 0.
+          size_t part = bytes.size() / size_t(e.dataShards);
+          bytes = std::vector<uint8_t>(
+              bytes.begin() + ptrdiff_t(part * size_t(dpRank)),
+              bytes.begin() + ptrdiff_t(part * size_t(dpRank + 1)));
         }
       }
       if (bytes.size() != e.bytes)
@@ -909,17 +943,16 @@ StatusOr<std::unique_ptr<Trainer>> Trainer::create(TrainBackend &backend,
   if (o.resume && o.checkpointDir.empty())
     return Status::error("--resume needs --checkpoint-dir DIR (the "
                          "directory the earlier run saved into)");
-  // Rank 0 writes checkpoints from its own memory, which holds only its
-  // part of a sharded optimizer state: saving would lose the others'.
+  // A sharded state tensor's parts are the data group's: checkpoints join
+  // them, resumes cut them, by the rank's index in the group.
   for (const StateTensor &st : t.bundle.state())
-    if (st.data_shards() > 1 && !o.checkpointDir.empty())
+    if (st.data_shards() > 1 && int64_t(st.data_shards()) != t.dpSize)
       return Status::error(
-          "state tensor '" + st.name() + "' is sharded over the " +
+          "state tensor '" + st.name() + "' is sharded over " +
           std::to_string(st.data_shards()) +
-          " data-parallel ranks (train.parallel.shard_optimizer), and "
-          "octet-run does not gather sharded state into a checkpoint yet: "
-          "run without --checkpoint-dir, or recompile with shard_optimizer "
-          "false");
+          " data-parallel ranks (train.parallel.shard_optimizer), but this "
+          "job has " + std::to_string(t.dpSize) +
+          ": start as many ranks as the bundle was compiled for");
   OCTET_RETURN_IF_ERROR(t.bind(TRAIN_MICROBATCH, t.train, true));
   OCTET_RETURN_IF_ERROR(t.bind(OPTIMIZER_STEP, t.optimizer, false));
   OCTET_RETURN_IF_ERROR(t.bind(EVAL, t.eval, true));
@@ -1077,12 +1110,18 @@ Status Trainer::evaluate(int64_t step, TrainResult &result) {
 
 StatusOr<std::string> Trainer::saveCheckpoint(int64_t step) {
   Impl &t = *impl_;
-  // The ranks hold the same parameters and state: rank 0 writes them.
-  if (t.dpRank != 0)
+  // The ranks hold the same parameters and state but for the parts of a
+  // sharded state, which every rank hands rank 0; rank 0 writes them.
+  bool sharded = false;
+  for (const Entry &e : t.stateEntries)
+    sharded |= e.dataShards > 1;
+  if (t.dpRank != 0 && !sharded)
     return std::string();
   auto c = t.gather(step);
   if (!c)
     return c.status();
+  if (t.dpRank != 0)
+    return std::string();
   ckpt::SaveOptions so;
   so.keep = t.options.keepCheckpoints;
   so.afterFile = t.options.checkpointAfterFile;

@@ -20,8 +20,9 @@ namespace octet {
 // global batches and stages only its share (rank r of n takes microbatches
 // r·M .. r·M+M-1 of the n·M in a step), so the data position is the job's,
 // and a checkpoint resumes at another number of ranks at the same global
-// batch. The ranks' parameters and state are replicated: rank 0 alone prints
-// and writes checkpoints.
+// batch. The ranks' parameters and state are replicated but for a sharded
+// state (ZeRO-1's moments), whose parts the ranks join for a checkpoint:
+// rank 0 alone prints and writes checkpoints.
 class DataParallelGroup {
 public:
   virtual ~DataParallelGroup() = default;
@@ -30,6 +31,11 @@ public:
   // Replaces each value by its sum over the ranks (every rank passes as
   // many, in the same order) and returns once every rank has.
   virtual Status sum(std::vector<double> &values) = 0;
+  // `all` becomes every rank's `mine` side by side, in rank order (every
+  // rank passes as many bytes); returns once every rank has. For
+  // checkpoints of a state the ranks share out (ZeRO-1's moments).
+  virtual Status gather(const std::vector<uint8_t> &mine,
+                        std::vector<uint8_t> &all) = 0;
   // The job's liveness: called after every step and during long phases.
   virtual void heartbeat(int64_t step) = 0;
 };

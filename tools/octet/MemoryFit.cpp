@@ -84,7 +84,7 @@ Status suggestFit(const PlanFootprint &plan, const GpuTarget &gpu,
                   std::ostream &os) {
   const std::string notYet =
       "the compiler shards only the AdamW moments across data-parallel "
-      "ranks (train.parallel.shard_optimizer, BF16), cannot yet split the "
+      "ranks (train.parallel.shard_optimizer), cannot yet split the "
       "model across GPUs (tensor, pipeline) or recompute activations, and "
       "each data-parallel rank holds the rest of the plan";
   // Micro batches that keep the global batch: they divide its share per

@@ -337,9 +337,14 @@ def OctetShardOptimizer : Pass<"octet-shard-optimizer", "mlir::ModuleOp"> {
     one all-gather after it writes the new parts into every rank's
     parameters. The gradient norm is each rank's norm of its parts,
     all-gathered (one small collective) and joined as the square root of
-    the sum of their squares, so clipping uses the global norm. A
-    parameter whose dimension 0 does not divide, or an AdamW kernel that
-    also writes FP8 weight copies, is an error.
+    the sum of their squares, so clipping uses the global norm. Under an
+    FP8 recipe the AdamW kernel also casts the weights it updates
+    (octet-fuse-adamw); those casts leave it, one kernel per weight after
+    the all-gather, reading the whole weight, so every rank writes the
+    same FP8 copies and amaxes (current scaling's cast kernels after the
+    optimizer read the whole weights too). A parameter whose dimension 0
+    does not divide, or an AdamW kernel computing from its updates what is
+    not a function of one updated weight, is an error.
 
     Before (data = 2, one parameter):
     ```mlir

@@ -6,6 +6,7 @@
 #include "compiler/Transforms/Fusion/FusionUtils.h"
 #include "compiler/Transforms/Fusion/Passes.h"
 
+#include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringSet.h"
@@ -22,6 +23,8 @@ namespace {
 
 constexpr StringLiteral kGradientPrefix = "grad.";
 constexpr StringLiteral kDataGroup = "data";
+// Marks a kernel of splitWeightCasts until the all-gather feeds it.
+constexpr StringLiteral kWeightCast = "octet.sharded_weight_cast";
 
 RankedTensorType partType(RankedTensorType full, int64_t parts) {
   SmallVector<int64_t> shape(full.getShape());
@@ -115,13 +118,11 @@ struct ShardOptimizer
       bool updates = false;
       fused.getBodyBlock().walk([&](graph::AdamWUpdateOp) { updates = true; });
       if (updates) {
-        if (!fusion::bodyOnly(fused, {"graph.adamw_update"}))
-          return fused.emitError(
-              "octet-shard-optimizer: this optimizer kernel also computes "
-              "what is not AdamW (the FP8 casts of the updated weights); "
-              "only a kernel of AdamW updates is sharded, so the FP8 "
-              "recipes keep train.parallel.shard_optimizer false");
-        adams.push_back(fused);
+        FailureOr<kernel::FusedOp> adam = splitWeightCasts(fused);
+        if (failed(adam))
+          return failure();
+        adams.push_back(*adam);
+        continue;
       }
       if (fusion::bodyOnly(fused, {"graph.global_norm"}))
         norms.push_back(fused);
@@ -190,12 +191,168 @@ struct ShardOptimizer
     return shardMoments(module, moments);
   }
 
-  // The new parameter parts, all-gathered into every rank's parameters.
+  // The FP8 recipes' AdamW kernel also casts the weights it updates (the
+  // FP8 copy, its K-major copy, the amax: octet-fuse-adamw). A rank holds
+  // its part of each new weight only, so the casts leave the kernel: one
+  // kernel per weight, which gatherParameters places after the all-gather,
+  // reading the whole weight. Every rank casts the same whole values with
+  // the same scale, so the FP8 copies, their amaxes and the delayed
+  // recipe's amax history stay equal on every rank, and to one rank's,
+  // with no collective of their own. Returns the kernel of the AdamW
+  // updates alone (`fused` itself when it casts nothing).
+  FailureOr<kernel::FusedOp> splitWeightCasts(kernel::FusedOp fused) {
+    Block &body = fused.getBodyBlock();
+    if (fusion::bodyOnly(fused, {"graph.adamw_update"}))
+      return fused;
+    // Each cast op, grouped by the new weight (an AdamW result) it reads.
+    llvm::MapVector<Value, SmallVector<Operation *>> casts;
+    llvm::DenseMap<Operation *, Value> rootOf;
+    for (Operation &op : body.without_terminator()) {
+      if (isa<graph::AdamWUpdateOp>(op))
+        continue;
+      Value root;
+      for (Value operand : op.getOperands()) {
+        Operation *def = operand.getDefiningOp();
+        Value candidate;
+        if (def && isa<graph::AdamWUpdateOp>(def))
+          candidate = operand;
+        else if (def)
+          candidate = rootOf.lookup(def);
+        if (candidate && root && candidate != root)
+          root = Value();
+        else if (candidate)
+          root = candidate;
+      }
+      auto update = root ? root.getDefiningOp<graph::AdamWUpdateOp>()
+                         : graph::AdamWUpdateOp();
+      if (!update || root != update.getNewParam())
+        return op.emitError("octet-shard-optimizer: an op of the optimizer "
+                            "kernel that is neither an AdamW update nor a "
+                            "cast of one updated weight; only such kernels "
+                            "are sharded");
+      rootOf[&op] = root;
+      casts[root].push_back(&op);
+    }
+    auto yield = cast<kernel::YieldOp>(body.getTerminator());
+    // Where each of the old kernel's results comes from after the split.
+    SmallVector<std::pair<Operation *, unsigned>> sources(
+        fused->getNumResults(), {nullptr, 0});
+    OpBuilder b(fused);
+    Location loc = fused.getLoc();
+
+    // The AdamW kernel: its updates, yielding what the old kernel yielded
+    // of them plus every new weight a cast reads.
+    SmallVector<Value> adamYields;
+    for (Value v : yield.getOperands())
+      if (v.getDefiningOp<graph::AdamWUpdateOp>())
+        adamYields.push_back(v);
+    for (auto &entry : casts)
+      if (!llvm::is_contained(adamYields, entry.first))
+        adamYields.push_back(entry.first);
+    llvm::SetVector<Value> adamInputs;
+    for (auto update : body.getOps<graph::AdamWUpdateOp>())
+      for (Value operand : update->getOperands())
+        adamInputs.insert(
+            fused.getInputs()[cast<BlockArgument>(operand).getArgNumber()]);
+    SmallVector<Type> adamTypes;
+    for (Value v : adamYields)
+      adamTypes.push_back(v.getType());
+    auto adam = kernel::FusedOp::create(b, loc, adamTypes,
+                                        adamInputs.getArrayRef(),
+                                        fused.getName(), fused.getKind());
+    adam->setAttrs(fused->getAttrs());
+    IRMapping map;
+    {
+      Block &inner = adam.getBodyBlock();
+      for (auto [outer, arg] : llvm::zip(adamInputs, inner.getArguments()))
+        map.map(outer, arg);
+      for (auto [arg, outer] : llvm::zip(body.getArguments(), fused.getInputs()))
+        if (adamInputs.contains(outer))
+          map.map(arg, map.lookup(outer));
+      OpBuilder ib = OpBuilder::atBlockEnd(&inner);
+      for (auto update : body.getOps<graph::AdamWUpdateOp>())
+        ib.clone(*update, map);
+      SmallVector<Value> yields;
+      for (Value v : adamYields)
+        yields.push_back(map.lookup(v));
+      kernel::YieldOp::create(ib, loc, yields);
+    }
+    auto adamResult = [&](Value inner) {
+      return adam->getResult(llvm::find(adamYields, inner) -
+                             adamYields.begin());
+    };
+    for (auto [i, v] : llvm::enumerate(yield.getOperands()))
+      if (v.getDefiningOp<graph::AdamWUpdateOp>())
+        sources[i] = {adam, adamResult(v).getResultNumber()};
+
+    // One kernel per weight's casts, on the new weight and the scales.
+    for (auto &[root, ops] : casts) {
+      llvm::SetVector<Value> outerInputs;
+      outerInputs.insert(adamResult(root));
+      for (Operation *op : ops)
+        for (Value operand : op->getOperands())
+          if (auto arg = dyn_cast<BlockArgument>(operand);
+              arg && arg.getOwner() == &body)
+            outerInputs.insert(fused.getInputs()[arg.getArgNumber()]);
+      SmallVector<unsigned> yielded;
+      SmallVector<Type> types;
+      for (auto [i, v] : llvm::enumerate(yield.getOperands()))
+        if (Operation *def = v.getDefiningOp();
+            def && llvm::is_contained(ops, def)) {
+          yielded.push_back(i);
+          types.push_back(v.getType());
+        }
+      bool castsWeight = llvm::any_of(
+          ops, [](Operation *op) { return isa<fp8::QuantizeOp>(op); });
+      auto castKernel = kernel::FusedOp::create(
+          b, loc, types, outerInputs.getArrayRef(),
+          castsWeight ? "optimizer.fp8_weights" : "optimizer.fp8_weight_amax",
+          "elementwise");
+      castKernel->setAttr("layer", b.getI64IntegerAttr(-1));
+      castKernel->setAttr("section", b.getStringAttr("optimizer"));
+      castKernel->setAttr(kWeightCast, b.getUnitAttr());
+      Block &inner = castKernel.getBodyBlock();
+      IRMapping castMap;
+      castMap.map(root, inner.getArgument(0));
+      for (auto [arg, outer] : llvm::zip(body.getArguments(), fused.getInputs()))
+        if (outerInputs.contains(outer))
+          castMap.map(arg, inner.getArgument(llvm::find(outerInputs, outer) -
+                                             outerInputs.begin()));
+      OpBuilder ib = OpBuilder::atBlockEnd(&inner);
+      for (Operation *op : ops)
+        ib.clone(*op, castMap);
+      SmallVector<Value> yields;
+      for (unsigned i : yielded)
+        yields.push_back(castMap.lookup(yield.getOperand(i)));
+      kernel::YieldOp::create(ib, loc, yields);
+      for (auto [j, i] : llvm::enumerate(yielded))
+        sources[i] = {castKernel, unsigned(j)};
+    }
+    for (auto [i, source] : llvm::enumerate(sources))
+      fused->getResult(i).replaceAllUsesWith(
+          source.first->getResult(source.second));
+    fused.erase();
+    return adam;
+  }
+
+  // The new parameter parts, all-gathered into every rank's parameters;
+  // the weights' FP8 casts (splitWeightCasts', and current scaling's
+  // kernels after the optimizer) read the gathered weights.
   LogicalResult gatherParameters(kernel::FusedOp fused) {
     SmallVector<Value> news;
     SmallVector<graph::StoreOp> stores;
+    SmallVector<std::pair<OpOperand *, Value>> castReads;
     for (Value result : fused->getResults())
-      for (Operation *user : result.getUsers()) {
+      for (OpOperand &use : result.getUses()) {
+        Operation *user = use.getOwner();
+        auto castKernel = dyn_cast<kernel::FusedOp>(user);
+        if (castKernel &&
+            (castKernel->hasAttr(kWeightCast) ||
+             fusion::bodyOnly(castKernel, {"fp8.quantize", "fp8.transpose",
+                                           "fp8.amax"}))) {
+          castReads.push_back({&use, result});
+          continue;
+        }
         auto store = dyn_cast<graph::StoreOp>(user);
         if (!store)
           return user->emitError("octet-shard-optimizer: reads a result of "
@@ -209,7 +366,10 @@ struct ShardOptimizer
         }
       }
     if (news.empty())
-      return success();
+      return castReads.empty()
+                 ? success()
+                 : fused.emitError("octet-shard-optimizer: casts weights "
+                                   "that no parameter store all-gathers");
     OpBuilder b(fused);
     b.setInsertionPointAfter(fused);
     SmallVector<Type> types;
@@ -227,6 +387,21 @@ struct ShardOptimizer
       store.getValueMutable().assign(whole);
       if (store->isBeforeInBlock(gather))
         store->moveAfter(gather);
+    }
+    Operation *last = gather;
+    for (auto [use, part] : castReads) {
+      Operation *castKernel = use->getOwner();
+      auto at = llvm::find(news, part);
+      if (at == news.end())
+        return castKernel->emitError(
+            "octet-shard-optimizer: casts an updated weight that is not "
+            "stored into its parameter");
+      use->set(gather.getResult(at - news.begin()));
+      castKernel->removeAttr(kWeightCast);
+      if (castKernel->isBeforeInBlock(gather)) {
+        castKernel->moveAfter(last);
+        last = castKernel;
+      }
     }
     return success();
   }

@@ -1,5 +1,6 @@
-// RUN: %octet-opt %s --octet-shard-optimizer="data-parallel=2" | FileCheck %s
-// RUN: %octet-opt %s --octet-shard-optimizer | FileCheck %s --check-prefix=NONE
+// RUN: %octet-opt %s --split-input-file --octet-shard-optimizer="data-parallel=2" | FileCheck %s
+// RUN: %octet-opt %s --split-input-file --octet-shard-optimizer="data-parallel=2" | FileCheck %s --check-prefix=FP8
+// RUN: %octet-opt %s --split-input-file --octet-shard-optimizer | FileCheck %s --check-prefix=NONE
 
 // Two parameters, one gradient bucket (as octet-reduce-gradients leaves
 // it). Sharded over two ranks: the bucket is reduce-scattered in place;
@@ -110,3 +111,60 @@ module {
 // NONE-NOT: kernel.rank_part
 // NONE: kind = "all_reduce"
 // NONE-NOT: kernel.rank_part
+
+// -----
+
+// Under an FP8 recipe the AdamW kernel also casts the weight it updates
+// (octet-fuse-adamw). A rank updates its half; the cast leaves the kernel
+// and reads the all-gathered whole weight, so every rank writes the whole
+// FP8 copy, its K-major copy and its amax.
+// FP8: graph.variable @fp8w.w.amax
+// FP8: func.func @optimizer_step
+// FP8: %[[PART:.*]] = kernel.rank_part %{{.*}} {group = "data", group_size = 2 : i64} : tensor<16x8xf32> -> tensor<8x8xf32>
+// FP8: %[[NEW:.*]]:3 = kernel.fused "optimizer.adamw" kind("multi_tensor") ins(%[[PART]],
+// FP8-NOT: fp8.quantize
+// FP8: kernel.yield
+// FP8: %[[WHOLE:.*]] = kernel.collective %[[NEW]]#0 {{.*}}kind = "all_gather"{{.*}} : (tensor<8x8xf32>) -> tensor<16x8xf32>
+// FP8: %[[CAST:.*]]:3 = kernel.fused "optimizer.fp8_weights" kind("elementwise") ins(%[[WHOLE]], %{{.*}} : tensor<16x8xf32>, tensor<f32>)
+// FP8: fp8.quantize
+// FP8: fp8.transpose
+// FP8: graph.store %[[CAST]]#0, @fp8w.w : tensor<16x8xf8E4M3FN>
+// FP8: graph.store %[[CAST]]#1, @fp8w.w.t : tensor<8x16xf8E4M3FN>
+// FP8: graph.store %[[CAST]]#2, @fp8w.w.amax : tensor<f32>
+// FP8: graph.store %[[WHOLE]], @w : tensor<16x8xf32>
+module {
+  graph.variable @w : tensor<16x8xf32> {init = "normal", init_std = 2.000000e-02 : f64, kind = "weight"}
+  graph.variable @grad.w : tensor<16x8xf32> {init = "zeros", kind = "state"}
+  graph.variable @adam_m.w : tensor<16x8xf32> {init = "zeros", kind = "state"}
+  graph.variable @adam_v.w : tensor<16x8xf32> {init = "zeros", kind = "state"}
+  graph.variable @fp8.w.scale : tensor<f32> {init = "ones", kind = "state"}
+  graph.variable @fp8w.w : tensor<16x8xf8E4M3FN> {init = "zeros", kind = "state"}
+  graph.variable @fp8w.w.t : tensor<8x16xf8E4M3FN> {init = "zeros", kind = "state"}
+  graph.variable @fp8w.w.amax : tensor<f32> {init = "zeros", kind = "state"}
+  func.func @train_microbatch(%g: tensor<16x8xf32>) {
+    %s = kernel.collective %g {comm_stream, group = "data", group_size = 2 : i64, kind = "all_reduce", last_microbatch, reduction = "sum"} : (tensor<16x8xf32>) -> tensor<16x8xf32>
+    graph.store %s, @grad.w : tensor<16x8xf32>
+    return
+  }
+  func.func @optimizer_step(%lr: tensor<f32>, %step: tensor<i64>, %mult: tensor<f32>) {
+    %p = graph.load @w : tensor<16x8xf32>
+    %m = graph.load @adam_m.w : tensor<16x8xf32>
+    %v = graph.load @adam_v.w : tensor<16x8xf32>
+    %g = graph.load @grad.w : tensor<16x8xf32>
+    %scale = graph.load @fp8.w.scale : tensor<f32>
+    %u:6 = kernel.fused "optimizer.adamw" kind("multi_tensor") ins(%p, %g, %m, %v, %lr, %step, %mult, %scale : tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<f32>, tensor<i64>, tensor<f32>, tensor<f32>) {
+    ^bb0(%a0: tensor<16x8xf32>, %a1: tensor<16x8xf32>, %a2: tensor<16x8xf32>, %a3: tensor<16x8xf32>, %a4: tensor<f32>, %a5: tensor<i64>, %a6: tensor<f32>, %a7: tensor<f32>):
+      %p1, %m1, %v1 = graph.adamw_update %a0, %a1, %a2, %a3, %a4, %a5, %a6 {beta1 = 9.000000e-01 : f64, beta2 = 9.500000e-01 : f64, eps = 1.000000e-08 : f64, weight_decay = 1.000000e-01 : f64} : (tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<f32>, tensor<i64>, tensor<f32>) -> (tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>)
+      %q, %amax = fp8.quantize %p1, %a7 {tensor = "w.w"} : (tensor<16x8xf32>, tensor<f32>) -> (tensor<16x8xf8E4M3FN>, tensor<f32>)
+      %qt, %qs = fp8.transpose %q, %a7 : (tensor<16x8xf8E4M3FN>, tensor<f32>) -> (tensor<8x16xf8E4M3FN>, tensor<f32>)
+      kernel.yield %p1, %m1, %v1, %q, %qt, %amax : tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf8E4M3FN>, tensor<8x16xf8E4M3FN>, tensor<f32>
+    } {layer = -1 : i64, section = "optimizer"} : tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf8E4M3FN>, tensor<8x16xf8E4M3FN>, tensor<f32>
+    graph.store %u#3, @fp8w.w : tensor<16x8xf8E4M3FN>
+    graph.store %u#4, @fp8w.w.t : tensor<8x16xf8E4M3FN>
+    graph.store %u#5, @fp8w.w.amax : tensor<f32>
+    graph.store %u#0, @w : tensor<16x8xf32>
+    graph.store %u#1, @adam_m.w : tensor<16x8xf32>
+    graph.store %u#2, @adam_v.w : tensor<16x8xf32>
+    return
+  }
+}

@@ -366,6 +366,24 @@ public:
     }
     values = result_;
   }
+  // Every rank's bytes side by side, in rank order, for every rank.
+  void gather(int rank, const std::vector<uint8_t> &mine,
+              std::vector<uint8_t> &all) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    int64_t round = round_;
+    pendingBytes_[size_t(rank)] = mine;
+    if (++arrived_ == n_) {
+      gathered_.clear();
+      for (const auto &part : pendingBytes_)
+        gathered_.insert(gathered_.end(), part.begin(), part.end());
+      arrived_ = 0;
+      ++round_;
+      done_.notify_all();
+    } else {
+      done_.wait(lock, [&] { return round_ != round; });
+    }
+    all = gathered_;
+  }
 
 private:
   int n_;
@@ -373,6 +391,9 @@ private:
   std::condition_variable done_;
   std::vector<std::vector<double>> pending_;
   std::vector<double> result_;
+  std::vector<std::vector<uint8_t>> pendingBytes_ =
+      std::vector<std::vector<uint8_t>>(size_t(n_));
+  std::vector<uint8_t> gathered_;
   int arrived_ = 0;
   int64_t round_ = 0;
 };
@@ -384,6 +405,11 @@ public:
   int size() const override { return ranks_.size(); }
   Status sum(std::vector<double> &values) override {
     ranks_.sum(rank_, values);
+    return Status::ok();
+  }
+  Status gather(const std::vector<uint8_t> &mine,
+                std::vector<uint8_t> &all) override {
+    ranks_.gather(rank_, mine, all);
     return Status::ok();
   }
   void heartbeat(int64_t step) override { lastBeat = step; }
