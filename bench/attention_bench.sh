@@ -19,12 +19,11 @@ binary="$1"
 kernels="$2"
 hopper="$3"
 iterations="${4:-20}"
-work="$(mktemp -d)"
+# The parts land in $OUT where set, so that a call cut short keeps them.
+work="${OUT:-$(mktemp -d)}"
 "$binary" --bench "$kernels" "$iterations" > "$work/octet.json"
 "$binary" --bench "$hopper" "$iterations" > "$work/hopper.json"
-python3 "$here/attention_torch.py" --seq 8192 --iterations "$iterations" > "$work/peer-8192.json"
-python3 "$here/attention_torch.py" --seq 4096 --iterations "$iterations" > "$work/peer-4096.json"
-python3 "$here/attention_torch.py" --seq 8192 --documents 8 --iterations "$iterations" > "$work/peer-docs.json"
+python3 "$here/attention_torch.py" --cases 8192:0,4096:0,8192:8 --iterations "$iterations" > "$work/peers.json"
 gpu="$(nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader)"
 mkdir -p "$here/results"
 python3 - "$here/results/attention.json" "$gpu" "$work" "$*" <<'PY'
@@ -32,18 +31,19 @@ import json, sys
 out, gpu, work, args = sys.argv[1:]
 load = lambda name: json.load(open(f"{work}/{name}.json"))
 octet, hopper = load("octet"), load("hopper")
-peers = {"8192": load("peer-8192"), "4096": load("peer-4096"), "docs": load("peer-docs")}
+peers = load("peers")
 cases = []
-for key, seq, docs in (("8192", 8192, 0), ("4096", 4096, 0), ("docs", 8192, 8)):
+for seq, docs in ((8192, 0), (4096, 0), (8192, 8)):
     def pick(rows, op):
         return next(r for r in rows if r["op"] == op and r["seq"] == seq and r["documents"] == docs)
-    case = {"seq": seq, "documents": docs, "octet": {}, "peers": peers[key]}
+    mine = [p for p in peers if p.get("seq", seq) == seq and p.get("documents", docs) == docs]
+    case = {"seq": seq, "documents": docs, "octet": {}, "peers": mine}
     for label, rows in (("mma_sync", octet), ("hopper", hopper)):
         f, b = pick(rows, "attention_fwd"), pick(rows, "attention_bwd")
         case["octet"][label] = {"fwd_kernel": f["kernel"], "fwd_ms": f["ms"], "fwd_tflops": f["tflops"],
                                 "bwd_kernel": b["kernel"], "bwd_ms": b["ms"], "bwd_tflops": b["tflops"]}
     best = case["octet"]["hopper"]
-    for p in peers[key]:
+    for p in mine:
         if "fwd_tflops" in p:
             case[f"fwd_vs_{p['backend']}"] = round(best["fwd_tflops"] / p["fwd_tflops"], 3)
             case[f"bwd_vs_{p['backend']}"] = round(best["bwd_tflops"] / p["bwd_tflops"], 3)

@@ -9,7 +9,9 @@ backend: forward and backward milliseconds and TFLOP/s (backward = the time
 of forward+backward minus forward; FLOPs 4·Hq·Dh·Σ L²/2 forward for causal
 documents of length L, 2.5× that backward).
 
-  python3 bench/attention_torch.py [--seq 8192] [--documents 0] [--iterations 20]
+  python3 bench/attention_torch.py [--cases 8192:0,4096:0,8192:8] [--iterations 20]
+
+Each case is SEQ:DOCUMENTS (0: one causal sequence).
 """
 import argparse
 import json
@@ -60,17 +62,23 @@ def document_cuts(tokens, documents):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--seq", type=int, default=8192)
+    p.add_argument("--cases", default="8192:0,4096:0,8192:8")
     p.add_argument("--q-heads", type=int, default=32)
     p.add_argument("--kv-heads", type=int, default=8)
     p.add_argument("--head-dim", type=int, default=128)
-    p.add_argument("--documents", type=int, default=0)
     p.add_argument("--iterations", type=int, default=20)
     a = p.parse_args()
+    results = []
+    for case in a.cases.split(","):
+        seq, documents = (int(x) for x in case.split(":"))
+        run_case(a, seq, documents, results)
+    print(json.dumps(results))
+
+
+def run_case(a, S, documents, results):
     dev = "cuda"
     group = a.q_heads // a.kv_heads
-    S, Hq, Hkv, Dh = a.seq, a.q_heads, a.kv_heads, a.head_dim
-    results = []
+    Hq, Hkv, Dh = a.q_heads, a.kv_heads, a.head_dim
 
     def record(backend, fwd, fwd_bwd, flops_fwd, note, extra_ms=0.0):
         with torch.no_grad():
@@ -82,7 +90,7 @@ def main():
         results.append({
             "backend": backend, "torch": torch.__version__,
             "device": torch.cuda.get_device_name(), "seq": S,
-            "documents": a.documents, "q_heads": Hq, "kv_heads": Hkv,
+            "documents": documents, "q_heads": Hq, "kv_heads": Hkv,
             "head_dim": Dh, "causal": True, "kernels": kernels, "note": note,
             "fwd_ms": round(fwd_ms, 4),
             "fwd_tflops": round(flops_fwd / fwd_ms / 1e9, 1),
@@ -90,7 +98,7 @@ def main():
             "bwd_tflops": round(2.5 * flops_fwd / bwd_ms / 1e9, 1),
             "iterations": a.iterations})
 
-    if a.documents == 0:
+    if documents == 0:
         q = torch.randn(1, Hq, S, Dh, device=dev, dtype=torch.bfloat16, requires_grad=True)
         k = torch.randn(1, Hkv, S, Dh, device=dev, dtype=torch.bfloat16, requires_grad=True)
         v = torch.randn(1, Hkv, S, Dh, device=dev, dtype=torch.bfloat16, requires_grad=True)
@@ -119,10 +127,10 @@ def main():
                            "k, v expanded to the query heads (forward: "
                            "expansion subtracted)", expand_ms)
             except RuntimeError as err:
-                results.append({"backend": name, "error": str(err)[:300]})
+                results.append({"backend": name, "seq": S, "documents": documents, "error": str(err)[:300]})
     else:
-        cuts = document_cuts(S, a.documents)
-        lengths = [cuts[i + 1] - cuts[i] for i in range(a.documents)]
+        cuts = document_cuts(S, documents)
+        lengths = [cuts[i + 1] - cuts[i] for i in range(documents)]
         flops_fwd = 4.0 * Hq * Dh * sum(L * L for L in lengths) / 2
         q = torch.randn(S, Hq, Dh, device=dev, dtype=torch.bfloat16, requires_grad=True)
         k = torch.randn(S, Hkv, Dh, device=dev, dtype=torch.bfloat16, requires_grad=True)
@@ -146,8 +154,7 @@ def main():
                    "aten._flash_attention_forward over cu_seqlens; k, v "
                    "expanded (included)")
         except RuntimeError as err:
-            results.append({"backend": "flash-varlen", "error": str(err)[:300]})
-    print(json.dumps(results))
+            results.append({"backend": "flash-varlen", "seq": S, "documents": documents, "error": str(err)[:300]})
 
 
 if __name__ == "__main__":

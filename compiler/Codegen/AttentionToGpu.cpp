@@ -544,18 +544,25 @@ void unpackStruct(Emitter &e, Value s, MutableArrayRef<Value> xs) {
 }
 
 // acc (64 × n, f32, this thread's n/2) += A · B for one k-step of 16, A and
-// B from shared-memory descriptors, both K-major.
+// B from shared-memory descriptors, both K-major; acc = A · B when not
+// `accumulate` (no instruction then sets the accumulators first, which
+// would make ptxas serialise the wgmmas in flight).
 void wgmmaSS(Emitter &e, MutableArrayRef<Value> acc, Value descA, Value descB,
-             int64_t n) {
+             int64_t n, bool accumulate) {
   auto *ctx = e.ctx;
-  Value in = packStruct(e, acc);
+  SmallVector<Type> types(acc.size(), e.f32);
+  Value in = accumulate ? packStruct(e, acc)
+                        : LLVM::UndefOp::create(
+                              e.b, e.loc,
+                              LLVM::LLVMStructType::getLiteral(ctx, types));
   Value r = NVVM::WgmmaMmaAsyncOp::create(
       e.b, e.loc, in.getType(), in, descA, descB,
       NVVM::MMAShapeAttr::get(ctx, 64, n, 16),
       NVVM::WGMMATypesAttr::get(ctx, NVVM::WGMMATypes::bf16),
       NVVM::WGMMATypesAttr::get(ctx, NVVM::WGMMATypes::bf16),
       NVVM::WGMMATypesAttr::get(ctx, NVVM::WGMMATypes::f32),
-      NVVM::WGMMAScaleOutAttr::get(ctx, NVVM::WGMMAScaleOut::one),
+      NVVM::WGMMAScaleOutAttr::get(ctx, accumulate ? NVVM::WGMMAScaleOut::one
+                                                   : NVVM::WGMMAScaleOut::zero),
       NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
       NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
       NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::row),
@@ -803,40 +810,92 @@ int64_t buildHopperForward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
   const int64_t sRegs = Bc / 2, oRegs = D / 2;
   Value zero = e.f32c(0.0),
         negInf = e.f32c(-std::numeric_limits<float>::infinity());
-  SmallVector<Value> init(oRegs, zero);
-  init.append({negInf, negInf, zero, zero}); // m[2], l[2]
   bars.wait(e.i32c(offBar), e.i32c(0));
   Value qGroup = e.addI(aligned, e.mulI(groupRow, kSwizzleRow));
-  ValueRange results = e.forLoop(tileBegin, tileEnd, 1, init, [&](Value j, ValueRange carried) {
-    SmallVector<Value> o(carried.begin(), carried.begin() + oRegs);
-    SmallVector<Value> m(carried.begin() + oRegs, carried.begin() + oRegs + 2);
-    SmallVector<Value> l(carried.begin() + oRegs + 2, carried.end());
-    Value it = e.subI(j, tileBegin);
-    Value st = e.remUI(it, S);
-    Value parity = e.andI(e.divUI(it, S), 1);
-    Value slot = e.mulI(st, kvBytes);
+  Value c = e.f32c(s.scale * kLog2e);
 
-    // S = Q·Kᵀ: 64 × Bc, k-steps of 16 columns (32 bytes within a
-    // 128-byte swizzled row, then the next column block).
+  // The two consumer warpgroups take turns issuing their GEMMs (named
+  // barriers 1 and 2, 256 threads: one warpgroup waits, the other
+  // arrives), so that one's softmax runs under the other's GEMMs.
+  Value mine = e.addI(consumer, 1), other = e.subI(e.i32c(2), consumer);
+  auto myTurn = [&] {
+    NVVM::BarrierOp::create(b, loc, Type(), mine, e.i32c(256),
+                            NVVM::BarrierReductionAttr(), Value());
+  };
+  auto yourTurn = [&] {
+    NVVM::BarrierArriveOp::create(b, loc, other, e.i32c(256));
+  };
+  e.ifThen(e.cmpI(arith::CmpIPredicate::eq, consumer, e.i32c(1)), yourTurn);
+
+  auto stageOf = [&](Value j) {
+    Value it = e.subI(j, tileBegin);
+    return std::pair<Value, Value>{e.remUI(it, S), e.andI(e.divUI(it, S), 1)};
+  };
+  // The GEMMs of a turn: S_j = Q·K_jᵀ (64 × Bc, fresh accumulators) and,
+  // when `o` is given, O += P·V_{j-1}. Every descriptor is computed before
+  // the first wgmma: nothing but wgmmas may define their inputs while some
+  // are in flight. Q·Kᵀ: k-steps of 16 columns, 32 bytes within a 128-byte
+  // swizzled row, then the next column block. P·V: P from registers (two
+  // n-tiles of S are one k-step's A fragment), V MN-major: 16 key rows a
+  // k-step (2 KiB into each column block), column blocks `Bc` rows apart
+  // (the leading byte offset). S and P·V are two commit groups, in order.
+  auto issue = [&](Value j, MutableArrayRef<Value> o, ArrayRef<Value> p) {
+    auto [st, parity] = stageOf(j);
     bars.wait(kFull(st), parity);
-    SmallVector<Value> sAcc(sRegs, zero);
-    NVVM::WgmmaFenceAlignedOp::create(b, loc);
-    Value kTile = e.addI(aligned, e.addI(e.i32c(offK), slot));
+    Value kTile = e.addI(aligned, e.addI(e.i32c(offK), e.mulI(st, kvBytes)));
+    SmallVector<Value> aDescs, bDescs, vDescs;
     for (int64_t kk = 0; kk < D / 16; ++kk) {
       int64_t cb = kk / 4, within = (kk % 4) * 32;
-      Value dA = wgmmaDescriptor(
-          e, e.addI(qGroup, cb * Br * kSwizzleRow + within), 16, 8 * kSwizzleRow);
-      Value dB = wgmmaDescriptor(
-          e, e.addI(kTile, cb * Bc * kSwizzleRow + within), 16, 8 * kSwizzleRow);
-      wgmmaSS(e, sAcc, dA, dB, Bc);
+      aDescs.push_back(wgmmaDescriptor(
+          e, e.addI(qGroup, cb * Br * kSwizzleRow + within), 16, 8 * kSwizzleRow));
+      bDescs.push_back(wgmmaDescriptor(
+          e, e.addI(kTile, cb * Bc * kSwizzleRow + within), 16, 8 * kSwizzleRow));
     }
+    if (!o.empty()) {
+      auto [vst, vparity] = stageOf(e.addI(j, -1));
+      bars.wait(vFull(vst), vparity);
+      Value vTile = e.addI(aligned, e.addI(e.i32c(offV), e.mulI(vst, kvBytes)));
+      for (int64_t kk = 0; kk < Bc / 16; ++kk)
+        vDescs.push_back(wgmmaDescriptor(e, e.addI(vTile, kk * 16 * kSwizzleRow),
+                                         Bc * kSwizzleRow, 8 * kSwizzleRow));
+    }
+    SmallVector<Value> acc(sRegs, zero);
+    NVVM::WgmmaFenceAlignedOp::create(b, loc);
+    for (int64_t kk = 0; kk < D / 16; ++kk)
+      wgmmaSS(e, acc, aDescs[kk], bDescs[kk], Bc, /*accumulate=*/kk > 0);
     NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
-    NVVM::WgmmaWaitGroupSyncOp::create(b, loc, b.getI64IntegerAttr(0));
+    if (!o.empty()) {
+      for (int64_t kk = 0; kk < Bc / 16; ++kk)
+        wgmmaRS(e, o, p.slice(4 * kk, 4), vDescs[kk], D);
+      NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+    }
+    return acc;
+  };
+  // O += P·V_j alone (the last tile's).
+  auto issueValues = [&](Value j, MutableArrayRef<Value> o, ArrayRef<Value> p) {
+    auto [st, parity] = stageOf(j);
+    bars.wait(vFull(st), parity);
+    Value vTile = e.addI(aligned, e.addI(e.i32c(offV), e.mulI(st, kvBytes)));
+    SmallVector<Value> descs;
+    for (int64_t kk = 0; kk < Bc / 16; ++kk)
+      descs.push_back(wgmmaDescriptor(e, e.addI(vTile, kk * 16 * kSwizzleRow),
+                                      Bc * kSwizzleRow, 8 * kSwizzleRow));
+    NVVM::WgmmaFenceAlignedOp::create(b, loc);
+    for (int64_t kk = 0; kk < Bc / 16; ++kk)
+      wgmmaRS(e, o, p.slice(4 * kk, 4), descs[kk], D);
+    NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+  };
+  auto release = [&](Value j, bool keys) {
+    Value st = stageOf(j).first;
     e.ifThen(e.cmpI(arith::CmpIPredicate::eq, lane, e.i32c(0)),
-             [&] { bars.arrive(kEmpty(st)); });
-
-    // Keys outside a row's [lo, hi] get -inf; only tiles that cross the
-    // bounds of some row of the warpgroup pay for it.
+             [&] { bars.arrive(keys ? kEmpty(st) : vEmpty(st)); });
+  };
+  auto waitGroups = [&](int64_t pending) {
+    NVVM::WgmmaWaitGroupSyncOp::create(b, loc, b.getI64IntegerAttr(pending));
+  };
+  // Keys outside a row's [lo, hi] get -inf; only tiles that cross the
+  // bounds of some row of the warpgroup pay for it.
+  auto mask = [&](Value j, SmallVector<Value> &sAcc) {
     Value keyBase = e.mulI(j, Bc);
     Value needsMask = e.orI(
         e.cmpI(arith::CmpIPredicate::slt, keyBase, loGroupLast),
@@ -861,10 +920,15 @@ int64_t buildHopperForward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
     }
     for (auto [i, r] : llvm::enumerate(maskIf.getResults()))
       sAcc[i] = r;
-
-    // Online softmax in the exp2 domain, as the mma.sync kernel does.
-    Value c = e.f32c(s.scale * kLog2e);
-    SmallVector<Value> mNew(2), lNew(2);
+  };
+  // Online softmax in the exp2 domain, as the mma.sync kernel does: P in
+  // place of S, the new m and l, and each row's factor for O.
+  auto softmax = [&](SmallVector<Value> &sAcc, ArrayRef<Value> m, ArrayRef<Value> l,
+                     SmallVector<Value> &mNew, SmallVector<Value> &lNew,
+                     SmallVector<Value> &alpha) {
+    mNew.assign(2, Value());
+    lNew.assign(2, Value());
+    alpha.assign(2, Value());
     for (int64_t half = 0; half < 2; ++half) {
       Value mx = m[half];
       for (int64_t nt = 0; nt < Bc / 8; ++nt)
@@ -872,8 +936,10 @@ int64_t buildHopperForward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
           mx = e.maximumF(mx, sAcc[nt * 4 + half * 2 + i]);
       mx = e.maximumF(mx, e.shuffleXor(mx, 1));
       mx = e.maximumF(mx, e.shuffleXor(mx, 2));
+      // A row with no visible key so far keeps m = -inf; exponents then
+      // use 0 so that they give 0, not NaN.
       Value mUse = e.select(e.cmpF(arith::CmpFPredicate::OEQ, mx, negInf), zero, mx);
-      Value alpha = e.exp2(e.mulF(e.subF(m[half], mUse), c));
+      alpha[half] = e.exp2(e.mulF(e.subF(m[half], mUse), c));
       Value negMc = e.mulF(mUse, e.f32c(-s.scale * kLog2e));
       Value sum = zero;
       for (int64_t nt = 0; nt < Bc / 8; ++nt)
@@ -882,38 +948,74 @@ int64_t buildHopperForward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
           x = e.exp2(e.fma(x, c, negMc));
           sum = e.addF(sum, x);
         }
-      lNew[half] = e.fma(l[half], alpha, sum);
+      lNew[half] = e.fma(l[half], alpha[half], sum);
       mNew[half] = mx;
-      for (int64_t dt = 0; dt < D / 8; ++dt)
-        for (int64_t i = 0; i < 2; ++i)
-          o[dt * 4 + half * 2 + i] = e.mulF(o[dt * 4 + half * 2 + i], alpha);
     }
+  };
+  auto packP = [&](ArrayRef<Value> sAcc) {
+    SmallVector<Value> p;
+    for (int64_t i = 0; i < sRegs; i += 2)
+      p.push_back(e.packBf16(sAcc[i], sAcc[i + 1]));
+    return p;
+  };
 
-    // O += P·V: P from registers (two n-tiles of S are one k-step's A
-    // fragment), V MN-major: 16 key rows a k-step (2 KiB into each column
-    // block), column blocks `Bc` rows apart (the leading byte offset).
-    bars.wait(vFull(st), parity);
-    Value vTile = e.addI(aligned, e.addI(e.i32c(offV), slot));
-    NVVM::WgmmaFenceAlignedOp::create(b, loc);
-    for (int64_t kk = 0; kk < Bc / 16; ++kk) {
-      SmallVector<Value> a = {
-          e.packBf16(sAcc[8 * kk + 0], sAcc[8 * kk + 1]),
-          e.packBf16(sAcc[8 * kk + 2], sAcc[8 * kk + 3]),
-          e.packBf16(sAcc[8 * kk + 4], sAcc[8 * kk + 5]),
-          e.packBf16(sAcc[8 * kk + 6], sAcc[8 * kk + 7])};
-      Value dB = wgmmaDescriptor(e, e.addI(vTile, kk * 16 * kSwizzleRow),
-                                 Bc * kSwizzleRow, 8 * kSwizzleRow);
-      wgmmaRS(e, o, a, dB, D);
-    }
-    NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
-    NVVM::WgmmaWaitGroupSyncOp::create(b, loc, b.getI64IntegerAttr(0));
-    e.ifThen(e.cmpI(arith::CmpIPredicate::eq, lane, e.i32c(0)),
-             [&] { bars.arrive(vEmpty(st)); });
-    SmallVector<Value> next(o);
-    next.append(mNew);
-    next.append(lNew);
-    return next;
-  });
+  // Tile tileBegin: its scores and softmax; P·V waits for the next turn.
+  myTurn();
+  SmallVector<Value> sFirst = issue(tileBegin, {}, {});
+  e.ifThen(e.orI(e.cmpI(arith::CmpIPredicate::eq, consumer, e.i32c(0)),
+                 e.cmpI(arith::CmpIPredicate::sgt, tileEnd, e.addI(tileBegin, 1))),
+           yourTurn);
+  waitGroups(0);
+  release(tileBegin, true);
+  mask(tileBegin, sFirst);
+  SmallVector<Value> m0(2, negInf), l0(2, zero), mFirst, lFirst, alphaFirst;
+  softmax(sFirst, m0, l0, mFirst, lFirst, alphaFirst);
+  SmallVector<Value> init(oRegs, zero);
+  init.append(mFirst);
+  init.append(lFirst);
+  SmallVector<Value> pFirst = packP(sFirst);
+  init.append(pFirst);
+
+  // Each later tile j: S_j and P_{j-1}·V_{j-1} issued together, the
+  // softmax of S_j while P·V runs, then O rescaled by the new maximum.
+  ValueRange carriedOut = e.forLoop(
+      e.addI(tileBegin, 1), tileEnd, 1, init, [&](Value j, ValueRange carried) {
+        SmallVector<Value> o(carried.begin(), carried.begin() + oRegs);
+        SmallVector<Value> m(carried.begin() + oRegs, carried.begin() + oRegs + 2);
+        SmallVector<Value> l(carried.begin() + oRegs + 2, carried.begin() + oRegs + 4);
+        SmallVector<Value> p(carried.begin() + oRegs + 4, carried.end());
+        Value previous = e.addI(j, -1);
+        myTurn();
+        SmallVector<Value> sAcc = issue(j, o, p);
+        e.ifThen(e.orI(e.cmpI(arith::CmpIPredicate::eq, consumer, e.i32c(0)),
+                       e.cmpI(arith::CmpIPredicate::sgt, tileEnd, e.addI(j, 1))),
+                 yourTurn);
+        waitGroups(1);
+        release(j, true);
+        mask(j, sAcc);
+        SmallVector<Value> mNew, lNew, alpha;
+        softmax(sAcc, m, l, mNew, lNew, alpha);
+        waitGroups(0);
+        release(previous, false);
+        // P_j takes P_{j-1}'s registers (the loop carries it), which the
+        // P·V just waited for was reading.
+        SmallVector<Value> pNew = packP(sAcc);
+        for (int64_t dt = 0; dt < D / 8; ++dt)
+          for (int64_t i = 0; i < 4; ++i)
+            o[dt * 4 + i] = e.mulF(o[dt * 4 + i], alpha[i / 2]);
+        SmallVector<Value> next(o);
+        next.append(mNew);
+        next.append(lNew);
+        next.append(pNew);
+        return next;
+      });
+  // The last tile's P·V.
+  SmallVector<Value> oLast(carriedOut.begin(), carriedOut.begin() + oRegs);
+  SmallVector<Value> pLast(carriedOut.begin() + oRegs + 4, carriedOut.end());
+  issueValues(e.addI(tileEnd, -1), oLast, pLast);
+  waitGroups(0);
+  SmallVector<Value> results(oLast);
+  results.append(carriedOut.begin() + oRegs, carriedOut.begin() + oRegs + 4);
 
   // out = O / l (bf16), lse = m·scale + ln l.
   for (int64_t half = 0; half < 2; ++half) {
