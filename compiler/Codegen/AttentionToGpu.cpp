@@ -30,6 +30,7 @@
 
 #include <array>
 #include <cmath>
+#include <functional>
 #include <limits>
 
 namespace octet::codegen {
@@ -224,6 +225,66 @@ std::pair<Value, Value> documentBounds(Emitter &e, const AttnShape &s,
 // Forward
 // ---------------------------------------------------------------------------
 
+// A forward CTA's query tile and what its rows see: the CTA's (query tile,
+// head, batch row), the longest (last, when causal) tiles dealt first; the
+// keys row i sees, [lo(i), hi(i)]; the key tiles [tileBegin, tileEnd) that
+// hold every key some row of the tile sees.
+struct QueryTile {
+  Value batch, head, kvHead, q0, rowStart, loLast, hiFirst, tileBegin, tileEnd;
+  std::function<std::pair<Value, Value>(Value)> bounds;
+};
+
+QueryTile queryTileOf(Emitter &e, const AttnShape &s, Value cu, int64_t rows,
+                      int64_t keyTile) {
+  QueryTile t;
+  Value bid = e.blockId32();
+  Value bh = e.remUI(bid, s.batch * s.qHeads);
+  Value qt = e.subI(e.i32c(s.seq / rows - 1), e.divUI(bid, s.batch * s.qHeads));
+  t.batch = e.divUI(bh, s.qHeads);
+  t.head = e.remUI(bh, s.qHeads);
+  t.kvHead = e.divUI(t.head, s.group());
+  t.q0 = e.mulI(qt, rows);
+  t.rowStart = e.mulI(t.batch, s.seq);
+  t.bounds = [&e, &s, cu, rowStart = t.rowStart](Value row) {
+    Value lo = e.i32c(0), hi = e.i32c(s.seq - 1);
+    if (cu)
+      std::tie(lo, hi) = documentBounds(e, s, cu, e.addI(rowStart, row), rowStart);
+    if (s.causal)
+      hi = row;
+    return std::pair<Value, Value>{lo, hi};
+  };
+  Value loFirst, hiLast;
+  std::tie(loFirst, t.hiFirst) = t.bounds(t.q0);
+  std::tie(t.loLast, hiLast) = t.bounds(e.addI(t.q0, rows - 1));
+  t.tileBegin = e.divUI(loFirst, keyTile);
+  t.tileEnd = e.addI(e.divUI(hiLast, keyTile), 1);
+  return t;
+}
+
+// Query row `row` of the tile from this thread's accumulators: out = O / l
+// (bf16; `o` holds the thread's column pairs 8·i + 2·t4, +1), lse = m·scale
+// + ln l, with l summed over the row's four threads first.
+void storeOutputRow(Emitter &e, const AttnShape &s, const QueryTile &t,
+                    Value out, Value lse, Value row, Value t4,
+                    ArrayRef<Value> o, Value m, Value lsum) {
+  const int64_t D = s.headDim;
+  lsum = e.addF(lsum, e.shuffleXor(lsum, 1));
+  lsum = e.addF(lsum, e.shuffleXor(lsum, 2));
+  Value inv = e.divF(e.f32c(1.0), lsum);
+  Value outRow = e.gep(out, e.bf16,
+                       e.addI(e.mulI(e.addI(t.rowStart, row), s.qHeads * D),
+                              e.addI(e.mulI(t.head, D), e.mulI(t4, 2))));
+  for (int64_t dt = 0; dt < D / 8; ++dt) {
+    Value x0 = e.mulF(o[2 * dt], inv), x1 = e.mulF(o[2 * dt + 1], inv);
+    e.storePtr(e.packBf16(x0, x1), e.gep(outRow, e.bf16, e.i32c(dt * 8)), 4);
+  }
+  Value value = e.addF(e.mulF(m, e.f32c(s.scale)), e.mulF(e.log2(lsum), e.f32c(kLn2)));
+  e.ifThen(e.cmpI(arith::CmpIPredicate::eq, t4, e.i32c(0)), [&] {
+    Value at = e.addI(e.mulI(e.addI(e.mulI(t.batch, s.qHeads), t.head), s.seq), row);
+    e.storePtr(value, e.gep(lse, e.f32, at), 4);
+  });
+}
+
 // Arguments: q, k, v, [cu_seqlens], out, lse.
 int64_t buildForward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
                      const AttnShape &s, const FwdTiling &t, Location loc) {
@@ -240,35 +301,18 @@ int64_t buildForward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
   const int64_t D = s.headDim, Br = t.queryTile(), Bc = t.keyTile,
                 MT = t.mTiles, rowBytes = D * 2;
   const int64_t qStride = s.qHeads * D, kvStride = s.kvHeads * D;
-  const int64_t qTiles = s.seq / Br;
   const int64_t dTiles = D / 8, kTiles = Bc / 8;
   Value smem = sharedBase(e, mod, "octet_attention_smem");
   Value sQ = e.i32c(0), sK = e.i32c(Br * rowBytes), sV = e.i32c((Br + Bc) * rowBytes);
 
-  Value tid = e.threadId32(), bid = e.blockId32();
+  Value tid = e.threadId32();
   Value warp = e.shRUI(tid, 5), lane = e.andI(tid, 31);
   Value g = e.shRUI(lane, 2), t4 = e.andI(lane, 3);
-  // The longest (last, when causal) query tiles are dealt first.
-  Value bh = e.remUI(bid, s.batch * s.qHeads);
-  Value qt = e.subI(e.i32c(qTiles - 1), e.divUI(bid, s.batch * s.qHeads));
-  Value batch = e.divUI(bh, s.qHeads), head = e.remUI(bh, s.qHeads);
-  Value kvHead = e.divUI(head, s.group());
-  Value q0 = e.mulI(qt, Br);
-  Value rowStart = e.mulI(batch, s.seq);
-
-  // Keys query row i sees: [lo(i), hi(i)].
-  auto bounds = [&](Value row) -> std::pair<Value, Value> {
-    Value lo = e.i32c(0), hi = e.i32c(s.seq - 1);
-    if (docs)
-      std::tie(lo, hi) = documentBounds(e, s, cu, e.addI(rowStart, row), rowStart);
-    if (s.causal)
-      hi = row;
-    return {lo, hi};
-  };
-  auto [loFirst, hiFirst] = bounds(q0);
-  auto [loLast, hiLast] = bounds(e.addI(q0, Br - 1));
-  Value tileBegin = e.divUI(loFirst, Bc);
-  Value tileEnd = e.addI(e.divUI(hiLast, Bc), 1);
+  QueryTile tile = queryTileOf(e, s, cu, Br, Bc);
+  Value head = tile.head, kvHead = tile.kvHead, q0 = tile.q0;
+  Value rowStart = tile.rowStart, loLast = tile.loLast, hiFirst = tile.hiFirst;
+  Value tileBegin = tile.tileBegin, tileEnd = tile.tileEnd;
+  auto &bounds = tile.bounds;
 
   // Rows g and g + 8 of each of the warp's m-tiles.
   Value warpRow = e.mulI(warp, kTile * MT);
@@ -465,30 +509,16 @@ int64_t buildForward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
 
   // out = O / l (bf16), lse = m·scale + ln l.
   auto results = loop.getResults();
-  Value lnScale = e.f32c(kLn2);
   for (int64_t mt = 0; mt < MT; ++mt)
     for (int64_t half = 0; half < 2; ++half) {
       int64_t r = mt * 2 + half;
-      Value lsum = results[MT * dTiles * 4 + 2 * MT + r];
-      lsum = e.addF(lsum, e.shuffleXor(lsum, 1));
-      lsum = e.addF(lsum, e.shuffleXor(lsum, 2));
-      Value m = results[MT * dTiles * 4 + r];
-      Value inv = e.divF(e.f32c(1.0), lsum);
-      Value row = rowIdx[r];
-      Value outRow = e.gep(out, e.bf16,
-                           e.addI(e.mulI(e.addI(rowStart, row), qStride),
-                                 e.addI(e.mulI(head, D), e.mulI(t4, 2))));
-      for (int64_t dt = 0; dt < dTiles; ++dt) {
-        Value x0 = e.mulF(results[(mt * dTiles + dt) * 4 + half * 2], inv);
-        Value x1 = e.mulF(results[(mt * dTiles + dt) * 4 + half * 2 + 1], inv);
-        e.storePtr(e.packBf16(x0, x1), e.gep(outRow, e.bf16, e.i32c(dt * 8)), 4);
-      }
-      Value value = e.addF(e.mulF(m, e.f32c(s.scale)),
-                           e.mulF(e.log2(lsum), lnScale));
-      e.ifThen(e.cmpI(arith::CmpIPredicate::eq, t4, e.i32c(0)), [&] {
-        Value at = e.addI(e.mulI(e.addI(e.mulI(batch, s.qHeads), head), s.seq), row);
-        e.storePtr(value, e.gep(lse, e.f32, at), 4);
-      });
+      SmallVector<Value> o;
+      for (int64_t dt = 0; dt < dTiles; ++dt)
+        for (int64_t i = 0; i < 2; ++i)
+          o.push_back(results[(mt * dTiles + dt) * 4 + half * 2 + i]);
+      storeOutputRow(e, s, tile, out, lse, rowIdx[r], t4, o,
+                     results[MT * dTiles * 4 + r],
+                     results[MT * dTiles * 4 + 2 * MT + r]);
     }
   return (Br + 2 * Bc) * rowBytes;
 }
@@ -680,8 +710,8 @@ int64_t buildHopperForward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
   Value out = args[docs ? 7 : 6], lse = args[docs ? 8 : 7];
 
   const int64_t D = s.headDim, Br = t.queryTile, Bc = t.keyTile,
-                S = t.stages, qStride = s.qHeads * D;
-  const int64_t colBlocks = D / kBlockCols, qTiles = s.seq / Br;
+                S = t.stages;
+  const int64_t colBlocks = D / kBlockCols;
   const int64_t qBytes = Br * D * 2, kvBytes = Bc * D * 2;
   const int64_t offK = qBytes, offV = qBytes + S * kvBytes;
   const int64_t offBar = qBytes + 2 * S * kvBytes;
@@ -703,28 +733,14 @@ int64_t buildHopperForward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
     return LLVM::AddrSpaceCastOp::create(b, loc, LLVM::LLVMPointerType::get(ctx, 7), p);
   };
 
-  Value tid = e.threadId32(), bid = e.blockId32();
+  Value tid = e.threadId32();
   Value warp = e.shRUI(tid, 5), lane = e.andI(tid, 31);
   Value group = e.shRUI(tid, 7);
-  Value bh = e.remUI(bid, s.batch * s.qHeads);
-  Value qt = e.subI(e.i32c(qTiles - 1), e.divUI(bid, s.batch * s.qHeads));
-  Value batch = e.divUI(bh, s.qHeads), head = e.remUI(bh, s.qHeads);
-  Value kvHead = e.divUI(head, s.group());
-  Value q0 = e.mulI(qt, Br);
-  Value rowStart = e.mulI(batch, s.seq);
-
-  auto bounds = [&](Value row) -> std::pair<Value, Value> {
-    Value lo = e.i32c(0), hi = e.i32c(s.seq - 1);
-    if (docs)
-      std::tie(lo, hi) = documentBounds(e, s, cu, e.addI(rowStart, row), rowStart);
-    if (s.causal)
-      hi = row;
-    return {lo, hi};
-  };
-  auto [loFirst, hiFirst] = bounds(q0);
-  auto [loLast, hiLast] = bounds(e.addI(q0, Br - 1));
-  Value tileBegin = e.divUI(loFirst, Bc);
-  Value tileEnd = e.addI(e.divUI(hiLast, Bc), 1);
+  QueryTile tile = queryTileOf(e, s, cu, Br, Bc);
+  Value head = tile.head, kvHead = tile.kvHead, q0 = tile.q0;
+  Value rowStart = tile.rowStart;
+  Value tileBegin = tile.tileBegin, tileEnd = tile.tileEnd;
+  auto &bounds = tile.bounds;
 
   e.ifThen(e.cmpI(arith::CmpIPredicate::eq, tid, e.i32c(0)), [&] {
     bars.init(e.i32c(offBar), 1);
@@ -1019,26 +1035,12 @@ int64_t buildHopperForward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
 
   // out = O / l (bf16), lse = m·scale + ln l.
   for (int64_t half = 0; half < 2; ++half) {
-    Value lsum = results[oRegs + 2 + half];
-    lsum = e.addF(lsum, e.shuffleXor(lsum, 1));
-    lsum = e.addF(lsum, e.shuffleXor(lsum, 2));
-    Value m = results[oRegs + half];
-    Value inv = e.divF(e.f32c(1.0), lsum);
-    Value row = rowIdx[half];
-    Value outRow = e.gep(out, e.bf16,
-                         e.addI(e.mulI(e.addI(rowStart, row), qStride),
-                                e.addI(e.mulI(head, D), e.mulI(t4, 2))));
-    for (int64_t dt = 0; dt < D / 8; ++dt) {
-      Value x0 = e.mulF(results[dt * 4 + half * 2], inv);
-      Value x1 = e.mulF(results[dt * 4 + half * 2 + 1], inv);
-      e.storePtr(e.packBf16(x0, x1), e.gep(outRow, e.bf16, e.i32c(dt * 8)), 4);
-    }
-    Value value = e.addF(e.mulF(m, e.f32c(s.scale)),
-                         e.mulF(e.log2(lsum), e.f32c(kLn2)));
-    e.ifThen(e.cmpI(arith::CmpIPredicate::eq, t4, e.i32c(0)), [&] {
-      Value at = e.addI(e.mulI(e.addI(e.mulI(batch, s.qHeads), head), s.seq), row);
-      e.storePtr(value, e.gep(lse, e.f32, at), 4);
-    });
+    SmallVector<Value> o;
+    for (int64_t dt = 0; dt < D / 8; ++dt)
+      for (int64_t i = 0; i < 2; ++i)
+        o.push_back(results[dt * 4 + half * 2 + i]);
+    storeOutputRow(e, s, tile, out, lse, rowIdx[half], t4, o,
+                   results[oRegs + half], results[oRegs + 2 + half]);
   }
   return sharedBytes;
 }
