@@ -842,6 +842,13 @@ int64_t buildHopperForward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
     NVVM::BarrierArriveOp::create(b, loc, other, e.i32c(256));
   };
   e.ifThen(e.cmpI(arith::CmpIPredicate::eq, consumer, e.i32c(1)), yourTurn);
+  // After the turn of tile j: the other warpgroup's, but for the second
+  // warpgroup's last (the first has no turn left to wait for).
+  auto handOver = [&](Value j) {
+    e.ifThen(e.orI(e.cmpI(arith::CmpIPredicate::eq, consumer, e.i32c(0)),
+                   e.cmpI(arith::CmpIPredicate::sgt, tileEnd, e.addI(j, 1))),
+             yourTurn);
+  };
 
   auto stageOf = [&](Value j) {
     Value it = e.subI(j, tileBegin);
@@ -978,9 +985,7 @@ int64_t buildHopperForward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
   // Tile tileBegin: its scores and softmax; P·V waits for the next turn.
   myTurn();
   SmallVector<Value> sFirst = issue(tileBegin, {}, {});
-  e.ifThen(e.orI(e.cmpI(arith::CmpIPredicate::eq, consumer, e.i32c(0)),
-                 e.cmpI(arith::CmpIPredicate::sgt, tileEnd, e.addI(tileBegin, 1))),
-           yourTurn);
+  handOver(tileBegin);
   waitGroups(0);
   release(tileBegin, true);
   mask(tileBegin, sFirst);
@@ -1003,9 +1008,7 @@ int64_t buildHopperForward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
         Value previous = e.addI(j, -1);
         myTurn();
         SmallVector<Value> sAcc = issue(j, o, p);
-        e.ifThen(e.orI(e.cmpI(arith::CmpIPredicate::eq, consumer, e.i32c(0)),
-                       e.cmpI(arith::CmpIPredicate::sgt, tileEnd, e.addI(j, 1))),
-                 yourTurn);
+        handOver(j);
         waitGroups(1);
         release(j, true);
         mask(j, sAcc);
