@@ -1,43 +1,62 @@
 #!/usr/bin/env bash
-# The attention bench on the GPU host, in one go: octet's generated
-# flash-attention kernels (bench/attention_bench.mlir: batch 1, sequence
-# 8192, 32 query heads, 8 kv heads, head dim 128, causal) and the peer,
-# torch.nn.functional.scaled_dot_product_attention on its flash backend,
-# measured in the same call. Writes bench/results/attention.json (and a copy
+# The attention bench on the GPU host, in one call: octet's generated
+# attention kernels, the mma.sync forward and the Hopper forward
+# (bench/attention_bench.mlir: 32 query heads, 8 kv heads, head dim 128,
+# causal, BF16, at sequence 8192 and 4096 and 8192 tokens packed as 8
+# documents), beside PyTorch's cuDNN and flash SDPA backends (flash's
+# variable-length kernel for the documents), the backend named by the
+# kernels torch.profiler saw. Writes bench/results/attention.json (and a copy
 # to $OUT where set).
 #
-#   bash bench/attention_bench.sh TEST_BINARY BENCH_KERNEL_DIR [ITERATIONS]
+#   bash bench/attention_bench.sh TEST_BINARY KERNEL_DIR HOPPER_KERNEL_DIR [ITERATIONS]
 #
-# TEST_BINARY is octet-gpu-attention-tests, BENCH_KERNEL_DIR the
-# attention-bench-kernels folder next to it in the build tree.
+# TEST_BINARY is octet-gpu-attention-tests, the kernel folders
+# attention-bench-kernels and attention-bench-hopper-kernels next to it in
+# the build tree (tests/gpu/codegen/attention.cmake).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 binary="$1"
 kernels="$2"
-iterations="${3:-20}"
-octet_json="$("$binary" --bench "$kernels" "$iterations")"
-peer_json="$(python3 "$here/attention_torch.py" --iterations "$iterations")"
+hopper="$3"
+iterations="${4:-20}"
+# The parts land in $OUT where set, so that a call cut short keeps them.
+work="${OUT:-$(mktemp -d)}"
+"$binary" --bench "$kernels" "$iterations" > "$work/octet.json"
+"$binary" --bench "$hopper" "$iterations" > "$work/hopper.json"
+python3 "$here/attention_torch.py" --cases 8192:0,4096:0,8192:8 --iterations "$iterations" > "$work/peers.json"
 gpu="$(nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader)"
 mkdir -p "$here/results"
-python3 - "$here/results/attention.json" "$gpu" "$iterations" "$*" <<PY
+python3 - "$here/results/attention.json" "$gpu" "$work" "$*" <<'PY'
 import json, sys
-octet = json.loads('''$octet_json''')
-peer = json.loads('''$peer_json''')
-fwd = next(o for o in octet if o["op"] == "attention_fwd")
-bwd = next(o for o in octet if o["op"] == "attention_bwd")
+out, gpu, work, args = sys.argv[1:]
+load = lambda name: json.load(open(f"{work}/{name}.json"))
+octet, hopper = load("octet"), load("hopper")
+peers = load("peers")
+cases = []
+for seq, docs in ((8192, 0), (4096, 0), (8192, 8)):
+    def pick(rows, op):
+        return next(r for r in rows if r["op"] == op and r["seq"] == seq and r["documents"] == docs)
+    mine = [p for p in peers if p.get("seq", seq) == seq and p.get("documents", docs) == docs]
+    case = {"seq": seq, "documents": docs, "octet": {}, "peers": mine}
+    for label, rows in (("mma_sync", octet), ("hopper", hopper)):
+        f, b = pick(rows, "attention_fwd"), pick(rows, "attention_bwd")
+        case["octet"][label] = {"fwd_kernel": f["kernel"], "fwd_ms": f["ms"], "fwd_tflops": f["tflops"],
+                                "bwd_kernel": b["kernel"], "bwd_ms": b["ms"], "bwd_tflops": b["tflops"]}
+    best = case["octet"]["hopper"]
+    for p in mine:
+        if "fwd_tflops" in p:
+            case[f"fwd_vs_{p['backend']}"] = round(best["fwd_tflops"] / p["fwd_tflops"], 3)
+            case[f"bwd_vs_{p['backend']}"] = round(best["bwd_tflops"] / p["bwd_tflops"], 3)
+    cases.append(case)
 result = {
-    "command": "bash bench/attention_bench.sh " + sys.argv[4],
-    "gpu": sys.argv[2],
-    "shape": {"batch": 1, "seq": 8192, "q_heads": 32, "kv_heads": 8, "head_dim": 128, "causal": True},
-    "flops": "forward 4*B*Hq*S^2*Dh/2, backward 2.5x forward",
-    "octet": {"fwd_ms": fwd["ms"], "fwd_tflops": fwd["tflops"],
-              "bwd_ms": bwd["ms"], "bwd_tflops": bwd["tflops"]},
-    "peer": peer,
-    "peer_note": "the flash kernel takes no GQA: k, v are expanded to 32 heads first; the forward figure subtracts the expansion, the backward includes the expansion's gradient (a sum over each group)",
-    "fwd_vs_peer": round(fwd["tflops"] / peer["fwd_tflops"], 3),
-    "bwd_vs_peer": round(bwd["tflops"] / peer["bwd_tflops"], 3),
+    "command": "bash bench/attention_bench.sh " + args,
+    "gpu": gpu,
+    "shape": {"batch": 1, "q_heads": 32, "kv_heads": 8, "head_dim": 128, "causal": True, "dtype": "bf16"},
+    "flops": "forward 4*Hq*Dh*sum(L^2)/2 over causal documents of length L (L = seq without documents), backward 2.5x forward",
+    "octet_note": "mma_sync: octet-codegen's default kernels; hopper: octet-attention-to-gpu hopper-forward=1 (the backward is the mma.sync one in both)",
+    "cases": cases,
 }
-open(sys.argv[1], "w").write(json.dumps(result, indent=2) + "\n")
+open(out, "w").write(json.dumps(result, indent=2) + "\n")
 print(json.dumps(result, indent=2))
 PY
 if [ -n "${OUT:-}" ]; then cp "$here/results/attention.json" "$OUT/"; fi

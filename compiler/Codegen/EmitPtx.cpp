@@ -189,6 +189,18 @@ LogicalResult emitPtx(ModuleOp module, StringRef dir, StringRef ptxasPath) {
       if (auto scale = op->getAttrOfType<FloatAttr>("scale"))
         attrs["scale"] = scale.getValueAsDouble();
       entry["attributes"] = std::move(attrs);
+      // Tensor maps the launch passes before the buffers (Hopper forward).
+      if (auto maps = op->getAttrOfType<ArrayAttr>("tensor_maps")) {
+        llvm::json::Array list;
+        for (auto map : maps.getAsRange<DictionaryAttr>()) {
+          llvm::json::Object m;
+          for (NamedAttribute field : map)
+            m[field.getName().getValue()] =
+                cast<IntegerAttr>(field.getValue()).getInt();
+          list.push_back(std::move(m));
+        }
+        entry["tensor_maps"] = std::move(list);
+      }
     }
     kernels.push_back(std::move(entry));
   });

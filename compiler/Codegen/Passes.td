@@ -125,6 +125,10 @@ def AttentionToGpu : Pass<"octet-attention-to-gpu", "mlir::ModuleOp"> {
            "16-row MMA tiles per forward warp (query tile = 16 · warps · m-tiles)">,
     Option<"bwdWarps", "bwd-warps", "int64_t", "4",
            "warps per backward CTA (16 key rows each; query tile of as many rows)">,
+    Option<"hopperForward", "hopper-forward", "bool", "false",
+           "forward ops the Hopper kernel covers get it (wgmma, TMA, "
+           "warp-specialised; tensor maps as grid constants, recorded in "
+           "`tensor_maps`); the others keep the mma.sync kernel">,
     Option<"keepGoing", "keep-going", "bool", "false",
            "report an op that cannot be lowered and go on with the others "
            "(the pass still succeeds; such ops get no `launch`)">,

@@ -4,6 +4,7 @@
 #include "spec/SpecReader.h"
 
 #include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
+#include "mlir/Conversion/NVVMToLLVM/NVVMToLLVM.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
 #include "mlir/Pass/PassOptions.h"
@@ -249,6 +250,9 @@ void buildCodegenPipeline(OpPassManager &pm,
   // Static shapes: a bare pointer per buffer instead of a memref descriptor.
   nvvm.useBarePtrCallConv = true;
   gpu.addPass(mlir::createConvertGpuOpsToNVVMOps(nvvm));
+  // NVVM ops that LLVM has no intrinsic for (wgmma, mbarrier waits) become
+  // their PTX.
+  gpu.addPass(mlir::createConvertNVVMToLLVMPass());
   gpu.addPass(mlir::createCanonicalizerPass());
   gpu.addPass(mlir::createCSEPass());
   pm.addPass(mlir::createReconcileUnrealizedCastsPass());

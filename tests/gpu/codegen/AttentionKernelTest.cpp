@@ -46,8 +46,17 @@ struct AttnLaunch {
   CUfunction function = nullptr;
 };
 
+// A tensor map the launch passes before the buffers (kernels.json
+// "tensor_maps"): a 3-D view [B·S][heads][Dh] of bf16 operand `operand`,
+// boxes of `columns` × 1 × `rows`, `swizzle` bytes.
+struct TensorMapSpec {
+  int operand = 0;
+  unsigned rows = 0, columns = 0, swizzle = 0;
+};
+
 struct AttnKernel {
-  std::string name, kind, ptx, cubin;
+  std::string name, kind, module, ptx, cubin;
+  std::vector<TensorMapSpec> tensorMaps;
   std::vector<AttnLaunch> launches;
   std::vector<BufferSpec> args;
   size_t workspaceBytes = 0;
@@ -65,7 +74,12 @@ std::vector<AttnKernel> loadAttention(const std::string &dir) {
     AttnKernel a;
     a.name = k["name"];
     a.kind = kind;
+    a.module = k["module"];
     a.ptx = dir + "/" + k["ptx"].get<std::string>();
+    if (k.contains("tensor_maps"))
+      for (auto &m : k["tensor_maps"])
+        a.tensorMaps.push_back({m["operand"], m["box_rows"], m["box_columns"],
+                                m["swizzle_bytes"]});
     if (k.contains("cubin"))
       a.cubin = dir + "/" + k["cubin"].get<std::string>();
     for (auto &l : k["launches"])
@@ -102,9 +116,38 @@ void loadModule(AttnKernel &k) {
   }
 }
 
+CUtensorMap encodeTensorMap(const TensorMapSpec &spec, const BufferSpec &arg,
+                            CUdeviceptr address) {
+  if (arg.dtype != "bf16" || arg.shape.size() != 4 ||
+      (spec.swizzle != 128 && spec.swizzle != 0)) {
+    std::fprintf(stderr, "tensor map of %s: expects a bf16 [B,S,H,Dh] operand "
+                         "and a 128-byte or no swizzle\n", arg.name.c_str());
+    std::exit(2);
+  }
+  uint64_t heads = arg.shape[2], dh = arg.shape[3];
+  cuuint64_t dims[3] = {dh, heads, uint64_t(arg.shape[0] * arg.shape[1])};
+  cuuint64_t strides[2] = {dh * 2, heads * dh * 2};
+  cuuint32_t box[3] = {spec.columns, 1, spec.rows};
+  cuuint32_t elementStrides[3] = {1, 1, 1};
+  CUtensorMap map;
+  HARNESS_CHECK(cuTensorMapEncodeTiled(
+      &map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3,
+      reinterpret_cast<void *>(address), dims, strides, box, elementStrides,
+      CU_TENSOR_MAP_INTERLEAVE_NONE,
+      spec.swizzle ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE,
+      CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
+  return map;
+}
+
 void launchAll(const AttnKernel &k, std::vector<CUdeviceptr> &ptrs,
                CUstream stream) {
+  // Tensor maps first, passed by value (grid constants), then the buffers.
+  std::vector<CUtensorMap> maps;
+  for (const TensorMapSpec &m : k.tensorMaps)
+    maps.push_back(encodeTensorMap(m, k.args[m.operand], ptrs[m.operand]));
   std::vector<void *> params;
+  for (CUtensorMap &m : maps)
+    params.push_back(&m);
   for (CUdeviceptr &p : ptrs)
     params.push_back(&p);
   for (const AttnLaunch &l : k.launches)
@@ -468,8 +511,33 @@ int runBench(const std::string &dir, int iterations) {
     int inputs = 0;
     for (auto &a : k.args)
       inputs += a.role == "input";
+    // Documents: lengths from half to 1.5 times tokens / documents in a
+    // fixed pattern (bench/attention_torch.py cuts the same), the last
+    // taking what is left; attention FLOPs are summed over them.
+    double pairs = double(s.seq) * s.seq * s.batch;
+    std::vector<int32_t> cuts;
+    if (p.cuLen) {
+      int64_t docs = p.cuLen - 1, tokens = s.batch * s.seq, mean = tokens / docs;
+      cuts.push_back(0);
+      for (int64_t d = 0; d + 1 < docs; ++d)
+        cuts.push_back(static_cast<int32_t>(std::min<int64_t>(
+            cuts.back() + mean / 2 + mean * ((d * 37) % 11) / 10, tokens)));
+      cuts.push_back(static_cast<int32_t>(tokens));
+      pairs = 0;
+      for (size_t d = 0; d + 1 < cuts.size(); ++d) {
+        // A document is cut at batch-row boundaries.
+        for (int64_t b = 0; b < s.batch; ++b) {
+          int64_t lo = std::max<int64_t>(cuts[d], b * s.seq);
+          int64_t hi = std::min<int64_t>(cuts[d + 1], (b + 1) * s.seq);
+          if (hi > lo)
+            pairs += double(hi - lo) * (hi - lo);
+        }
+      }
+    }
     for (int a = 0; a < inputs; ++a) {
-      if (k.args[a].dtype == "bf16")
+      if (k.args[a].dtype == "i32")
+        bufs.upload(a, rawBytes(cuts));
+      else if (k.args[a].dtype == "bf16")
         bufs.upload(a, encodeBf16(randomBf16(k.args[a].elements(), rng)));
       else if (k.args[a].dtype == "f32") // lse: about log(S) for N(0,1) scores
         bufs.upload(a, rawBytes(std::vector<float>(k.args[a].elements(),
@@ -488,16 +556,18 @@ int runBench(const std::string &dir, int iterations) {
     float ms = 0;
     HARNESS_CHECK(cuEventElapsedTime(&ms, start, stop));
     double seconds = ms / 1e3 / iterations;
-    double flops = 4.0 * s.batch * s.qHeads * double(s.seq) * s.seq * s.headDim;
+    double flops = 4.0 * s.qHeads * pairs * s.headDim;
     if (s.causal)
       flops /= 2;
     if (!forward)
       flops *= 2.5;
-    std::printf("  {\"op\": \"%s\", \"device\": \"%s\", \"batch\": %ld, "
+    std::printf("  {\"op\": \"%s\", \"kernel\": \"%s\", \"documents\": %ld, "
+                "\"device\": \"%s\", \"batch\": %ld, "
                 "\"seq\": %ld, \"q_heads\": %ld, \"kv_heads\": %ld, "
                 "\"head_dim\": %ld, \"causal\": %s, \"ms\": %.4f, "
                 "\"tflops\": %.1f, \"iterations\": %d}%s\n",
-                k.kind.c_str(), device.name().c_str(), (long)s.batch,
+                k.kind.c_str(), k.module.c_str(), (long)std::max<int64_t>(p.cuLen - 1, 0),
+                device.name().c_str(), (long)s.batch,
                 (long)s.seq, (long)s.qHeads, (long)s.kvHeads, (long)s.headDim,
                 s.causal ? "true" : "false", seconds * 1e3,
                 flops / seconds / 1e12, iterations,

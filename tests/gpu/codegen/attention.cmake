@@ -3,10 +3,13 @@
 # Kernels are generated here at build time; the test binary links the
 # interpreter's MLIR-free kernels and the CUDA driver only, statically
 # otherwise, so a build folder can be carried to a GPU host.
+# Extra arguments go to octet-opt before the codegen pipeline (an earlier
+# octet-attention-to-gpu run with other options: the pipeline's own run
+# leaves the ops it lowered alone).
 function(octet_attention_kernels name source)
   set(dir ${CMAKE_CURRENT_BINARY_DIR}/${name})
   add_custom_command(OUTPUT ${dir}/kernels.json
-    COMMAND $<TARGET_FILE:octet-opt> ${source}
+    COMMAND $<TARGET_FILE:octet-opt> ${source} ${ARGN}
             --octet-codegen -o ${CMAKE_CURRENT_BINARY_DIR}/${name}.ptx.mlir
     COMMAND $<TARGET_FILE:octet-opt> ${CMAKE_CURRENT_BINARY_DIR}/${name}.ptx.mlir
             --octet-emit-ptx=dir=${dir} -o /dev/null
@@ -19,6 +22,13 @@ octet_attention_kernels(attention-kernels
   ${CMAKE_CURRENT_SOURCE_DIR}/attention-small.mlir)
 octet_attention_kernels(attention-bench-kernels
   ${PROJECT_SOURCE_DIR}/bench/attention_bench.mlir)
+# The same ops with the Hopper forward (wgmma, TMA, warp specialisation).
+octet_attention_kernels(attention-hopper-kernels
+  ${CMAKE_CURRENT_SOURCE_DIR}/attention-small.mlir
+  --octet-attention-to-gpu=hopper-forward=1)
+octet_attention_kernels(attention-bench-hopper-kernels
+  ${PROJECT_SOURCE_DIR}/bench/attention_bench.mlir
+  --octet-attention-to-gpu=hopper-forward=1)
 
 # The interpreter's answers for one case (causal, GQA 4:1, documents, head
 # dim 64), computed here: the GPU host has no MLIR.
@@ -38,7 +48,8 @@ add_custom_target(octet-attention-golden-data
 
 add_executable(octet-gpu-attention-tests AttentionKernelTest.cpp)
 add_dependencies(octet-gpu-attention-tests octet-attention-kernels
-  octet-attention-bench-kernels octet-attention-golden-data)
+  octet-attention-bench-kernels octet-attention-hopper-kernels
+  octet-attention-bench-hopper-kernels octet-attention-golden-data)
 target_link_libraries(octet-gpu-attention-tests PRIVATE OctetInterpreterKernels
   CUDA::cuda_driver nlohmann_json::nlohmann_json -static-libstdc++
   -static-libgcc)
@@ -47,3 +58,8 @@ add_test(NAME gpu.attention COMMAND sh -c
   $<TARGET_FILE:octet-gpu-attention-tests>
   ${CMAKE_CURRENT_BINARY_DIR}/attention-kernels ${attention_golden})
 set_tests_properties(gpu.attention PROPERTIES LABELS gpu)
+add_test(NAME gpu.attention-hopper COMMAND sh -c
+  "if nvidia-smi -L >/dev/null 2>&1; then exec \"$0\" \"$1\" --golden \"$2\"; else echo 'SKIPPED: no NVIDIA GPU (nvidia-smi lists none)'; fi"
+  $<TARGET_FILE:octet-gpu-attention-tests>
+  ${CMAKE_CURRENT_BINARY_DIR}/attention-hopper-kernels ${attention_golden})
+set_tests_properties(gpu.attention-hopper PROPERTIES LABELS gpu)
