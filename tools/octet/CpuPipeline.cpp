@@ -1,6 +1,7 @@
 #include "tools/octet/CpuPipeline.h"
 
 #include "compiler/Interpreter/PipelineStep.h"
+#include "dialects/graph/GraphDialect.h"
 
 #include "llvm/ADT/StringRef.h"
 
@@ -25,11 +26,20 @@ StatusOr<CpuPipelineStep> runCpuPipelineStep(
   // The sum after the schedule counts on each rank holding zeros in the
   // accumulators of chunks it does not run. The step's first microbatch
   // overwrites only the rank's own, and the optimizer step no longer clears
-  // them (they keep the last step's gradient), so they are cleared here.
-  for (int r = 0; r < world; ++r)
-    for (const auto &[name, value] : variables[0].all())
-      if (llvm::StringRef(name).starts_with("grad."))
-        variables[r].set(name, interp::Tensor(value.dtype(), value.shape()));
+  // them (step-local ones are not even in the store between steps), so
+  // they are made zero here.
+  for (auto var : module.getOps<graph::VariableOp>()) {
+    if (!var.getSymName().starts_with("grad."))
+      continue;
+    auto type = var.getTensorType();
+    auto dtype = interp::dtypeOf(type.getElementType());
+    if (!dtype)
+      return Status::error(llvm::toString(dtype.takeError()));
+    for (int r = 0; r < world; ++r)
+      variables[r].set(var.getSymName().str(),
+                       interp::Tensor(*dtype, {type.getShape().begin(),
+                                               type.getShape().end()}));
+  }
   std::vector<StatusOr<interp::PipelineStepResult>> replicas(
       data, Status::error("not run"));
   std::vector<std::thread> threads;
