@@ -427,8 +427,9 @@ private:
       return emitGemm(gemm);
     if (auto coll = dyn_cast<kernel::CollectiveOp>(op)) {
       // On the communication stream, after the last kernel that writes an
-      // input; in place in persistent memory, which no later kernel of the
-      // program writes, so compute may go on beside it.
+      // input; in place in memory that no later kernel of the program
+      // writes (persistent, or a step-local slot, reserved past the
+      // program's end), so compute may go on beside it.
       std::optional<uint32_t> after;
       if (coll.getCommStream()) {
         for (Value in : coll.getInputs()) {
@@ -439,8 +440,10 @@ private:
         }
         for (auto [in, out] : llvm::zip(coll.getInputs(), coll.getResults())) {
           bundle::SlotRef i = ref(in), o = ref(out);
+          const plan::Slot &slot = plan.slots[i.slot()];
           if (i.slot() != o.slot() || i.byte_offset() != o.byte_offset() ||
-              !plan.slots[i.slot()].program.empty())
+              (!slot.program.empty() && (slot.lastProgram.empty() ||
+                                         slot.lastProgram == slot.program)))
             return coll.emitError("bundle: a communication-stream collective "
                                   "must work in place in persistent memory "
                                   "(a variable's slot); this one reads slot '")
@@ -707,7 +710,8 @@ FailureOr<bundle::Bundle> compileBundle(ModuleOp module,
     return failure();
   phase("memory plan and bundle");
   // After codegen, so kernel workspaces and GEMM factors get slots.
-  FailureOr<plan::MemoryPlan> memory = plan::planMemory(module);
+  FailureOr<plan::MemoryPlan> memory =
+      plan::planMemory(module, source.schedule.grad_accum_steps());
   if (failed(memory))
     return failure();
   const plan::MemoryPlan &plan = *memory;
@@ -757,6 +761,7 @@ FailureOr<bundle::Bundle> compileBundle(ModuleOp module,
     slot->set_program(s.program);
     slot->set_first_step(s.firstStep);
     slot->set_last_step(s.lastStep);
+    slot->set_last_program(s.lastProgram);
   }
 
   for (auto var : module.getOps<graph::VariableOp>()) {

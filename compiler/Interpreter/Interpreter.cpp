@@ -7,6 +7,7 @@
 #include "compiler/Interpreter/Kernels.h"
 #include "dialects/fp8/Fp8Dialect.h"
 #include "dialects/graph/GraphDialect.h"
+#include "dialects/graph/StepLocal.h"
 #include "dialects/kernel/KernelDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -983,6 +984,29 @@ llvm::Error execute(Operation *op, Frame &f) {
   return llvm::TypeSwitch<Operation *, Error>(op)
       .Case([&](graph::LoadOp load) -> Error {
         std::string name = load.getVariable().str();
+        if (!f.variables().has(name) &&
+            graph::isStepLocal(SymbolTable::lookupNearestSymbolFrom(
+                op, load.getVariableAttr().getAttr()))) {
+          // Its slot holds another tensor between steps; only a GEMM that
+          // writes it in the step's first microbatch may name it then.
+          bool overwritten =
+              f.rank().firstMicrobatch &&
+              llvm::all_of(load->getUses(), [&](OpOperand &use) {
+                auto gemm = dyn_cast<kernel::GemmOp>(use.getOwner());
+                return gemm && gemm.getC() == load.getResult() &&
+                       gemm->hasAttr("first_microbatch_overwrites");
+              });
+          if (!overwritten)
+            return errorAt(op, "variable '" + name +
+                                   "' is step-local and holds nothing here: "
+                                   "a step's first microbatch writes it and "
+                                   "the optimizer step reads it last; its "
+                                   "memory is reused outside that window");
+          f.setResult(op, 0,
+                      Tensor(cantFail(dtypeOf(load.getType().getElementType())),
+                             shapeOf(load.getType())));
+          return Error::success();
+        }
         if (!f.variables().has(name))
           return errorAt(op, "variable '" + name +
                                  "' is not in the variable store; initialise "
@@ -1252,7 +1276,8 @@ llvm::Expected<DType> dtypeOf(Type type) {
 void VariableStore::initialize(ModuleOp module, uint64_t seed) {
   module.walk([&](graph::VariableOp var) {
     std::string name = var.getSymName().str();
-    if (has(name))
+    // A step-local variable holds nothing until a step writes it.
+    if (has(name) || graph::isStepLocal(var))
       return;
     auto type = var.getTensorType();
     DType dtype = cantFail(dtypeOf(type.getElementType()));
@@ -1306,8 +1331,15 @@ Interpreter::run(llvm::StringRef name, std::vector<Tensor> args,
                   shapeString(args[i].shape()) + " " +
                   dtypeName(args[i].dtype()));
   }
-  return runBlock(func.getBody().front(), std::move(args), variables,
-                  observer_, rank_);
+  auto results = runBlock(func.getBody().front(), std::move(args), variables,
+                          observer_, rank_);
+  // The optimizer step is the last reader of the step-local variables: on
+  // the GPU their slots hold other tensors until the next step writes them.
+  if (results && name == "optimizer_step")
+    for (auto var : module_.getOps<graph::VariableOp>())
+      if (graph::isStepLocal(var))
+        variables.release(var.getSymName().str());
+  return results;
 }
 
 } // namespace octet::interp

@@ -28,7 +28,8 @@ class VariableStore {
 public:
   // Creates every graph.variable of `module` that the store does not hold
   // yet, initialised as its `init` attribute says (normal with init_std,
-  // zeros, ones). Normal draws are a pure function of (seed, name), so a
+  // zeros, ones), but the step-local ones (dialects/graph/StepLocal.h),
+  // which a step writes before reading. Normal draws are a pure function of (seed, name), so a
   // store is reproducible across machines and variable orders.
   void initialize(mlir::ModuleOp module, uint64_t seed);
 
@@ -113,6 +114,10 @@ public:
   // the last time before that store, so an update holds one copy of each
   // optimizer state, not the old and the new together. A run that fails
   // part-way can therefore leave such variables out of the store.
+  //
+  // @optimizer_step drops the step-local variables from the store when it
+  // returns; a read of one before the next step's first microbatch writes
+  // it is an error, as the GPU's slot would hold another tensor then.
   llvm::Expected<std::vector<Tensor>> run(llvm::StringRef name,
                                           std::vector<Tensor> args,
                                           VariableStore &variables);

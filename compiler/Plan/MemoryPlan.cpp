@@ -1,6 +1,7 @@
 #include "compiler/Plan/MemoryPlan.h"
 
 #include "dialects/graph/GraphDialect.h"
+#include "dialects/graph/StepLocal.h"
 #include "dialects/kernel/KernelDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -227,18 +228,12 @@ bool computedInPlaceFrom(OpResult result,
   return sameIndex.contains(yielded) && !moved.contains(yielded);
 }
 
-LogicalResult planFunction(func::FuncOp func, MemoryPlan &plan) {
-  ProgramPlan program;
-  program.name = func.getSymName().str();
-  Block &body = func.getBody().front();
-
-  // Program order of the top-level ops.
-  llvm::DenseMap<Operation *, int64_t> index;
-  for (Operation &op : body)
-    index[&op] = static_cast<int64_t>(index.size());
-  int64_t end = static_cast<int64_t>(index.size());
-  program.numSteps = end;
-
+// Plans `funcs` as one timeline, each function's steps after the previous
+// one's, in one activation region: a buffer of one function is dead before
+// the next starts, but a step-local variable (`stepLocal`: name -> its
+// slot, whose offset this sets) is a buffer that spans them.
+LogicalResult planTimeline(ArrayRef<func::FuncOp> funcs, MemoryPlan &plan,
+                           const llvm::StringMap<unsigned> &stepLocal) {
   // Every value resolves to a root buffer (or a variable) and a byte offset.
   struct Root {
     int buffer = -1;           // index into buffers
@@ -249,6 +244,23 @@ LogicalResult planFunction(func::FuncOp func, MemoryPlan &plan) {
   };
   llvm::DenseMap<Value, Root> roots;
   std::vector<Buffer> buffers;
+  std::vector<ProgramPlan> programs;
+  // Each program's first step on the timeline.
+  std::vector<int64_t> bases;
+  // The steps that touch each step-local variable.
+  llvm::StringMap<std::pair<int64_t, int64_t>> stepLocalExtent;
+  int64_t base = 0;
+  for (func::FuncOp func : funcs) {
+  ProgramPlan program;
+  program.name = func.getSymName().str();
+  Block &body = func.getBody().front();
+
+  // Program order of the top-level ops, on the timeline.
+  llvm::DenseMap<Operation *, int64_t> index;
+  for (Operation &op : body)
+    index[&op] = base + static_cast<int64_t>(index.size());
+  int64_t end = base + static_cast<int64_t>(index.size());
+  program.numSteps = end - base;
 
   auto newBuffer = [&](Value v, std::string name, int64_t def,
                        bool io) -> LogicalResult {
@@ -277,7 +289,7 @@ LogicalResult planFunction(func::FuncOp func, MemoryPlan &plan) {
     else
       name += "arg" + std::to_string(arg.getArgNumber());
     // The host writes inputs before the first op runs.
-    if (failed(newBuffer(arg, name, 0, /*io=*/true)))
+    if (failed(newBuffer(arg, name, base, /*io=*/true)))
       return failure();
   }
 
@@ -293,6 +305,12 @@ LogicalResult planFunction(func::FuncOp func, MemoryPlan &plan) {
     } else {
       int64_t &last = lastVariableRead[it->second.variable];
       last = std::max(last, at);
+      if (stepLocal.count(it->second.variable)) {
+        auto [extent, fresh] = stepLocalExtent.try_emplace(
+            it->second.variable, std::make_pair(at, at));
+        extent->second.first = std::min(extent->second.first, at);
+        extent->second.second = std::max(extent->second.second, at);
+      }
     }
   };
 
@@ -358,7 +376,9 @@ LogicalResult planFunction(func::FuncOp func, MemoryPlan &plan) {
         auto it = roots.find(v);
         if (it != roots.end() && it->second.buffer >= 0)
           buffers[it->second.buffer].io = true;
-        use(v, end);
+        // To the program's last step (this return), not into the next
+        // program of the timeline.
+        use(v, end - 1);
       }
       continue;
     }
@@ -398,7 +418,7 @@ LogicalResult planFunction(func::FuncOp func, MemoryPlan &plan) {
       }
       if (!b.inPlace && !b.io && r.offset == 0 &&
           b.bytes == plan.slots[slotIt->second].bytes && oldValueDead &&
-          b.def > 0) {
+          b.def > base) {
         b.inPlace = true;
         b.slot = slotIt->second;
       }
@@ -431,6 +451,33 @@ LogicalResult planFunction(func::FuncOp func, MemoryPlan &plan) {
               "dequant scale", program.gemmScaleSlots);
   }
 
+  programs.push_back(std::move(program));
+  bases.push_back(base);
+  base = end;
+  }
+
+  // A step-local variable is a buffer from its first access to its last;
+  // the results computed in place in it are that buffer too.
+  llvm::DenseMap<unsigned, unsigned> stepLocalBuffers; // slot -> buffer
+  for (auto &[name, extent] : stepLocalExtent) {
+    unsigned slot = stepLocal.lookup(name);
+    Buffer b;
+    b.bytes = plan.slots[slot].bytes;
+    b.def = extent.first;
+    b.lastUse = extent.second;
+    for (const Buffer &other : buffers)
+      if (other.inPlace && other.slot == slot) {
+        b.def = std::min(b.def, other.def);
+        b.lastUse = std::max(b.lastUse, other.lastUse);
+      }
+    b.name = name.str();
+    b.slot = slot;
+    b.type = RankedTensorType::get(
+        plan.slots[slot].shape, plan.slots[slot].elementType);
+    stepLocalBuffers[slot] = buffers.size();
+    buffers.push_back(std::move(b));
+  }
+
   // Place the buffers: by definition order, freeing those whose last use is
   // strictly earlier, so an op's outputs never overlap its inputs.
   std::vector<unsigned> order;
@@ -449,7 +496,6 @@ LogicalResult planFunction(func::FuncOp func, MemoryPlan &plan) {
   std::vector<uint64_t> offsets(buffers.size(), 0);
   std::vector<bool> placed(buffers.size(), false);
   size_t nextFree = 0;
-  uint64_t live = 0;
   for (unsigned i : order) {
     Buffer &b = buffers[i];
     while (nextFree < byLastUse.size() &&
@@ -458,19 +504,57 @@ LogicalResult planFunction(func::FuncOp func, MemoryPlan &plan) {
       if (!placed[f])
         continue;
       region.release(offsets[f], alignUp(buffers[f].bytes));
-      live -= alignUp(buffers[f].bytes);
       placed[f] = false;
     }
     offsets[i] = region.allocate(alignUp(b.bytes));
     placed[i] = true;
-    live += alignUp(b.bytes);
-    program.peakLiveBytes = std::max(program.peakLiveBytes, live);
   }
-  program.regionBytes = region.high();
+  // Each program's peak (live bytes at its busiest step) and region (the
+  // end of the highest slot live during it).
+  std::map<int64_t, int64_t> deltas;
+  for (unsigned i : order) {
+    deltas[buffers[i].def] += int64_t(alignUp(buffers[i].bytes));
+    deltas[buffers[i].lastUse + 1] -= int64_t(alignUp(buffers[i].bytes));
+  }
+  for (size_t p = 0; p < programs.size(); ++p) {
+    int64_t first = bases[p], last = first + programs[p].numSteps - 1;
+    int64_t now = 0;
+    auto it = deltas.begin();
+    for (; it != deltas.end() && it->first <= first; ++it)
+      now += it->second;
+    int64_t peak = now;
+    for (; it != deltas.end() && it->first <= last; ++it)
+      peak = std::max(peak, now += it->second);
+    programs[p].peakLiveBytes = uint64_t(std::max<int64_t>(peak, 0));
+    for (unsigned i : order)
+      if (buffers[i].def <= last && buffers[i].lastUse >= first)
+        programs[p].regionBytes =
+            std::max(programs[p].regionBytes,
+                     offsets[i] + alignUp(buffers[i].bytes));
+  }
+  // The program a step of the timeline belongs to.
+  auto programAt = [&](int64_t step) {
+    size_t p = 0;
+    while (p + 1 < programs.size() && bases[p + 1] <= step)
+      ++p;
+    return p;
+  };
 
+  for (auto &[slotIndex, i] : stepLocalBuffers) {
+    Slot &slot = plan.slots[slotIndex];
+    const Buffer &b = buffers[i];
+    size_t first = programAt(b.def), last = programAt(b.lastUse);
+    // Relative to the activation region until every program is planned.
+    slot.offset = offsets[i];
+    slot.program = programs[first].name;
+    slot.firstStep = b.def - bases[first];
+    slot.lastProgram = programs[last].name;
+    slot.lastStep = b.lastUse - bases[last];
+  }
   for (unsigned i = 0; i < buffers.size(); ++i) {
     Buffer &b = buffers[i];
-    if (b.inPlace)
+    if (b.inPlace || stepLocalBuffers.count(b.slot) &&
+                         stepLocalBuffers.lookup(b.slot) == i)
       continue;
     Slot slot;
     slot.name = b.name;
@@ -483,38 +567,125 @@ LogicalResult planFunction(func::FuncOp func, MemoryPlan &plan) {
     auto tensor = cast<RankedTensorType>(b.type);
     slot.elementType = tensor.getElementType();
     slot.shape.assign(tensor.getShape().begin(), tensor.getShape().end());
-    slot.program = program.name;
-    slot.firstStep = b.def;
-    slot.lastStep = b.lastUse;
+    size_t p = programAt(b.def);
+    slot.program = programs[p].name;
+    slot.firstStep = b.def - bases[p];
+    slot.lastStep = b.lastUse - bases[p];
     b.slot = plan.slots.size();
     plan.slots.push_back(std::move(slot));
   }
   // Scratch owners held buffer indices until the buffers had slots.
-  for (auto *owner : {&program.workspaceSlots, &program.gemmScaleSlots})
-    for (auto &entry : *owner)
-      entry.second = buffers[entry.second].slot;
+  for (ProgramPlan &program : programs)
+    for (auto *owner : {&program.workspaceSlots, &program.gemmScaleSlots})
+      for (auto &entry : *owner)
+        entry.second = buffers[entry.second].slot;
   for (auto &[value, root] : roots) {
+    // The program whose body holds the value.
+    Region *region = value.getParentRegion();
+    auto func = region ? region->getParentOfType<func::FuncOp>() : nullptr;
+    if (!func)
+      continue;
+    ProgramPlan *program = nullptr;
+    for (ProgramPlan &p : programs)
+      if (p.name == func.getSymName())
+        program = &p;
+    if (!program)
+      continue;
     if (root.buffer >= 0)
-      program.valueSlots[value] = {buffers[root.buffer].slot, root.offset};
+      program->valueSlots[value] = {buffers[root.buffer].slot, root.offset};
     else if (auto it = plan.variableSlots.find(root.variable);
              it != plan.variableSlots.end())
-      program.valueSlots[value] = {it->second, root.offset};
+      program->valueSlots[value] = {it->second, root.offset};
     if (root.rankStride)
-      program.rankStrides[value] = root.rankStride;
+      program->rankStrides[value] = root.rankStride;
   }
-  plan.programs.push_back(std::move(program));
+  for (ProgramPlan &program : programs)
+    plan.programs.push_back(std::move(program));
+  return success();
+}
+
+// A step-local variable's value is gone outside [its first write in the
+// train program, its last read in the optimizer step]: it may be read in
+// @train_microbatch only as the accumulate operand of a GEMM that writes it
+// in the step's first microbatch, in @optimizer_step only read, and in no
+// other function.
+LogicalResult checkStepLocal(graph::VariableOp var, ModuleOp module,
+                             func::FuncOp train, func::FuncOp optimizer) {
+  StringRef name = var.getSymName();
+  auto fail = [&](Operation *at, const Twine &why) {
+    return at->emitError("memory plan: @")
+           << name << " is step-local (its slot is reused outside the step), "
+           << why;
+  };
+  for (auto func : module.getOps<func::FuncOp>()) {
+    WalkResult walked = func.walk([&](Operation *op) {
+      auto load = dyn_cast<graph::LoadOp>(op);
+      auto store = dyn_cast<graph::StoreOp>(op);
+      if ((!load || load.getVariable() != name) &&
+          (!store || store.getVariable() != name))
+        return WalkResult::advance();
+      if (func != train && func != optimizer) {
+        (void)fail(op, "but @" + func.getSymName() + " reads or writes it");
+        return WalkResult::interrupt();
+      }
+      if (func == optimizer && store) {
+        (void)fail(op, "but the optimizer step writes it: the next step "
+                       "would read that value after the slot was reused");
+        return WalkResult::interrupt();
+      }
+      if (func == train && load)
+        for (OpOperand &use : load->getUses()) {
+          auto gemm = dyn_cast<kernel::GemmOp>(use.getOwner());
+          if (!gemm || gemm.getC() != load.getResult() ||
+              !gemm->hasAttr("first_microbatch_overwrites") ||
+              llvm::count(gemm->getOperands(), load.getResult()) != 1) {
+            (void)fail(use.getOwner(),
+                       "but this op reads it in the train microbatch before "
+                       "the step has written it");
+            return WalkResult::interrupt();
+          }
+        }
+      return WalkResult::advance();
+    });
+    if (walked.wasInterrupted())
+      return failure();
+  }
   return success();
 }
 
 } // namespace
 
-FailureOr<MemoryPlan> planMemory(ModuleOp module) {
+FailureOr<MemoryPlan> planMemory(ModuleOp module,
+                                 int64_t microbatchesPerStep) {
   MemoryPlan plan;
+  auto train = module.lookupSymbol<func::FuncOp>("train_microbatch");
+  auto optimizer = module.lookupSymbol<func::FuncOp>("optimizer_step");
+  bool stepTimeline = train && !train.isExternal() && optimizer &&
+                      !optimizer.isExternal();
+  llvm::StringMap<unsigned> stepLocal;
   for (auto var : module.getOps<graph::VariableOp>()) {
     FailureOr<uint64_t> bytes = tensorBytes(var.getTensorType());
     if (failed(bytes))
       return var.emitError("memory plan: variable @")
              << var.getSymName() << " needs a static shape";
+    // With several microbatches a step-local variable carries the sum
+    // through the whole train program, so it stays persistent: the train
+    // program's peak would hold it anyway.
+    if (stepTimeline && microbatchesPerStep == 1 && graph::isStepLocal(var)) {
+      if (failed(checkStepLocal(var, module, train, optimizer)))
+        return failure();
+      Slot slot;
+      slot.name = var.getSymName().str();
+      slot.kind = variableKind(var);
+      slot.bytes = *bytes;
+      slot.elementType = var.getTensorType().getElementType();
+      slot.shape.assign(var.getTensorType().getShape().begin(),
+                        var.getTensorType().getShape().end());
+      stepLocal[slot.name] = plan.slots.size();
+      plan.variableSlots[slot.name] = plan.slots.size();
+      plan.slots.push_back(std::move(slot));
+      continue;
+    }
     Slot slot;
     slot.name = var.getSymName().str();
     slot.kind = variableKind(var);
@@ -545,11 +716,21 @@ FailureOr<MemoryPlan> planMemory(ModuleOp module) {
     plan.persistentBytes += alignUp(kGemmWorkspaceBytes);
   }
   for (auto func : module.getOps<func::FuncOp>()) {
-    if (func.isExternal())
+    if (func.isExternal() || (stepTimeline && func == optimizer))
       continue;
-    if (failed(planFunction(func, plan)))
+    if (stepTimeline && func == train) {
+      if (failed(planTimeline({train, optimizer}, plan, stepLocal)))
+        return failure();
+      continue;
+    }
+    if (failed(planTimeline({func}, plan, {})))
       return failure();
   }
+  for (auto &[name, slot] : stepLocal)
+    if (plan.slots[slot].program.empty())
+      return module.emitError("memory plan: step-local @")
+             << name << " is read or written by neither the train "
+             << "microbatch nor the optimizer step";
   for (const ProgramPlan &p : plan.programs)
     plan.activationBytes = std::max(plan.activationBytes, p.regionBytes);
   for (Slot &slot : plan.slots)
@@ -558,12 +739,12 @@ FailureOr<MemoryPlan> planMemory(ModuleOp module) {
 
   // Evaluation runs between training steps in the same arena; it must fit
   // in what training needs already.
-  const ProgramPlan *train = plan.program("train_microbatch");
+  const ProgramPlan *trainPlan = plan.program("train_microbatch");
   const ProgramPlan *eval = plan.program("forward");
-  if (train && eval && eval->regionBytes > train->regionBytes)
+  if (trainPlan && eval && eval->regionBytes > trainPlan->regionBytes)
     return module.emitError("memory plan: the eval program (forward) needs ")
            << eval->regionBytes << " activation bytes, more than the "
-           << train->regionBytes
+           << trainPlan->regionBytes
            << " of train_microbatch; evaluation would raise peak memory";
   return plan;
 }
@@ -607,6 +788,14 @@ void printMemoryPlan(const MemoryPlan &plan, llvm::raw_ostream &os,
   for (auto &[kind, bytes] : byKind)
     os << llvm::format("    %-13s", slotKindName(static_cast<SlotKind>(kind)))
        << bytes << " B (" << human(bytes) << ")\n";
+  uint64_t stepLocalBytes = 0;
+  for (const Slot &s : plan.slots)
+    if (!s.lastProgram.empty())
+      stepLocalBytes += alignUp(s.bytes);
+  if (stepLocalBytes)
+    os << "  step-local " << stepLocalBytes << " B (" << human(stepLocalBytes)
+       << ") gradients in the activation region, each live from its first "
+          "write in train_microbatch to its last read in optimizer_step\n";
   os << "  programs (activation region: peak live / packed):\n";
   for (const ProgramPlan &p : plan.programs)
     os << llvm::format("    %-17s", p.name.c_str()) << p.numSteps
@@ -626,7 +815,10 @@ void printMemoryPlan(const MemoryPlan &plan, llvm::raw_ostream &os,
     os << "    " << llvm::format("%14llu", (unsigned long long)s.bytes)
        << " B at " << llvm::format("%14llu", (unsigned long long)s.offset)
        << "  " << slotKindName(s.kind) << "  " << s.name;
-    if (!s.program.empty())
+    if (!s.lastProgram.empty())
+      os << " [" << s.program << " " << s.firstStep << ", " << s.lastProgram
+         << " " << s.lastStep << "]";
+    else if (!s.program.empty())
       os << " [" << s.firstStep << ", " << s.lastStep << "]";
     os << "\n";
   }

@@ -24,6 +24,17 @@
 // because cuBLASLt multiplies by its scale pointers where kernel.gemm
 // divides).
 //
+// A step-local variable (dialects/graph/StepLocal.h: a gradient accumulator
+// the step's first microbatch writes and the optimizer step reads last) is
+// no persistent slot when a step has one microbatch: @train_microbatch and
+// @optimizer_step are planned as one timeline, the train program's steps
+// then the optimizer's, and the variable is a buffer of that timeline, live
+// from its first write in the backward to its last read in the optimizer.
+// So it shares bytes with the activations the backward has freed before it
+// and with those of eval and init, which run outside the window. With
+// several microbatches it carries the sum through the whole train program
+// and stays persistent.
+//
 // Every GEMM of every program shares one cuBLASLt workspace, a persistent
 // slot of kGemmWorkspaceBytes: GEMMs run on the main stream only, one at a
 // time, so one workspace per GEMM stream is all they need.
@@ -81,6 +92,9 @@ struct Slot {
   std::string program;
   // [firstStep, lastStep] in that function's top-level op order.
   int64_t firstStep = 0, lastStep = 0;
+  // A step-local variable's slot: live from firstStep of `program` (the
+  // train microbatch) to lastStep of `lastProgram` (the optimizer step).
+  std::string lastProgram;
 };
 
 struct ProgramPlan {
@@ -125,10 +139,14 @@ struct MemoryPlan {
 };
 
 // Plans every function of a kernel-dialect module (the output of the fused
-// stage). Fails, with a diagnostic on the module, when a tensor has a
-// dynamic shape or the eval program (`forward`) would need a larger
-// activation region than the train microbatch.
-mlir::FailureOr<MemoryPlan> planMemory(mlir::ModuleOp module);
+// stage). `microbatchesPerStep` is how often @train_microbatch runs before
+// @optimizer_step (0: not known, planned as several, which keeps step-local
+// variables persistent). Fails, with a
+// diagnostic on the module, when a tensor has a dynamic shape, the eval
+// program (`forward`) would need a larger activation region than the train
+// microbatch, or a step-local variable could be read outside its window.
+mlir::FailureOr<MemoryPlan> planMemory(mlir::ModuleOp module,
+                                       int64_t microbatchesPerStep = 0);
 
 // "512 B", "1.50 KiB", "3.25 GiB".
 std::string formatBytes(uint64_t bytes);

@@ -95,7 +95,8 @@ int reportFit(MLIRContext &context, const spec::Spec &spec,
       auto module = compileSpec(context, changed, opts.spec);
       if (!module)
         return module.status();
-      FailureOr<plan::MemoryPlan> p = plan::planMemory(**module);
+      FailureOr<plan::MemoryPlan> p = plan::planMemory(
+          **module, trainingOptionsFromSpec(changed).autodiff.microbatches);
       if (failed(p))
         return Status::error("the plan at micro batch " +
                              std::to_string(microBatch) + " and " +
@@ -295,7 +296,8 @@ int runCompileCommand(const CompileOptions &opts) {
   if (!module)
     return inputError(module.status());
   if (opts.memoryPlan) {
-    FailureOr<plan::MemoryPlan> memory = plan::planMemory(**module);
+    FailureOr<plan::MemoryPlan> memory = plan::planMemory(
+        **module, trainingOptionsFromSpec(*spec).autodiff.microbatches);
     if (failed(memory))
       return inputError(Status::error(
           opts.spec + ": memory plan failed (see the diagnostics above)"));

@@ -127,7 +127,10 @@ wholeVariables(mlir::ModuleOp module,
   }
   // An accumulator reduce-scattered in place holds the sum in each rank's
   // own part of dimension 0: the whole sum is those parts side by side.
+  // (A step-local one is gone once the optimizer step has read it.)
   for (const std::string &name : rankLocalVariables(module)) {
+    if (!ranks.front().has(name))
+      continue;
     interp::Tensor joined = ranks.front().get(name).clone();
     int64_t n = joined.numel() / int64_t(ranks.size());
     for (size_t r = 1; r < ranks.size(); ++r) {

@@ -199,10 +199,14 @@ int run(const GoldenOptions &opts) {
   }
   info.values["bundle_sha256"] = hash;
 
-  // Persistent slots by name: parameters, gradients, state, weight caches.
+  // Slots that hold variables by name: parameters, gradients, state, weight
+  // caches, and the step-local gradients (between the train microbatches
+  // and the optimizer only: the interpreter drops them after it, so the
+  // snapshot after the optimizer leaves them out).
   std::map<std::string, uint32_t> persistent;
   for (int i = 0; i < plan.slots_size(); ++i)
-    if (plan.slots(i).program().empty())
+    if (plan.slots(i).program().empty() ||
+        !plan.slots(i).last_program().empty())
       persistent[plan.slots(i).name()] = uint32_t(i);
 
   interp::VariableStore store;

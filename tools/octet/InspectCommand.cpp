@@ -81,6 +81,16 @@ PlanSummary summarize(const bundle::MemoryPlan &plan) {
                                      slot.offset() + slot.bytes());
     auto &events = live[slot.program()];
     events[slot.first_step()] += int64_t(aligned(slot.bytes()));
+    if (!slot.last_program().empty()) {
+      // A step-local slot: live to the end of `program`, and in
+      // `last_program` from its start to last_step.
+      reach[slot.last_program()] = std::max(reach[slot.last_program()],
+                                            slot.offset() + slot.bytes());
+      auto &after = live[slot.last_program()];
+      after[0] += int64_t(aligned(slot.bytes()));
+      after[slot.last_step() + 1] -= int64_t(aligned(slot.bytes()));
+      continue;
+    }
     events[slot.last_step() + 1] -= int64_t(aligned(slot.bytes()));
     if (slot.kind() == bundle::ACTIVATION) {
       s.activationSlotBytes += slot.bytes();

@@ -1,9 +1,12 @@
 // octet-overwrite-gradients: a wgrad GEMM that is the only writer of its
 // gradient accumulator writes it (beta = 0) in the first microbatch of a
 // step instead of adding to it, so the optimizer step no longer clears that
-// accumulator.
+// accumulator. Such an accumulator holds nothing between steps: it is
+// marked `step_local` (dialects/graph/StepLocal.h), and the memory plan
+// shares its bytes with the activations outside the step's window.
 
 #include "compiler/Transforms/Fusion/Passes.h"
+#include "dialects/graph/StepLocal.h"
 
 #include "llvm/ADT/StringSet.h"
 
@@ -110,6 +113,7 @@ struct OverwriteGradients
           }))
         continue;
       gemm->setAttr(kOverwrite, UnitAttr::get(&getContext()));
+      var->setAttr(graph::kStepLocalAttr, UnitAttr::get(&getContext()));
       clear.erase();
       if (zero->use_empty())
         zero->erase();

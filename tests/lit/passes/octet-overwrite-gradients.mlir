@@ -6,6 +6,7 @@
 // clears them. grad.norm has a kernel of its own as writer, grad.tied two
 // GEMMs, grad.late is read again after it is cleared, and grad.eval is read
 // by @forward: each keeps its clearing store and its GEMM accumulates.
+// Only grad.w and grad.head become step-local (nothing kept between steps).
 module {
   graph.variable @grad.w : tensor<16x8xf32> {init = "zeros", kind = "state"}
   graph.variable @grad.head : tensor<8x8xf32> {init = "zeros", kind = "state"}
@@ -61,6 +62,12 @@ module {
   }
 }
 
+// CHECK: graph.variable @grad.w : tensor<16x8xf32> {init = "zeros", kind = "state", step_local}
+// CHECK: graph.variable @grad.head : tensor<8x8xf32> {init = "zeros", kind = "state", step_local}
+// CHECK: graph.variable @grad.norm : tensor<8xf32> {init = "zeros", kind = "state"}
+// CHECK: graph.variable @grad.tied : tensor<8x8xf32> {init = "zeros", kind = "state"}
+// CHECK: graph.variable @grad.late : tensor<8x8xf32> {init = "zeros", kind = "state"}
+// CHECK: graph.variable @grad.eval : tensor<8x8xf32> {init = "zeros", kind = "state"}
 // CHECK-LABEL: func.func @train_microbatch
 // CHECK: kernel.gemm {{.*}}accumulate(%{{.*}}) {first_microbatch_overwrites, param = "w"
 // CHECK: kernel.gemm {{.*}}accumulate(%{{.*}}) {first_microbatch_overwrites, param = "head"
