@@ -7,6 +7,7 @@
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -197,6 +198,75 @@ Status checkStep(const Bundle &b, const Step &step, const std::string &where) {
   return Status::ok();
 }
 
+// A slot's lifetime as spans of program steps. Programs run one at a time,
+// so slots local to different programs never meet; a persistent slot
+// (program "") meets every slot; a step-local gradient lives from its first
+// step in `program` to that program's end and from the start of
+// `last_program` to its last step.
+struct Span {
+  const std::string *program;
+  int64_t first, last;
+};
+
+std::vector<Span> spansOf(const Slot &s) {
+  if (!s.last_program().empty())
+    return {{&s.program(), s.first_step(), INT64_MAX},
+            {&s.last_program(), INT64_MIN, s.last_step()}};
+  return {{&s.program(), s.first_step(), s.last_step()}};
+}
+
+bool liveTogether(const Slot &a, const Slot &b) {
+  if (a.program().empty() || b.program().empty())
+    return true;
+  for (const Span &x : spansOf(a))
+    for (const Span &y : spansOf(b))
+      if (*x.program == *y.program && x.first <= y.last && y.first <= x.last)
+        return true;
+  return false;
+}
+
+// No two slots of an arena share a byte while both are live: the check of
+// the planner's packing that the runtime, which only follows offsets,
+// depends on.
+Status checkSlotsDisjointWhileLive(const MemoryPlan &plan) {
+  std::vector<int> order(size_t(plan.slots_size()));
+  for (int i = 0; i < plan.slots_size(); ++i)
+    order[size_t(i)] = i;
+  std::sort(order.begin(), order.end(), [&](int x, int y) {
+    const Slot &a = plan.slots(x), &b = plan.slots(y);
+    return std::make_pair(a.arena(), a.offset()) <
+           std::make_pair(b.arena(), b.offset());
+  });
+  for (size_t i = 0; i < order.size(); ++i) {
+    const Slot &a = plan.slots(order[i]);
+    for (size_t j = i + 1; j < order.size(); ++j) {
+      const Slot &b = plan.slots(order[j]);
+      if (b.arena() != a.arena() || b.offset() >= a.offset() + a.bytes())
+        break;
+      if (a.bytes() == 0 || b.bytes() == 0 || !liveTogether(a, b))
+        continue;
+      auto when = [](const Slot &s) {
+        if (s.program().empty())
+          return std::string("persistent");
+        std::string w = s.program() + " steps " +
+                        std::to_string(s.first_step()) + ".." +
+                        (s.last_program().empty() ? "" : s.last_program() + " ") +
+                        std::to_string(s.last_step());
+        return w;
+      };
+      return Status::error(
+          "memory plan slots '" + a.name() + "' (bytes " +
+          std::to_string(a.offset()) + "+" + std::to_string(a.bytes()) +
+          ", " + when(a) + ") and '" + b.name() + "' (bytes " +
+          std::to_string(b.offset()) + "+" + std::to_string(b.bytes()) +
+          ", " + when(b) + ") share memory while both are live: the "
+          "compiler's memory plan is wrong; recompile, and report it if it "
+          "persists");
+    }
+  }
+  return Status::ok();
+}
+
 } // namespace
 
 Status validate(const Bundle &b) {
@@ -220,6 +290,8 @@ Status validate(const Bundle &b) {
                            " is not aligned to " +
                            std::to_string(a.alignment()) + " bytes");
   }
+  if (Status st = checkSlotsDisjointWhileLive(plan); !st)
+    return st;
   for (int i = 0; i < b.kernels_size(); ++i)
     if (!b.kernels(i).missing_code() &&
         b.kernels(i).module() >= uint32_t(b.modules_size()))

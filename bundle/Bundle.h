@@ -47,7 +47,8 @@ StatusOr<Bundle> parseBundle(const std::string &bytes,
 StatusOr<Bundle> readBundle(const std::string &path);
 
 // Structural checks: every index in range, every slot inside its arena and
-// aligned, every program of every rank present. Messages name the element.
+// aligned, no two slots sharing bytes while both are live, every program of
+// every rank present. Messages name the element.
 Status validate(const Bundle &bundle);
 
 // Whether this runtime can execute the bundle: every kernel has code. Names

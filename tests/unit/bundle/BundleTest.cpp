@@ -144,6 +144,58 @@ TEST(Bundle, SlotPastItsArenaIsNamed) {
   EXPECT_NE(st.message().find("arena 'main'"), std::string::npos);
 }
 
+Slot *addSlot(Bundle &b, const std::string &name, uint64_t offset,
+              const std::string &program, int64_t first, int64_t last,
+              const std::string &lastProgram = "") {
+  Slot *s = b.mutable_plan()->add_slots();
+  s->set_name(name);
+  s->set_kind(ACTIVATION);
+  s->set_offset(offset);
+  s->set_bytes(4096);
+  s->set_program(program);
+  s->set_first_step(first);
+  s->set_last_step(last);
+  s->set_last_program(lastProgram);
+  return s;
+}
+
+// Shared bytes are fine only between slots never live at once: other
+// programs, disjoint step ranges. A persistent slot meets everything, and a
+// step-local gradient spans the end of the train program and the start of
+// the optimizer step.
+TEST(Bundle, SlotsSharingBytesWhileLiveAreNamed) {
+  Bundle ok = sample();
+  addSlot(ok, "a", 8192, "train_microbatch", 0, 4);
+  addSlot(ok, "b", 8192, "train_microbatch", 5, 9);
+  addSlot(ok, "c", 8192, "optimizer_step", 0, 3);
+  addSlot(ok, "grad.w", 12288, "train_microbatch", 6, 2, "optimizer_step");
+  addSlot(ok, "d", 12288, "train_microbatch", 0, 5);
+  addSlot(ok, "e", 12288, "optimizer_step", 3, 7);
+  EXPECT_TRUE(validate(ok).isOk()) << validate(ok).message();
+
+  struct Case {
+    const char *name, *program;
+    uint64_t offset;
+    int64_t first, last;
+  };
+  for (Case c : {Case{"overlaps a", "train_microbatch", 8192 + 2048, 3, 3},
+                 Case{"overlaps grad in train", "train_microbatch", 12288, 7, 8},
+                 Case{"overlaps grad in optimizer", "optimizer_step", 12288, 1,
+                      1},
+                 Case{"overlaps the parameter", "eval", 0, 0, 0}}) {
+    Bundle bad = ok;
+    addSlot(bad, c.name, c.offset, c.program, c.first, c.last);
+    Status st = validate(bad);
+    ASSERT_FALSE(st.isOk()) << c.name;
+    EXPECT_NE(st.message().find(std::string("'") + c.name + "'"),
+              std::string::npos)
+        << st.message();
+    EXPECT_NE(st.message().find("share memory while both are live"),
+              std::string::npos)
+        << st.message();
+  }
+}
+
 TEST(Bundle, WorldSizeMustMatchRankPrograms) {
   Bundle b = sample();
   b.set_world_size(2);
