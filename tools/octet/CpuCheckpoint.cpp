@@ -15,6 +15,15 @@ namespace octet {
 
 namespace {
 
+// A gradient accumulator holds nothing between steps: the step's first
+// microbatch overwrites it or the optimizer step has cleared it, and a
+// step-local one is not even kept. Checkpoints leave them out, so one saved
+// with one microbatch a step (step-local gradients) resumes where they are
+// persistent (a pipeline's several microbatches) and the reverse.
+bool isGradientAccumulator(llvm::StringRef name) {
+  return name.starts_with("grad.");
+}
+
 StatusOr<std::set<std::string>> parameterNames(mlir::ModuleOp module) {
   StatusOr<std::vector<hf::HfParameterLayout>> layouts = hfLayouts(module);
   if (!layouts)
@@ -78,7 +87,7 @@ StatusOr<std::string> saveCpuCheckpoint(const CpuCheckpointRun &run,
     return model.status();
   c.model = std::move(*model);
   for (const auto &[name, value] : store.all())
-    if (!parameters.count(name))
+    if (!parameters.count(name) && !isGradientAccumulator(name))
       c.state.push_back(toNamed(name, value));
   return checkpoint::saveTrainCheckpoint(run.dir, c);
 }
@@ -210,7 +219,7 @@ StatusOr<CpuResume> loadCpuCheckpoint(const CpuCheckpointRun &run,
     saved[t.name] = &t;
   std::vector<std::pair<std::string, interp::Tensor>> restored;
   for (const auto &[name, value] : store.all()) {
-    if (params->count(name))
+    if (params->count(name) || isGradientAccumulator(name))
       continue;
     auto it = saved.find(name);
     if (it == saved.end())
