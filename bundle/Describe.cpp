@@ -132,7 +132,12 @@ void describePlan(const Bundle &b, std::ostream &os, int maxSlots) {
     os << "    " << pad(s.name(), 40) << off << "  "
        << pad(humanBytes(s.bytes()), 11) << pad(slotKindName(s.kind()), 13)
        << pad(dtypeName(s.dtype()), 5) << pad(shapeString(s.shape()), 18);
-    if (!s.program().empty())
+    if (!s.last_program().empty())
+      // A step-local gradient: from its first write to the train program's
+      // end, then from the optimizer's start to its last read.
+      os << s.program() << "[" << s.first_step() << ", end] + "
+         << s.last_program() << "[0, " << s.last_step() << "]";
+    else if (!s.program().empty())
       os << s.program() << "[" << s.first_step() << ", " << s.last_step()
          << "]";
     else
