@@ -16,7 +16,7 @@ std::vector<int64_t> pipelineLayerSplit(const spec::Spec &spec) {
   return std::vector<int64_t>(chunks, spec.model().num_layers() / chunks);
 }
 
-StatusOr<PipelineSchedule> pipelineScheduleFromSpec(const spec::Spec &spec) {
+StatusOr<SimulatedSchedule> pipelineScheduleFromSpec(const spec::Spec &spec) {
   const spec::TrainSpec &train = spec.train();
   const spec::Parallel &parallel = train.parallel();
   PipelineScheduleKind kind = PipelineScheduleKind::OneFOneB;
@@ -34,12 +34,12 @@ StatusOr<PipelineSchedule> pipelineScheduleFromSpec(const spec::Spec &spec) {
   if (!schedule)
     return Status::error("train.parallel: " + schedule.status().message());
   // A schedule that deadlocks or runs an op twice never reaches a bundle.
-  if (StatusOr<PipeSimulation> simulated = simulatePipeline(*schedule);
-      !simulated)
+  StatusOr<PipeSimulation> simulated = simulatePipeline(*schedule);
+  if (!simulated)
     return Status::error("train.parallel.schedule \"" + parallel.schedule() +
                          "\" fails the schedule simulator: " +
                          simulated.status().message());
-  return schedule;
+  return SimulatedSchedule{std::move(*schedule), std::move(*simulated)};
 }
 
 Status checkPipelineLayout(const spec::Spec &spec) {
@@ -73,17 +73,15 @@ StatusOr<std::string> describePipelineLayout(const spec::Spec &spec) {
   std::vector<int64_t> split = pipelineLayerSplit(spec);
   if (split.empty())
     return std::string();
-  StatusOr<PipelineSchedule> schedule = pipelineScheduleFromSpec(spec);
-  if (!schedule)
-    return schedule.status();
-  StatusOr<PipeSimulation> simulation = simulatePipeline(*schedule);
-  if (!simulation)
-    return simulation.status();
+  StatusOr<SimulatedSchedule> simulated = pipelineScheduleFromSpec(spec);
+  if (!simulated)
+    return simulated.status();
+  const PipelineSchedule &schedule = simulated->schedule;
   std::string out;
   int64_t first = 0;
   for (size_t s = 0; s < split.size(); ++s) {
     out += "chunk " + std::to_string(s) + " on rank " +
-           std::to_string(s % schedule->ranks) + ": " +
+           std::to_string(s % schedule.ranks) + ": " +
            (split[s] == 1 ? "layer " + std::to_string(first)
                           : "layers " + std::to_string(first) + "-" +
                                 std::to_string(first + split[s] - 1));
@@ -94,7 +92,7 @@ StatusOr<std::string> describePipelineLayout(const spec::Spec &spec) {
     out += "\n";
     first += split[s];
   }
-  return out + drawPipeline(*schedule, *simulation);
+  return out + drawPipeline(schedule, simulated->simulation);
 }
 
 } // namespace octet

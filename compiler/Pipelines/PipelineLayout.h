@@ -20,9 +20,13 @@ namespace octet {
 // final norm, LM head and loss with the last). Empty at pipeline 1.
 std::vector<int64_t> pipelineLayerSplit(const spec::Spec &spec);
 
-// The spec's schedule over its microbatches a step, checked by the
-// simulator (support/PipelineSchedule.h) with unit F/B/W costs.
-StatusOr<PipelineSchedule> pipelineScheduleFromSpec(const spec::Spec &spec);
+// The spec's schedule over its microbatches a step and the simulator's run
+// of it (support/PipelineSchedule.h, unit F/B/W costs), which checked it.
+struct SimulatedSchedule {
+  PipelineSchedule schedule;
+  PipeSimulation simulation;
+};
+StatusOr<SimulatedSchedule> pipelineScheduleFromSpec(const spec::Spec &spec);
 
 // What `octet compile` prints of a pipeline layout: each chunk's rank and
 // layers, the schedule drawn rank × time by the simulator (unit F and B

@@ -118,14 +118,12 @@ int reportFit(MLIRContext &context, const spec::Spec &spec,
 StatusOr<std::vector<plan::PipelineRankPlan>>
 planPipeline(const spec::Spec &spec, ModuleOp module,
              const plan::MemoryPlan &memory) {
-  StatusOr<PipelineSchedule> schedule = pipelineScheduleFromSpec(spec);
-  if (!schedule)
-    return schedule.status();
-  StatusOr<PipeSimulation> simulation = simulatePipeline(*schedule);
-  if (!simulation)
-    return simulation.status();
+  StatusOr<SimulatedSchedule> simulated = pipelineScheduleFromSpec(spec);
+  if (!simulated)
+    return simulated.status();
   FailureOr<std::vector<plan::PipelineRankPlan>> ranks =
-      plan::planPipelineRanks(module, memory, *schedule, *simulation);
+      plan::planPipelineRanks(module, memory, simulated->schedule,
+                              simulated->simulation);
   if (failed(ranks))
     return Status::error("pipeline plan failed (see the diagnostics above)");
   return std::move(*ranks);
@@ -225,9 +223,13 @@ int printPipelinePlans(MLIRContext &context, const spec::Spec &spec,
       planPipeline(spec, module, memory);
   if (!ranks)
     return inputError(Status::error(opts.spec + ": " + ranks.status().message()));
-  StatusOr<PipelineSchedule> schedule = pipelineScheduleFromSpec(spec);
-  llvm::outs() << "pipeline ranks (" << pipelineScheduleName(schedule->kind)
-               << ", " << schedule->microbatches << " microbatches):\n";
+  StatusOr<SimulatedSchedule> simulated = pipelineScheduleFromSpec(spec);
+  if (!simulated)
+    return inputError(Status::error(opts.spec + ": " +
+                                    simulated.status().message()));
+  const PipelineSchedule &schedule = simulated->schedule;
+  llvm::outs() << "pipeline ranks (" << pipelineScheduleName(schedule.kind)
+               << ", " << schedule.microbatches << " microbatches):\n";
   plan::printPipelinePlans(*ranks, llvm::outs());
   std::ostringstream os;
   for (const plan::PipelineRankPlan &rank : *ranks) {

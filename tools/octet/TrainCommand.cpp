@@ -246,10 +246,10 @@ int runTrainCommand(const TrainOptions &opts) {
   int64_t pipelineRanks = std::max<int64_t>(1, train.parallel().pipeline());
   std::optional<PipelineSchedule> schedule;
   if (pipelineRanks > 1) {
-    StatusOr<PipelineSchedule> made = pipelineScheduleFromSpec(spec);
+    StatusOr<SimulatedSchedule> made = pipelineScheduleFromSpec(spec);
     if (!made)
       return inputError(opts.spec + ": " + made.status().message());
-    schedule = std::move(*made);
+    schedule = std::move(made->schedule);
   }
   auto step = m.lookupSymbol<func::FuncOp>(
       schedule ? stageForwardName(0) : "train_microbatch");
