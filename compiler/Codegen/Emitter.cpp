@@ -11,6 +11,8 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
+#include <cmath>
+
 using namespace mlir;
 
 namespace octet::codegen {
@@ -320,6 +322,37 @@ Value Emitter::exp2(Value x) {
 }
 Value Emitter::log2(Value x) {
   return asmOp(f32, "lg2.approx.ftz.f32 $0, $1;", "=f,f", {x});
+}
+Value Emitter::constLike(Value x, double v) {
+  if (auto type = dyn_cast<VectorType>(x.getType()))
+    return splat(type, v);
+  return f32c(v);
+}
+Value Emitter::perLane(Value v, function_ref<Value(Value)> f) {
+  auto type = dyn_cast<VectorType>(v.getType());
+  if (!type)
+    return f(v);
+  Value out = v;
+  for (int64_t k = 0; k < type.getNumElements(); ++k)
+    out = insert(f(extract(v, k)), out, k);
+  return out;
+}
+Value Emitter::logistic2(Value y) {
+  return perLane(y, [&](Value s) -> Value {
+    return NVVM::RcpApproxFtzF32Op::create(b, loc, f32,
+                                           addF(exp2(s), f32c(1.0)));
+  });
+}
+Value Emitter::sigmoid(Value x) {
+  return logistic2(mulF(x, constLike(x, -M_LOG2E)));
+}
+Value Emitter::swiglu(Value g, Value u) { return mulF(mulF(g, sigmoid(g)), u); }
+std::pair<Value, Value> Emitter::swigluGrad(Value dy, Value g, Value u) {
+  Value one = constLike(g, 1.0);
+  Value s = sigmoid(g);
+  Value silu = mulF(g, s);
+  Value dsilu = mulF(s, addF(one, mulF(g, subF(one, s))));
+  return {mulF(mulF(dy, u), dsilu), mulF(dy, silu)};
 }
 Value Emitter::packBf16(Value lo, Value hi) {
   return asmOp(i32, "cvt.rn.bf16x2.f32 $0, $1, $2;", "=r,f,f", {hi, lo});

@@ -191,6 +191,24 @@ public:
   // ex2.approx.ftz / lg2.approx.ftz (at most 2 ulp, PTX ISA).
   mlir::Value exp2(mlir::Value x);
   mlir::Value log2(mlir::Value x);
+  // f applied to every lane of a vector (a scalar: f of it).
+  mlir::Value perLane(mlir::Value v,
+                      llvm::function_ref<mlir::Value(mlir::Value)> f);
+  // 1 / (1 + 2^y) through the SFU: ex2.approx.ftz (at most 2 ulp, PTX ISA)
+  // and rcp.approx.ftz (1 ulp). Four instructions a lane where libdevice's
+  // expf and a correctly rounded division take about twenty, which made the
+  // activation kernels instruction-bound. y = +inf gives 0, y = -inf 1.
+  mlir::Value logistic2(mlir::Value y);
+  // sigmoid(x) = 1 / (1 + 2^(-x·log2 e)).
+  mlir::Value sigmoid(mlir::Value x);
+  // SwiGLU silu(g)·u, and its gradient (d_gate, d_up) from dy, g and u, in
+  // f32 before any rounding: the row kernels and the block-quantize tiles
+  // that evaluate SwiGLU compute them with the same instructions.
+  mlir::Value swiglu(mlir::Value g, mlir::Value u);
+  std::pair<mlir::Value, mlir::Value> swigluGrad(mlir::Value dy, mlir::Value g,
+                                                 mlir::Value u);
+  // A constant like x: a splat vector of x's type, or an f32 scalar.
+  mlir::Value constLike(mlir::Value x, double v);
   // Two f32 → bf16x2 (round to nearest even), `lo` in the low half.
   mlir::Value packBf16(mlir::Value lo, mlir::Value hi);
   // ldmatrix.x4 (transposed when `trans`): four 8x8 b16 matrices, lane l

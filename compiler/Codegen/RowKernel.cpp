@@ -46,24 +46,6 @@ RowKernelBuilder::RowKernelBuilder(kernel::FusedOp fused,
   reduction.slots = 2;
 }
 
-Value RowKernelBuilder::perLane(Value v, function_ref<Value(Value)> f) {
-  Value out = v;
-  for (int64_t k = 0; k < vec; ++k)
-    out = insert(f(extract(v, k)), out, k);
-  return out;
-}
-
-Value RowKernelBuilder::logistic2(Value y) {
-  return perLane(y, [&](Value s) -> Value {
-    return NVVM::RcpApproxFtzF32Op::create(b, loc, f32,
-                                           addF(exp2(s), f32c(1.0)));
-  });
-}
-
-Value RowKernelBuilder::sigmoid(Value x) {
-  return logistic2(mulF(x, chunkConst(-M_LOG2E)));
-}
-
 Value RowKernelBuilder::chunkBase(int64_t c) {
   return addI(idx(c * plan.threads * vec), tid8);
 }

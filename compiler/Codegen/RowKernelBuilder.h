@@ -133,16 +133,6 @@ private:
   // A constant chunk (every lane `v`), a scalar in every lane.
   mlir::Value chunkConst(double v) { return splat(vecType, v); }
   mlir::Value chunkBroadcast(mlir::Value s) { return broadcast(vecType, s); }
-  // f applied to every lane of a chunk.
-  mlir::Value perLane(mlir::Value v,
-                      llvm::function_ref<mlir::Value(mlir::Value)> f);
-  // 1 / (1 + 2^y) through the SFU: ex2.approx.ftz (at most 2 ulp, PTX ISA)
-  // and rcp.approx.ftz (1 ulp). Four instructions a lane where libdevice's
-  // expf and a correctly rounded division take about twenty, which made the
-  // activation kernels instruction-bound. y = +inf gives 0, y = -inf 1.
-  mlir::Value logistic2(mlir::Value y);
-  // sigmoid(x) = 1 / (1 + 2^(-x·log2 e)).
-  mlir::Value sigmoid(mlir::Value x);
 
   // Chunk c of a row of `len` elements: this thread's first element, and
   // whether it lies inside the row (null when it always does).

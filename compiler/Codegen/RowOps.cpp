@@ -164,7 +164,7 @@ void RowKernelBuilder::emitElementwise(Operation *op) {
   } else if (auto o = dyn_cast<graph::SwigluOp>(op)) {
     map(
         o.getResult(),
-        [&](Value g, Value u) { return mulF(mulF(g, sigmoid(g)), u); },
+        [&](Value g, Value u) { return swiglu(g, u); },
         o.getLhs(), o.getRhs());
   } else if (auto o = dyn_cast<graph::GeluOp>(op)) {
     bool tanhForm = o.getApproximate() == "tanh";
@@ -231,12 +231,9 @@ void RowKernelBuilder::emitElementwise(Operation *op) {
     Val dg, du;
     Type elem = elementType(o.getGateGrad());
     for (size_t c = 0; c < dy.size(); ++c) {
-      Value s = sigmoid(g[c]);
-      Value silu = mulF(g[c], s);
-      Value dsilu =
-          mulF(s, addF(chunkConst(1.0), mulF(g[c], subF(chunkConst(1.0), s))));
-      dg.chunks.push_back(roundTo(mulF(mulF(dy[c], u[c]), dsilu), elem));
-      du.chunks.push_back(roundTo(mulF(dy[c], silu), elem));
+      auto [gateGrad, upGrad] = swigluGrad(dy[c], g[c], u[c]);
+      dg.chunks.push_back(roundTo(gateGrad, elem));
+      du.chunks.push_back(roundTo(upGrad, elem));
     }
     vals[o.getGateGrad()] = dg;
     vals[o.getUpGrad()] = du;

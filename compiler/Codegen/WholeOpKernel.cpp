@@ -27,6 +27,7 @@
 #include "llvm/ADT/DenseSet.h"
 
 #include <cmath>
+#include <functional>
 #include <map>
 #include <optional>
 #include <limits>
@@ -133,6 +134,16 @@ private:
         fused.getBodyBlock().getTerminator()->getOperands(), v);
   }
   static bool fitsTiles(ArrayRef<TileQuantization> qs);
+  // A value with a buffer of the kernel: an input or a result.
+  bool isBuffer(Value v) { return isa<BlockArgument>(v) || isYielded(v); }
+  // The ops that compute a tile kernel's input inside the kernel (the
+  // producer fusion put in front of the quantization): each square
+  // evaluates them on its own elements, so the tensor is never stored.
+  // Adds them to `evaluated`; fails, naming the op, on one it cannot.
+  LogicalResult evaluatedInTiles(Value v, DenseSet<Operation *> &evaluated);
+  // Rows firstRow .. + 8, columns col .. + 8 of v viewed as [rows, last
+  // dimension], as f32: loaded where v is in memory, else computed.
+  SmallVector<Value, 8> squareOf(Value v, Value firstRow, Value col);
   void blockQuantizeTiles(ArrayRef<TileQuantization> qs, gpu::GPUModuleOp mod,
                           StringRef name, LaunchList &launches);
 
@@ -470,6 +481,12 @@ LogicalResult WholeOpBuilder::blockQuantize(fp8::BlockQuantizeOp o,
     blockQuantizeTiles(group, mod, name, launches);
     return success();
   }
+  if (!isBuffer(o.getInput()))
+    return o.emitOpError("quantizes a tensor computed in the kernel, which "
+                         "needs the 128 x 128 tile kernel: a 2-D tensor "
+                         "whose sides are multiples of 128, 1x128, 128x1 or "
+                         "128x128 blocks"),
+           failure();
   fp8::TransposeOp transposed = group.front().transposed;
   auto shape = cast<RankedTensorType>(o.getInput().getType()).getShape();
   int64_t rows = shape[0], cols = shape[1];
@@ -589,6 +606,117 @@ bool WholeOpBuilder::fitsTiles(ArrayRef<TileQuantization> qs) {
   return transposes <= 1;
 }
 
+LogicalResult WholeOpBuilder::evaluatedInTiles(
+    Value v, DenseSet<Operation *> &evaluated) {
+  if (isBuffer(v))
+    return success();
+  Operation *def = v.getDefiningOp();
+  auto width = [](Value x) {
+    return cast<RankedTensorType>(x.getType()).getShape().back();
+  };
+  bool fits = false;
+  if (auto r = dyn_cast<graph::ReshapeOp>(def)) {
+    fits = width(r.getInput()) == width(v);
+  } else if (auto c = dyn_cast<graph::ConcatOp>(def)) {
+    fits = c.getDim() + 1 == cast<RankedTensorType>(v.getType()).getRank() &&
+           llvm::all_of(c.getInputs(), [&](Value piece) {
+             return width(piece) % kTileSide == 0;
+           });
+  } else {
+    fits = isa<graph::SwigluOp, graph::SwigluGradOp>(def);
+  }
+  if (!fits)
+    return def->emitOpError(
+               "computes a block-quantized tensor in the kernel; the tile "
+               "kernel evaluates only SwiGLU, its gradient, reshapes that "
+               "keep the last dimension and joins of pieces 128 wide"),
+           failure();
+  evaluated.insert(def);
+  for (Value operand : def->getOperands())
+    if (failed(evaluatedInTiles(operand, evaluated)))
+      return failure();
+  return success();
+}
+
+SmallVector<Value, 8> WholeOpBuilder::squareOf(Value v, Value firstRow,
+                                               Value col) {
+  auto type = cast<RankedTensorType>(v.getType());
+  int64_t width = type.getShape().back();
+  Type elem = type.getElementType();
+  auto f32x8 = VectorType::get({kSquareSide}, f32);
+  SmallVector<Value, 8> x;
+  if (inMemory(v)) {
+    Value buffer = mem(v);
+    for (int64_t j = 0; j < kSquareSide; ++j) {
+      Value at = addI(mulI(addI(firstRow, idx(j)), width), col);
+      if (elem.isF32()) {
+        auto f32x4 = VectorType::get({4}, f32);
+        Value lo = vload(f32x4, buffer, at, 16);
+        Value hi = vload(f32x4, buffer, addI(at, idx(4)), 16);
+        x.push_back(
+            shuffle(lo, hi, ArrayRef<int64_t>{0, 1, 2, 3, 4, 5, 6, 7}));
+      } else {
+        x.push_back(toF32(
+            vload(VectorType::get({kSquareSide}, elem), buffer, at, 16)));
+      }
+    }
+    return x;
+  }
+  Operation *def = v.getDefiningOp();
+  if (auto r = dyn_cast<graph::ReshapeOp>(def))
+    return squareOf(r.getInput(), firstRow, col);
+  if (auto c = dyn_cast<graph::ConcatOp>(def)) {
+    // Pieces are multiples of 128 wide, so a tile lies in one of them and
+    // its threads all take the same branch.
+    SmallVector<Type> types(kSquareSide, f32x8);
+    std::function<SmallVector<Value, 8>(size_t, int64_t)> piece =
+        [&](size_t k, int64_t offset) -> SmallVector<Value, 8> {
+      Value input = c.getInputs()[k];
+      int64_t pieceWidth = cast<RankedTensorType>(input.getType())
+                               .getShape()
+                               .back();
+      if (k + 1 == c.getInputs().size())
+        return squareOf(input, firstRow, subI(col, idx(offset)));
+      Value inside = cmpI(arith::CmpIPredicate::ult, col,
+                          idx(offset + pieceWidth));
+      auto branch = scf::IfOp::create(b, loc, types, inside, true);
+      {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(branch.thenBlock());
+        scf::YieldOp::create(
+            b, loc, ValueRange(squareOf(input, firstRow, subI(col, idx(offset)))));
+        b.setInsertionPointToStart(branch.elseBlock());
+        scf::YieldOp::create(b, loc,
+                             ValueRange(piece(k + 1, offset + pieceWidth)));
+      }
+      return SmallVector<Value, 8>(branch.getResults());
+    };
+    return piece(0, 0);
+  }
+  // SwiGLU and its gradient as the row kernels compute them (the same
+  // contracted products), each result rounded to its type.
+  bool wasContract = contract;
+  contract = true;
+  if (auto o = dyn_cast<graph::SwigluOp>(def)) {
+    SmallVector<Value, 8> g = squareOf(o.getLhs(), firstRow, col);
+    SmallVector<Value, 8> u = squareOf(o.getRhs(), firstRow, col);
+    for (int64_t j = 0; j < kSquareSide; ++j)
+      x.push_back(roundTo(swiglu(g[j], u[j]), elem));
+  } else {
+    auto grad = cast<graph::SwigluGradOp>(def);
+    SmallVector<Value, 8> dy = squareOf(grad.getGrad(), firstRow, col);
+    SmallVector<Value, 8> g = squareOf(grad.getGate(), firstRow, col);
+    SmallVector<Value, 8> u = squareOf(grad.getUp(), firstRow, col);
+    bool gate = v == grad.getGateGrad();
+    for (int64_t j = 0; j < kSquareSide; ++j) {
+      auto [gateGrad, upGrad] = swigluGrad(dy[j], g[j], u[j]);
+      x.push_back(roundTo(gate ? gateGrad : upGrad, elem));
+    }
+  }
+  contract = wasContract;
+  return x;
+}
+
 void WholeOpBuilder::blockQuantizeTiles(ArrayRef<TileQuantization> qs,
                                         gpu::GPUModuleOp mod, StringRef name,
                                         LaunchList &launches) {
@@ -596,7 +724,6 @@ void WholeOpBuilder::blockQuantizeTiles(ArrayRef<TileQuantization> qs,
   auto inType = cast<RankedTensorType>(inputValue.getType());
   int64_t rows = inType.getShape()[0], cols = inType.getShape()[1];
   int64_t tileRows = rows / kTileSide, tileCols = cols / kTileSide;
-  Type inElem = inType.getElementType();
   bool columns = llvm::any_of(qs, [](TileQuantization q) {
     return tileKind(q.op) == TileKind::Columns;
   });
@@ -634,20 +761,8 @@ void WholeOpBuilder::blockQuantizeTiles(ArrayRef<TileQuantization> qs,
   };
 
   // The square, 8 rows of 8 values, as f32.
-  Value input = mem(inputValue);
   auto f32x8 = VectorType::get({kSquareSide}, f32);
-  SmallVector<Value, kSquareSide> x;
-  for (int64_t j = 0; j < kSquareSide; ++j) {
-    if (inElem.isF32()) {
-      auto f32x4 = VectorType::get({4}, f32);
-      Value lo = vload(f32x4, input, rowAt(j), 16);
-      Value hi = vload(f32x4, input, addI(rowAt(j), idx(4)), 16);
-      x.push_back(shuffle(lo, hi, ArrayRef<int64_t>{0, 1, 2, 3, 4, 5, 6, 7}));
-    } else {
-      x.push_back(toF32(vload(VectorType::get({kSquareSide}, inElem), input,
-                              rowAt(j), 16)));
-    }
-  }
+  SmallVector<Value, kSquareSide> x = squareOf(inputValue, firstRow, col);
   auto scaleOf = [&](fp8::BlockQuantizeOp o, Value amax) {
     return select(isFinite(amax),
                   scaleFromAmax(amax, o.getDtype(), 0, o.getPowerOfTwo(),
@@ -792,6 +907,11 @@ void WholeOpBuilder::blockQuantizeTiles(ArrayRef<TileQuantization> qs,
              16);
     }
   }
+  // Two blocks a multiprocessor, as the tiles of a stored tensor run: the
+  // squares of every operand an evaluated tensor reads would otherwise
+  // take the registers of one.
+  if (!isBuffer(inputValue))
+    f.func->setAttr("nvvm.minctasm", b.getI32IntegerAttr(2));
   launches.add(f.func.getName(), tileRows * tileCols, kTileThreads);
 }
 
@@ -842,6 +962,13 @@ LogicalResult WholeOpBuilder::build(gpu::GPUModuleOp mod, StringRef sym,
 
   SmallVector<Operation *> scalarList;
   DenseSet<Operation *> done;
+  // What the tile kernels compute from the kernel's inputs before they
+  // quantize (octet-fuse-swiglu-quantize's SwiGLU and SwiGLU gradient).
+  DenseSet<Operation *> evaluated;
+  for (auto q : body.getOps<fp8::BlockQuantizeOp>())
+    if (failed(evaluatedInTiles(q.getInput(), evaluated)))
+      return failure();
+  done.insert(evaluated.begin(), evaluated.end());
   int n = 0;
   for (Operation &opRef : body.without_terminator()) {
     Operation *op = &opRef;
@@ -855,7 +982,7 @@ LogicalResult WholeOpBuilder::build(gpu::GPUModuleOp mod, StringRef sym,
       scalarList.push_back(op);
       continue;
     }
-    if (!inputsInMemory(op))
+    if (!inputsInMemory(op) && !isa<fp8::BlockQuantizeOp>(op))
       return op->emitOpError("reads a value computed in the same kernel; "
                              "GPU codegen needs it in a kernel input"),
              failure();

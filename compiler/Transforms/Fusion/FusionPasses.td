@@ -203,6 +203,15 @@ def OctetFuseSwigluQuantize : Pass<"octet-fuse-swiglu-quantize", "mlir::ModuleOp
     the product that feeds the down projection. Backward: swiglu_grad with
     the concatenation of d_gate and d_up (after octet-fuse-qkv) and its
     quantize and transposed copy for the gate/up dgrad and wgrad GEMMs.
+    Under blockwise scaling the kernels that only block-quantize the result
+    (the gradient's 1x128 tiles and K-major 128x1 tiles, the recomputed
+    SwiGLU's K-major 128x1 tiles) join it where every side is a multiple
+    of 128 and nothing else reads the BF16 tensor: codegen's tile kernel
+    then computes SwiGLU or its gradient on each tile from the kernel's
+    inputs, and the BF16 tensor is neither written nor read back. A SwiGLU
+    of strided slices (the forward's gate and up halves, which a kernel of
+    their own stores for the backward) is left as it is: the tiles would
+    read as many bytes as they save.
 
     Before:
     ```mlir

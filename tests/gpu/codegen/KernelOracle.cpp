@@ -354,9 +354,20 @@ Check checkFor(Value result) {
   // An amax of a tensor computed in the kernel: the tensor's elements may
   // be one ulp of their format apart.
   Operation *def = result.getDefiningOp();
+  // So are the block scales of a tensor the kernel computes (SwiGLU's
+  // gradient in the tile kernel): each is its tile's amax.
+  // (also as the K-major copy's scales).
+  Value scales = result;
+  if (isa<fp8::TransposeOp>(def) && result == def->getResult(1))
+    scales = def->getOperand(1);
+  auto quantize = scales.getDefiningOp<fp8::BlockQuantizeOp>();
+  bool computedBlockScales = quantize && scales == quantize.getScales() &&
+                             !exactSlice(quantize.getInput());
   if ((isa<fp8::QuantizeOp>(def) && result == def->getResult(1)) ||
-      isa<fp8::AmaxOp>(def)) {
-    Type source = getElementTypeOrSelf(def->getOperand(0).getType());
+      isa<fp8::AmaxOp>(def) || computedBlockScales) {
+    Type source = getElementTypeOrSelf(
+        (computedBlockScales ? quantize->getOperand(0) : def->getOperand(0))
+            .getType());
     return {"relative", source.isF32() ? 1e-5 : std::ldexp(1.0, -7)};
   }
   // Column sums (weight gradients) and the embedding gradient's atomic adds

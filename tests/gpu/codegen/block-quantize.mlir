@@ -8,8 +8,30 @@
 // 128x1 quantizations from one read. Shapes that are not multiples of 128
 // take the block-per-tile kernel and give partial last tiles (the kernels
 // guard them; the compiler keeps such GEMMs in BF16, but the quantize op is
-// defined for them).
-func.func @block_quantize(%x: tensor<256x384xbf16>, %dy: tensor<384x200xf32>, %g: tensor<300x256xf32>, %w: tensor<384x300xf32>, %dya: tensor<384x256xf32>, %xa: tensor<256x384xbf16>, %wa: tensor<256x384xf32>) {
+// defined for them). Tiles that compute their input from the kernel's
+// (octet-fuse-swiglu-quantize): SwiGLU's gradient joined as [d_gate, d_up]
+// in both tile shapes and layouts, and SwiGLU in 128x1 tiles written
+// K-major, as the backward's wgrad operands are made.
+func.func @block_quantize(%x: tensor<256x384xbf16>, %dy: tensor<384x200xf32>, %g: tensor<300x256xf32>, %w: tensor<384x300xf32>, %dya: tensor<384x256xf32>, %xa: tensor<256x384xbf16>, %wa: tensor<256x384xf32>, %sdy: tensor<1x256x256xbf16>, %sg: tensor<1x256x256xbf16>, %su: tensor<1x256x256xbf16>) {
+  %swiglu_grad:4 = kernel.fused "swiglu_grad_join_tiles" kind("elementwise") ins(%sdy, %sg, %su : tensor<1x256x256xbf16>, tensor<1x256x256xbf16>, tensor<1x256x256xbf16>) {
+  ^bb0(%a: tensor<1x256x256xbf16>, %b: tensor<1x256x256xbf16>, %c: tensor<1x256x256xbf16>):
+    %dg, %du = graph.swiglu_grad %a, %b, %c : tensor<1x256x256xbf16>
+    %du2 = graph.reshape %du : (tensor<1x256x256xbf16>) -> tensor<256x256xbf16>
+    %dg2 = graph.reshape %dg : (tensor<1x256x256xbf16>) -> tensor<256x256xbf16>
+    %j = graph.concat %dg2, %du2 {dim = 1 : i64} : (tensor<256x256xbf16>, tensor<256x256xbf16>) -> tensor<256x512xbf16>
+    %q, %s = fp8.block_quantize %j {block = array<i64: 128, 1>, dtype = f8E4M3FN, power_of_two} : (tensor<256x512xbf16>) -> (tensor<256x512xf8E4M3FN>, tensor<2x512xf32>)
+    %qt, %st = fp8.transpose %q, %s {block = array<i64: 128, 1>} : (tensor<256x512xf8E4M3FN>, tensor<2x512xf32>) -> (tensor<512x256xf8E4M3FN>, tensor<512x2xf32>)
+    %r, %rs = fp8.block_quantize %j {block = array<i64: 1, 128>, dtype = f8E4M3FN, power_of_two} : (tensor<256x512xbf16>) -> (tensor<256x512xf8E4M3FN>, tensor<256x4xf32>)
+    kernel.yield %qt, %st, %r, %rs : tensor<512x256xf8E4M3FN>, tensor<512x2xf32>, tensor<256x512xf8E4M3FN>, tensor<256x4xf32>
+  } : tensor<512x256xf8E4M3FN>, tensor<512x2xf32>, tensor<256x512xf8E4M3FN>, tensor<256x4xf32>
+  %swiglu:2 = kernel.fused "swiglu_tiles_128x1_transposed" kind("elementwise") ins(%sg, %su : tensor<1x256x256xbf16>, tensor<1x256x256xbf16>) {
+  ^bb0(%b: tensor<1x256x256xbf16>, %c: tensor<1x256x256xbf16>):
+    %y = graph.swiglu %b, %c : tensor<1x256x256xbf16>
+    %y2 = graph.reshape %y : (tensor<1x256x256xbf16>) -> tensor<256x256xbf16>
+    %q, %s = fp8.block_quantize %y2 {block = array<i64: 128, 1>, dtype = f8E4M3FN, power_of_two} : (tensor<256x256xbf16>) -> (tensor<256x256xf8E4M3FN>, tensor<2x256xf32>)
+    %qt, %st = fp8.transpose %q, %s {block = array<i64: 128, 1>} : (tensor<256x256xf8E4M3FN>, tensor<2x256xf32>) -> (tensor<256x256xf8E4M3FN>, tensor<256x2xf32>)
+    kernel.yield %qt, %st : tensor<256x256xf8E4M3FN>, tensor<256x2xf32>
+  } : tensor<256x256xf8E4M3FN>, tensor<256x2xf32>
   %kmajor_tiles:2 = kernel.fused "tiles_128x1_transposed_aligned" kind("elementwise") ins(%dya : tensor<384x256xf32>) {
   ^bb0(%a: tensor<384x256xf32>):
     %q, %s = fp8.block_quantize %a {block = array<i64: 128, 1>, dtype = f8E5M2} : (tensor<384x256xf32>) -> (tensor<384x256xf8E5M2>, tensor<3x256xf32>)

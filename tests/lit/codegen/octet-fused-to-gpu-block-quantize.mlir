@@ -34,6 +34,7 @@
 // CHECK: vector.store %{{.*}}, %[[Q]][%{{.*}}] {alignment = 8 : i64} : memref<98304xf8E4M3FN, 1>, vector<8xf8E4M3FN>
 // CHECK-NOT: gpu.barrier
 // CHECK: gpu.return
+
 func.func @bq(%x: tensor<256x384xbf16>, %w: tensor<384x300xf32>) {
   %dual:4 = kernel.fused "dual" kind("elementwise") ins(%x : tensor<256x384xbf16>) {
   ^bb0(%a: tensor<256x384xbf16>):
@@ -47,5 +48,39 @@ func.func @bq(%x: tensor<256x384xbf16>, %w: tensor<384x300xf32>) {
     %q, %s = fp8.block_quantize %a {block = array<i64: 128, 128>, dtype = f8E4M3FN} : (tensor<384x300xf32>) -> (tensor<384x300xf8E4M3FN>, tensor<3x3xf32>)
     kernel.yield %q, %s : tensor<384x300xf8E4M3FN>, tensor<3x3xf32>
   } : tensor<384x300xf8E4M3FN>, tensor<3x3xf32>
+  return
+}
+
+// SwiGLU's gradient joined as [d_gate, d_up] and quantized in 1x128 and
+// 128x1 tiles, the BF16 join never stored: the tiles load dy, gate and up
+// (8 16-byte rows each, all before any is used), pick their piece of the
+// join by a branch that every thread of a tile takes alike, and compute
+// sigmoid through ex2.approx and rcp.approx as the row kernels do. Two
+// blocks a multiprocessor, as for a stored input.
+// CHECK-LABEL: gpu.func @swiglu_grad_0(
+// CHECK-SAME: %[[DY:[a-z0-9]+]]: memref<65536xbf16, 1>, %[[G:[a-z0-9]+]]: memref<65536xbf16, 1>, %[[U:[a-z0-9]+]]: memref<65536xbf16, 1>, %{{.*}}: memref<131072xf8E4M3FN, 1>
+// CHECK-SAME: nvvm.minctasm = 2 : i32
+// CHECK: scf.if %{{.*}} -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// CHECK-COUNT-8: vector.load %[[DY]][%{{.*}}] {alignment = 16 : i64} : memref<65536xbf16, 1>, vector<8xbf16>
+// CHECK-COUNT-8: vector.load %[[G]][%{{.*}}] {alignment = 16 : i64} : memref<65536xbf16, 1>, vector<8xbf16>
+// CHECK-COUNT-8: vector.load %[[U]][%{{.*}}] {alignment = 16 : i64} : memref<65536xbf16, 1>, vector<8xbf16>
+// CHECK: ex2.approx.ftz.f32
+// CHECK: nvvm.rcp.approx.ftz.f
+// CHECK: } else {
+// CHECK-COUNT-8: vector.load %[[DY]]
+// CHECK: gpu.shuffle  xor %{{.*}}, %c16_i32
+// CHECK: gpu.return
+func.func @sg(%dy: tensor<1x256x256xbf16>, %g: tensor<1x256x256xbf16>, %u: tensor<1x256x256xbf16>) {
+  %r:4 = kernel.fused "swiglu_grad" kind("elementwise") ins(%dy, %g, %u : tensor<1x256x256xbf16>, tensor<1x256x256xbf16>, tensor<1x256x256xbf16>) {
+  ^bb0(%a: tensor<1x256x256xbf16>, %b: tensor<1x256x256xbf16>, %c: tensor<1x256x256xbf16>):
+    %dg, %du = graph.swiglu_grad %a, %b, %c : tensor<1x256x256xbf16>
+    %du2 = graph.reshape %du : (tensor<1x256x256xbf16>) -> tensor<256x256xbf16>
+    %dg2 = graph.reshape %dg : (tensor<1x256x256xbf16>) -> tensor<256x256xbf16>
+    %j = graph.concat %dg2, %du2 {dim = 1 : i64} : (tensor<256x256xbf16>, tensor<256x256xbf16>) -> tensor<256x512xbf16>
+    %q, %s = fp8.block_quantize %j {block = array<i64: 128, 1>, dtype = f8E4M3FN, power_of_two} : (tensor<256x512xbf16>) -> (tensor<256x512xf8E4M3FN>, tensor<2x512xf32>)
+    %qt, %st = fp8.transpose %q, %s {block = array<i64: 128, 1>} : (tensor<256x512xf8E4M3FN>, tensor<2x512xf32>) -> (tensor<512x256xf8E4M3FN>, tensor<512x2xf32>)
+    %r, %rs = fp8.block_quantize %j {block = array<i64: 1, 128>, dtype = f8E4M3FN, power_of_two} : (tensor<256x512xbf16>) -> (tensor<256x512xf8E4M3FN>, tensor<256x4xf32>)
+    kernel.yield %qt, %st, %r, %rs : tensor<512x256xf8E4M3FN>, tensor<512x2xf32>, tensor<256x512xf8E4M3FN>, tensor<256x4xf32>
+  } : tensor<512x256xf8E4M3FN>, tensor<512x2xf32>, tensor<256x512xf8E4M3FN>, tensor<256x4xf32>
   return
 }

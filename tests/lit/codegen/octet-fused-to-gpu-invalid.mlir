@@ -33,3 +33,33 @@ func.func @long_row(%x: tensor<2x200000xf32>, %w: tensor<200000xf32>) -> tensor<
   } : tensor<2x200000xf32>
   return %y : tensor<2x200000xf32>
 }
+
+// -----
+
+// A block-quantized tensor computed in the kernel by an op the tile kernel
+// does not evaluate.
+func.func @tiles_of_silu(%x: tensor<128x128xbf16>) -> (tensor<128x128xf8E4M3FN>, tensor<128x1xf32>) {
+  %q:2 = kernel.fused "silu_tiles" kind("elementwise") ins(%x : tensor<128x128xbf16>) {
+  ^bb0(%a: tensor<128x128xbf16>):
+    // expected-error @below {{computes a block-quantized tensor in the kernel; the tile kernel evaluates only SwiGLU, its gradient, reshapes that keep the last dimension and joins of pieces 128 wide}}
+    %s = graph.silu %a : tensor<128x128xbf16>
+    %r, %rs = fp8.block_quantize %s {block = array<i64: 1, 128>, dtype = f8E4M3FN} : (tensor<128x128xbf16>) -> (tensor<128x128xf8E4M3FN>, tensor<128x1xf32>)
+    kernel.yield %r, %rs : tensor<128x128xf8E4M3FN>, tensor<128x1xf32>
+  } : tensor<128x128xf8E4M3FN>, tensor<128x1xf32>
+  return %q#0, %q#1 : tensor<128x128xf8E4M3FN>, tensor<128x1xf32>
+}
+
+// -----
+
+// A computed tensor with a partial tile: only the 128 x 128 tile kernel
+// evaluates what it quantizes.
+func.func @partial_tiles(%g: tensor<64x128xbf16>, %u: tensor<64x128xbf16>) -> (tensor<64x128xf8E4M3FN>, tensor<64x1xf32>) {
+  %q:2 = kernel.fused "swiglu_partial" kind("elementwise") ins(%g, %u : tensor<64x128xbf16>, tensor<64x128xbf16>) {
+  ^bb0(%a: tensor<64x128xbf16>, %b: tensor<64x128xbf16>):
+    %s = graph.swiglu %a, %b : tensor<64x128xbf16>
+    // expected-error @below {{quantizes a tensor computed in the kernel, which needs the 128 x 128 tile kernel}}
+    %r, %rs = fp8.block_quantize %s {block = array<i64: 1, 128>, dtype = f8E4M3FN} : (tensor<64x128xbf16>) -> (tensor<64x128xf8E4M3FN>, tensor<64x1xf32>)
+    kernel.yield %r, %rs : tensor<64x128xf8E4M3FN>, tensor<64x1xf32>
+  } : tensor<64x128xf8E4M3FN>, tensor<64x1xf32>
+  return %q#0, %q#1 : tensor<64x128xf8E4M3FN>, tensor<64x1xf32>
+}
