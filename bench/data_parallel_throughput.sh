@@ -37,7 +37,7 @@ set -u
 export NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
 R=${1:?octet-run}; D=${2:?bundle directory}; O=${3:?output directory}
 B=$(cd "$(dirname "$0")" && pwd); W=$(mktemp -d); mkdir -p "$O"
-STEPS=${STEPS:-20}; WARMUP=${WARMUP:-4}; BUDGET_S=${BUDGET_S:-540}
+STEPS=${STEPS:-20}; WARMUP=${WARMUP:-4}; BUDGET_S=${BUDGET_S:-540}; export LAUNCH2_TIMEOUT=200
 MODELS=${MODELS:-"llama3-8b-8l-fp8 llama3.2-1b-fp8"}
 . "$B/launch2.sh"
 clocks() { nvidia-smi --query-gpu=index,clocks.sm,clocks.mem,power.draw,temperature.gpu --format=csv,noheader | tr '\n' ' '; }
