@@ -5,51 +5,119 @@ Compares two runs of the same model, data and seed that each wrote a
 checkpoint after step 1 (octet-run --steps 1 --checkpoint-dir DIR): the
 step-1 loss and grad norm printed by each (their step lines), and every
 tensor of the two checkpoints (parameters, AdamW moments, FP8 scale state).
-The bounds are the golden check's (runtime/exec/Golden.h), for the numerics
-named: the loss and grad norm by relative error; each tensor by the relative
-L2 error of its values and of its norm, AdamW's second moments as their
-square roots, the FP8 scale state (fp8.*) within one E5M2 unit (0.25).
+The bounds are the golden check's, read from their one definition
+(golden::tolerancesFor in runtime/exec/Golden.cpp, kFp8StateTolerance in
+Golden.h), for the numerics named: the loss and grad norm by relative
+error; each tensor by the relative L2 error of all its values and of its
+norm, AdamW's second moments as their square roots, the FP8 scale state
+(fp8.*) within one E5M2 unit. A checkpoint of ZeRO-1 ranks holds the
+moments whole (rank 0 joins the ranks' parts), so it compares as well.
 
   python3 bench/dp_equivalence.py --numerics fp8 \\
       --one one.log one-ckpt/step-1 --data2 dp2.log dp2-ckpt/step-1 \\
       --out result.json
 
-Reads safetensors with torch (the GPU host has it). Exits 1 when anything is
-outside its bound.
+Reads safetensors with numpy (F32, BF16, F8_E4M3, F8_E5M2, integers).
+Exits 1 when anything is outside its bound. tests/lit/train/dp-equivalence.test
+runs it on CPU checkpoints of tiny-llama.
 """
 
 import argparse
 import glob
 import json
-import math
 import mmap
+import os
 import re
 import struct
 import sys
 
-import torch
+import numpy as np
 
-# runtime/exec/Golden.cpp tolerancesFor: loss, grad norm, tensor, tensor norm.
-TOLERANCES = {
-    "bf16": {"loss": 1e-3, "grad_norm": 5e-3, "tensor": 2e-2, "tensor_norm": 2e-2},
-    "fp8": {"loss": 2e-3, "grad_norm": 2e-2, "tensor": 0.5, "tensor_norm": 5e-2},
-}
-FP8_STATE_TOLERANCE = 0.25
+GOLDEN_CPP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                          "runtime", "exec", "Golden.cpp")
+GOLDEN_H = os.path.join(os.path.dirname(GOLDEN_CPP), "Golden.h")
 
 STEP = re.compile(r"step\s+1/\d+\s+loss\s+([-+0-9.eE]+|nan|inf)\s+grad_norm\s+([-+0-9.eE]+|nan|inf)")
 
-DTYPES = {
-    "F32": torch.float32, "F64": torch.float64, "BF16": torch.bfloat16,
-    "F16": torch.float16, "I32": torch.int32, "I64": torch.int64,
-    "U8": torch.uint8, "I8": torch.int8,
-    "F8_E4M3": torch.float8_e4m3fn, "F8_E5M2": torch.float8_e5m2,
-}
+
+def golden_tolerances(cpp=GOLDEN_CPP, header=GOLDEN_H):
+    """The bounds of golden::tolerancesFor and kFp8StateTolerance, read from
+    their one definition so that this check and octet-run --golden cannot
+    drift apart: {"fp8": {...}, "bf16": {...}}, and the FP8 state bound."""
+    try:
+        text = open(cpp, encoding="utf-8").read()
+        head = open(header, encoding="utf-8").read()
+    except OSError as e:
+        sys.exit(f"dp_equivalence.py: the golden tolerances are read from "
+                 f"runtime/exec/Golden.cpp and Golden.h beside bench/: {e}")
+    body = re.search(r"Tolerances tolerancesFor\(.*?\n}\n", text, re.S)
+    rows = body and re.findall(r"return \{([^}]*)\}", body.group(0))
+    state = re.search(r"kFp8StateTolerance\s*=\s*([0-9.eE+-]+)", head)
+    if not rows or len(rows) != 2 or not state:
+        sys.exit(f"dp_equivalence.py: {cpp}: no tolerancesFor with an fp8 "
+                 "and a default return, or no kFp8StateTolerance in "
+                 f"{header}: update golden_tolerances() to their new form")
+    tables = []
+    for row in rows:
+        fields = dict(re.findall(r"/\*(\w+)=\*/\s*([0-9.eE+-]+)", row))
+        try:
+            tables.append({"loss": float(fields["loss"]),
+                           "grad_norm": float(fields["gradNorm"]),
+                           "tensor": float(fields["tensor"]),
+                           "tensor_norm": float(fields["tensorNorm"])})
+        except KeyError as e:
+            sys.exit(f"dp_equivalence.py: {cpp}: tolerancesFor names no {e}")
+    # tolerancesFor returns the FP8 bounds under `numerics == "fp8"`, the
+    # BF16 ones otherwise.
+    return {"fp8": tables[0], "bf16": tables[1]}, float(state.group(1))
+
+
+def fp8_table(exponent_bits, mantissa_bits, finite_only):
+    """The 256 values of an FP8 format (E4M3FN when finite_only: no
+    infinities, only S.1111.111 is NaN; E5M2 IEEE-like)."""
+    bias = (1 << (exponent_bits - 1)) - 1
+    top = (1 << exponent_bits) - 1
+    out = np.empty(256, dtype=np.float32)
+    for byte in range(256):
+        sign = -1.0 if byte & 0x80 else 1.0
+        e = (byte >> mantissa_bits) & top
+        m = byte & ((1 << mantissa_bits) - 1)
+        if finite_only and e == top and m == (1 << mantissa_bits) - 1:
+            v = float("nan")
+        elif not finite_only and e == top:
+            v = float("inf") if m == 0 else float("nan")
+        elif e == 0:
+            v = m / (1 << mantissa_bits) * 2.0 ** (1 - bias)
+        else:
+            v = (1 + m / (1 << mantissa_bits)) * 2.0 ** (e - bias)
+        out[byte] = sign * v
+    return out
+
+
+E4M3 = fp8_table(4, 3, True)
+E5M2 = fp8_table(5, 2, False)
+PLAIN = {"F32": np.float32, "F64": np.float64, "F16": np.float16,
+         "I32": np.int32, "I64": np.int64, "U8": np.uint8, "I8": np.int8}
+
+
+def decode(raw, dtype):
+    """float32 values of a safetensors tensor's bytes (float64 for F64)."""
+    if dtype == "BF16":
+        return (np.frombuffer(raw, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
+    if dtype == "F8_E4M3":
+        return E4M3[np.frombuffer(raw, dtype=np.uint8)]
+    if dtype == "F8_E5M2":
+        return E5M2[np.frombuffer(raw, dtype=np.uint8)]
+    if dtype not in PLAIN:
+        raise ValueError(f"dtype {dtype} is not read by dp_equivalence.py")
+    return np.frombuffer(raw, dtype=PLAIN[dtype]).astype(
+        np.float64 if dtype in ("F64", "I64") else np.float32)
 
 
 def read_safetensors(path):
     # Mapped, not read: an 8B-shaped checkpoint is tens of GB.
     with open(path, "rb") as f:
-        blob = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY)
+        blob = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
     (n,) = struct.unpack("<Q", blob[:8])
     header = json.loads(blob[8:8 + n])
     base = 8 + n
@@ -58,16 +126,14 @@ def read_safetensors(path):
         if name == "__metadata__":
             continue
         start, end = info["data_offsets"]
-        dtype = DTYPES[info["dtype"]]
-        t = torch.frombuffer(blob, dtype=dtype, offset=base + start,
-                             count=(end - start) // dtype.itemsize) \
-            if end > start else torch.empty(0, dtype=dtype)
-        out[name] = t.reshape(info["shape"]).to(torch.float32)
+        raw = memoryview(blob)[base + start:base + end]
+        out[name] = (info["dtype"], info["shape"], raw)
     return out
 
 
 def read_checkpoint_part(step_dir, part):
-    """`part`.safetensors, or its shards (part-0000N-of-0000M.safetensors)."""
+    """`part`.safetensors, or its shards (part-0000N-of-0000M.safetensors):
+    name -> (dtype, shape, bytes), decoded when compared."""
     files = sorted(glob.glob(f"{step_dir}/{part}.safetensors")) or \
         sorted(glob.glob(f"{step_dir}/{part}-*-of-*.safetensors"))
     if not files:
@@ -91,30 +157,49 @@ def rel(a, b):
     return abs(a - b) / max(abs(a), abs(b), 1e-30)
 
 
-def compare_tensors(one, two, tol):
+def l2(x, chunk=1 << 24):
+    # In float64 (a sum over hundreds of millions of squares), a chunk at a
+    # time (an 8B-shaped embedding is half a billion elements).
+    total = 0.0
+    for i in range(0, x.size, chunk):
+        c = x[i:i + chunk].astype(np.float64)
+        total += float(np.dot(c, c))
+    return total ** 0.5
+
+
+def compare_tensors(one, two, tol, state_bound):
+    """Every tensor of `one` against `two`'s of the same name, as the golden
+    check compares a slot: relative L2 error of the values and of the
+    norms, AdamW's second moments as their square roots, the FP8 scale state
+    (fp8.*) within state_bound. Rows and the worst (fraction of its bound,
+    name)."""
     rows, worst = [], None
     for name in sorted(one):
         if name not in two:
             rows.append({"tensor": name, "error": "missing in the data-parallel run"})
             continue
-        a, b = one[name], two[name]
-        if a.shape != b.shape:
-            rows.append({"tensor": name, "error": f"shape {list(a.shape)} vs {list(b.shape)}"})
+        (da, sa, ra), (db, sb, rb) = one[name], two[name]
+        if sa != sb:
+            rows.append({"tensor": name, "error": f"shape {sa} vs {sb}"})
             continue
+        a, b = decode(ra, da), decode(rb, db)
         if name.startswith("adam_v."):
-            a, b = a.clamp(min=0).sqrt(), b.clamp(min=0).sqrt()
-        bound = FP8_STATE_TOLERANCE if name.startswith("fp8.") else tol["tensor"]
-        norm_bound = FP8_STATE_TOLERANCE if name.startswith("fp8.") else tol["tensor_norm"]
-        na, nb = float(a.norm()), float(b.norm())
+            a, b = np.sqrt(np.maximum(a, 0)), np.sqrt(np.maximum(b, 0))
+        state = name.startswith("fp8.")
+        bound = state_bound if state else tol["tensor"]
+        norm_bound = state_bound if state else tol["tensor_norm"]
+        na, nb = l2(a), l2(b)
         scale = max(na, nb)
-        err = float((a - b).norm()) / scale if scale > 0 else 0.0
+        err = l2(a - b) / scale if scale > 0 else 0.0
         norm_err = abs(na - nb) / scale if scale > 0 else 0.0
+        # NaN compares false: a NaN anywhere fails the tensor.
         ok = err <= bound and norm_err <= norm_bound
-        row = {"tensor": name, "rel_l2": err, "rel_norm": norm_err,
-               "bound": bound, "norm_bound": norm_bound, "ok": ok}
+        row = {"tensor": name, "dtype": [da, db], "rel_l2": err,
+               "rel_norm": norm_err, "bound": bound, "norm_bound": norm_bound,
+               "ok": ok}
         rows.append(row)
         ratio = max(err / bound, norm_err / norm_bound)
-        if worst is None or ratio > worst[0]:
+        if worst is None or not ratio <= worst[0]:
             worst = (ratio, name)
     for name in sorted(set(two) - set(one)):
         rows.append({"tensor": name, "error": "missing in the one-GPU run"})
@@ -123,17 +208,19 @@ def compare_tensors(one, two, tol):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--numerics", choices=sorted(TOLERANCES), required=True)
+    ap.add_argument("--numerics", choices=("bf16", "fp8"), required=True)
     ap.add_argument("--one", nargs=2, metavar=("LOG", "STEP_DIR"), required=True)
     ap.add_argument("--data2", nargs=2, metavar=("LOG", "STEP_DIR"), required=True)
     ap.add_argument("--name", default="")
     ap.add_argument("--out")
     args = ap.parse_args()
-    tol = TOLERANCES[args.numerics]
+    tables, state_bound = golden_tolerances()
+    tol = tables[args.numerics]
     loss1, norm1 = step_one(args.one[0])
     loss2, norm2 = step_one(args.data2[0])
     result = {
         "name": args.name, "numerics": args.numerics, "tolerances": tol,
+        "fp8_state_tolerance": state_bound,
         "command": " ".join(sys.argv),
         "step1": {"loss_one_gpu": loss1, "loss_data2": loss2,
                   "loss_rel": rel(loss1, loss2),
@@ -146,7 +233,7 @@ def main():
     for file in ("model", "train_state"):
         a = read_checkpoint_part(args.one[1], file)
         b = read_checkpoint_part(args.data2[1], file)
-        rows, worst = compare_tensors(a, b, tol)
+        rows, worst = compare_tensors(a, b, tol, state_bound)
         tensors[file] = {"count": len(rows), "worst": worst and {
             "tensor": worst[1], "fraction_of_bound": worst[0]},
             "failed": [r for r in rows if not r.get("ok", False)]}

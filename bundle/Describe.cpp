@@ -230,6 +230,40 @@ void describeCollectives(const Bundle &b, const Program &p, std::ostream &os) {
        << t.tensors << " tensors, " << t.elements << " elements\n";
 }
 
+void listCollectives(const Bundle &b, std::ostream &os) {
+  os << "rank\tprogram\top\treduce\tdtype\tgroup\tgroup_size\tstream\t"
+        "last_microbatch\ttensors\tcount\n";
+  for (const RankProgram &rp : b.ranks())
+    for (const Program &p : rp.programs()) {
+      int tensors = 0;
+      uint64_t count = 0;
+      for (const Step &s : p.steps()) {
+        if (!s.has_collective())
+          continue;
+        const Collective &c = s.collective();
+        ++tensors;
+        count += c.count();
+        if (c.grouped_with_next())
+          continue;
+        std::string op = CollectiveOp_Name(c.op());
+        std::transform(op.begin(), op.end(), op.begin(),
+                       [](unsigned char ch) { return std::tolower(ch); });
+        bool reduces = c.op() == ALL_REDUCE || c.op() == REDUCE_SCATTER;
+        bool known = c.group() < uint32_t(b.groups_size());
+        os << rp.rank() << "\t" << p.name() << "\t" << op << "\t"
+           << (reduces ? c.reduce() : "-") << "\t" << dtypeName(c.dtype())
+           << "\t"
+           << (known ? b.groups(int(c.group())).name()
+                     : "group " + std::to_string(c.group()))
+           << "\t" << (known ? b.groups(int(c.group())).ranks_size() : 0)
+           << "\t" << s.stream() << "\t" << (c.last_microbatch() ? 1 : 0)
+           << "\t" << tensors << "\t" << count << "\n";
+        tensors = 0;
+        count = 0;
+      }
+    }
+}
+
 void describePrograms(const Bundle &b, std::ostream &os) {
   for (const RankProgram &rp : b.ranks()) {
     os << "rank " << rp.rank() << " (stage " << rp.stage() << ")\n";

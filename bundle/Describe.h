@@ -21,6 +21,13 @@ void describePlan(const Bundle &bundle, std::ostream &os, int maxSlots = 12);
 void describeKernels(const Bundle &bundle, std::ostream &os);
 // Programs of each rank with step counts.
 void describePrograms(const Bundle &bundle, std::ostream &os);
+// Every NCCL call of every rank's programs in issue order, a header line
+// then one tab-separated line each: rank, program, op, reduce, dtype,
+// group, group size, stream, last_microbatch (0/1), tensors (a bucket's
+// tensors are one NCCL group, counted as one call) and count, NCCL's
+// element count summed over them (the part a rank receives for
+// reduce_scatter, the part it sends for all_gather).
+void listCollectives(const Bundle &bundle, std::ostream &os);
 
 } // namespace octet::bundle
 

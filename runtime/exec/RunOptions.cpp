@@ -116,7 +116,8 @@ const RunOption kRunOptions[] = {
      +[](RunArgs &a) -> bool & { return a.bench; }},
     {"--warmup", "N", "untimed steps of --bench (default 2)",
      +[](RunArgs &a) -> int64_t & { return a.warmup; }, 0},
-    {"--json", "FILE", "write throughput and memory as JSON",
+    {"--json", "FILE", "write throughput and memory as JSON (rank R > 0\n"
+                       "of a job writes FILE.rankR, its own step times)",
      +[](RunArgs &a) -> std::string & { return a.json; }},
     {"--gpus", "N",
      "start N ranks of this command on this host, as\n"

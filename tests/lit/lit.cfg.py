@@ -35,6 +35,17 @@ config.substitutions.append(("%examples", os.path.join(config.octet_source_dir, 
 config.substitutions.append(("%fixtures", os.path.join(config.octet_source_dir, "tests", "fixtures")))
 # The interpreter lit runs on, for helper scripts beside the tests.
 config.substitutions.append(("%python", sys.executable))
+# bench/'s checkpoint comparisons read tensors with numpy, which lit's own
+# interpreter may lack: the first of it and python3 on PATH that has numpy.
+import shutil
+import subprocess
+for _candidate in [sys.executable, shutil.which("python3")]:
+    if _candidate and subprocess.run([_candidate, "-c", "import numpy"],
+                                     capture_output=True).returncode == 0:
+        config.available_features.add("numpy")
+        config.substitutions.insert(0, ("%python-numpy", _candidate))
+        break
+config.substitutions.append(("%bench", os.path.join(config.octet_source_dir, "bench")))
 # octet-run is built only with CUDA; it is tested here where it runs
 # without a GPU (its command line, and a host with no driver).
 octet_run = os.path.join(config.octet_binary_dir, "tools", "octet-run", "octet-run")

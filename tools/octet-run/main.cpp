@@ -218,8 +218,14 @@ int run(RunArgs &args) {
   if (job)
     if (Status st = job->finish(); !st)
       return fail(st);
-  if (env->rank != 0)
+  // Each rank's own step times: a rank that waits for a slower one shows
+  // it in its own JSON.
+  if (env->rank != 0) {
+    if (!args.json.empty())
+      writeJson(args.json + ".rank" + std::to_string(env->rank), b, rt,
+                *result, args.bench ? args.warmup : 1, gpus);
     return 0;
+  }
   if (!result->steps.empty()) {
     double seconds = 0;
     int64_t timed = 0;

@@ -316,6 +316,10 @@ void defineInspect(CLI::App &app, InspectOptions &o,
       ->option_text("BUNDLE.octet");
   cli::addFlag(app, "--all-slots", o.allSlots,
                "list every slot of the memory plan, not the\nlargest");
+  cli::addFlag(app, "--collectives", o.collectives,
+               "print only the NCCL calls, one tab-separated line\n"
+               "each in issue order (bench/collectives_time.py\n"
+               "times them alone)");
   addGpuMemory(app, o.gpu);
   cli::addValue(app, "--modules", o.modulesDir, "DIR",
                 "write each kernel module as DIR/<module>.ptx,\n"

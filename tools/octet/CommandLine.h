@@ -72,6 +72,7 @@ struct ExportHfOptions {
 struct InspectOptions {
   std::string bundle, modulesDir;
   bool allSlots = false;
+  bool collectives = false; // only the NCCL calls, one line each
   GpuTarget gpu = defaultGpuTarget(); // what the plan's fit is checked on
 };
 

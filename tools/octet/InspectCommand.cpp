@@ -140,6 +140,10 @@ int runInspectCommand(const InspectOptions &opts) {
       std::fprintf(stderr, "%s\n", st.message().c_str());
       return 1;
     }
+  if (opts.collectives) {
+    bundle::listCollectives(*b, std::cout);
+    return 0;
+  }
   bundle::describeBuild(*b, std::cout);
   bundle::describePrecision(*b, std::cout);
   bundle::describePlan(*b, std::cout, allSlots ? 0 : 12);
