@@ -186,6 +186,15 @@ StashAssignment assignStashEntries(const PipelineSchedule &schedule,
   return a;
 }
 
+std::string parallelLayout(const Bundle &b) {
+  uint32_t world = std::max<uint32_t>(1, b.world_size());
+  if (!b.has_pipeline() || b.pipeline().ranks() == 0)
+    return "data " + std::to_string(world);
+  uint32_t p = b.pipeline().ranks();
+  return "pipeline " + std::to_string(p) + " × data " +
+         std::to_string(std::max<uint32_t>(1, world / p));
+}
+
 ProgramKind programKindOf(PipeInstructionKind kind) {
   switch (kind) {
   case PIPE_FORWARD:

@@ -13,6 +13,7 @@
 #include "support/PipelineSchedule.h"
 #include "support/Status.h"
 
+#include <string>
 #include <vector>
 
 namespace octet::bundle {
@@ -65,6 +66,10 @@ StashAssignment assignStashEntries(const PipelineSchedule &schedule,
 // The checks above; the message names the pipeline, the rank, the
 // instruction and the tensor. A bundle without Bundle.pipeline passes.
 Status validatePipeline(const Bundle &bundle);
+
+// How the bundle's world size comes about, for messages: "pipeline 2 ×
+// data 2", or "data 4" without a pipeline.
+std::string parallelLayout(const Bundle &bundle);
 
 // The program of `kind` for local chunk `chunk` among the rank's, or null.
 const Program *chunkProgram(const RankProgram &rank, ProgramKind kind,

@@ -553,5 +553,16 @@ TEST(PipelineBundleValidate, RefusesAWorldThatIsNotPipelineTimesData) {
       << st.message();
 }
 
+// What a job that starts the wrong number of ranks is told.
+TEST(PipelineBundle, SaysHowTheWorldSizeComesAbout) {
+  ToyLayout layout;
+  layout.data = 2;
+  EXPECT_EQ(bundle::parallelLayout(makeToyPipelineBundle(layout)),
+            "pipeline 2 × data 2");
+  bundle::Bundle data;
+  data.set_world_size(4);
+  EXPECT_EQ(bundle::parallelLayout(data), "data 4");
+}
+
 } // namespace
 } // namespace octet
