@@ -3,6 +3,7 @@
 #include "bundle/Bundle.h"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <set>
 #include <tuple>
@@ -19,25 +20,24 @@ StatusOr<PipelineScheduleKind> pipelineScheduleKind(const std::string &name) {
                        "': expected \"1f1b\", \"interleaved\" or \"zb-h1\"");
 }
 
+namespace {
+
+// Each schedule op and its wire form.
+constexpr std::pair<PipeOpKind, PipeInstructionKind> kInstructionKinds[] = {
+    {PipeOpKind::F, PIPE_FORWARD},
+    {PipeOpKind::B, PIPE_INPUT_GRADIENT},
+    {PipeOpKind::W, PIPE_WEIGHT_GRADIENT},
+    {PipeOpKind::BW, PIPE_BACKWARD},
+    {PipeOpKind::Comm, PIPE_COMMUNICATE},
+};
+
+} // namespace
+
 PipeInstruction toInstruction(const PipeOp &op) {
   PipeInstruction out;
-  switch (op.kind) {
-  case PipeOpKind::F:
-    out.set_kind(PIPE_FORWARD);
-    break;
-  case PipeOpKind::B:
-    out.set_kind(PIPE_INPUT_GRADIENT);
-    break;
-  case PipeOpKind::W:
-    out.set_kind(PIPE_WEIGHT_GRADIENT);
-    break;
-  case PipeOpKind::BW:
-    out.set_kind(PIPE_BACKWARD);
-    break;
-  case PipeOpKind::Comm:
-    out.set_kind(PIPE_COMMUNICATE);
-    break;
-  }
+  for (const auto &[kind, wire] : kInstructionKinds)
+    if (kind == op.kind)
+      out.set_kind(wire);
   if (op.kind != PipeOpKind::Comm) {
     out.set_chunk(uint32_t(op.chunk));
     out.set_microbatch(uint32_t(op.microbatch));
@@ -55,27 +55,14 @@ PipeInstruction toInstruction(const PipeOp &op) {
 
 StatusOr<PipeOp> fromInstruction(const PipeInstruction &in) {
   PipeOp op;
-  switch (in.kind()) {
-  case PIPE_FORWARD:
-    op.kind = PipeOpKind::F;
-    break;
-  case PIPE_INPUT_GRADIENT:
-    op.kind = PipeOpKind::B;
-    break;
-  case PIPE_WEIGHT_GRADIENT:
-    op.kind = PipeOpKind::W;
-    break;
-  case PIPE_BACKWARD:
-    op.kind = PipeOpKind::BW;
-    break;
-  case PIPE_COMMUNICATE:
-    op.kind = PipeOpKind::Comm;
-    break;
-  default:
+  const auto *found = std::find_if(
+      std::begin(kInstructionKinds), std::end(kInstructionKinds),
+      [&](const auto &pair) { return pair.second == in.kind(); });
+  if (found == std::end(kInstructionKinds))
     return Status::error("instruction of kind " +
                          std::to_string(int(in.kind())) +
                          ", which no schedule has");
-  }
+  op.kind = found->first;
   op.chunk = int(in.chunk());
   op.microbatch = int(in.microbatch());
   if (op.kind != PipeOpKind::Comm && in.transfers_size() > 0)
