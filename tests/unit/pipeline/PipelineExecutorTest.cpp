@@ -6,6 +6,7 @@
 // one rank; and validate() refusing bundles whose ranks would not meet.
 
 #include "bundle/Bundle.h"
+#include "bundle/Describe.h"
 #include "bundle/PipelineBundle.h"
 #include "runtime/exec/PipelineExecutor.h"
 
@@ -16,6 +17,7 @@
 #include <cstring>
 #include <deque>
 #include <map>
+#include <sstream>
 #include <mutex>
 #include <thread>
 #include <tuple>
@@ -551,6 +553,23 @@ TEST(PipelineBundleValidate, RefusesAWorldThatIsNotPipelineTimesData) {
   EXPECT_NE(st.message().find("rank 2 is in 0 'pipeline' groups"),
             std::string::npos)
       << st.message();
+}
+
+// `octet inspect` draws the schedule the bundle's lists make.
+TEST(PipelineBundle, InspectDrawsTheRanksSchedule) {
+  ToyLayout layout;
+  std::ostringstream os;
+  bundle::describePrograms(makeToyPipelineBundle(layout), os);
+  std::string text = os.str();
+  EXPECT_NE(text.find("pipeline      1f1b, 2 ranks x 1 chunks, 4 microbatches, "
+                      "1 'pipeline' groups"),
+            std::string::npos)
+      << text;
+  // 1F1B over 2 ranks and 4 microbatches with unit costs: 3(M + P - 1).
+  EXPECT_NE(text.find("time 15, bubble 20%"), std::string::npos) << text;
+  EXPECT_NE(text.find("rank 0 | FF"), std::string::npos) << text;
+  EXPECT_NE(text.find("  pipeline: 8 compute instructions"), std::string::npos)
+      << text;
 }
 
 // What a job that starts the wrong number of ranks is told.
