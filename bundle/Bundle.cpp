@@ -1,5 +1,7 @@
 #include "bundle/Bundle.h"
 
+#include "bundle/PipelineBundle.h"
+
 #include "support/AtomicFile.h"
 #include "support/Sha256.h"
 
@@ -91,8 +93,10 @@ StatusOr<Bundle> readBundle(const std::string &path) {
 
 namespace {
 
-Status checkRef(const Bundle &b, const SlotRef &ref,
-                const std::string &what) {
+// `stashEntries`: those of the rank whose program refers (0 outside a
+// pipeline rank, where nothing may be stash-strided).
+Status checkRef(const Bundle &b, const SlotRef &ref, const std::string &what,
+                uint32_t stashEntries = 0) {
   const auto &slots = b.plan().slots();
   if (ref.slot() >= uint32_t(slots.size()))
     return Status::error(what + " refers to slot " + std::to_string(ref.slot()) +
@@ -121,10 +125,29 @@ Status checkRef(const Bundle &b, const SlotRef &ref,
                            std::to_string(last) + " of " +
                            std::to_string(s.bytes()));
   }
+  if (ref.stash_stride() > 0) {
+    if (s.kind() != STASH || stashEntries == 0)
+      return Status::error(what + " is a stash entry of slot '" + s.name() +
+                           "', which is " +
+                           (s.kind() != STASH
+                                ? std::string("not a stash slot")
+                                : std::string("outside a pipeline rank's "
+                                              "stash")));
+    uint64_t end = ref.byte_offset() + stashEntries * ref.stash_stride();
+    if (end > s.bytes())
+      return Status::error(what + " is a stash entry of " +
+                           std::to_string(ref.stash_stride()) +
+                           " bytes of slot '" + s.name() + "', whose " +
+                           std::to_string(stashEntries) +
+                           " entries would end at byte " +
+                           std::to_string(end) + " of " +
+                           std::to_string(s.bytes()));
+  }
   return Status::ok();
 }
 
-Status checkStep(const Bundle &b, const Step &step, const std::string &where) {
+Status checkStep(const Bundle &b, const Step &step, const std::string &where,
+                 uint32_t stashEntries) {
   std::string at = where + " (" + step.label() + ")";
   switch (step.op_case()) {
   case Step::kLaunch: {
@@ -136,10 +159,10 @@ Status checkStep(const Bundle &b, const Step &step, const std::string &where) {
     for (int i = 0; i < l.args_size(); ++i) {
       std::string arg = at + " argument " + std::to_string(i);
       if (l.args(i).has_slot())
-        if (Status st = checkRef(b, l.args(i).slot(), arg); !st)
+        if (Status st = checkRef(b, l.args(i).slot(), arg, stashEntries); !st)
           return st;
       for (const SlotRef &ref : l.args(i).table().slots())
-        if (Status st = checkRef(b, ref, arg + " (table)"); !st)
+        if (Status st = checkRef(b, ref, arg + " (table)", stashEntries); !st)
           return st;
     }
     // A kernel without code has no launch shape yet; checkRunnable() is
@@ -155,29 +178,29 @@ Status checkStep(const Bundle &b, const Step &step, const std::string &where) {
       return Status::error(at + " calls GEMM " + std::to_string(g.gemm()) +
                            " of " + std::to_string(b.gemms_size()));
     const GemmDescriptor &d = b.gemms(int(g.gemm()));
-    Status st = checkRef(b, g.a(), at + " operand A");
+    Status st = checkRef(b, g.a(), at + " operand A", stashEntries);
     if (st)
-      st = checkRef(b, g.b(), at + " operand B");
+      st = checkRef(b, g.b(), at + " operand B", stashEntries);
     if (st)
-      st = checkRef(b, g.d(), at + " output D");
+      st = checkRef(b, g.d(), at + " output D", stashEntries);
     if (st && d.has_a_scale())
-      st = checkRef(b, g.a_scale(), at + " A scale");
+      st = checkRef(b, g.a_scale(), at + " A scale", stashEntries);
     if (st && d.has_b_scale())
-      st = checkRef(b, g.b_scale(), at + " B scale");
+      st = checkRef(b, g.b_scale(), at + " B scale", stashEntries);
     if (st && d.has_d_scale())
-      st = checkRef(b, g.d_scale(), at + " D scale");
+      st = checkRef(b, g.d_scale(), at + " D scale", stashEntries);
     if (st && d.has_amax_d())
-      st = checkRef(b, g.amax_d(), at + " amax of D");
+      st = checkRef(b, g.amax_d(), at + " amax of D", stashEntries);
     if (st && d.workspace_bytes() > 0)
-      st = checkRef(b, g.workspace(), at + " workspace");
+      st = checkRef(b, g.workspace(), at + " workspace", stashEntries);
     return st;
   }
   case Step::kMemset:
-    return checkRef(b, step.memset().dst(), at + " memset");
+    return checkRef(b, step.memset().dst(), at + " memset", stashEntries);
   case Step::kCopy: {
-    Status st = checkRef(b, step.copy().dst(), at + " copy destination");
+    Status st = checkRef(b, step.copy().dst(), at + " copy destination", stashEntries);
     if (st)
-      st = checkRef(b, step.copy().src(), at + " copy source");
+      st = checkRef(b, step.copy().src(), at + " copy source", stashEntries);
     return st;
   }
   case Step::kCollective: {
@@ -187,9 +210,9 @@ Status checkStep(const Bundle &b, const Step &step, const std::string &where) {
                            " of " + std::to_string(b.groups_size()));
     Status st = Status::ok();
     if (c.has_send())
-      st = checkRef(b, c.send(), at + " send buffer");
+      st = checkRef(b, c.send(), at + " send buffer", stashEntries);
     if (st && c.has_recv())
-      st = checkRef(b, c.recv(), at + " receive buffer");
+      st = checkRef(b, c.recv(), at + " receive buffer", stashEntries);
     return st;
   }
   case Step::OP_NOT_SET:
@@ -330,11 +353,12 @@ Status validate(const Bundle &b) {
         if (Status st = checkStep(b, p.steps(s),
                                   "rank " + std::to_string(r) + " program '" +
                                       p.name() + "' step " +
-                                      std::to_string(s));
+                                      std::to_string(s),
+                                  rp.pipeline().stash_entries());
             !st)
           return st;
   }
-  return Status::ok();
+  return validatePipeline(b);
 }
 
 Status checkRunnable(const Bundle &b) {
@@ -415,6 +439,8 @@ const char *slotKindName(SlotKind kind) {
     return "workspace";
   case SCRATCH:
     return "scratch";
+  case STASH:
+    return "stash";
   default:
     return "?";
   }
@@ -443,6 +469,14 @@ const char *programKindName(ProgramKind kind) {
     return "eval";
   case INIT:
     return "init";
+  case CHUNK_FORWARD:
+    return "chunk-forward";
+  case CHUNK_BACKWARD:
+    return "chunk-backward";
+  case CHUNK_INPUT_GRADIENT:
+    return "chunk-input-grad";
+  case CHUNK_WEIGHT_GRADIENT:
+    return "chunk-weight-grad";
   default:
     return "?";
   }

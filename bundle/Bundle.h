@@ -24,7 +24,10 @@ namespace octet::bundle {
 // 4: GEMMs marked first_microbatch_overwrites write their gradient
 // accumulators in a step's first microbatch, which the optimizer step no
 // longer clears (a runtime of format 3 would add to stale gradients).
-constexpr uint32_t kBundleFormatVersion = 4;
+// 5: pipeline bundles (Bundle.pipeline, each rank's instruction list and
+// CHUNK_* programs, stash-strided slots), which a runtime of format 4 would
+// run as one rank of data parallelism.
+constexpr uint32_t kBundleFormatVersion = 5;
 
 // Deterministic serialization of `bundle` as it is (content_hash included).
 std::string serializeDeterministic(const Bundle &bundle);

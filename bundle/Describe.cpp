@@ -1,6 +1,7 @@
 #include "bundle/Describe.h"
 
 #include "bundle/Bundle.h"
+#include "bundle/PipelineBundle.h"
 #include "support/Sha256.h"
 #include "support/ShapeString.h"
 
@@ -264,9 +265,41 @@ void listCollectives(const Bundle &b, std::ostream &os) {
     }
 }
 
+// The schedule the pipeline ranks' instruction lists make, as the
+// simulator steps it.
+void describePipeline(const Bundle &b, std::ostream &os) {
+  const Pipeline &p = b.pipeline();
+  std::vector<std::vector<int>> groups = pipelineGroups(b);
+  os << "pipeline      " << p.schedule() << ", " << p.ranks() << " ranks x "
+     << p.virtual_stages() << " chunks, " << p.microbatches()
+     << " microbatches, " << groups.size() << " '" << p.group()
+     << "' groups\n";
+  if (groups.empty())
+    return;
+  auto schedule = scheduleOf(b, groups[0]);
+  auto simulation = schedule ? simulatePipeline(*schedule)
+                             : StatusOr<PipeSimulation>(schedule.status());
+  if (!simulation) {
+    os << "  the instruction lists do not run: "
+       << simulation.status().message() << "\n";
+    return;
+  }
+  os << drawPipeline(*schedule, *simulation);
+}
+
 void describePrograms(const Bundle &b, std::ostream &os) {
+  if (b.has_pipeline())
+    describePipeline(b, os);
   for (const RankProgram &rp : b.ranks()) {
     os << "rank " << rp.rank() << " (stage " << rp.stage() << ")\n";
+    if (b.has_pipeline()) {
+      int compute = 0, groups = 0;
+      for (const PipeInstruction &i : rp.pipeline().instructions())
+        (i.kind() == PIPE_COMMUNICATE ? groups : compute)++;
+      os << "  pipeline: " << compute << " compute instructions, " << groups
+         << " communication groups, " << rp.pipeline().stash_entries()
+         << " stash entries\n";
+    }
     for (const Program &p : rp.programs()) {
       int launches = 0, gemms = 0, other = 0;
       for (const Step &s : p.steps()) {

@@ -19,7 +19,9 @@ void describePrecision(const Bundle &bundle, std::ostream &os);
 void describePlan(const Bundle &bundle, std::ostream &os, int maxSlots = 12);
 // Modules, kernels with launch counts, GEMMs with shapes and algorithms.
 void describeKernels(const Bundle &bundle, std::ostream &os);
-// Programs of each rank with step counts.
+// Programs of each rank with step counts; for a pipeline, first its
+// schedule drawn rank × time by the simulator from the ranks' instruction
+// lists (the first pipeline's), each rank's stash entries and instructions.
 void describePrograms(const Bundle &bundle, std::ostream &os);
 // Every NCCL call of every rank's programs in issue order, a header line
 // then one tab-separated line each: rank, program, op, reduce, dtype,

@@ -28,7 +28,8 @@ std::string Bootstrap::ranksNamed(const std::vector<size_t> &missing) const {
 StatusOr<std::unique_ptr<Bootstrap>>
 Bootstrap::join(const BootstrapOptions &options) {
   if (options.bundleWorldSize != 0)
-    OCTET_RETURN_IF_ERROR(checkWorldSize(options.env, options.bundleWorldSize));
+    OCTET_RETURN_IF_ERROR(checkWorldSize(options.env, options.bundleWorldSize,
+                                         options.bundleLayout));
   std::unique_ptr<Bootstrap> b(new Bootstrap());
   b->options_ = options;
   const RankEnv &env = options.env;

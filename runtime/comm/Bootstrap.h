@@ -28,6 +28,9 @@ struct BootstrapOptions {
   std::string bundleHash;
   // The world size the bundle was compiled for; 0 skips the check.
   uint32_t bundleWorldSize = 0;
+  // Its parallel layout, for the message when the sizes differ
+  // ("pipeline 2 × data 1"); empty for none.
+  std::string bundleLayout;
   // Finding rank 0's store and every rank arriving.
   std::chrono::milliseconds joinTimeout{std::chrono::seconds(120)};
   std::chrono::milliseconds requestTimeout{std::chrono::seconds(30)};

@@ -148,13 +148,15 @@ StatusOr<RankEnv> rankEnvFromProcess() {
       });
 }
 
-Status checkWorldSize(const RankEnv &env, uint32_t bundleWorldSize) {
+Status checkWorldSize(const RankEnv &env, uint32_t bundleWorldSize,
+                      const std::string &layout) {
   if (uint32_t(env.worldSize) == bundleWorldSize)
     return Status::ok();
   return Status::error(
       "WORLD_SIZE=" + std::to_string(env.worldSize) +
       " but the bundle was compiled for world size " +
-      std::to_string(bundleWorldSize) + ": start " +
+      std::to_string(bundleWorldSize) +
+      (layout.empty() ? "" : " (" + layout + ")") + ": start " +
       std::to_string(bundleWorldSize) +
       (bundleWorldSize == 1 ? " rank" : " ranks") + " (octet launch --gpus " +
       std::to_string(bundleWorldSize) +

@@ -45,7 +45,10 @@ StatusOr<RankEnv> parseRankEnv(const EnvLookup &lookup);
 StatusOr<RankEnv> rankEnvFromProcess();
 
 // A job must start as many ranks as the bundle was compiled for.
-Status checkWorldSize(const RankEnv &env, uint32_t bundleWorldSize);
+// `layout` says how that number comes about ("pipeline 2 × data 2"),
+// for the message; empty for none.
+Status checkWorldSize(const RankEnv &env, uint32_t bundleWorldSize,
+                      const std::string &layout = "");
 
 } // namespace octet::comm
 

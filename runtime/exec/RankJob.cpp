@@ -1,5 +1,6 @@
 #include "runtime/exec/RankJob.h"
 
+#include "bundle/PipelineBundle.h"
 #include "runtime/comm/Bootstrap.h"
 #include "runtime/comm/Communicator.h"
 #include "runtime/comm/Watchdog.h"
@@ -123,6 +124,7 @@ StatusOr<std::unique_ptr<RankJob>> RankJob::join(const bundle::Bundle &bundle,
   bo.env = env;
   bo.bundleHash = bundle::toHex(bundle.content_hash());
   bo.bundleWorldSize = bundle.world_size();
+  bo.bundleLayout = bundle::parallelLayout(bundle);
   auto boot = comm::Bootstrap::join(bo);
   if (!boot)
     return boot.status();

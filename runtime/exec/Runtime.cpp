@@ -1,8 +1,10 @@
 #include "runtime/exec/Runtime.h"
 
 #include "bundle/Bundle.h"
+#include "bundle/PipelineBundle.h"
 #include "runtime/blas/GemmTuningCache.h"
 #include "runtime/comm/Communicator.h"
+#include "runtime/exec/PipelineExecutor.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -39,6 +41,10 @@ struct Runtime::PreparedStep {
 struct Runtime::PreparedProgram {
   ProgramKind kind = PROGRAM_UNSPECIFIED;
   const Program *program = nullptr;
+  // A CHUNK_* program is prepared once per stash entry of its rank, its
+  // stash-strided slots resolved to that entry.
+  uint32_t chunk = 0;
+  int stashEntry = -1;
   std::vector<PreparedStep> steps;
   // One event per step that a later step waits for.
   std::vector<CUevent> events;
@@ -54,10 +60,154 @@ struct Runtime::PreparedProgram {
   }
 };
 
+// The pipeline rank's device: compute instructions on the main stream,
+// communication groups on a stream of their own (high priority, like the
+// collectives' streams, and outside the programs' joins so that a transfer
+// overlaps the compute it does not feed), each instruction recording an
+// event that the instructions ordered after it wait for.
+class Runtime::PipelineStream : public PipelineDevice {
+public:
+  static StatusOr<std::unique_ptr<PipelineStream>>
+  create(Runtime &rt, const PipelineRankPlan &plan) {
+    std::unique_ptr<PipelineStream> p(new PipelineStream(rt));
+    int least = 0, greatest = 0;
+    OCTET_CHECK_CUDA(cuCtxGetStreamPriorityRange(&least, &greatest));
+    auto s = Stream::create(greatest);
+    if (!s)
+      return s.status();
+    p->stream_ = std::move(*s);
+    p->events_.assign(plan.work.size() + 2, nullptr);
+    for (CUevent &e : p->events_)
+      OCTET_CHECK_CUDA(cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
+    // The pipeline group this rank is in.
+    const bundle::Bundle &b = rt.bundle_;
+    for (int g = 0; g < b.groups_size(); ++g)
+      if (b.groups(g).name() == b.pipeline().group())
+        for (uint32_t r : b.groups(g).ranks())
+          if (int(r) == rt.rank_)
+            p->group_ = uint32_t(g);
+    return p;
+  }
+  ~PipelineStream() override {
+    for (CUevent e : events_)
+      if (e)
+        cuEventDestroy(e);
+  }
+  Status synchronize() { return stream_->synchronize(); }
+
+  std::function<Status(int, const bundle::Program &)> stage;
+
+  Status beginStep(const PipelineRankPlan &plan) override {
+    CUstream main = rt_.mainStream();
+    if (plan.lossSumSlot >= 0) {
+      SlotRef ref;
+      ref.set_slot(uint32_t(plan.lossSumSlot));
+      auto loss = rt_.slotAddress(ref);
+      if (!loss)
+        return loss.status();
+      OCTET_CHECK_CUDA(cuMemsetD8Async(
+          *loss, 0, rt_.bundle_.plan().slots(plan.lossSumSlot).bytes(), main));
+    }
+    // Receives of this step land in entries that the previous step's
+    // programs used.
+    OCTET_CHECK_CUDA(cuEventRecord(startEvent(), main));
+    OCTET_CHECK_CUDA(cuStreamWaitEvent(stream_->handle(), startEvent(), 0));
+    return Status::ok();
+  }
+
+  Status compute(const PipeWork &w) override {
+    CUstream main = rt_.mainStream();
+    if (w.waitFor >= 0)
+      OCTET_CHECK_CUDA(cuStreamWaitEvent(main, events_[size_t(w.waitFor)], 0));
+    if (w.program->inputs_size() > 0 && stage)
+      OCTET_RETURN_IF_ERROR(stage(int(w.instruction->microbatch()), *w.program));
+    PreparedProgram *p = rt_.findChunk(w.program->kind(), w.program->chunk(),
+                                       w.entry);
+    if (!p)
+      return Status::error("program '" + w.program->name() +
+                           "' is not prepared for stash entry " +
+                           std::to_string(w.entry));
+    OCTET_RETURN_IF_ERROR(
+        rt_.runPrepared(*p, w.lastMicrobatch, w.firstMicrobatch)
+            .withContext("program '" + w.program->name() + "' microbatch " +
+                         std::to_string(w.instruction->microbatch())));
+    OCTET_CHECK_CUDA(cuEventRecord(events_[w.index], main));
+    return Status::ok();
+  }
+
+  Status communicate(const PipeWork &w) override {
+    CUstream s = stream_->handle();
+    if (w.waitFor >= 0)
+      OCTET_CHECK_CUDA(cuStreamWaitEvent(s, events_[size_t(w.waitFor)], 0));
+    comm::Communicator *c =
+        group_ < rt_.comms_.size() ? rt_.comms_[group_] : nullptr;
+    if (!c || !rt_.nccl_)
+      return Status::error(
+          "this rank has no communicator for its pipeline group: a "
+          "pipeline bundle runs under a launcher (octet launch --gpus N -- "
+          "octet-run ..., or torchrun), which joins the job first");
+    OCTET_RETURN_IF_ERROR(comm::CommGroup::start(*rt_.nccl_));
+    Status issued = [&]() -> Status {
+      const auto &transfers = w.instruction->transfers();
+      for (int k = 0; k < transfers.size(); ++k) {
+        const bundle::PipeTransfer &t = transfers[k];
+        for (const SlotRef &ref : t.tensors()) {
+          const Slot &slot = rt_.bundle_.plan().slots(int(ref.slot()));
+          auto addr = rt_.slotAddress(ref, w.transferEntries[size_t(k)]);
+          if (!addr)
+            return addr.status();
+          auto type = comm::ncclTypeFor(slot.dtype(), /*reduced=*/false,
+                                        rt_.nccl_->version());
+          if (!type)
+            return type.status().withContext("slot '" + slot.name() + "'");
+          uint64_t count = 1;
+          for (int64_t d : slot.shape())
+            count *= uint64_t(d);
+          if (t.send())
+            OCTET_RETURN_IF_ERROR(
+                c->send(reinterpret_cast<const void *>(*addr), count, *type,
+                        int(t.peer()), s));
+          else
+            OCTET_RETURN_IF_ERROR(c->recv(reinterpret_cast<void *>(*addr),
+                                          count, *type, int(t.peer()), s));
+        }
+      }
+      return Status::ok();
+    }();
+    Status ended = comm::CommGroup::end(*rt_.nccl_, rt_.groupTimeout_);
+    OCTET_RETURN_IF_ERROR(issued);
+    OCTET_RETURN_IF_ERROR(ended);
+    OCTET_CHECK_CUDA(cuEventRecord(events_[w.index], s));
+    return Status::ok();
+  }
+
+  Status endStep(const PipelineRankPlan &) override {
+    OCTET_CHECK_CUDA(cuEventRecord(endEvent(), stream_->handle()));
+    OCTET_CHECK_CUDA(cuStreamWaitEvent(rt_.mainStream(), endEvent(), 0));
+    return Status::ok();
+  }
+
+private:
+  explicit PipelineStream(Runtime &rt) : rt_(rt) {}
+  CUevent startEvent() const { return events_[events_.size() - 2]; }
+  CUevent endEvent() const { return events_.back(); }
+
+  Runtime &rt_;
+  std::unique_ptr<Stream> stream_;
+  // One per instruction, then the step's start and end.
+  std::vector<CUevent> events_;
+  uint32_t group_ = UINT32_MAX;
+};
+
 namespace {
 
 // Argument tables start 16-byte aligned.
 uint64_t alignTable(uint64_t bytes) { return (bytes + 15) / 16 * 16; }
+
+bool isChunkProgram(ProgramKind kind) {
+  return kind == CHUNK_FORWARD || kind == CHUNK_BACKWARD ||
+         kind == CHUNK_INPUT_GRADIENT || kind == CHUNK_WEIGHT_GRADIENT;
+}
 
 StatusOr<octet::DType> gemmType(bundle::DType t, const std::string &what) {
   std::optional<octet::DType> dtype = dtypeFromProto(t);
@@ -218,10 +368,13 @@ Runtime::load(const Bundle &bundle, const RuntimeOptions &options) {
   // One allocation for every argument table, so that nothing allocates
   // once the programs are prepared.
   uint64_t tableBytes = 0;
+  uint64_t stashEntries =
+      std::max<uint32_t>(1, bundle.ranks(rank).pipeline().stash_entries());
   for (const Program &p : bundle.ranks(rank).programs())
     for (const Step &s : p.steps())
       for (const KernelArg &a : s.launch().args())
-        tableBytes += alignTable(uint64_t(a.table().slots_size()) * 8);
+        tableBytes += alignTable(uint64_t(a.table().slots_size()) * 8) *
+                      (isChunkProgram(p.kind()) ? stashEntries : 1);
   if (tableBytes) {
     auto a = octet::Arena::create(*rt->device_, "argument tables", tableBytes,
                                   {});
@@ -291,6 +444,7 @@ Runtime::load(const Bundle &bundle, const RuntimeOptions &options) {
 }
 
 Runtime::~Runtime() {
+  pipeline_.reset();
   programs_.clear();
   gemms_.clear();
   blas_.reset();
@@ -309,13 +463,21 @@ uint64_t Runtime::arenaBytes() const {
 
 CUstream Runtime::mainStream() const { return streams_[0]->handle(); }
 
-StatusOr<CUdeviceptr> Runtime::slotAddress(const SlotRef &ref) const {
+StatusOr<CUdeviceptr> Runtime::slotAddress(const SlotRef &ref,
+                                           int stashEntry) const {
   const MemoryPlan &plan = bundle_.plan();
   if (ref.slot() >= uint32_t(plan.slots_size()))
     return Status::error("slot " + std::to_string(ref.slot()) +
                          " is not in the memory plan");
   const Slot &s = plan.slots(int(ref.slot()));
   uint64_t part = 0;
+  if (ref.stash_stride() > 0) {
+    if (stashEntry < 0)
+      return Status::error("slot '" + s.name() +
+                           "' is a stash entry, used outside a pipeline "
+                           "rank's chunk program");
+    part += uint64_t(stashEntry) * ref.stash_stride();
+  }
   if (ref.rank_stride() > 0) {
     auto index = groupIndex(ref.rank_group());
     if (!index)
@@ -398,12 +560,13 @@ Status Runtime::readSlotAsync(uint32_t slot, void *data, uint64_t bytes) {
 }
 
 StatusOr<Runtime::PreparedStep> Runtime::prepareStep(const Step &step,
-                                                     const std::string &where) {
+                                                     const std::string &where,
+                                                     int stashEntry) {
   PreparedStep p;
   p.stream = step.stream();
   p.label = step.label().empty() ? where : step.label();
   p.waits.assign(step.waits().begin(), step.waits().end());
-  auto addr = [&](const SlotRef &r) { return slotAddress(r); };
+  auto addr = [&](const SlotRef &r) { return slotAddress(r, stashEntry); };
   switch (step.op_case()) {
   case Step::kLaunch: {
     const KernelLaunch &l = step.launch();
@@ -566,12 +729,33 @@ StatusOr<Runtime::PreparedStep> Runtime::prepareStep(const Step &step,
 
 Status Runtime::prepare() {
   for (const Program &prog : bundle_.ranks(rank_).programs()) {
+    if (!isChunkProgram(prog.kind())) {
+      OCTET_RETURN_IF_ERROR(prepareProgram(prog, -1));
+      continue;
+    }
+    uint32_t entries = bundle_.ranks(rank_).pipeline().stash_entries();
+    if (entries == 0)
+      return Status::error("program '" + prog.name() +
+                           "' is a pipeline chunk's, but rank " +
+                           std::to_string(rank_) + " has no stash entries");
+    for (uint32_t e = 0; e < entries; ++e)
+      OCTET_RETURN_IF_ERROR(prepareProgram(prog, int(e)));
+  }
+  return preparePipeline();
+}
+
+Status Runtime::prepareProgram(const Program &prog, int stashEntry) {
+  {
     auto pp = std::make_unique<PreparedProgram>();
     pp->kind = prog.kind();
     pp->program = &prog;
+    pp->chunk = prog.chunk();
+    pp->stashEntry = stashEntry;
     for (int i = 0; i < prog.steps_size(); ++i) {
-      auto st = prepareStep(prog.steps(i), "program '" + prog.name() +
-                                               "' step " + std::to_string(i));
+      auto st = prepareStep(prog.steps(i),
+                            "program '" + prog.name() + "' step " +
+                                std::to_string(i),
+                            stashEntry);
       if (!st)
         return st.status();
       pp->collectives |= st->kind == PreparedStep::Kind::Collective;
@@ -744,6 +928,14 @@ Status Runtime::runStep(const PreparedStep &s, const PreparedProgram &prog,
   return Status::ok();
 }
 
+Runtime::PreparedProgram *Runtime::findChunk(ProgramKind kind, uint32_t chunk,
+                                             int stashEntry) {
+  for (auto &p : programs_)
+    if (p->kind == kind && p->chunk == chunk && p->stashEntry == stashEntry)
+      return p.get();
+  return nullptr;
+}
+
 Status Runtime::run(ProgramKind kind, bool lastMicrobatch,
                     bool firstMicrobatch) {
   PreparedProgram *p = find(kind);
@@ -751,6 +943,16 @@ Status Runtime::run(ProgramKind kind, bool lastMicrobatch,
     return Status::error(std::string("the bundle has no ") +
                          programKindName(kind) + " program for rank " +
                          std::to_string(rank_));
+  if (p->stashEntry >= 0)
+    return Status::error(std::string("a ") + programKindName(kind) +
+                         " program runs inside a pipeline step "
+                         "(runPipelineStep), not alone");
+  return runPrepared(*p, lastMicrobatch, firstMicrobatch);
+}
+
+Status Runtime::runPrepared(PreparedProgram &prepared, bool lastMicrobatch,
+                            bool firstMicrobatch) {
+  PreparedProgram *p = &prepared;
   // Side streams start after what the main stream holds (the host's input
   // copies) and join it at the end, so the program is ordered between
   // whatever the host enqueued before and after it.
@@ -898,7 +1100,38 @@ Status Runtime::connect(const comm::NcclLibrary &nccl,
 Status Runtime::synchronize() {
   for (auto &s : streams_)
     OCTET_RETURN_IF_ERROR(s->synchronize());
+  if (pipeline_)
+    OCTET_RETURN_IF_ERROR(pipeline_->synchronize());
   return Status::ok();
+}
+
+Status Runtime::preparePipeline() {
+  if (!bundle_.has_pipeline())
+    return Status::ok();
+  auto plan = planPipelineRank(bundle_, rank_);
+  if (!plan)
+    return plan.status();
+  pipelinePlan_ = std::make_unique<PipelineRankPlan>(std::move(*plan));
+  auto stream = PipelineStream::create(*this, *pipelinePlan_);
+  if (!stream)
+    return stream.status();
+  pipeline_ = std::move(*stream);
+  return Status::ok();
+}
+
+Status Runtime::runPipelineStep(
+    const std::function<Status(int, const bundle::Program &)> &stage) {
+  if (!pipeline_)
+    return Status::error("the bundle has no pipeline: run its "
+                         "TRAIN_MICROBATCH program per microbatch instead");
+  pipeline_->stage = stage;
+  Status st = octet::runPipelineStep(*pipelinePlan_, *pipeline_);
+  pipeline_->stage = nullptr;
+  return st;
+}
+
+int Runtime::pipelineLossSlot() const {
+  return pipelinePlan_ ? pipelinePlan_->lossSumSlot : -1;
 }
 
 int Runtime::recordAlgorithms(Bundle &out) const {

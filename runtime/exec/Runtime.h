@@ -15,6 +15,7 @@
 #include "runtime/core/Module.h"
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -25,6 +26,8 @@ class NcclLibrary;
 } // namespace octet::comm
 
 namespace octet {
+
+struct PipelineRankPlan;
 
 // How load chooses each GEMM's cuBLASLt algorithm when the bundle records
 // none that this cuBLASLt accepts: from the cache file when it has the
@@ -100,8 +103,26 @@ public:
                   bool firstMicrobatch = true);
   Status synchronize();
 
-  // The device address of a plan slot.
-  StatusOr<CUdeviceptr> slotAddress(const bundle::SlotRef &ref) const;
+  // A pipeline bundle (Bundle.pipeline): enqueues this rank's step, its
+  // instruction list (runtime/exec/PipelineExecutor.h) over its CHUNK_*
+  // programs, each prepared once per stash entry, and its pipeline group's
+  // communicator (each PIPE_COMMUNICATE one ncclGroupStart/End on the
+  // pipeline stream), ordered by events, with no host wait. Before each
+  // compute instruction whose program takes inputs, `stage(microbatch,
+  // program)` enqueues that microbatch's batch into them on the main
+  // stream (writeSlotAsync). The loss accumulator is cleared first; the
+  // main stream has waited for every transfer at the end.
+  Status runPipelineStep(
+      const std::function<Status(int microbatch,
+                                 const bundle::Program &program)> &stage);
+  // The last stage's loss accumulator (Pipeline.loss_sum_slot) on this
+  // rank, or -1.
+  int pipelineLossSlot() const;
+
+  // The device address of a plan slot; a stash-strided reference
+  // (SlotRef.stash_stride) needs the stash entry.
+  StatusOr<CUdeviceptr> slotAddress(const bundle::SlotRef &ref,
+                                    int stashEntry = -1) const;
   // This rank's index in the bundle's group `group`.
   StatusOr<uint64_t> groupIndex(uint32_t group) const;
   // Copies between host memory and a whole slot (sizes must match), after
@@ -139,12 +160,20 @@ private:
   StatusOr<CUdeviceptr> slotRange(uint32_t slot, uint64_t bytes, bool whole,
                                   const char *what) const;
   StatusOr<PreparedStep> prepareStep(const bundle::Step &step,
-                                     const std::string &where);
+                                     const std::string &where,
+                                     int stashEntry);
+  Status prepareProgram(const bundle::Program &prog, int stashEntry);
+  Status runPrepared(PreparedProgram &p, bool lastMicrobatch,
+                     bool firstMicrobatch);
+  class PipelineStream;
+  Status preparePipeline();
   // `record`: record the step's event if a later step waits for it (a
   // grouped collective's is recorded once its group is enqueued).
   Status runStep(const PreparedStep &step, const PreparedProgram &program,
                  size_t index, bool firstMicrobatch, bool record = true);
   PreparedProgram *find(bundle::ProgramKind kind);
+  PreparedProgram *findChunk(bundle::ProgramKind kind, uint32_t chunk,
+                             int stashEntry);
 
   bundle::Bundle bundle_;
   int rank_ = 0;
@@ -166,6 +195,10 @@ private:
   // first use).
   std::chrono::milliseconds groupTimeout_{0};
   std::vector<std::string> notes_;
+  // A pipeline rank: its plan and what runs it (the pipeline stream, an
+  // event per instruction).
+  std::unique_ptr<PipelineRankPlan> pipelinePlan_;
+  std::unique_ptr<PipelineStream> pipeline_;
   GemmTuningReport tuning_;
   uint64_t fixedCost_ = 0;
 };

@@ -2,6 +2,7 @@
 
 #include "bundle/Bundle.h"
 #include "bundle/HfLayout.h"
+#include "bundle/PipelineBundle.h"
 #include "bundle/InitValues.h"
 #include "hf/HfWeights.h"
 #include "hf/Safetensors.h"
@@ -937,6 +938,15 @@ StatusOr<std::unique_ptr<Trainer>> Trainer::create(TrainBackend &backend,
   t.evalInterval = o.evalInterval >= 0 ? o.evalInterval : s.eval_interval();
   t.checkpointInterval = o.checkpointInterval >= 0 ? o.checkpointInterval
                                                    : s.checkpoint_interval();
+  // The runtime executes a pipeline rank's step (Runtime::runPipelineStep),
+  // but this loop does not drive it yet: each chunk program fed its
+  // microbatch, the loss summed over the pipeline group, checkpoints joined
+  // over the pipeline ranks and a forward-only evaluation schedule.
+  if (t.bundle.has_pipeline())
+    return Status::error(
+        "the bundle is pipeline parallel (" + bundle::parallelLayout(t.bundle) +
+        "): octet-run's training loop does not run pipeline bundles yet; "
+        "`octet train --cpu` trains this layout on the CPU");
   if (!backend.hasProgram(TRAIN_MICROBATCH))
     return Status::error("the bundle has no TRAIN_MICROBATCH program: it "
                          "cannot train; recompile it from a training spec");

@@ -154,9 +154,10 @@ Status writeBundleFile(ModuleOp module, const SpecSource &source,
         "train.parallel.pipeline is " +
         std::to_string(spec.train().parallel().pipeline()) +
         ": the stages are compiled (`octet train --cpu` runs them, `octet "
-        "compile --dump-ir=pipeline` prints them), but the bundle format "
-        "and the GPU runtime hold one program per rank without send/recv "
-        "yet; set train.parallel.pipeline to 1 for a bundle");
+        "compile --dump-ir=pipeline` prints them), but the bundle writer "
+        "does not emit them as each rank's chunk programs, stash slots and "
+        "instruction list yet; set train.parallel.pipeline to 1 for a "
+        "bundle");
   emit::BuildSource build;
   build.phase = std::move(phase);
   StatusOr<std::string> specText = readText(source.spec);

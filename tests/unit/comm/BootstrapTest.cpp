@@ -138,6 +138,9 @@ TEST(RankEnv, TheBundlesWorldSizeMustMatch) {
   EXPECT_TRUE(failsWith(checkWorldSize(env, 1),
                         "WORLD_SIZE=2 but the bundle was compiled for world "
                         "size 1"));
+  EXPECT_TRUE(failsWith(checkWorldSize(env, 4, "pipeline 2 × data 2"),
+                        "WORLD_SIZE=2 but the bundle was compiled for world "
+                        "size 4 (pipeline 2 × data 2): start 4 ranks"));
 }
 
 // A free loopback port for a job of threads.

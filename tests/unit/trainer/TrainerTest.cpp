@@ -205,6 +205,20 @@ TEST(Trainer, ResumeNeedsACheckpointDirectory) {
   EXPECT_NE(r.status.message().find("--checkpoint-dir"), std::string::npos);
 }
 
+// A pipeline bundle is refused by name until the loop drives its step.
+TEST(Trainer, SaysItDoesNotRunPipelineBundlesYet) {
+  ToyRun r = makeToyRun(ToyShape{}, {}, [](bundle::Bundle &b) {
+    b.mutable_pipeline()->set_ranks(2);
+    b.set_world_size(2);
+  });
+  ASSERT_FALSE(r.status.isOk());
+  EXPECT_NE(r.status.message().find(
+                "the bundle is pipeline parallel (pipeline 2 × data 1): "
+                "octet-run's training loop does not run pipeline bundles yet"),
+            std::string::npos)
+      << r.status.message();
+}
+
 // One command line starts a job and restarts it: --resume with nothing
 // saved yet (no directory, or an empty one) starts at step 0 and says so,
 // and the next --resume continues from what that run saved.

@@ -1,0 +1,377 @@
+#include "bundle/PipelineBundle.h"
+
+#include "bundle/Bundle.h"
+
+#include <algorithm>
+#include <iterator>
+#include <map>
+#include <set>
+#include <tuple>
+
+namespace octet::bundle {
+
+StatusOr<PipelineScheduleKind> pipelineScheduleKind(const std::string &name) {
+  for (PipelineScheduleKind kind :
+       {PipelineScheduleKind::OneFOneB, PipelineScheduleKind::Interleaved,
+        PipelineScheduleKind::ZeroBubbleH1})
+    if (name == pipelineScheduleName(kind))
+      return kind;
+  return Status::error("pipeline.schedule is '" + name +
+                       "': expected \"1f1b\", \"interleaved\" or \"zb-h1\"");
+}
+
+namespace {
+
+// Each schedule op and its wire form.
+constexpr std::pair<PipeOpKind, PipeInstructionKind> kInstructionKinds[] = {
+    {PipeOpKind::F, PIPE_FORWARD},
+    {PipeOpKind::B, PIPE_INPUT_GRADIENT},
+    {PipeOpKind::W, PIPE_WEIGHT_GRADIENT},
+    {PipeOpKind::BW, PIPE_BACKWARD},
+    {PipeOpKind::Comm, PIPE_COMMUNICATE},
+};
+
+} // namespace
+
+PipeInstruction toInstruction(const PipeOp &op) {
+  PipeInstruction out;
+  for (const auto &[kind, wire] : kInstructionKinds)
+    if (kind == op.kind)
+      out.set_kind(wire);
+  if (op.kind != PipeOpKind::Comm) {
+    out.set_chunk(uint32_t(op.chunk));
+    out.set_microbatch(uint32_t(op.microbatch));
+  }
+  for (const octet::PipeTransfer &t : op.transfers) {
+    PipeTransfer *x = out.add_transfers();
+    x->set_send(t.send);
+    x->set_gradient(t.gradient);
+    x->set_peer(uint32_t(t.peer));
+    x->set_producer_stage(uint32_t(t.producerStage));
+    x->set_microbatch(uint32_t(t.microbatch));
+  }
+  return out;
+}
+
+StatusOr<PipeOp> fromInstruction(const PipeInstruction &in) {
+  PipeOp op;
+  const auto *found = std::find_if(
+      std::begin(kInstructionKinds), std::end(kInstructionKinds),
+      [&](const auto &pair) { return pair.second == in.kind(); });
+  if (found == std::end(kInstructionKinds))
+    return Status::error("instruction of kind " +
+                         std::to_string(int(in.kind())) +
+                         ", which no schedule has");
+  op.kind = found->first;
+  op.chunk = int(in.chunk());
+  op.microbatch = int(in.microbatch());
+  if (op.kind != PipeOpKind::Comm && in.transfers_size() > 0)
+    return Status::error("a compute instruction with transfers");
+  for (const PipeTransfer &t : in.transfers())
+    op.transfers.push_back({t.send(), t.gradient(), int(t.peer()),
+                            int(t.producer_stage()), int(t.microbatch())});
+  return op;
+}
+
+std::vector<std::vector<int>> pipelineGroups(const Bundle &b) {
+  std::vector<std::vector<int>> groups;
+  for (const Group &g : b.groups())
+    if (g.name() == b.pipeline().group())
+      groups.push_back({g.ranks().begin(), g.ranks().end()});
+  return groups;
+}
+
+StatusOr<PipelineSchedule> scheduleOf(const Bundle &b,
+                                      const std::vector<int> &worldRanks) {
+  const Pipeline &p = b.pipeline();
+  auto kind = pipelineScheduleKind(p.schedule());
+  if (!kind)
+    return kind.status();
+  PipelineSchedule s;
+  s.kind = *kind;
+  s.ranks = int(p.ranks());
+  s.virtualStages = int(p.virtual_stages());
+  s.microbatches = int(p.microbatches());
+  for (int world : worldRanks) {
+    if (world < 0 || world >= b.ranks_size())
+      return Status::error("pipeline group names rank " +
+                           std::to_string(world) + " of " +
+                           std::to_string(b.ranks_size()));
+    std::vector<PipeOp> ops;
+    const PipelineRank &rank = b.ranks(world).pipeline();
+    for (int i = 0; i < rank.instructions_size(); ++i) {
+      auto op = fromInstruction(rank.instructions(i));
+      if (!op)
+        return op.status().withContext("rank " + std::to_string(world) +
+                                       " instruction " + std::to_string(i));
+      ops.push_back(std::move(*op));
+    }
+    s.perRank.push_back(std::move(ops));
+  }
+  return s;
+}
+
+ChunkMicrobatch transferChunk(const PipelineSchedule &schedule,
+                              const octet::PipeTransfer &t) {
+  // Activations go from producer_stage to the stage after it, gradients
+  // from producer_stage to the stage before it; the rank's own stage is the
+  // producer's on a send and its neighbour on a receive.
+  int stage = t.producerStage;
+  if (!t.send)
+    stage += t.gradient ? -1 : 1;
+  return {stage / schedule.ranks, t.microbatch};
+}
+
+StashAssignment assignStashEntries(const PipelineSchedule &schedule,
+                                   int rank) {
+  const std::vector<PipeOp> &ops = schedule.perRank[size_t(rank)];
+  // The last instruction that names each pair.
+  std::map<ChunkMicrobatch, size_t> last;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (ops[i].kind != PipeOpKind::Comm)
+      last[{ops[i].chunk, ops[i].microbatch}] = i;
+    for (const octet::PipeTransfer &t : ops[i].transfers)
+      last[transferChunk(schedule, t)] = i;
+  }
+  StashAssignment a;
+  std::map<ChunkMicrobatch, int> held;
+  std::set<int> free;
+  auto entryOf = [&](ChunkMicrobatch key) {
+    auto it = held.find(key);
+    if (it != held.end())
+      return it->second;
+    int entry;
+    if (free.empty()) {
+      entry = a.entries++;
+    } else {
+      entry = *free.begin();
+      free.erase(free.begin());
+    }
+    held[key] = entry;
+    return entry;
+  };
+  for (size_t i = 0; i < ops.size(); ++i) {
+    std::vector<ChunkMicrobatch> named;
+    if (ops[i].kind != PipeOpKind::Comm) {
+      named.push_back({ops[i].chunk, ops[i].microbatch});
+      a.computeEntry.push_back(entryOf(named.back()));
+    } else {
+      a.computeEntry.push_back(-1);
+    }
+    std::vector<int> entries;
+    for (const octet::PipeTransfer &t : ops[i].transfers) {
+      named.push_back(transferChunk(schedule, t));
+      entries.push_back(entryOf(named.back()));
+    }
+    a.transferEntries.push_back(std::move(entries));
+    for (const ChunkMicrobatch &key : named)
+      if (last[key] == i && held.count(key)) {
+        free.insert(held[key]);
+        held.erase(key);
+      }
+  }
+  return a;
+}
+
+std::string parallelLayout(const Bundle &b) {
+  uint32_t world = std::max<uint32_t>(1, b.world_size());
+  if (!b.has_pipeline() || b.pipeline().ranks() == 0)
+    return "data " + std::to_string(world);
+  uint32_t p = b.pipeline().ranks();
+  return "pipeline " + std::to_string(p) + " × data " +
+         std::to_string(std::max<uint32_t>(1, world / p));
+}
+
+ProgramKind programKindOf(PipeInstructionKind kind) {
+  switch (kind) {
+  case PIPE_FORWARD:
+    return CHUNK_FORWARD;
+  case PIPE_BACKWARD:
+    return CHUNK_BACKWARD;
+  case PIPE_INPUT_GRADIENT:
+    return CHUNK_INPUT_GRADIENT;
+  case PIPE_WEIGHT_GRADIENT:
+    return CHUNK_WEIGHT_GRADIENT;
+  default:
+    return PROGRAM_UNSPECIFIED;
+  }
+}
+
+const Program *chunkProgram(const RankProgram &rank, ProgramKind kind,
+                            uint32_t chunk) {
+  for (const Program &p : rank.programs())
+    if (p.kind() == kind && p.chunk() == chunk)
+      return &p;
+  return nullptr;
+}
+
+namespace {
+
+uint64_t tensorBytes(const Slot &slot) {
+  uint64_t n = 1;
+  for (int64_t d : slot.shape())
+    n *= uint64_t(std::max<int64_t>(d, 0));
+  return n * dtypeBytes(slot.dtype());
+}
+
+std::string describeTransfer(const PipeTransfer &t) {
+  return std::string(t.send() ? "send" : "receive") + " of the " +
+         (t.gradient() ? "gradient" : "activation") + " edge of stage " +
+         std::to_string(t.producer_stage()) + " microbatch " +
+         std::to_string(t.microbatch());
+}
+
+// A transfer's tensors are stash entries of STASH slots, each entry inside
+// its slot.
+Status checkTransferTensors(const Bundle &b, const PipelineRank &rank,
+                            const PipeTransfer &t, const std::string &at) {
+  if (t.tensors_size() == 0)
+    return Status::error(at + ": the " + describeTransfer(t) +
+                         " moves no tensors");
+  for (int k = 0; k < t.tensors_size(); ++k) {
+    const SlotRef &ref = t.tensors(k);
+    std::string what = at + ": tensor " + std::to_string(k) + " of the " +
+                       describeTransfer(t);
+    if (ref.slot() >= uint32_t(b.plan().slots_size()))
+      return Status::error(what + " is slot " + std::to_string(ref.slot()) +
+                           " of " + std::to_string(b.plan().slots_size()));
+    const Slot &slot = b.plan().slots(int(ref.slot()));
+    if (slot.kind() != STASH || ref.stash_stride() == 0)
+      return Status::error(
+          what + " is slot '" + slot.name() +
+          "', not an entry of a stash slot: a transfer in flight while "
+          "other programs run needs memory of its own");
+    if (tensorBytes(slot) > ref.stash_stride() ||
+        ref.byte_offset() + rank.stash_entries() * ref.stash_stride() >
+            slot.bytes())
+      return Status::error(what + ": slot '" + slot.name() + "' (" +
+                           std::to_string(slot.bytes()) + " bytes) does not "
+                           "hold " + std::to_string(rank.stash_entries()) +
+                           " entries of " +
+                           std::to_string(ref.stash_stride()) + " bytes for "
+                           "a " + std::to_string(tensorBytes(slot)) +
+                           "-byte tensor");
+  }
+  return Status::ok();
+}
+
+} // namespace
+
+Status validatePipeline(const Bundle &b) {
+  if (!b.has_pipeline())
+    return Status::ok();
+  const Pipeline &p = b.pipeline();
+  if (p.ranks() < 2)
+    return Status::error("pipeline.ranks is " + std::to_string(p.ranks()) +
+                         ": a pipeline bundle has at least 2 stages' ranks");
+  if (p.virtual_stages() < 1 || p.microbatches() < 1)
+    return Status::error("pipeline.virtual_stages and pipeline.microbatches "
+                         "must be at least 1");
+  if (auto kind = pipelineScheduleKind(p.schedule()); !kind)
+    return kind.status();
+  std::vector<std::vector<int>> groups = pipelineGroups(b);
+  if (groups.empty())
+    return Status::error("pipeline.group is '" + p.group() +
+                         "', but the bundle has no group of that name");
+  std::vector<int> seen(size_t(b.ranks_size()), 0);
+  for (const auto &g : groups) {
+    if (g.size() != p.ranks())
+      return Status::error("a '" + p.group() + "' group has " +
+                           std::to_string(g.size()) + " ranks, but the "
+                           "pipeline has " + std::to_string(p.ranks()));
+    for (int r : g)
+      if (r >= 0 && r < b.ranks_size())
+        ++seen[size_t(r)];
+  }
+  for (int r = 0; r < b.ranks_size(); ++r)
+    if (seen[size_t(r)] != 1)
+      return Status::error("rank " + std::to_string(r) + " is in " +
+                           std::to_string(seen[size_t(r)]) + " '" + p.group() +
+                           "' groups; every rank is in exactly one pipeline");
+  if (b.world_size() != p.ranks() * groups.size())
+    return Status::error(
+        "world_size is " + std::to_string(b.world_size()) + " but the "
+        "pipeline has " + std::to_string(p.ranks()) + " ranks × " +
+        std::to_string(groups.size()) + " replicas");
+
+  for (size_t gi = 0; gi < groups.size(); ++gi) {
+    const std::vector<int> &group = groups[gi];
+    std::string where = "pipeline " + std::to_string(gi);
+    auto schedule = scheduleOf(b, group);
+    if (!schedule)
+      return schedule.status().withContext(where);
+    auto simulation = simulatePipeline(*schedule);
+    if (!simulation)
+      return simulation.status().withContext(where);
+
+    // Sends and receives meet in FIFO order per (sender, receiver,
+    // channel), as the simulator matched them; what each carries must be
+    // the same tensors.
+    std::map<std::tuple<int, int, bool>, std::vector<std::pair<int, const PipeTransfer *>>>
+        sends, recvs;
+    for (int pr = 0; pr < int(group.size()); ++pr) {
+      const RankProgram &rank = b.ranks(group[size_t(pr)]);
+      const PipelineRank &pipe = rank.pipeline();
+      std::string at = where + " rank " + std::to_string(group[size_t(pr)]);
+      StashAssignment stash = assignStashEntries(*schedule, pr);
+      if (int(pipe.stash_entries()) < stash.entries)
+        return Status::error(
+            at + " has " + std::to_string(pipe.stash_entries()) +
+            " stash entries, but its schedule holds " +
+            std::to_string(stash.entries) +
+            " (chunk, microbatch) pairs in flight at once");
+      for (int i = 0; i < pipe.instructions_size(); ++i) {
+        const PipeInstruction &ins = pipe.instructions(i);
+        std::string insAt = at + " instruction " + std::to_string(i);
+        if (ins.kind() != PIPE_COMMUNICATE) {
+          ProgramKind kind = programKindOf(ins.kind());
+          if (!chunkProgram(rank, kind, ins.chunk()))
+            return Status::error(insAt + " runs " + programKindName(kind) +
+                                 " of chunk " + std::to_string(ins.chunk()) +
+                                 ", which the rank has no program for");
+          continue;
+        }
+        for (const PipeTransfer &t : ins.transfers()) {
+          if (Status st = checkTransferTensors(b, pipe, t, insAt); !st)
+            return st;
+          auto key = t.send() ? std::make_tuple(pr, int(t.peer()), t.gradient())
+                              : std::make_tuple(int(t.peer()), pr, t.gradient());
+          (t.send() ? sends : recvs)[key].push_back({pr, &t});
+        }
+      }
+    }
+    for (const auto &[key, list] : sends) {
+      const auto &other = recvs[key];
+      for (size_t k = 0; k < list.size() && k < other.size(); ++k) {
+        const PipeTransfer &s = *list[k].second, &r = *other[k].second;
+        std::string pair = where + ": rank " +
+                           std::to_string(group[size_t(std::get<0>(key))]) +
+                           "'s " + describeTransfer(s) + " and rank " +
+                           std::to_string(group[size_t(std::get<1>(key))]) +
+                           "'s " + describeTransfer(r);
+        if (s.tensors_size() != r.tensors_size())
+          return Status::error(pair + " move " +
+                               std::to_string(s.tensors_size()) + " and " +
+                               std::to_string(r.tensors_size()) + " tensors");
+        for (int k2 = 0; k2 < s.tensors_size(); ++k2) {
+          const Slot &a = b.plan().slots(int(s.tensors(k2).slot()));
+          const Slot &c = b.plan().slots(int(r.tensors(k2).slot()));
+          if (a.dtype() != c.dtype() || tensorBytes(a) != tensorBytes(c))
+            return Status::error(
+                pair + " differ in tensor " + std::to_string(k2) + ": '" +
+                a.name() + "' is " + std::to_string(tensorBytes(a)) +
+                " bytes of " + dtypeName(a.dtype()) + ", '" + c.name() +
+                "' " + std::to_string(tensorBytes(c)) + " bytes of " +
+                dtypeName(c.dtype()));
+        }
+      }
+    }
+  }
+  if (p.loss_sum_slot() >= uint32_t(b.plan().slots_size()))
+    return Status::error("pipeline.loss_sum_slot is " +
+                         std::to_string(p.loss_sum_slot()) + " of " +
+                         std::to_string(b.plan().slots_size()) + " slots");
+  return Status::ok();
+}
+
+} // namespace octet::bundle

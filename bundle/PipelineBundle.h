@@ -1,0 +1,82 @@
+#ifndef OCTET_BUNDLE_PIPELINEBUNDLE_H
+#define OCTET_BUNDLE_PIPELINEBUNDLE_H
+
+// A pipeline bundle's instruction lists (bundle.proto: Pipeline,
+// PipelineRank) as support/PipelineSchedule's schedule and back, the stash
+// entry each (chunk, microbatch) of a rank takes, and the checks that
+// validate() runs on them: the simulator's (pairs match, no deadlock, every
+// F/B/W once), and what only the bundle knows (each send's tensors are its
+// receive's, byte for byte; every stash entry a rank uses exists; every
+// compute instruction has its program).
+
+#include "bundle/bundle.pb.h"
+#include "support/PipelineSchedule.h"
+#include "support/Status.h"
+
+#include <string>
+#include <vector>
+
+namespace octet::bundle {
+
+// "1f1b", "interleaved", "zb-h1"; an error names the field and the choices.
+StatusOr<PipelineScheduleKind> pipelineScheduleKind(const std::string &name);
+
+PipeInstruction toInstruction(const PipeOp &op);
+// Fails on an instruction kind the schedule has no op for.
+StatusOr<PipeOp> fromInstruction(const PipeInstruction &instruction);
+
+// The instruction lists of one pipeline: `worldRanks[p]` is the world rank
+// of pipeline rank p.
+StatusOr<PipelineSchedule> scheduleOf(const Bundle &bundle,
+                                      const std::vector<int> &worldRanks);
+
+// The world ranks of each of the bundle's pipeline groups (named
+// Pipeline.group), in group order.
+std::vector<std::vector<int>> pipelineGroups(const Bundle &bundle);
+
+// Where a rank keeps each (chunk, microbatch) in flight: the entry a
+// compute instruction's program uses and each transfer's tensors are in.
+// An entry is taken at the first instruction that names the pair (the
+// receive of its activation, or its forward) and free again after the last
+// (its weight gradient, or the send of its input gradient), for the next
+// pair to take; the lowest free entry is taken first.
+struct StashAssignment {
+  // Per instruction: the entry of a compute instruction (-1 for a
+  // communication group), and of each transfer of a group.
+  std::vector<int> computeEntry;
+  std::vector<std::vector<int>> transferEntries;
+  // Entries the rank needs (PipelineRank.stash_entries at least).
+  int entries = 0;
+};
+
+// The local (chunk, microbatch) a transfer of a pipeline rank reads or
+// fills (support's transfer: bundle::PipeTransfer is the wire form).
+struct ChunkMicrobatch {
+  int chunk = 0, microbatch = 0;
+  bool operator<(const ChunkMicrobatch &o) const {
+    return chunk != o.chunk ? chunk < o.chunk : microbatch < o.microbatch;
+  }
+};
+ChunkMicrobatch transferChunk(const PipelineSchedule &schedule,
+                              const octet::PipeTransfer &transfer);
+
+StashAssignment assignStashEntries(const PipelineSchedule &schedule,
+                                   int rank);
+
+// The checks above; the message names the pipeline, the rank, the
+// instruction and the tensor. A bundle without Bundle.pipeline passes.
+Status validatePipeline(const Bundle &bundle);
+
+// How the bundle's world size comes about, for messages: "pipeline 2 ×
+// data 2", or "data 4" without a pipeline.
+std::string parallelLayout(const Bundle &bundle);
+
+// The program of `kind` for local chunk `chunk` among the rank's, or null.
+const Program *chunkProgram(const RankProgram &rank, ProgramKind kind,
+                            uint32_t chunk);
+// The CHUNK_* program a compute instruction runs.
+ProgramKind programKindOf(PipeInstructionKind kind);
+
+} // namespace octet::bundle
+
+#endif

@@ -1,0 +1,587 @@
+// The pipeline bundle contract and the runtime's instruction executor on the
+// CPU: a toy pipeline bundle (real instruction lists from
+// support/PipelineSchedule, stash-strided slots, transfers naming their
+// tensors) run by planPipelineRank/runPipelineStep on ranks in threads whose
+// sends and receives meet in host queues, against the same toy model run as
+// one rank; and validate() refusing bundles whose ranks would not meet.
+
+#include "bundle/Bundle.h"
+#include "bundle/Describe.h"
+#include "bundle/PipelineBundle.h"
+#include "runtime/exec/PipelineExecutor.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <sstream>
+#include <mutex>
+#include <thread>
+#include <tuple>
+
+namespace octet {
+namespace {
+
+constexpr int kWidth = 4;              // floats per edge tensor
+constexpr uint64_t kStride = 256;      // bytes per stash entry
+constexpr uint64_t kTensorBytes = kWidth * sizeof(float);
+
+// The toy's edge tensors of local chunk k: what its forward reads
+// (act_in) and writes (act_out), what its backward reads (grad_in) and
+// writes (grad_out).
+const char *kEdgeNames[] = {"act_in", "act_out", "grad_in", "grad_out"};
+enum Edge { ActIn, ActOut, GradIn, GradOut };
+
+struct ToyLayout {
+  PipelineScheduleKind kind = PipelineScheduleKind::OneFOneB;
+  int ranks = 2, virtualStages = 1, microbatches = 4, data = 1;
+};
+
+std::string slotName(Edge e, int chunk) {
+  return std::string(kEdgeNames[e]) + ".c" + std::to_string(chunk);
+}
+
+// The bundle's slots: every edge tensor of every chunk a STASH slot of
+// `entries` entries, then the loss accumulator. One plan for every rank
+// (each rank has its own memory).
+bundle::Bundle makeToyPipelineBundle(const ToyLayout &layout) {
+  auto schedule = makePipelineSchedule(layout.kind, layout.ranks,
+                                       layout.virtualStages,
+                                       layout.microbatches);
+  EXPECT_TRUE(schedule.isOk()) << schedule.status().message();
+  int entries = 0;
+  for (int r = 0; r < layout.ranks; ++r)
+    entries = std::max(entries,
+                       bundle::assignStashEntries(*schedule, r).entries);
+  bundle::Bundle b;
+  bundle::MemoryPlan *plan = b.mutable_plan();
+  bundle::Arena *arena = plan->add_arenas();
+  arena->set_name("main");
+  arena->set_alignment(256);
+  uint64_t offset = 0;
+  std::map<std::string, uint32_t> slotOf;
+  auto addSlot = [&](const std::string &name, bundle::SlotKind kind,
+                     uint64_t bytes) {
+    bundle::Slot *s = plan->add_slots();
+    s->set_name(name);
+    s->set_kind(kind);
+    s->set_offset(offset);
+    s->set_bytes(bytes);
+    s->set_dtype(bundle::F32);
+    if (kind == bundle::STASH)
+      s->add_shape(kWidth);
+    offset += (bytes + 255) / 256 * 256;
+    slotOf[name] = uint32_t(plan->slots_size() - 1);
+  };
+  for (int k = 0; k < layout.virtualStages; ++k)
+    for (Edge e : {ActIn, ActOut, GradIn, GradOut})
+      addSlot(slotName(e, k), bundle::STASH, kStride * uint64_t(entries));
+  addSlot("loss_sum", bundle::IO, 4);
+  arena->set_bytes(offset);
+
+  auto entryRef = [&](Edge e, int chunk) {
+    bundle::SlotRef ref;
+    ref.set_slot(slotOf[slotName(e, chunk)]);
+    ref.set_stash_stride(kStride);
+    return ref;
+  };
+  int world = layout.ranks * layout.data;
+  b.set_world_size(uint32_t(world));
+  // Ranks p·D + d: the data group of pipeline rank p, the pipeline of
+  // replica d.
+  for (int p = 0; p < layout.ranks; ++p) {
+    bundle::Group *g = b.add_groups();
+    g->set_name("data");
+    for (int d = 0; d < layout.data; ++d)
+      g->add_ranks(uint32_t(p * layout.data + d));
+  }
+  for (int d = 0; d < layout.data; ++d) {
+    bundle::Group *g = b.add_groups();
+    g->set_name("pipeline");
+    for (int p = 0; p < layout.ranks; ++p)
+      g->add_ranks(uint32_t(p * layout.data + d));
+  }
+  bundle::Pipeline *pipe = b.mutable_pipeline();
+  pipe->set_schedule(pipelineScheduleName(layout.kind));
+  pipe->set_ranks(uint32_t(layout.ranks));
+  pipe->set_virtual_stages(uint32_t(layout.virtualStages));
+  pipe->set_microbatches(uint32_t(layout.microbatches));
+  pipe->set_group("pipeline");
+  pipe->set_loss_sum_slot(slotOf["loss_sum"]);
+  for (int w = 0; w < world; ++w) {
+    int p = w / layout.data;
+    bundle::RankProgram *rank = b.add_ranks();
+    rank->set_rank(uint32_t(w));
+    rank->set_stage(uint32_t(p));
+    for (int k = 0; k < layout.virtualStages; ++k)
+      for (bundle::ProgramKind kind :
+           {bundle::CHUNK_FORWARD, bundle::CHUNK_BACKWARD,
+            bundle::CHUNK_INPUT_GRADIENT, bundle::CHUNK_WEIGHT_GRADIENT}) {
+        bundle::Program *program = rank->add_programs();
+        program->set_kind(kind);
+        program->set_chunk(uint32_t(k));
+        program->set_name(std::string(bundle::programKindName(kind)) +
+                          std::to_string(k));
+      }
+    bundle::PipelineRank *pr = rank->mutable_pipeline();
+    pr->set_stash_entries(uint32_t(entries));
+    for (const PipeOp &op : schedule->perRank[size_t(p)]) {
+      bundle::PipeInstruction ins = bundle::toInstruction(op);
+      for (bundle::PipeTransfer &t : *ins.mutable_transfers()) {
+        octet::PipeTransfer wire{t.send(), t.gradient(), int(t.peer()),
+                                 int(t.producer_stage()), int(t.microbatch())};
+        int chunk = bundle::transferChunk(*schedule, wire).chunk;
+        Edge e = t.gradient() ? (t.send() ? GradOut : GradIn)
+                              : (t.send() ? ActOut : ActIn);
+        *t.add_tensors() = entryRef(e, chunk);
+      }
+      *pr->add_instructions() = std::move(ins);
+    }
+  }
+  return b;
+}
+
+// The toy model: stage s maps x to y = x·w_s + 0.5 elementwise; the loss
+// of a microbatch is ½ Σ y² of the last stage. Microbatch m's input is
+// x_j = 0.1(m + 1) + 0.01 j (replica d adds 0.05 d).
+float weightOf(int stage, int j) { return 0.9f + 0.05f * float(stage) - 0.02f * float(j); }
+float inputOf(int m, int d, int j) {
+  return 0.1f * float(m + 1) + 0.01f * float(j) + 0.05f * float(d);
+}
+
+struct Reference {
+  double loss = 0;
+  std::vector<std::vector<float>> weightGrads; // per stage
+};
+
+Reference runAsOneRank(int stages, int microbatches, int replica) {
+  Reference ref;
+  ref.weightGrads.assign(size_t(stages), std::vector<float>(kWidth, 0.0f));
+  float lossSum = 0;
+  for (int m = 0; m < microbatches; ++m) {
+    std::vector<std::vector<float>> xs(size_t(stages) + 1,
+                                       std::vector<float>(kWidth));
+    for (int j = 0; j < kWidth; ++j)
+      xs[0][size_t(j)] = inputOf(m, replica, j);
+    for (int s = 0; s < stages; ++s)
+      for (int j = 0; j < kWidth; ++j)
+        xs[size_t(s) + 1][size_t(j)] =
+            xs[size_t(s)][size_t(j)] * weightOf(s, j) + 0.5f;
+    float loss = 0;
+    for (int j = 0; j < kWidth; ++j)
+      loss += 0.5f * xs[size_t(stages)][size_t(j)] * xs[size_t(stages)][size_t(j)];
+    lossSum += loss;
+    std::vector<float> g = xs[size_t(stages)];
+    for (int s = stages - 1; s >= 0; --s)
+      for (int j = 0; j < kWidth; ++j) {
+        ref.weightGrads[size_t(s)][size_t(j)] +=
+            g[size_t(j)] * xs[size_t(s)][size_t(j)];
+        g[size_t(j)] *= weightOf(s, j);
+      }
+  }
+  ref.loss = lossSum;
+  return ref;
+}
+
+// Sends and receives of ranks in threads: a queue per (from, to, channel),
+// as NCCL pairs them (in order per pair); a group's sends are queued before
+// its receives wait, as one ncclGroupStart/End lets them.
+class HostWire {
+public:
+  void send(int from, int to, bool gradient, std::vector<uint8_t> bytes) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    queues_[{from, to, gradient}].push_back(std::move(bytes));
+    arrived_.notify_all();
+  }
+  Status recv(int from, int to, bool gradient, std::vector<uint8_t> &bytes) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    auto &q = queues_[{from, to, gradient}];
+    if (!arrived_.wait_for(lock, std::chrono::seconds(20),
+                           [&] { return !q.empty(); }))
+      return Status::error("receive from rank " + std::to_string(from) +
+                           " timed out");
+    bytes = std::move(q.front());
+    q.pop_front();
+    return Status::ok();
+  }
+
+private:
+  std::mutex mutex_;
+  std::condition_variable arrived_;
+  std::map<std::tuple<int, int, bool>, std::deque<std::vector<uint8_t>>>
+      queues_;
+};
+
+// One rank's device in host memory: the plan's arena, the toy's programs
+// in C++ on stash entries, transfers through the wire. Every stream is the
+// host thread, so it also checks the executor's ordering statically: an
+// instruction that uses an entry must have been ordered after the other
+// stream's earlier uses of it (through its wait, or transitively).
+class HostPipelineRank : public PipelineDevice {
+public:
+  HostPipelineRank(const bundle::Bundle &b, int worldRank, int replica,
+                   HostWire &wire)
+      : b_(b), worldRank_(worldRank), replica_(replica), wire_(wire),
+        arena_(b.plan().arenas(0).bytes()) {
+    for (int i = 0; i < b.plan().slots_size(); ++i)
+      slot_[b.plan().slots(i).name()] = b.plan().slots(i).offset();
+    ranks_ = int(b.pipeline().ranks());
+    stages_ = ranks_ * int(b.pipeline().virtual_stages());
+    weightGrads_.assign(size_t(b.pipeline().virtual_stages()),
+                        std::vector<float>(kWidth, 0.0f));
+  }
+
+  Status beginStep(const PipelineRankPlan &plan) override {
+    if (plan.lossSumSlot >= 0)
+      std::memset(&arena_[b_.plan().slots(plan.lossSumSlot).offset()], 0, 4);
+    return Status::ok();
+  }
+
+  Status compute(const PipeWork &w) override {
+    const bundle::PipeInstruction &ins = *w.instruction;
+    int chunk = int(ins.chunk()), m = int(ins.microbatch());
+    int stage = chunk * ranks_ + pipelineRank_;
+    float *actIn = at(ActIn, chunk, w.entry), *actOut = at(ActOut, chunk, w.entry);
+    float *gradIn = at(GradIn, chunk, w.entry), *gradOut = at(GradOut, chunk, w.entry);
+    switch (ins.kind()) {
+    case bundle::PIPE_FORWARD: {
+      if (stage == 0)
+        for (int j = 0; j < kWidth; ++j)
+          actIn[j] = inputOf(m, replica_, j);
+      for (int j = 0; j < kWidth; ++j)
+        actOut[j] = actIn[j] * weightOf(stage, j) + 0.5f;
+      if (stage == stages_ - 1) {
+        float loss = 0;
+        for (int j = 0; j < kWidth; ++j)
+          loss += 0.5f * actOut[j] * actOut[j];
+        float *sum = reinterpret_cast<float *>(
+            &arena_[b_.plan().slots(int(b_.pipeline().loss_sum_slot())).offset()]);
+        *sum += loss;
+      }
+      return Status::ok();
+    }
+    case bundle::PIPE_BACKWARD:
+    case bundle::PIPE_INPUT_GRADIENT:
+    case bundle::PIPE_WEIGHT_GRADIENT: {
+      // The last stage's output gradient is its output (d½y²/dy).
+      const float *g = stage == stages_ - 1 ? actOut : gradIn;
+      if (ins.kind() != bundle::PIPE_WEIGHT_GRADIENT && stage > 0)
+        for (int j = 0; j < kWidth; ++j)
+          gradOut[j] = g[j] * weightOf(stage, j);
+      if (ins.kind() != bundle::PIPE_INPUT_GRADIENT) {
+        std::vector<float> &dw = weightGrads_[size_t(chunk)];
+        for (int j = 0; j < kWidth; ++j)
+          dw[size_t(j)] = (w.firstMicrobatch ? 0.0f : dw[size_t(j)]) +
+                          g[j] * actIn[j];
+        lastRuns += w.lastMicrobatch;
+      }
+      return Status::ok();
+    }
+    default:
+      return Status::error("not a compute instruction");
+    }
+  }
+
+  Status communicate(const PipeWork &w) override {
+    const auto &transfers = w.instruction->transfers();
+    for (int k = 0; k < transfers.size(); ++k) {
+      const bundle::PipeTransfer &t = transfers[k];
+      if (!t.send())
+        continue;
+      std::vector<uint8_t> bytes;
+      for (const bundle::SlotRef &ref : t.tensors()) {
+        const uint8_t *p = entryBytes(ref, w.transferEntries[size_t(k)]);
+        bytes.insert(bytes.end(), p, p + kTensorBytes);
+      }
+      wire_.send(pipelineRank_, int(t.peer()), t.gradient(), std::move(bytes));
+    }
+    for (int k = 0; k < transfers.size(); ++k) {
+      const bundle::PipeTransfer &t = transfers[k];
+      if (t.send())
+        continue;
+      std::vector<uint8_t> bytes;
+      OCTET_RETURN_IF_ERROR(
+          wire_.recv(int(t.peer()), pipelineRank_, t.gradient(), bytes));
+      if (bytes.size() != kTensorBytes * size_t(t.tensors_size()))
+        return Status::error("received a message of the wrong size");
+      for (int i = 0; i < t.tensors_size(); ++i)
+        std::memcpy(entryBytes(t.tensors(i), w.transferEntries[size_t(k)]),
+                    &bytes[size_t(i) * kTensorBytes], kTensorBytes);
+    }
+    return Status::ok();
+  }
+
+  Status endStep(const PipelineRankPlan &) override { return Status::ok(); }
+
+  void setPipelineRank(int p) { pipelineRank_ = p; }
+  float lossSum() const {
+    float v;
+    std::memcpy(&v, &arena_[b_.plan().slots(int(b_.pipeline().loss_sum_slot())).offset()], 4);
+    return v;
+  }
+  std::vector<std::vector<float>> weightGrads_;
+  int lastRuns = 0;
+
+private:
+  uint8_t *entryBytes(const bundle::SlotRef &ref, int entry) {
+    const bundle::Slot &s = b_.plan().slots(int(ref.slot()));
+    return &arena_[s.offset() + ref.byte_offset() +
+                   uint64_t(entry) * ref.stash_stride()];
+  }
+  float *at(Edge e, int chunk, int entry) {
+    return reinterpret_cast<float *>(
+        &arena_[slot_[slotName(e, chunk)] + uint64_t(entry) * kStride]);
+  }
+
+  const bundle::Bundle &b_;
+  int worldRank_, replica_;
+  HostWire &wire_;
+  std::vector<uint8_t> arena_;
+  std::map<std::string, uint64_t> slot_;
+  int ranks_ = 0, stages_ = 0, pipelineRank_ = 0;
+};
+
+// Every instruction that uses a stash entry comes after the other stream's
+// earlier uses of the same entry: directly through its wait, or through an
+// earlier instruction of its own stream that waited.
+void expectOrdered(const PipelineRankPlan &plan) {
+  // For each stream, the latest instruction of the other stream known done
+  // before the stream's next instruction.
+  int known[2] = {-1, -1};
+  std::vector<std::pair<int, std::vector<int>>> uses; // (stream, entries)
+  for (const PipeWork &w : plan.work) {
+    int stream = w.communicate() ? 1 : 0;
+    known[stream] = std::max(known[stream], w.waitFor);
+    std::vector<int> entries =
+        stream == 0 ? std::vector<int>{w.entry} : w.transferEntries;
+    for (size_t j = 0; j < w.index; ++j) {
+      if (uses[j].first == stream)
+        continue;
+      for (int e : entries)
+        for (int f : uses[j].second)
+          if (e == f)
+            EXPECT_LE(int(j), known[stream])
+                << "rank " << plan.worldRank << " instruction " << w.index
+                << " uses entry " << e << " of instruction " << j
+                << " on the other stream without waiting for it";
+    }
+    uses.push_back({stream, entries});
+  }
+}
+
+struct Case {
+  PipelineScheduleKind kind;
+  int ranks, virtualStages, microbatches, data;
+};
+
+void runCase(const Case &c) {
+  ToyLayout layout{c.kind, c.ranks, c.virtualStages, c.microbatches, c.data};
+  bundle::Bundle b = makeToyPipelineBundle(layout);
+  std::string bytes = bundle::finalizeAndSerialize(b);
+  auto parsed = bundle::parseBundle(bytes, "toy");
+  ASSERT_TRUE(parsed.isOk()) << parsed.status().message();
+  int world = c.ranks * c.data;
+  std::vector<PipelineRankPlan> plans;
+  for (int w = 0; w < world; ++w) {
+    auto plan = planPipelineRank(*parsed, w);
+    ASSERT_TRUE(plan.isOk()) << plan.status().message();
+    expectOrdered(*plan);
+    plans.push_back(std::move(*plan));
+  }
+  std::vector<std::unique_ptr<HostWire>> wires;
+  for (int d = 0; d < c.data; ++d)
+    wires.push_back(std::make_unique<HostWire>());
+  std::vector<std::unique_ptr<HostPipelineRank>> devices;
+  for (int w = 0; w < world; ++w) {
+    int replica = w % c.data;
+    devices.push_back(std::make_unique<HostPipelineRank>(
+        *parsed, w, replica, *wires[size_t(replica)]));
+    devices.back()->setPipelineRank(plans[size_t(w)].pipelineRank);
+  }
+  // Two steps: the second must give the first's results, so the loss is
+  // cleared and the first backward overwrites the accumulators.
+  for (int step = 0; step < 2; ++step) {
+    std::vector<Status> results(size_t(world), Status::ok());
+    std::vector<std::thread> threads;
+    for (int w = 0; w < world; ++w)
+      threads.emplace_back([&, w] {
+        results[size_t(w)] =
+            runPipelineStep(plans[size_t(w)], *devices[size_t(w)]);
+      });
+    for (auto &t : threads)
+      t.join();
+    for (int w = 0; w < world; ++w)
+      ASSERT_TRUE(results[size_t(w)].isOk()) << results[size_t(w)].message();
+    int stages = c.ranks * c.virtualStages;
+    for (int d = 0; d < c.data; ++d) {
+      Reference ref = runAsOneRank(stages, c.microbatches, d);
+      int last = ((stages - 1) % c.ranks) * c.data + d;
+      EXPECT_EQ(devices[size_t(last)]->lossSum(), float(ref.loss))
+          << "replica " << d << " step " << step;
+      for (int p = 0; p < c.ranks; ++p) {
+        HostPipelineRank &dev = *devices[size_t(p * c.data + d)];
+        for (int k = 0; k < c.virtualStages; ++k)
+          for (int j = 0; j < kWidth; ++j)
+            EXPECT_EQ(dev.weightGrads_[size_t(k)][size_t(j)],
+                      ref.weightGrads[size_t(k * c.ranks + p)][size_t(j)])
+                << "stage " << k * c.ranks + p << " element " << j;
+        // One last run per chunk and step: where the data-parallel
+        // reduction of the chunk's gradients goes.
+        EXPECT_EQ(dev.lastRuns, c.virtualStages * (step + 1));
+      }
+    }
+  }
+}
+
+TEST(PipelineExecutor, OneFOneBTwoRanksTrainsAsOne) {
+  runCase({PipelineScheduleKind::OneFOneB, 2, 1, 4, 1});
+  runCase({PipelineScheduleKind::OneFOneB, 2, 1, 8, 1});
+  runCase({PipelineScheduleKind::OneFOneB, 4, 1, 6, 1});
+}
+
+TEST(PipelineExecutor, InterleavedTwoChunksTrainsAsOne) {
+  runCase({PipelineScheduleKind::Interleaved, 2, 2, 4, 1});
+  runCase({PipelineScheduleKind::Interleaved, 2, 2, 8, 1});
+  runCase({PipelineScheduleKind::Interleaved, 4, 2, 8, 1});
+}
+
+TEST(PipelineExecutor, ZeroBubbleSplitBackwardTrainsAsOne) {
+  runCase({PipelineScheduleKind::ZeroBubbleH1, 2, 1, 4, 1});
+  runCase({PipelineScheduleKind::ZeroBubbleH1, 3, 1, 6, 1});
+}
+
+TEST(PipelineExecutor, PipelineTimesDataRunsEachReplica) {
+  runCase({PipelineScheduleKind::OneFOneB, 2, 1, 4, 2});
+  runCase({PipelineScheduleKind::Interleaved, 2, 2, 4, 2});
+}
+
+// Stash entries are reused once free: 1F1B's first rank holds P pairs.
+TEST(PipelineExecutor, StashEntriesFollowTheScheduleInFlight) {
+  auto s = makePipelineSchedule(PipelineScheduleKind::OneFOneB, 4, 1, 16);
+  ASSERT_TRUE(s.isOk());
+  for (int r = 0; r < 4; ++r) {
+    bundle::StashAssignment a = bundle::assignStashEntries(*s, r);
+    EXPECT_GE(a.entries, 4 - r) << "rank " << r;
+    // The receive of the next activation can come before the current
+    // pair's last use: at most one more.
+    EXPECT_LE(a.entries, 4 - r + 1) << "rank " << r;
+  }
+}
+
+Status validateToy(const std::function<void(bundle::Bundle &)> &edit,
+                   const ToyLayout &layout = {}) {
+  bundle::Bundle b = makeToyPipelineBundle(layout);
+  EXPECT_TRUE(bundle::validate(b).isOk()) << bundle::validate(b).message();
+  edit(b);
+  return bundle::validate(b);
+}
+
+bundle::PipeInstruction *firstCommunication(bundle::Bundle &b, int rank,
+                                            bool send) {
+  for (auto &ins : *b.mutable_ranks(rank)->mutable_pipeline()->mutable_instructions())
+    if (ins.kind() == bundle::PIPE_COMMUNICATE && ins.transfers(0).send() == send)
+      return &ins;
+  return nullptr;
+}
+
+TEST(PipelineBundleValidate, RefusesASendWithoutItsReceive) {
+  Status st = validateToy([](bundle::Bundle &b) {
+    auto *ins = b.mutable_ranks(1)->mutable_pipeline()->mutable_instructions();
+    for (int i = 0; i < ins->size(); ++i)
+      if ((*ins)[i].kind() == bundle::PIPE_COMMUNICATE) {
+        ins->erase(ins->begin() + i);
+        break;
+      }
+  });
+  ASSERT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("pipeline 0"), std::string::npos) << st.message();
+}
+
+TEST(PipelineBundleValidate, RefusesTensorsThatDifferAcrossThePair) {
+  Status st = validateToy([](bundle::Bundle &b) {
+    bundle::Slot *s = b.mutable_plan()->mutable_slots(
+        int(firstCommunication(b, 0, true)->transfers(0).tensors(0).slot()));
+    s->set_dtype(bundle::BF16);
+  });
+  ASSERT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("differ in tensor 0"), std::string::npos)
+      << st.message();
+}
+
+TEST(PipelineBundleValidate, RefusesTooFewStashEntries) {
+  Status st = validateToy([](bundle::Bundle &b) {
+    b.mutable_ranks(0)->mutable_pipeline()->set_stash_entries(1);
+  });
+  ASSERT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("stash entries"), std::string::npos)
+      << st.message();
+}
+
+TEST(PipelineBundleValidate, RefusesATransferOutsideTheStash) {
+  Status st = validateToy([](bundle::Bundle &b) {
+    firstCommunication(b, 0, true)
+        ->mutable_transfers(0)
+        ->mutable_tensors(0)
+        ->set_stash_stride(0);
+  });
+  ASSERT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("not an entry of a stash slot"),
+            std::string::npos)
+      << st.message();
+}
+
+TEST(PipelineBundleValidate, RefusesAMissingChunkProgram) {
+  Status st = validateToy([](bundle::Bundle &b) {
+    b.mutable_ranks(1)->mutable_programs()->erase(
+        b.mutable_ranks(1)->mutable_programs()->begin());
+  });
+  ASSERT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("no program for"), std::string::npos)
+      << st.message();
+}
+
+TEST(PipelineBundleValidate, RefusesAWorldThatIsNotPipelineTimesData) {
+  Status st = validateToy([](bundle::Bundle &b) {
+    b.set_world_size(3);
+    *b.add_ranks() = b.ranks(1);
+    b.mutable_ranks(2)->set_rank(2);
+  });
+  ASSERT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("rank 2 is in 0 'pipeline' groups"),
+            std::string::npos)
+      << st.message();
+}
+
+// `octet inspect` draws the schedule the bundle's lists make.
+TEST(PipelineBundle, InspectDrawsTheRanksSchedule) {
+  ToyLayout layout;
+  std::ostringstream os;
+  bundle::describePrograms(makeToyPipelineBundle(layout), os);
+  std::string text = os.str();
+  EXPECT_NE(text.find("pipeline      1f1b, 2 ranks x 1 chunks, 4 microbatches, "
+                      "1 'pipeline' groups"),
+            std::string::npos)
+      << text;
+  // 1F1B over 2 ranks and 4 microbatches with unit costs: 3(M + P - 1).
+  EXPECT_NE(text.find("time 15, bubble 20%"), std::string::npos) << text;
+  EXPECT_NE(text.find("rank 0 | FF"), std::string::npos) << text;
+  EXPECT_NE(text.find("  pipeline: 8 compute instructions"), std::string::npos)
+      << text;
+}
+
+// What a job that starts the wrong number of ranks is told.
+TEST(PipelineBundle, SaysHowTheWorldSizeComesAbout) {
+  ToyLayout layout;
+  layout.data = 2;
+  EXPECT_EQ(bundle::parallelLayout(makeToyPipelineBundle(layout)),
+            "pipeline 2 × data 2");
+  bundle::Bundle data;
+  data.set_world_size(4);
+  EXPECT_EQ(bundle::parallelLayout(data), "data 4");
+}
+
+} // namespace
+} // namespace octet
