@@ -24,7 +24,9 @@ namespace octet::bundle {
 // 4: GEMMs marked first_microbatch_overwrites write their gradient
 // accumulators in a step's first microbatch, which the optimizer step no
 // longer clears (a runtime of format 3 would add to stale gradients).
-constexpr uint32_t kBundleFormatVersion = 4;
+// 5: a kernel argument may be a tensor map the runtime encodes at load
+// (KernelArg.tensor_map); a runtime of format 4 would launch without it.
+constexpr uint32_t kBundleFormatVersion = 5;
 
 // Deterministic serialization of `bundle` as it is (content_hash included).
 std::string serializeDeterministic(const Bundle &bundle);
@@ -48,7 +50,8 @@ StatusOr<Bundle> readBundle(const std::string &path);
 
 // Structural checks: every index in range, every slot inside its arena and
 // aligned, no two slots sharing bytes while both are live, every program of
-// every rank present. Messages name the element.
+// every rank present, every tensor map inside its slot and within
+// cuTensorMapEncodeTiled's rules. Messages name the element.
 Status validate(const Bundle &bundle);
 
 // Whether this runtime can execute the bundle: every kernel has code. Names
