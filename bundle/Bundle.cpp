@@ -146,6 +146,107 @@ Status checkRef(const Bundle &b, const SlotRef &ref, const std::string &what,
   return Status::ok();
 }
 
+// The rules cuTensorMapEncodeTiled enforces (CUDA driver API reference,
+// tiled mode), checked here so that a bad record is refused with its field
+// named when the bundle is read, not with CUDA_ERROR_INVALID_VALUE at load;
+// and the map stays inside its slot, whose element type it has.
+Status checkTensorMap(const Bundle &b, const TensorMap &m,
+                      const std::string &what) {
+  if (Status st = checkRef(b, m.base(), what + " base"); !st)
+    return st;
+  const Slot &slot = b.plan().slots(int(m.base().slot()));
+  const Arena &arena = b.plan().arenas(int(slot.arena()));
+  std::string at = what + " over slot '" + slot.name() + "'";
+  auto fail = [&](const std::string &why) { return Status::error(at + ": " + why); };
+  uint64_t element = dtypeBytes(m.dtype());
+  if (element == 0)
+    return fail("has no element type (dtype " + std::to_string(int(m.dtype())) +
+                "); the compiler writes the slot's");
+  if (slot.dtype() != DTYPE_UNSPECIFIED && slot.dtype() != m.dtype())
+    return fail(std::string("is of ") + dtypeName(m.dtype()) +
+                " but the slot holds " + dtypeName(slot.dtype()));
+  int rank = m.dims_size();
+  if (rank < 1 || rank > 5)
+    return fail("has " + std::to_string(rank) +
+                " dimensions; a tensor map has 1 to 5");
+  if (m.strides_size() != rank - 1 || m.box_size() != rank ||
+      m.element_strides_size() != rank)
+    return fail("has " + std::to_string(rank) + " dimensions but " +
+                std::to_string(m.strides_size()) + " strides, " +
+                std::to_string(m.box_size()) + " box sizes and " +
+                std::to_string(m.element_strides_size()) +
+                " element strides; it needs rank - 1, rank and rank");
+  bool interleaved = m.interleave() != TENSOR_MAP_INTERLEAVE_NONE;
+  if (interleaved && rank < 3)
+    return fail("is interleaved with " + std::to_string(rank) +
+                " dimensions; an interleaved map has at least 3");
+  uint64_t alignment = m.interleave() == TENSOR_MAP_INTERLEAVE_32B ? 32 : 16;
+  uint64_t address = slot.offset() + m.base().byte_offset();
+  if (address % alignment != 0 || arena.alignment() % alignment != 0)
+    return fail("starts at byte " + std::to_string(address) + " of arena '" +
+                arena.name() + "' (aligned to " +
+                std::to_string(arena.alignment()) +
+                "); its address must be a multiple of " +
+                std::to_string(alignment) + " bytes");
+  // The last byte any index reaches, which must be inside the slot.
+  uint64_t end = m.dims(0) * element;
+  for (int i = 0; i < rank; ++i) {
+    std::string dim = "dimension " + std::to_string(i);
+    if (m.dims(i) == 0 || m.dims(i) > (uint64_t(1) << 32))
+      return fail(dim + " has " + std::to_string(m.dims(i)) +
+                  " elements; it must have 1 to 2^32");
+    if (m.box(i) == 0 || m.box(i) > 256)
+      return fail(dim + " has a box of " + std::to_string(m.box(i)) +
+                  " elements; a box is 1 to 256 along each dimension");
+    if (m.element_strides(i) == 0 || m.element_strides(i) > 8)
+      return fail(dim + " has element stride " +
+                  std::to_string(m.element_strides(i)) + "; it must be 1 to 8");
+    if (i == 0)
+      continue;
+    uint64_t stride = m.strides(i - 1);
+    if (stride % alignment != 0 || stride >= (uint64_t(1) << 40))
+      return fail(dim + " has a stride of " + std::to_string(stride) +
+                  " bytes; strides are multiples of " +
+                  std::to_string(alignment) + " below 2^40");
+    end += (m.dims(i) - 1) * stride;
+  }
+  if (m.base().byte_offset() + end > slot.bytes())
+    return fail("reaches byte " + std::to_string(m.base().byte_offset() + end) +
+                " of a slot of " + std::to_string(slot.bytes()) +
+                " bytes (dims and strides must describe the slot's tensor)");
+  uint64_t innerBytes = m.box(0) * element;
+  if (!interleaved && innerBytes % 16 != 0)
+    return fail("has an innermost box of " + std::to_string(innerBytes) +
+                " bytes; without interleave it must be a multiple of 16");
+  if (m.interleave() == TENSOR_MAP_INTERLEAVE_32B &&
+      m.swizzle() != TENSOR_MAP_SWIZZLE_32B)
+    return fail("is interleaved by 32 bytes, which needs the 32-byte swizzle");
+  if (!interleaved && m.swizzle() != TENSOR_MAP_SWIZZLE_NONE) {
+    uint64_t span = m.swizzle() == TENSOR_MAP_SWIZZLE_32B    ? 32
+                    : m.swizzle() == TENSOR_MAP_SWIZZLE_64B  ? 64
+                    : m.swizzle() == TENSOR_MAP_SWIZZLE_128B ? 128
+                                                             : 0;
+    if (span == 0)
+      return fail("has swizzle " + std::to_string(int(m.swizzle())) +
+                  ", which is none of none, 32, 64 or 128 bytes");
+    if (innerBytes > span)
+      return fail("has an innermost box of " + std::to_string(innerBytes) +
+                  " bytes, wider than its " + std::to_string(span) +
+                  "-byte swizzle span");
+  }
+  if (m.l2_promotion() > TENSOR_MAP_L2_PROMOTION_256B || m.l2_promotion() < 0)
+    return fail("has L2 promotion " + std::to_string(int(m.l2_promotion())) +
+                ", which is none of none, 64, 128 or 256 bytes");
+  if (m.oob_fill() > TENSOR_MAP_OOB_FILL_NAN_REQUEST_ZERO_FMA ||
+      m.oob_fill() < 0)
+    return fail("has out-of-bounds fill " + std::to_string(int(m.oob_fill())) +
+                ", which is neither zero nor NaN");
+  if (m.interleave() > TENSOR_MAP_INTERLEAVE_32B || m.interleave() < 0)
+    return fail("has interleave " + std::to_string(int(m.interleave())) +
+                ", which is none of none, 16 or 32 bytes");
+  return Status::ok();
+}
+
 Status checkStep(const Bundle &b, const Step &step, const std::string &where,
                  uint32_t stashEntries) {
   std::string at = where + " (" + step.label() + ")";
@@ -163,6 +264,11 @@ Status checkStep(const Bundle &b, const Step &step, const std::string &where,
           return st;
       for (const SlotRef &ref : l.args(i).table().slots())
         if (Status st = checkRef(b, ref, arg + " (table)", stashEntries); !st)
+          return st;
+      if (l.args(i).has_tensor_map())
+        if (Status st = checkTensorMap(b, l.args(i).tensor_map(),
+                                       arg + " (tensor map)");
+            !st)
           return st;
     }
     // A kernel without code has no launch shape yet; checkRunnable() is

@@ -26,7 +26,9 @@ namespace octet::bundle {
 // longer clears (a runtime of format 3 would add to stale gradients).
 // 5: pipeline bundles (Bundle.pipeline, each rank's instruction list and
 // CHUNK_* programs, stash-strided slots), which a runtime of format 4 would
-// run as one rank of data parallelism.
+// run as one rank of data parallelism; and a kernel argument may be a
+// tensor map the runtime encodes at load (KernelArg.tensor_map), which a
+// runtime of format 4 would launch without.
 constexpr uint32_t kBundleFormatVersion = 5;
 
 // Deterministic serialization of `bundle` as it is (content_hash included).
@@ -51,7 +53,8 @@ StatusOr<Bundle> readBundle(const std::string &path);
 
 // Structural checks: every index in range, every slot inside its arena and
 // aligned, no two slots sharing bytes while both are live, every program of
-// every rank present. Messages name the element.
+// every rank present, every tensor map inside its slot and within
+// cuTensorMapEncodeTiled's rules. Messages name the element.
 Status validate(const Bundle &bundle);
 
 // Whether this runtime can execute the bundle: every kernel has code. Names

@@ -147,12 +147,57 @@ void describePlan(const Bundle &b, std::ostream &os, int maxSlots) {
   }
 }
 
+namespace {
+
+template <typename Values>
+std::string joined(const Values &values, const char *separator) {
+  std::string out;
+  for (auto v : values)
+    out += (out.empty() ? "" : separator) + std::to_string(v);
+  return out;
+}
+
+// One line: which parameter, over which slot, its view and box, the
+// encoding's options (as cuTensorMapEncodeTiled takes them).
+void describeTensorMap(const Bundle &b, int arg, const TensorMap &m,
+                       std::ostream &os) {
+  static const char *const swizzles[] = {"none", "32B", "64B", "128B"};
+  static const char *const interleaves[] = {"none", "16B", "32B"};
+  static const char *const promotions[] = {"none", "64B", "128B", "256B"};
+  auto name = [](int value, const char *const *names,
+                 int count) -> std::string {
+    return value >= 0 && value < count ? names[value]
+                                       : "?" + std::to_string(value);
+  };
+  const auto &slots = b.plan().slots();
+  std::string slot = m.base().slot() < uint32_t(slots.size())
+                         ? slots[int(m.base().slot())].name()
+                         : "slot " + std::to_string(m.base().slot());
+  os << "    tensor map (argument " << arg << "): " << slot;
+  if (m.base().byte_offset())
+    os << " +" << m.base().byte_offset();
+  os << " " << dtypeName(m.dtype()) << " dims [" << joined(m.dims(), ", ")
+     << "] strides [" << joined(m.strides(), ", ") << "] box ["
+     << joined(m.box(), ", ") << "] swizzle " << name(m.swizzle(), swizzles, 4)
+     << " interleave " << name(m.interleave(), interleaves, 3) << " L2 "
+     << name(m.l2_promotion(), promotions, 4) << " oob "
+     << (m.oob_fill() == TENSOR_MAP_OOB_FILL_ZERO ? "zero" : "nan") << "\n";
+}
+
+} // namespace
+
 void describeKernels(const Bundle &b, std::ostream &os) {
   std::vector<int> launches(size_t(b.kernels_size()), 0);
   std::vector<int> calls(size_t(b.gemms_size()), 0);
+  // Each launch of a kernel passes tensor maps of the same shape over its
+  // own slots: the first launch's are shown.
+  std::vector<const KernelLaunch *> firstLaunch(size_t(b.kernels_size()));
   for (const RankProgram &rp : b.ranks())
     for (const Program &p : rp.programs())
       for (const Step &s : p.steps()) {
+        if (s.has_launch() && s.launch().kernel() < launches.size() &&
+            !firstLaunch[s.launch().kernel()])
+          firstLaunch[s.launch().kernel()] = &s.launch();
         if (s.has_launch() && s.launch().kernel() < launches.size())
           ++launches[s.launch().kernel()];
         if (s.has_gemm() && s.gemm().gemm() < calls.size())
@@ -172,6 +217,10 @@ void describeKernels(const Bundle &b, std::ostream &os) {
                                                  " launches",
                                              14)
        << k.summary() << (k.missing_code() ? "  [no code]" : "") << "\n";
+    if (const KernelLaunch *first = firstLaunch[size_t(i)])
+      for (int a = 0; a < first->args_size(); ++a)
+        if (first->args(a).has_tensor_map())
+          describeTensorMap(b, a, first->args(a).tensor_map(), os);
   }
   os << "GEMMs (" << b.gemms_size() << ")\n";
   for (int i = 0; i < b.gemms_size(); ++i) {

@@ -609,6 +609,9 @@ void checkTrain(const Spec &spec, Issues is) {
 
   checkPrecision(t.precision(), m, is.nested("precision"));
   checkData(t.data(), m, is.nested("data"));
+  is.nested("codegen").oneOf("attention_forward",
+                             t.codegen().attention_forward(),
+                             {"hopper", "mma_sync"}, false);
   is.nonNegative("eval_interval", t.eval_interval());
   is.nonNegative("checkpoint_interval", t.checkpoint_interval());
   is.nonNegative("log_interval", t.log_interval());
@@ -772,6 +775,9 @@ void applyDefaults(Spec &spec) {
   }
   if (fp8 && !p.has_margin())
     p.set_margin(0);
+
+  if (t.codegen().attention_forward().empty())
+    t.mutable_codegen()->set_attention_forward("hopper");
 
   Data &d = *t.mutable_data();
   if (d.kind().empty())

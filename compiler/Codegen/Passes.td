@@ -128,7 +128,9 @@ def AttentionToGpu : Pass<"octet-attention-to-gpu", "mlir::ModuleOp"> {
     Option<"hopperForward", "hopper-forward", "bool", "false",
            "forward ops the Hopper kernel covers get it (wgmma, TMA, "
            "warp-specialised; tensor maps as grid constants, recorded in "
-           "`tensor_maps`); the others keep the mma.sync kernel">,
+           "`tensor_maps`); the others keep the mma.sync kernel. The codegen "
+           "pipeline turns it on for sm_90a (spec "
+           "train.codegen.attention_forward)">,
     Option<"keepGoing", "keep-going", "bool", "false",
            "report an op that cannot be lowered and go on with the others "
            "(the pass still succeeds; such ops get no `launch`)">,

@@ -314,6 +314,66 @@ private:
     return out;
   }
 
+  // One entry of an op's `tensor_maps` (octet-attention-to-gpu,
+  // AttentionKernels.h): a 3-D view [B·S][heads][Dh] of a [B, S, heads, Dh]
+  // operand, innermost first, boxes of box_columns × 1 × box_rows.
+  FailureOr<bundle::TensorMap> tensorMapOf(Operation &op, DictionaryAttr entry) {
+    auto field = [&](llvm::StringRef name) -> std::optional<int64_t> {
+      auto v = entry ? entry.getAs<IntegerAttr>(name) : IntegerAttr();
+      return v ? std::optional<int64_t>(v.getInt()) : std::nullopt;
+    };
+    std::optional<int64_t> operand = field("operand"), rows = field("box_rows"),
+                           columns = field("box_columns"),
+                           swizzle = field("swizzle_bytes");
+    if (!operand || !rows || !columns || !swizzle || *operand < 0 ||
+        *operand >= int64_t(op.getNumOperands()))
+      return op.emitError("bundle: a `tensor_maps` entry needs operand (one "
+                          "of the op's), box_rows, box_columns and "
+                          "swizzle_bytes; got ")
+             << entry;
+    Value v = op.getOperand(*operand);
+    auto type = dyn_cast<RankedTensorType>(v.getType());
+    if (!type || type.getRank() != 4 || !type.hasStaticShape())
+      return op.emitError("bundle: a tensor map views operand ")
+             << *operand << " as [B·S][heads][Dh], which needs a static "
+             << "[B, S, heads, Dh] tensor; got " << v.getType();
+    bundle::TensorMap m;
+    *m.mutable_base() = ref(v);
+    m.set_dtype(dtypeOf(type.getElementType()));
+    uint64_t element = std::max(1u, type.getElementTypeBitWidth() / 8);
+    ArrayRef<int64_t> shape = type.getShape();
+    for (int64_t d : {shape[3], shape[2], shape[0] * shape[1]})
+      m.add_dims(uint64_t(d));
+    m.add_strides(uint64_t(shape[3]) * element);
+    m.add_strides(uint64_t(shape[2] * shape[3]) * element);
+    for (int64_t b : {*columns, int64_t(1), *rows}) {
+      m.add_box(uint32_t(b));
+      m.add_element_strides(1);
+    }
+    switch (*swizzle) {
+    case 0:
+      m.set_swizzle(bundle::TENSOR_MAP_SWIZZLE_NONE);
+      break;
+    case 32:
+      m.set_swizzle(bundle::TENSOR_MAP_SWIZZLE_32B);
+      break;
+    case 64:
+      m.set_swizzle(bundle::TENSOR_MAP_SWIZZLE_64B);
+      break;
+    case 128:
+      m.set_swizzle(bundle::TENSOR_MAP_SWIZZLE_128B);
+      break;
+    default:
+      return op.emitError("bundle: a tensor map swizzle of ")
+             << *swizzle << " bytes; TMA swizzles 0, 32, 64 or 128";
+    }
+    // Each K and V tile is read by several query tiles' CTAs at about the
+    // same time: wide L2 fetches.
+    m.set_l2_promotion(bundle::TENSOR_MAP_L2_PROMOTION_256B);
+    m.set_oob_fill(bundle::TENSOR_MAP_OOB_FILL_ZERO);
+    return m;
+  }
+
   // An op codegen lowered: zero the results the ABI accumulates into, then
   // each launch with the ABI's arguments (operands, results, workspace).
   // The op's verifier (kernel::LaunchedOpInterface) has checked the launch
@@ -321,13 +381,23 @@ private:
   LogicalResult emitLaunches(kernel::LaunchedOpInterface launched,
                              llvm::StringRef label) {
     Operation &op = *launched.getOperation();
-    // Kernels that take tensor maps (octet-attention-to-gpu's Hopper
-    // forward) need the runtime to build them; the bundle cannot ask for
-    // that yet.
-    if (op.hasAttr("tensor_maps"))
-      return op.emitError("bundle: this kernel takes tensor maps, which the "
-                          "runtime does not build yet (compile without "
-                          "octet-attention-to-gpu hopper-forward)");
+    // Tensor maps come first among the kernel's parameters (the Hopper
+    // attention forward's q, k and v); the runtime encodes them at load.
+    SmallVector<bundle::TensorMap> maps;
+    if (auto list = op.getAttrOfType<ArrayAttr>("tensor_maps")) {
+      auto launches = launched.getLaunches();
+      size_t count = std::distance(launches.begin(), launches.end());
+      if (count != 1)
+        return op.emitError("bundle: tensor maps on an op of ")
+               << count << " launches; they belong to a single kernel's launch";
+      for (Attribute a : list) {
+        FailureOr<bundle::TensorMap> map =
+            tensorMapOf(op, dyn_cast<DictionaryAttr>(a));
+        if (failed(map))
+          return failure();
+        maps.push_back(std::move(*map));
+      }
+    }
     for (int64_t i : launched.getZeroedResults()) {
       bundle::Memset *m =
           step((label + " zero #" + llvm::Twine(i)).str())->mutable_memset();
@@ -372,6 +442,8 @@ private:
         launch->set_cluster(l.getCluster());
       if (l.getProgrammatic())
         launch->set_programmatic(true);
+      for (const bundle::TensorMap &m : maps)
+        *launch->add_args()->mutable_tensor_map() = m;
       bundle::SlotTable *table =
           launched.getArgTable() ? launch->add_args()->mutable_table()
                                  : nullptr;
@@ -698,7 +770,7 @@ FailureOr<bundle::Bundle> compileBundle(ModuleOp module,
   };
   addGemmScaleKernel(module);
   phase("codegen");
-  FailureOr<CodegenOutcome> codegen = runCodegen(module);
+  FailureOr<CodegenOutcome> codegen = runCodegen(module, source.codegen);
   if (failed(codegen))
     return failure();
   auto binaries = module.getOps<gpu::BinaryOp>();

@@ -16,6 +16,7 @@
 // is emitted in the module's op order, so the same module gives the same
 // bundle.
 
+#include "compiler/Pipelines/Pipelines.h"
 #include "compiler/Plan/MemoryPlan.h"
 #include "bundle/bundle.pb.h"
 
@@ -46,6 +47,9 @@ struct BuildSource {
   // ptxas for cubins: empty searches CUDA_HOME, PATH and /usr/local/cuda;
   // "none" keeps PTX only.
   std::string ptxas;
+  // Codegen's options (keep-going: an op it cannot lower is a kernel
+  // without code); codegenOptionsFromSpec for a spec's.
+  CodegenPipelineOptions codegen = keepGoingCodegenOptions();
   // Told when each phase (codegen, ptxas) starts, with what it will do.
   std::function<void(const std::string &)> phase;
 };

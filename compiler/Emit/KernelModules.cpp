@@ -157,7 +157,8 @@ void addGemmScaleKernel(ModuleOp module) {
   gpu::ReturnOp::create(b, loc);
 }
 
-FailureOr<CodegenOutcome> runCodegen(ModuleOp module) {
+FailureOr<CodegenOutcome> runCodegen(ModuleOp module,
+                                     const CodegenPipelineOptions &options) {
   CodegenOutcome outcome;
   std::vector<std::pair<Location, std::string>> diagnostics;
   {
@@ -169,7 +170,7 @@ FailureOr<CodegenOutcome> runCodegen(ModuleOp module) {
       return success();
     });
     PassManager pm(module.getContext());
-    buildCodegenPipeline(pm, keepGoingCodegenOptions());
+    buildCodegenPipeline(pm, options);
     // Which pass failed, for the error below.
     struct FailedPass : PassInstrumentation {
       std::string *name;

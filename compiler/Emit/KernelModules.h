@@ -6,6 +6,7 @@
 // PTX assembled into cubins.
 
 #include "bundle/bundle.pb.h"
+#include "compiler/Pipelines/Pipelines.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/DenseMap.h"
@@ -43,7 +44,8 @@ struct CodegenOutcome {
 // Runs the codegen pipeline (keep-going: an op that cannot be lowered gets
 // no `launch` and its diagnostics are kept in the outcome rather than
 // printed). Fails, printing the diagnostics, when the pipeline itself fails.
-mlir::FailureOr<CodegenOutcome> runCodegen(mlir::ModuleOp module);
+mlir::FailureOr<CodegenOutcome>
+runCodegen(mlir::ModuleOp module, const CodegenPipelineOptions &options);
 
 struct KernelModules {
   std::vector<bundle::Module> modules;

@@ -212,6 +212,19 @@ mlir::GpuNVVMAttachTargetOptions hopperTarget() {
   return target;
 }
 
+codegen::AttentionToGpuOptions defaultAttentionToGpu() {
+  codegen::AttentionToGpuOptions options;
+  options.hopperForward = true;
+  return options;
+}
+
+CodegenPipelineOptions codegenOptionsFromSpec(const spec::Spec &spec) {
+  CodegenPipelineOptions options = keepGoingCodegenOptions();
+  options.attentionToGpu.hopperForward =
+      spec.train().codegen().attention_forward() != "mma_sync";
+  return options;
+}
+
 CodegenPipelineOptions keepGoingCodegenOptions() {
   CodegenPipelineOptions options;
   options.fusedToGpu.keepGoing = true;
@@ -235,7 +248,9 @@ std::string defaultLibdevice() {
 void buildCodegenPipeline(OpPassManager &pm,
                           const CodegenPipelineOptions &options) {
   pm.addPass(codegen::createFusedToGpu(options.fusedToGpu));
-  pm.addPass(codegen::createAttentionToGpu(options.attentionToGpu));
+  codegen::AttentionToGpuOptions attention = options.attentionToGpu;
+  attention.hopperForward &= options.target.chip == "sm_90a";
+  pm.addPass(codegen::createAttentionToGpu(attention));
   mlir::GpuNVVMAttachTargetOptions target = options.target;
   // Without libdevice the math calls stay unresolved and only ptxas
   // complains; PTX is still written so that the IR can be inspected.

@@ -89,9 +89,17 @@ void buildTrainingPipeline(mlir::OpPassManager &pm,
 // pointer per tensor: 13 KB for GPT-2); O3.
 mlir::GpuNVVMAttachTargetOptions hopperTarget();
 
+// octet-attention-to-gpu as codegen runs it: hopper-forward on (the Hopper
+// attention forward wherever it covers the op; buildCodegenPipeline turns it
+// off for a target other than sm_90a, the only one with its wgmma and
+// setmaxnreg).
+codegen::AttentionToGpuOptions defaultAttentionToGpu();
+
 struct CodegenPipelineOptions {
   codegen::FusedToGpuOptions fusedToGpu;
-  codegen::AttentionToGpuOptions attentionToGpu;
+  // hopper-forward: spec train.codegen.attention_forward ("hopper", the
+  // default, or "mma_sync").
+  codegen::AttentionToGpuOptions attentionToGpu = defaultAttentionToGpu();
   // Its linkLibs left empty: CUDA's libdevice (defaultLibdevice()), for
   // exp/erf/tanh/sin/cos/pow, when it is found.
   mlir::GpuNVVMAttachTargetOptions target = hopperTarget();
@@ -101,6 +109,10 @@ struct CodegenPipelineOptions {
 // without kernels instead of failing the pipeline, so the rest can still be
 // emitted and inspected.
 CodegenPipelineOptions keepGoingCodegenOptions();
+
+// keepGoingCodegenOptions with what the spec's train.codegen asks for: every
+// tool that compiles a spec's kernels (bundle emission, --emit-ptx) uses it.
+CodegenPipelineOptions codegenOptionsFromSpec(const spec::Spec &spec);
 
 // kernel.fused → gpu.func → NVVM → gpu.binary holding PTX for the target.
 void buildCodegenPipeline(mlir::OpPassManager &pm,

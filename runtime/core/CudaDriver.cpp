@@ -177,6 +177,19 @@ OCTET_DRIVER_CALL(cuModuleLoadDataEx,
                    void **optionValues),
                   (module, image, numOptions, options, optionValues))
 OCTET_DRIVER_CALL(cuModuleUnload, (CUmodule hmod), (hmod))
+OCTET_DRIVER_CALL(cuTensorMapEncodeTiled,
+                  (CUtensorMap * tensorMap, CUtensorMapDataType tensorDataType,
+                   cuuint32_t tensorRank, void *globalAddress,
+                   const cuuint64_t *globalDim,
+                   const cuuint64_t *globalStrides, const cuuint32_t *boxDim,
+                   const cuuint32_t *elementStrides,
+                   CUtensorMapInterleave interleave,
+                   CUtensorMapSwizzle swizzle,
+                   CUtensorMapL2promotion l2Promotion,
+                   CUtensorMapFloatOOBfill oobFill),
+                  (tensorMap, tensorDataType, tensorRank, globalAddress,
+                   globalDim, globalStrides, boxDim, elementStrides,
+                   interleave, swizzle, l2Promotion, oobFill))
 OCTET_DRIVER_CALL(cuStreamBeginCapture,
                   (CUstream hStream, CUstreamCaptureMode mode), (hStream, mode))
 OCTET_DRIVER_CALL(cuStreamCreateWithPriority,

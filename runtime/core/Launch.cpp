@@ -60,6 +60,9 @@ void PreparedLaunch::bindPointers() {
     case KernelParam::Kind::F32:
       pointers_.push_back(&k.f32);
       break;
+    case KernelParam::Kind::TensorMap:
+      pointers_.push_back(&k.tensorMap);
+      break;
     }
   }
 }

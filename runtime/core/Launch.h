@@ -14,7 +14,7 @@
 namespace octet {
 
 struct KernelParam {
-  enum class Kind { Pointer, I32, I64, U32, U64, F32 };
+  enum class Kind { Pointer, I32, I64, U32, U64, F32, TensorMap };
   Kind kind = Kind::Pointer;
   // Storage for every kind; the launch passes the address of the member the
   // kind selects, as cuLaunchKernel expects.
@@ -24,6 +24,9 @@ struct KernelParam {
   uint32_t u32 = 0;
   uint64_t u64 = 0;
   float f32 = 0;
+  // Passed by value: the launch copies its 128 bytes into the parameter
+  // space (a __grid_constant__ CUtensorMap, 64-byte aligned there as here).
+  CUtensorMap tensorMap{};
 
   static KernelParam ptr(CUdeviceptr p) {
     KernelParam k;
@@ -52,6 +55,12 @@ struct KernelParam {
     KernelParam k;
     k.kind = Kind::U64;
     k.u64 = v;
+    return k;
+  }
+  static KernelParam fromTensorMap(const CUtensorMap &map) {
+    KernelParam k;
+    k.kind = Kind::TensorMap;
+    k.tensorMap = map;
     return k;
   }
   static KernelParam fromF32(float v) {

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <map>
+#include <optional>
 
 namespace octet {
 
@@ -559,6 +560,59 @@ Status Runtime::readSlotAsync(uint32_t slot, void *data, uint64_t bytes) {
   return Status::ok();
 }
 
+namespace {
+
+// The driver's element type of a tensor map: FP8 and bytes move as bytes.
+std::optional<CUtensorMapDataType> tensorMapType(bundle::DType dtype) {
+  switch (dtype) {
+  case bundle::F32:
+    return CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+  case bundle::BF16:
+    return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  case bundle::F16:
+    return CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  case bundle::F8E4M3FN:
+  case bundle::F8E5M2:
+  case bundle::U8:
+    return CU_TENSOR_MAP_DATA_TYPE_UINT8;
+  case bundle::I32:
+    return CU_TENSOR_MAP_DATA_TYPE_INT32;
+  case bundle::I64:
+    return CU_TENSOR_MAP_DATA_TYPE_INT64;
+  default:
+    return std::nullopt;
+  }
+}
+
+// Encodes a record bundle::validate has checked; the driver may still
+// refuse what the record cannot show (an address this process got).
+StatusOr<CUtensorMap> encodeTensorMap(const TensorMap &m, CUdeviceptr base,
+                                      const std::string &where) {
+  std::optional<CUtensorMapDataType> type = tensorMapType(m.dtype());
+  if (!type)
+    return Status::error(where + ": a tensor map of " +
+                         bundle::dtypeName(m.dtype()) +
+                         ", which TMA does not copy");
+  std::vector<cuuint64_t> dims(m.dims().begin(), m.dims().end());
+  std::vector<cuuint64_t> strides(m.strides().begin(), m.strides().end());
+  std::vector<cuuint32_t> box(m.box().begin(), m.box().end());
+  std::vector<cuuint32_t> elementStrides(m.element_strides().begin(),
+                                         m.element_strides().end());
+  CUtensorMap map;
+  CUresult r = cuTensorMapEncodeTiled(
+      &map, *type, cuuint32_t(dims.size()), reinterpret_cast<void *>(base),
+      dims.data(), strides.data(), box.data(), elementStrides.data(),
+      CUtensorMapInterleave(m.interleave()), CUtensorMapSwizzle(m.swizzle()),
+      CUtensorMapL2promotion(m.l2_promotion()),
+      CUtensorMapFloatOOBfill(m.oob_fill()));
+  if (r != CUDA_SUCCESS)
+    return cudaDriverError(r, "cuTensorMapEncodeTiled", __FILE__, __LINE__)
+        .withContext(where + ": encoding a tensor map");
+  return map;
+}
+
+} // namespace
+
 StatusOr<Runtime::PreparedStep> Runtime::prepareStep(const Step &step,
                                                      const std::string &where,
                                                      int stashEntry) {
@@ -612,6 +666,18 @@ StatusOr<Runtime::PreparedStep> Runtime::prepareStep(const Step &step,
       case KernelArg::kF32:
         params.push_back(KernelParam::fromF32(a.f32()));
         break;
+      case KernelArg::kTensorMap: {
+        // Slot addresses never move, so neither does the map: it is built
+        // once here, and a captured graph replays it.
+        auto ptr = addr(a.tensor_map().base());
+        if (!ptr)
+          return ptr.status();
+        auto map = encodeTensorMap(a.tensor_map(), *ptr, where);
+        if (!map)
+          return map.status();
+        params.push_back(KernelParam::fromTensorMap(*map));
+        break;
+      }
       case KernelArg::VALUE_NOT_SET:
         return Status::error(where + ": a kernel argument has no value");
       }

@@ -347,7 +347,7 @@ int runCompileCommand(const CompileOptions &opts) {
     // runs after -o has written the fused IR. Every kernel that lowers is
     // written even when one does not, so its PTX can still be read.
     PassManager pm(&context);
-    buildCodegenPipeline(pm, keepGoingCodegenOptions());
+    buildCodegenPipeline(pm, codegenOptionsFromSpec(*spec));
     if (failed(pm.run(**module)) ||
         failed(codegen::emitPtx(**module, opts.ptxDir)))
       return inputError(Status::error(opts.spec + ": --emit-ptx " +

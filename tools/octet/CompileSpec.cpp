@@ -180,6 +180,7 @@ Status writeBundleFile(ModuleOp module, const SpecSource &source,
     build.hfConfig = *config;
   }
   build.options.push_back({"stages", stageNames()});
+  build.codegen = codegenOptionsFromSpec(spec);
   build.schedule = scheduleOf(module, spec);
   build.dataParallel =
       uint32_t(std::max<int64_t>(1, spec.train().parallel().data()));

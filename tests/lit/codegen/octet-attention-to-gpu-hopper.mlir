@@ -1,6 +1,18 @@
 // RUN: %octet-opt %s --octet-attention-to-gpu=hopper-forward=1 | FileCheck %s
 // A second run (octet-codegen's own) leaves the lowered ops alone.
 // RUN: %octet-opt %s --octet-attention-to-gpu=hopper-forward=1 --octet-attention-to-gpu | FileCheck %s
+// The codegen pipeline (sm_90a) turns hopper-forward on; an explicit earlier
+// run with it off keeps the mma.sync forward.
+// RUN: %octet-opt %s --octet-codegen | FileCheck %s --check-prefix=PIPELINE
+// RUN: %octet-opt %s --octet-attention-to-gpu=hopper-forward=0 --octet-codegen | FileCheck %s --check-prefix=OFF
+// PIPELINE: kernel.attention_fwd
+// PIPELINE-SAME: kernels = [@attention_fwd_hopper_{{[0-9]+}}::@attention_fwd_hopper_{{[0-9]+}}]
+// PIPELINE-SAME: tensor_maps = [
+// PIPELINE: gpu.binary @attention_fwd_hopper_
+// OFF: kernel.attention_fwd
+// OFF-SAME: kernels = [@attention_fwd_{{[0-9]+}}::@attention_fwd_{{[0-9]+}}]
+// OFF-NOT: tensor_maps
+// OFF-NOT: attention_fwd_hopper
 
 // The Hopper forward: a CTA of 3 warpgroups per 128-row query tile, head and
 // batch row (4·2 = 8 CTAs); Q and two stages of K and V (128 rows of 128

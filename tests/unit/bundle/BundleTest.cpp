@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <sstream>
 
@@ -194,6 +195,150 @@ TEST(Bundle, SlotsSharingBytesWhileLiveAreNamed) {
               std::string::npos)
         << st.message();
   }
+}
+
+// A bundle with one launch whose first argument is a tensor map over a
+// bf16 [2·128][4][64] slot (a Hopper attention operand: 64 KiB at byte 4096
+// of the arena), boxes of 64 × 1 × 128 with the 128-byte swizzle.
+Bundle withTensorMap() {
+  Bundle b = sample();
+  auto *slot = b.mutable_plan()->add_slots();
+  slot->set_name("layers.0.attn.q");
+  slot->set_kind(ACTIVATION);
+  slot->set_offset(4096);
+  slot->set_bytes(2 * 128 * 4 * 64 * 2);
+  slot->set_dtype(BF16);
+  auto *k = b.add_kernels();
+  k->set_symbol("attention_fwd_hopper_0");
+  auto *program = b.mutable_ranks(0)->add_programs();
+  program->set_kind(TRAIN_MICROBATCH);
+  auto *step = program->add_steps();
+  step->set_label("attention forward");
+  auto *launch = step->mutable_launch();
+  launch->mutable_grid()->set_x(8);
+  launch->mutable_block()->set_x(384);
+  TensorMap *m = launch->add_args()->mutable_tensor_map();
+  m->mutable_base()->set_slot(1);
+  m->set_dtype(BF16);
+  for (uint64_t d : {64, 4, 256})
+    m->add_dims(d);
+  m->add_strides(64 * 2);
+  m->add_strides(4 * 64 * 2);
+  for (uint32_t box : {64, 1, 128}) {
+    m->add_box(box);
+    m->add_element_strides(1);
+  }
+  m->set_swizzle(TENSOR_MAP_SWIZZLE_128B);
+  m->set_l2_promotion(TENSOR_MAP_L2_PROMOTION_256B);
+  *launch->add_args()->mutable_slot() = m->base();
+  return b;
+}
+
+TensorMap &theMap(Bundle &b) {
+  return *b.mutable_ranks(0)
+              ->mutable_programs(0)
+              ->mutable_steps(0)
+              ->mutable_launch()
+              ->mutable_args(0)
+              ->mutable_tensor_map();
+}
+
+// Each rule of a tensor map (cuTensorMapEncodeTiled's, and staying inside
+// its slot) refuses a record that breaks it, naming the launch, the
+// argument, the slot and what is wrong; the record as emitted passes.
+TEST(Bundle, TensorMapRulesAreEachChecked) {
+  Bundle good = withTensorMap();
+  ASSERT_TRUE(validate(good).isOk()) << validate(good).message();
+
+  struct Case {
+    const char *rule;
+    std::function<void(Bundle &)> breakIt;
+    const char *message;
+  };
+  const std::vector<Case> cases = {
+      {"slot exists", [](Bundle &b) { theMap(b).mutable_base()->set_slot(7); },
+       "refers to slot 7 but the plan has 2 slots"},
+      {"element type", [](Bundle &b) { theMap(b).set_dtype(DTYPE_UNSPECIFIED); },
+       "has no element type"},
+      {"the slot's type", [](Bundle &b) { theMap(b).set_dtype(F32); },
+       "is of f32 but the slot holds bf16"},
+      {"rank", [](Bundle &b) {
+         TensorMap &m = theMap(b);
+         m.clear_dims();
+         m.clear_strides();
+         m.clear_box();
+         m.clear_element_strides();
+       },
+       "has 0 dimensions; a tensor map has 1 to 5"},
+      {"consistent lengths", [](Bundle &b) { theMap(b).add_strides(16); },
+       "has 3 dimensions but 3 strides, 3 box sizes and 3 element strides"},
+      {"interleaved rank", [](Bundle &b) {
+         TensorMap &m = theMap(b);
+         m.set_interleave(TENSOR_MAP_INTERLEAVE_16B);
+         m.mutable_dims()->RemoveLast();
+         m.mutable_strides()->RemoveLast();
+         m.mutable_box()->RemoveLast();
+         m.mutable_element_strides()->RemoveLast();
+       },
+       "is interleaved with 2 dimensions"},
+      {"address alignment",
+       [](Bundle &b) { theMap(b).mutable_base()->set_byte_offset(8); },
+       "starts at byte 4104 of arena 'main'"},
+      {"dimension size", [](Bundle &b) { theMap(b).set_dims(1, 0); },
+       "dimension 1 has 0 elements; it must have 1 to 2^32"},
+      {"box within 256", [](Bundle &b) { theMap(b).set_box(2, 512); },
+       "dimension 2 has a box of 512 elements; a box is 1 to 256"},
+      {"element stride", [](Bundle &b) { theMap(b).set_element_strides(0, 9); },
+       "dimension 0 has element stride 9; it must be 1 to 8"},
+      {"stride alignment", [](Bundle &b) { theMap(b).set_strides(0, 120); },
+       "dimension 1 has a stride of 120 bytes; strides are multiples of 16"},
+      {"inside the slot", [](Bundle &b) { theMap(b).set_dims(2, 257); },
+       "reaches byte 131584 of a slot of 131072 bytes"},
+      {"innermost box bytes", [](Bundle &b) {
+         theMap(b).set_box(0, 4);
+         theMap(b).set_swizzle(TENSOR_MAP_SWIZZLE_NONE);
+       },
+       "has an innermost box of 8 bytes; without interleave it must be a "
+       "multiple of 16"},
+      {"swizzle span", [](Bundle &b) { theMap(b).set_swizzle(TENSOR_MAP_SWIZZLE_64B); },
+       "has an innermost box of 128 bytes, wider than its 64-byte swizzle span"},
+      {"known swizzle", [](Bundle &b) { theMap(b).set_swizzle(TensorMapSwizzle(9)); },
+       "has swizzle 9"},
+      {"32-byte interleave", [](Bundle &b) {
+         theMap(b).set_interleave(TENSOR_MAP_INTERLEAVE_32B);
+       },
+       "is interleaved by 32 bytes, which needs the 32-byte swizzle"},
+      {"known interleave",
+       [](Bundle &b) { theMap(b).set_interleave(TensorMapInterleave(5)); },
+       "has interleave 5"},
+      {"known L2 promotion",
+       [](Bundle &b) { theMap(b).set_l2_promotion(TensorMapL2Promotion(4)); },
+       "has L2 promotion 4"},
+      {"known fill", [](Bundle &b) { theMap(b).set_oob_fill(TensorMapOobFill(2)); },
+       "has out-of-bounds fill 2"},
+  };
+  for (const Case &c : cases) {
+    Bundle b = withTensorMap();
+    c.breakIt(b);
+    Status st = validate(b);
+    ASSERT_FALSE(st.isOk()) << c.rule << ": accepted";
+    EXPECT_NE(st.message().find(c.message), std::string::npos)
+        << c.rule << ": " << st.message();
+    EXPECT_NE(st.message().find("argument 0 (tensor map)"), std::string::npos)
+        << c.rule << ": " << st.message();
+  }
+}
+
+// octet inspect lists a kernel's tensor maps under it, from its first launch.
+TEST(Bundle, KernelReportShowsTensorMaps) {
+  Bundle b = withTensorMap();
+  std::ostringstream os;
+  describeKernels(b, os);
+  EXPECT_NE(os.str().find("tensor map (argument 0): layers.0.attn.q bf16 dims "
+                          "[64, 4, 256] strides [128, 512] box [64, 1, 128] "
+                          "swizzle 128B interleave none L2 256B oob zero"),
+            std::string::npos)
+      << os.str();
 }
 
 TEST(Bundle, WorldSizeMustMatchRankPrograms) {

@@ -45,14 +45,19 @@ std::string entryText(const std::string &ptx, const std::string &symbol) {
                                                   : next - at);
 }
 
-// The parameter types of an entry's text, in order (".u64", ".f32", ...).
+// The parameter types of an entry's text, in order (".u64", ".f32", ...;
+// ".b8[128] align 64" for a byte array passed by value, a tensor map).
 std::vector<std::string> entryParams(const std::string &entry) {
   std::vector<std::string> types;
   std::string list = entry.substr(0, entry.find(')'));
-  static const std::regex param(R"(\.param\s+(\.[a-z0-9]+))");
+  static const std::regex param(
+      R"(\.param\s+(?:\.align\s+(\d+)\s+(\.b8)\s+\w+\[(\d+)\]|(\.[a-z0-9]+)))");
   for (std::sregex_iterator it(list.begin(), list.end(), param), e; it != e;
        ++it)
-    types.push_back((*it)[1]);
+    types.push_back((*it)[4].matched
+                        ? std::string((*it)[4])
+                        : std::string((*it)[2]) + "[" + std::string((*it)[3]) +
+                              "] align " + std::string((*it)[1]));
   return types;
 }
 
@@ -68,6 +73,8 @@ bool argMatches(const KernelArg &arg, const std::string &ptxType) {
     return ptxType == ".u32" || ptxType == ".s32" || ptxType == ".b32";
   case KernelArg::kF32:
     return ptxType == ".f32" || ptxType == ".b32";
+  case KernelArg::kTensorMap:
+    return ptxType == ".b8[128] align 64";
   default:
     return false;
   }
@@ -126,6 +133,8 @@ void checkLaunches(const Bundle &b, int &checked, int &programmatic) {
         else if (l.args(a).has_table())
           refs.assign(l.args(a).table().slots().begin(),
                       l.args(a).table().slots().end());
+        else if (l.args(a).has_tensor_map())
+          refs.push_back(l.args(a).tensor_map().base());
         for (const SlotRef &ref : refs) {
           ASSERT_LT(ref.slot(), uint32_t(slots.size())) << at;
           EXPECT_LT(ref.byte_offset(), std::max<uint64_t>(
@@ -353,6 +362,29 @@ TEST(EmitBundle, TinyLlamaIsDeterministicAndComplete) {
   int launches = 0, programmatic = 0;
   checkLaunches(b, launches, programmatic);
   EXPECT_GT(launches, 100);
+
+  // Heads of 64 over 128 tokens: the Hopper attention forward, whose
+  // launches (a layer each in training and in eval) pass the tensor maps of
+  // q, k and v first, each over the slot its buffer argument names.
+  int hopperLaunches = 0;
+  for (const Program &p : b.ranks(0).programs())
+    for (const Step &s : p.steps()) {
+      if (!s.has_launch() ||
+          b.kernels(int(s.launch().kernel())).symbol().find(
+              "attention_fwd_hopper_") != 0)
+        continue;
+      ++hopperLaunches;
+      const KernelLaunch &l = s.launch();
+      ASSERT_GE(l.args_size(), 6) << s.label();
+      for (int m = 0; m < 3; ++m) {
+        ASSERT_TRUE(l.args(m).has_tensor_map()) << s.label() << " arg " << m;
+        EXPECT_EQ(l.args(m).tensor_map().base().slot(), l.args(3 + m).slot().slot())
+            << s.label() << " arg " << m;
+        EXPECT_EQ(l.args(m).tensor_map().dtype(), BF16);
+      }
+      EXPECT_FALSE(l.args(3).has_tensor_map()) << s.label();
+    }
+  EXPECT_EQ(hopperLaunches, 2 * 4);
 
   // The optimizer step and init have code; attention and the fused LM head
   // do not yet, and the runtime's check names them.
