@@ -288,7 +288,10 @@ LogicalResult WholeOpBuilder::scalarOps(gpu::GPUModuleOp mod, StringRef sym,
                                recipe.getPowerOfTwoScales(),
                                o.getEps().convertToDouble());
     Value scale = select(isFinite(eff), next, read(o.getScale()));
-    atLane0([&] { write(o.getNewScale(), scale); });
+    atLane0([&] {
+      write(o.getNewScale(), scale);
+      write(o.getNewScaleInv(), divF(f32c(1), scale));
+    });
     return success();
   };
 
@@ -407,7 +410,9 @@ LogicalResult WholeOpBuilder::scalarOps(gpu::GPUModuleOp mod, StringRef sym,
       Value next = scaleFromAmax(amax, o.getDtype(), o.getMargin(),
                                  o.getPowerOfTwo(),
                                  o.getEps().convertToDouble());
-      write(o.getResult(), select(isFinite(amax), next, f32c(1)));
+      Value scale = select(isFinite(amax), next, f32c(1));
+      write(o.getResult(), scale);
+      write(o.getScaleInv(), divF(f32c(1), scale));
     } else {
       return op->emitOpError("has no GPU lowering in octet-fused-to-gpu"),
              failure();

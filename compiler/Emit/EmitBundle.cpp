@@ -90,6 +90,11 @@ bundle::StateKind stateKindOf(llvm::StringRef name) {
     return bundle::FP8_AMAX_HISTORY;
   if (name.starts_with("fp8.") && name.ends_with(".scale"))
     return bundle::FP8_SCALE;
+  // Delayed scaling's inverses (fp8.*) and current scaling's weight
+  // inverses (fp8w.*): what the FP8 GEMMs' A and B scale pointers read.
+  if ((name.starts_with("fp8.") || name.starts_with("fp8w.")) &&
+      name.ends_with(".scale_inv"))
+    return bundle::FP8_SCALE_INV;
   if (name == "step")
     return bundle::STEP_COUNTER;
   return bundle::STATE_UNSPECIFIED;
@@ -102,8 +107,9 @@ std::string ownerOf(llvm::StringRef name) {
     if (name.consume_front(prefix))
       break;
   for (llvm::StringRef suffix :
-       {".w.amax_history", ".x.amax_history", ".dy.amax_history", ".w.scale",
-        ".x.scale", ".dy.scale", ".amax", ".t"})
+       {".w.amax_history", ".x.amax_history", ".dy.amax_history",
+        ".w.scale_inv", ".x.scale_inv", ".dy.scale_inv", ".w.scale", ".x.scale",
+        ".dy.scale", ".amax", ".t"})
     if (name.consume_back(suffix))
       break;
   return name.str();
@@ -620,11 +626,12 @@ private:
     // Block-scaled products promote to f32 at every K block anyway.
     d->set_fast_accum(fp8 && !blocks && d->role() == bundle::FPROP);
     d->set_accumulate(static_cast<bool>(gemm.getC()));
-    // kernel.gemm divides by the quantize scales, cuBLASLt multiplies by
-    // its scale pointers: one factor 1 / (sa · sb), computed just before
-    // the call, goes in as A's scale and B has none.
-    d->set_has_a_scale(static_cast<bool>(gemm.getAScale()));
-    d->set_has_b_scale(blocks);
+    // cuBLASLt multiplies by its scale pointers: tensorwise, each points at
+    // its operand's dequantization factor (the scales_inv operands, made
+    // where the scales are); block-scaled, at the factors in its layout.
+    bool scaled = gemm.getAScale() || gemm.getAScaleInv();
+    d->set_has_a_scale(scaled);
+    d->set_has_b_scale(scaled);
     if (blocks) {
       auto mode = [](std::optional<ArrayRef<int64_t>> block) {
         return (*block)[0] == 1 ? bundle::SCALE_VEC128
@@ -648,14 +655,12 @@ private:
       }
     }
     unsigned dequantSlot = 0;
-    if (gemm.getAScale()) {
+    if (blocks) {
       auto slot = current->gemmScaleSlots.find(gemm);
       if (slot == current->gemmScaleSlots.end())
         return gemm.emitError("bundle: the memory plan has no dequantization "
                               "factor for this GEMM (plan after codegen)");
       dequantSlot = slot->second;
-    }
-    if (blocks) {
       // Each operand's factors from its quantize scales, one thread each.
       for (bool operandB : {false, true}) {
         std::string symbol = gemmBlockFactorKernel(gemm, operandB);
@@ -688,27 +693,6 @@ private:
           factors.set_byte_offset(plan::dequantFactorOffsetB(gemm));
         *launch->add_args()->mutable_slot() = factors;
       }
-    } else if (gemm.getAScale()) {
-      auto scaleKernel = SymbolRefAttr::get(
-          gemm.getContext(), kGemmScaleKernel,
-          {FlatSymbolRefAttr::get(gemm.getContext(), kGemmScaleKernel)});
-      FailureOr<uint32_t> kernel =
-          kernelFor(*gemm, scaleKernel, "1 / (a_scale * b_scale): an FP8 "
-                                        "GEMM's dequantization factor");
-      if (failed(kernel))
-        return failure();
-      bundle::KernelLaunch *launch =
-          step(param + " " + role + " dequant scale")->mutable_launch();
-      launch->set_kernel(*kernel);
-      launch->mutable_grid()->set_x(1);
-      launch->mutable_grid()->set_y(1);
-      launch->mutable_grid()->set_z(1);
-      launch->mutable_block()->set_x(1);
-      launch->mutable_block()->set_y(1);
-      launch->mutable_block()->set_z(1);
-      *launch->add_args()->mutable_slot() = ref(gemm.getAScale());
-      *launch->add_args()->mutable_slot() = ref(gemm.getBScale());
-      *launch->add_args()->mutable_slot() = slotRef(dequantSlot);
     }
     bundle::GemmCall *call = step(param + " " + role)->mutable_gemm();
     call->set_gemm(b.gemms_size() - 1);
@@ -719,12 +703,14 @@ private:
       *call->mutable_bias() = ref(gemm.getBias());
     if (!gemm.getAux().empty())
       *call->mutable_aux() = ref(gemm.getAux()[0]);
-    if (gemm.getAScale())
-      *call->mutable_a_scale() = slotRef(dequantSlot);
     if (blocks) {
+      *call->mutable_a_scale() = slotRef(dequantSlot);
       bundle::SlotRef factors = slotRef(dequantSlot);
       factors.set_byte_offset(plan::dequantFactorOffsetB(gemm));
       *call->mutable_b_scale() = factors;
+    } else if (gemm.getAScaleInv()) {
+      *call->mutable_a_scale() = ref(gemm.getAScaleInv());
+      *call->mutable_b_scale() = ref(gemm.getBScaleInv());
     }
     if (plan.gemmWorkspaceSlot)
       *call->mutable_workspace() = slotRef(*plan.gemmWorkspaceSlot);
@@ -768,7 +754,7 @@ FailureOr<bundle::Bundle> compileBundle(ModuleOp module,
     if (source.phase)
       source.phase(what);
   };
-  addGemmScaleKernel(module);
+  addGemmBlockFactorKernels(module);
   phase("codegen");
   FailureOr<CodegenOutcome> codegen = runCodegen(module, source.codegen);
   if (failed(codegen))

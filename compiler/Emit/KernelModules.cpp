@@ -112,49 +112,19 @@ void addBlockFactorKernels(ModuleOp module) {
 
 } // namespace
 
-void addGemmScaleKernel(ModuleOp module) {
+void addGemmBlockFactorKernels(ModuleOp module) {
   MLIRContext *ctx = module.getContext();
   ctx->getOrLoadDialect<gpu::GPUDialect>();
   ctx->getOrLoadDialect<arith::ArithDialect>();
   ctx->getOrLoadDialect<memref::MemRefDialect>();
   ctx->getOrLoadDialect<scf::SCFDialect>();
-  bool scaled = false, blocks = false;
-  module.walk([&](kernel::GemmOp gemm) {
-    scaled |= gemm.getAScale() && !gemm.getABlock();
-    blocks |= bool(gemm.getABlock());
-  });
-  if (blocks)
-    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
-                    UnitAttr::get(ctx));
-  addBlockFactorKernels(module);
-  if (!scaled || module.lookupSymbol(kGemmScaleKernel))
+  bool blocks = false;
+  module.walk([&](kernel::GemmOp gemm) { blocks |= bool(gemm.getABlock()); });
+  if (!blocks)
     return;
   module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
                   UnitAttr::get(ctx));
-  OpBuilder b(ctx);
-  b.setInsertionPointToEnd(module.getBody());
-  Location loc = module.getLoc();
-  auto gpuModule = gpu::GPUModuleOp::create(b, loc, kGemmScaleKernel);
-  b.setInsertionPointToStart(gpuModule.getBody());
-  // Global memory (address space 1), one f32 each, as the fused kernels
-  // take their buffers.
-  auto scalar = MemRefType::get({1}, b.getF32Type(), MemRefLayoutAttrInterface(),
-                                b.getI64IntegerAttr(1));
-  auto func = gpu::GPUFuncOp::create(
-      b, loc, kGemmScaleKernel,
-      b.getFunctionType({scalar, scalar, scalar}, {}));
-  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-  b.setInsertionPointToStart(&func.getBody().front());
-  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-  Value sa = memref::LoadOp::create(b, loc, func.getArgument(0), zero);
-  Value sb = memref::LoadOp::create(b, loc, func.getArgument(1), zero);
-  // As the interpreter: the product rounded to f32, then its reciprocal
-  // (fdiv without fast-math flags is div.rn.f32: correctly rounded).
-  Value product = arith::MulFOp::create(b, loc, sa, sb);
-  Value one = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1.0f));
-  Value inverse = arith::DivFOp::create(b, loc, one, product);
-  memref::StoreOp::create(b, loc, inverse, func.getArgument(2), zero);
-  gpu::ReturnOp::create(b, loc);
+  addBlockFactorKernels(module);
 }
 
 FailureOr<CodegenOutcome> runCodegen(ModuleOp module,

@@ -17,14 +17,10 @@
 
 namespace octet::emit {
 
-// The kernel that turns a GEMM's quantize scales into cuBLASLt's
-// dequantization factor: out[0] = 1 / (a[0] · b[0]) in f32, each step
-// rounded as the reference interpreter's kernel.gemm rounds it.
-inline constexpr llvm::StringLiteral kGemmScaleKernel = "gemm_dequant_scale";
-
-// Adds the gpu.module of kGemmScaleKernel when some kernel.gemm has
-// tensorwise scales, and the block-factor kernels of the block-scaled ones.
-void addGemmScaleKernel(mlir::ModuleOp module);
+// Adds the kernels below when some kernel.gemm is block-scaled. Tensorwise
+// FP8 GEMMs need none: their scales_inv operands are what cuBLASLt's A and
+// B scale pointers read.
+void addGemmBlockFactorKernels(mlir::ModuleOp module);
 
 // The module of the kernels that turn a block-scaled GEMM operand's quantize
 // scales (the fp8 dialect's [R/br, K/bc], row-major) into cuBLASLt's

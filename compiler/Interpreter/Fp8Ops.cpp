@@ -66,6 +66,7 @@ void forEachBlock(int64_t rows, int64_t cols, ArrayRef<int64_t> block,
 Error computeScale(fp8::ComputeScaleOp op, ExecContext &ctx) {
   const Tensor &amax = ctx.operand(op, 0);
   Tensor out = likeResult(op.getResult());
+  Tensor inverse = likeResult(op.getScaleInv());
   float fp8Max = fp8::maxFinite(op.getDtype());
   for (int64_t i = 0; i < amax.numel(); ++i) {
     float a = amax.f()[i];
@@ -74,8 +75,10 @@ Error computeScale(fp8::ComputeScaleOp op, ExecContext &ctx) {
                                         op.getPowerOfTwo(),
                                         op.getEps().convertToFloat())
                      : 1.0f;
+    inverse.f()[i] = 1.0f / out.f()[i];
   }
   ctx.setResult(op, 0, std::move(out));
+  ctx.setResult(op, 1, std::move(inverse));
   return Error::success();
 }
 
@@ -99,6 +102,7 @@ Error scaleUpdate(fp8::ScaleUpdateOp op, ExecContext &ctx) {
                    : scale;
   ctx.setResult(op, 0, std::move(rolled));
   ctx.setResult(op, 1, Tensor::scalar(next));
+  ctx.setResult(op, 2, Tensor::scalar(1.0f / next));
   return Error::success();
 }
 
@@ -152,8 +156,9 @@ Error blockDequantize(fp8::BlockDequantizeOp op, ExecContext &ctx) {
   return Error::success();
 }
 
-// FP32 accumulation of the FP8 values themselves, one 1/(sa·sb) at the end
-// when both scales are tensorwise (what cuBLASLt does); blockwise operands
+// FP32 accumulation of the FP8 values themselves, one factor at the end
+// when both scales are tensorwise (what cuBLASLt does): the f32 product of
+// the inverse scales with inverse_scales, else 1/sa/sb; blockwise operands
 // are widened block by block first.
 Error fp8Matmul(fp8::MatmulOp op, ExecContext &ctx) {
   const Tensor &a = ctx.operand(op, 0), &sa = ctx.operand(op, 1);
@@ -164,17 +169,21 @@ Error fp8Matmul(fp8::MatmulOp op, ExecContext &ctx) {
   float alpha = 1.0f;
   std::vector<float> wideA, wideB;
   const float *pa = a.f(), *pb = b.f();
-  if (auto block = op.getABlock()) {
-    wideA = dequantizeBlocks(a, sa, *block);
-    pa = wideA.data();
+  if (op.getInverseScales()) {
+    alpha = sa.item() * sb.item();
   } else {
-    alpha /= sa.item();
-  }
-  if (auto block = op.getBBlock()) {
-    wideB = dequantizeBlocks(b, sb, *block);
-    pb = wideB.data();
-  } else {
-    alpha /= sb.item();
+    if (auto block = op.getABlock()) {
+      wideA = dequantizeBlocks(a, sa, *block);
+      pa = wideA.data();
+    } else {
+      alpha /= sa.item();
+    }
+    if (auto block = op.getBBlock()) {
+      wideB = dequantizeBlocks(b, sb, *block);
+      pb = wideB.data();
+    } else {
+      alpha /= sb.item();
+    }
   }
   Tensor out = likeResult(op.getResult());
   gemm(m, n, k, pa, ta, pb, tb, out.f(), alpha, false);

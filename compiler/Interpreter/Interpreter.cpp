@@ -735,7 +735,8 @@ llvm::Error dequantize(fp8::DequantizeOp op, Frame &f) {
 }
 
 // cuBLASLt's meaning of the op, one rounding at the end: the product scaled
-// by one factor 1/(sa·sb) (as the GPU applies it), then the epilogue in f32
+// by the f32 product of the two dequantization factors (the A and B scale
+// pointers, as the GPU applies them), then the epilogue in f32
 // (fusion::expandGemmEpilogues, Fusion/GemmEpilogues.h, states the same
 // meaning in graph ops).
 llvm::Error kernelGemm(kernel::GemmOp op, Frame &f) {
@@ -757,8 +758,9 @@ llvm::Error kernelGemm(kernel::GemmOp op, Frame &f) {
     gemm(m, n, k, wideA.data(), ta, wideB.data(), op.getTransposeB(),
          out.f(), 1.0f, false);
   } else {
-    if (op.getAScale())
-      alpha = 1.0f / (f.operand(op, 2).item() * f.operand(op, 3).item());
+    // Tensorwise FP8 has scales_inv and no block scales: operands 2 and 3.
+    if (op.getAScaleInv())
+      alpha = f.operand(op, 2).item() * f.operand(op, 3).item();
     out = product(op, f, ta, op.getTransposeB(), alpha);
   }
   const Tensor &a = f.operand(op, 0);

@@ -446,9 +446,9 @@ LogicalResult planTimeline(ArrayRef<func::FuncOp> funcs, MemoryPlan &plan,
         launched && launched.getWorkspaceBytesOrZero() > 0)
       scratch((launched.getWorkspaceBytesOrZero() + 3) / 4, "workspace",
               program.workspaceSlots);
-    if (auto gemm = dyn_cast<kernel::GemmOp>(op); gemm && gemm.getAScale())
-      scratch(gemm.getABlock() ? dequantFactorFloats(gemm) : 1,
-              "dequant scale", program.gemmScaleSlots);
+    if (auto gemm = dyn_cast<kernel::GemmOp>(op); gemm && gemm.getABlock())
+      scratch(dequantFactorFloats(gemm), "block factors",
+              program.gemmScaleSlots);
   }
 
   programs.push_back(std::move(program));

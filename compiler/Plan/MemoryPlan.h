@@ -19,10 +19,10 @@
 //
 // Once codegen has run, an op's scratch memory is planned too, live at that
 // op's step only: the f32 workspace of a generated kernel (its
-// `workspace_bytes` attribute), and the dequantization factor of an FP8
-// kernel.gemm (1 / (a_scale · b_scale), computed just before the call,
-// because cuBLASLt multiplies by its scale pointers where kernel.gemm
-// divides).
+// `workspace_bytes` attribute), and the dequantization factors of a
+// block-scaled kernel.gemm (1 / scale per block in cuBLASLt's layout,
+// written just before the call). A tensorwise FP8 GEMM needs no scratch:
+// its scales_inv operands are what cuBLASLt reads.
 //
 // A step-local variable (dialects/graph/StepLocal.h: a gradient accumulator
 // the step's first microbatch writes and the optimizer step reads last) is
@@ -113,7 +113,7 @@ struct ProgramPlan {
   llvm::DenseMap<mlir::Value, uint64_t> rankStrides;
   // The workspace slot of each top-level op with `workspace_bytes` > 0.
   llvm::DenseMap<mlir::Operation *, unsigned> workspaceSlots;
-  // The f32 dequantization-factor slot of each kernel.gemm with scales.
+  // The f32 dequantization-factor slot of each block-scaled kernel.gemm.
   llvm::DenseMap<mlir::Operation *, unsigned> gemmScaleSlots;
 };
 

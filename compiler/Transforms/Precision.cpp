@@ -88,9 +88,14 @@ Value masterWeight(Value w) {
 }
 
 struct Quantized {
-  Value data, scale;
+  // `scale` is what the cast multiplies by; `scaleInv` (tensorwise only)
+  // is 1 / scale, made beside it, which the GEMM multiplies by.
+  Value data, scale, scaleInv;
   DenseI64ArrayAttr block; // null: tensorwise
   std::string name;
+  // The scale operand of the GEMMs that read this tensor: the inverse
+  // (cuBLASLt's A and B scale pointers) or, blockwise, the block scales.
+  Value gemmScale() const { return block ? scale : scaleInv; }
 };
 
 // Rewrites the FP8 GEMMs of one function.
@@ -231,31 +236,40 @@ Quantized FunctionRewriter::quantize(Value v, Kind kind, int64_t contractionDim,
     std::string base = "fp8." + q.name;
     Value history = stateVariable(base + ".amax_history", historyType, "zeros");
     Value scale = stateVariable(base + ".scale", scalar, "ones");
+    // 1 / scale, kept in state beside the scale (both start at 1 and every
+    // update writes both), so no kernel computes it before a GEMM.
+    Value scaleInv = stateVariable(base + ".scale_inv", scalar, "ones");
     auto cast = fp8::QuantizeOp::create(b, loc, qType, scalar, v, scale,
                                         amaxGroups(kind));
     cast->setAttr("tensor", tensorName);
     q.data = cast.getResult();
     q.scale = scale;
+    q.scaleInv = scaleInv;
     if (updateState) {
       auto update = fp8::ScaleUpdateOp::create(
-          b, loc, historyType, scalar, history, cast.getAmax(), scale, recipe,
-          dtype, b.getF32FloatAttr(1.0e-12f));
+          b, loc, historyType, scalar, scalar, history, cast.getAmax(), scale,
+          recipe, dtype, b.getF32FloatAttr(1.0e-12f));
       graph::StoreOp::create(b, loc, update.getNewHistory(),
                              base + ".amax_history");
       graph::StoreOp::create(b, loc, update.getNewScale(), base + ".scale");
+      graph::StoreOp::create(b, loc, update.getNewScaleInv(),
+                             base + ".scale_inv");
     }
     break;
   }
   case fp8::RecipeKind::current: {
     Value amax = fp8::AmaxOp::create(b, loc, scalar, v, amaxGroups(kind));
-    Value scale = fp8::ComputeScaleOp::create(
-        b, loc, scalar, amax, dtype, b.getI64IntegerAttr(recipe.getMargin()),
-        UnitAttr(), b.getF32FloatAttr(1.0e-12f));
+    auto compute = fp8::ComputeScaleOp::create(
+        b, loc, scalar, scalar, amax, dtype,
+        b.getI64IntegerAttr(recipe.getMargin()), UnitAttr(),
+        b.getF32FloatAttr(1.0e-12f));
+    Value scale = compute.getResult();
     auto cast =
         fp8::QuantizeOp::create(b, loc, qType, scalar, v, scale, ArrayAttr());
     cast->setAttr("tensor", tensorName);
     q.data = cast.getResult();
     q.scale = scale;
+    q.scaleInv = compute.getScaleInv();
     break;
   }
   case fp8::RecipeKind::blockwise: {
@@ -276,10 +290,11 @@ Quantized FunctionRewriter::quantize(Value v, Kind kind, int64_t contractionDim,
   return q;
 }
 
-// The quantized forward tensor as the backward reads it: through a
-// graph.save, so the FP8 copy (not the wide one) is what stays alive.
+// The quantized forward tensor and its GEMM scale as the backward reads
+// them: through a graph.save, so the FP8 copy (not the wide one) is what
+// stays alive.
 std::pair<Value, Value> FunctionRewriter::saved(const Quantized &q) {
-  auto key = std::make_pair(q.data, q.scale);
+  auto key = std::make_pair(q.data, q.gemmScale());
   auto it = savedPairs.find(key);
   if (it != savedPairs.end())
     return it->second;
@@ -287,8 +302,8 @@ std::pair<Value, Value> FunctionRewriter::saved(const Quantized &q) {
   b.setInsertionPointAfter(q.data.getDefiningOp());
   Value data = graph::SaveOp::create(b, q.data.getLoc(), q.data.getType(),
                                      q.data);
-  Value scale = graph::SaveOp::create(b, q.scale.getLoc(), q.scale.getType(),
-                                      q.scale);
+  Value scale = graph::SaveOp::create(b, key.second.getLoc(),
+                                      key.second.getType(), key.second);
   return savedPairs[key] = {data, scale};
 }
 
@@ -297,8 +312,9 @@ Value FunctionRewriter::fp8Matmul(Location loc, Type resultType,
                                   Value bias, bool ta, bool tb, StringRef role,
                                   StringAttr param) {
   auto mm = fp8::MatmulOp::create(
-      b, loc, resultType, a.data, a.scale, bq.data, bq.scale, bias, ta, tb,
-      a.block, bq.block, b.getStringAttr(role), param);
+      b, loc, resultType, a.data, a.gemmScale(), bq.data, bq.gemmScale(),
+      bias, ta, tb, a.block, bq.block, b.getStringAttr(role), param,
+      /*inverse_scales=*/tensorwise());
   return mm.getResult();
 }
 
@@ -349,8 +365,8 @@ void FunctionRewriter::rewriteMatmul(graph::MatmulOp op) {
                                              cast<ShapedType>(v.getType())
                                                  .getShape(),
                                              fp8TypeOf(Kind::Activation))) {
-        auto [data, scale] = saved(it->second);
-        return {data, scale, {}, it->second.name};
+        auto [data, scaleInv] = saved(it->second);
+        return {data, Value(), scaleInv, {}, it->second.name};
       }
     }
     return quantize(kind == Kind::Weight ? masterWeight(v) : v, kind, dim,

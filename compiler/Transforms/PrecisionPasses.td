@@ -19,11 +19,16 @@ def OctetPrecision : Pass<"octet-precision", "mlir::ModuleOp"> {
     (e4m3). A tensor feeding several GEMMs is quantized once per block
     orientation (x of wq/wk/wv, dy of dgrad and wgrad, W of fprop and
     dgrad). Tensors are named `<param>.x|w|dy` (attribute `tensor`).
-    - delayed: state variables `fp8.<tensor>.amax_history` [H] and
-      `fp8.<tensor>.scale`; the quantize reads the scale, and an
-      `fp8.scale_update` writes next step's history and scale in the same
-      step. Functions in `eval-functions` read the scale and update nothing.
-    - current: fp8.amax → fp8.compute_scale → fp8.quantize, no state.
+    - delayed: state variables `fp8.<tensor>.amax_history` [H],
+      `fp8.<tensor>.scale` and `fp8.<tensor>.scale_inv` (1 / scale); the
+      quantize reads the scale, the GEMMs the inverse, and an
+      `fp8.scale_update` writes next step's history, scale and inverse in
+      the same step. Functions in `eval-functions` read the scales and
+      update nothing.
+    - current: fp8.amax → fp8.compute_scale (scale and inverse) →
+      fp8.quantize, no state.
+    Tensorwise GEMMs take the inverses (`inverse_scales`): cuBLASLt
+    multiplies by one per operand, so nothing combines them at run time.
     - blockwise: fp8.block_quantize with 1×128 tiles along the contraction
       dimension for activations and gradients, 128×128 for weights. A GEMM
       whose M, N or K is not a multiple of 128 (what cuBLASLt's
@@ -53,13 +58,13 @@ def OctetPrecision : Pass<"octet-precision", "mlir::ModuleOp"> {
     ```mlir
     %x2 = graph.reshape %x : (tensor<2x8x64xf32>) -> tensor<16x64xf32>
     %ax = fp8.amax %x2 {amax_reduce = ["tensor"]} : (tensor<16x64xf32>) -> tensor<f32>
-    %sx = fp8.compute_scale %ax {dtype = f8E4M3FN} : tensor<f32>
+    %sx, %ix = fp8.compute_scale %ax {dtype = f8E4M3FN} : tensor<f32>
     %qx, %0 = fp8.quantize %x2, %sx {tensor = "layers.0.mlp.w1.x"} : (tensor<16x64xf32>, tensor<f32>) -> (tensor<16x64xf8E4M3FN>, tensor<f32>)
     %qx.saved = graph.save %qx : tensor<16x64xf8E4M3FN>
     ...
-    %y2 = fp8.matmul %qx, %sx, %qw, %sw {transpose_b, role = "fprop", param = "layers.0.mlp.w1"} : ...
-    %dx = fp8.matmul %qdy, %sdy, %qw, %sw {role = "dgrad", param = "layers.0.mlp.w1"} : ...
-    %dw = fp8.matmul %qdy, %sdy, %qx.saved, %sx.saved {transpose_a, role = "wgrad", param = "layers.0.mlp.w1"} : ...
+    %y2 = fp8.matmul %qx, %ix, %qw, %iw {inverse_scales, transpose_b, role = "fprop", param = "layers.0.mlp.w1"} : ...
+    %dx = fp8.matmul %qdy, %idy, %qw, %iw {inverse_scales, role = "dgrad", param = "layers.0.mlp.w1"} : ...
+    %dw = fp8.matmul %qdy, %idy, %qx.saved, %ix.saved {inverse_scales, transpose_a, role = "wgrad", param = "layers.0.mlp.w1"} : ...
     ```
   }];
   let options = [

@@ -201,6 +201,9 @@ LogicalResult MatmulOp::verify() {
                                 cast<ShapedType>(getBScale().getType()),
                                 getBBlock())))
     return failure();
+  if (getInverseScales() && (getABlock() || getBBlock()))
+    return emitOpError("inverse_scales is for tensorwise scales; block "
+                       "scales are the quantize scales of their blocks");
   if (isa<Float8E5M2Type>(a.getElementType()) &&
       isa<Float8E5M2Type>(b.getElementType()))
     return emitOpError("E5M2 x E5M2 has no FP8 GEMM on Hopper: one operand "

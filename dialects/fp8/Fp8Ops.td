@@ -152,12 +152,14 @@ def Fp8_AmaxOp : Fp8_Op<"amax", [Pure]> {
 }
 
 def Fp8_ComputeScaleOp : Fp8_Op<"compute_scale", [Pure, SameOperandsAndResultType]> {
-  let summary = "scale from amax: fp8_max / (max(amax, eps) · 2^margin), elementwise";
+  let summary = "scale from amax: fp8_max / (max(amax, eps) · 2^margin), elementwise, and its inverse";
   let description = [{
     The current-scaling recipe's scale: this step's amax in, the scale that
     maps it onto the format's largest finite value out. A non-finite amax
     gives scale 1 (there is no previous scale to keep); an all-zero tensor
-    gives fp8_max / eps, finite.
+    gives fp8_max / eps, finite. `scale_inv` is 1 / scale rounded to f32:
+    the dequantization factor an FP8 GEMM multiplies by (`inverse_scales`
+    on fp8.matmul), made where the scale is.
 
     Before (current recipe, tensorwise):
     ```mlir
@@ -166,7 +168,7 @@ def Fp8_ComputeScaleOp : Fp8_Op<"compute_scale", [Pure, SameOperandsAndResultTyp
     After:
     ```mlir
     %ax = fp8.amax %x : (tensor<16x64xbf16>) -> tensor<f32>
-    %sx = fp8.compute_scale %ax {dtype = f8E4M3FN} : tensor<f32>
+    %sx, %ix = fp8.compute_scale %ax {dtype = f8E4M3FN} : tensor<f32>
     %qx, %ax2 = fp8.quantize %x, %sx : (tensor<16x64xbf16>, tensor<f32>) -> (tensor<16x64xf8E4M3FN>, tensor<f32>)
     ```
   }];
@@ -174,7 +176,7 @@ def Fp8_ComputeScaleOp : Fp8_Op<"compute_scale", [Pure, SameOperandsAndResultTyp
                    DefaultValuedAttr<I64Attr, "0">:$margin,
                    UnitAttr:$power_of_two,
                    DefaultValuedAttr<F32Attr, "1.0e-12">:$eps);
-  let results = (outs Fp8F32Tensor:$result);
+  let results = (outs Fp8F32Tensor:$result, Fp8F32Tensor:$scale_inv);
   let assemblyFormat = "$amax attr-dict `:` type($result)";
   let hasVerifier = 1;
 }
@@ -188,25 +190,29 @@ def Fp8_ScaleUpdateOp : Fp8_Op<"scale_update", [Pure]> {
     fp8_max(dtype) / (max(eff, eps) · 2^margin), rounded down to a power of
     two when the recipe asks. A non-finite effective amax keeps `scale`, so
     one overflowing step does not poison the state. H must equal the
-    recipe's amax_history_len.
+    recipe's amax_history_len. `new_scale_inv` is 1 / new_scale rounded to
+    f32, kept in state beside the scale: the dequantization factor the
+    next step's FP8 GEMMs multiply by.
 
     Before: a delayed-scaled quantize reads its scale from state.
     ```mlir
     %s = graph.load @fp8.layers.0.mlp.w1.x.scale : tensor<f32>
     %q, %amax = fp8.quantize %x, %s : (tensor<16x64xbf16>, tensor<f32>) -> (tensor<16x64xf8E4M3FN>, tensor<f32>)
     ```
-    After: the same step writes next step's history and scale.
+    After: the same step writes next step's history, scale and inverse.
     ```mlir
     %h = graph.load @fp8.layers.0.mlp.w1.x.amax_history : tensor<16xf32>
-    %h2, %s2 = fp8.scale_update %h, %amax, %s {dtype = f8E4M3FN, recipe = #fp8.recipe<kind = delayed, amax_history_len = 16>} : (tensor<16xf32>, tensor<f32>, tensor<f32>) -> (tensor<16xf32>, tensor<f32>)
+    %h2, %s2, %i2 = fp8.scale_update %h, %amax, %s {dtype = f8E4M3FN, recipe = #fp8.recipe<kind = delayed, amax_history_len = 16>} : (tensor<16xf32>, tensor<f32>, tensor<f32>) -> (tensor<16xf32>, tensor<f32>, tensor<f32>)
     graph.store %h2, @fp8.layers.0.mlp.w1.x.amax_history : tensor<16xf32>
     graph.store %s2, @fp8.layers.0.mlp.w1.x.scale : tensor<f32>
+    graph.store %i2, @fp8.layers.0.mlp.w1.x.scale_inv : tensor<f32>
     ```
   }];
   let arguments = (ins TensorOf<[F32]>:$amax_history, ScalarF32:$amax,
                    ScalarF32:$scale, Fp8_RecipeAttr:$recipe, Fp8Type:$dtype,
                    DefaultValuedAttr<F32Attr, "1.0e-12">:$eps);
-  let results = (outs TensorOf<[F32]>:$new_history, ScalarF32:$new_scale);
+  let results = (outs TensorOf<[F32]>:$new_history, ScalarF32:$new_scale,
+                      ScalarF32:$new_scale_inv);
   let assemblyFormat = "$amax_history `,` $amax `,` $scale attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
 }
@@ -267,7 +273,12 @@ def Fp8_MatmulOp : Fp8_Op<"matmul", [Pure]> {
     op(a) [M, K] · op(b) [K, N] (+ bias [N]) → [M, N], computed as
     dequantize(a) · dequantize(b) with FP32 accumulation and one rounding to
     the result type. Scales are rank 0 (tensorwise) or, with `a_block` /
-    `b_block`, one per block of the operand as stored. `role` and `param`
+    `b_block`, one per block of the operand as stored. With
+    `inverse_scales` (tensorwise only) the scale operands are the
+    dequantization factors 1 / scale, rounded to f32 where the scales are
+    made (fp8.compute_scale, fp8.scale_update), and the product is
+    multiplied by their f32 product, as cuBLASLt applies its A and B scale
+    pointers; octet-precision passes them so. `role` and `param`
     carry the GEMM's identity from the graph.matmul or graph.linear it
     replaces. E5M2 × E5M2 is rejected: Hopper has no such GEMM.
 
@@ -279,15 +290,17 @@ def Fp8_MatmulOp : Fp8_Op<"matmul", [Pure]> {
     ```mlir
     %qx, %ax = fp8.quantize %x, %sx : (tensor<16x64xbf16>, tensor<f32>) -> (tensor<16x64xf8E4M3FN>, tensor<f32>)
     %qw, %aw = fp8.quantize %w, %sw : (tensor<64x64xbf16>, tensor<f32>) -> (tensor<64x64xf8E4M3FN>, tensor<f32>)
-    %y = fp8.matmul %qx, %sx, %qw, %sw {transpose_b, role = "fprop", param = "layers.0.attn.wq"} : (tensor<16x64xf8E4M3FN>, tensor<f32>, tensor<64x64xf8E4M3FN>, tensor<f32>) -> tensor<16x64xbf16>
+    %y = fp8.matmul %qx, %ix, %qw, %iw {inverse_scales, transpose_b, role = "fprop", param = "layers.0.attn.wq"} : (tensor<16x64xf8E4M3FN>, tensor<f32>, tensor<64x64xf8E4M3FN>, tensor<f32>) -> tensor<16x64xbf16>
     ```
+    (%ix, %iw: the scale_inv results beside %sx and %sw.)
   }];
   let arguments = (ins Fp8Tensor:$a, Fp8F32Tensor:$a_scale, Fp8Tensor:$b,
                    Fp8F32Tensor:$b_scale, Optional<HighTensor>:$bias,
                    UnitAttr:$transpose_a, UnitAttr:$transpose_b,
                    OptionalAttr<DenseI64ArrayAttr>:$a_block,
                    OptionalAttr<DenseI64ArrayAttr>:$b_block,
-                   OptionalAttr<StrAttr>:$role, OptionalAttr<StrAttr>:$param);
+                   OptionalAttr<StrAttr>:$role, OptionalAttr<StrAttr>:$param,
+                   UnitAttr:$inverse_scales);
   let results = (outs HighTensor:$result);
   let assemblyFormat = "$a `,` $a_scale `,` $b `,` $b_scale (`,` $bias^)? attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;

@@ -184,11 +184,22 @@ LogicalResult GemmOp::verify() {
   if (fp8A != fp8B)
     return emitOpError("a and b must both be FP8 or both be wider; got ")
            << a.getElementType() << " and " << b.getElementType();
-  if (fp8A && (!getAScale() || !getBScale()))
-    return emitOpError("FP8 operands need scales(a_scale, b_scale)");
-  if (!fp8A && getAScale())
+  bool blocks = getABlock() || getBBlock();
+  if (fp8A && failed(verifyBlockScales(m, n, ka)))
+    return failure();
+  if (fp8A && !blocks && !getAScaleInv())
+    return emitOpError("tensorwise FP8 operands need scales_inv(a_scale_inv, "
+                       "b_scale_inv): the dequantization factors 1 / scale "
+                       "that cuBLASLt multiplies by")
+           << (getAScale() ? " (scales(...) are block scales, with a_block "
+                             "and b_block)"
+                           : "");
+  if (fp8A && blocks && getAScaleInv())
+    return emitOpError("block-scaled operands take scales(a_scale, b_scale) "
+                       "per block, not scales_inv");
+  if (!fp8A && (getAScale() || getAScaleInv()))
     return emitOpError("scales apply only to FP8 operands");
-  if (failed(verifyBlockScales(m, n, ka)))
+  if (!fp8A && failed(verifyBlockScales(m, n, ka)))
     return failure();
   if (isa<Float8E5M2Type>(a.getElementType()) &&
       isa<Float8E5M2Type>(b.getElementType()))

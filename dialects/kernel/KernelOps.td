@@ -131,16 +131,20 @@ defvar GemmOperand = TensorOf<[F32, BF16, F16, F8E4M3FN, F8E5M2]>;
 def Kernel_GemmOp : Kernel_Op<"gemm", [Pure, AttrSizedOperandSegments]> {
   let summary = "one cuBLASLt matrix product: D = op(A) · op(B) with optional scales";
   let description = [{
-    op(a) [M, K] · op(b) [K, N] → [M, N]. FP8 operands carry their scales
-    (a_scale, b_scale are the quantize scales: the product is divided by
-    both). `role` (fprop, dgrad, wgrad) and `param` keep the GEMM's identity
-    for reports and the precision policy. `flops` is 2·M·N·K.
+    op(a) [M, K] · op(b) [K, N] → [M, N]. Tensorwise FP8 operands carry
+    their dequantization factors, `scales_inv(a_scale_inv, b_scale_inv)`:
+    1 / scale of each operand's quantize scale, rank 0; the product is
+    multiplied by their f32 product, which is what cuBLASLt does with its A
+    and B scale pointers (each points at its factor, no kernel combines
+    them first). `role` (fprop, dgrad, wgrad) and `param` keep the GEMM's
+    identity for reports and the precision policy. `flops` is 2·M·N·K.
     ```mlir
-    %d = kernel.gemm %a, %b scales(%sa, %sb) {transpose_b, role = "fprop", param = "layers.0.mlp.w1"} : (tensor<16x64xf8E4M3FN>, tensor<128x64xf8E4M3FN>, tensor<f32>, tensor<f32>) -> tensor<16x128xbf16>
+    %d = kernel.gemm %a, %b scales_inv(%ia, %ib) {transpose_b, role = "fprop", param = "layers.0.mlp.w1"} : (tensor<16x64xf8E4M3FN>, tensor<128x64xf8E4M3FN>, tensor<f32>, tensor<f32>) -> tensor<16x128xbf16>
     ```
 
-    Block-scaled FP8 (the blockwise recipe): with `a_block` / `b_block`
-    each operand's scale is one f32 per block of the operand as stored, in
+    Block-scaled FP8 (the blockwise recipe): with `a_block` / `b_block`,
+    `scales(a_scale, b_scale)` give each operand one f32 per block of the
+    operand as stored, in
     the fp8 dialect's layout (`fp8.block_quantize`: [rows / br, cols / bc],
     row-major, the quantize scales), and each block is divided by its own
     scale before the product. cuBLASLt on sm_90 multiplies 1×128 tiles
@@ -176,6 +180,8 @@ def Kernel_GemmOp : Kernel_Op<"gemm", [Pure, AttrSizedOperandSegments]> {
   let arguments = (ins GemmOperand:$a, GemmOperand:$b,
                    Optional<TensorOf<[F32]>>:$a_scale,
                    Optional<TensorOf<[F32]>>:$b_scale,
+                   Optional<0DTensorOf<[F32]>>:$a_scale_inv,
+                   Optional<0DTensorOf<[F32]>>:$b_scale_inv,
                    Optional<TensorOf<[F32, BF16, F16]>>:$bias,
                    Optional<TensorOf<[F32, BF16, F16]>>:$c,
                    UnitAttr:$transpose_a, UnitAttr:$transpose_b,
@@ -186,7 +192,8 @@ def Kernel_GemmOp : Kernel_Op<"gemm", [Pure, AttrSizedOperandSegments]> {
   let results = (outs TensorOf<[F32, BF16, F16]>:$result,
                       Variadic<TensorOf<[F32, BF16, F16]>>:$aux);
   let assemblyFormat = [{
-    $a `,` $b (`scales` `(` $a_scale^ `,` $b_scale `)`)? (`bias` `(` $bias^ `)`)?
+    $a `,` $b (`scales` `(` $a_scale^ `,` $b_scale `)`)?
+    (`scales_inv` `(` $a_scale_inv^ `,` $b_scale_inv `)`)? (`bias` `(` $bias^ `)`)?
     (`accumulate` `(` $c^ `)`)? attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;

@@ -149,12 +149,13 @@ struct FuseAdamW : public octet::impl::OctetFuseAdamWBase<FuseAdamW> {
   // Builds, before `before`, the kernels that cast `weight` as `wc` does
   // (delayed: with the scale in variable `wc.scale`; current: with the
   // scale of its amax), and stores the FP8 weight, its K-major copy and its
-  // amax (delayed) or scale (current) in the fp8w.* variables.
+  // amax (delayed) or scale and inverse scale (current) in the fp8w.*
+  // variables.
   void emitCast(OpBuilder &b, Operation *before, WeightCast &wc,
                 Value weight) {
     b.setInsertionPoint(before);
     Location loc = wc.kernel.getLoc();
-    Value scale;
+    Value scale, scaleInv;
     if (wc.current()) {
       // The amax joins the multi-tensor kernel (`octet.weight_cast`): taken
       // while AdamW writes the weight. The scale and the cast wait for all
@@ -162,9 +163,11 @@ struct FuseAdamW : public octet::impl::OctetFuseAdamWBase<FuseAdamW> {
       kernel::FusedOp amax = oneOpKernel(b, wc.amax(), {weight},
                                          "optimizer.fp8_weight_amax");
       amax->setAttr("octet.weight_cast", b.getUnitAttr());
-      scale = oneOpKernel(b, wc.computeScale(), {amax->getResult(0)},
-                          "optimizer.fp8_weight_scale")
-                  ->getResult(0);
+      kernel::FusedOp scales =
+          oneOpKernel(b, wc.computeScale(), {amax->getResult(0)},
+                      "optimizer.fp8_weight_scale");
+      scale = scales->getResult(0);
+      scaleInv = scales->getResult(1);
     } else {
       scale = graph::LoadOp::create(b, loc, wc.quantize.getScale().getType(),
                                     wc.scale);
@@ -200,8 +203,10 @@ struct FuseAdamW : public octet::impl::OctetFuseAdamWBase<FuseAdamW> {
     SmallVector<std::string> names = stateNames(wc);
     for (auto [result, name] : llvm::zip(fused->getResults(), names))
       graph::StoreOp::create(b, loc, result, name);
-    if (wc.current())
-      graph::StoreOp::create(b, loc, scale, names.back());
+    if (wc.current()) {
+      graph::StoreOp::create(b, loc, scale, names[names.size() - 2]);
+      graph::StoreOp::create(b, loc, scaleInv, names.back());
+    }
   }
 
   // A kernel of one op like `like`, on `inputs`, in the optimizer section.
@@ -221,14 +226,20 @@ struct FuseAdamW : public octet::impl::OctetFuseAdamWBase<FuseAdamW> {
   }
 
   // The state a moved cast writes: the FP8 weight, its K-major copy, and
-  // its amax (delayed: the next scale update reads it) or its scale
-  // (current: the GEMMs read it).
+  // its amax (delayed: the next scale update reads it) or its scale and
+  // inverse scale (current: the cast in the eval step reads the one, the
+  // GEMMs the other).
   static SmallVector<std::string> stateNames(WeightCast &wc) {
     std::string prefix = ("fp8w." + wc.param).str();
     SmallVector<std::string> names = {prefix};
     if (!wc.transposes.empty())
       names.push_back(prefix + ".t");
-    names.push_back(prefix + (wc.current() ? ".scale" : ".amax"));
+    if (wc.current()) {
+      names.push_back(prefix + ".scale");
+      names.push_back(prefix + ".scale_inv");
+    } else {
+      names.push_back(prefix + ".amax");
+    }
     return names;
   }
 
@@ -309,8 +320,11 @@ struct FuseAdamW : public octet::impl::OctetFuseAdamWBase<FuseAdamW> {
     SmallVector<Type> types = {wc.quantize.getResult().getType()};
     if (!wc.transposes.empty())
       types.push_back(wc.transposes.front().getResult().getType());
-    types.push_back(wc.quantize.getAmax().getType()); // amax or scale: f32
-    for (auto [name, type] : llvm::zip(stateNames(wc), types))
+    // f32 scalars: the amax, or the scale and its inverse.
+    types.push_back(wc.quantize.getAmax().getType());
+    if (wc.current())
+      types.push_back(wc.quantize.getAmax().getType());
+    for (auto [name, type] : llvm::zip_equal(stateNames(wc), types))
       graph::VariableOp::create(b, module.getLoc(), name,
                                 cast<RankedTensorType>(type), "state", "zeros",
                                 FloatAttr(), StringAttr());
@@ -322,6 +336,8 @@ struct FuseAdamW : public octet::impl::OctetFuseAdamWBase<FuseAdamW> {
     Location loc = wc.kernel.getLoc();
     std::string prefix = ("fp8w." + wc.param).str();
     auto load = [&](const std::string &name, Value old) {
+      if (old.use_empty())
+        return;
       Value v = graph::LoadOp::create(b, loc, old.getType(), name);
       old.replaceAllUsesWith(v);
     };
@@ -331,10 +347,11 @@ struct FuseAdamW : public octet::impl::OctetFuseAdamWBase<FuseAdamW> {
     }
     load(prefix, wc.kernel->getResult(0));
     if (wc.current()) {
-      // The GEMMs read the scale the optimizer stored; the amax of the
-      // quantize itself has no reader under current scaling.
+      // The GEMMs read the inverse scale the optimizer stored; the amax of
+      // the quantize itself has no reader under current scaling.
       b.setInsertionPoint(wc.scaleKernel);
       load(prefix + ".scale", wc.scaleKernel->getResult(0));
+      load(prefix + ".scale_inv", wc.scaleKernel->getResult(1));
     } else {
       load(prefix + ".amax", wc.kernel->getResult(1));
     }

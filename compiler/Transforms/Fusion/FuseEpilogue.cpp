@@ -20,7 +20,8 @@ kernel::GemmOp rebuild(kernel::GemmOp gemm, StringRef epilogue, Value c,
   OpBuilder b(gemm);
   auto created = kernel::GemmOp::create(
       b, gemm.getLoc(), gemm.getResult().getType(), aux, gemm.getA(),
-      gemm.getB(), gemm.getAScale(), gemm.getBScale(), gemm.getBias(), c,
+      gemm.getB(), gemm.getAScale(), gemm.getBScale(), gemm.getAScaleInv(),
+      gemm.getBScaleInv(), gemm.getBias(), c,
       gemm.getTransposeA(), gemm.getTransposeB(), gemm.getRoleAttr(),
       gemm.getParamAttr(),
       epilogue == "none" ? StringAttr() : b.getStringAttr(epilogue),

@@ -15,7 +15,8 @@ void expandGemmEpilogues(ModuleOp module) {
     // one (octet-overwrite-gradients) stays for the interpreter to run.
     if (g->hasAttr("first_microbatch_overwrites"))
       return;
-    if (g.getEpilogue() || g.getC() || g.getBias() || g.getAScale())
+    if (g.getEpilogue() || g.getC() || g.getBias() || g.getAScale() ||
+        g.getAScaleInv())
       gemms.push_back(g);
   });
   for (kernel::GemmOp g : gemms) {
@@ -23,12 +24,13 @@ void expandGemmEpilogues(ModuleOp module) {
     Location loc = g.getLoc();
     Type type = g.getResult().getType();
     Value product;
-    if (g.getAScale()) {
+    if (g.getAScale() || g.getAScaleInv()) {
+      bool inverse = static_cast<bool>(g.getAScaleInv());
       product = fp8::MatmulOp::create(
-          b, loc, type, g.getA(), g.getAScale(), g.getB(), g.getBScale(),
-          g.getBias(), g.getTransposeA(), g.getTransposeB(),
-          DenseI64ArrayAttr(), DenseI64ArrayAttr(), g.getRoleAttr(),
-          g.getParamAttr());
+          b, loc, type, g.getA(), inverse ? g.getAScaleInv() : g.getAScale(),
+          g.getB(), inverse ? g.getBScaleInv() : g.getBScale(), g.getBias(),
+          g.getTransposeA(), g.getTransposeB(), g.getABlockAttr(),
+          g.getBBlockAttr(), g.getRoleAttr(), g.getParamAttr(), inverse);
     } else if (g.getBias()) {
       // D = A·Bᵀ + bias is a linear (the only form with a bias here).
       product = graph::LinearOp::create(b, loc, type, g.getA(), g.getB(),

@@ -10,10 +10,10 @@ namespace octet::fusion {
 
 // Rewrites every kernel.gemm epilogue (bias, gelu, gelu_aux, bias_grad,
 // accumulate) as a plain GEMM followed by the graph ops it stands for, the
-// reference meaning of the epilogue. Scaled (FP8) GEMMs become fp8.matmul:
-// the interpreter's kernel.gemm applies 1/(sa·sb) as one rounded factor
-// where fp8.matmul divides by each scale, so only the latter reproduces the
-// precision stage's results bit for bit.
+// reference meaning of the epilogue. Scaled (FP8) GEMMs become fp8.matmul,
+// tensorwise ones with inverse_scales: both ops then multiply the product
+// by the same f32 product of the two inverses, so the precision stage's
+// results are reproduced bit for bit.
 void expandGemmEpilogues(mlir::ModuleOp module);
 
 } // namespace octet::fusion

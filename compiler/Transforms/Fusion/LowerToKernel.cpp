@@ -144,8 +144,8 @@ struct LowerToKernel
                 auto rt = cast<RankedTensorType>(l.getType());
                 auto gemm = kernel::GemmOp::create(
                     b, loc, with(rt, {xt.getDimSize(0), wt.getDimSize(0)}),
-                    TypeRange(), x, l.getWeight(), Value(), Value(),
-                    l.getBias(), Value(), /*transpose_a=*/false,
+                    TypeRange(), x, l.getWeight(), Value(), Value(), Value(),
+                    Value(), l.getBias(), Value(), /*transpose_a=*/false,
                     /*transpose_b=*/true, b.getStringAttr("fprop"),
                     l.getParamAttr(),
                     l.getBias() ? b.getStringAttr("bias") : StringAttr(),
@@ -159,7 +159,8 @@ struct LowerToKernel
               .Case([&](graph::MatmulOp m) {
                 auto gemm = kernel::GemmOp::create(
                     b, loc, m.getType(), TypeRange(), m.getLhs(), m.getRhs(),
-                    Value(), Value(), Value(), Value(), m.getTransposeA(),
+                    Value(), Value(), Value(), Value(), Value(), Value(),
+                    m.getTransposeA(),
                     m.getTransposeB(), m.getRoleAttr(), m.getParamAttr(),
                     StringAttr(), DenseI64ArrayAttr(), DenseI64ArrayAttr());
                 keep(gemm);
@@ -170,9 +171,23 @@ struct LowerToKernel
               .Case([&](fp8::MatmulOp m) -> LogicalResult {
                 // Block scales keep the fp8 dialect's layout and meaning;
                 // the kernel.gemm verifier states what cuBLASLt takes.
+                // Tensorwise, cuBLASLt multiplies by one factor per
+                // operand: the inverses octet-precision made beside the
+                // scales.
+                bool blocks = m.getABlock() || m.getBBlock();
+                if (!blocks && !m.getInverseScales())
+                  return m.emitOpError(
+                      "has tensorwise quantize scales, but its kernel form "
+                      "multiplies by their inverses: pass the scale_inv "
+                      "results of fp8.compute_scale / fp8.scale_update "
+                      "with inverse_scales (octet-precision does)");
+                Value none;
                 auto gemm = kernel::GemmOp::create(
                     b, loc, m.getType(), TypeRange(), m.getA(), m.getB(),
-                    m.getAScale(), m.getBScale(), m.getBias(), Value(),
+                    blocks ? m.getAScale() : none,
+                    blocks ? m.getBScale() : none,
+                    blocks ? none : m.getAScale(),
+                    blocks ? none : m.getBScale(), m.getBias(), Value(),
                     m.getTransposeA(), m.getTransposeB(), m.getRoleAttr(),
                     m.getParamAttr(),
                     m.getBias() ? b.getStringAttr("bias") : StringAttr(),

@@ -17,7 +17,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
-#include <random>
 #include <set>
 
 namespace {
@@ -79,6 +78,13 @@ std::unique_ptr<Runtime> loadRunnable() {
   if (!rt)
     return nullptr;
   return std::move(*rt);
+}
+
+// Whether the train and init programs kept all their code (runnablePart
+// drops a program with a kernel that has none): tests that train skip
+// otherwise.
+bool canTrain(Runtime &rt) {
+  return rt.program(TRAIN_MICROBATCH) && rt.program(INIT);
 }
 
 template <typename T>
@@ -222,71 +228,6 @@ TEST(BundleOnGpu, InitAndOptimizerStepMatchTheHost) {
   expectFp8Weights(rt, "after two optimizer steps");
 }
 
-// cuBLASLt multiplies by the dequantization factor the bundle's kernel
-// computes before each FP8 GEMM; the interpreter divides by a_scale · b_scale.
-// The factor must be the interpreter's 1 / (sa · sb) in f32, bit for bit.
-TEST(BundleOnGpu, GemmDequantizationFactorIsTheInterpreters) {
-  std::unique_ptr<Runtime> rt = loadRunnable();
-  ASSERT_TRUE(rt);
-  const Bundle &b = rt->bundle();
-  const bundle::Module *scaleModule = nullptr;
-  for (const bundle::Module &m : b.modules())
-    if (m.name() == "gemm_dequant_scale")
-      scaleModule = &m;
-  ASSERT_NE(scaleModule, nullptr) << "the bundle has no dequantization kernel";
-  ASSERT_FALSE(scaleModule->cubin().empty()) << "compiled without ptxas";
-  CUmodule mod = nullptr;
-  CUfunction fn = nullptr;
-  ASSERT_EQ(cuModuleLoadData(&mod, scaleModule->cubin().data()), CUDA_SUCCESS);
-  ASSERT_EQ(cuModuleGetFunction(&fn, mod, "gemm_dequant_scale"), CUDA_SUCCESS);
-
-  // Scales as delayed scaling makes them (448 / amax over many decades),
-  // and the edges: 1, powers of two, the largest and smallest normals.
-  std::mt19937 rng(7);
-  std::uniform_real_distribution<float> exponent(-20.0f, 20.0f);
-  std::vector<float> sa, sb;
-  for (int i = 0; i < 2000; ++i) {
-    sa.push_back(std::exp2(exponent(rng)));
-    sb.push_back(std::exp2(exponent(rng)));
-  }
-  for (float edge : {1.0f, 0.5f, 448.0f, 57344.0f, 1.17549435e-38f,
-                     3.40282347e+38f}) {
-    sa.push_back(edge);
-    sb.push_back(1.0f);
-    sa.push_back(edge);
-    sb.push_back(3.0f);
-  }
-  size_t n = sa.size();
-  CUdeviceptr dA = 0, dB = 0, dOut = 0;
-  ASSERT_EQ(cuMemAlloc(&dA, n * 4), CUDA_SUCCESS);
-  ASSERT_EQ(cuMemAlloc(&dB, n * 4), CUDA_SUCCESS);
-  ASSERT_EQ(cuMemAlloc(&dOut, n * 4), CUDA_SUCCESS);
-  ASSERT_EQ(cuMemcpyHtoD(dA, sa.data(), n * 4), CUDA_SUCCESS);
-  ASSERT_EQ(cuMemcpyHtoD(dB, sb.data(), n * 4), CUDA_SUCCESS);
-  for (size_t i = 0; i < n; ++i) {
-    CUdeviceptr a = dA + 4 * i, bp = dB + 4 * i, o = dOut + 4 * i;
-    void *args[] = {&a, &bp, &o};
-    ASSERT_EQ(cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, nullptr, args, nullptr),
-              CUDA_SUCCESS);
-  }
-  std::vector<float> got(n);
-  ASSERT_EQ(cuMemcpyDtoH(got.data(), dOut, n * 4), CUDA_SUCCESS);
-  int wrong = 0;
-  for (size_t i = 0; i < n; ++i) {
-    // The interpreter's kernel.gemm: alpha = 1.0f / (sa * sb) in float.
-    volatile float product = sa[i] * sb[i];
-    float want = 1.0f / product;
-    if (std::memcmp(&want, &got[i], 4) != 0 && ++wrong <= 5)
-      ADD_FAILURE() << "1 / (" << sa[i] << " * " << sb[i] << "): GPU "
-                    << got[i] << ", interpreter " << want;
-  }
-  EXPECT_EQ(wrong, 0) << "of " << n;
-  cuMemFree(dA);
-  cuMemFree(dB);
-  cuMemFree(dOut);
-  cuModuleUnload(mod);
-}
-
 // One microbatch of made-up tokens in the train program's inputs.
 Status writeBatch(Runtime &rt) {
   const Bundle &b = rt.bundle();
@@ -337,7 +278,7 @@ TEST(BundleOnGpu, FirstMicrobatchWritesStaleGradientAccumulators) {
   ASSERT_TRUE(loaded);
   Runtime &rt = *loaded;
   const Bundle &b = rt.bundle();
-  if (!rt.program(TRAIN_MICROBATCH) || !rt.program(INIT))
+  if (!canTrain(rt))
     GTEST_SKIP() << "the train or init program has a kernel without code";
   std::set<uint32_t> overwritten;
   for (const Step &s : rt.program(TRAIN_MICROBATCH)->steps())
@@ -457,3 +398,40 @@ TEST(BundleOnGpu, FirstMicrobatchWritesStaleGradientAccumulators) {
 }
 
 } // namespace
+
+// cuBLASLt reads each FP8 GEMM's two dequantization factors from the FP8
+// scale state through its A and B scale pointers, with no kernel between:
+// the scale update must leave every inverse scale equal, bit for bit, to
+// 1 / scale in f32, as the interpreter's scale_update makes it, after the
+// init program and after train steps whose amaxes moved the scales.
+TEST(BundleOnGpu, InverseScalesAreOneOverTheScales) {
+  std::unique_ptr<Runtime> loaded = loadRunnable();
+  ASSERT_TRUE(loaded);
+  if (!canTrain(*loaded))
+    GTEST_SKIP() << "the train or init program has a kernel without code";
+  Runtime &rt = *loaded;
+  ASSERT_OK(writeInitialValues(rt));
+  ASSERT_OK(rt.run(INIT));
+  ASSERT_OK(writeBatch(rt));
+  for (int step = 0; step < 2; ++step)
+    ASSERT_OK(rt.run(TRAIN_MICROBATCH, /*lastMicrobatch=*/true,
+                     /*firstMicrobatch=*/true));
+  ASSERT_OK(rt.synchronize());
+  int checked = 0, moved = 0;
+  for (const StateTensor &st : rt.bundle().state()) {
+    if (st.kind() != FP8_SCALE_INV)
+      continue;
+    std::string name = st.name();
+    // fp8.<tensor>.scale_inv beside fp8.<tensor>.scale.
+    std::string scaleName = name.substr(0, name.size() - 4);
+    float inverse = readSlot<float>(rt, name).at(0);
+    float scale = readSlot<float>(rt, scaleName).at(0);
+    float want = 1.0f / scale;
+    EXPECT_EQ(std::memcmp(&want, &inverse, 4), 0)
+        << name << " = " << inverse << ", 1 / " << scaleName << " = " << want;
+    ++checked;
+    moved += scale != 1.0f;
+  }
+  EXPECT_GT(checked, 0) << "no FP8_SCALE_INV state in the bundle";
+  EXPECT_GT(moved, 0) << "no scale moved from 1 in two train steps";
+}

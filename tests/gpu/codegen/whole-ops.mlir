@@ -6,7 +6,8 @@
 // (llama3 scaling, f32) joined after a plain piece, quantized and
 // transposed in one launch, the global
 // gradient norm, the optimizer's scalar ops and the delayed FP8 scale
-// update, current scaling's scales (both formats, margin and power-of-two
+// update with its inverse, current scaling's scales and their inverses
+// (both formats, margin and power-of-two
 // rounding; amaxes of either sign from 2^-27 to 2^12, a negative one
 // clamped to eps), a norm gradient added into its weight-gradient accumulator and
 // the residual gradient, and AdamW zeroing the gradient accumulators it
@@ -69,22 +70,22 @@ func.func @whole_ops(%pos: tensor<2x32xi32>, %qkv: tensor<64x1024xbf16>, %dk: te
     %n = graph.global_norm %a, %b, %c {scale = 2.500000e-01 : f64} : (tensor<300x256xf32>, tensor<1000xf32>, tensor<7x3xf32>) -> tensor<f32>
     kernel.yield %n : tensor<f32>
   } : tensor<f32>
-  %sc:6 = kernel.fused "optimizer_scalars" kind("elementwise") ins(%step, %norm, %hist, %amax, %scale : tensor<i64>, tensor<f32>, tensor<16xf32>, tensor<f32>, tensor<f32>) {
+  %sc:7 = kernel.fused "optimizer_scalars" kind("elementwise") ins(%step, %norm, %hist, %amax, %scale : tensor<i64>, tensor<f32>, tensor<16xf32>, tensor<f32>, tensor<f32>) {
   ^bb0(%s: tensor<i64>, %n: tensor<f32>, %h: tensor<16xf32>, %a: tensor<f32>, %x: tensor<f32>):
     %s1 = graph.increment %s : tensor<i64>
     %lr = graph.lr_schedule %s1 {lr = 6.000000e-04 : f64, min_lr_ratio = 1.000000e-01 : f64, total_steps = 1900 : i64, warmup_steps = 70 : i64} : (tensor<i64>) -> tensor<f32>
     %c = graph.clip_scale %n {max_norm = 1.000000e+00 : f64, scale = 2.500000e-01 : f64} : tensor<f32>
     %one = graph.fill {value = 1.000000e+00 : f64} : tensor<f32>
-    %h2, %x2 = fp8.scale_update %h, %a, %x {dtype = f8E4M3FN, recipe = #fp8.recipe<kind = delayed, amax_history_len = 16>} : (tensor<16xf32>, tensor<f32>, tensor<f32>) -> (tensor<16xf32>, tensor<f32>)
-    kernel.yield %s1, %lr, %c, %one, %h2, %x2 : tensor<i64>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<16xf32>, tensor<f32>
-  } : tensor<i64>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<16xf32>, tensor<f32>
-  %cur:3 = kernel.fused "current_scales" kind("elementwise") ins(%amax, %camax : tensor<f32>, tensor<f32>) {
+    %h2, %x2, %x2_inv = fp8.scale_update %h, %a, %x {dtype = f8E4M3FN, recipe = #fp8.recipe<kind = delayed, amax_history_len = 16>} : (tensor<16xf32>, tensor<f32>, tensor<f32>) -> (tensor<16xf32>, tensor<f32>, tensor<f32>)
+    kernel.yield %s1, %lr, %c, %one, %h2, %x2, %x2_inv : tensor<i64>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<16xf32>, tensor<f32>, tensor<f32>
+  } : tensor<i64>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<16xf32>, tensor<f32>, tensor<f32>
+  %cur:6 = kernel.fused "current_scales" kind("elementwise") ins(%amax, %camax : tensor<f32>, tensor<f32>) {
   ^bb0(%a: tensor<f32>, %z: tensor<f32>):
-    %s0 = fp8.compute_scale %a {dtype = f8E4M3FN} : tensor<f32>
-    %s1 = fp8.compute_scale %a {dtype = f8E5M2, margin = 1 : i64, power_of_two} : tensor<f32>
-    %s2 = fp8.compute_scale %z {dtype = f8E4M3FN} : tensor<f32>
-    kernel.yield %s0, %s1, %s2 : tensor<f32>, tensor<f32>, tensor<f32>
-  } : tensor<f32>, tensor<f32>, tensor<f32>
+    %s0, %s0_inv = fp8.compute_scale %a {dtype = f8E4M3FN} : tensor<f32>
+    %s1, %s1_inv = fp8.compute_scale %a {dtype = f8E5M2, margin = 1 : i64, power_of_two} : tensor<f32>
+    %s2, %s2_inv = fp8.compute_scale %z {dtype = f8E4M3FN} : tensor<f32>
+    kernel.yield %s0, %s1, %s2, %s0_inv, %s1_inv, %s2_inv : tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>
+  } : tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>
   %ngrad:6 = kernel.fused "rms_norm_grad_accumulate" kind("row") ins(%ndy, %nx, %nw, %nacc, %ndres, %dscale : tensor<2x32x1024xf32>, tensor<2x32x1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<2x32x1024xf32>, tensor<f32>) {
   ^bb0(%r_dy2: tensor<2x32x1024xf32>, %r_x: tensor<2x32x1024xf32>, %r_w: tensor<1024xf32>, %r_acc: tensor<1024xf32>, %r_dres: tensor<2x32x1024xf32>, %r_s: tensor<f32>):
     %r_dx, %r_dw = graph.rms_norm_grad %r_dy2, %r_x, %r_w {eps = 1.000000e-05 : f64} : (tensor<2x32x1024xf32>, tensor<2x32x1024xf32>, tensor<1024xf32>) -> (tensor<2x32x1024xf32>, tensor<1024xf32>)

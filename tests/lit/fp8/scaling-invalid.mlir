@@ -31,7 +31,7 @@ func.func @kind() attributes {r = #fp8.recipe<kind = tensorwise>} {
 
 func.func @wrong_recipe(%h: tensor<16xf32>, %a: tensor<f32>, %s: tensor<f32>) {
   // expected-error @below {{scale_update belongs to the delayed recipe; got recipe kind 'current'}}
-  %h2, %s2 = fp8.scale_update %h, %a, %s {dtype = f8E4M3FN, recipe = #fp8.recipe<kind = current>} : (tensor<16xf32>, tensor<f32>, tensor<f32>) -> (tensor<16xf32>, tensor<f32>)
+  %h2, %s2, %s2_inv = fp8.scale_update %h, %a, %s {dtype = f8E4M3FN, recipe = #fp8.recipe<kind = current>} : (tensor<16xf32>, tensor<f32>, tensor<f32>) -> (tensor<16xf32>, tensor<f32>, tensor<f32>)
   return
 }
 
@@ -39,7 +39,7 @@ func.func @wrong_recipe(%h: tensor<16xf32>, %a: tensor<f32>, %s: tensor<f32>) {
 
 func.func @history_shape(%h: tensor<8xf32>, %a: tensor<f32>, %s: tensor<f32>) {
   // expected-error @below {{expected amax_history of shape [16], got [8]}}
-  %h2, %s2 = fp8.scale_update %h, %a, %s {dtype = f8E4M3FN, recipe = #fp8.recipe<kind = delayed, amax_history_len = 16>} : (tensor<8xf32>, tensor<f32>, tensor<f32>) -> (tensor<8xf32>, tensor<f32>)
+  %h2, %s2, %s2_inv = fp8.scale_update %h, %a, %s {dtype = f8E4M3FN, recipe = #fp8.recipe<kind = delayed, amax_history_len = 16>} : (tensor<8xf32>, tensor<f32>, tensor<f32>) -> (tensor<8xf32>, tensor<f32>, tensor<f32>)
   return
 }
 
@@ -47,7 +47,7 @@ func.func @history_shape(%h: tensor<8xf32>, %a: tensor<f32>, %s: tensor<f32>) {
 
 func.func @new_history(%h: tensor<16xf32>, %a: tensor<f32>, %s: tensor<f32>) {
   // expected-error @below {{new_history must have the history's type 'tensor<16xf32>', got 'tensor<15xf32>'}}
-  %h2, %s2 = fp8.scale_update %h, %a, %s {dtype = f8E4M3FN, recipe = #fp8.recipe<kind = delayed, amax_history_len = 16>} : (tensor<16xf32>, tensor<f32>, tensor<f32>) -> (tensor<15xf32>, tensor<f32>)
+  %h2, %s2, %s2_inv = fp8.scale_update %h, %a, %s {dtype = f8E4M3FN, recipe = #fp8.recipe<kind = delayed, amax_history_len = 16>} : (tensor<16xf32>, tensor<f32>, tensor<f32>) -> (tensor<15xf32>, tensor<f32>, tensor<f32>)
   return
 }
 
@@ -55,7 +55,7 @@ func.func @new_history(%h: tensor<16xf32>, %a: tensor<f32>, %s: tensor<f32>) {
 
 func.func @dtype(%h: tensor<16xf32>, %a: tensor<f32>, %s: tensor<f32>) {
   // expected-error @below {{attribute 'dtype' failed to satisfy constraint}}
-  %h2, %s2 = fp8.scale_update %h, %a, %s {dtype = bf16, recipe = #fp8.recipe<kind = delayed, amax_history_len = 16>} : (tensor<16xf32>, tensor<f32>, tensor<f32>) -> (tensor<16xf32>, tensor<f32>)
+  %h2, %s2, %s2_inv = fp8.scale_update %h, %a, %s {dtype = bf16, recipe = #fp8.recipe<kind = delayed, amax_history_len = 16>} : (tensor<16xf32>, tensor<f32>, tensor<f32>) -> (tensor<16xf32>, tensor<f32>, tensor<f32>)
   return
 }
 
@@ -63,7 +63,7 @@ func.func @dtype(%h: tensor<16xf32>, %a: tensor<f32>, %s: tensor<f32>) {
 
 func.func @eps(%a: tensor<f32>) {
   // expected-error @below {{eps must be positive}}
-  %s = fp8.compute_scale %a {dtype = f8E4M3FN, eps = 0.0 : f32} : tensor<f32>
+  %s, %s_inv = fp8.compute_scale %a {dtype = f8E4M3FN, eps = 0.0 : f32} : tensor<f32>
   return
 }
 

@@ -1,8 +1,25 @@
 // RUN: %octet-opt %s -split-input-file -verify-diagnostics
 
 func.func @missing_scales(%a: tensor<16x64xf8E4M3FN>, %b: tensor<128x64xf8E4M3FN>) {
-  // expected-error @below {{FP8 operands need scales(a_scale, b_scale)}}
+  // expected-error @below {{tensorwise FP8 operands need scales_inv(a_scale_inv, b_scale_inv): the dequantization factors 1 / scale that cuBLASLt multiplies by}}
   %d = kernel.gemm %a, %b {transpose_b} : (tensor<16x64xf8E4M3FN>, tensor<128x64xf8E4M3FN>) -> tensor<16x128xbf16>
+  return
+}
+
+// -----
+
+// scales(...) are block scales: a tensorwise GEMM passes the inverses.
+func.func @tensorwise_quantize_scales(%a: tensor<16x64xf8E4M3FN>, %b: tensor<128x64xf8E4M3FN>, %s: tensor<f32>) {
+  // expected-error @below {{(scales(...) are block scales, with a_block and b_block)}}
+  %d = kernel.gemm %a, %b scales(%s, %s) {transpose_b} : (tensor<16x64xf8E4M3FN>, tensor<128x64xf8E4M3FN>, tensor<f32>, tensor<f32>) -> tensor<16x128xbf16>
+  return
+}
+
+// -----
+
+func.func @block_scales_inv(%a: tensor<256x512xf8E4M3FN>, %b: tensor<384x512xf8E4M3FN>, %sa: tensor<256x4xf32>, %sb: tensor<3x4xf32>, %i: tensor<f32>) {
+  // expected-error @below {{block-scaled operands take scales(a_scale, b_scale) per block, not scales_inv}}
+  %d = kernel.gemm %a, %b scales(%sa, %sb) scales_inv(%i, %i) {a_block = array<i64: 1, 128>, b_block = array<i64: 128, 128>, transpose_b} : (tensor<256x512xf8E4M3FN>, tensor<384x512xf8E4M3FN>, tensor<256x4xf32>, tensor<3x4xf32>, tensor<f32>, tensor<f32>) -> tensor<256x384xbf16>
   return
 }
 
@@ -10,7 +27,7 @@ func.func @missing_scales(%a: tensor<16x64xf8E4M3FN>, %b: tensor<128x64xf8E4M3FN
 
 func.func @e5m2_pair(%a: tensor<16x64xf8E5M2>, %b: tensor<128x64xf8E5M2>, %s: tensor<f32>) {
   // expected-error @below {{E5M2 x E5M2 has no FP8 GEMM on Hopper: one operand must be E4M3}}
-  %d = kernel.gemm %a, %b scales(%s, %s) {transpose_b} : (tensor<16x64xf8E5M2>, tensor<128x64xf8E5M2>, tensor<f32>, tensor<f32>) -> tensor<16x128xbf16>
+  %d = kernel.gemm %a, %b scales_inv(%s, %s) {transpose_b} : (tensor<16x64xf8E5M2>, tensor<128x64xf8E5M2>, tensor<f32>, tensor<f32>) -> tensor<16x128xbf16>
   return
 }
 
@@ -18,7 +35,7 @@ func.func @e5m2_pair(%a: tensor<16x64xf8E5M2>, %b: tensor<128x64xf8E5M2>, %s: te
 
 func.func @mixed(%a: tensor<16x64xf8E4M3FN>, %b: tensor<128x64xbf16>, %s: tensor<f32>) {
   // expected-error @below {{a and b must both be FP8 or both be wider}}
-  %d = kernel.gemm %a, %b scales(%s, %s) {transpose_b} : (tensor<16x64xf8E4M3FN>, tensor<128x64xbf16>, tensor<f32>, tensor<f32>) -> tensor<16x128xbf16>
+  %d = kernel.gemm %a, %b scales_inv(%s, %s) {transpose_b} : (tensor<16x64xf8E4M3FN>, tensor<128x64xbf16>, tensor<f32>, tensor<f32>) -> tensor<16x128xbf16>
   return
 }
 

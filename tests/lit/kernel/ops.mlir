@@ -1,9 +1,10 @@
 // RUN: %octet-opt %s | %octet-opt | FileCheck %s
 
 // CHECK-LABEL: func.func @fp8_fprop
-func.func @fp8_fprop(%a: tensor<16x64xf8E4M3FN>, %b: tensor<128x64xf8E4M3FN>, %sa: tensor<f32>, %sb: tensor<f32>) -> tensor<16x128xbf16> {
-  // CHECK: kernel.gemm %{{.*}}, %{{.*}} scales(%{{.*}}, %{{.*}}) {param = "layers.0.mlp.w_up", role = "fprop", transpose_b} : (tensor<16x64xf8E4M3FN>, tensor<128x64xf8E4M3FN>, tensor<f32>, tensor<f32>) -> tensor<16x128xbf16>
-  %d = kernel.gemm %a, %b scales(%sa, %sb) {transpose_b, role = "fprop", param = "layers.0.mlp.w_up"} : (tensor<16x64xf8E4M3FN>, tensor<128x64xf8E4M3FN>, tensor<f32>, tensor<f32>) -> tensor<16x128xbf16>
+// CHECK-SAME: %[[IA:[^:]*]]: tensor<f32>, %[[IB:[^:]*]]: tensor<f32>
+func.func @fp8_fprop(%a: tensor<16x64xf8E4M3FN>, %b: tensor<128x64xf8E4M3FN>, %ia: tensor<f32>, %ib: tensor<f32>) -> tensor<16x128xbf16> {
+  // CHECK: kernel.gemm %{{.*}}, %{{.*}} scales_inv(%[[IA]], %[[IB]]) {param = "layers.0.mlp.w_up", role = "fprop", transpose_b} : (tensor<16x64xf8E4M3FN>, tensor<128x64xf8E4M3FN>, tensor<f32>, tensor<f32>) -> tensor<16x128xbf16>
+  %d = kernel.gemm %a, %b scales_inv(%ia, %ib) {transpose_b, role = "fprop", param = "layers.0.mlp.w_up"} : (tensor<16x64xf8E4M3FN>, tensor<128x64xf8E4M3FN>, tensor<f32>, tensor<f32>) -> tensor<16x128xbf16>
   return %d : tensor<16x128xbf16>
 }
 

@@ -45,11 +45,14 @@
 // CUR-DAG: graph.variable @fp8w.layers.0.attn.wqkv : tensor<32x16xf8E4M3FN> {init = "zeros", kind = "state"}
 // CUR-DAG: graph.variable @fp8w.layers.0.attn.wqkv.t : tensor<16x32xf8E4M3FN> {init = "zeros", kind = "state"}
 // CUR-DAG: graph.variable @fp8w.layers.0.attn.wqkv.scale : tensor<f32> {init = "zeros", kind = "state"}
+// CUR-DAG: graph.variable @fp8w.layers.0.attn.wqkv.scale_inv : tensor<f32> {init = "zeros", kind = "state"}
 // CUR-LABEL: func.func @train_microbatch
 // CUR-NOT: tensor = "layers.0.attn.wqkv.w"
-// CUR: %[[S:.*]] = graph.load @fp8w.layers.0.attn.wqkv.scale : tensor<f32>
+// The GEMMs read the inverse scale the optimizer stored, not the scale.
+// CUR-NOT: graph.load @fp8w.layers.0.attn.wqkv.scale :
+// CUR: %[[S:.*]] = graph.load @fp8w.layers.0.attn.wqkv.scale_inv : tensor<f32>
 // CUR-NOT: tensor = "layers.0.attn.wqkv.w"
-// CUR: kernel.gemm {{.*}}, %[[S]]{{.*}}param = "layers.0.attn.wqkv", role = "fprop"
+// CUR: kernel.gemm {{.*}} scales_inv(%{{.*}}, %[[S]]){{.*}}param = "layers.0.attn.wqkv", role = "fprop"
 // CUR-NOT: tensor = "layers.0.attn.wqkv.w"
 // CUR-LABEL: func.func @optimizer_step
 // CUR: %[[OPT:.*]]:{{[0-9]+}} = kernel.fused "optimizer.adamw" kind("multi_tensor")
@@ -66,8 +69,10 @@
 // CUR: graph.store {{.*}}, @fp8w.layers.0.attn.wqkv :
 // CUR: graph.store {{.*}}, @fp8w.layers.0.attn.wqkv.t :
 // CUR: graph.store {{.*}}, @fp8w.layers.0.attn.wqkv.scale :
+// CUR: graph.store {{.*}}, @fp8w.layers.0.attn.wqkv.scale_inv :
 // CUR-LABEL: func.func @fp8_weight_init()
 // CUR: kernel.fused "optimizer.fp8_weight_amax"
 // CUR: kernel.fused "optimizer.fp8_weight_scale"
 // CUR: kernel.fused "optimizer.fp8_weights"
 // CUR: graph.store {{.*}}, @fp8w.{{.*}}.scale :
+// CUR: graph.store {{.*}}, @fp8w.{{.*}}.scale_inv :

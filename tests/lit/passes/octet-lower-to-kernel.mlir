@@ -38,9 +38,9 @@
 // DPDATA-LABEL: return
 func.func @current_amax_reduce(%x: tensor<16x64xf32>, %w: tensor<32x64xf32>) -> (tensor<f32>, tensor<f32>) {
   %ax = fp8.amax %x {amax_reduce = ["data", "tensor"]} : (tensor<16x64xf32>) -> tensor<f32>
-  %sx = fp8.compute_scale %ax {dtype = f8E4M3FN} : tensor<f32>
+  %sx, %sx_inv = fp8.compute_scale %ax {dtype = f8E4M3FN} : tensor<f32>
   %aw = fp8.amax %w {amax_reduce = ["tensor"]} : (tensor<32x64xf32>) -> tensor<f32>
-  %sw = fp8.compute_scale %aw {dtype = f8E4M3FN} : tensor<f32>
+  %sw, %sw_inv = fp8.compute_scale %aw {dtype = f8E4M3FN} : tensor<f32>
   return %sx, %sw : tensor<f32>, tensor<f32>
 }
 
@@ -62,14 +62,16 @@ func.func @mlp(%x: tensor<2x8x64xf32>, %w: tensor<128x64xf32>, %b: tensor<128xf3
   return %s : tensor<2x8x128xf32>
 }
 
-// FP8 GEMMs keep their scales; the K-major copy of an FP8 tensor is a
-// kernel.copy, its tensorwise scale passes through.
+// A tensorwise FP8 GEMM takes its operands' inverse scales as the two
+// factors cuBLASLt multiplies by (scales_inv); the K-major copy of an FP8
+// tensor is a kernel.copy, its tensorwise scale passes through.
 // CHECK-LABEL: func.func @fp8
+// CHECK-SAME: (%{{.*}}: tensor<32x16xf8E5M2>, %[[IDY:.*]]: tensor<f32>, %{{.*}}: tensor<16x64xf8E4M3FN>, %[[IX:.*]]: tensor<f32>)
 // CHECK: %[[QT:.*]] = kernel.copy %{{.*}} {layer = {{.*}}, section = "eval", transpose} : (tensor<16x64xf8E4M3FN>) -> tensor<64x16xf8E4M3FN>
-// CHECK-NEXT: kernel.gemm %{{.*}}, %[[QT]] scales(%{{.*}}, %{{.*}}) {layer = 1 : i64, param = "layers.1.mlp.w_down", role = "wgrad", section = "eval", transpose_b}
-func.func @fp8(%dy: tensor<32x16xf8E5M2>, %sdy: tensor<f32>, %x: tensor<16x64xf8E4M3FN>, %sx: tensor<f32>) -> tensor<32x64xf32> {
-  %xt, %sxt = fp8.transpose %x, %sx : (tensor<16x64xf8E4M3FN>, tensor<f32>) -> (tensor<64x16xf8E4M3FN>, tensor<f32>)
-  %dw = fp8.matmul %dy, %sdy, %xt, %sxt {transpose_b, role = "wgrad", param = "layers.1.mlp.w_down"} : (tensor<32x16xf8E5M2>, tensor<f32>, tensor<64x16xf8E4M3FN>, tensor<f32>) -> tensor<32x64xf32>
+// CHECK-NEXT: kernel.gemm %{{.*}}, %[[QT]] scales_inv(%[[IDY]], %[[IX]]) {layer = 1 : i64, param = "layers.1.mlp.w_down", role = "wgrad", section = "eval", transpose_b}
+func.func @fp8(%dy: tensor<32x16xf8E5M2>, %idy: tensor<f32>, %x: tensor<16x64xf8E4M3FN>, %ix: tensor<f32>) -> tensor<32x64xf32> {
+  %xt, %ixt = fp8.transpose %x, %ix : (tensor<16x64xf8E4M3FN>, tensor<f32>) -> (tensor<64x16xf8E4M3FN>, tensor<f32>)
+  %dw = fp8.matmul %dy, %idy, %xt, %ixt {inverse_scales, transpose_b, role = "wgrad", param = "layers.1.mlp.w_down"} : (tensor<32x16xf8E5M2>, tensor<f32>, tensor<64x16xf8E4M3FN>, tensor<f32>) -> tensor<32x64xf32>
   return %dw : tensor<32x64xf32>
 }
 

@@ -17,6 +17,6 @@ module {
 }
 
 // CHECK: graph.linear {{.*}} {bf16_reason = "pattern 'layers.*.attn.wk'", param = "layers.0.attn.wqkv"}
-// CHECK: fp8.matmul {{.*}} {param = "layers.0.attn.wo", role = "fprop", transpose_b}
+// CHECK: fp8.matmul {{.*}} {inverse_scales, param = "layers.0.attn.wo", role = "fprop", transpose_b}
 
 // NOMATCH: error: octet-precision: bf16 pattern 'layers.*.attn.wx' matches no parameter; the parameters are: layers.0.attn.wqkv, layers.0.attn.wo

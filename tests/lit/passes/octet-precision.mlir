@@ -57,57 +57,62 @@ module {
 // DEFAULT: module attributes {fp8.recipe = #fp8.recipe<kind = delayed, amax_history_len = 4>}
 // DEFAULT-DAG: graph.variable @fp8.layers.0.mlp.w1.x.amax_history : tensor<4xf32> {init = "zeros", kind = "state"}
 // DEFAULT-DAG: graph.variable @fp8.layers.0.mlp.w1.x.scale : tensor<f32> {init = "ones", kind = "state"}
+// DEFAULT-DAG: graph.variable @fp8.layers.0.mlp.w1.x.scale_inv : tensor<f32> {init = "ones", kind = "state"}
+// DEFAULT-DAG: graph.variable @fp8.layers.0.mlp.w1.w.scale_inv
 // DEFAULT-DAG: graph.variable @fp8.layers.0.mlp.w1.w.scale
 // DEFAULT-DAG: graph.variable @fp8.layers.2.mlp.w1.dy.scale
 // DEFAULT-NOT: graph.variable @fp8.lm_head
 // The eval function reads scales and updates nothing.
 // DEFAULT-LABEL: func.func @forward
 // DEFAULT-NOT: fp8.scale_update
-// DEFAULT: fp8.matmul {{.*}} {param = "layers.0.mlp.w1", role = "fprop", transpose_b} : (tensor<8x16xf8E4M3FN>, tensor<f32>, tensor<32x16xf8E4M3FN>, tensor<f32>) -> tensor<8x32xf32>
+// DEFAULT: fp8.matmul {{.*}} {inverse_scales, param = "layers.0.mlp.w1", role = "fprop", transpose_b} : (tensor<8x16xf8E4M3FN>, tensor<f32>, tensor<32x16xf8E4M3FN>, tensor<f32>) -> tensor<8x32xf32>
 // DEFAULT-LABEL: func.func @train_microbatch
 // Activations reduce their amax over data and tensor groups, weights over
-// tensor only; the scale used is the one in state, next step's is stored.
+// tensor only; the scale used is the one in state, next step's is stored,
+// and so is its inverse, which the GEMMs read.
 // DEFAULT: %[[XH:.*]] = graph.load @fp8.layers.0.mlp.w1.x.amax_history
 // DEFAULT: %[[XS:.*]] = graph.load @fp8.layers.0.mlp.w1.x.scale
+// DEFAULT: %[[XI:.*]] = graph.load @fp8.layers.0.mlp.w1.x.scale_inv
 // DEFAULT: %[[QX:.*]], %[[AX:.*]] = fp8.quantize %{{.*}}, %[[XS]] {amax_reduce = ["data", "tensor"], tensor = "layers.0.mlp.w1.x"} : (tensor<8x16xf32>, tensor<f32>) -> (tensor<8x16xf8E4M3FN>, tensor<f32>)
-// The FP8 input is what stays alive for wgrad.
+// The FP8 input and its inverse scale are what stay alive for wgrad.
 // DEFAULT: %[[QXS:.*]] = graph.save %[[QX]] : tensor<8x16xf8E4M3FN>
-// DEFAULT: %[[XSS:.*]] = graph.save %[[XS]] : tensor<f32>
-// DEFAULT: %[[NH:.*]], %[[NS:.*]] = fp8.scale_update %[[XH]], %[[AX]], %[[XS]] {dtype = f8E4M3FN, recipe = #fp8.recipe<kind = delayed, amax_history_len = 4>}
+// DEFAULT: %[[XSS:.*]] = graph.save %[[XI]] : tensor<f32>
+// DEFAULT: %[[NH:.*]], %[[NS:.*]], %[[NI:.*]] = fp8.scale_update %[[XH]], %[[AX]], %[[XS]] {dtype = f8E4M3FN, recipe = #fp8.recipe<kind = delayed, amax_history_len = 4>}
 // DEFAULT: graph.store %[[NH]], @fp8.layers.0.mlp.w1.x.amax_history
 // DEFAULT: graph.store %[[NS]], @fp8.layers.0.mlp.w1.x.scale
+// DEFAULT: graph.store %[[NI]], @fp8.layers.0.mlp.w1.x.scale_inv
 // DEFAULT: fp8.quantize {{.*}} {amax_reduce = ["tensor"], tensor = "layers.0.mlp.w1.w"}
-// DEFAULT: fp8.matmul {{.*}} {param = "layers.0.mlp.w1", role = "fprop", transpose_b}
-// DEFAULT: fp8.matmul {{.*}} {param = "layers.1.mlp.w1", role = "fprop", transpose_b}
+// DEFAULT: fp8.matmul %[[QX]], %[[XI]], %{{.*}}, %{{.*}} {inverse_scales, param = "layers.0.mlp.w1", role = "fprop", transpose_b}
+// DEFAULT: fp8.matmul {{.*}} {inverse_scales, param = "layers.1.mlp.w1", role = "fprop", transpose_b}
 // The wide activations saved for wgrad are gone: only lm_head's remains.
 // DEFAULT-NOT: graph.save {{.*}} : tensor<2x4x32xf32>
-// DEFAULT: fp8.matmul {{.*}} {param = "layers.2.mlp.w1", role = "fprop", transpose_b}
+// DEFAULT: fp8.matmul {{.*}} {inverse_scales, param = "layers.2.mlp.w1", role = "fprop", transpose_b}
 // DEFAULT: graph.save {{.*}} : tensor<2x4x32xf32>
 // DEFAULT: graph.linear {{.*}} {bf16_reason = "outside the layers", param = "lm_head"} : (tensor<2x4x32xf32>, tensor<8x32xf32>)
 // DEFAULT: graph.matmul {{.*}} {bf16_reason = "outside the layers", param = "lm_head", role = "dgrad"}
 // Gradients are E5M2 under the hybrid format.
 // DEFAULT: fp8.quantize {{.*}} {amax_reduce = ["data", "tensor"], tensor = "layers.2.mlp.w1.dy"} : (tensor<8x32xf32>, tensor<f32>) -> (tensor<8x32xf8E5M2>, tensor<f32>)
 // DEFAULT: graph.matmul {{.*}} {bf16_reason = "outside the layers", param = "lm_head", role = "wgrad", transpose_a}
-// DEFAULT: fp8.matmul {{.*}} {param = "layers.2.mlp.w1", role = "dgrad"} : (tensor<8x32xf8E5M2>, tensor<f32>, tensor<32x32xf8E4M3FN>, tensor<f32>) -> tensor<8x32xf32>
-// DEFAULT: fp8.matmul {{.*}} {param = "layers.2.mlp.w1", role = "wgrad", transpose_a} : (tensor<8x32xf8E5M2>, tensor<f32>, tensor<8x32xf8E4M3FN>, tensor<f32>) -> tensor<32x32xf32>
-// DEFAULT: fp8.matmul {{.*}} {param = "layers.1.mlp.w1", role = "dgrad"}
-// DEFAULT: fp8.matmul {{.*}} {param = "layers.1.mlp.w1", role = "wgrad", transpose_a}
+// DEFAULT: fp8.matmul {{.*}} {inverse_scales, param = "layers.2.mlp.w1", role = "dgrad"} : (tensor<8x32xf8E5M2>, tensor<f32>, tensor<32x32xf8E4M3FN>, tensor<f32>) -> tensor<8x32xf32>
+// DEFAULT: fp8.matmul {{.*}} {inverse_scales, param = "layers.2.mlp.w1", role = "wgrad", transpose_a} : (tensor<8x32xf8E5M2>, tensor<f32>, tensor<8x32xf8E4M3FN>, tensor<f32>) -> tensor<32x32xf32>
+// DEFAULT: fp8.matmul {{.*}} {inverse_scales, param = "layers.1.mlp.w1", role = "dgrad"}
+// DEFAULT: fp8.matmul {{.*}} {inverse_scales, param = "layers.1.mlp.w1", role = "wgrad", transpose_a}
 // wgrad of layer 0 reads the forward's saved FP8 input and its scale.
-// DEFAULT: fp8.matmul %{{.*}}, %{{.*}}, %[[QXS]], %[[XSS]] {param = "layers.0.mlp.w1", role = "wgrad", transpose_a}
+// DEFAULT: fp8.matmul %{{.*}}, %{{.*}}, %[[QXS]], %[[XSS]] {inverse_scales, param = "layers.0.mlp.w1", role = "wgrad", transpose_a}
 
 // FIRSTLAST-LABEL: func.func @forward
 // FIRSTLAST: graph.linear {{.*}} {bf16_reason = "first 1 layers", param = "layers.0.mlp.w1"}
 // FIRSTLAST-LABEL: func.func @train_microbatch
 // FIRSTLAST: graph.linear {{.*}} {bf16_reason = "first 1 layers", param = "layers.0.mlp.w1"}
-// FIRSTLAST: fp8.matmul {{.*}} {param = "layers.1.mlp.w1", role = "fprop", transpose_b}
+// FIRSTLAST: fp8.matmul {{.*}} {inverse_scales, param = "layers.1.mlp.w1", role = "fprop", transpose_b}
 // FIRSTLAST: graph.linear {{.*}} {bf16_reason = "last 1 layers", param = "layers.2.mlp.w1"}
 // FIRSTLAST: graph.linear {{.*}} {bf16_reason = "outside the layers", param = "lm_head"}
 // FIRSTLAST: graph.matmul {{.*}} {bf16_reason = "outside the layers", param = "lm_head", role = "dgrad"}
 // FIRSTLAST: graph.matmul {{.*}} {bf16_reason = "outside the layers", param = "lm_head", role = "wgrad", transpose_a}
 // FIRSTLAST: graph.matmul {{.*}} {bf16_reason = "last 1 layers", param = "layers.2.mlp.w1", role = "dgrad"}
 // FIRSTLAST: graph.matmul {{.*}} {bf16_reason = "last 1 layers", param = "layers.2.mlp.w1", role = "wgrad", transpose_a}
-// FIRSTLAST: fp8.matmul {{.*}} {param = "layers.1.mlp.w1", role = "dgrad"}
-// FIRSTLAST: fp8.matmul {{.*}} {param = "layers.1.mlp.w1", role = "wgrad", transpose_a}
+// FIRSTLAST: fp8.matmul {{.*}} {inverse_scales, param = "layers.1.mlp.w1", role = "dgrad"}
+// FIRSTLAST: fp8.matmul {{.*}} {inverse_scales, param = "layers.1.mlp.w1", role = "wgrad", transpose_a}
 // FIRSTLAST: graph.matmul {{.*}} {bf16_reason = "first 1 layers", param = "layers.0.mlp.w1", role = "wgrad", transpose_a}
 
 // NOMATCH: error: octet-precision: bf16 pattern '*.w9' matches no parameter; the parameters are: layers.0.mlp.w1, layers.1.mlp.w1, layers.2.mlp.w1, lm_head
@@ -117,12 +122,12 @@ module {
 // PATTERN-LABEL: func.func @train_microbatch
 // PATTERN: graph.linear {{.*}} {bf16_reason = "pattern 'layers.[01].*'", param = "layers.0.mlp.w1"}
 // PATTERN: graph.linear {{.*}} {bf16_reason = "pattern 'layers.[01].*'", param = "layers.1.mlp.w1"}
-// PATTERN: fp8.matmul {{.*}} {param = "layers.2.mlp.w1", role = "fprop", transpose_b}
-// PATTERN: fp8.matmul {{.*}} {param = "lm_head", role = "fprop", transpose_b}
-// PATTERN: fp8.matmul {{.*}} {param = "lm_head", role = "dgrad"}
-// PATTERN: fp8.matmul {{.*}} {param = "lm_head", role = "wgrad", transpose_a}
-// PATTERN: fp8.matmul {{.*}} {param = "layers.2.mlp.w1", role = "dgrad"}
-// PATTERN: fp8.matmul {{.*}} {param = "layers.2.mlp.w1", role = "wgrad", transpose_a}
+// PATTERN: fp8.matmul {{.*}} {inverse_scales, param = "layers.2.mlp.w1", role = "fprop", transpose_b}
+// PATTERN: fp8.matmul {{.*}} {inverse_scales, param = "lm_head", role = "fprop", transpose_b}
+// PATTERN: fp8.matmul {{.*}} {inverse_scales, param = "lm_head", role = "dgrad"}
+// PATTERN: fp8.matmul {{.*}} {inverse_scales, param = "lm_head", role = "wgrad", transpose_a}
+// PATTERN: fp8.matmul {{.*}} {inverse_scales, param = "layers.2.mlp.w1", role = "dgrad"}
+// PATTERN: fp8.matmul {{.*}} {inverse_scales, param = "layers.2.mlp.w1", role = "wgrad", transpose_a}
 // PATTERN: graph.matmul {{.*}} {bf16_reason = "pattern 'layers.[01].*'", param = "layers.1.mlp.w1", role = "dgrad"}
 // PATTERN: graph.matmul {{.*}} {bf16_reason = "pattern 'layers.[01].*'", param = "layers.1.mlp.w1", role = "wgrad", transpose_a}
 // PATTERN: graph.matmul {{.*}} {bf16_reason = "pattern 'layers.[01].*'", param = "layers.0.mlp.w1", role = "wgrad", transpose_a}
@@ -132,11 +137,12 @@ module {
 // CURRENT-NOT: graph.variable @fp8
 // CURRENT-LABEL: func.func @train_microbatch
 // CURRENT: %[[A:.*]] = fp8.amax %{{.*}} {amax_reduce = ["tensor"]} : (tensor<8x16xf32>) -> tensor<f32>
-// CURRENT: %[[S:.*]] = fp8.compute_scale %[[A]] {dtype = f8E4M3FN, margin = 1 : i64} : tensor<f32>
-// CURRENT: fp8.quantize %{{.*}}, %[[S]] {tensor = "layers.0.mlp.w1.x"}
+// CURRENT: %[[S:.*]], %[[SI:.*]] = fp8.compute_scale %[[A]] {dtype = f8E4M3FN, margin = 1 : i64} : tensor<f32>
+// CURRENT: %[[Q:.*]], %{{.*}} = fp8.quantize %{{.*}}, %[[S]] {tensor = "layers.0.mlp.w1.x"}
+// CURRENT: fp8.matmul %[[Q]], %[[SI]], %{{.*}}, %{{.*}} {inverse_scales, param = "layers.0.mlp.w1", role = "fprop", transpose_b}
 // CURRENT-NOT: fp8.scale_update
 // CURRENT: fp8.quantize {{.*}} {tensor = "layers.2.mlp.w1.dy"} : (tensor<8x32xf32>, tensor<f32>) -> (tensor<8x32xf8E4M3FN>, tensor<f32>)
-// CURRENT: fp8.matmul {{.*}} {param = "layers.2.mlp.w1", role = "dgrad"} : (tensor<8x32xf8E4M3FN>, tensor<f32>, tensor<32x32xf8E4M3FN>, tensor<f32>)
+// CURRENT: fp8.matmul {{.*}} {inverse_scales, param = "layers.2.mlp.w1", role = "dgrad"} : (tensor<8x32xf8E4M3FN>, tensor<f32>, tensor<32x32xf8E4M3FN>, tensor<f32>)
 
 // Blockwise: 1x128 tiles along K for fprop and dgrad operands, 128x1 (along
 // tokens) for wgrad's, 128x128 weight blocks; wgrad quantizes the saved

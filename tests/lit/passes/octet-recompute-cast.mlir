@@ -29,7 +29,7 @@ func.func @norm(%r: tensor<2x64x256xbf16>, %d: tensor<2x64x256xbf16>, %w: tensor
   } : tensor<2x64x256xbf16>, tensor<2x64x256xbf16>, tensor<f32>
   %s = kernel.fused "compute_scale" kind("elementwise") ins(%p#2 : tensor<f32>) {
   ^bb0(%a: tensor<f32>):
-    %c = fp8.compute_scale %a {dtype = f8E4M3FN} : tensor<f32>
+    %c, %c_inv = fp8.compute_scale %a {dtype = f8E4M3FN} : tensor<f32>
     kernel.yield %c : tensor<f32>
   } : tensor<f32>
   %q:2 = kernel.fused "quantize" kind("elementwise") ins(%s, %p#1 : tensor<f32>, tensor<2x64x256xbf16>) {
@@ -58,7 +58,7 @@ func.func @swiglu(%g: tensor<128x512xbf16>, %u: tensor<128x512xbf16>) -> tensor<
   } : tensor<128x512xbf16>, tensor<f32>
   %s = kernel.fused "compute_scale" kind("elementwise") ins(%p#1 : tensor<f32>) {
   ^bb0(%a: tensor<f32>):
-    %c = fp8.compute_scale %a {dtype = f8E4M3FN} : tensor<f32>
+    %c, %c_inv = fp8.compute_scale %a {dtype = f8E4M3FN} : tensor<f32>
     kernel.yield %c : tensor<f32>
   } : tensor<f32>
   %q = kernel.fused "quantize" kind("elementwise") ins(%s, %p#0 : tensor<f32>, tensor<128x512xbf16>) {
@@ -88,7 +88,7 @@ func.func @kept(%x: tensor<128x256xbf16>, %w: tensor<256xf32>, %dy: tensor<128x2
   %saved = graph.save %p#0 : tensor<128x256xbf16>
   %s = kernel.fused "compute_scale" kind("elementwise") ins(%p#1 : tensor<f32>) {
   ^bb0(%a: tensor<f32>):
-    %c = fp8.compute_scale %a {dtype = f8E4M3FN} : tensor<f32>
+    %c, %c_inv = fp8.compute_scale %a {dtype = f8E4M3FN} : tensor<f32>
     kernel.yield %c : tensor<f32>
   } : tensor<f32>
   %q = kernel.fused "quantize" kind("elementwise") ins(%s, %p#0 : tensor<f32>, tensor<128x256xbf16>) {
@@ -104,7 +104,7 @@ func.func @kept(%x: tensor<128x256xbf16>, %w: tensor<256xf32>, %dy: tensor<128x2
   } : tensor<256xf32>, tensor<128x256xbf16>, tensor<f32>
   %gs = kernel.fused "compute_scale" kind("elementwise") ins(%g#2 : tensor<f32>) {
   ^bb0(%a: tensor<f32>):
-    %c = fp8.compute_scale %a {dtype = f8E5M2} : tensor<f32>
+    %c, %c_inv = fp8.compute_scale %a {dtype = f8E5M2} : tensor<f32>
     kernel.yield %c : tensor<f32>
   } : tensor<f32>
   %gq = kernel.fused "quantize" kind("elementwise") ins(%gs, %g#1 : tensor<f32>, tensor<128x256xbf16>) {

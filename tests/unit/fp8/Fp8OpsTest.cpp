@@ -64,14 +64,17 @@ std::vector<float> randomValues(int64_t n, float scale, unsigned seed) {
 
 TEST_F(Fp8Ops, ComputeScaleMarginEpsilonPowerOfTwoAndNonFinite) {
   auto out = run(R"(
-func.func @f(%a: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {
-  %s = fp8.compute_scale %a {dtype = f8E4M3FN} : tensor<4xf32>
-  %m = fp8.compute_scale %a {dtype = f8E5M2, margin = 1} : tensor<4xf32>
-  %p = fp8.compute_scale %a {dtype = f8E4M3FN, power_of_two} : tensor<4xf32>
-  return %s, %m, %p : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+func.func @f(%a: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {
+  %s, %si = fp8.compute_scale %a {dtype = f8E4M3FN} : tensor<4xf32>
+  %m, %mi = fp8.compute_scale %a {dtype = f8E5M2, margin = 1} : tensor<4xf32>
+  %p, %pi = fp8.compute_scale %a {dtype = f8E4M3FN, power_of_two} : tensor<4xf32>
+  return %s, %m, %p, %si : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
 })",
                  {Tensor::fromFloats({4}, {2.0f, 0.0f, 3.0f, NAN})});
-  ASSERT_EQ(out.size(), 3u);
+  ASSERT_EQ(out.size(), 4u);
+  // The inverse is 1 / scale rounded to f32, element by element.
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(out[3].f()[i], 1.0f / out[0].f()[i]) << i;
   EXPECT_FLOAT_EQ(out[0].f()[0], 224.0f);
   // All-zero tensor: finite, from the epsilon.
   EXPECT_FLOAT_EQ(out[0].f()[1], 448.0f / 1e-12f);
@@ -86,16 +89,16 @@ func.func @f(%a: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
 }
 
 const char *kScaleUpdate = R"(
-func.func @f(%h: tensor<4xf32>, %a: tensor<f32>, %s: tensor<f32>) -> (tensor<4xf32>, tensor<f32>, tensor<4xf32>, tensor<f32>) {
-  %h1, %s1 = fp8.scale_update %h, %a, %s {dtype = f8E4M3FN, recipe = #fp8.recipe<kind = delayed, amax_history_len = 4, margin = 1>} : (tensor<4xf32>, tensor<f32>, tensor<f32>) -> (tensor<4xf32>, tensor<f32>)
-  %h2, %s2 = fp8.scale_update %h, %a, %s {dtype = f8E4M3FN, recipe = #fp8.recipe<kind = delayed, amax_history_len = 4, amax_algorithm = most_recent>} : (tensor<4xf32>, tensor<f32>, tensor<f32>) -> (tensor<4xf32>, tensor<f32>)
-  return %h1, %s1, %h2, %s2 : tensor<4xf32>, tensor<f32>, tensor<4xf32>, tensor<f32>
+func.func @f(%h: tensor<4xf32>, %a: tensor<f32>, %s: tensor<f32>) -> (tensor<4xf32>, tensor<f32>, tensor<4xf32>, tensor<f32>, tensor<f32>, tensor<f32>) {
+  %h1, %s1, %i1 = fp8.scale_update %h, %a, %s {dtype = f8E4M3FN, recipe = #fp8.recipe<kind = delayed, amax_history_len = 4, margin = 1>} : (tensor<4xf32>, tensor<f32>, tensor<f32>) -> (tensor<4xf32>, tensor<f32>, tensor<f32>)
+  %h2, %s2, %i2 = fp8.scale_update %h, %a, %s {dtype = f8E4M3FN, recipe = #fp8.recipe<kind = delayed, amax_history_len = 4, amax_algorithm = most_recent>} : (tensor<4xf32>, tensor<f32>, tensor<f32>) -> (tensor<4xf32>, tensor<f32>, tensor<f32>)
+  return %h1, %s1, %h2, %s2, %i1, %i2 : tensor<4xf32>, tensor<f32>, tensor<4xf32>, tensor<f32>, tensor<f32>, tensor<f32>
 })";
 
 TEST_F(Fp8Ops, ScaleUpdateRollsHistoryAndAppliesAlgorithm) {
   auto out = run(kScaleUpdate, {Tensor::fromFloats({4}, {1, 8, 2, 16}),
                                 Tensor::scalar(4.0f), Tensor::scalar(5.0f)});
-  ASSERT_EQ(out.size(), 4u);
+  ASSERT_EQ(out.size(), 6u);
   // Newest first; the oldest (16) falls off.
   EXPECT_EQ(std::vector<float>(out[0].f(), out[0].f() + 4),
             (std::vector<float>{4, 1, 8, 2}));
@@ -103,17 +106,22 @@ TEST_F(Fp8Ops, ScaleUpdateRollsHistoryAndAppliesAlgorithm) {
   EXPECT_FLOAT_EQ(out[1].item(), 28.0f);
   // most_recent: this step's 4.
   EXPECT_FLOAT_EQ(out[3].item(), 112.0f);
+  // The inverses beside them: 1 / 28 and 1 / 112 rounded to f32.
+  EXPECT_EQ(out[4].item(), 1.0f / 28.0f);
+  EXPECT_EQ(out[5].item(), 1.0f / 112.0f);
 }
 
 TEST_F(Fp8Ops, ScaleUpdateKeepsScaleOnOverflowAndSurvivesZeros) {
   auto out = run(kScaleUpdate, {Tensor::fromFloats({4}, {0, 0, 0, 0}),
                                 Tensor::scalar(INFINITY), Tensor::scalar(5.0f)});
-  ASSERT_EQ(out.size(), 4u);
+  ASSERT_EQ(out.size(), 6u);
   EXPECT_FLOAT_EQ(out[1].item(), 5.0f);
   EXPECT_FLOAT_EQ(out[3].item(), 5.0f);
+  // The kept scale's inverse, so state stays consistent.
+  EXPECT_EQ(out[4].item(), 1.0f / 5.0f);
   out = run(kScaleUpdate, {Tensor::fromFloats({4}, {0, 0, 0, 0}),
                            Tensor::scalar(0.0f), Tensor::scalar(5.0f)});
-  ASSERT_EQ(out.size(), 4u);
+  ASSERT_EQ(out.size(), 6u);
   EXPECT_TRUE(std::isfinite(out[1].item()));
   EXPECT_GT(out[1].item(), 1e12f);
 }
