@@ -3,7 +3,9 @@
 // reference interpreter does, and their results match host arithmetic.
 //
 // The bundle comes from OCTET_SMOKE_BUNDLE (default: the tiny-llama bundle
-// the build compiles), so the binary can be carried to a GPU host with it.
+// the build compiles) and the accumulation test's from OCTET_ACCUMULATE_BUNDLE
+// (default: tiny-llama-accumulate2's), so the binary can be carried to a GPU
+// host with them.
 
 #include "support/Numerics.h"
 #include "bundle/Bundle.h"
@@ -34,6 +36,15 @@ std::string bundlePath() {
   if (const char *p = std::getenv("OCTET_SMOKE_BUNDLE"))
     return p;
   return OCTET_SMOKE_BUNDLE_DEFAULT;
+}
+
+// A bundle of two microbatches a step: only there do the gradient
+// accumulators outlive a microbatch (with one, they are step-local and
+// share bytes with what runs before their first write).
+std::string accumulateBundlePath() {
+  if (const char *p = std::getenv("OCTET_ACCUMULATE_BUNDLE"))
+    return p;
+  return OCTET_ACCUMULATE_BUNDLE_DEFAULT;
 }
 
 // The bundle less the programs that launch a kernel without code, and less
@@ -67,8 +78,8 @@ Bundle runnablePart(const Bundle &full, std::vector<std::string> &kept) {
 }
 
 // The smoke bundle's runnable part, loaded; null (with a failure) if not.
-std::unique_ptr<Runtime> loadRunnable() {
-  auto full = readBundle(bundlePath());
+std::unique_ptr<Runtime> loadRunnable(const std::string &path = bundlePath()) {
+  auto full = readBundle(path);
   EXPECT_TRUE(full) << full.status().message();
   if (!full)
     return nullptr;
@@ -274,7 +285,7 @@ Status writeBatch(Runtime &rt) {
 // (FP8 scale state the train step updates) is put back before each run, so
 // that every run computes the same gradient.
 TEST(BundleOnGpu, FirstMicrobatchWritesStaleGradientAccumulators) {
-  std::unique_ptr<Runtime> loaded = loadRunnable();
+  std::unique_ptr<Runtime> loaded = loadRunnable(accumulateBundlePath());
   ASSERT_TRUE(loaded);
   Runtime &rt = *loaded;
   const Bundle &b = rt.bundle();
@@ -285,6 +296,12 @@ TEST(BundleOnGpu, FirstMicrobatchWritesStaleGradientAccumulators) {
     if (s.has_gemm() && s.gemm().first_microbatch_overwrites())
       overwritten.insert(s.gemm().d().slot());
   ASSERT_FALSE(overwritten.empty()) << "no GEMM writes in the first microbatch";
+  for (uint32_t slot : overwritten)
+    ASSERT_TRUE(b.plan().slots(int(slot)).program().empty())
+        << b.plan().slots(int(slot)).name()
+        << " lives within one step, so no microbatch can add to it: "
+           "OCTET_ACCUMULATE_BUNDLE must be compiled for several microbatches "
+           "a step";
   ASSERT_OK(writeInitialValues(rt));
   ASSERT_OK(rt.run(INIT));
   ASSERT_OK(writeBatch(rt));
