@@ -173,6 +173,65 @@ StashAssignment assignStashEntries(const PipelineSchedule &schedule,
   return a;
 }
 
+Status addPipelineRanks(Bundle &b, const PipelineSchedule &schedule,
+                        int data, const TransferTensors &tensorsOf) {
+  if (b.groups_size() || b.ranks_size())
+    return Status::error("pipeline layout: the bundle already has " +
+                         std::to_string(b.groups_size()) + " groups and " +
+                         std::to_string(b.ranks_size()) + " ranks");
+  if (data < 1 || schedule.ranks < 1 ||
+      int(schedule.perRank.size()) != schedule.ranks)
+    return Status::error(
+        "pipeline layout: " + std::to_string(schedule.perRank.size()) +
+        " instruction lists for pipeline " + std::to_string(schedule.ranks) +
+        " × data " + std::to_string(data));
+  const int world = schedule.ranks * data;
+  b.set_world_size(uint32_t(world));
+  for (int p = 0; p < schedule.ranks; ++p) {
+    Group *g = b.add_groups();
+    g->set_name("data");
+    for (int d = 0; d < data; ++d)
+      g->add_ranks(uint32_t(p * data + d));
+  }
+  for (int d = 0; d < data; ++d) {
+    Group *g = b.add_groups();
+    g->set_name("pipeline");
+    for (int p = 0; p < schedule.ranks; ++p)
+      g->add_ranks(uint32_t(p * data + d));
+  }
+  Pipeline *pipe = b.mutable_pipeline();
+  pipe->set_schedule(pipelineScheduleName(schedule.kind));
+  pipe->set_ranks(uint32_t(schedule.ranks));
+  pipe->set_virtual_stages(uint32_t(schedule.virtualStages));
+  pipe->set_microbatches(uint32_t(schedule.microbatches));
+  pipe->set_group("pipeline");
+  // The replicas of one pipeline rank run the same list.
+  std::vector<PipelineRank> lists(size_t(schedule.ranks));
+  for (int p = 0; p < schedule.ranks; ++p) {
+    PipelineRank &list = lists[size_t(p)];
+    list.set_stash_entries(
+        uint32_t(assignStashEntries(schedule, p).entries));
+    for (const PipeOp &op : schedule.perRank[size_t(p)]) {
+      PipeInstruction ins = toInstruction(op);
+      for (PipeTransfer &t : *ins.mutable_transfers()) {
+        octet::PipeTransfer wire{t.send(), t.gradient(), int(t.peer()),
+                                 int(t.producer_stage()), int(t.microbatch())};
+        TransferSite site{p, transferChunk(schedule, wire).chunk, &t};
+        for (SlotRef &ref : tensorsOf(site))
+          *t.add_tensors() = std::move(ref);
+      }
+      *list.add_instructions() = std::move(ins);
+    }
+  }
+  for (int w = 0; w < world; ++w) {
+    RankProgram *rank = b.add_ranks();
+    rank->set_rank(uint32_t(w));
+    rank->set_stage(uint32_t(w / data));
+    *rank->mutable_pipeline() = lists[size_t(w / data)];
+  }
+  return Status::ok();
+}
+
 std::string parallelLayout(const Bundle &b) {
   uint32_t world = std::max<uint32_t>(1, b.world_size());
   if (!b.has_pipeline() || b.pipeline().ranks() == 0)

@@ -13,6 +13,7 @@
 #include "support/PipelineSchedule.h"
 #include "support/Status.h"
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -62,6 +63,26 @@ ChunkMicrobatch transferChunk(const PipelineSchedule &schedule,
 
 StashAssignment assignStashEntries(const PipelineSchedule &schedule,
                                    int rank);
+
+// A transfer of pipeline rank `rank` as the bundle names it, and the local
+// chunk whose tensors it moves (transferChunk); the builder below asks the
+// caller which tensors those are.
+struct TransferSite {
+  int rank = 0;
+  int chunk = 0;
+  const PipeTransfer *transfer = nullptr;
+};
+using TransferTensors =
+    std::function<std::vector<SlotRef>(const TransferSite &site)>;
+
+// Lays a pipeline out in `b`: world size P·D, a "data" group per pipeline
+// rank p (world ranks p·D + d) and a "pipeline" group per replica d, the
+// Pipeline message (its loss_sum_slot is the caller's), and a RankProgram
+// per world rank with its stage, its instruction list and its stash entry
+// count, each transfer's tensors from `tensorsOf`. Programs are the
+// caller's to add. `b` must have no groups or ranks yet.
+Status addPipelineRanks(Bundle &b, const PipelineSchedule &schedule,
+                        int data, const TransferTensors &tensorsOf);
 
 // The checks above; the message names the pipeline, the rank, the
 // instruction and the tensor. A bundle without Bundle.pipeline passes.

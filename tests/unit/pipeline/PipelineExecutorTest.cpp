@@ -88,59 +88,28 @@ bundle::Bundle makeToyPipelineBundle(const ToyLayout &layout) {
     ref.set_stash_stride(kStride);
     return ref;
   };
-  int world = layout.ranks * layout.data;
-  b.set_world_size(uint32_t(world));
-  // Ranks p·D + d: the data group of pipeline rank p, the pipeline of
-  // replica d.
-  for (int p = 0; p < layout.ranks; ++p) {
-    bundle::Group *g = b.add_groups();
-    g->set_name("data");
-    for (int d = 0; d < layout.data; ++d)
-      g->add_ranks(uint32_t(p * layout.data + d));
-  }
-  for (int d = 0; d < layout.data; ++d) {
-    bundle::Group *g = b.add_groups();
-    g->set_name("pipeline");
-    for (int p = 0; p < layout.ranks; ++p)
-      g->add_ranks(uint32_t(p * layout.data + d));
-  }
-  bundle::Pipeline *pipe = b.mutable_pipeline();
-  pipe->set_schedule(pipelineScheduleName(layout.kind));
-  pipe->set_ranks(uint32_t(layout.ranks));
-  pipe->set_virtual_stages(uint32_t(layout.virtualStages));
-  pipe->set_microbatches(uint32_t(layout.microbatches));
-  pipe->set_group("pipeline");
-  pipe->set_loss_sum_slot(slotOf["loss_sum"]);
-  for (int w = 0; w < world; ++w) {
-    int p = w / layout.data;
-    bundle::RankProgram *rank = b.add_ranks();
-    rank->set_rank(uint32_t(w));
-    rank->set_stage(uint32_t(p));
+  EXPECT_TRUE(bundle::addPipelineRanks(
+                  b, *schedule, layout.data,
+                  [&](const bundle::TransferSite &site) {
+                    const bundle::PipeTransfer &t = *site.transfer;
+                    Edge e = t.gradient() ? (t.send() ? GradOut : GradIn)
+                                          : (t.send() ? ActOut : ActIn);
+                    return std::vector<bundle::SlotRef>{
+                        entryRef(e, site.chunk)};
+                  })
+                  .isOk());
+  b.mutable_pipeline()->set_loss_sum_slot(slotOf["loss_sum"]);
+  for (bundle::RankProgram &rank : *b.mutable_ranks())
     for (int k = 0; k < layout.virtualStages; ++k)
       for (bundle::ProgramKind kind :
            {bundle::CHUNK_FORWARD, bundle::CHUNK_BACKWARD,
             bundle::CHUNK_INPUT_GRADIENT, bundle::CHUNK_WEIGHT_GRADIENT}) {
-        bundle::Program *program = rank->add_programs();
+        bundle::Program *program = rank.add_programs();
         program->set_kind(kind);
         program->set_chunk(uint32_t(k));
         program->set_name(std::string(bundle::programKindName(kind)) +
                           std::to_string(k));
       }
-    bundle::PipelineRank *pr = rank->mutable_pipeline();
-    pr->set_stash_entries(uint32_t(entries));
-    for (const PipeOp &op : schedule->perRank[size_t(p)]) {
-      bundle::PipeInstruction ins = bundle::toInstruction(op);
-      for (bundle::PipeTransfer &t : *ins.mutable_transfers()) {
-        octet::PipeTransfer wire{t.send(), t.gradient(), int(t.peer()),
-                                 int(t.producer_stage()), int(t.microbatch())};
-        int chunk = bundle::transferChunk(*schedule, wire).chunk;
-        Edge e = t.gradient() ? (t.send() ? GradOut : GradIn)
-                              : (t.send() ? ActOut : ActIn);
-        *t.add_tensors() = entryRef(e, chunk);
-      }
-      *pr->add_instructions() = std::move(ins);
-    }
-  }
   return b;
 }
 
@@ -581,6 +550,44 @@ TEST(PipelineBundle, SaysHowTheWorldSizeComesAbout) {
   bundle::Bundle data;
   data.set_world_size(4);
   EXPECT_EQ(bundle::parallelLayout(data), "data 4");
+}
+
+// addPipelineRanks lays world rank p·D + d out as pipeline rank p of
+// replica d, each replica's ranks running pipeline rank p's list, and
+// asks for the tensors of every transfer once.
+TEST(PipelineBundle, LaysRanksOutAsPipelineTimesData) {
+  auto schedule =
+      makePipelineSchedule(PipelineScheduleKind::OneFOneB, 2, 1, 4);
+  ASSERT_TRUE(schedule.isOk()) << schedule.status().message();
+  bundle::Bundle b;
+  int asked = 0, transfers = 0;
+  ASSERT_TRUE(bundle::addPipelineRanks(b, *schedule, 3,
+                                       [&](const bundle::TransferSite &) {
+                                         ++asked;
+                                         return std::vector<bundle::SlotRef>{};
+                                       })
+                  .isOk());
+  for (const auto &ops : schedule->perRank)
+    for (const PipeOp &op : ops)
+      transfers += int(op.transfers.size());
+  EXPECT_EQ(asked, transfers);
+  EXPECT_EQ(b.world_size(), 6u);
+  ASSERT_EQ(b.ranks_size(), 6);
+  EXPECT_EQ(bundle::pipelineGroups(b),
+            (std::vector<std::vector<int>>{{0, 3}, {1, 4}, {2, 5}}));
+  for (int w = 0; w < 6; ++w) {
+    EXPECT_EQ(b.ranks(w).stage(), uint32_t(w / 3));
+    EXPECT_EQ(b.ranks(w).pipeline().instructions_size(),
+              int(schedule->perRank[size_t(w / 3)].size()));
+    EXPECT_EQ(int(b.ranks(w).pipeline().stash_entries()),
+              bundle::assignStashEntries(*schedule, w / 3).entries);
+  }
+  Status again = bundle::addPipelineRanks(
+      b, *schedule, 3,
+      [](const bundle::TransferSite &) { return std::vector<bundle::SlotRef>{}; });
+  ASSERT_FALSE(again.isOk());
+  EXPECT_NE(again.message().find("already has"), std::string::npos)
+      << again.message();
 }
 
 } // namespace
