@@ -32,6 +32,9 @@ struct RunArgs {
   bool recordAlgorithms = false;
   // --gemm-heuristic: cuBLASLt's first answer, untimed.
   bool gemmHeuristic = false;
+  // --gemm-configs N: candidates in all where the heuristic gives fewer
+  // than 8 (runtime/exec/Runtime.h GemmTuningOptions).
+  int gemmConfigs = 64;
   // --gemm-cache FILE; empty: $OCTET_GEMM_CACHE, else BUNDLE.gemms.
   std::string gemmCache;
   // --bench: synthetic data, `warmup` extra steps left out of the timing,
