@@ -397,8 +397,9 @@ struct AlgoConfig {
 } // namespace
 
 // cuBLASLt's heuristic answers some descriptors with a single configuration
-// (on sm_90 the fprop and dgrad calls of the blockwise recipe, 1x128 tiles
-// times 128x128 blocks), which leaves tune() nothing to choose from. Here
+// (on sm_90 half of the blockwise recipe's descriptors, as many as its
+// fprop and dgrad ones: 1x128 tiles times 128x128 blocks), which leaves
+// tune() nothing to choose from. Here
 // the heuristic's own algorithms are tried in the other tiles, stage counts,
 // CTA swizzles and cluster shapes they offer: first the configurations one
 // setting away from an answer (those nearest what the heuristic judged

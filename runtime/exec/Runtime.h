@@ -35,8 +35,8 @@ struct PipelineRankPlan;
 // `candidates` of the heuristic's answers on the GEMM's own operands in the
 // plan's arena (`reps` calls each, after one warm-up), once per distinct
 // descriptor. `timed` false takes the heuristic's first answer untimed.
-// Where the heuristic has fewer than `candidates` answers (cuBLASLt gives the
-// blockwise recipe's fprop and dgrad calls one on sm_90), other
+// Where the heuristic has fewer than `candidates` answers (on sm_90 it gives
+// half of the blockwise recipe's descriptors one), other
 // configurations of its algorithms are timed too, up to `configurations`
 // candidates in all (blas::Gemm::create).
 struct GemmTuningOptions {

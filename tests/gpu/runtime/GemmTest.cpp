@@ -519,7 +519,7 @@ TEST(GemmBlockScaled, WgradTilesTimesTilesAccumulatesF32) {
 }
 
 // The configurations added where cuBLASLt's heuristic gives few answers
-// (every block-scaled fprop and dgrad on sm_90): the fastest of them still
+// (half of the blockwise bundles' descriptors on sm_90): the fastest still
 // computes the product.
 TEST(GemmBlockScaled, TimedConfigurationsComputeTheProduct) {
   expectBlockScaled(blockDesc("block.fprop.timed", 256, 384, 384,
