@@ -2,16 +2,18 @@
 # Blockwise FP8 speed on one GPU: the checks that must keep passing (the
 # block-quantize kernels and the block-scaled GEMMs against their oracles,
 # the blockwise goldens of tiny-llama and two 8B-shaped layers) and
-# tokens/s of delayed and blockwise FP8 for each bench model on one GPU in
-# one call, blockwise also with `--gemm-configs 0` (only the heuristic's
-# cuBLASLt answers timed, as before that option).
+# tokens/s of one bench model's recipes on one GPU in one call: delayed,
+# blockwise, blockwise with `--gemm-configs 0` (only the heuristic's
+# cuBLASLt answers timed, as before that option) and, where prepare was
+# given BASE_OCTET (another build's octet), that compiler's blockwise
+# bundle with `--gemm-configs 0`.
 #
 # Here (where MLIR is; after `ninja -C build` and
 # `bash scripts/static-octet.sh`), into carry/bwspeed (ignored; < 64 MiB):
-#   bash bench/blockwise_speed_gpu.sh prepare
-# There (one H100, repository root, carry/bwspeed carried):
-#   bash bench/blockwise_speed_gpu.sh checks OUT_DIR   # about 5 minutes
-#   bash bench/blockwise_speed_gpu.sh bench OUT_DIR    # about 5 minutes
+#   [BASE_OCTET=../main/build/tools/octet/octet] bash bench/blockwise_speed_gpu.sh prepare
+# There (one H100, repository root; carry/bwspeed and data/corpus.txt):
+#   bash bench/blockwise_speed_gpu.sh checks OUT_DIR          # about 5 minutes
+#   bash bench/blockwise_speed_gpu.sh bench OUT_DIR MODEL     # llama3-8b-8l or llama3.2-1b
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$here/.."
@@ -36,6 +38,10 @@ case "${1:-}" in
         "$b/tools/octet/octet" compile "$here/specs/$m-$r.pbtxt" \
           -o "$carry/bundles/$m-$r.octet"
       done
+      if [ -n "${BASE_OCTET:-}" ]; then
+        "$BASE_OCTET" compile "$here/specs/$m-fp8blockwise.pbtxt" \
+          -o "$carry/bundles/$m-fp8blockwise-base.octet"
+      fi
     done
     du -sh "$carry"
     ;;
@@ -60,7 +66,7 @@ case "${1:-}" in
       set -- $g
       name="$(basename "$1" .pbtxt)"
       echo "== golden $name ($2 steps)"
-      timeout 400 bash "$root/tests/golden/golden-gpu.sh" /tmp/octet "$c/octet-run" \
+      timeout 360 bash "$root/tests/golden/golden-gpu.sh" /tmp/octet "$c/octet-run" \
         "$1" "/tmp/golden-$name" "$2" ${3:-} > "$out/golden-$name.log" 2>&1
       rc=$?
       [ $rc = 0 ] || status=1
@@ -71,7 +77,8 @@ case "${1:-}" in
     exit $status
     ;;
   bench)
-    out="${2:?usage: blockwise_speed_gpu.sh bench OUT_DIR}"
+    out="${2:?usage: blockwise_speed_gpu.sh bench OUT_DIR MODEL}"
+    m="${3:?usage: blockwise_speed_gpu.sh bench OUT_DIR MODEL}"
     mkdir -p "$out"
     c="$carry/bin"
     nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu \
@@ -81,22 +88,24 @@ case "${1:-}" in
       local name=$1 bundle=$2
       shift 2
       # A cache of its own: an algorithm timed by one run is not the next's.
-      timeout 140 "$c/octet-run" "$bundle" --bench --warmup 4 --steps 20 \
+      timeout 120 "$c/octet-run" "$bundle" --bench --warmup 4 --steps 20 \
         --gemm-cache "/tmp/$name.gemms" --json "$out/$name.json" "$@" \
         > "$out/$name.log" 2>&1
       echo "$name rc=$? $(grep -E '^cuBLASLt' "$out/$name.log")"
       grep '^done' "$out/$name.log"
     }
-    for m in $models; do
-      run "$m-fp8" "$carry/bundles/$m-fp8.octet"
-      run "$m-fp8blockwise" "$carry/bundles/$m-fp8blockwise.octet"
-      run "$m-fp8blockwise-configs0" "$carry/bundles/$m-fp8blockwise.octet" \
-        --gemm-configs 0
-    done
+    run "$m-fp8" "$carry/bundles/$m-fp8.octet"
+    run "$m-fp8blockwise" "$carry/bundles/$m-fp8blockwise.octet"
+    run "$m-fp8blockwise-configs0" "$carry/bundles/$m-fp8blockwise.octet" \
+      --gemm-configs 0
+    if [ -f "$carry/bundles/$m-fp8blockwise-base.octet" ]; then
+      run "$m-fp8blockwise-base-configs0" \
+        "$carry/bundles/$m-fp8blockwise-base.octet" --gemm-configs 0
+    fi
     kill $smi
     ;;
   *)
-    echo "usage: blockwise_speed_gpu.sh prepare | checks OUT_DIR | bench OUT_DIR" >&2
+    echo "usage: blockwise_speed_gpu.sh prepare | checks OUT_DIR | bench OUT_DIR MODEL" >&2
     exit 2
     ;;
 esac
