@@ -110,7 +110,7 @@ const RunOption kRunOptions[] = {
      "where cuBLASLt's heuristic gives fewer than 8\n"
      "candidates, also time other tiles, stage counts,\n"
      "swizzles and cluster shapes of its algorithms, up\n"
-     "to N candidates in all (default 64; 0: none)",
+     "to N candidates in all (default 0: none)",
      +[](RunArgs &a) -> int & { return a.gemmConfigs; }, 0},
     {"--gemm-cache", "FILE",
      "the timed cuBLASLt algorithms, read and written\n"
