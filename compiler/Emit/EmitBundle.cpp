@@ -661,38 +661,31 @@ private:
         return gemm.emitError("bundle: the memory plan has no dequantization "
                               "factor for this GEMM (plan after codegen)");
       dequantSlot = slot->second;
-      // Each operand's factors from its quantize scales, one thread each.
-      for (bool operandB : {false, true}) {
-        std::string symbol = gemmBlockFactorKernel(gemm, operandB);
-        auto kernelRef = SymbolRefAttr::get(
-            gemm.getContext(), kGemmBlockFactorModule,
-            {FlatSymbolRefAttr::get(gemm.getContext(), symbol)});
-        FailureOr<uint32_t> kernel = kernelFor(
-            *gemm, kernelRef, "1 / scale per block, in cuBLASLt's layout: a "
-                        "block-scaled FP8 GEMM's dequantization factors");
-        if (failed(kernel))
-          return failure();
-        Value scale = operandB ? gemm.getBScale() : gemm.getAScale();
-        int64_t count =
-            cast<RankedTensorType>(scale.getType()).getNumElements();
-        bundle::KernelLaunch *launch =
-            step(param + " " + role + (operandB ? " b" : " a") +
-                 " block factors")
-                ->mutable_launch();
-        launch->set_kernel(*kernel);
-        launch->mutable_grid()->set_x(
-            (count + kGemmBlockFactorThreads - 1) / kGemmBlockFactorThreads);
-        launch->mutable_grid()->set_y(1);
-        launch->mutable_grid()->set_z(1);
-        launch->mutable_block()->set_x(kGemmBlockFactorThreads);
-        launch->mutable_block()->set_y(1);
-        launch->mutable_block()->set_z(1);
-        *launch->add_args()->mutable_slot() = ref(scale);
-        bundle::SlotRef factors = slotRef(dequantSlot);
-        if (operandB)
-          factors.set_byte_offset(plan::dequantFactorOffsetB(gemm));
-        *launch->add_args()->mutable_slot() = factors;
-      }
+      // Both operands' factors from their quantize scales, one thread a
+      // scale, in one launch.
+      std::string symbol = gemmBlockFactorKernel(gemm);
+      auto kernelRef = SymbolRefAttr::get(
+          gemm.getContext(), kGemmBlockFactorModule,
+          {FlatSymbolRefAttr::get(gemm.getContext(), symbol)});
+      FailureOr<uint32_t> kernel = kernelFor(
+          *gemm, kernelRef, "1 / scale per block, in cuBLASLt's layout: a "
+                      "block-scaled FP8 GEMM's dequantization factors");
+      if (failed(kernel))
+        return failure();
+      int64_t count = gemmBlockFactorThreads(gemm);
+      bundle::KernelLaunch *launch =
+          step(param + " " + role + " block factors")->mutable_launch();
+      launch->set_kernel(*kernel);
+      launch->mutable_grid()->set_x(
+          (count + kGemmBlockFactorThreads - 1) / kGemmBlockFactorThreads);
+      launch->mutable_grid()->set_y(1);
+      launch->mutable_grid()->set_z(1);
+      launch->mutable_block()->set_x(kGemmBlockFactorThreads);
+      launch->mutable_block()->set_y(1);
+      launch->mutable_block()->set_z(1);
+      *launch->add_args()->mutable_slot() = ref(gemm.getAScale());
+      *launch->add_args()->mutable_slot() = ref(gemm.getBScale());
+      *launch->add_args()->mutable_slot() = slotRef(dequantSlot);
     }
     bundle::GemmCall *call = step(param + " " + role)->mutable_gemm();
     call->set_gemm(b.gemms_size() - 1);

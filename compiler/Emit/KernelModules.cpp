@@ -1,6 +1,7 @@
 #include "compiler/Emit/KernelModules.h"
 
 #include "compiler/Pipelines/Pipelines.h"
+#include "compiler/Plan/MemoryPlan.h"
 #include "dialects/kernel/KernelDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -30,8 +31,9 @@ using namespace mlir;
 
 namespace octet::emit {
 
-std::string gemmBlockFactorKernel(Operation *op, bool operandB) {
-  auto gemm = cast<kernel::GemmOp>(op);
+namespace {
+
+std::string operandFactors(kernel::GemmOp gemm, bool operandB) {
   auto block = operandB ? gemm.getBBlock() : gemm.getABlock();
   auto shape = cast<RankedTensorType>(
                    (operandB ? gemm.getB() : gemm.getA()).getType())
@@ -40,20 +42,37 @@ std::string gemmBlockFactorKernel(Operation *op, bool operandB) {
          std::to_string(shape[0]) + "x" + std::to_string(shape[1]);
 }
 
+} // namespace
+
+std::string gemmBlockFactorKernel(Operation *op) {
+  auto gemm = cast<kernel::GemmOp>(op);
+  return operandFactors(gemm, false) + "_" + operandFactors(gemm, true);
+}
+
+int64_t gemmBlockFactorThreads(Operation *op) {
+  auto gemm = cast<kernel::GemmOp>(op);
+  auto count = [](Value scale) {
+    return cast<RankedTensorType>(scale.getType()).getNumElements();
+  };
+  return count(gemm.getAScale()) + count(gemm.getBScale());
+}
+
 namespace {
 
-// One thread per quantize scale s of block (r, kb): 1 / s at cuBLASLt's
-// place for it, row stride GemmOp::getDequantFactorStride: (kb, r) for
-// 1x128 tiles, (r, kb) for 128x128 blocks. The factors in the 16-byte
-// padding of a 128x128 row are never read.
+// One launch per GEMM (a launch is some microseconds of a step however
+// small its work): one thread per quantize scale s of block (r, kb), A's
+// scales then B's, writing 1 / s at cuBLASLt's place for it in that
+// operand's factors (B's from plan::dequantFactorOffsetB), row stride
+// GemmOp::getDequantFactorStride: (kb, r) for 1x128 tiles, (r, kb) for
+// 128x128 blocks. The factors in the 16-byte padding of a 128x128 row are
+// never read.
 void addBlockFactorKernels(ModuleOp module) {
-  SmallVector<std::pair<kernel::GemmOp, bool>> operands;
+  SmallVector<kernel::GemmOp> gemms;
   module.walk([&](kernel::GemmOp gemm) {
     if (gemm.getABlock())
-      for (bool operandB : {false, true})
-        operands.push_back({gemm, operandB});
+      gemms.push_back(gemm);
   });
-  if (operands.empty() || module.lookupSymbol(kGemmBlockFactorModule))
+  if (gemms.empty() || module.lookupSymbol(kGemmBlockFactorModule))
     return;
   MLIRContext *ctx = module.getContext();
   OpBuilder b(ctx);
@@ -62,24 +81,25 @@ void addBlockFactorKernels(ModuleOp module) {
   auto gpuModule = gpu::GPUModuleOp::create(b, loc, kGemmBlockFactorModule);
   b.setInsertionPointToStart(gpuModule.getBody());
   llvm::StringSet<> made;
-  for (auto [gemm, operandB] : operands) {
-    std::string name = gemmBlockFactorKernel(gemm, operandB);
+  for (kernel::GemmOp gemm : gemms) {
+    std::string name = gemmBlockFactorKernel(gemm);
     if (!made.insert(name).second)
       continue;
-    auto scaleType = cast<RankedTensorType>(
-        (operandB ? gemm.getBScale() : gemm.getAScale()).getType());
-    int64_t rows = scaleType.getShape()[0], cols = scaleType.getShape()[1];
-    bool tiles = (*(operandB ? gemm.getBBlock() : gemm.getABlock()))[0] == 1;
-    int64_t stride = gemm.getDequantFactorStride(operandB);
-    int64_t factors = gemm.getDequantFactorCount(operandB);
     auto global = [&](int64_t n) {
       return MemRefType::get({n}, b.getF32Type(), MemRefLayoutAttrInterface(),
                              b.getI64IntegerAttr(1));
     };
+    auto scaleCount = [&](bool operandB) {
+      return cast<RankedTensorType>(
+                 (operandB ? gemm.getBScale() : gemm.getAScale()).getType())
+          .getNumElements();
+    };
     OpBuilder::InsertionGuard guard(b);
     auto func = gpu::GPUFuncOp::create(
         b, loc, name,
-        b.getFunctionType({global(rows * cols), global(factors)}, {}));
+        b.getFunctionType({global(scaleCount(false)), global(scaleCount(true)),
+                           global(plan::dequantFactorFloats(gemm))},
+                          {}));
     func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
     b.setInsertionPointToStart(&func.getBody().front());
     auto c = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
@@ -89,22 +109,40 @@ void addBlockFactorKernels(ModuleOp module) {
                               gpu::BlockIdOp::create(b, loc, gpu::Dimension::x),
                               c(kGemmBlockFactorThreads)),
         gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x));
-    Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, i,
-                                         c(rows * cols));
-    auto ifOp = scf::IfOp::create(b, loc, inside, false);
-    b.setInsertionPointToStart(ifOp.thenBlock());
-    Value r = arith::DivUIOp::create(b, loc, i, c(cols));
-    Value kb = arith::RemUIOp::create(b, loc, i, c(cols));
-    Value at = tiles ? arith::AddIOp::create(
-                           b, loc, arith::MulIOp::create(b, loc, kb, c(stride)),
-                           r)
-                     : arith::AddIOp::create(
-                           b, loc, arith::MulIOp::create(b, loc, r, c(stride)),
-                           kb);
-    Value s = memref::LoadOp::create(b, loc, func.getArgument(0), i);
     Value one = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1.0f));
-    memref::StoreOp::create(b, loc, arith::DivFOp::create(b, loc, one, s),
-                            func.getArgument(1), at);
+    // Operand A's threads, then B's: `first` is the operand's first thread.
+    int64_t first = 0;
+    for (bool operandB : {false, true}) {
+      auto scaleType = cast<RankedTensorType>(
+          (operandB ? gemm.getBScale() : gemm.getAScale()).getType());
+      int64_t rows = scaleType.getShape()[0], cols = scaleType.getShape()[1];
+      bool tiles =
+          (*(operandB ? gemm.getBBlock() : gemm.getABlock()))[0] == 1;
+      int64_t stride = gemm.getDequantFactorStride(operandB);
+      int64_t base = operandB ? plan::dequantFactorOffsetB(gemm) / 4 : 0;
+      OpBuilder::InsertionGuard inFunc(b);
+      Value mine = arith::AndIOp::create(
+          b, loc,
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, i,
+                                c(first)),
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, i,
+                                c(first + rows * cols)));
+      auto ifOp = scf::IfOp::create(b, loc, mine, false);
+      b.setInsertionPointToStart(ifOp.thenBlock());
+      Value j = arith::SubIOp::create(b, loc, i, c(first));
+      Value r = arith::DivUIOp::create(b, loc, j, c(cols));
+      Value kb = arith::RemUIOp::create(b, loc, j, c(cols));
+      Value at =
+          tiles ? arith::AddIOp::create(
+                      b, loc, arith::MulIOp::create(b, loc, kb, c(stride)), r)
+                : arith::AddIOp::create(
+                      b, loc, arith::MulIOp::create(b, loc, r, c(stride)), kb);
+      at = arith::AddIOp::create(b, loc, at, c(base));
+      Value s = memref::LoadOp::create(b, loc, func.getArgument(operandB), j);
+      memref::StoreOp::create(b, loc, arith::DivFOp::create(b, loc, one, s),
+                              func.getArgument(2), at);
+      first += rows * cols;
+    }
     b.setInsertionPointToEnd(&func.getBody().front());
     gpu::ReturnOp::create(b, loc);
   }

@@ -22,13 +22,16 @@ namespace octet::emit {
 // B scale pointers read.
 void addGemmBlockFactorKernels(mlir::ModuleOp module);
 
-// The module of the kernels that turn a block-scaled GEMM operand's quantize
-// scales (the fp8 dialect's [R/br, K/bc], row-major) into cuBLASLt's
+// The module of the kernels that turn a block-scaled GEMM's quantize scales
+// (the fp8 dialect's [R/br, K/bc], row-major) into cuBLASLt's
 // dequantization factors (1 / scale, in bundle.proto's GemmScaleMode
-// layout); one kernel per operand shape, gemmBlockFactorKernel names it.
+// layout), both operands' in one launch: one kernel per pair of operand
+// shapes, gemmBlockFactorKernel names it, gemmBlockFactorThreads is its
+// thread count (one per scale), kGemmBlockFactorThreads a block's.
 inline constexpr llvm::StringLiteral kGemmBlockFactorModule =
     "gemm_block_factors";
-std::string gemmBlockFactorKernel(mlir::Operation *gemm, bool operandB);
+std::string gemmBlockFactorKernel(mlir::Operation *gemm);
+int64_t gemmBlockFactorThreads(mlir::Operation *gemm);
 inline constexpr int64_t kGemmBlockFactorThreads = 256;
 
 struct CodegenOutcome {

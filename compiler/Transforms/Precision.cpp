@@ -93,6 +93,8 @@ struct Quantized {
   Value data, scale, scaleInv;
   DenseI64ArrayAttr block; // null: tensorwise
   std::string name;
+  // The wide tensor quantized (null for a copy read through a save).
+  Value source;
   // The scale operand of the GEMMs that read this tensor: the inverse
   // (cuBLASLt's A and B scale pointers) or, blockwise, the block scales.
   Value gemmScale() const { return block ? scale : scaleInv; }
@@ -121,6 +123,9 @@ private:
   DenseMap<Value, Value> flattened;
   // The quantized 2-D input of each param's fprop, for wgrad to reuse.
   llvm::StringMap<Quantized> fpropInputs;
+  // fprops per parameter: a weight read by several (tied) is not one
+  // activation's wgrad.
+  llvm::StringMap<int> fpropCount;
   // Per param: the values used as the gradient operand of its dgrads.
   llvm::StringMap<llvm::SmallPtrSet<Value, 2>> dgradGrads;
 
@@ -222,6 +227,7 @@ Quantized FunctionRewriter::quantize(Value v, Kind kind, int64_t contractionDim,
   auto qType = RankedTensorType::get(type.getShape(), fp8Type);
   auto scalar = RankedTensorType::get({}, b.getF32Type());
   Quantized q;
+  q.source = v;
   // Tiles along the token dimension (blockwise wgrad operands) are a second
   // quantization of the same tensor: ".t" tells them apart.
   bool byToken = !block.empty() && block[0] != 1 && kind != Kind::Weight;
@@ -329,6 +335,7 @@ void FunctionRewriter::rewriteLinear(graph::LinearOp op) {
   Quantized qx = quantize(x2, Kind::Activation, 1, param);
   Quantized qw = quantize(masterWeight(op.getWeight()), Kind::Weight, 1, param);
   fpropInputs[param] = qx;
+  ++fpropCount[param];
   b.setInsertionPoint(op);
   auto y2Type = RankedTensorType::get({m, n}, yType.getElementType());
   Value y = fp8Matmul(op.getLoc(), y2Type, qx, qw, op.getBias(), false, true,
@@ -358,24 +365,38 @@ void FunctionRewriter::rewriteMatmul(graph::MatmulOp op) {
     rhsKind = rhsIsGrad ? Kind::Gradient : Kind::Activation;
   }
   auto quantizeOperand = [&](Value v, Kind kind, int64_t dim) -> Quantized {
-    if (kind == Kind::Activation && role == "wgrad" && tensorwise()) {
-      auto it = fpropInputs.find(param);
-      if (it != fpropInputs.end() && it->second.data.getType() ==
-                                         RankedTensorType::get(
-                                             cast<ShapedType>(v.getType())
-                                                 .getShape(),
-                                             fp8TypeOf(Kind::Activation))) {
-        auto [data, scaleInv] = saved(it->second);
-        return {data, Value(), scaleInv, {}, it->second.name};
-      }
+    auto fprop = fpropInputs.find(param);
+    if (kind == Kind::Activation && role == "wgrad" && tensorwise() &&
+        fprop != fpropInputs.end() &&
+        fprop->second.data.getType() ==
+            RankedTensorType::get(cast<ShapedType>(v.getType()).getShape(),
+                                  fp8TypeOf(Kind::Activation))) {
+      auto [data, scaleInv] = saved(fprop->second);
+      return {data, Value(), scaleInv, {}, fprop->second.name, Value()};
+    }
+    // Blockwise wgrad tiles run along the tokens, so wgrad cannot read
+    // fprop's 1x128 copy; the forward quantizes fprop's input a second time
+    // beside the first (octet-fuse-elementwise makes them one kernel that
+    // reads the tensor once) and the backward reads that copy through a
+    // save, rather than recomputing the wide activation (a norm, SwiGLU) or
+    // keeping it to quantize there.
+    if (kind == Kind::Activation && role == "wgrad" && !tensorwise() &&
+        fprop != fpropInputs.end() && fpropCount.lookup(param) == 1 &&
+        fprop->second.source &&
+        fprop->second.source.getType() == v.getType()) {
+      Quantized q = quantize(fprop->second.source, kind, dim, param);
+      auto [data, scales] = saved(q);
+      return {data, scales, Value(), q.block, q.name, Value()};
     }
     return quantize(kind == Kind::Weight ? masterWeight(v) : v, kind, dim,
                     param);
   };
   Quantized qa = quantizeOperand(lhs, lhsKind, ta ? 0 : 1);
   Quantized qb = quantizeOperand(rhs, rhsKind, tb ? 1 : 0);
-  if (role == "fprop" && lhsKind == Kind::Activation)
+  if (role == "fprop" && lhsKind == Kind::Activation) {
     fpropInputs[param] = qa;
+    ++fpropCount[param];
+  }
   b.setInsertionPoint(op);
   Value y = fp8Matmul(op.getLoc(), op.getResult().getType(), qa, qb, Value(),
                       ta, tb, role, op.getParamAttr());

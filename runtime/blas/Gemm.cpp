@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 #include <optional>
+#include <set>
+#include <tuple>
 
 namespace octet::blas {
 namespace {
@@ -285,7 +287,8 @@ StatusOr<std::unique_ptr<Gemm>> Gemm::create(cublasLtHandle_t handle,
                                              const GemmDesc &desc,
                                              const std::string &recorded,
                                              std::string *note,
-                                             int candidates) {
+                                             int candidates,
+                                             int configurations) {
   std::unique_ptr<Gemm> g(new Gemm());
   g->desc_ = desc;
   g->handle_ = handle;
@@ -345,7 +348,150 @@ StatusOr<std::unique_ptr<Gemm>> Gemm::create(cublasLtHandle_t handle,
   g->algo_ = results[0].algo;
   g->workspaceNeeded_ = results[0].workspaceSize;
   g->candidates_ = std::move(results);
+  g->heuristicAnswers_ = found;
+  if (found < candidates && configurations > found)
+    g->addConfigurations(size_t(configurations));
   return g;
+}
+
+namespace {
+
+template <typename T>
+std::optional<T> configOf(const cublasLtMatmulAlgo_t &algo,
+                          cublasLtMatmulAlgoConfigAttributes_t attr) {
+  T value{};
+  size_t written = 0;
+  if (cublasLtMatmulAlgoConfigGetAttribute(&algo, attr, &value, sizeof value,
+                                           &written) != CUBLAS_STATUS_SUCCESS)
+    return std::nullopt;
+  return value;
+}
+
+template <typename T>
+std::vector<T> capList(const cublasLtMatmulAlgo_t &algo,
+                       cublasLtMatmulAlgoCapAttributes_t attr) {
+  size_t bytes = 0;
+  if (cublasLtMatmulAlgoCapGetAttribute(&algo, attr, nullptr, 0, &bytes) !=
+          CUBLAS_STATUS_SUCCESS ||
+      bytes == 0)
+    return {};
+  std::vector<T> values(bytes / sizeof(T));
+  if (cublasLtMatmulAlgoCapGetAttribute(&algo, attr, values.data(), bytes,
+                                        &bytes) != CUBLAS_STATUS_SUCCESS)
+    return {};
+  values.resize(bytes / sizeof(T));
+  return values;
+}
+
+// One configuration of an algorithm: the settings addConfigurations varies.
+struct AlgoConfig {
+  int32_t id = 0;
+  uint32_t tile = 0, stages = 0, swizzle = 0;
+  uint16_t cluster = 0;
+  bool operator<(const AlgoConfig &o) const {
+    return std::tie(id, tile, stages, swizzle, cluster) <
+           std::tie(o.id, o.tile, o.stages, o.swizzle, o.cluster);
+  }
+};
+
+} // namespace
+
+// cuBLASLt's heuristic answers some descriptors with a single configuration
+// (on sm_90 half of the blockwise recipe's descriptors, as many as its
+// fprop and dgrad ones: 1x128 tiles times 128x128 blocks), which leaves
+// tune() nothing to choose from. Here
+// the heuristic's own algorithms are tried in the other tiles, stage counts,
+// CTA swizzles and cluster shapes they offer: first the configurations one
+// setting away from an answer (those nearest what the heuristic judged
+// best), then every combination, each kept when cuBLASLt accepts it for this
+// descriptor within the workspace, up to `limit` candidates in all.
+void Gemm::addConfigurations(size_t limit) {
+  static constexpr uint16_t kClusters[] = {
+      CUBLASLT_CLUSTER_SHAPE_AUTO, CUBLASLT_CLUSTER_SHAPE_1x1x1,
+      CUBLASLT_CLUSTER_SHAPE_2x1x1, CUBLASLT_CLUSTER_SHAPE_1x2x1,
+      CUBLASLT_CLUSTER_SHAPE_2x2x1};
+  // AlgoCheck is a host call of some microseconds; this bounds load time
+  // for algorithms that offer many tiles and stage counts.
+  constexpr int kMaxChecks = 4096;
+  int checks = 0;
+  std::set<AlgoConfig> tried;
+  const size_t answers = candidates_.size();
+  auto tryConfig = [&](const cublasLtMatmulAlgo_t &base,
+                       const AlgoConfig &c) {
+    if (candidates_.size() >= limit || checks >= kMaxChecks)
+      return;
+    if (!tried.insert(c).second)
+      return;
+    cublasLtMatmulAlgo_t algo = base;
+    auto set = [&](cublasLtMatmulAlgoConfigAttributes_t attr, const auto &v) {
+      return cublasLtMatmulAlgoConfigSetAttribute(&algo, attr, &v,
+                                                  sizeof v) ==
+             CUBLAS_STATUS_SUCCESS;
+    };
+    if (!set(CUBLASLT_ALGO_CONFIG_TILE_ID, c.tile) ||
+        !set(CUBLASLT_ALGO_CONFIG_STAGES_ID, c.stages) ||
+        !set(CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, c.swizzle) ||
+        !set(CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, c.cluster))
+      return;
+    ++checks;
+    cublasLtMatmulHeuristicResult_t check{};
+    if (cublasLtMatmulAlgoCheck(handle_, op_, layoutA_, layoutB_, layoutC_,
+                                layoutD_, &algo,
+                                &check) != CUBLAS_STATUS_SUCCESS ||
+        check.workspaceSize > desc_.workspaceBytes)
+      return;
+    check.algo = algo;
+    candidates_.push_back(check);
+  };
+  for (int pass = 0; pass < 2; ++pass)
+    for (size_t i = 0; i < answers; ++i) {
+      const cublasLtMatmulAlgo_t base = candidates_[i].algo;
+      AlgoConfig own;
+      own.id = configOf<int32_t>(base, CUBLASLT_ALGO_CONFIG_ID).value_or(0);
+      own.tile = configOf<uint32_t>(base, CUBLASLT_ALGO_CONFIG_TILE_ID)
+                     .value_or(0);
+      own.stages = configOf<uint32_t>(base, CUBLASLT_ALGO_CONFIG_STAGES_ID)
+                       .value_or(0);
+      own.swizzle =
+          configOf<uint32_t>(base, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING)
+              .value_or(0);
+      own.cluster =
+          configOf<uint16_t>(base, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID)
+              .value_or(0);
+      tried.insert(own);
+      std::vector<uint32_t> tiles =
+          capList<uint32_t>(base, CUBLASLT_ALGO_CAP_TILE_IDS);
+      std::vector<uint32_t> stages =
+          capList<uint32_t>(base, CUBLASLT_ALGO_CAP_STAGES_IDS);
+      std::vector<uint32_t> swizzles = {0};
+      uint32_t swizzling = 0;
+      size_t written = 0;
+      if (cublasLtMatmulAlgoCapGetAttribute(
+              &base, CUBLASLT_ALGO_CAP_CTA_SWIZZLING_SUPPORT, &swizzling,
+              sizeof swizzling, &written) == CUBLAS_STATUS_SUCCESS &&
+          swizzling)
+        swizzles.push_back(1);
+      if (tiles.empty())
+        tiles = {own.tile};
+      if (stages.empty())
+        stages = {own.stages};
+      if (pass == 0) {
+        for (uint32_t t : tiles)
+          tryConfig(base, {own.id, t, own.stages, own.swizzle, own.cluster});
+        for (uint32_t s : stages)
+          tryConfig(base, {own.id, own.tile, s, own.swizzle, own.cluster});
+        for (uint32_t w : swizzles)
+          tryConfig(base, {own.id, own.tile, own.stages, w, own.cluster});
+        for (uint16_t c : kClusters)
+          tryConfig(base, {own.id, own.tile, own.stages, own.swizzle, c});
+        continue;
+      }
+      for (uint32_t t : tiles)
+        for (uint32_t s : stages)
+          for (uint32_t w : swizzles)
+            for (uint16_t c : kClusters)
+              tryConfig(base, {own.id, t, s, w, c});
+    }
 }
 
 bool Gemm::useAlgorithm(const std::string &bytes) {

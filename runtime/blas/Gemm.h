@@ -124,11 +124,14 @@ class Gemm {
 public:
   // `recordedAlgorithm`: 64 bytes from a previous run (may be empty). When
   // cuBLASLt rejects it, the heuristic chooses and `note` says so, keeping
-  // up to `candidates` of its answers, best first, for tune().
+  // up to `candidates` of its answers, best first, for tune(). Where the
+  // heuristic gives fewer than `candidates`, other configurations of its
+  // algorithms that cuBLASLt accepts here are added, up to `configurations`
+  // in all (0: none).
   static StatusOr<std::unique_ptr<Gemm>>
   create(cublasLtHandle_t handle, const GemmDesc &desc,
          const std::string &recordedAlgorithm = {}, std::string *note = nullptr,
-         int candidates = 1);
+         int candidates = 1, int configurations = 0);
   ~Gemm();
   Gemm(const Gemm &) = delete;
   Gemm &operator=(const Gemm &) = delete;
@@ -144,8 +147,9 @@ public:
   size_t workspaceNeeded() const { return workspaceNeeded_; }
 
   // The heuristic's answers kept at creation (none when a recorded
-  // algorithm was taken).
+  // algorithm was taken), and the configurations added after them.
   int candidates() const { return int(candidates_.size()); }
+  int heuristicAnswers() const { return heuristicAnswers_; }
   // Runs every candidate on these operands (one warm-up call, then `reps`
   // calls between two events) and keeps the fastest. The calls write D (and
   // aux, amax): give it memory whose contents do not matter yet. Returns the
@@ -162,6 +166,7 @@ private:
   Status checkDesc() const;
   Status build();
   Status setPointers(const GemmArgs &args);
+  void addConfigurations(size_t limit);
 
   GemmDesc desc_;
   cublasLtHandle_t handle_ = nullptr;
@@ -173,6 +178,7 @@ private:
   cublasLtMatmulAlgo_t algo_{};
   size_t workspaceNeeded_ = 0;
   std::vector<cublasLtMatmulHeuristicResult_t> candidates_;
+  int heuristicAnswers_ = 0;
   bool fromRecord_ = false;
 };
 

@@ -106,6 +106,12 @@ const RunOption kRunOptions[] = {
      "GEMM, untimed (default: time up to 8 candidates\n"
      "on the real shapes at load, once per descriptor)",
      +[](RunArgs &a) -> bool & { return a.gemmHeuristic; }},
+    {"--gemm-configs", "N",
+     "where cuBLASLt's heuristic gives fewer than 8\n"
+     "candidates, also time other tiles, stage counts,\n"
+     "swizzles and cluster shapes of its algorithms, up\n"
+     "to N candidates in all (default 0: none)",
+     +[](RunArgs &a) -> int & { return a.gemmConfigs; }, 0},
     {"--gemm-cache", "FILE",
      "the timed cuBLASLt algorithms, read and written\n"
      "there, keyed by GPU, cuBLASLt version and GEMM\n"

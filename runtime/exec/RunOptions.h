@@ -32,6 +32,11 @@ struct RunArgs {
   bool recordAlgorithms = false;
   // --gemm-heuristic: cuBLASLt's first answer, untimed.
   bool gemmHeuristic = false;
+  // --gemm-configs N: candidates in all where the heuristic gives fewer
+  // than 8 (runtime/exec/Runtime.h GemmTuningOptions). Off by default: on
+  // an H100 it found nothing faster for the blockwise bench models and
+  // adds seconds to the load (bench/results/h100/blockwise-speed).
+  int gemmConfigs = 0;
   // --gemm-cache FILE; empty: $OCTET_GEMM_CACHE, else BUNDLE.gemms.
   std::string gemmCache;
   // --bench: synthetic data, `warmup` extra steps left out of the timing,

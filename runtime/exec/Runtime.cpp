@@ -422,7 +422,8 @@ Runtime::load(const Bundle &bundle, const RuntimeOptions &options) {
     std::string note;
     auto gemm = blas::Gemm::create(
         rt->blas_->get(), *desc, g.algorithm(), &note,
-        options.gemmTuning.timed ? options.gemmTuning.candidates : 1);
+        options.gemmTuning.timed ? options.gemmTuning.candidates : 1,
+        options.gemmTuning.timed ? options.gemmTuning.configurations : 0);
     if (!gemm)
       return gemm.status();
     if (!note.empty())
@@ -901,6 +902,8 @@ Status Runtime::chooseAlgorithms(const GemmTuningOptions &options) {
     if (!us)
       return us.status();
     ++tuning_.timed;
+    if (gemm->candidates() > gemm->heuristicAnswers())
+      ++tuning_.widened;
     timedAny = true;
     chosen[key] = gemm->algorithmBytes();
     cache.put({device, version, key, chosen[key], *us});

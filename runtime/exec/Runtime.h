@@ -35,9 +35,14 @@ struct PipelineRankPlan;
 // `candidates` of the heuristic's answers on the GEMM's own operands in the
 // plan's arena (`reps` calls each, after one warm-up), once per distinct
 // descriptor. `timed` false takes the heuristic's first answer untimed.
+// Where the heuristic has fewer than `candidates` answers (on sm_90 it gives
+// half of the blockwise recipe's descriptors one), other
+// configurations of its algorithms are timed too, up to `configurations`
+// candidates in all (blas::Gemm::create).
 struct GemmTuningOptions {
   bool timed = true;
   int candidates = 8;
+  int configurations = 64;
   int reps = 5;
   // Read, and written by rank 0 when it timed something; empty: none.
   std::string cacheFile;
@@ -51,6 +56,9 @@ struct GemmTuningReport {
   // The other GEMMs' distinct descriptors (layers share them), by where
   // their algorithm came from.
   int cached = 0, timed = 0, heuristic = 0;
+  // Of the timed ones: those whose candidates were more than the
+  // heuristic's answers (GemmTuningOptions::configurations).
+  int widened = 0;
   double seconds = 0;
   // The cache file was written.
   bool saved = false;

@@ -142,6 +142,7 @@ int run(RunArgs &args) {
   };
   RuntimeOptions runtimeOptions;
   runtimeOptions.gemmTuning.timed = !args.gemmHeuristic;
+  runtimeOptions.gemmTuning.configurations = args.gemmConfigs;
   runtimeOptions.gemmTuning.cacheFile = gemmCachePath(args);
   if (job) {
     runtimeOptions.rank = env->rank;
@@ -168,10 +169,11 @@ int run(RunArgs &args) {
     const GemmTuningReport &t = rt.gemmTuning();
     std::printf("cuBLASLt algorithms for %d GEMMs in %.2f s: %d descriptor(s) "
                 "timed, %d from %s, %d GEMM(s) recorded in the bundle, %d "
-                "descriptor(s) heuristic-first%s\n",
+                "descriptor(s) heuristic-first, %d timed beyond the "
+                "heuristic's answers%s\n",
                 t.gemms, t.seconds, t.timed, t.cached,
                 runtimeOptions.gemmTuning.cacheFile.c_str(), t.recorded,
-                t.heuristic, t.saved ? " (cache written)" : "");
+                t.heuristic, t.widened, t.saved ? " (cache written)" : "");
   }
   if (args.recordAlgorithms && env->rank == 0) {
     int changed = rt.recordAlgorithms(b);

@@ -86,9 +86,11 @@ int main(int argc, char **argv) {
   const Bundle &b = rt.bundle();
   std::printf("%s\n", rt.device().describe().c_str());
   std::printf("cuBLASLt algorithms for %d GEMMs in %.2f s (%d descriptor(s) "
-              "timed, %d from %s)\n",
+              "timed, %d of them beyond the heuristic's answers, %d from "
+              "%s)\n",
               rt.gemmTuning().gemms, rt.gemmTuning().seconds,
-              rt.gemmTuning().timed, rt.gemmTuning().cached,
+              rt.gemmTuning().timed, rt.gemmTuning().widened,
+              rt.gemmTuning().cached,
               options.gemmTuning.cacheFile.c_str());
 
   for (ProgramKind kind : {TRAIN_MICROBATCH, OPTIMIZER_STEP}) {

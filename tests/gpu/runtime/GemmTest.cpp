@@ -7,6 +7,7 @@
 #include "runtime/blas/Gemm.h"
 #include "tests/gpu/runtime/GpuTest.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -402,13 +403,19 @@ BlockOperand blockOperand(blas::ScaleMode mode, int64_t rows, int64_t k,
   return op;
 }
 
+// `configurations` > 0: the algorithm is the fastest of the heuristic's
+// answers and the configurations added to them (Gemm::create), timed on
+// these operands first, as octet-run chooses.
 std::vector<float> runBlockScaled(const GemmDesc &g, const Inputs &in,
                                   const BlockOperand &fa,
-                                  const BlockOperand &fb) {
+                                  const BlockOperand &fb,
+                                  int configurations = 0) {
   auto handle = unwrap(blas::BlasHandle::create());
   if (!handle)
     return {};
-  auto gemm = unwrap(blas::Gemm::create(handle->get(), g));
+  auto gemm = unwrap(blas::Gemm::create(handle->get(), g, {}, nullptr,
+                                        configurations ? 8 : 1,
+                                        configurations));
   if (!gemm)
     return {};
   DeviceBuffer a(size_t(g.m * g.k) * dtypeBytes(g.a));
@@ -429,6 +436,15 @@ std::vector<float> runBlockScaled(const GemmDesc &g, const Inputs &in,
   args.a = a.get(), args.b = b.get(), args.d = d.get();
   args.aScale = sa.get(), args.bScale = sb.get();
   args.workspace = ws.get();
+  if (configurations) {
+    EXPECT_GE(gemm->candidates(), gemm->heuristicAnswers());
+    EXPECT_LE(gemm->candidates(), std::max(8, configurations));
+    auto us = gemm->tune(args, nullptr, 2);
+    EXPECT_TRUE(us.isOk()) << us.status().message();
+    // The timing calls accumulated into D.
+    if (g.accumulate)
+      d.upload(encode(g.d, in.dInit));
+  }
   Status st = gemm->run(args, nullptr);
   EXPECT_TRUE(st.isOk()) << st.message();
   return decode(g.d, d.download<uint8_t>());
@@ -459,13 +475,14 @@ GemmDesc blockDesc(const char *name, int64_t m, int64_t n, int64_t k, DType a,
 
 // Random operands and factors (seed, seed + 2, seed + 3), D against the
 // reference within `tolerance`.
-void expectBlockScaled(const GemmDesc &g, uint64_t seed, double tolerance) {
+void expectBlockScaled(const GemmDesc &g, uint64_t seed, double tolerance,
+                       int configurations = 0) {
   Inputs in = inputsFor(g, seed);
   if (g.accumulate)
     in.dInit = randomValues(DType::F32, size_t(g.m * g.n), 4.0f, seed + 1);
   auto fa = blockOperand(g.aScaleMode, g.m, g.k, seed + 2);
   auto fb = blockOperand(g.bScaleMode, g.n, g.k, seed + 3);
-  EXPECT_LT(relError(runBlockScaled(g, in, fa, fb),
+  EXPECT_LT(relError(runBlockScaled(g, in, fa, fb, configurations),
                      blockReference(g, in, fa, fb)),
             tolerance);
 }
@@ -499,6 +516,22 @@ TEST(GemmBlockScaled, WgradTilesTimesTilesAccumulatesF32) {
                      blas::ScaleMode::Vec128);
   g.accumulate = true;
   expectBlockScaled(g, 41, 2e-4);
+}
+
+// The configurations added where cuBLASLt's heuristic gives few answers
+// (half of the blockwise bundles' descriptors on sm_90): the fastest still
+// computes the product.
+TEST(GemmBlockScaled, TimedConfigurationsComputeTheProduct) {
+  expectBlockScaled(blockDesc("block.fprop.timed", 256, 384, 384,
+                              DType::F8E4M3FN, DType::F8E4M3FN, DType::BF16,
+                              blas::ScaleMode::Vec128,
+                              blas::ScaleMode::Blk128x128),
+                    51, kBf16Tol, 64);
+  auto g = blockDesc("block.wgrad.timed", 384, 256, 512, DType::F8E4M3FN,
+                     DType::F8E4M3FN, DType::F32, blas::ScaleMode::Vec128,
+                     blas::ScaleMode::Vec128);
+  g.accumulate = true;
+  expectBlockScaled(g, 61, 2e-4, 64);
 }
 
 TEST(GemmBlockScaled, RejectsMixedModesAndEpiloguesWithAFix) {

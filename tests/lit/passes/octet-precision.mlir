@@ -145,19 +145,27 @@ module {
 // CURRENT: fp8.matmul {{.*}} {inverse_scales, param = "layers.2.mlp.w1", role = "dgrad"} : (tensor<8x32xf8E4M3FN>, tensor<f32>, tensor<32x32xf8E4M3FN>, tensor<f32>)
 
 // Blockwise: 1x128 tiles along K for fprop and dgrad operands, 128x1 (along
-// tokens) for wgrad's, 128x128 weight blocks; wgrad quantizes the saved
-// wide activation again, so it stays saved.
+// tokens) for wgrad's, 128x128 weight blocks. The forward quantizes each
+// fprop input twice, its 128x1 tiles for wgrad kept through a save, so the
+// backward quantizes no activation and no wide layer activation stays saved
+// for it (the LM head's input stays saved: that wgrad is BF16).
 // BLOCK-NOT: graph.variable @fp8
 // BLOCK-LABEL: func.func @train_microbatch
-// BLOCK: fp8.block_quantize %{{.*}} {block = array<i64: 1, 128>, dtype = f8E4M3FN, power_of_two, tensor = "layers.0.mlp.w1.x"} : (tensor<128x128xf32>) -> (tensor<128x128xf8E4M3FN>, tensor<128x1xf32>)
+// BLOCK: %[[XT:.*]], %[[XTS:.*]] = fp8.block_quantize %[[X:[a-z0-9_]+]] {block = array<i64: 128, 1>, dtype = f8E4M3FN, power_of_two, tensor = "layers.0.mlp.w1.x.t"} : (tensor<128x128xf32>) -> (tensor<128x128xf8E4M3FN>, tensor<1x128xf32>)
+// BLOCK: %[[XTSAVED:.*]] = graph.save %[[XT]] : tensor<128x128xf8E4M3FN>
+// BLOCK: %[[XTSSAVED:.*]] = graph.save %[[XTS]] : tensor<1x128xf32>
+// BLOCK: fp8.block_quantize %[[X]] {block = array<i64: 1, 128>, dtype = f8E4M3FN, power_of_two, tensor = "layers.0.mlp.w1.x"} : (tensor<128x128xf32>) -> (tensor<128x128xf8E4M3FN>, tensor<128x1xf32>)
 // BLOCK: fp8.block_quantize %{{.*}} {block = array<i64: 128, 128>, dtype = f8E4M3FN, power_of_two, tensor = "layers.0.mlp.w1.w"} : (tensor<256x128xf32>) -> (tensor<256x128xf8E4M3FN>, tensor<2x1xf32>)
 // BLOCK: fp8.matmul {{.*}} {a_block = array<i64: 1, 128>, b_block = array<i64: 128, 128>, param = "layers.0.mlp.w1", role = "fprop", transpose_b}
+// BLOCK: fp8.block_quantize %{{.*}} {block = array<i64: 128, 1>, dtype = f8E4M3FN, power_of_two, tensor = "layers.2.mlp.w1.x.t"}
+// BLOCK: fp8.block_quantize %{{.*}} {block = array<i64: 1, 128>, dtype = f8E4M3FN, power_of_two, tensor = "layers.2.mlp.w1.x"}
 // BLOCK: graph.save {{.*}} : tensor<2x64x256xf32>
+// BLOCK-NOT: graph.save
 // BLOCK: fp8.block_quantize %{{.*}} {block = array<i64: 128, 1>, dtype = f8E5M2, power_of_two, tensor = "layers.2.mlp.w1.dy.t"} : (tensor<128x256xf32>) -> (tensor<128x256xf8E5M2>, tensor<1x256xf32>)
 // BLOCK: fp8.block_quantize %{{.*}} {block = array<i64: 1, 128>, dtype = f8E5M2, power_of_two, tensor = "layers.2.mlp.w1.dy"} : (tensor<128x256xf32>) -> (tensor<128x256xf8E5M2>, tensor<128x2xf32>)
 // BLOCK: fp8.matmul {{.*}} {a_block = array<i64: 1, 128>, b_block = array<i64: 128, 128>, param = "layers.2.mlp.w1", role = "dgrad"}
-// BLOCK: fp8.block_quantize %{{.*}} {block = array<i64: 128, 1>, dtype = f8E4M3FN, power_of_two, tensor = "layers.2.mlp.w1.x.t"}
-// BLOCK: fp8.matmul {{.*}} {a_block = array<i64: 128, 1>, b_block = array<i64: 128, 1>, param = "layers.2.mlp.w1", role = "wgrad", transpose_a}
+// BLOCK-NOT: fp8.block_quantize {{.*}} f8E4M3FN
+// BLOCK: fp8.matmul %{{.*}}, %{{.*}}, %[[XTSAVED]], %[[XTSSAVED]] {a_block = array<i64: 128, 1>, b_block = array<i64: 128, 1>, param = "layers.0.mlp.w1", role = "wgrad", transpose_a}
 
 // A GEMM with a dimension that is not a multiple of 128 keeps BF16 under
 // blockwise and says why (no fp8.matmul at all in the small module).
