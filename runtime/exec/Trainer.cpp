@@ -190,6 +190,15 @@ struct Trainer::Impl {
       : backend(b), data(d), options(o), bundle(b.bundle()),
         schedule(b.bundle().schedule()) {}
 
+  // The job's liveness, through whichever group this rank is in (a
+  // pipeline of one data replica may have no data group).
+  void heartbeat(int64_t step) {
+    if (options.dataParallel)
+      options.dataParallel->heartbeat(step);
+    else if (options.pipeline)
+      options.pipeline->heartbeat(step);
+  }
+
   // Rank 0 speaks for the job.
   void print(const std::string &line) {
     if (options.out && dpRank == 0 && pipeRank == 0) {
@@ -1262,8 +1271,7 @@ Status Trainer::start(TrainResult &result) {
   }
   t.checkpointPosition = t.data.position();
   t.usedNow();
-  if (t.options.dataParallel)
-    t.options.dataParallel->heartbeat(result.startStep);
+  t.heartbeat(result.startStep);
   return Status::ok();
 }
 
@@ -1293,10 +1301,9 @@ Status Trainer::evaluate(int64_t step, TrainResult &result) {
     OCTET_RETURN_IF_ERROR(t.backend.synchronize());
     sum[0] += *t.scalar(0);
   }
-  if (t.options.dataParallel) {
+  if (t.options.dataParallel)
     OCTET_RETURN_IF_ERROR(t.options.dataParallel->sum(sum));
-    t.options.dataParallel->heartbeat(step);
-  }
+  t.heartbeat(step);
   rec.batches = batches;
   rec.loss = sum[0] / double(batches);
   rec.bytesAfter = t.usedNow();
@@ -1384,8 +1391,7 @@ StatusOr<TrainResult> Trainer::run() {
     t.checkpointPosition = t.stagedPosition[parity];
     t.checkpointLoss = rec.loss;
     OCTET_RETURN_IF_ERROR(t.report(rec));
-    if (t.options.dataParallel)
-      t.options.dataParallel->heartbeat(step);
+    t.heartbeat(step);
     result.steps.push_back(rec);
     if (t.evalInterval > 0 && step % t.evalInterval == 0 && !t.pipe &&
         t.backend.hasProgram(EVAL) && t.data.hasEval())
