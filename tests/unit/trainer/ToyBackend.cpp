@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -162,6 +163,28 @@ Bundle makeToyBundle(const ToyShape &t) {
   return b;
 }
 
+StatusOr<std::unique_ptr<TrainData>> openToyData(const ToyShape &shape) {
+  TrainDataOptions d;
+  d.kind = "synthetic";
+  d.rows = uint32_t(shape.rows);
+  d.sequenceLength = uint32_t(shape.seq);
+  d.seed = shape.seed;
+  d.vocabSize = shape.vocab;
+  return TrainData::open(d);
+}
+
+void expectSameFloats(const std::vector<uint8_t> &a,
+                      const std::vector<uint8_t> &b, const char *what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  for (size_t i = 0; i + 4 <= a.size(); i += 4) {
+    float x, y;
+    std::memcpy(&x, &a[i], 4);
+    std::memcpy(&y, &b[i], 4);
+    ASSERT_NEAR(x, y, 1e-5f * std::max(1.0f, std::fabs(y)))
+        << what << " element " << i / 4;
+  }
+}
+
 ToyRun makeToyRun(const ToyShape &shape, TrainerOptions options,
                   const std::function<void(bundle::Bundle &)> &edit) {
   ToyRun r;
@@ -169,13 +192,7 @@ ToyRun makeToyRun(const ToyShape &shape, TrainerOptions options,
   if (edit)
     edit(b);
   r.backend = std::make_unique<ToyBackend>(std::move(b));
-  TrainDataOptions d;
-  d.kind = "synthetic";
-  d.rows = uint32_t(shape.rows);
-  d.sequenceLength = uint32_t(shape.seq);
-  d.seed = shape.seed;
-  d.vocabSize = shape.vocab;
-  auto data = TrainData::open(d);
+  auto data = openToyData(shape);
   if (!data) {
     r.status = data.status();
     return r;

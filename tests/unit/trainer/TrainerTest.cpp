@@ -396,20 +396,6 @@ DataParallelRuns runDataParallel(int ranks, const ToyShape &shape,
   return d;
 }
 
-// Parameters are sums in another order on two ranks (g0 + g1 rather than
-// (0 + g0) + g1 element by element), so equal within float rounding.
-void expectSameFloats(const std::vector<uint8_t> &a,
-                      const std::vector<uint8_t> &b, const char *what) {
-  ASSERT_EQ(a.size(), b.size()) << what;
-  for (size_t i = 0; i + 4 <= a.size(); i += 4) {
-    float x, y;
-    std::memcpy(&x, &a[i], 4);
-    std::memcpy(&y, &b[i], 4);
-    ASSERT_NEAR(x, y, 1e-5f * std::max(1.0f, std::fabs(y)))
-        << what << " element " << i / 4;
-  }
-}
-
 TEST(Trainer, TwoDataParallelRanksTrainAsOneAtTheSameGlobalBatch) {
   ToyShape one;
   one.steps = 6;
