@@ -343,15 +343,7 @@ private:
         g[i] = float(sums[size_t(i)]);
     }
     std::vector<double> norm = {0};
-    for (int64_t i = 0; i < count; ++i) {
-      norm[0] += double(g[i]) * g[i];
-      m[i] = 0.9f * m[i] + 0.1f * g[i];
-      v[i] = 0.999f * v[i] + 0.001f * g[i] * g[i];
-      float mh = m[i] / (1.0f - std::pow(0.9f, float(t)));
-      float vh = v[i] / (1.0f - std::pow(0.999f, float(t)));
-      w[i] -= lr * mh / (std::sqrt(vh) + 1e-8f);
-      g[i] = 0;
-    }
+    toyAdamStep(w, g, m, v, count, t, lr, norm[0]);
     OCTET_RETURN_IF_ERROR(norms_.sum(norm));
     *get<float>("grad_norm") = float(std::sqrt(norm[0]));
     *get<float>("lr") = lr;

@@ -173,6 +173,19 @@ StatusOr<std::unique_ptr<TrainData>> openToyData(const ToyShape &shape) {
   return TrainData::open(d);
 }
 
+void toyAdamStep(float *w, float *g, float *m, float *v, int64_t count,
+                 int32_t step, float lr, double &squaredNorm) {
+  for (int64_t i = 0; i < count; ++i) {
+    squaredNorm += double(g[i]) * g[i];
+    m[i] = 0.9f * m[i] + 0.1f * g[i];
+    v[i] = 0.999f * v[i] + 0.001f * g[i] * g[i];
+    float mh = m[i] / (1.0f - std::pow(0.9f, float(step)));
+    float vh = v[i] / (1.0f - std::pow(0.999f, float(step)));
+    w[i] -= lr * mh / (std::sqrt(vh) + 1e-8f);
+    g[i] = 0;
+  }
+}
+
 void expectSameFloats(const std::vector<uint8_t> &a,
                       const std::vector<uint8_t> &b, const char *what) {
   ASSERT_EQ(a.size(), b.size()) << what;
@@ -312,19 +325,10 @@ Status ToyBackend::run(ProgramKind kind, RunMode mode) {
     int32_t t = ++*i32("step");
     float lr = float(bundle_.schedule().lr());
     double norm = 0;
-    auto adam = [&](float *w, float *g, float *m, float *vv, int64_t count) {
-      for (int64_t i = 0; i < count; ++i) {
-        norm += double(g[i]) * g[i];
-        m[i] = 0.9f * m[i] + 0.1f * g[i];
-        vv[i] = 0.999f * vv[i] + 0.001f * g[i] * g[i];
-        float mh = m[i] / (1.0f - std::pow(0.9f, float(t)));
-        float vh = vv[i] / (1.0f - std::pow(0.999f, float(t)));
-        w[i] -= lr * mh / (std::sqrt(vh) + 1e-8f);
-        g[i] = 0;
-      }
-    };
-    adam(f32("w"), f32("grad.w"), f32("adam_m.w"), f32("adam_v.w"), v);
-    adam(f32("b"), f32("grad.b"), f32("adam_m.b"), f32("adam_v.b"), 1);
+    toyAdamStep(f32("w"), f32("grad.w"), f32("adam_m.w"), f32("adam_v.w"), v, t,
+                lr, norm);
+    toyAdamStep(f32("b"), f32("grad.b"), f32("adam_m.b"), f32("adam_v.b"), 1, t,
+                lr, norm);
     *f32("grad_norm") = float(std::sqrt(norm));
     *f32("lr") = lr;
     refreshCache();

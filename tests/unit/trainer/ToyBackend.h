@@ -69,6 +69,12 @@ struct ToyRun {
 ToyRun makeToyRun(const ToyShape &shape, TrainerOptions options,
                   const std::function<void(bundle::Bundle &)> &edit = {});
 
+// The toy's optimizer, Adam without weight decay, on `count` elements at step
+// `step`: the squared gradient norm added to `squaredNorm`, the gradients
+// cleared.
+void toyAdamStep(float *w, float *g, float *m, float *v, int64_t count,
+                 int32_t step, float lr, double &squaredNorm);
+
 // The synthetic data the toy trains on.
 StatusOr<std::unique_ptr<TrainData>> openToyData(const ToyShape &shape);
 
