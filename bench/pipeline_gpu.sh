@@ -1,53 +1,150 @@
 #!/bin/bash
 # Pipeline parallelism (train.parallel.pipeline) on two GPUs, BF16, on the
-# GPU host:
-#   - 20 steps of tiny-llama and of 4 layers of Llama 3 8B (sequence 4096),
-#     each on one GPU (pipeline 1), at pipeline 2 with 1F1B and at pipeline 2
-#     interleaved (2 chunks a rank), 4 microbatches a step at the same global
-#     batch: each step's loss and grad norm against one GPU's within the
-#     golden BF16 tolerances (step 1: loss 1e-3, grad norm 5e-3 relative;
-#     step s allows 1 + 0.1 (s - 1) times more).
-# Specs: bench/specs/pipeline/. Expected wall time: about 4 minutes (six
-# loads with GEMM timing, 20 steps each; the 4-layer model's step is well
-# under a second), inside one device call of 600 s.
+# GPU host (kind nvidia-h100-x2), in parts:
+#   step1-MODEL (MODEL: tiny-bf16 l8b4-bf16): one step on one GPU
+#     (MODEL-pp1), at pipeline 2 with 1F1B (MODEL-pp2) and interleaved
+#     (MODEL-pp2-v2, 2 chunks a rank), 4 microbatches at the same global
+#     batch, each checkpointed after step 1; the pipeline checkpoint is
+#     joined over the stages into the one-rank format, so
+#     bench/dp_equivalence.py compares the loss, the grad norm and every
+#     tensor with one GPU's within the golden bounds;
+#     OUT/MODEL-VARIANT-step1.json.
+#   steps20-MODEL: 20 steps of the same three, each step's loss and grad
+#     norm against one GPU's (golden BF16 tolerances: step 1 loss 1e-3,
+#     grad norm 5e-3 relative; step s allows 1 + 0.1 (s - 1) times more).
+#   bubble: l8b4-bf16 at m = 4, 8 and 16 microbatches, 20 steps each on one
+#     GPU and at pipeline 2 (1F1B): the measured bubble is 1 - (T1 / 2) /
+#     T2 from the median tokens/s after step 2 (T1 the step time on one GPU
+#     with the whole model, T2 the pipeline's; the same global batch, so
+#     T1 / T2 is the pipeline's tokens/s over one GPU's), against the
+#     schedule's (P - 1)/(m + P - 1); a step-time proxy (it counts the
+#     transfers and the optimizer step as bubble), not a per-rank timeline.
+#     OUT/bubble.json.
+#   kill: kill -9 of pipeline rank 1 mid-step: rank 0 must exit non-zero
+#     within 60 s naming rank 1 ('rank 1 is lost').
+#   wrong-size: a pipeline-2 bundle started as one rank is told the layout.
+# The script exits 1 when any check fails.
 #
-# Here (bundles compiled where MLIR is):
-#   mkdir -p carry/pipeline carry/bin && for s in tiny-bf16-pp1 tiny-bf16-pp2 tiny-bf16-pp2-v2 \
-#       l8b4-bf16-pp1 l8b4-bf16-pp2 l8b4-bf16-pp2-v2; do
+# Here (bundles compiled where MLIR is; about 20 MiB with octet-run):
+#   mkdir -p carry/pipeline/bin && cp build/tools/octet-run/octet-run carry/pipeline/bin/
+#   for s in tiny-bf16-pp1 tiny-bf16-pp2 tiny-bf16-pp2-v2 l8b4-bf16-pp1 l8b4-bf16-pp2 l8b4-bf16-pp2-v2; do
 #     build/tools/octet/octet compile bench/specs/pipeline/$s.pbtxt -o carry/pipeline/$s.octet || break; done
-#   cp build/tools/octet-run/octet-run carry/bin/
-#   du -sh carry/pipeline carry/bin    # about 12 MiB: octet-run 6.8 MB, each bundle 0.7-1.1 MB (the pipeline-1 ones)
-# There (carry: carry/pipeline, carry/bin, data/corpus.txt):
-#   bash bench/pipeline_gpu.sh carry/bin/octet-run carry/pipeline OUT_DIR
+#   for m in 8 16; do for v in pp1 pp2; do
+#     sed "s/global_batch_size: 4/global_batch_size: $m/" bench/specs/pipeline/l8b4-bf16-$v.pbtxt > /tmp/l8b4-bf16-$v-m$m.pbtxt
+#     build/tools/octet/octet compile /tmp/l8b4-bf16-$v-m$m.pbtxt -o carry/pipeline/l8b4-bf16-$v-m$m.octet || break; done; done
+# There (carry: carry/pipeline, data/corpus.txt):
+#   bash bench/pipeline_gpu.sh carry/pipeline/bin/octet-run carry/pipeline OUT_DIR [PART ...]
+# Expected wall time on 2 x H100: each step1 and steps20 part of tiny-llama
+# ~15 s, of l8b4 ~1 min (three loads with GEMM timing), bubble ~3 min,
+# kill ~1 min; split the parts over calls of 600 s:
+#   bash bench/pipeline_gpu.sh R D OUT step1-tiny-bf16 steps20-tiny-bf16 kill wrong-size step1-l8b4-bf16 steps20-l8b4-bf16
+#   bash bench/pipeline_gpu.sh R D OUT bubble
 #
-# Not runnable yet: `octet compile -o` refuses a spec with pipeline > 1
-# (the compiler does not emit the per-rank CHUNK_* programs, stash slots
-# and instruction lists of bundle format 5), and octet-run's training loop
-# refuses a pipeline bundle (Runtime::runPipelineStep exists, the loop does
-# not drive it). The pipeline-1 bundles compile and run today.
-R=${1:?octet-run}; D=${2:?bundle directory}; O=${3:?output directory}
-W=$(mktemp -d); mkdir -p "$O"; bad=0; LOSS_TOL=1e-3; NORM_TOL=5e-3
-. "$(dirname "$0")/launch2.sh"
-. "$(dirname "$0")/zero1_common.sh"
+# Not runnable before the compiler writes pipeline bundles: `octet compile
+# -o` refuses a spec with pipeline > 1 until it emits bundle format 5's
+# per-rank CHUNK_* programs, stash slots (the microbatch inputs among them)
+# and instruction lists. The pipeline-1 bundles compile and run today.
+set -u
+export NCCL_NVLS_ENABLE=0
+R=${1:?octet-run}; D=${2:?bundle directory}; O=${3:?output directory}; shift 3
+parts=${*:-step1-tiny-bf16 steps20-tiny-bf16 kill wrong-size step1-l8b4-bf16 steps20-l8b4-bf16 bubble}
+B=$(cd "$(dirname "$0")" && pwd); mkdir -p "$O"
+W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
+bad=0; LOSS_TOL=1e-3; NORM_TOL=5e-3
+log() { echo; echo "=== $* ($(date +%T), ${SECONDS} s)"; }
+. "$B/launch2.sh"
+. "$B/zero1_common.sh"
+dataOf() { case $1 in tiny*) echo "--text data/corpus.txt";; *) echo "--synthetic";; esac; }
 
-# pipeline_against_one MODEL: MODEL-pp1 on one GPU, MODEL-pp2 (1F1B) and
-# MODEL-pp2-v2 (interleaved) as two ranks, each against one GPU.
-pipeline_against_one() {
-  local m=$1 data
-  case $m in tiny*) data="--text data/corpus.txt";; *) data="--synthetic";; esac
-  log "$m: one GPU, pipeline 2 (1F1B), pipeline 2 interleaved (20 steps)"
-  "$R" $D/$m-pp1.octet $data --steps 20 > $O/$m-one.log 2>&1 || { tail -3 $O/$m-one.log; bad=1; }
+step1() {
+  local m=$1 data v; data=$(dataOf $m)
+  log "$m step 1: one GPU, pipeline 2 (1F1B), pipeline 2 interleaved"
+  "$R" $D/$m-pp1.octet $data --steps 1 --checkpoint-dir $W/$m-one > $O/$m-step1-one.log 2>&1 \
+    || { echo "one GPU failed:"; tail -3 $O/$m-step1-one.log; bad=1; return; }
   for v in pp2 pp2-v2; do
-    launch2 $W/$m-$v.log $D/$m-$v.octet $data --steps 20 || bad=1
+    launch2 $W/$m-$v-step1.log $D/$m-$v.octet $data --steps 1 --checkpoint-dir $W/$m-$v || { bad=1; continue; }
+    cp $W/$m-$v-step1.log* $O/
+    python3 $B/dp_equivalence.py --numerics bf16 --name "$m $v" --one $O/$m-step1-one.log $W/$m-one/step-1 \
+      --data2 $W/$m-$v-step1.log $W/$m-$v/step-1 --out $O/$m-$v-step1.json || bad=1
+    rm -rf $W/$m-$v
+  done
+  rm -rf $W/$m-one
+}
+
+steps20() {
+  local m=$1 data v; data=$(dataOf $m)
+  log "$m: one GPU, pipeline 2 (1F1B), pipeline 2 interleaved (20 steps)"
+  "$R" $D/$m-pp1.octet $data --steps 20 > $O/$m-one.log 2>&1 || { tail -3 $O/$m-one.log; bad=1; return; }
+  for v in pp2 pp2-v2; do
+    launch2 $W/$m-$v.log $D/$m-$v.octet $data --steps 20 || { bad=1; continue; }
     cp $W/$m-$v.log* $O/
     echo "-- $v against one GPU"; close $O/$m-one.log $O/$m-$v.log || bad=1
   done
 }
-for m in tiny-bf16 l8b4-bf16; do pipeline_against_one $m; done
-# A job started at the wrong size is refused with the bundle's layout.
-log "pipeline 2 started as one rank"
-RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=29999 \
-  "$R" $D/tiny-bf16-pp2.octet --text data/corpus.txt --steps 1 > $O/wrong-size.log 2>&1
-grep -q "compiled for world size 2 (pipeline 2 × data 1)" $O/wrong-size.log || { cat $O/wrong-size.log; bad=1; }
-rm -rf "$W"
+
+# The median job tokens/s after step 2 of a log's step lines.
+median_tps() {
+  python3 - "$1" <<'EOF'
+import re, sys
+ts = []
+for line in open(sys.argv[1]):
+    m = re.match(r'^step\s+(\d+)/\d+.*?tokens/s ([\d.]+)', line)
+    if m and int(m.group(1)) > 2:
+        ts.append(float(m.group(2)))
+ts.sort()
+print(ts[len(ts) // 2] if ts else 'nan')
+EOF
+}
+
+bubble() {
+  local n suffix one two rows=""
+  for n in 4 8 16; do
+    suffix=$([ $n = 4 ] && echo "" || echo "-m$n")
+    log "bubble at m = $n: l8b4-bf16 on one GPU and at pipeline 2 (1F1B), 20 steps"
+    "$R" $D/l8b4-bf16-pp1$suffix.octet --synthetic --steps 20 > $O/bubble-m$n-one.log 2>&1 \
+      || { tail -3 $O/bubble-m$n-one.log; bad=1; continue; }
+    launch2 $W/bubble-m$n-pp2.log $D/l8b4-bf16-pp2$suffix.octet --synthetic --steps 20 || { bad=1; continue; }
+    cp $W/bubble-m$n-pp2.log* $O/
+    one=$(median_tps $O/bubble-m$n-one.log); two=$(median_tps $W/bubble-m$n-pp2.log)
+    rows="$rows $n:$one:$two"
+  done
+  python3 - $rows <<'EOF' | tee $O/bubble.json
+import json, sys
+out = []
+for row in sys.argv[1:]:
+    m, one, two = row.split(':')
+    m, one, two = int(m), float(one), float(two)
+    # (T1 / 2) / T2 = tokens/s at pipeline 2 / (2 x one GPU's).
+    measured = 1 - two / (2 * one)
+    predicted = 1 / (m + 1)
+    out.append({'microbatches': m, 'one_gpu_tokens_per_s': one, 'pipeline2_tokens_per_s': two,
+                'bubble_measured': round(measured, 4), 'bubble_predicted': round(predicted, 4),
+                'within_2_points': abs(measured - predicted) <= 0.02})
+print(json.dumps(out, indent=1))
+EOF
+}
+
+kill_one() {
+  log "kill -9 of pipeline rank 1 of the l8b4 1F1B run, mid-step"
+  kill_mid_step $O/kill.log $D/l8b4-bf16-pp2.octet --synthetic --steps 100000 || bad=1
+}
+
+wrong_size() {
+  log "pipeline 2 started as one rank"
+  RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=29999 \
+    "$R" $D/tiny-bf16-pp2.octet --text data/corpus.txt --steps 1 > $O/wrong-size.log 2>&1
+  grep -q "compiled for world size 2 (pipeline 2 × data 1)" $O/wrong-size.log || { cat $O/wrong-size.log; bad=1; }
+}
+
+for p in $parts; do
+  case $p in
+    step1-*) step1 ${p#step1-};;
+    steps20-*) steps20 ${p#steps20-};;
+    bubble) bubble;;
+    kill) kill_one;;
+    wrong-size) wrong_size;;
+    *) echo "pipeline_gpu.sh: unknown part '$p' (step1-MODEL, steps20-MODEL, bubble, kill, wrong-size)"; bad=1;;
+  esac
+done
+log "done: $([ $bad = 0 ] && echo every check passed || echo 'a check FAILED')"
 exit $bad

@@ -17,7 +17,8 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// The trainer's sums as one f64 all-reduce over the "data" communicator.
+// The trainer's sums as one f64 all-reduce over a group's communicator
+// (the "data" group's, or a pipeline's).
 // They come once per step, after the step has finished on the device, so
 // the copies wait for the stream.
 class NcclDataGroup : public DataParallelGroup {
@@ -101,7 +102,7 @@ struct RankJob::Impl {
   // One per group kind that is not the whole world, in the bundle's order.
   std::vector<std::unique_ptr<comm::Communicator>> splits;
   std::unique_ptr<comm::Watchdog> watchdog;
-  std::shared_ptr<NcclDataGroup> data;
+  std::shared_ptr<NcclDataGroup> data, pipeline;
   bool finished = false;
 };
 
@@ -216,11 +217,23 @@ Status RankJob::connect(Runtime &runtime) {
     j.data = std::make_shared<NcclDataGroup>(*data->second, *j.watchdog);
     OCTET_RETURN_IF_ERROR(j.data->init());
   }
+  if (bundle.has_pipeline()) {
+    auto pipe = commOf.find(bundle.pipeline().group());
+    if (pipe == commOf.end() || !pipe->second)
+      return Status::error("the bundle has no '" + bundle.pipeline().group() +
+                           "' groups for its pipeline: recompile it");
+    j.pipeline = std::make_shared<NcclDataGroup>(*pipe->second, *j.watchdog);
+    OCTET_RETURN_IF_ERROR(j.pipeline->init());
+  }
   return Status::ok();
 }
 
 std::shared_ptr<DataParallelGroup> RankJob::dataParallel() {
   return impl_->data;
+}
+
+std::shared_ptr<DataParallelGroup> RankJob::pipeline() {
+  return impl_->pipeline;
 }
 
 void RankJob::reportFailure(const std::string &message) {
@@ -237,6 +250,7 @@ Status RankJob::finish() {
     j.watchdog->stop();
   }
   j.data.reset();
+  j.pipeline.reset();
   for (auto &s : j.splits)
     if (s)
       OCTET_RETURN_IF_ERROR(s->finalize(1min));

@@ -11,6 +11,8 @@
 //            programs' collectives; the watchdog starts watching them;
 //   dataParallel  the trainer's view of the "data" group: its sums go
 //            through an all-reduce, its heartbeats to the watchdog;
+//   pipeline the same over a pipeline bundle's pipeline group (the loss
+//            to rank 0, checkpoints' parts);
 //   finish   the clean end. A RankJob destroyed without finish() is a
 //            failed rank, which the other ranks learn at once.
 
@@ -46,6 +48,9 @@ public:
   Status connect(Runtime &runtime);
   // Null when the bundle has no "data" group.
   std::shared_ptr<DataParallelGroup> dataParallel();
+  // The same over this rank's pipeline group (Pipeline.group); null
+  // without a pipeline.
+  std::shared_ptr<DataParallelGroup> pipeline();
   // This rank's failure, for the other ranks to name ("rank 1: ...").
   void reportFailure(const std::string &message);
   Status finish();

@@ -96,7 +96,7 @@ public:
   }
   Status synchronize() { return stream_->synchronize(); }
 
-  std::function<Status(int, const bundle::Program &)> stage;
+  std::function<Status(const PipeWork &)> stage;
 
   Status beginStep(const PipelineRankPlan &plan) override {
     CUstream main = rt_.mainStream();
@@ -121,7 +121,7 @@ public:
     if (w.waitFor >= 0)
       OCTET_CHECK_CUDA(cuStreamWaitEvent(main, events_[size_t(w.waitFor)], 0));
     if (w.program->inputs_size() > 0 && stage)
-      OCTET_RETURN_IF_ERROR(stage(int(w.instruction->microbatch()), *w.program));
+      OCTET_RETURN_IF_ERROR(stage(w));
     PreparedProgram *p = rt_.findChunk(w.program->kind(), w.program->chunk(),
                                        w.entry);
     if (!p)
@@ -550,6 +550,15 @@ Status Runtime::writeSlotAsync(uint32_t slot, const void *data,
   if (!p)
     return p.status();
   OCTET_CHECK_CUDA(cuMemcpyHtoDAsync(*p, data, bytes, mainStream()));
+  return Status::ok();
+}
+
+Status Runtime::writeSlotAtAsync(uint32_t slot, uint64_t offset,
+                                 const void *data, uint64_t bytes) {
+  auto p = slotRange(slot, offset + bytes, /*whole=*/false, "writing");
+  if (!p)
+    return p.status();
+  OCTET_CHECK_CUDA(cuMemcpyHtoDAsync(*p + offset, data, bytes, mainStream()));
   return Status::ok();
 }
 
@@ -1188,8 +1197,8 @@ Status Runtime::preparePipeline() {
   return Status::ok();
 }
 
-Status Runtime::runPipelineStep(
-    const std::function<Status(int, const bundle::Program &)> &stage) {
+Status
+Runtime::runPipelineStep(const std::function<Status(const PipeWork &)> &stage) {
   if (!pipeline_)
     return Status::error("the bundle has no pipeline: run its "
                          "TRAIN_MICROBATCH program per microbatch instead");

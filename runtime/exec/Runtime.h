@@ -28,6 +28,7 @@ class NcclLibrary;
 namespace octet {
 
 struct PipelineRankPlan;
+struct PipeWork;
 
 // How load chooses each GEMM's cuBLASLt algorithm when the bundle records
 // none that this cuBLASLt accepts: from the cache file when it has the
@@ -116,13 +117,14 @@ public:
   // programs, each prepared once per stash entry, and its pipeline group's
   // communicator (each PIPE_COMMUNICATE one ncclGroupStart/End on the
   // pipeline stream), ordered by events, with no host wait. Before each
-  // compute instruction whose program takes inputs, `stage(microbatch,
-  // program)` enqueues that microbatch's batch into them on the main
-  // stream (writeSlotAsync). The loss accumulator is cleared first; the
-  // main stream has waited for every transfer at the end.
-  Status runPipelineStep(
-      const std::function<Status(int microbatch,
-                                 const bundle::Program &program)> &stage);
+  // compute instruction whose program takes inputs, once the instruction
+  // has waited for its stash entry to be free, `stage(work)` enqueues its
+  // microbatch's inputs into the entry on the main stream
+  // (writeSlotAtAsync). The loss accumulator is cleared first; the main
+  // stream has waited for every transfer at the end.
+  Status runPipelineStep(const std::function<Status(const PipeWork &)> &stage);
+  // This rank's plan of a pipeline bundle, or null.
+  const PipelineRankPlan *pipelinePlan() const { return pipelinePlan_.get(); }
   // The last stage's loss accumulator (Pipeline.loss_sum_slot) on this
   // rank, or -1.
   int pipelineLossSlot() const;
@@ -142,6 +144,9 @@ public:
   // asynchronous) must stay valid until synchronize().
   Status writeSlotAsync(uint32_t slot, const void *data, uint64_t bytes);
   Status readSlotAsync(uint32_t slot, void *data, uint64_t bytes);
+  // `bytes` at `offset` of a slot (a stash entry), enqueued the same way.
+  Status writeSlotAtAsync(uint32_t slot, uint64_t offset, const void *data,
+                          uint64_t bytes);
   // Index of the slot with that name, or -1.
   int findSlot(const std::string &name) const;
 

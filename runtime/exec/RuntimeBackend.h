@@ -33,6 +33,17 @@ public:
   StatusOr<std::unique_ptr<HostBuffer>> hostBuffer(uint64_t bytes) override;
   DeviceMemory memory() const override;
   std::string deviceName() const override { return rt_.device().name(); }
+  const PipelineRankPlan *pipelinePlan() const override {
+    return rt_.pipelinePlan();
+  }
+  Status runPipelineStep(
+      const std::function<Status(const PipeWork &)> &feed) override {
+    return rt_.runPipelineStep(feed);
+  }
+  Status writeSlotAt(uint32_t slot, uint64_t offset, const void *data,
+                     uint64_t bytes) override {
+    return rt_.writeSlotAtAsync(slot, offset, data, bytes);
+  }
 
 private:
   Runtime &rt_;

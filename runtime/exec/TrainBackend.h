@@ -14,10 +14,14 @@
 #include "support/Status.h"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
 namespace octet {
+
+struct PipelineRankPlan;
+struct PipeWork;
 
 class HostBuffer {
 public:
@@ -70,6 +74,25 @@ public:
   virtual DeviceMemory memory() const = 0;
   // The device's name as its driver gives it ("NVIDIA H100 80GB HBM3").
   virtual std::string deviceName() const = 0;
+
+  // A pipeline bundle's rank (runtime/exec/PipelineExecutor.h): its plan,
+  // null where the bundle has no pipeline.
+  virtual const PipelineRankPlan *pipelinePlan() const { return nullptr; }
+  // Enqueues the rank's step: its instruction list in order, `feed(work)`
+  // called before each compute instruction whose program takes inputs,
+  // once the instruction's stash entry is free, to enqueue them
+  // (writeSlotAt) ahead of the program.
+  virtual Status
+  runPipelineStep(const std::function<Status(const PipeWork &)> &feed) {
+    (void)feed;
+    return Status::error("this backend runs no pipeline step");
+  }
+  // `bytes` at `offset` of the slot (a stash entry), enqueued like a write.
+  virtual Status writeSlotAt(uint32_t slot, uint64_t offset, const void *data,
+                             uint64_t bytes) {
+    (void)slot, (void)offset, (void)data, (void)bytes;
+    return Status::error("this backend writes whole slots only");
+  }
 };
 
 } // namespace octet

@@ -2,10 +2,11 @@
 
 #include "bundle/Bundle.h"
 #include "bundle/HfLayout.h"
-#include "bundle/PipelineBundle.h"
 #include "bundle/InitValues.h"
+#include "bundle/PipelineBundle.h"
 #include "hf/HfWeights.h"
 #include "hf/Safetensors.h"
+#include "runtime/exec/PipelineTraining.h"
 #include "support/AtomicFile.h"
 #include "support/LrSchedule.h"
 #include "support/Numerics.h"
@@ -176,14 +177,31 @@ struct Trainer::Impl {
   std::optional<double> checkpointLoss; // the last step's
   int64_t stepsRunHere = 0;
   uint64_t peakUsed = 0;
+  // A pipeline bundle's rank: its plan, which microbatch input each of its
+  // compute instructions reads where, its index in its pipeline and the
+  // pipeline's length, and the ranks whose programs use each slot (the
+  // checkpoint takes a variable from the first).
+  const PipelineRankPlan *pipe = nullptr;
+  PipelineFeedPlan pipeFeeds;
+  int pipeRank = 0, pipeSize = 1;
+  std::map<uint32_t, std::set<int>> slotUsers;
 
   Impl(TrainBackend &b, TrainData &d, const TrainerOptions &o)
       : backend(b), data(d), options(o), bundle(b.bundle()),
         schedule(b.bundle().schedule()) {}
 
+  // The job's liveness, through whichever group this rank is in (a
+  // pipeline of one data replica may have no data group).
+  void heartbeat(int64_t step) {
+    if (options.dataParallel)
+      options.dataParallel->heartbeat(step);
+    else if (options.pipeline)
+      options.pipeline->heartbeat(step);
+  }
+
   // Rank 0 speaks for the job.
   void print(const std::string &line) {
-    if (options.out && dpRank == 0) {
+    if (options.out && dpRank == 0 && pipeRank == 0) {
       std::fprintf(options.out, "%s\n", line.c_str());
       std::fflush(options.out);
     }
@@ -196,53 +214,10 @@ struct Trainer::Impl {
     std::string where =
         std::string(programKindName(kind)) + " program '" + p->name() + "'";
     const MemoryPlan &plan = bundle.plan();
-    uint64_t tokens = uint64_t(rows * seq);
     for (const NamedSlot &in : p->inputs()) {
       const Slot &s = plan.slots(int(in.slot()));
-      Binding b;
-      b.name = in.name();
-      b.slot = in.slot();
-      b.dtype = s.dtype();
-      b.bytes = s.bytes();
-      uint64_t want = 0;
-      bundle::DType wantType = I32;
-      bool atLeast = false;
-      if (batchInputs && in.name() == "tokens")
-        b.feed = Feed::Tokens, want = tokens * 4;
-      else if (batchInputs && in.name() == "labels")
-        b.feed = Feed::Labels, want = tokens * 4;
-      else if (batchInputs && in.name() == "positions")
-        b.feed = Feed::Positions, want = tokens * 4;
-      else if (batchInputs && in.name() == "loss_mask")
-        b.feed = Feed::LossMask, want = tokens * 4, wantType = F32;
-      else if (batchInputs && in.name() == "cu_seqlens")
-        b.feed = Feed::CuSeqlens, want = uint64_t(rows + 1) * 4, atLeast = true;
-      else if (!batchInputs && in.name() == "lr")
-        b.feed = Feed::Lr, want = 4, wantType = F32;
-      else if (!batchInputs && in.name() == "step")
-        b.feed = Feed::Step, want = 4, wantType = I32;
-      else
-        return Status::error(
-            where + " takes input '" + in.name() + "' (slot '" + s.name() +
-            "'), which the trainer cannot fill: it fills " +
-            (batchInputs ? "tokens, labels, loss_mask, positions and "
-                           "cu_seqlens"
-                         : "lr and step") +
-            "; recompile the bundle with this release");
-      if (b.dtype != wantType)
-        return Status::error(where + " input '" + in.name() + "' is " +
-                             dtypeName(b.dtype) + "; the trainer writes " +
-                             dtypeName(wantType));
-      if (atLeast ? b.bytes < want : b.bytes != want)
-        return Status::error(
-            where + " input '" + in.name() + "' (slot '" + s.name() +
-            "') has " + std::to_string(b.bytes) + " bytes, but the schedule (" +
-            std::to_string(rows) + " rows of " + std::to_string(seq) +
-            " tokens) needs " + (atLeast ? "at least " : "") +
-            std::to_string(want) + ": the bundle is inconsistent; recompile");
-      b.stageOffset = io.stageBytes;
-      io.stageBytes += (b.bytes + 63) / 64 * 64;
-      io.inputs.push_back(b);
+      OCTET_RETURN_IF_ERROR(
+          bindInput(where, in.name(), in.slot(), s.bytes(), io, batchInputs));
     }
     for (const NamedSlot &out : p->outputs()) {
       const Slot &s = plan.slots(int(out.slot()));
@@ -259,6 +234,155 @@ struct Trainer::Impl {
                              " bytes; the trainer reads an f32 scalar");
       *target = int(out.slot());
     }
+    return Status::ok();
+  }
+
+  // One input of `where`, of `bytes` a run (a microbatch's, for a batch
+  // input), in `io`'s staging.
+  Status bindInput(const std::string &where, const std::string &name,
+                   uint32_t slot, uint64_t bytes, ProgramIO &io,
+                   bool batchInputs) {
+    const Slot &s = bundle.plan().slots(int(slot));
+    uint64_t tokens = uint64_t(rows * seq);
+    Binding b;
+    b.name = name;
+    b.slot = slot;
+    b.dtype = s.dtype();
+    b.bytes = bytes;
+    uint64_t want = 0;
+    bundle::DType wantType = I32;
+    bool atLeast = false;
+    if (batchInputs && name == "tokens")
+      b.feed = Feed::Tokens, want = tokens * 4;
+    else if (batchInputs && name == "labels")
+      b.feed = Feed::Labels, want = tokens * 4;
+    else if (batchInputs && name == "positions")
+      b.feed = Feed::Positions, want = tokens * 4;
+    else if (batchInputs && name == "loss_mask")
+      b.feed = Feed::LossMask, want = tokens * 4, wantType = F32;
+    else if (batchInputs && name == "cu_seqlens")
+      b.feed = Feed::CuSeqlens, want = uint64_t(rows + 1) * 4, atLeast = true;
+    else if (!batchInputs && name == "lr")
+      b.feed = Feed::Lr, want = 4, wantType = F32;
+    else if (!batchInputs && name == "step")
+      b.feed = Feed::Step, want = 4, wantType = I32;
+    else
+      return Status::error(
+          where + " takes input '" + name + "' (slot '" + s.name() +
+          "'), which the trainer cannot fill: it fills " +
+          (batchInputs ? "tokens, labels, loss_mask, positions and "
+                         "cu_seqlens"
+                       : "lr and step") +
+          "; recompile the bundle with this release");
+    if (b.dtype != wantType)
+      return Status::error(where + " input '" + name + "' is " +
+                           dtypeName(b.dtype) + "; the trainer writes " +
+                           dtypeName(wantType));
+    if (atLeast ? b.bytes < want : b.bytes != want)
+      return Status::error(
+          where + " input '" + name + "' (slot '" + s.name() + "') has " +
+          std::to_string(b.bytes) + " bytes, but the schedule (" +
+          std::to_string(rows) + " rows of " + std::to_string(seq) +
+          " tokens) needs " + (atLeast ? "at least " : "") +
+          std::to_string(want) + ": the bundle is inconsistent; recompile");
+    b.stageOffset = io.stageBytes;
+    io.stageBytes += (b.bytes + 63) / 64 * 64;
+    io.inputs.push_back(b);
+    return Status::ok();
+  }
+
+  // A pipeline rank trains through its instruction list: the
+  // microbatches' inputs go into the stash entries of the instructions that
+  // read them (planPipelineFeeds), the loss is the last stage's
+  // accumulator, and `train` stages every input any chunk program takes.
+  Status setUpPipeline() {
+    pipe = backend.pipelinePlan();
+    if (!pipe)
+      return Status::error("the bundle is pipeline parallel (" +
+                           parallelLayout(bundle) +
+                           ") but this backend runs no pipeline step");
+    const Pipeline &pl = bundle.pipeline();
+    pipeRank = pipe->pipelineRank;
+    pipeSize = int(pl.ranks());
+    int64_t microbatches = int64_t(pl.microbatches());
+    if (schedule.grad_accum_steps() > 1 &&
+        schedule.grad_accum_steps() != microbatches)
+      return Status::error(
+          "the bundle's schedule has grad_accum_steps " +
+          std::to_string(schedule.grad_accum_steps()) +
+          " but its pipeline runs " + std::to_string(microbatches) +
+          " microbatches a replica: the bundle is inconsistent; recompile");
+    accum = std::max<int64_t>(1, microbatches);
+    if (pipeSize > 1 && !options.pipeline)
+      return Status::error(
+          "the bundle is pipeline parallel (" + parallelLayout(bundle) +
+          "): its ranks start under a launcher (octet launch --gpus " +
+          std::to_string(bundle.world_size()) + " -- octet-run ...)");
+    if (options.pipeline && options.pipeline->size() != pipeSize)
+      return Status::error("the bundle's pipeline has " +
+                           std::to_string(pipeSize) +
+                           " ranks but this rank's pipeline group has " +
+                           std::to_string(options.pipeline->size()));
+    if (options.pipeline && options.pipeline->rank() != pipeRank)
+      return Status::error(
+          "this rank is pipeline rank " + std::to_string(pipeRank) +
+          " of the bundle but rank " +
+          std::to_string(options.pipeline->rank()) + " of its pipeline group");
+    for (const StateTensor &st : bundle.state())
+      if (st.data_shards() > 1)
+        return Status::error("state tensor '" + st.name() +
+                             "' is sharded over the data ranks (ZeRO-1), "
+                             "which a pipeline bundle cannot be: recompile "
+                             "without train.parallel.shard_optimizer");
+    if (!options.saveHf.empty())
+      return Status::error(
+          "--save-hf with a pipeline bundle is not done yet (each rank "
+          "holds its own stages' parameters): checkpoint with "
+          "--checkpoint-dir and export the checkpoint (octet export-hf)");
+    auto feeds = planPipelineFeeds(bundle, *pipe);
+    if (!feeds)
+      return feeds.status();
+    pipeFeeds = std::move(*feeds);
+    std::string where = "the pipeline's chunk programs";
+    for (const auto &[name, bytes] : pipeFeeds.inputs) {
+      uint32_t slot = 0;
+      for (const auto &list : pipeFeeds.feeds)
+        for (const PipelineFeed &f : list)
+          if (f.name == name)
+            slot = f.slot;
+      OCTET_RETURN_IF_ERROR(
+          bindInput(where, name, slot, bytes, train, /*batchInputs=*/true));
+    }
+    if (pipe->lossSumSlot >= 0) {
+      const Slot &s = bundle.plan().slots(pipe->lossSumSlot);
+      if (s.dtype() != F32 || s.bytes() < 4)
+        return Status::error("the pipeline's loss accumulator (slot '" +
+                             s.name() + "') is " + dtypeName(s.dtype()) +
+                             " of " + std::to_string(s.bytes()) +
+                             " bytes; the trainer reads an f32 scalar");
+      train.loss = pipe->lossSumSlot;
+    }
+    slotUsers = pipelineSlotUsers(bundle);
+    return Status::ok();
+  }
+
+  // The compute instruction's microbatch inputs, from the step's staging,
+  // into its stash entry.
+  Status feedPipeline(const PipeWork &w, int parity) {
+    const auto &feeds = pipeFeeds.feeds[w.index];
+    if (feeds.empty())
+      return Status::ok();
+    int64_t m = int64_t(w.instruction->microbatch());
+    if (m < 0 || m >= accum)
+      return Status::error("instruction " + std::to_string(w.index) +
+                           " runs microbatch " + std::to_string(m) +
+                           " of a step of " + std::to_string(accum));
+    auto *base = static_cast<uint8_t *>(stages[parity][size_t(m)]->data());
+    for (const PipelineFeed &f : feeds)
+      for (const Binding &b : train.inputs)
+        if (b.name == f.name)
+          OCTET_RETURN_IF_ERROR(backend.writeSlotAt(
+              f.slot, f.offset, base + b.stageOffset, f.bytes));
     return Status::ok();
   }
 
@@ -413,7 +537,17 @@ struct Trainer::Impl {
   Status runStep(int64_t step, int parity, bool prefetch, StepRecord &rec) {
     auto t0 = std::chrono::steady_clock::now();
     bool graph = options.graph && stepsRunHere > 0;
-    for (int64_t m = 0; m < accum; ++m) {
+    if (pipe) {
+      // The last stage's accumulator holds the sum of its microbatches'
+      // losses; the other stages add nothing.
+      OCTET_RETURN_IF_ERROR(backend.runPipelineStep(
+          [&](const PipeWork &w) { return feedPipeline(w, parity); }));
+      *scalar(0) = 0;
+      if (train.loss >= 0)
+        OCTET_RETURN_IF_ERROR(
+            backend.readSlot(uint32_t(train.loss), scalar(0), 4));
+    }
+    for (int64_t m = 0; !pipe && m < accum; ++m) {
       OCTET_RETURN_IF_ERROR(enqueueInputs(train, *stages[parity][size_t(m)]));
       OCTET_RETURN_IF_ERROR(backend.run(TRAIN_MICROBATCH, {graph, m + 1 == accum, m == 0}));
       OCTET_RETURN_IF_ERROR(
@@ -450,15 +584,18 @@ struct Trainer::Impl {
             .count();
     rec.step = step;
     std::vector<double> sum = {0};
-    for (int64_t m = 0; m < accum; ++m)
+    for (int64_t m = 0; m < (pipe ? 1 : accum); ++m)
       sum[0] += *scalar(size_t(m));
     // Summed over the ranks before any rank judges it, so that all of them
-    // stop at the same step.
+    // stop at the same step: over the data replicas, then over the stages
+    // (only the last one's is not 0).
     if (options.dataParallel)
       OCTET_RETURN_IF_ERROR(options.dataParallel->sum(sum));
+    if (options.pipeline)
+      OCTET_RETURN_IF_ERROR(options.pipeline->sum(sum));
     if (!std::isfinite(sum[0])) {
       std::string where;
-      for (int64_t m = 0; m < accum && where.empty(); ++m)
+      for (int64_t m = 0; !pipe && m < accum && where.empty(); ++m)
         if (!std::isfinite(*scalar(size_t(m))))
           where = ", microbatch " + std::to_string(dpRank * accum + m) +
                   " of the global batch";
@@ -491,7 +628,7 @@ struct Trainer::Impl {
     m.lr = rec.lr;
     m.seconds = rec.seconds;
     m.tokens = rows * seq * accum * dpSize;
-    m.gpus = dpSize;
+    m.gpus = dpSize * pipeSize;
     m.flopsPerToken = schedule.flops_per_token();
     m.deviceBytesUsed = rec.deviceBytesUsed;
     bool log =
@@ -526,6 +663,8 @@ struct Trainer::Impl {
     c.dataPosition = checkpointPosition;
     c.loss = checkpointLoss;
     c.bundleHash = hexOf(bundle.content_hash());
+    if (pipe)
+      return gatherPipeline(std::move(c));
     // Every rank reads its part of each sharded tensor and the ranks join
     // the parts; the rest is the same on every rank, and rank 0, which
     // writes the checkpoint, alone reads it.
@@ -557,6 +696,76 @@ struct Trainer::Impl {
     if (!split)
       return split.status();
     c.model = std::move(*split);
+    return c;
+  }
+
+  // Each stage's own variables, sent to pipeline rank 0 and joined there
+  // into what a job of one rank would save; the data replicas' are the
+  // same, so replica 0's pipeline alone does this.
+  StatusOr<ckpt::TrainCheckpoint> gatherPipeline(ckpt::TrainCheckpoint c) {
+    auto join = [&](const std::vector<Entry> &entries)
+        -> StatusOr<std::vector<hf::NamedTensor>> {
+      std::vector<hf::NamedTensor> mine;
+      std::vector<std::string> order;
+      for (const Entry &e : entries) {
+        order.push_back(e.name);
+        if (!ownsPipelineVariable(slotUsers, e.slot, pipeRank))
+          continue;
+        mine.push_back(
+            {e.name, e.dtype, e.shape, std::vector<uint8_t>(e.bytes)});
+        OCTET_RETURN_IF_ERROR(
+            backend.readSlot(e.slot, mine.back().data.data(), e.bytes));
+      }
+      OCTET_RETURN_IF_ERROR(backend.synchronize());
+      std::vector<std::vector<hf::NamedTensor>> parts;
+      if (!options.pipeline) {
+        parts.push_back(std::move(mine));
+      } else {
+        // Parts differ in size: their sizes first, then each padded to
+        // the largest.
+        std::vector<uint8_t> packed = packTensors(mine);
+        mine.clear();
+        std::vector<uint8_t> size(8), sizes;
+        for (int i = 0; i < 8; ++i)
+          size[size_t(i)] = uint8_t(uint64_t(packed.size()) >> (8 * i));
+        OCTET_RETURN_IF_ERROR(options.pipeline->gather(size, sizes));
+        std::vector<uint64_t> bytes(size_t(pipeSize), 0);
+        uint64_t largest = 0;
+        for (size_t p = 0; p < bytes.size(); ++p) {
+          for (int i = 0; i < 8; ++i)
+            bytes[p] |= uint64_t(sizes[p * 8 + size_t(i)]) << (8 * i);
+          largest = std::max(largest, bytes[p]);
+        }
+        packed.resize(largest);
+        std::vector<uint8_t> all;
+        OCTET_RETURN_IF_ERROR(options.pipeline->gather(packed, all));
+        if (pipeRank != 0)
+          return std::vector<hf::NamedTensor>();
+        for (size_t p = 0; p < bytes.size(); ++p) {
+          auto first = all.begin() + ptrdiff_t(p * largest);
+          auto part = unpackTensors(
+              std::vector<uint8_t>(first, first + ptrdiff_t(bytes[p])));
+          if (!part)
+            return part.status().withContext("pipeline rank " +
+                                             std::to_string(p));
+          parts.push_back(std::move(*part));
+        }
+      }
+      return joinPipelineParts(order, std::move(parts));
+    };
+    auto model = join(modelEntries);
+    if (!model)
+      return model.status();
+    auto state = join(stateEntries);
+    if (!state)
+      return state.status();
+    if (pipeRank != 0)
+      return c;
+    auto split = hfTensors(std::move(*model));
+    if (!split)
+      return split.status();
+    c.model = std::move(*split);
+    c.state = std::move(*state);
     return c;
   }
 
@@ -938,16 +1147,9 @@ StatusOr<std::unique_ptr<Trainer>> Trainer::create(TrainBackend &backend,
   t.evalInterval = o.evalInterval >= 0 ? o.evalInterval : s.eval_interval();
   t.checkpointInterval = o.checkpointInterval >= 0 ? o.checkpointInterval
                                                    : s.checkpoint_interval();
-  // The runtime executes a pipeline rank's step (Runtime::runPipelineStep),
-  // but this loop does not drive it yet: each chunk program fed its
-  // microbatch, the loss summed over the pipeline group, checkpoints joined
-  // over the pipeline ranks and a forward-only evaluation schedule.
   if (t.bundle.has_pipeline())
-    return Status::error(
-        "the bundle is pipeline parallel (" + bundle::parallelLayout(t.bundle) +
-        "): octet-run's training loop does not run pipeline bundles yet; "
-        "`octet train --cpu` trains this layout on the CPU");
-  if (!backend.hasProgram(TRAIN_MICROBATCH))
+    OCTET_RETURN_IF_ERROR(t.setUpPipeline());
+  else if (!backend.hasProgram(TRAIN_MICROBATCH))
     return Status::error("the bundle has no TRAIN_MICROBATCH program: it "
                          "cannot train; recompile it from a training spec");
   if (o.resume && o.checkpointDir.empty())
@@ -966,7 +1168,7 @@ StatusOr<std::unique_ptr<Trainer>> Trainer::create(TrainBackend &backend,
   OCTET_RETURN_IF_ERROR(t.bind(TRAIN_MICROBATCH, t.train, true));
   OCTET_RETURN_IF_ERROR(t.bind(OPTIMIZER_STEP, t.optimizer, false));
   OCTET_RETURN_IF_ERROR(t.bind(EVAL, t.eval, true));
-  if (t.train.loss < 0)
+  if (t.train.loss < 0 && !t.pipe)
     return Status::error("the TRAIN_MICROBATCH program has no output "
                          "'loss': recompile the bundle with this release");
   if (backend.hasProgram(EVAL) && t.eval.loss < 0)
@@ -1025,7 +1227,12 @@ Status Trainer::start(TrainResult &result) {
     t.print("note: no peak TFLOP/s known for '" + t.backend.deviceName() +
             "': the step line leaves MFU out");
   t.print("data: " + t.data.describe());
-  if (t.evalInterval > 0 && !(t.backend.hasProgram(EVAL) && t.data.hasEval()))
+  if (t.evalInterval > 0 && t.pipe)
+    t.print("note: eval_interval is " + std::to_string(t.evalInterval) +
+            " but evaluation of a pipeline bundle is not done yet (no "
+            "forward-only schedule over the chunk programs): no evaluation");
+  else if (t.evalInterval > 0 &&
+           !(t.backend.hasProgram(EVAL) && t.data.hasEval()))
     t.print(std::string("note: eval_interval is ") +
             std::to_string(t.evalInterval) + " but " +
             (t.backend.hasProgram(EVAL) ? "the data has no held-out split "
@@ -1064,8 +1271,7 @@ Status Trainer::start(TrainResult &result) {
   }
   t.checkpointPosition = t.data.position();
   t.usedNow();
-  if (t.options.dataParallel)
-    t.options.dataParallel->heartbeat(result.startStep);
+  t.heartbeat(result.startStep);
   return Status::ok();
 }
 
@@ -1095,10 +1301,9 @@ Status Trainer::evaluate(int64_t step, TrainResult &result) {
     OCTET_RETURN_IF_ERROR(t.backend.synchronize());
     sum[0] += *t.scalar(0);
   }
-  if (t.options.dataParallel) {
+  if (t.options.dataParallel)
     OCTET_RETURN_IF_ERROR(t.options.dataParallel->sum(sum));
-    t.options.dataParallel->heartbeat(step);
-  }
+  t.heartbeat(step);
   rec.batches = batches;
   rec.loss = sum[0] / double(batches);
   rec.bytesAfter = t.usedNow();
@@ -1122,15 +1327,17 @@ StatusOr<std::string> Trainer::saveCheckpoint(int64_t step) {
   Impl &t = *impl_;
   // The ranks hold the same parameters and state but for the parts of a
   // sharded state, which every rank hands rank 0; rank 0 writes them.
-  bool sharded = false;
+  // A pipeline's stages each hold their own variables, which they hand
+  // pipeline rank 0.
+  bool sharded = t.pipe != nullptr;
   for (const Entry &e : t.stateEntries)
     sharded |= e.dataShards > 1;
-  if (t.dpRank != 0 && !sharded)
+  if (t.dpRank != 0 && (t.pipe || !sharded))
     return std::string();
   auto c = t.gather(step);
   if (!c)
     return c.status();
-  if (t.dpRank != 0)
+  if (t.dpRank != 0 || t.pipeRank != 0)
     return std::string();
   ckpt::SaveOptions so;
   so.keep = t.options.keepCheckpoints;
@@ -1184,10 +1391,9 @@ StatusOr<TrainResult> Trainer::run() {
     t.checkpointPosition = t.stagedPosition[parity];
     t.checkpointLoss = rec.loss;
     OCTET_RETURN_IF_ERROR(t.report(rec));
-    if (t.options.dataParallel)
-      t.options.dataParallel->heartbeat(step);
+    t.heartbeat(step);
     result.steps.push_back(rec);
-    if (t.evalInterval > 0 && step % t.evalInterval == 0 &&
+    if (t.evalInterval > 0 && step % t.evalInterval == 0 && !t.pipe &&
         t.backend.hasProgram(EVAL) && t.data.hasEval())
       OCTET_RETURN_IF_ERROR(evaluate(step, result));
     bool save =

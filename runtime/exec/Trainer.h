@@ -17,6 +17,11 @@
 // stages its share of each global batch, prints the global loss and
 // tokens/s (rank 0 alone prints), evaluates its share of the held-out
 // batches, and leaves checkpoints to rank 0.
+// A rank of a pipeline bundle (TrainerOptions::pipeline) runs its
+// instruction list instead of TRAIN_MICROBATCH, each compute instruction
+// fed its microbatch's inputs in its stash entry (PipelineTraining.h); the
+// loss is the last stage's, summed over the data and pipeline groups;
+// checkpoints join the stages' own variables on rank 0.
 //
 // Evaluation cannot raise peak memory: the EVAL program's slots are part of
 // the memory plan's arenas, which the runtime allocates once at load (the

@@ -64,6 +64,10 @@ struct TrainerOptions {
   std::FILE *out = stdout;
   // Null: this process trains alone.
   std::shared_ptr<DataParallelGroup> dataParallel;
+  // A pipeline bundle's rank: its pipeline group (the same interface, over
+  // the ranks of one data replica, in stage order), through which the
+  // loss reaches rank 0 and checkpoints join the stages' own variables.
+  std::shared_ptr<DataParallelGroup> pipeline;
   // Tests inject checkpoint write failures through this.
   std::function<Status(const std::string &path)> checkpointAfterFile;
 };

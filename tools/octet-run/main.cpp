@@ -39,10 +39,16 @@ int fail(const Status &st) {
   return 1;
 }
 
-// The global batch's tokens: every rank's microbatches.
-int64_t tokensPerStep(const Schedule &sched, int gpus) {
-  return sched.micro_batch_size() * sched.seq_len() *
-         std::max<int64_t>(1, sched.grad_accum_steps()) * gpus;
+// The global batch's tokens: every data replica's microbatches (a
+// pipeline's ranks share theirs).
+int64_t tokensPerStep(const Bundle &b, int gpus) {
+  const Schedule &sched = b.schedule();
+  int64_t microbatches = b.has_pipeline()
+                             ? int64_t(b.pipeline().microbatches())
+                             : std::max<int64_t>(1, sched.grad_accum_steps());
+  int64_t replicas =
+      gpus / std::max<int64_t>(1, b.has_pipeline() ? b.pipeline().ranks() : 1);
+  return sched.micro_batch_size() * sched.seq_len() * microbatches * replicas;
 }
 
 void writeJson(const std::string &path, const Bundle &b, const Runtime &rt,
@@ -56,7 +62,7 @@ void writeJson(const std::string &path, const Bundle &b, const Runtime &rt,
     return;
   std::sort(seconds.begin(), seconds.end());
   double median = seconds[seconds.size() / 2];
-  int64_t tokens = tokensPerStep(sched, gpus);
+  int64_t tokens = tokensPerStep(b, gpus);
   double tps = double(tokens) / median;
   double tflops = tps / gpus * sched.flops_per_token() / 1e12;
   auto peak = metrics::gpuPeak(rt.device().name());
@@ -156,6 +162,7 @@ int run(RunArgs &args) {
     if (Status st = job->connect(rt); !st)
       return failJob(st);
     args.trainer.dataParallel = job->dataParallel();
+    args.trainer.pipeline = job->pipeline();
   }
   std::printf("%s: plan arenas %s, runtime fixed costs %s (CUDA context, "
               "cuBLASLt handle and workspace, modules)\n",
@@ -214,9 +221,7 @@ int run(RunArgs &args) {
   if (!result)
     return failJob(result.status());
   trainer->reset();
-  const int gpus = args.trainer.dataParallel
-                       ? args.trainer.dataParallel->size()
-                       : 1;
+  const int gpus = job ? int(b.world_size()) : 1;
   if (job)
     if (Status st = job->finish(); !st)
       return fail(st);
@@ -234,7 +239,7 @@ int run(RunArgs &args) {
     for (const StepRecord &s : result->steps)
       if (s.step > result->startStep + 1)
         seconds += s.seconds, ++timed;
-    int64_t tokens = tokensPerStep(sched, gpus);
+    int64_t tokens = tokensPerStep(b, gpus);
     std::printf("done: steps %lld..%lld, loss %.4f -> %.4f, %.0f tokens/s "
                 "after step 1 (%d GPU%s), peak device memory %s (plan %s + "
                 "fixed costs %s)\n",

@@ -57,7 +57,7 @@ std::optional<RunArgs> gpuRun(const TrainOptions &opts, const spec::Spec &spec,
   if (opts.cpu)
     return std::nullopt;
   if (spec.train().parallel().pipeline() > 1) {
-    std::printf("octet train: the GPU runtime does not run pipeline stages "
+    std::printf("octet train: the compiler does not write pipeline bundles "
                 "yet: training on the CPU interpreter\n");
     return std::nullopt;
   }

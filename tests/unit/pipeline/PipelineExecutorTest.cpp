@@ -5,10 +5,11 @@
 // sends and receives meet in host queues, against the same toy model run as
 // one rank; and validate() refusing bundles whose ranks would not meet.
 
+#include "runtime/exec/PipelineExecutor.h"
 #include "bundle/Bundle.h"
 #include "bundle/Describe.h"
 #include "bundle/PipelineBundle.h"
-#include "runtime/exec/PipelineExecutor.h"
+#include "tests/unit/pipeline/HostWire.h"
 
 #include <gtest/gtest.h>
 
@@ -154,35 +155,6 @@ Reference runAsOneRank(int stages, int microbatches, int replica) {
   ref.loss = lossSum;
   return ref;
 }
-
-// Sends and receives of ranks in threads: a queue per (from, to, channel),
-// as NCCL pairs them (in order per pair); a group's sends are queued before
-// its receives wait, as one ncclGroupStart/End lets them.
-class HostWire {
-public:
-  void send(int from, int to, bool gradient, std::vector<uint8_t> bytes) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    queues_[{from, to, gradient}].push_back(std::move(bytes));
-    arrived_.notify_all();
-  }
-  Status recv(int from, int to, bool gradient, std::vector<uint8_t> &bytes) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    auto &q = queues_[{from, to, gradient}];
-    if (!arrived_.wait_for(lock, std::chrono::seconds(20),
-                           [&] { return !q.empty(); }))
-      return Status::error("receive from rank " + std::to_string(from) +
-                           " timed out");
-    bytes = std::move(q.front());
-    q.pop_front();
-    return Status::ok();
-  }
-
-private:
-  std::mutex mutex_;
-  std::condition_variable arrived_;
-  std::map<std::tuple<int, int, bool>, std::deque<std::vector<uint8_t>>>
-      queues_;
-};
 
 // One rank's device in host memory: the plan's arena, the toy's programs
 // in C++ on stash entries, transfers through the wire. Every stream is the

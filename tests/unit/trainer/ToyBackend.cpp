@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -162,6 +163,41 @@ Bundle makeToyBundle(const ToyShape &t) {
   return b;
 }
 
+StatusOr<std::unique_ptr<TrainData>> openToyData(const ToyShape &shape) {
+  TrainDataOptions d;
+  d.kind = "synthetic";
+  d.rows = uint32_t(shape.rows);
+  d.sequenceLength = uint32_t(shape.seq);
+  d.seed = shape.seed;
+  d.vocabSize = shape.vocab;
+  return TrainData::open(d);
+}
+
+void toyAdamStep(float *w, float *g, float *m, float *v, int64_t count,
+                 int32_t step, float lr, double &squaredNorm) {
+  for (int64_t i = 0; i < count; ++i) {
+    squaredNorm += double(g[i]) * g[i];
+    m[i] = 0.9f * m[i] + 0.1f * g[i];
+    v[i] = 0.999f * v[i] + 0.001f * g[i] * g[i];
+    float mh = m[i] / (1.0f - std::pow(0.9f, float(step)));
+    float vh = v[i] / (1.0f - std::pow(0.999f, float(step)));
+    w[i] -= lr * mh / (std::sqrt(vh) + 1e-8f);
+    g[i] = 0;
+  }
+}
+
+void expectSameFloats(const std::vector<uint8_t> &a,
+                      const std::vector<uint8_t> &b, const char *what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  for (size_t i = 0; i + 4 <= a.size(); i += 4) {
+    float x, y;
+    std::memcpy(&x, &a[i], 4);
+    std::memcpy(&y, &b[i], 4);
+    ASSERT_NEAR(x, y, 1e-5f * std::max(1.0f, std::fabs(y)))
+        << what << " element " << i / 4;
+  }
+}
+
 ToyRun makeToyRun(const ToyShape &shape, TrainerOptions options,
                   const std::function<void(bundle::Bundle &)> &edit) {
   ToyRun r;
@@ -169,13 +205,7 @@ ToyRun makeToyRun(const ToyShape &shape, TrainerOptions options,
   if (edit)
     edit(b);
   r.backend = std::make_unique<ToyBackend>(std::move(b));
-  TrainDataOptions d;
-  d.kind = "synthetic";
-  d.rows = uint32_t(shape.rows);
-  d.sequenceLength = uint32_t(shape.seq);
-  d.seed = shape.seed;
-  d.vocabSize = shape.vocab;
-  auto data = TrainData::open(d);
+  auto data = openToyData(shape);
   if (!data) {
     r.status = data.status();
     return r;
@@ -295,19 +325,10 @@ Status ToyBackend::run(ProgramKind kind, RunMode mode) {
     int32_t t = ++*i32("step");
     float lr = float(bundle_.schedule().lr());
     double norm = 0;
-    auto adam = [&](float *w, float *g, float *m, float *vv, int64_t count) {
-      for (int64_t i = 0; i < count; ++i) {
-        norm += double(g[i]) * g[i];
-        m[i] = 0.9f * m[i] + 0.1f * g[i];
-        vv[i] = 0.999f * vv[i] + 0.001f * g[i] * g[i];
-        float mh = m[i] / (1.0f - std::pow(0.9f, float(t)));
-        float vh = vv[i] / (1.0f - std::pow(0.999f, float(t)));
-        w[i] -= lr * mh / (std::sqrt(vh) + 1e-8f);
-        g[i] = 0;
-      }
-    };
-    adam(f32("w"), f32("grad.w"), f32("adam_m.w"), f32("adam_v.w"), v);
-    adam(f32("b"), f32("grad.b"), f32("adam_m.b"), f32("adam_v.b"), 1);
+    toyAdamStep(f32("w"), f32("grad.w"), f32("adam_m.w"), f32("adam_v.w"), v, t,
+                lr, norm);
+    toyAdamStep(f32("b"), f32("grad.b"), f32("adam_m.b"), f32("adam_v.b"), 1, t,
+                lr, norm);
     *f32("grad_norm") = float(std::sqrt(norm));
     *f32("lr") = lr;
     refreshCache();

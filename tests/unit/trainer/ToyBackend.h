@@ -69,6 +69,20 @@ struct ToyRun {
 ToyRun makeToyRun(const ToyShape &shape, TrainerOptions options,
                   const std::function<void(bundle::Bundle &)> &edit = {});
 
+// The toy's optimizer, Adam without weight decay, on `count` elements at step
+// `step`: the squared gradient norm added to `squaredNorm`, the gradients
+// cleared.
+void toyAdamStep(float *w, float *g, float *m, float *v, int64_t count,
+                 int32_t step, float lr, double &squaredNorm);
+
+// The synthetic data the toy trains on.
+StatusOr<std::unique_ptr<TrainData>> openToyData(const ToyShape &shape);
+
+// Parameters are sums in another order on two ranks (g0 + g1 rather than
+// (0 + g0) + g1 element by element), so equal within float rounding.
+void expectSameFloats(const std::vector<uint8_t> &a,
+                      const std::vector<uint8_t> &b, const char *what);
+
 // An empty path under the test's temporary directory (removed if it
 // exists), unique to this process.
 std::string freshTestDir(const std::string &name);

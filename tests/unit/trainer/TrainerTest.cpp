@@ -7,6 +7,7 @@
 #include "runtime/checkpoint/TrainState.h"
 #include "runtime/data/IndexedDataset.h"
 #include "runtime/exec/RunOptions.h"
+#include "tests/unit/trainer/HostRanks.h"
 #include "tests/unit/trainer/ToyBackend.h"
 
 #include <gtest/gtest.h>
@@ -205,16 +206,17 @@ TEST(Trainer, ResumeNeedsACheckpointDirectory) {
   EXPECT_NE(r.status.message().find("--checkpoint-dir"), std::string::npos);
 }
 
-// A pipeline bundle is refused by name until the loop drives its step.
-TEST(Trainer, SaysItDoesNotRunPipelineBundlesYet) {
+// A pipeline bundle trains through the backend's pipeline step; a backend
+// without one (this toy's) is told so, naming the layout.
+TEST(Trainer, APipelineBundleNeedsABackendThatRunsItsStep) {
   ToyRun r = makeToyRun(ToyShape{}, {}, [](bundle::Bundle &b) {
     b.mutable_pipeline()->set_ranks(2);
     b.set_world_size(2);
   });
   ASSERT_FALSE(r.status.isOk());
   EXPECT_NE(r.status.message().find(
-                "the bundle is pipeline parallel (pipeline 2 × data 1): "
-                "octet-run's training loop does not run pipeline bundles yet"),
+                "the bundle is pipeline parallel (pipeline 2 × data 1) but "
+                "this backend runs no pipeline step"),
             std::string::npos)
       << r.status.message();
 }
@@ -355,85 +357,6 @@ TEST(Trainer, InitWeightsComeFromSafetensorsByHfName) {
   EXPECT_EQ(r.backend->runs(bundle::INIT), 1);
 }
 
-// Ranks in threads of one process, their sums met on the host: the
-// stand-in for NCCL that lets the loop's data-parallel logic run here.
-class HostRanks {
-public:
-  explicit HostRanks(int n) : n_(n), pending_(size_t(n)) {}
-  int size() const { return n_; }
-  // Every rank's values summed, for every rank; returns once all have come.
-  void sum(int rank, std::vector<double> &values) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    int64_t round = round_;
-    pending_[size_t(rank)] = values;
-    if (++arrived_ == n_) {
-      std::vector<double> total(values.size(), 0.0);
-      for (const auto &v : pending_)
-        for (size_t i = 0; i < v.size(); ++i)
-          total[i] += v[i];
-      result_ = total;
-      arrived_ = 0;
-      ++round_;
-      done_.notify_all();
-    } else {
-      done_.wait(lock, [&] { return round_ != round; });
-    }
-    values = result_;
-  }
-  // Every rank's bytes side by side, in rank order, for every rank.
-  void gather(int rank, const std::vector<uint8_t> &mine,
-              std::vector<uint8_t> &all) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    int64_t round = round_;
-    pendingBytes_[size_t(rank)] = mine;
-    if (++arrived_ == n_) {
-      gathered_.clear();
-      for (const auto &part : pendingBytes_)
-        gathered_.insert(gathered_.end(), part.begin(), part.end());
-      arrived_ = 0;
-      ++round_;
-      done_.notify_all();
-    } else {
-      done_.wait(lock, [&] { return round_ != round; });
-    }
-    all = gathered_;
-  }
-
-private:
-  int n_;
-  std::mutex mutex_;
-  std::condition_variable done_;
-  std::vector<std::vector<double>> pending_;
-  std::vector<double> result_;
-  std::vector<std::vector<uint8_t>> pendingBytes_ =
-      std::vector<std::vector<uint8_t>>(size_t(n_));
-  std::vector<uint8_t> gathered_;
-  int arrived_ = 0;
-  int64_t round_ = 0;
-};
-
-class HostRank : public DataParallelGroup {
-public:
-  HostRank(HostRanks &ranks, int rank) : ranks_(ranks), rank_(rank) {}
-  int rank() const override { return rank_; }
-  int size() const override { return ranks_.size(); }
-  Status sum(std::vector<double> &values) override {
-    ranks_.sum(rank_, values);
-    return Status::ok();
-  }
-  Status gather(const std::vector<uint8_t> &mine,
-                std::vector<uint8_t> &all) override {
-    ranks_.gather(rank_, mine, all);
-    return Status::ok();
-  }
-  void heartbeat(int64_t step) override { lastBeat = step; }
-  int64_t lastBeat = -1;
-
-private:
-  HostRanks &ranks_;
-  int rank_;
-};
-
 // Data parallelism in the toy: each rank's gradients are summed over the
 // ranks before its Adam step, as the compiled all-reduce does.
 struct DataParallelRuns {
@@ -471,20 +394,6 @@ DataParallelRuns runDataParallel(int ranks, const ToyShape &shape,
   for (std::thread &t : threads)
     t.join();
   return d;
-}
-
-// Parameters are sums in another order on two ranks (g0 + g1 rather than
-// (0 + g0) + g1 element by element), so equal within float rounding.
-void expectSameFloats(const std::vector<uint8_t> &a,
-                      const std::vector<uint8_t> &b, const char *what) {
-  ASSERT_EQ(a.size(), b.size()) << what;
-  for (size_t i = 0; i + 4 <= a.size(); i += 4) {
-    float x, y;
-    std::memcpy(&x, &a[i], 4);
-    std::memcpy(&y, &b[i], 4);
-    ASSERT_NEAR(x, y, 1e-5f * std::max(1.0f, std::fabs(y)))
-        << what << " element " << i / 4;
-  }
 }
 
 TEST(Trainer, TwoDataParallelRanksTrainAsOneAtTheSameGlobalBatch) {

@@ -1,0 +1,269 @@
+#include "runtime/exec/PipelineTraining.h"
+
+#include "bundle/Bundle.h"
+#include "bundle/PipelineBundle.h"
+
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/message.h>
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+
+namespace octet {
+
+namespace {
+
+using google::protobuf::FieldDescriptor;
+using google::protobuf::Message;
+
+// Every slot a message addresses, at any depth: its SlotRefs (with their
+// stash stride) and its NamedSlots (the inputs and outputs, stride 0).
+void visitSlots(const Message &m,
+                const std::function<void(uint32_t, uint64_t)> &visit) {
+  const auto *descriptor = m.GetDescriptor();
+  if (descriptor == bundle::SlotRef::descriptor()) {
+    const auto &ref = static_cast<const bundle::SlotRef &>(m);
+    visit(ref.slot(), ref.stash_stride());
+    return;
+  }
+  if (descriptor == bundle::NamedSlot::descriptor()) {
+    visit(static_cast<const bundle::NamedSlot &>(m).slot(), 0);
+    return;
+  }
+  const auto *reflection = m.GetReflection();
+  std::vector<const FieldDescriptor *> fields;
+  reflection->ListFields(m, &fields);
+  for (const FieldDescriptor *f : fields) {
+    if (f->cpp_type() != FieldDescriptor::CPPTYPE_MESSAGE)
+      continue;
+    if (f->is_repeated())
+      for (int i = 0; i < reflection->FieldSize(m, f); ++i)
+        visitSlots(reflection->GetRepeatedMessage(m, f, i), visit);
+    else
+      visitSlots(reflection->GetMessage(m, f), visit);
+  }
+}
+
+// The stride the program's steps address `slot` with: one, non-zero.
+StatusOr<uint64_t> stashStride(const bundle::Program &program, uint32_t slot,
+                               const std::string &where) {
+  std::set<uint64_t> strides;
+  for (const bundle::Step &step : program.steps())
+    visitSlots(step, [&](uint32_t s, uint64_t stride) {
+      if (s == slot)
+        strides.insert(stride);
+    });
+  if (strides.size() == 1 && *strides.begin() > 0)
+    return *strides.begin();
+  if (strides.empty())
+    return Status::error(where + ": no step of the program reads it, so its "
+                                 "stash stride is unknown");
+  std::string list;
+  for (uint64_t s : strides)
+    list += (list.empty() ? "" : ", ") + std::to_string(s);
+  return Status::error(where +
+                       ": the program's steps address it with stash "
+                       "strides " +
+                       list +
+                       "; a per-microbatch input takes one entry per "
+                       "(chunk, microbatch), addressed with one stride");
+}
+
+void putU64(std::vector<uint8_t> &out, uint64_t v) {
+  for (int i = 0; i < 8; ++i)
+    out.push_back(uint8_t(v >> (8 * i)));
+}
+
+} // namespace
+
+StatusOr<PipelineFeedPlan> planPipelineFeeds(const bundle::Bundle &b,
+                                             const PipelineRankPlan &plan) {
+  PipelineFeedPlan out;
+  out.feeds.resize(plan.work.size());
+  const bundle::MemoryPlan &memory = b.plan();
+  // Per program, its inputs' slots and strides, worked out once.
+  std::map<const bundle::Program *, std::vector<PipelineFeed>> perProgram;
+  for (const PipeWork &w : plan.work) {
+    if (w.communicate() || !w.program || w.program->inputs().empty())
+      continue;
+    auto known = perProgram.find(w.program);
+    if (known == perProgram.end()) {
+      std::vector<PipelineFeed> feeds;
+      for (const bundle::NamedSlot &in : w.program->inputs()) {
+        std::string where =
+            "rank " + std::to_string(plan.worldRank) + " " +
+            std::string(bundle::programKindName(w.program->kind())) +
+            " program '" + w.program->name() + "' input '" + in.name() + "'";
+        if (int(in.slot()) >= memory.slots_size())
+          return Status::error(where + " names slot " +
+                               std::to_string(in.slot()) + " of " +
+                               std::to_string(memory.slots_size()));
+        const bundle::Slot &slot = memory.slots(int(in.slot()));
+        if (slot.kind() != bundle::STASH)
+          return Status::error(
+              where + " is slot '" + slot.name() + "' of kind " +
+              bundle::SlotKind_Name(slot.kind()) +
+              ": a chunk program's per-microbatch inputs are STASH slots, "
+              "one entry per (chunk, microbatch), which the runtime fills "
+              "before the chunk's forward; recompile the bundle");
+        auto stride = stashStride(*w.program, in.slot(), where);
+        if (!stride)
+          return stride.status();
+        uint64_t bytes = *stride;
+        if (slot.shape_size() > 0) {
+          bytes = bundle::dtypeBytes(slot.dtype());
+          for (int64_t d : slot.shape())
+            bytes *= uint64_t(d);
+        }
+        if (bytes > *stride)
+          return Status::error(where + " holds " + std::to_string(bytes) +
+                               " bytes a microbatch, more than its stash "
+                               "stride of " +
+                               std::to_string(*stride));
+        auto [it, fresh] = out.inputs.emplace(in.name(), bytes);
+        if (!fresh && it->second != bytes)
+          return Status::error(where + " holds " + std::to_string(bytes) +
+                               " bytes a microbatch, another program's '" +
+                               in.name() + "' " + std::to_string(it->second));
+        // The entry's offset is added per instruction; the stride stands
+        // in for it here.
+        feeds.push_back({in.name(), in.slot(), *stride, bytes});
+      }
+      known = perProgram.emplace(w.program, std::move(feeds)).first;
+    }
+    std::vector<PipelineFeed> &feeds = out.feeds[w.index];
+    for (PipelineFeed f : known->second) {
+      f.offset *= uint64_t(w.entry);
+      feeds.push_back(std::move(f));
+    }
+  }
+  return out;
+}
+
+std::map<uint32_t, std::set<int>> pipelineSlotUsers(const bundle::Bundle &b) {
+  std::map<uint32_t, std::set<int>> users;
+  std::vector<std::vector<int>> groups = bundle::pipelineGroups(b);
+  if (groups.empty())
+    return users;
+  const std::vector<int> &first = groups.front();
+  for (size_t p = 0; p < first.size(); ++p) {
+    if (first[p] < 0 || first[p] >= b.ranks_size())
+      continue;
+    for (const bundle::Program &program : b.ranks(first[p]).programs())
+      visitSlots(program,
+                 [&](uint32_t slot, uint64_t) { users[slot].insert(int(p)); });
+  }
+  return users;
+}
+
+bool ownsPipelineVariable(const std::map<uint32_t, std::set<int>> &users,
+                          uint32_t slot, int pipelineRank) {
+  auto it = users.find(slot);
+  if (it == users.end() || it->second.empty())
+    return pipelineRank == 0;
+  return *it->second.begin() == pipelineRank;
+}
+
+std::vector<uint8_t> packTensors(const std::vector<hf::NamedTensor> &tensors) {
+  std::vector<uint8_t> out;
+  putU64(out, tensors.size());
+  for (const hf::NamedTensor &t : tensors) {
+    putU64(out, t.name.size());
+    out.insert(out.end(), t.name.begin(), t.name.end());
+    putU64(out, uint64_t(t.dtype));
+    putU64(out, t.shape.size());
+    for (int64_t d : t.shape)
+      putU64(out, uint64_t(d));
+    putU64(out, t.data.size());
+    out.insert(out.end(), t.data.begin(), t.data.end());
+  }
+  return out;
+}
+
+StatusOr<std::vector<hf::NamedTensor>>
+unpackTensors(const std::vector<uint8_t> &bytes) {
+  size_t at = 0;
+  bool ok = true;
+  auto u64 = [&]() -> uint64_t {
+    if (bytes.size() - at < 8) {
+      ok = false;
+      return 0;
+    }
+    uint64_t v = 0;
+    for (int i = 0; i < 8; ++i)
+      v |= uint64_t(bytes[at + size_t(i)]) << (8 * i);
+    at += 8;
+    return v;
+  };
+  auto take = [&](uint64_t n) -> const uint8_t * {
+    if (!ok || bytes.size() - at < n) {
+      ok = false;
+      return nullptr;
+    }
+    const uint8_t *p = bytes.data() + at;
+    at += n;
+    return p;
+  };
+  std::vector<hf::NamedTensor> out;
+  uint64_t count = u64();
+  for (uint64_t i = 0; ok && i < count; ++i) {
+    hf::NamedTensor t;
+    uint64_t nameBytes = u64();
+    const uint8_t *name = take(nameBytes);
+    if (!ok)
+      break;
+    t.name.assign(reinterpret_cast<const char *>(name), nameBytes);
+    uint64_t dtype = u64();
+    if (dtype > uint64_t(octet::DType::Bool))
+      ok = false;
+    t.dtype = octet::DType(dtype);
+    uint64_t rank = u64();
+    for (uint64_t d = 0; ok && d < rank; ++d)
+      t.shape.push_back(int64_t(u64()));
+    uint64_t dataBytes = u64();
+    const uint8_t *data = take(dataBytes);
+    if (!ok)
+      break;
+    t.data.assign(data, data + dataBytes);
+    out.push_back(std::move(t));
+  }
+  if (!ok || at != bytes.size())
+    return Status::error(
+        "a pipeline rank's checkpoint part is " + std::to_string(bytes.size()) +
+        " bytes that do not read as tensors (stopped at byte " +
+        std::to_string(at) + ")");
+  return out;
+}
+
+StatusOr<std::vector<hf::NamedTensor>>
+joinPipelineParts(const std::vector<std::string> &order,
+                  std::vector<std::vector<hf::NamedTensor>> parts) {
+  std::map<std::string, std::pair<size_t, hf::NamedTensor *>> found;
+  for (size_t p = 0; p < parts.size(); ++p)
+    for (hf::NamedTensor &t : parts[p]) {
+      auto [it, fresh] = found.emplace(t.name, std::make_pair(p, &t));
+      if (!fresh)
+        return Status::error("pipeline ranks " +
+                             std::to_string(it->second.first) + " and " +
+                             std::to_string(p) + " both hold '" + t.name +
+                             "' for the checkpoint");
+    }
+  if (found.size() != order.size())
+    for (const auto &[name, where] : found)
+      if (std::find(order.begin(), order.end(), name) == order.end())
+        return Status::error("pipeline rank " + std::to_string(where.first) +
+                             " holds '" + name +
+                             "', which the checkpoint has no place for");
+  std::vector<hf::NamedTensor> out;
+  for (const std::string &name : order) {
+    auto it = found.find(name);
+    if (it == found.end())
+      return Status::error("no pipeline rank holds '" + name +
+                           "' for the checkpoint");
+    out.push_back(std::move(*it->second.second));
+  }
+  return out;
+}
+
+} // namespace octet
