@@ -20,11 +20,10 @@
 # There (carry: carry/pipeline, carry/bin, data/corpus.txt):
 #   bash bench/pipeline_gpu.sh carry/bin/octet-run carry/pipeline OUT_DIR
 #
-# Not runnable yet: `octet compile -o` refuses a spec with pipeline > 1
-# (the compiler does not emit the per-rank CHUNK_* programs, stash slots
-# and instruction lists of bundle format 5), and octet-run's training loop
-# refuses a pipeline bundle (Runtime::runPipelineStep exists, the loop does
-# not drive it). The pipeline-1 bundles compile and run today.
+# Not runnable yet: octet-run's training loop refuses a pipeline bundle
+# (Runtime::runPipelineStep exists, the loop does not drive it). Every
+# bundle above compiles: the pipeline-2 ones with each rank's chunk
+# programs, stash slots and instruction list (bundle format 5).
 R=${1:?octet-run}; D=${2:?bundle directory}; O=${3:?output directory}
 W=$(mktemp -d); mkdir -p "$O"; bad=0; LOSS_TOL=1e-3; NORM_TOL=5e-3
 . "$(dirname "$0")/launch2.sh"
