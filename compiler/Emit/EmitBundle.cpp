@@ -202,7 +202,9 @@ public:
       bundle::NamedSlot *in = program->add_inputs();
       in->set_name(name ? name.str()
                         : "arg" + std::to_string(arg.getArgNumber()));
-      in->set_slot(ref(arg).slot());
+      bundle::SlotRef slot = ref(arg);
+      in->set_slot(slot.slot());
+      in->set_stash_stride(slot.stash_stride());
     }
     lastStepOf.clear();
     commResults.clear();

@@ -178,12 +178,15 @@ LogicalResult planStashSlots(ArrayRef<StageFunctions> stages,
           failed(share(f, f.forward.getArgument(i), f.backward.getArgument(i))))
         return failure();
     }
-    for (Value v : f.sendActivation)
-      if (failed(keep(f.forward, v, rank, true)))
-        return failure();
-    for (Value v : f.receiveActivation)
-      if (failed(keep(f.forward, v, rank, true)))
-        return failure();
+    // The edges: whole slots, as transfers move them.
+    for (auto [func, values] :
+         {std::pair(f.forward, &f.sendActivation),
+          std::pair(f.forward, &f.receiveActivation),
+          std::pair(f.backward, &f.sendGradient),
+          std::pair(f.backward, &f.receiveGradient)})
+      for (Value v : *values)
+        if (failed(keep(func, v, rank, true)))
+          return failure();
     Operation *ret = f.forward.getBody().front().getTerminator();
     unsigned first = (f.loss ? 1 : 0) + unsigned(f.sendActivation.size());
     for (unsigned i = first; i < ret->getNumOperands(); ++i) {
@@ -192,12 +195,6 @@ LogicalResult planStashSlots(ArrayRef<StageFunctions> stages,
           failed(share(f, v, f.backward.getArgument(f.inputs + i - first))))
         return failure();
     }
-    for (Value v : f.sendGradient)
-      if (failed(keep(f.backward, v, rank, true)))
-        return failure();
-    for (Value v : f.receiveGradient)
-      if (failed(keep(f.backward, v, rank, true)))
-        return failure();
   }
   for (const auto &[slot, to] : moved)
     if (stashRank.count(slot))
