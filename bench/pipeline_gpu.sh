@@ -40,10 +40,6 @@
 #   bash bench/pipeline_gpu.sh R D OUT step1-tiny-bf16 steps20-tiny-bf16 kill wrong-size step1-l8b4-bf16 steps20-l8b4-bf16
 #   bash bench/pipeline_gpu.sh R D OUT bubble
 #
-# Not runnable before the compiler writes pipeline bundles: `octet compile
-# -o` refuses a spec with pipeline > 1 until it emits bundle format 5's
-# per-rank CHUNK_* programs, stash slots (the microbatch inputs among them)
-# and instruction lists. The pipeline-1 bundles compile and run today.
 set -u
 export NCCL_NVLS_ENABLE=0
 R=${1:?octet-run}; D=${2:?bundle directory}; O=${3:?output directory}; shift 3

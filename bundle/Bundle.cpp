@@ -133,8 +133,9 @@ Status checkRef(const Bundle &b, const SlotRef &ref, const std::string &what,
                                 ? std::string("not a stash slot")
                                 : std::string("outside a pipeline rank's "
                                               "stash")));
-    uint64_t end = ref.byte_offset() + stashEntries * ref.stash_stride();
-    if (end > s.bytes())
+    // A view inside the entry (byte_offset) moves with it.
+    uint64_t end = stashEntries * ref.stash_stride();
+    if (ref.byte_offset() >= ref.stash_stride() || end > s.bytes())
       return Status::error(what + " is a stash entry of " +
                            std::to_string(ref.stash_stride()) +
                            " bytes of slot '" + s.name() + "', whose " +
@@ -454,6 +455,22 @@ Status validate(const Bundle &b) {
       return Status::error("rank programs out of order: entry " +
                            std::to_string(r) + " is for rank " +
                            std::to_string(rp.rank()));
+    for (const Program &p : rp.programs())
+      for (const NamedSlot &in : p.inputs()) {
+        std::string at = "rank " + std::to_string(r) + " program '" +
+                         p.name() + "' input '" + in.name() + "'";
+        SlotRef ref;
+        ref.set_slot(in.slot());
+        ref.set_stash_stride(in.stash_stride());
+        if (Status st = checkRef(b, ref, at, rp.pipeline().stash_entries());
+            !st)
+          return st;
+        if (b.plan().slots(int(in.slot())).kind() == STASH &&
+            in.stash_stride() == 0)
+          return Status::error(at + " is stash slot '" +
+                               b.plan().slots(int(in.slot())).name() +
+                               "' without its entry stride");
+      }
     for (const Program &p : rp.programs())
       for (int s = 0; s < p.steps_size(); ++s)
         if (Status st = checkStep(b, p.steps(s),

@@ -11,6 +11,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace octet::bundle {
@@ -336,6 +337,102 @@ void describePipeline(const Bundle &b, std::ostream &os) {
   os << drawPipeline(*schedule, *simulation);
 }
 
+// What a pipeline rank of the bundle uses of the plan's one arena, which
+// every rank allocates whole: the persistent slots but the other ranks'
+// parameters and state (Parameter.pipeline_rank), the largest reach of its
+// programs into the activation region, the Stash slots its programs and
+// transfers name.
+void describeRankPlan(const Bundle &b, const RankProgram &rp,
+                      std::ostream &os) {
+  const MemoryPlan &plan = b.plan();
+  std::set<uint32_t> others;
+  for (const Parameter &p : b.parameters())
+    if (p.has_pipeline_rank() && p.pipeline_rank() != rp.stage()) {
+      others.insert(p.slot());
+      if (p.grad_slot())
+        others.insert(p.grad_slot());
+    }
+  for (const StateTensor &st : b.state())
+    if (st.has_pipeline_rank() && st.pipeline_rank() != rp.stage())
+      others.insert(st.slot());
+  std::set<uint32_t> stash;
+  auto note = [&](const SlotRef &r) {
+    if (r.stash_stride() > 0)
+      stash.insert(r.slot());
+  };
+  std::set<std::string> programs;
+  for (const Program &p : rp.programs()) {
+    programs.insert(p.name());
+    for (const NamedSlot &in : p.inputs())
+      if (plan.slots(int(in.slot())).kind() == STASH)
+        stash.insert(in.slot());
+    for (const Step &s : p.steps()) {
+      for (const KernelArg &a : s.launch().args()) {
+        note(a.slot());
+        for (const SlotRef &r : a.table().slots())
+          note(r);
+      }
+      for (const SlotRef *r : {&s.gemm().a(), &s.gemm().b(), &s.gemm().d()})
+        note(*r);
+      note(s.copy().src());
+      note(s.copy().dst());
+      note(s.memset().dst());
+    }
+  }
+  for (const PipeInstruction &i : rp.pipeline().instructions())
+    for (const PipeTransfer &t : i.transfers())
+      for (const SlotRef &r : t.tensors())
+        note(r);
+  uint64_t persistent = 0, own = 0, stashBytes = 0, regionStart = UINT64_MAX,
+           reach = 0;
+  for (int i = 0; i < plan.slots_size(); ++i) {
+    const Slot &s = plan.slots(i);
+    if (s.kind() == STASH) {
+      if (stash.count(uint32_t(i)))
+        stashBytes += s.bytes();
+    } else if (s.program().empty()) {
+      persistent += s.bytes();
+      if (!others.count(uint32_t(i)))
+        own += s.bytes();
+    } else {
+      regionStart = std::min(regionStart, s.offset());
+      if (programs.count(s.program()) ||
+          (!s.last_program().empty() && programs.count(s.last_program())))
+        reach = std::max(reach, s.offset() + s.bytes());
+    }
+  }
+  uint64_t activations = reach > regionStart ? reach - regionStart : 0;
+  os << "  plan: " << humanBytes(own + activations + stashBytes)
+     << " of the arena = " << humanBytes(own) << " persistent (of "
+     << humanBytes(persistent) << ": not the other ranks' parameters and "
+     << "state) + " << humanBytes(activations) << " activations + "
+     << humanBytes(stashBytes) << " in " << stash.size()
+     << " stash slots of " << rp.pipeline().stash_entries() << " entries\n";
+}
+
+// Each kind of transfer a pipeline rank makes once: direction, edge,
+// stage, peer and the tensors (slot, dtype, shape, bytes per entry).
+void describeTransfers(const Bundle &b, const RankProgram &rp,
+                       std::ostream &os) {
+  std::set<std::tuple<bool, bool, uint32_t>> seen;
+  for (const PipeInstruction &i : rp.pipeline().instructions())
+    for (const PipeTransfer &t : i.transfers()) {
+      if (!seen.insert({t.send(), t.gradient(), t.producer_stage()}).second)
+        continue;
+      os << "  " << (t.send() ? "sends" : "receives") << " the "
+         << (t.gradient() ? "gradient" : "activation") << " edge of stage "
+         << t.producer_stage() << (t.send() ? " to" : " from")
+         << " pipeline rank " << t.peer() << ":";
+      for (const SlotRef &r : t.tensors()) {
+        const Slot &s = b.plan().slots(int(r.slot()));
+        os << " '" << s.name() << "' " << dtypeName(s.dtype())
+           << shapeString(s.shape()) << " (entries of " << r.stash_stride()
+           << " bytes)";
+      }
+      os << "\n";
+    }
+}
+
 void describePrograms(const Bundle &b, std::ostream &os) {
   if (b.has_pipeline())
     describePipeline(b, os);
@@ -348,6 +445,8 @@ void describePrograms(const Bundle &b, std::ostream &os) {
       os << "  pipeline: " << compute << " compute instructions, " << groups
          << " communication groups, " << rp.pipeline().stash_entries()
          << " stash entries\n";
+      describeRankPlan(b, rp, os);
+      describeTransfers(b, rp, os);
     }
     for (const Program &p : rp.programs()) {
       int launches = 0, gemms = 0, other = 0;
@@ -359,7 +458,14 @@ void describePrograms(const Bundle &b, std::ostream &os) {
         else
           ++other;
       }
-      os << "  " << pad(programKindName(p.kind()), 18) << pad(p.name(), 20)
+      bool chunk = p.kind() == CHUNK_FORWARD || p.kind() == CHUNK_BACKWARD ||
+                   p.kind() == CHUNK_INPUT_GRADIENT ||
+                   p.kind() == CHUNK_WEIGHT_GRADIENT;
+      os << "  " << pad(programKindName(p.kind()), 18)
+         << pad(p.name() + (chunk ? " (chunk " + std::to_string(p.chunk()) +
+                                        ")"
+                                  : ""),
+                b.has_pipeline() ? 30 : 20)
          << p.steps_size() << " steps: " << launches << " kernels, " << gemms
          << " GEMMs, " << other << " other"
          << (p.capturable() ? ", CUDA-graph capturable" : "") << "\n";

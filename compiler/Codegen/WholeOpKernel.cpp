@@ -51,7 +51,10 @@ bool hasWholeOps(kernel::FusedOp fused) {
   for (Operation &op : fused.getBodyBlock().without_terminator())
     if (isWholeOp(&op))
       return true;
-  return false;
+  // Arithmetic on scalars alone has no row to lay out: one thread does it.
+  auto scalar = [](Value v) { return isScalarTensor(v); };
+  return llvm::all_of(fused.getInputs(), scalar) &&
+         llvm::all_of(fused.getResults(), scalar);
 }
 
 namespace {
@@ -369,6 +372,9 @@ LogicalResult WholeOpBuilder::scalarOps(gpu::GPUModuleOp mod, StringRef sym,
                     elem, (int64_t)o.getValue().convertToDouble()));
       write(o.getResult(),
             arith::ConstantOp::create(b, loc, cast<TypedAttr>(value)));
+    } else if (auto o = dyn_cast<graph::AddOp>(op)) {
+      // A sum of scalars (the pipeline's loss over its microbatches).
+      write(o.getResult(), addF(read(o.getLhs()), read(o.getRhs())));
     } else if (auto o = dyn_cast<graph::IncrementOp>(op)) {
       Value one = arith::ConstantOp::create(
           b, loc, b.getIntegerAttr(elementType(o.getResult()), 1));

@@ -1,11 +1,14 @@
 #include "compiler/Emit/EmitBundle.h"
 
 #include "compiler/Emit/KernelModules.h"
+#include "compiler/Emit/PipelineSlots.h"
+#include "compiler/Transforms/Pipeline/Passes.h"
 #include "dialects/graph/GraphDialect.h"
 #include "dialects/kernel/KernelDialect.h"
 #include "bundle/Bundle.h"
 #include "bundle/HfLayout.h"
 #include "bundle/InitValues.h"
+#include "bundle/PipelineBundle.h"
 #include "compiler/Checkpoint/HfCheckpoint.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -61,6 +64,8 @@ bundle::SlotKind slotKindOf(plan::SlotKind kind) {
     return bundle::IO;
   case plan::SlotKind::Workspace:
     return bundle::WORKSPACE;
+  case plan::SlotKind::Stash:
+    return bundle::STASH;
   }
   return bundle::SLOT_UNSPECIFIED;
 }
@@ -162,40 +167,64 @@ public:
       : module(module), plan(plan), b(b), modules(modules), codegen(codegen) {}
 
   LogicalResult emitPrograms(bundle::RankProgram &rank) {
-    for (auto func : module.getOps<func::FuncOp>()) {
-      if (func.isExternal())
+    for (auto func : module.getOps<func::FuncOp>())
+      if (!func.isExternal() &&
+          failed(emitProgram(func, programKindOf(func.getSymName()), 0, rank)))
+        return failure();
+    return success();
+  }
+
+  // One function as a program of `rank`. A pipeline's chunk programs list
+  // only the microbatch's inputs (named arguments) as inputs: their other
+  // arguments are stash entries other programs and transfers fill.
+  LogicalResult emitProgram(func::FuncOp func, bundle::ProgramKind kind,
+                            uint32_t chunk, bundle::RankProgram &rank) {
+    const plan::ProgramPlan *pp = plan.program(func.getSymName());
+    if (!pp)
+      return func.emitError("bundle: no memory plan for @")
+             << func.getSymName();
+    current = pp;
+    worldRank = int(rank.rank());
+    program = rank.add_programs();
+    program->set_kind(kind);
+    program->set_name(func.getSymName().str());
+    program->set_capturable(true);
+    bool chunkProgram =
+        kind == bundle::CHUNK_FORWARD || kind == bundle::CHUNK_BACKWARD;
+    if (chunkProgram)
+      program->set_chunk(chunk);
+    Block &body = func.getBody().front();
+    for (BlockArgument arg : body.getArguments()) {
+      auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                    "graph.name");
+      if (chunkProgram && !name)
         continue;
-      const plan::ProgramPlan *pp = plan.program(func.getSymName());
-      if (!pp)
-        return func.emitError("bundle: no memory plan for @")
-               << func.getSymName();
-      current = pp;
-      program = rank.add_programs();
-      program->set_kind(programKindOf(func.getSymName()));
-      program->set_name(func.getSymName().str());
-      program->set_capturable(true);
-      Block &body = func.getBody().front();
-      for (BlockArgument arg : body.getArguments()) {
-        bundle::NamedSlot *in = program->add_inputs();
-        auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
-                                                      "graph.name");
-        in->set_name(name ? name.str()
-                          : "arg" + std::to_string(arg.getArgNumber()));
-        in->set_slot(ref(arg).slot());
-      }
-      lastStepOf.clear();
-      commResults.clear();
-      for (Operation &op : body) {
-        int first = program->steps_size();
-        if (failed(emitOp(func, op)))
-          return failure();
-        if (program->steps_size() > first) {
-          lastStepOf[&op] = uint32_t(program->steps_size() - 1);
-          waitForCommStream(op, *program->mutable_steps(first));
-        }
+      bundle::NamedSlot *in = program->add_inputs();
+      in->set_name(name ? name.str()
+                        : "arg" + std::to_string(arg.getArgNumber()));
+      bundle::SlotRef slot = ref(arg);
+      in->set_slot(slot.slot());
+      in->set_stash_stride(slot.stash_stride());
+    }
+    lastStepOf.clear();
+    commResults.clear();
+    for (Operation &op : body) {
+      int first = program->steps_size();
+      if (failed(emitOp(func, op)))
+        return failure();
+      if (program->steps_size() > first) {
+        lastStepOf[&op] = uint32_t(program->steps_size() - 1);
+        waitForCommStream(op, *program->mutable_steps(first));
       }
     }
     return success();
+  }
+
+  // A crossing value of a chunk function as a transfer names it: its Stash
+  // slot, entry-strided.
+  bundle::SlotRef stashRef(func::FuncOp func, Value v) {
+    current = plan.program(func.getSymName());
+    return ref(v);
   }
 
   std::set<std::pair<std::string, int>> precisionSeen;
@@ -246,7 +275,19 @@ private:
     if (auto stride = current->rankStrides.find(v);
         stride != current->rankStrides.end())
       r.set_rank_stride(stride->second);
+    if (r.slot() < plan.slots.size() && plan.slots[r.slot()].stashStride)
+      r.set_stash_stride(plan.slots[r.slot()].stashStride);
     return r;
+  }
+
+  // The bundle group a collective of `name` ("data", "pipeline") runs over
+  // on the rank being emitted: the one of that name holding it.
+  uint32_t groupIndex(llvm::StringRef name) const {
+    for (int g = 0; g < b.groups_size(); ++g)
+      if (b.groups(g).name() == name &&
+          llvm::is_contained(b.groups(g).ranks(), uint32_t(worldRank)))
+        return uint32_t(g);
+    return 0;
   }
 
   bundle::Step *step(llvm::StringRef label) {
@@ -467,9 +508,15 @@ private:
             kernel::RankPartOp>(op))
       return success();
     if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      bool chunkProgram = program->kind() == bundle::CHUNK_FORWARD ||
+                          program->kind() == bundle::CHUNK_BACKWARD;
       for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
-        bundle::NamedSlot *out = program->add_outputs();
         auto name = func.getResultAttrOfType<StringAttr>(i, "graph.name");
+        // A chunk's edge and stash results are stash entries, not outputs
+        // the host reads.
+        if (chunkProgram && !name)
+          continue;
+        bundle::NamedSlot *out = program->add_outputs();
         out->set_name(name ? name.str() : "result" + std::to_string(i));
         out->set_slot(ref(v).slot());
       }
@@ -544,7 +591,7 @@ private:
         c->set_op(kind == "all_reduce"       ? bundle::ALL_REDUCE
                   : kind == "reduce_scatter" ? bundle::REDUCE_SCATTER
                                              : bundle::ALL_GATHER);
-        c->set_group(0);
+        c->set_group(groupIndex(coll.getGroup()));
         *c->mutable_send() = ref(in);
         *c->mutable_recv() = ref(out);
         auto type = cast<RankedTensorType>(in.getType());
@@ -710,7 +757,10 @@ private:
     call->set_first_microbatch_overwrites(
         gemm->hasAttr("first_microbatch_overwrites"));
 
-    if (!param.empty() && program->kind() == bundle::TRAIN_MICROBATCH &&
+    bool microbatch = program->kind() == bundle::TRAIN_MICROBATCH ||
+                      program->kind() == bundle::CHUNK_FORWARD ||
+                      program->kind() == bundle::CHUNK_BACKWARD;
+    if (!param.empty() && microbatch &&
         precisionSeen.insert({param, d->role()}).second) {
       bundle::PrecisionEntry *e = b.add_precision();
       e->set_param(param);
@@ -737,7 +787,66 @@ private:
   llvm::StringMap<uint32_t> kernels;
   const plan::ProgramPlan *current = nullptr;
   bundle::Program *program = nullptr;
+  int worldRank = 0;
 };
+
+// The pipeline's ranks (pipeline × data 1): the schedule laid out by
+// bundle::addPipelineRanks with each transfer's Stash entries, then each
+// rank's chunk programs, in local chunk order, and its optimizer step.
+LogicalResult emitPipelineRanks(ModuleOp module, bundle::Bundle &b,
+                                Emitter &emitter,
+                                const PipelineSchedule &schedule,
+                                ArrayRef<StageFunctions> stages,
+                                const plan::MemoryPlan &plan) {
+  // What each stage's transfers move, as slot references.
+  struct Edges {
+    std::vector<bundle::SlotRef> sendActivation, receiveActivation,
+        sendGradient, receiveGradient;
+  };
+  std::vector<Edges> edges;
+  for (const StageFunctions &f : stages) {
+    Edges e;
+    for (auto [values, func, out] :
+         {std::tuple(&f.sendActivation, f.forward, &e.sendActivation),
+          std::tuple(&f.receiveActivation, f.forward, &e.receiveActivation),
+          std::tuple(&f.sendGradient, f.backward, &e.sendGradient),
+          std::tuple(&f.receiveGradient, f.backward, &e.receiveGradient)})
+      for (Value v : *values)
+        out->push_back(emitter.stashRef(func, v));
+    edges.push_back(std::move(e));
+  }
+  auto tensorsOf = [&](const bundle::TransferSite &site) {
+    const bundle::PipeTransfer &t = *site.transfer;
+    int64_t stage = int64_t(site.chunk) * schedule.ranks + site.rank;
+    const Edges &e = edges[size_t(stage)];
+    if (t.gradient())
+      return t.send() ? e.sendGradient : e.receiveGradient;
+    return t.send() ? e.sendActivation : e.receiveActivation;
+  };
+  if (Status st = bundle::addPipelineRanks(b, schedule, 1, tensorsOf); !st)
+    return module.emitError("bundle: ") << st.message();
+  b.mutable_pipeline()->set_loss_sum_slot(
+      plan.variableSlots.lookup(kPipelineLossSum));
+  for (bundle::RankProgram &rank : *b.mutable_ranks()) {
+    int p = int(rank.stage());
+    for (int chunk = 0; chunk < schedule.virtualStages; ++chunk) {
+      const StageFunctions &f = stages[size_t(chunk * schedule.ranks + p)];
+      if (failed(emitter.emitProgram(f.forward, bundle::CHUNK_FORWARD,
+                                     uint32_t(chunk), rank)) ||
+          failed(emitter.emitProgram(f.backward, bundle::CHUNK_BACKWARD,
+                                     uint32_t(chunk), rank)))
+        return failure();
+    }
+    auto optimizer = module.lookupSymbol<func::FuncOp>(rankOptimizerName(p));
+    if (!optimizer)
+      return module.emitError("bundle: pipeline rank ")
+             << p << " has no @" << rankOptimizerName(p)
+             << " (octet-split-optimizer makes one per rank)";
+    if (failed(emitter.emitProgram(optimizer, bundle::OPTIMIZER_STEP, 0, rank)))
+      return failure();
+  }
+  return success();
+}
 
 } // namespace
 
@@ -747,6 +856,19 @@ FailureOr<bundle::Bundle> compileBundle(ModuleOp module,
     if (source.phase)
       source.phase(what);
   };
+  const std::optional<PipelineSchedule> &pipeline = source.pipeline;
+  int64_t stages = 0;
+  if (pipeline) {
+    stages = int64_t(pipeline->ranks) * pipeline->virtualStages;
+    // Evaluation of a pipeline is a forward-only schedule over the stages,
+    // which the chunk programs do not make yet: no rank gets @forward.
+    if (auto eval = module.lookupSymbol<func::FuncOp>("forward"))
+      eval.erase();
+    FailureOr<std::vector<StageFunctions>> found =
+        findStageFunctions(module, stages);
+    if (failed(found) || failed(addPipelineLossSum(module, found->back())))
+      return failure();
+  }
   addGemmBlockFactorKernels(module);
   phase("codegen");
   FailureOr<CodegenOutcome> codegen = runCodegen(module, source.codegen);
@@ -765,6 +887,23 @@ FailureOr<bundle::Bundle> compileBundle(ModuleOp module,
       plan::planMemory(module, source.schedule.grad_accum_steps());
   if (failed(memory))
     return failure();
+  std::vector<StageFunctions> stageFunctions;
+  if (pipeline) {
+    FailureOr<std::vector<StageFunctions>> found =
+        findStageFunctions(module, stages);
+    if (failed(found))
+      return failure();
+    stageFunctions = std::move(*found);
+    std::vector<int> entries;
+    for (int p = 0; p < pipeline->ranks; ++p)
+      entries.push_back(bundle::assignStashEntries(*pipeline, p).entries);
+    if (failed(planStashSlots(stageFunctions, pipeline->ranks, entries,
+                              *memory)))
+      return failure();
+    plan::Slot &lossSum =
+        memory->slots[memory->variableSlots.lookup(kPipelineLossSum)];
+    lossSum.kind = plan::SlotKind::IO;
+  }
   const plan::MemoryPlan &plan = *memory;
 
   bundle::Bundle b;
@@ -819,6 +958,8 @@ FailureOr<bundle::Bundle> compileBundle(ModuleOp module,
     llvm::StringRef name = var.getSymName();
     uint32_t slot = plan.variableSlots.lookup(name);
     RankedTensorType type = var.getTensorType();
+    // octet-split-optimizer's owner of a variable one pipeline rank holds.
+    auto owner = var->getAttrOfType<IntegerAttr>("pipeline_rank");
     if (var.isTrainable()) {
       bundle::Parameter *p = b.add_parameters();
       p->set_name(name.str());
@@ -838,9 +979,12 @@ FailureOr<bundle::Bundle> compileBundle(ModuleOp module,
       if (grad != plan.variableSlots.end())
         p->set_grad_slot(grad->second);
       p->set_trainable(true);
+      if (owner)
+        p->set_pipeline_rank(uint32_t(owner.getInt()));
       continue;
     }
-    if (name.starts_with("grad."))
+    // The loss sum is the pipeline's loss_sum_slot, no state to keep.
+    if (name.starts_with("grad.") || name == kPipelineLossSum)
       continue;
     bundle::StateTensor *st = b.add_state();
     st->set_name(name.str());
@@ -852,14 +996,10 @@ FailureOr<bundle::Bundle> compileBundle(ModuleOp module,
     st->set_slot(slot);
     if (auto shards = var->getAttrOfType<IntegerAttr>("data_shards"))
       st->set_data_shards(uint32_t(shards.getInt()));
+    if (owner)
+      st->set_pipeline_rank(uint32_t(owner.getInt()));
   }
 
-  const uint32_t ranks = std::max<uint32_t>(1, source.dataParallel);
-  b.set_world_size(ranks);
-  bundle::Group *data = b.add_groups();
-  data->set_name("data");
-  for (uint32_t r = 0; r < ranks; ++r)
-    data->add_ranks(r);
   Emitter emitter(module, plan, b, *modules, *codegen);
   if (Attribute r = module->getAttr("fp8.recipe")) {
     std::string text;
@@ -869,6 +1009,18 @@ FailureOr<bundle::Bundle> compileBundle(ModuleOp module,
     if (llvm::Regex("kind = ([a-z_]+)").match(text, &m))
       emitter.recipe = m[1].str();
   }
+  if (pipeline) {
+    if (failed(emitPipelineRanks(module, b, emitter, *pipeline,
+                                 stageFunctions, plan)))
+      return failure();
+    return b;
+  }
+  const uint32_t ranks = std::max<uint32_t>(1, source.dataParallel);
+  b.set_world_size(ranks);
+  bundle::Group *data = b.add_groups();
+  data->set_name("data");
+  for (uint32_t r = 0; r < ranks; ++r)
+    data->add_ranks(r);
   bundle::RankProgram *rank = b.add_ranks();
   rank->set_rank(0);
   if (failed(emitter.emitPrograms(*rank)))

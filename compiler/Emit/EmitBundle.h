@@ -19,10 +19,12 @@
 #include "compiler/Pipelines/Pipelines.h"
 #include "compiler/Plan/MemoryPlan.h"
 #include "bundle/bundle.pb.h"
+#include "support/PipelineSchedule.h"
 
 #include "mlir/IR/BuiltinOps.h"
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -44,6 +46,13 @@ struct BuildSource {
   // train.parallel.data: the bundle's world size and its "data" group. The
   // ranks run the same programs, whose collectives the pipeline placed.
   uint32_t dataParallel = 1;
+  // train.parallel.pipeline > 1: the schedule whose instruction lists the
+  // ranks follow (pipeline × data 1). Each pipeline rank gets its chunks'
+  // CHUNK_FORWARD and CHUNK_BACKWARD programs and its own optimizer step
+  // (octet-split-stages, octet-split-optimizer), the chunk functions'
+  // crossing values become Stash slots (PipelineSlots.h), and the eval
+  // program is left out: evaluation needs a forward-only schedule.
+  std::optional<PipelineSchedule> pipeline;
   // ptxas for cubins: empty searches CUDA_HOME, PATH and /usr/local/cuda;
   // "none" keeps PTX only.
   std::string ptxas;

@@ -46,6 +46,8 @@ const char *slotKindName(SlotKind kind) {
     return "io";
   case SlotKind::Workspace:
     return "workspace";
+  case SlotKind::Stash:
+    return "stash";
   }
   return "?";
 }

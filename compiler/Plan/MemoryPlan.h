@@ -71,6 +71,10 @@ enum class SlotKind {
   IO,
   // Scratch of one op: a kernel's workspace, a GEMM's dequantization factor.
   Workspace,
+  // A pipeline rank's stage-edge tensor, stash or microbatch input: one
+  // entry of `stashStride` bytes per (chunk, microbatch) in flight
+  // (compiler/Emit/PipelineSlots.h makes them).
+  Stash,
 };
 const char *slotKindName(SlotKind kind);
 
@@ -95,6 +99,8 @@ struct Slot {
   // A step-local variable's slot: live from firstStep of `program` (the
   // train microbatch) to lastStep of `lastProgram` (the optimizer step).
   std::string lastProgram;
+  // A Stash slot's bytes per entry; `bytes` holds all of the rank's entries.
+  uint64_t stashStride = 0;
 };
 
 struct ProgramPlan {
@@ -134,7 +140,11 @@ struct MemoryPlan {
   uint64_t persistentBytes = 0;
   // The activation region: the largest region of any program.
   uint64_t activationBytes = 0;
-  uint64_t totalBytes() const { return persistentBytes + activationBytes; }
+  // A pipeline's Stash slots, after the activation region (0 without one).
+  uint64_t stashBytes = 0;
+  uint64_t totalBytes() const {
+    return persistentBytes + activationBytes + stashBytes;
+  }
   const ProgramPlan *program(llvm::StringRef name) const;
 };
 

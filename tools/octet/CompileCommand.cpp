@@ -380,6 +380,16 @@ int runCompileCommand(const CompileOptions &opts) {
     if (!pipeline)
       return inputError(pipeline.status());
     llvm::outs() << *pipeline;
+    if (spec->train().parallel().pipeline() > 1) {
+      // A pipeline's ranks differ in what they hold: each one's plan, and
+      // whether it fits, is part of what compiling a pipeline says.
+      FailureOr<plan::MemoryPlan> memory = plan::planMemory(
+          **module, trainingOptionsFromSpec(*spec).autodiff.microbatches);
+      if (failed(memory))
+        return inputError(Status::error(
+            opts.spec + ": memory plan failed (see the diagnostics above)"));
+      return printPipelinePlans(context, *spec, opts, **module, *memory);
+    }
   }
   return 0;
 }

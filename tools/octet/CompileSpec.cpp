@@ -2,6 +2,7 @@
 
 #include "bundle/Bundle.h"
 #include "compiler/Emit/EmitBundle.h"
+#include "compiler/Pipelines/PipelineLayout.h"
 #include "dialects/graph/GraphDialect.h"
 #include "frontends/GraphImporter.h"
 #include "hf/HfConfig.h"
@@ -149,16 +150,23 @@ Status checkWritable(const std::string &path) {
 Status writeBundleFile(ModuleOp module, const SpecSource &source,
                        const spec::Spec &spec, const std::string &output,
                        std::function<void(const std::string &)> phase) {
-  if (spec.train().parallel().pipeline() > 1)
-    return Status::error(
-        "train.parallel.pipeline is " +
-        std::to_string(spec.train().parallel().pipeline()) +
-        ": the stages are compiled (`octet train --cpu` runs them, `octet "
-        "compile --dump-ir=pipeline` prints them), but the bundle writer "
-        "does not emit them as each rank's chunk programs, stash slots and "
-        "instruction list yet; set train.parallel.pipeline to 1 for a "
-        "bundle");
+  const spec::Parallel &parallel = spec.train().parallel();
   emit::BuildSource build;
+  if (parallel.pipeline() > 1) {
+    if (parallel.data() > 1)
+      return Status::error(
+          source.spec + ": train.parallel.pipeline is " +
+          std::to_string(parallel.pipeline()) + " and train.parallel.data " +
+          std::to_string(parallel.data()) +
+          ": a pipeline's data-parallel gradient reduction is not compiled "
+          "into its chunk programs yet (`octet train --cpu` sums the data "
+          "ranks' gradients outside the step), so the bundle writer emits "
+          "pipelines of data 1; set train.parallel.data to 1 for a bundle");
+    StatusOr<SimulatedSchedule> schedule = pipelineScheduleFromSpec(spec);
+    if (!schedule)
+      return schedule.status().withContext(source.spec);
+    build.pipeline = std::move(schedule->schedule);
+  }
   build.phase = std::move(phase);
   StatusOr<std::string> specText = readText(source.spec);
   if (!specText)

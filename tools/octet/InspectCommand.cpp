@@ -72,6 +72,10 @@ PlanSummary summarize(const bundle::MemoryPlan &plan) {
   std::map<std::string, uint64_t> reach;
   std::map<std::string, std::map<int64_t, int64_t>> live; // step -> delta
   for (const bundle::Slot &slot : plan.slots()) {
+    if (slot.kind() == bundle::STASH) {
+      s.stashBytes += aligned(slot.bytes());
+      continue;
+    }
     if (slot.program().empty()) {
       s.persistentBytes =
           std::max(s.persistentBytes, slot.offset() + aligned(slot.bytes()));
@@ -97,7 +101,9 @@ PlanSummary summarize(const bundle::MemoryPlan &plan) {
       ++s.activationSlots;
     }
   }
-  s.activationBytes = arena > s.persistentBytes ? arena - s.persistentBytes : 0;
+  s.activationBytes = arena > s.persistentBytes + s.stashBytes
+                          ? arena - s.persistentBytes - s.stashBytes
+                          : 0;
   uint64_t furthest = 0;
   for (const auto &[program, end] : reach)
     if (end > furthest) {

@@ -58,8 +58,12 @@ void printPlanSummary(const PlanSummary &plan, std::ostream &os) {
      << "    + activation region " << humanBytes(plan.activationBytes)
      << " (the largest program's activations packed by liveness: "
      << plan.regionProgram << ", peak live "
-     << humanBytes(plan.regionPeakLiveBytes) << ")\n"
-     << "  activation slots: " << plan.activationSlots
+     << humanBytes(plan.regionPeakLiveBytes) << ")\n";
+  if (plan.stashBytes)
+    os << "    + stash " << humanBytes(plan.stashBytes)
+       << " (every pipeline rank's Stash slots: the inputs, edges and "
+          "stashes of the microbatches it holds in flight)\n";
+  os << "  activation slots: " << plan.activationSlots
      << " over every program, summing to "
      << humanBytes(plan.activationSlotBytes)
      << "; not memory: slots live at different steps share the region's "

@@ -39,7 +39,12 @@ StatusOr<GpuTarget> parseGpuTarget(const std::string &text);
 struct PlanFootprint {
   uint64_t persistentBytes = 0;
   uint64_t activationBytes = 0;
-  uint64_t arenaBytes() const { return persistentBytes + activationBytes; }
+  // A pipeline's Stash slots (edges, stashes and inputs of the microbatches
+  // in flight), after the activation region.
+  uint64_t stashBytes = 0;
+  uint64_t arenaBytes() const {
+    return persistentBytes + activationBytes + stashBytes;
+  }
   uint64_t deviceBytes() const { return arenaBytes() + kRuntimeFixedBytes; }
 };
 

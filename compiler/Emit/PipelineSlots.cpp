@@ -1,0 +1,250 @@
+#include "compiler/Emit/PipelineSlots.h"
+
+#include "compiler/Transforms/Pipeline/Passes.h"
+#include "dialects/graph/GraphDialect.h"
+#include "dialects/kernel/KernelDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+
+#include <map>
+#include <set>
+
+using namespace mlir;
+
+namespace octet::emit {
+namespace {
+
+unsigned namedArguments(func::FuncOp func) {
+  unsigned n = 0;
+  while (n < func.getNumArguments() &&
+         func.getArgAttrOfType<StringAttr>(n, "graph.name"))
+    ++n;
+  return n;
+}
+
+uint64_t alignUp(uint64_t n) {
+  return (n + plan::kPlanAlignment - 1) / plan::kPlanAlignment *
+         plan::kPlanAlignment;
+}
+
+uint64_t valueBytes(Value v) {
+  auto type = cast<RankedTensorType>(v.getType());
+  return uint64_t(type.getNumElements()) *
+         std::max(1u, type.getElementTypeBitWidth() / 8);
+}
+
+} // namespace
+
+FailureOr<std::vector<StageFunctions>> findStageFunctions(ModuleOp module,
+                                                          int64_t stages) {
+  std::vector<StageFunctions> out;
+  for (int64_t s = 0; s < stages; ++s) {
+    StageFunctions f;
+    f.stage = s;
+    f.forward = module.lookupSymbol<func::FuncOp>(stageForwardName(s));
+    f.backward = module.lookupSymbol<func::FuncOp>(stageBackwardName(s));
+    if (!f.forward || !f.backward)
+      return module.emitError("bundle: the pipeline has ")
+             << stages << " stage chunks, but @"
+             << (f.forward ? stageBackwardName(s) : stageForwardName(s))
+             << " is missing (octet-split-stages makes both of each chunk)";
+    auto edges = f.forward->getAttrOfType<IntegerAttr>("octet.edge_results");
+    auto stash = f.backward->getAttrOfType<IntegerAttr>("octet.stash_args");
+    if (!edges || !stash)
+      return f.forward.emitError("bundle: @")
+             << f.forward.getSymName() << " needs octet.edge_results and @"
+             << f.backward.getSymName() << " octet.stash_args";
+    f.inputs = namedArguments(f.forward);
+    if (namedArguments(f.backward) != f.inputs)
+      return f.backward.emitError("bundle: @")
+             << f.backward.getSymName() << " takes "
+             << namedArguments(f.backward) << " microbatch inputs, @"
+             << f.forward.getSymName() << " " << f.inputs;
+    auto *ret = f.forward.getBody().front().getTerminator();
+    unsigned at = 0;
+    if (auto name = f.forward.getResultAttrOfType<StringAttr>(0, "graph.name");
+        name && name.getValue() == "loss") {
+      f.loss = true;
+      at = 1;
+    }
+    unsigned nEdges = unsigned(edges.getInt()), nStash = unsigned(stash.getInt());
+    if (ret->getNumOperands() != at + nEdges + nStash ||
+        f.backward.getNumArguments() < f.inputs + nStash)
+      return f.forward.emitError("bundle: @")
+             << f.forward.getSymName() << " returns "
+             << ret->getNumOperands() << " values, not the loss, " << nEdges
+             << " edge and " << nStash << " stash values @"
+             << f.backward.getSymName() << " reads";
+    for (unsigned i = at; i < at + nEdges; ++i)
+      f.sendActivation.push_back(ret->getOperand(i));
+    for (unsigned i = f.inputs; i < f.forward.getNumArguments(); ++i)
+      f.receiveActivation.push_back(f.forward.getArgument(i));
+    for (unsigned i = f.inputs + nStash; i < f.backward.getNumArguments(); ++i)
+      f.receiveGradient.push_back(f.backward.getArgument(i));
+    for (Value v : f.backward.getBody().front().getTerminator()->getOperands())
+      f.sendGradient.push_back(v);
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+LogicalResult addPipelineLossSum(ModuleOp module, const StageFunctions &last) {
+  if (!last.loss)
+    return last.forward.emitError("bundle: @")
+           << last.forward.getSymName()
+           << " is the last stage's forward but returns no loss";
+  Operation *ret = last.forward.getBody().front().getTerminator();
+  Value loss = ret->getOperand(0);
+  auto one = RankedTensorType::get({}, Float32Type::get(module.getContext()));
+  if (loss.getType() != one)
+    return last.forward.emitError("bundle: the loss of @")
+           << last.forward.getSymName() << " is " << loss.getType()
+           << ", not an f32 scalar";
+  OpBuilder b(module.getContext());
+  b.setInsertionPoint(*module.getOps<func::FuncOp>().begin());
+  graph::VariableOp::create(b, module.getLoc(), kPipelineLossSum, one,
+                            "state", "zeros", FloatAttr(), StringAttr());
+  b.setInsertionPoint(ret);
+  Location loc = ret->getLoc();
+  Value sum = graph::LoadOp::create(b, loc, one, kPipelineLossSum);
+  auto add = kernel::FusedOp::create(b, loc, TypeRange{one},
+                                     ValueRange{sum, loss},
+                                     "pipeline.loss_sum", "elementwise");
+  OpBuilder inner = OpBuilder::atBlockEnd(&add.getBodyBlock());
+  Value total = graph::AddOp::create(inner, loc, add.getBodyBlock().getArgument(0),
+                                     add.getBodyBlock().getArgument(1));
+  kernel::YieldOp::create(inner, loc, ValueRange{total});
+  add->setAttr("layer", b.getI64IntegerAttr(-1));
+  add->setAttr("section", b.getStringAttr("loss"));
+  graph::StoreOp::create(b, loc, add.getResult(0), kPipelineLossSum);
+  return success();
+}
+
+LogicalResult planStashSlots(ArrayRef<StageFunctions> stages,
+                             int pipelineRanks, ArrayRef<int> entriesPerRank,
+                             plan::MemoryPlan &plan) {
+  // The slots that become Stash slots, with their rank; the backward
+  // argument slots moved onto them (slot -> its new slot and offset).
+  std::map<unsigned, int> stashRank;
+  std::map<unsigned, std::pair<unsigned, uint64_t>> moved;
+  auto slotOf = [&](func::FuncOp func,
+                    Value v) -> FailureOr<std::pair<unsigned, uint64_t>> {
+    const plan::ProgramPlan *program = plan.program(func.getSymName());
+    if (!program || !program->valueSlots.count(v))
+      return func.emitError("bundle: a value crossing @")
+             << func.getSymName() << " has no slot in the memory plan";
+    std::pair<unsigned, uint64_t> at = program->valueSlots.lookup(v);
+    const plan::Slot &slot = plan.slots[at.first];
+    if (slot.program.empty())
+      return func.emitError("bundle: a value crossing @")
+             << func.getSymName() << " is the memory of '" << slot.name
+             << "'; what crosses chunk functions needs memory of its own";
+    return at;
+  };
+  auto keep = [&](func::FuncOp func, Value v, int rank,
+                  bool whole) -> LogicalResult {
+    FailureOr<std::pair<unsigned, uint64_t>> at = slotOf(func, v);
+    if (failed(at))
+      return failure();
+    if (whole && (at->second != 0 || plan.slots[at->first].bytes != valueBytes(v)))
+      return func.emitError("bundle: an edge tensor of @")
+             << func.getSymName() << " is part of slot '"
+             << plan.slots[at->first].name
+             << "'; a transfer moves whole slots";
+    stashRank[at->first] = rank;
+    return success();
+  };
+  // The backward's `arg` reads what the forward's `v` is.
+  auto share = [&](const StageFunctions &f, Value v,
+                   BlockArgument arg) -> LogicalResult {
+    FailureOr<std::pair<unsigned, uint64_t>> from = slotOf(f.forward, v);
+    FailureOr<std::pair<unsigned, uint64_t>> to = slotOf(f.backward, arg);
+    if (failed(from) || failed(to))
+      return failure();
+    if (to->second != 0 || from->second + plan.slots[to->first].bytes >
+                               plan.slots[from->first].bytes)
+      return f.backward.emitError("bundle: argument ")
+             << arg.getArgNumber() << " of @" << f.backward.getSymName()
+             << " does not fit the forward's slot '"
+             << plan.slots[from->first].name << "'";
+    moved[to->first] = *from;
+    return success();
+  };
+  for (const StageFunctions &f : stages) {
+    int rank = int(f.stage % pipelineRanks);
+    for (unsigned i = 0; i < f.inputs; ++i) {
+      if (failed(keep(f.forward, f.forward.getArgument(i), rank, false)) ||
+          failed(share(f, f.forward.getArgument(i), f.backward.getArgument(i))))
+        return failure();
+    }
+    // The edges: whole slots, as transfers move them.
+    for (auto [func, values] :
+         {std::pair(f.forward, &f.sendActivation),
+          std::pair(f.forward, &f.receiveActivation),
+          std::pair(f.backward, &f.sendGradient),
+          std::pair(f.backward, &f.receiveGradient)})
+      for (Value v : *values)
+        if (failed(keep(func, v, rank, true)))
+          return failure();
+    Operation *ret = f.forward.getBody().front().getTerminator();
+    unsigned first = (f.loss ? 1 : 0) + unsigned(f.sendActivation.size());
+    for (unsigned i = first; i < ret->getNumOperands(); ++i) {
+      Value v = ret->getOperand(i);
+      if (failed(keep(f.forward, v, rank, false)) ||
+          failed(share(f, v, f.backward.getArgument(f.inputs + i - first))))
+        return failure();
+    }
+  }
+  for (const auto &[slot, to] : moved)
+    if (stashRank.count(slot))
+      return stages.front().backward.emitError("bundle: slot '")
+             << plan.slots[slot].name << "' is a backward's stash or input "
+             << "argument and also an edge it sends or receives";
+
+  // The stash region, after the activation region.
+  uint64_t offset = plan.persistentBytes + plan.activationBytes;
+  for (auto &[index, rank] : stashRank) {
+    plan::Slot &slot = plan.slots[index];
+    uint64_t stride = alignUp(slot.bytes);
+    slot.kind = plan::SlotKind::Stash;
+    slot.stashStride = stride;
+    slot.bytes = stride * uint64_t(std::max(1, entriesPerRank[size_t(rank)]));
+    slot.offset = offset;
+    slot.program.clear();
+    slot.lastProgram.clear();
+    slot.firstStep = slot.lastStep = 0;
+    offset += slot.bytes;
+  }
+  plan.stashBytes = offset - plan.persistentBytes - plan.activationBytes;
+
+  // Drop the moved slots; every index after one shifts down.
+  std::vector<unsigned> newIndex(plan.slots.size());
+  std::vector<plan::Slot> kept;
+  for (unsigned i = 0; i < plan.slots.size(); ++i) {
+    newIndex[i] = unsigned(kept.size());
+    if (!moved.count(i))
+      kept.push_back(std::move(plan.slots[i]));
+  }
+  plan.slots = std::move(kept);
+  for (plan::ProgramPlan &program : plan.programs) {
+    for (auto &entry : program.valueSlots) {
+      auto &[slot, byteOffset] = entry.second;
+      if (auto it = moved.find(slot); it != moved.end()) {
+        byteOffset += it->second.second;
+        slot = it->second.first;
+      }
+      slot = newIndex[slot];
+    }
+    for (auto *owner : {&program.workspaceSlots, &program.gemmScaleSlots})
+      for (auto &entry : *owner)
+        entry.second = newIndex[entry.second];
+  }
+  for (auto &entry : plan.variableSlots)
+    entry.second = newIndex[entry.second];
+  if (plan.gemmWorkspaceSlot)
+    plan.gemmWorkspaceSlot = newIndex[*plan.gemmWorkspaceSlot];
+  return success();
+}
+
+} // namespace octet::emit
