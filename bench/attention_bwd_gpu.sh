@@ -32,7 +32,7 @@ if [ "${1:-}" = --prepare ]; then
     rm -rf "${carry:?}/$d"
     cp -r "$build/tests/gpu/codegen/$d" "$carry/"
   done
-  cp "$here/attention_bwd_gpu.sh" "$here/attention_bench.sh" \
+  cp "$here/attention_bwd_gpu.sh" "$here/gpu_steps.sh" "$here/attention_bench.sh" \
      "$here/attention_torch.py" "$carry/"
   grep -o '"name": "attention_bwd_[0-9]*"\|"kernel": "attention_bwd_[0-9]*_hopper"' \
     "$carry/attention-bench-hopper-bwd-kernels/kernels.json" | sort -u
@@ -43,23 +43,7 @@ fi
 carry="$(cd "${1:?CARRY_DIR}" && pwd)"
 what="${2:-all}"
 out="${OUT:-$carry/results}"
-mkdir -p "$out"
-cd "$carry"
-nvidia-smi --query-gpu=name,clocks.sm,power.draw --format=csv -l 1 > "$out/smi.csv" 2>&1 &
-smi=$!
-trap 'kill $smi 2>/dev/null' EXIT
-nvidia-smi -L
-status=0
-wants() { [ "$what" = all ] || [[ ",$what," == *",$1,"* ]]; }
-step() { # name, command...: runs it, logs to $out/name.log, notes the outcome
-  local name=$1; shift
-  local t0=$SECONDS
-  "$@" > "$out/$name.log" 2>&1
-  local rc=$?
-  echo "== $name: rc $rc, $((SECONDS - t0)) s"
-  tail -n 6 "$out/$name.log"
-  [ $rc -eq 0 ] || status=1
-}
+. "$carry/gpu_steps.sh"
 
 if wants tests; then
   for d in attention-hopper-bwd-kernels attention-hopper-kernels attention-kernels; do
