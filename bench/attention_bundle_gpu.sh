@@ -48,7 +48,7 @@ if [ "${1:-}" = --prepare ]; then
     > "$carry/llama3-8b-8l-fp8-mma-sync.pbtxt"
   "$build/tools/octet/octet" compile "$carry/llama3-8b-8l-fp8-mma-sync.pbtxt" \
     -o "$carry/llama3-8b-8l-fp8-mma-sync.octet"
-  cp "$here/attention_bundle_gpu.sh" "$here/../tests/golden/golden-gpu.sh" \
+  cp "$here/attention_bundle_gpu.sh" "$here/gpu_steps.sh" "$here/../tests/golden/golden-gpu.sh" \
      "$here/../tests/golden/golden-gpu-attention.sh" "$here/../data/corpus.txt" \
      "$carry/"
   mkdir -p "$carry/specs"
@@ -65,27 +65,11 @@ fi
 carry="$(cd "${1:?CARRY_DIR}" && pwd)"
 what="${2:-all}"
 out="${OUT:-$carry/results}"
-mkdir -p "$out"
-cd "$carry"
-nvidia-smi --query-gpu=name,clocks.sm,power.draw --format=csv -l 2 > "$out/smi.csv" 2>&1 &
-smi=$!
-trap 'kill $smi 2>/dev/null' EXIT
-nvidia-smi -L
+. "$carry/gpu_steps.sh"
 octet="$carry/octet"
 if [ ! -x "$octet" ]; then
   xz -d -c "$carry/octet-static.xz" > "$octet" && chmod +x "$octet"
 fi
-status=0
-wants() { [ "$what" = all ] || [[ ",$what," == *",$1,"* ]]; }
-step() { # name, command...: runs it, logs to $out/name.log, notes the outcome
-  local name=$1; shift
-  local t0=$SECONDS
-  "$@" > "$out/$name.log" 2>&1
-  local rc=$?
-  echo "== $name: rc $rc, $((SECONDS - t0)) s"
-  tail -n 4 "$out/$name.log"
-  [ $rc -eq 0 ] || status=1
-}
 
 if wants tests; then
   step attention-hopper-kernel timeout 60 "$carry/octet-gpu-attention-tests" \

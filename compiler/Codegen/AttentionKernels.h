@@ -1,7 +1,8 @@
 // What the attention kernels of octet-attention-to-gpu share: the op's
-// shape, a forward query tile's bounds and its output rows, and the Hopper
-// forward (HopperAttention.cpp) that the pass builds beside the mma.sync
-// kernels (AttentionToGpu.cpp). Internal to compiler/Codegen.
+// shape, a forward query tile's bounds and its output rows, the backward's
+// workspace, and the Hopper forward and backward (HopperAttention.cpp) that
+// the pass builds beside the mma.sync kernels (AttentionToGpu.cpp). Internal
+// to compiler/Codegen.
 
 #ifndef OCTET_COMPILER_CODEGEN_ATTENTIONKERNELS_H
 #define OCTET_COMPILER_CODEGEN_ATTENTIONKERNELS_H
@@ -34,6 +35,21 @@ struct AttnShape {
   int64_t group() const { return qHeads / kvHeads; }
 };
 
+// Workspace of the backward pass, in 4-byte words: the f32 dQ accumulator
+// [B,S,Hq,Dh], D = rowsum(dO∘O) [B,Hq,S], and with documents each token's
+// document bounds within its row (i32 [B·S] twice). The prep kernel fills
+// it, the main kernel adds into dq, the `_dq` kernel rounds dq to bf16.
+struct BwdWorkspace {
+  int64_t dq = 0, delta = 0, docLo = 0, docHi = 0, words = 0;
+  explicit BwdWorkspace(const AttnShape &s) {
+    int64_t tokens = s.batch * s.seq;
+    delta = tokens * s.qHeads * s.headDim;
+    docLo = delta + tokens * s.qHeads;
+    docHi = docLo + (s.cuLen ? tokens : 0);
+    words = docHi + (s.cuLen ? tokens : 0);
+  }
+};
+
 // Byte offset of (row, 16-byte chunk) in a swizzled tile of `rowBytes`.
 mlir::Value swizzled(Emitter &e, mlir::Value row, mlir::Value chunk,
                      int64_t rowBytes);
@@ -50,6 +66,22 @@ struct QueryTile {
 
 QueryTile queryTileOf(Emitter &e, const AttnShape &s, mlir::Value cu,
                       int64_t rows, int64_t keyTile);
+
+// A backward CTA's key tile and the query tiles it visits: (key tile, kv
+// head, batch row) from the block id, the first key tiles first (under a
+// causal mask they see the most query tiles); the query tiles of
+// `queryRows` rows, of every query head of the kv head's group, that hold
+// some row seeing a key of [j0, j0 + keyRows) (document bounds from the
+// prep's workspace `ws`): `steps` of them, step → (query head, first row).
+struct KeyTile {
+  mlir::Value batch, kvHead, j0, rowStart, tileLo, tilesPerHead, steps;
+  int64_t queryRows = 0, group = 0;
+  mlir::Value headOf(Emitter &e, mlir::Value step) const;
+  mlir::Value rowOf(Emitter &e, mlir::Value step) const;
+};
+
+KeyTile keyTileOf(Emitter &e, const AttnShape &s, mlir::Value ws,
+                  int64_t keyRows, int64_t queryRows);
 
 // Query row `row` of the tile from this thread's accumulators: out = O / l
 // (bf16; `o` holds the thread's column pairs 8·i + 2·t4, +1), lse = m·scale
@@ -93,6 +125,30 @@ bool hopperForwardCovers(const AttnShape &s, std::string &why);
 int64_t buildHopperForward(mlir::OpBuilder &b, mlir::gpu::GPUModuleOp mod,
                            llvm::StringRef name, const AttnShape &s,
                            const HopperFwdTiling &t, mlir::Location loc);
+
+// A Hopper backward CTA per (128-row key tile, kv head, batch row): the
+// loader warpgroup brings K and V once, then a 64-row query tile's Q, dO,
+// lse and D (and document bounds) per step through `stages` slots, over
+// every query tile of every query head of the kv head's group; consumer
+// warpgroups 1 and 2 own 64 key rows each (dK, dV in registers) and split
+// the query tile's dQ by columns (Dh 128; with Dh 64 the first computes it
+// all), added to the f32 accumulator by bulk reductions, a row each.
+struct HopperBwdTiling {
+  int64_t keyTile = 128, queryTile = 64, stages = 2;
+  static constexpr int64_t threads = 384;
+  static constexpr int64_t loaderRegs = 24, consumerRegs = 240;
+};
+
+// Whether the Hopper backward takes shape `s`; else `why` says what it
+// lacks.
+bool hopperBackwardCovers(const AttnShape &s, std::string &why);
+
+// Arguments: the tensor maps of dout, q, k, v (grid constants), then
+// dout, q, k, v, out, lse, [cu_seqlens], dq, dk, dv, workspace (the mma.sync
+// backward's, filled by its prep kernel). Returns the dynamic shared bytes.
+int64_t buildHopperBackward(mlir::OpBuilder &b, mlir::gpu::GPUModuleOp mod,
+                            llvm::StringRef name, const AttnShape &s,
+                            const HopperBwdTiling &t, mlir::Location loc);
 
 } // namespace octet::codegen::attention
 

@@ -1,6 +1,6 @@
 // octet-attention-to-gpu: kernel.attention_fwd / kernel.attention_bwd →
 // flash-attention gpu.func kernels on bf16 tensor cores (mma.sync
-// m16n8k16, ldmatrix, cp.async).
+// m16n8k16, ldmatrix, cp.async), or the Hopper ones (HopperAttention.cpp).
 //
 // Every loop over fragments is unrolled here, at generation time: a warp's
 // accumulators are plain SSA values carried through one scf.for over the
@@ -8,7 +8,7 @@
 // registers. Shared memory tiles are rows of Dh bf16 in 16-byte chunks,
 // chunk c of row r stored at c ^ (r % 8): the eight rows an ldmatrix reads
 // at one chunk column then fall in eight distinct bank groups. The Hopper
-// forward (wgmma, TMA) is in HopperAttention.cpp.
+// forward and backward (wgmma, TMA) are in HopperAttention.cpp.
 
 #include "compiler/Codegen/AttentionKernels.h"
 #include "compiler/Codegen/Emitter.h"
@@ -237,6 +237,39 @@ QueryTile queryTileOf(Emitter &e, const AttnShape &s, Value cu, int64_t rows,
   t.tileBegin = e.divUI(loFirst, keyTile);
   t.tileEnd = e.addI(e.divUI(hiLast, keyTile), 1);
   return t;
+}
+
+KeyTile keyTileOf(Emitter &e, const AttnShape &s, Value ws, int64_t keyRows,
+                  int64_t queryRows) {
+  KeyTile t;
+  BwdWorkspace w(s);
+  Value bid = e.blockId32();
+  Value bh = e.remUI(bid, s.batch * s.kvHeads);
+  t.batch = e.divUI(bh, s.kvHeads);
+  t.kvHead = e.remUI(bh, s.kvHeads);
+  t.j0 = e.mulI(e.divUI(bid, s.batch * s.kvHeads), keyRows);
+  t.rowStart = e.mulI(t.batch, s.seq);
+  auto docBound = [&](int64_t base, Value pos) {
+    return e.loadPtr(e.i32, e.gep(ws, e.i32, e.addI(e.addI(t.rowStart, pos), base)));
+  };
+  bool docs = s.cuLen > 0;
+  Value qLo = s.causal ? t.j0 : (docs ? docBound(w.docLo, t.j0) : e.i32c(0));
+  Value qHi = docs ? docBound(w.docHi, e.addI(t.j0, keyRows - 1))
+                   : e.i32c(s.seq - 1);
+  t.queryRows = queryRows;
+  t.group = s.group();
+  t.tileLo = e.divUI(qLo, queryRows);
+  t.tilesPerHead = e.addI(e.subI(e.divUI(qHi, queryRows), t.tileLo), 1);
+  t.steps = e.mulI(t.tilesPerHead, s.group());
+  return t;
+}
+
+Value KeyTile::headOf(Emitter &e, Value step) const {
+  return e.addI(e.mulI(kvHead, group), e.divUI(step, tilesPerHead));
+}
+
+Value KeyTile::rowOf(Emitter &e, Value step) const {
+  return e.mulI(e.addI(tileLo, e.remUI(step, tilesPerHead)), queryRows);
 }
 
 // Query row `row` of the tile from this thread's accumulators: out = O / l
@@ -512,20 +545,6 @@ int64_t buildForward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
 // Backward
 // ---------------------------------------------------------------------------
 
-// Workspace of the backward pass, in 4-byte words: the f32 dQ accumulator
-// [B,S,Hq,Dh], D = rowsum(dO∘O) [B,Hq,S], and with documents each token's
-// document bounds within its row (i32 [B·S] twice).
-struct BwdWorkspace {
-  int64_t dq = 0, delta = 0, docLo = 0, docHi = 0, words = 0;
-  explicit BwdWorkspace(const AttnShape &s) {
-    int64_t tokens = s.batch * s.seq;
-    delta = tokens * s.qHeads * s.headDim;
-    docLo = delta + tokens * s.qHeads;
-    docHi = docLo + (s.cuLen ? tokens : 0);
-    words = docHi + (s.cuLen ? tokens : 0);
-  }
-};
-
 struct BwdArgs {
   Value dout, q, k, v, out, lse, cu, dq, dk, dv, ws;
   BwdArgs(gpu::GPUFuncOp f, bool docs) {
@@ -635,28 +654,12 @@ int64_t buildBackward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
   Value tid = e.threadId32(), bid = e.blockId32();
   Value warp = e.shRUI(tid, 5), lane = e.andI(tid, 31);
   Value g = e.shRUI(lane, 2), t4 = e.andI(lane, 3);
-  Value bh = e.remUI(bid, s.batch * s.kvHeads);
-  // Causal: the first key tiles have the most query rows; they go first.
-  Value kt = e.divUI(bid, s.batch * s.kvHeads);
-  Value batch = e.divUI(bh, s.kvHeads), kvHead = e.remUI(bh, s.kvHeads);
-  Value j0 = e.mulI(kt, Bn);
-  Value rowStart = e.mulI(batch, s.seq);
+  KeyTile tile = keyTileOf(e, s, a.ws, Bn, Bm);
+  Value batch = tile.batch, kvHead = tile.kvHead, j0 = tile.j0,
+        rowStart = tile.rowStart, steps = tile.steps;
   auto wsWord = [&](int64_t base, Value index, Type type) {
     return e.gep(a.ws, type, e.addI(index, base));
   };
-  auto docLoOf = [&](Value pos) {
-    return e.loadPtr(e.i32, wsWord(ws.docLo, e.addI(rowStart, pos), e.i32));
-  };
-  auto docHiOf = [&](Value pos) {
-    return e.loadPtr(e.i32, wsWord(ws.docHi, e.addI(rowStart, pos), e.i32));
-  };
-
-  // Query rows that see some key in [j0, j0 + Bn).
-  Value qLo = s.causal ? j0 : (docs ? docLoOf(j0) : e.i32c(0));
-  Value qHi = docs ? docHiOf(e.addI(j0, Bn - 1)) : e.i32c(s.seq - 1);
-  Value tileLo = e.divUI(qLo, Bm);
-  Value tilesPerHead = e.addI(e.subI(e.divUI(qHi, Bm), tileLo), 1);
-  Value steps = e.mulI(tilesPerHead, s.group());
 
   Value kvOffset = e.addI(e.mulI(e.addI(rowStart, j0), kvStride), e.mulI(kvHead, D));
   copyTile(e, smem, e.i32c(0), e.gep(a.k, e.bf16, kvOffset), kvStride, Bn, D,
@@ -664,14 +667,8 @@ int64_t buildBackward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
   copyTile(e, smem, e.i32c(offV), e.gep(a.v, e.bf16, kvOffset), kvStride, Bn, D,
            threads, tid);
 
-  // Step → (query head, first query row).
-  auto stepHead = [&](Value step) {
-    return e.addI(e.mulI(kvHead, s.group()), e.divUI(step, tilesPerHead));
-  };
-  auto stepRow = [&](Value step) {
-    return e.mulI(e.addI(tileLo, e.remUI(step, tilesPerHead)),
-                 Bm);
-  };
+  auto stepHead = [&](Value step) { return tile.headOf(e, step); };
+  auto stepRow = [&](Value step) { return tile.rowOf(e, step); };
   auto stageBase = [&](Value stage) {
     return e.addI(e.i32c(offStages), e.mulI(stage, stageBytes));
   };
@@ -1044,9 +1041,35 @@ struct AttentionToGpuPass
         buildPrep(b, mod, sym + "_prep", s, op->getLoc());
         record(sym + "_prep", (rows + kPrepThreads - 1) / kPrepThreads,
                kPrepThreads, 0);
-        int64_t shared = buildBackward(b, mod, sym, s, t, op->getLoc());
-        record(sym, s.batch * s.kvHeads * (s.seq / t.keyTile()), t.threads(),
-               shared);
+        std::string whyNot;
+        if (hopperBackward && !hopperBackwardCovers(s, whyNot))
+          op->emitRemark("the Hopper backward kernel does not cover this op (")
+              << whyNot << "); it keeps the mma.sync kernel";
+        if (hopperBackward && whyNot.empty()) {
+          HopperBwdTiling h;
+          std::string main = sym + "_hopper";
+          int64_t shared = buildHopperBackward(b, mod, main, s, h, op->getLoc());
+          record(main, s.batch * s.kvHeads * (s.seq / h.keyTile), h.threads,
+                 shared);
+          // dout and q in query tiles, k and v in key tiles; the main
+          // launch (the second) takes them.
+          SmallVector<Attribute> maps;
+          for (int64_t operand = 0; operand < 4; ++operand)
+            maps.push_back(b.getDictionaryAttr(
+                {b.getNamedAttr("operand", b.getI64IntegerAttr(operand)),
+                 b.getNamedAttr("launch", b.getI64IntegerAttr(1)),
+                 b.getNamedAttr("box_rows",
+                                b.getI64IntegerAttr(operand < 2 ? h.queryTile
+                                                                : h.keyTile)),
+                 b.getNamedAttr("box_columns", b.getI64IntegerAttr(kBlockCols)),
+                 b.getNamedAttr("swizzle_bytes",
+                                b.getI64IntegerAttr(kSwizzleRow))}));
+          op->setAttr(kTensorMapsAttr, b.getArrayAttr(maps));
+        } else {
+          int64_t shared = buildBackward(b, mod, sym, s, t, op->getLoc());
+          record(sym, s.batch * s.kvHeads * (s.seq / t.keyTile()), t.threads(),
+                 shared);
+        }
         int64_t groups = rows * s.headDim / 8;
         buildConvert(b, mod, sym + "_dq", s, op->getLoc());
         record(sym + "_dq", (groups + kConvertThreads - 1) / kConvertThreads,

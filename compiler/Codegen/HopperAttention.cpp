@@ -1,7 +1,9 @@
-// The Hopper attention forward of octet-attention-to-gpu (hopper-forward=1):
-// wgmma from 128-byte-swizzled shared tiles, TMA loads through mbarrier
-// pipelines, a loader warpgroup and two consumer warpgroups with
-// setmaxnreg. The mma.sync kernels and the pass are in AttentionToGpu.cpp.
+// The Hopper attention forward (hopper-forward=1) and backward
+// (hopper-backward=1) of octet-attention-to-gpu: wgmma from 128-byte-
+// swizzled shared tiles, TMA loads through mbarrier pipelines, a loader
+// warpgroup and two consumer warpgroups with setmaxnreg. The mma.sync
+// kernels (and the backward's prep and `_dq` kernels, which the Hopper
+// backward keeps) and the pass are in AttentionToGpu.cpp.
 
 #include "compiler/Codegen/AttentionKernels.h"
 
@@ -46,11 +48,13 @@ void unpackStruct(Emitter &e, Value s, MutableArrayRef<Value> xs) {
 }
 
 // acc (64 × n, f32, this thread's n/2) += A · B for one k-step of 16, A and
-// B from shared-memory descriptors, both K-major; acc = A · B when not
+// B from shared-memory descriptors, K-major unless `mnMajorA` / `mnMajorB`
+// (transposed, as a register-A product's B always is); acc = A · B when not
 // `accumulate` (no instruction then sets the accumulators first, which
 // would make ptxas serialise the wgmmas in flight).
 void wgmmaSS(Emitter &e, MutableArrayRef<Value> acc, Value descA, Value descB,
-             int64_t n, bool accumulate) {
+             int64_t n, bool accumulate, bool mnMajorA = false,
+             bool mnMajorB = false) {
   auto *ctx = e.ctx;
   SmallVector<Type> types(acc.size(), e.f32);
   Value in = accumulate ? packStruct(e, acc)
@@ -67,8 +71,10 @@ void wgmmaSS(Emitter &e, MutableArrayRef<Value> acc, Value descA, Value descB,
                                                    : NVVM::WGMMAScaleOut::zero),
       NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
       NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
-      NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::row),
-      NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::col),
+      NVVM::MMALayoutAttr::get(ctx, mnMajorA ? NVVM::MMALayout::col
+                                             : NVVM::MMALayout::row),
+      NVVM::MMALayoutAttr::get(ctx, mnMajorB ? NVVM::MMALayout::row
+                                             : NVVM::MMALayout::col),
       NVVM::MMAIntOverflowAttr());
   unpackStruct(e, r, acc);
 }
@@ -128,36 +134,24 @@ struct Mbarriers {
   }
 };
 
-} // namespace
-
-bool hopperForwardCovers(const AttnShape &s, std::string &why) {
-  HopperFwdTiling t;
-  if (s.seq % t.queryTile)
-    why = "sequence " + std::to_string(s.seq) + " is not a multiple of " +
-          std::to_string(t.queryTile);
-  return why.empty();
-}
-
-int64_t buildHopperForward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
-                           const AttnShape &s, const HopperFwdTiling &t,
-                           Location loc) {
-  bool docs = s.cuLen > 0;
+// A kernel built as llvm.func directly (gpu.func's lowering drops the
+// argument attributes that make a tensor map a grid constant): `maps`
+// tensor maps of 128 bytes, then `buffers` global pointers. The builder is
+// left before the body's return.
+LLVM::LLVMFuncOp hopperKernel(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
+                              unsigned maps, unsigned buffers, int64_t threads,
+                              Location loc) {
   MLIRContext *ctx = b.getContext();
-  OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToEnd(mod.getBody());
-  Type ptrGeneric = LLVM::LLVMPointerType::get(ctx);
-  Type ptrGlobal = LLVM::LLVMPointerType::get(ctx, 1);
-  SmallVector<Type> argTypes(3, ptrGeneric);
-  argTypes.append(docs ? 6 : 5, ptrGlobal);
+  SmallVector<Type> argTypes(maps, LLVM::LLVMPointerType::get(ctx));
+  argTypes.append(buffers, LLVM::LLVMPointerType::get(ctx, 1));
   auto fnType = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), argTypes);
   auto f = LLVM::LLVMFuncOp::create(b, loc, name, fnType);
-  // A kernel built as llvm.func directly: gpu.func's lowering drops the
-  // argument attributes that make a tensor map a grid constant.
   f->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
   f->setAttr(NVVM::NVVMDialect::getKernelFuncAttrName(), b.getUnitAttr());
-  f->setAttr("nvvm.maxntid", b.getDenseI32ArrayAttr({(int32_t)t.threads, 1, 1}));
+  f->setAttr("nvvm.maxntid", b.getDenseI32ArrayAttr({(int32_t)threads, 1, 1}));
   f->setAttr("nvvm.minctasm", b.getI32IntegerAttr(1));
-  for (unsigned i = 0; i < 3; ++i) {
+  for (unsigned i = 0; i < maps; ++i) {
     f.setArgAttr(i, LLVM::LLVMDialect::getByValAttrName(),
                  TypeAttr::get(LLVM::LLVMArrayType::get(b.getI8Type(), 128)));
     f.setArgAttr(i, LLVM::LLVMDialect::getAlignAttrName(), b.getI64IntegerAttr(64));
@@ -167,6 +161,84 @@ int64_t buildHopperForward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
   b.setInsertionPointToStart(entry);
   auto ret = LLVM::ReturnOp::create(b, loc, ValueRange());
   b.setInsertionPoint(ret);
+  return f;
+}
+
+// The dynamic shared memory from a 1024-byte boundary (the span of a
+// 128-byte swizzle pattern; the kernel asks for 1 KiB more): `aligned` is
+// its 32-bit shared address, `pad` the bytes skipped.
+struct SwizzledShared {
+  Emitter &e;
+  Value smem, aligned, pad;
+  SwizzledShared(Emitter &e, gpu::GPUModuleOp mod) : e(e) {
+    smem = sharedBase(e, mod, "octet_attention_smem");
+    Value base = LLVM::PtrToIntOp::create(e.b, e.loc, e.i32, smem);
+    aligned = e.andI(e.addI(base, 1023), e.i32c(~int64_t(1023)));
+    pad = e.subI(aligned, base);
+  }
+  Value at(Value offset) { return e.smemAt(smem, e.addI(pad, offset)); }
+  // The shared::cluster pointer the bulk copies write to.
+  Value cluster(int64_t offset, Value extra) {
+    Value p = at(e.addI(e.i32c(offset), extra));
+    return LLVM::AddrSpaceCastOp::create(
+        e.b, e.loc, LLVM::LLVMPointerType::get(e.ctx, 7), p);
+  }
+};
+
+// One TMA box of `map` at (col, head, row) into `dst`, completing on `bar`.
+void copyBox(Emitter &e, Value dst, Value map, Value col, Value head, Value row,
+             Value bar) {
+  NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
+      e.b, e.loc, dst, map, ValueRange{col, head, row}, bar, ValueRange(),
+      Value(), Value(),
+      NVVM::TMALoadModeAttr::get(e.ctx, NVVM::TMALoadMode::TILE),
+      e.b.getBoolAttr(false), NVVM::CTAGroupKindAttr(), Value());
+}
+
+// Warp specialisation: warpgroup 0 gives registers back (setmaxnreg) and
+// its first thread runs `load`; the builder is left in the other
+// warpgroups' branch, after they take what was given back.
+void splitRoles(Emitter &e, Value tid, int64_t loaderRegs, int64_t consumerRegs,
+                function_ref<void()> load) {
+  OpBuilder &b = e.b;
+  auto setMax = [&](int64_t regs, NVVM::SetMaxRegisterAction action) {
+    NVVM::SetMaxRegisterOp::create(
+        b, e.loc, b.getI32IntegerAttr(regs),
+        NVVM::SetMaxRegisterActionAttr::get(e.ctx, action));
+  };
+  Value isLoader = e.cmpI(arith::CmpIPredicate::eq, e.shRUI(tid, 7), e.i32c(0));
+  auto roles = scf::IfOp::create(b, e.loc, TypeRange(), isLoader, true);
+  {
+    OpBuilder::InsertionGuard inIf(b);
+    b.setInsertionPointToStart(roles.thenBlock());
+    setMax(loaderRegs, NVVM::SetMaxRegisterAction::decrease);
+    e.ifThen(e.cmpI(arith::CmpIPredicate::eq, tid, e.i32c(0)), load);
+  }
+  b.setInsertionPointToStart(roles.elseBlock());
+  setMax(consumerRegs, NVVM::SetMaxRegisterAction::increase);
+}
+
+} // namespace
+
+// Both Hopper kernels tile the sequence by 128 rows (the forward's query
+// tiles, the backward's key tiles).
+static bool coversTiles(const AttnShape &s, int64_t tile, std::string &why) {
+  if (s.seq % tile)
+    why = "sequence " + std::to_string(s.seq) + " is not a multiple of " +
+          std::to_string(tile);
+  return why.empty();
+}
+
+bool hopperForwardCovers(const AttnShape &s, std::string &why) {
+  return coversTiles(s, HopperFwdTiling().queryTile, why);
+}
+
+int64_t buildHopperForward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
+                           const AttnShape &s, const HopperFwdTiling &t,
+                           Location loc) {
+  bool docs = s.cuLen > 0;
+  OpBuilder::InsertionGuard guard(b);
+  auto f = hopperKernel(b, mod, name, 3, docs ? 6 : 5, t.threads, loc);
   Emitter e(b, loc);
   auto args = f.getArguments();
   Value tmQ = args[0], tmK = args[1], tmV = args[2];
@@ -187,15 +259,10 @@ int64_t buildHopperForward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
   // 1 KiB for aligning the base to the 1024 bytes a swizzle pattern spans.
   const int64_t sharedBytes = offBar + 8 + 32 * S + 1024;
 
-  Value smem = sharedBase(e, mod, "octet_attention_smem");
-  Value base = LLVM::PtrToIntOp::create(b, loc, e.i32, smem);
-  Value aligned = e.andI(e.addI(base, 1023), e.i32c(~int64_t(1023)));
-  Value pad = e.subI(aligned, base);
-  Mbarriers bars{e, smem, pad};
-  auto cluster = [&](int64_t offset, Value extra) {
-    Value p = e.smemAt(smem, e.addI(pad, e.addI(e.i32c(offset), extra)));
-    return LLVM::AddrSpaceCastOp::create(b, loc, LLVM::LLVMPointerType::get(ctx, 7), p);
-  };
+  SwizzledShared sh(e, mod);
+  Value aligned = sh.aligned;
+  Mbarriers bars{e, sh.smem, sh.pad};
+  auto cluster = [&](int64_t offset, Value extra) { return sh.cluster(offset, extra); };
 
   Value tid = e.threadId32();
   Value warp = e.shRUI(tid, 5), lane = e.andI(tid, 31);
@@ -220,54 +287,37 @@ int64_t buildHopperForward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
 
   auto tensorCopy = [&](Value map, int64_t offset, Value extra, Value col,
                         Value headIdx, Value row, Value bar) {
-    NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
-        b, loc, cluster(offset, extra), map, ValueRange{col, headIdx, row},
-        bars.at(bar), ValueRange(), Value(), Value(),
-        NVVM::TMALoadModeAttr::get(ctx, NVVM::TMALoadMode::TILE),
-        b.getBoolAttr(false), NVVM::CTAGroupKindAttr(), Value());
+    copyBox(e, cluster(offset, extra), map, col, headIdx, row, bars.at(bar));
   };
 
-  Value isLoader = e.cmpI(arith::CmpIPredicate::eq, group, e.i32c(0));
-  auto roles = scf::IfOp::create(b, loc, TypeRange(), isLoader, true);
   // Loader warpgroup.
-  {
-    OpBuilder::InsertionGuard inIf(b);
-    b.setInsertionPointToStart(roles.thenBlock());
-    NVVM::SetMaxRegisterOp::create(
-        b, loc, b.getI32IntegerAttr(t.loaderRegs),
-        NVVM::SetMaxRegisterActionAttr::get(ctx, NVVM::SetMaxRegisterAction::decrease));
-    e.ifThen(e.cmpI(arith::CmpIPredicate::eq, tid, e.i32c(0)), [&] {
-      bars.expectBytes(e.i32c(offBar), qBytes);
+  splitRoles(e, tid, t.loaderRegs, t.consumerRegs, [&] {
+    bars.expectBytes(e.i32c(offBar), qBytes);
+    for (int64_t cb = 0; cb < colBlocks; ++cb)
+      tensorCopy(tmQ, cb * Br * kSwizzleRow, e.i32c(0), e.i32c(cb * kBlockCols),
+                 head, e.addI(rowStart, q0), e.i32c(offBar));
+    e.forLoop(tileBegin, tileEnd, 1, {}, [&](Value j, ValueRange) {
+      Value it = e.subI(j, tileBegin);
+      Value st = e.remUI(it, S);
+      // A fresh mbarrier's phase "before the first" counts as complete, so
+      // the first pass through the slots does not wait.
+      Value parity = e.xOrI(e.andI(e.divUI(it, S), 1), e.i32c(1));
+      Value slot = e.mulI(st, kvBytes);
+      Value row = e.addI(rowStart, e.mulI(j, Bc));
+      bars.wait(kEmpty(st), parity);
+      bars.expectBytes(kFull(st), kvBytes);
       for (int64_t cb = 0; cb < colBlocks; ++cb)
-        tensorCopy(tmQ, cb * Br * kSwizzleRow, e.i32c(0), e.i32c(cb * kBlockCols),
-                   head, e.addI(rowStart, q0), e.i32c(offBar));
-      e.forLoop(tileBegin, tileEnd, 1, {}, [&](Value j, ValueRange) {
-        Value it = e.subI(j, tileBegin);
-        Value st = e.remUI(it, S);
-        // A fresh mbarrier's phase "before the first" counts as complete, so
-        // the first pass through the slots does not wait.
-        Value parity = e.xOrI(e.andI(e.divUI(it, S), 1), e.i32c(1));
-        Value slot = e.mulI(st, kvBytes);
-        Value row = e.addI(rowStart, e.mulI(j, Bc));
-        bars.wait(kEmpty(st), parity);
-        bars.expectBytes(kFull(st), kvBytes);
-        for (int64_t cb = 0; cb < colBlocks; ++cb)
-          tensorCopy(tmK, offK + cb * Bc * kSwizzleRow, slot,
-                     e.i32c(cb * kBlockCols), kvHead, row, kFull(st));
-        bars.wait(vEmpty(st), parity);
-        bars.expectBytes(vFull(st), kvBytes);
-        for (int64_t cb = 0; cb < colBlocks; ++cb)
-          tensorCopy(tmV, offV + cb * Bc * kSwizzleRow, slot,
-                     e.i32c(cb * kBlockCols), kvHead, row, vFull(st));
-        return SmallVector<Value>{};
-      });
+        tensorCopy(tmK, offK + cb * Bc * kSwizzleRow, slot,
+                   e.i32c(cb * kBlockCols), kvHead, row, kFull(st));
+      bars.wait(vEmpty(st), parity);
+      bars.expectBytes(vFull(st), kvBytes);
+      for (int64_t cb = 0; cb < colBlocks; ++cb)
+        tensorCopy(tmV, offV + cb * Bc * kSwizzleRow, slot,
+                   e.i32c(cb * kBlockCols), kvHead, row, vFull(st));
+      return SmallVector<Value>{};
     });
-  }
+  });
   // Consumer warpgroups.
-  b.setInsertionPointToStart(roles.elseBlock());
-  NVVM::SetMaxRegisterOp::create(
-      b, loc, b.getI32IntegerAttr(t.consumerRegs),
-      NVVM::SetMaxRegisterActionAttr::get(ctx, NVVM::SetMaxRegisterAction::increase));
   Value consumer = e.subI(group, e.i32c(1));
   Value warpInGroup = e.andI(warp, 3);
   Value g = e.shRUI(lane, 2), t4 = e.andI(lane, 3);
@@ -508,6 +558,397 @@ int64_t buildHopperForward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
         o.push_back(results[dt * 4 + half * 2 + i]);
     storeOutputRow(e, s, tile, out, lse, rowIdx[half], t4, o,
                    results[oRegs + half], results[oRegs + 2 + half]);
+  }
+  return sharedBytes;
+}
+
+bool hopperBackwardCovers(const AttnShape &s, std::string &why) {
+  return coversTiles(s, HopperBwdTiling().keyTile, why);
+}
+
+int64_t buildHopperBackward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
+                            const AttnShape &s, const HopperBwdTiling &t,
+                            Location loc) {
+  bool docs = s.cuLen > 0;
+  OpBuilder::InsertionGuard guard(b);
+  auto f = hopperKernel(b, mod, name, 4, docs ? 11 : 10, t.threads, loc);
+  Emitter e(b, loc);
+  auto args = f.getArguments();
+  Value tmDo = args[0], tmQ = args[1], tmK = args[2], tmV = args[3];
+  // Buffers from argument 4: dout, q, k, v, out, lse, [cu], dq, dk, dv,
+  // workspace. dout and out reach this kernel through the prep's D, the
+  // documents through its bounds, dq through the `_dq` kernel.
+  Value lse = args[9];
+  unsigned next = docs ? 12 : 11;
+  Value dk = args[next], dv = args[next + 1], ws = args[next + 2];
+  BwdWorkspace w(s);
+
+  const int64_t D = s.headDim, Bn = t.keyTile, Bm = t.queryTile,
+                S = t.stages;
+  const int64_t colBlocks = D / kBlockCols;
+  const int64_t kvBytes = Bn * D * 2, qBytes = Bm * D * 2;
+  // Per stage: lse, D, and the documents' first and last token (room for
+  // all four either way keeps the tiles after them 1024-byte aligned).
+  const int64_t sideBytes = Bm * 4, sideStage = 4 * sideBytes;
+  const int64_t dsBytes = Bn * Bm * 2;
+  // dQ columns a consumer warpgroup computes: half of 128 each, or all 64
+  // over its own keys (half of 64 columns would start mid-way through a
+  // swizzled row of K).
+  const bool splitDq = D == 128;
+  const int64_t dqCols = splitDq ? D / 2 : D;
+  // f32 rows padded by 16 bytes: the accumulator's eight rows a store
+  // touches fall in different banks.
+  const int64_t dqRowBytes = dqCols * 4 + 16, dqBytes = Bm * dqRowBytes;
+  const int64_t offK = 0, offV = kvBytes, offQ = 2 * kvBytes,
+                offDo = offQ + S * qBytes, offSide = offDo + S * qBytes,
+                offDs = offSide + S * sideStage, offDq = offDs + 2 * dsBytes,
+                offBar = offDq + 2 * dqBytes;
+  // Barriers: K and V arrived, then per stage full and empty.
+  auto full = [&](Value st) { return e.addI(e.i32c(offBar + 8), e.shLI(st, 3)); };
+  auto empty = [&](Value st) {
+    return e.addI(e.i32c(offBar + 8 + 8 * S), e.shLI(st, 3));
+  };
+  const int64_t sharedBytes = offBar + 8 + 16 * S + 1024;
+
+  Value tid = e.threadId32();
+  Value group = e.shRUI(tid, 7);
+  KeyTile tile = keyTileOf(e, s, ws, Bn, Bm);
+  Value batch = tile.batch, kvHead = tile.kvHead, j0 = tile.j0,
+        rowStart = tile.rowStart, steps = tile.steps;
+  auto wsAt = [&](int64_t base, Value index, Type type) {
+    return e.gep(ws, type, e.addI(index, base));
+  };
+  auto stepHead = [&](Value step) { return tile.headOf(e, step); };
+  auto stepRow = [&](Value step) { return tile.rowOf(e, step); };
+  auto stageOf = [&](Value step) {
+    return std::pair<Value, Value>{e.remUI(step, S), e.andI(e.divUI(step, S), 1)};
+  };
+
+  SwizzledShared sh(e, mod);
+  Value aligned = sh.aligned;
+  Mbarriers bars{e, sh.smem, sh.pad};
+  e.ifThen(e.cmpI(arith::CmpIPredicate::eq, tid, e.i32c(0)), [&] {
+    bars.init(e.i32c(offBar), 1);
+    for (int64_t st = 0; st < S; ++st) {
+      bars.init(full(e.i32c(st)), 1);
+      bars.init(empty(e.i32c(st)), 8); // one arrival a consumer warp
+    }
+    NVVM::FenceMbarrierInitOp::create(b, loc);
+  });
+  e.barrier();
+
+  // Loader warpgroup: K and V once, then each step's Q, dO (TMA boxes of 64
+  // columns) and its rows' lse, D and document bounds (plain bulk copies).
+  splitRoles(e, tid, t.loaderRegs, t.consumerRegs, [&] {
+    Value kvBar = bars.at(e.i32c(offBar));
+    bars.expectBytes(e.i32c(offBar), 2 * kvBytes);
+    Value keyRow = e.addI(rowStart, j0);
+    for (int64_t cb = 0; cb < colBlocks; ++cb) {
+      copyBox(e, sh.cluster(offK + cb * Bn * kSwizzleRow, e.i32c(0)), tmK,
+              e.i32c(cb * kBlockCols), kvHead, keyRow, kvBar);
+      copyBox(e, sh.cluster(offV + cb * Bn * kSwizzleRow, e.i32c(0)), tmV,
+              e.i32c(cb * kBlockCols), kvHead, keyRow, kvBar);
+    }
+    e.forLoop(e.i32c(0), steps, 1, {}, [&](Value step, ValueRange) {
+      auto [st, phase] = stageOf(step);
+      // A fresh mbarrier's phase "before the first" counts as complete,
+      // so the first pass through the slots does not wait.
+      bars.wait(empty(st), e.xOrI(phase, e.i32c(1)));
+      bars.expectBytes(full(st), 2 * qBytes + (docs ? 4 : 2) * sideBytes);
+      Value head = stepHead(step), i0 = stepRow(step);
+      Value row = e.addI(rowStart, i0);
+      Value slot = e.mulI(st, qBytes), bar = bars.at(full(st));
+      for (int64_t cb = 0; cb < colBlocks; ++cb) {
+        copyBox(e, sh.cluster(offQ + cb * Bm * kSwizzleRow, slot), tmQ,
+                e.i32c(cb * kBlockCols), head, row, bar);
+        copyBox(e, sh.cluster(offDo + cb * Bm * kSwizzleRow, slot), tmDo,
+                e.i32c(cb * kBlockCols), head, row, bar);
+      }
+      Value side =
+          e.addI(e.mulI(e.addI(e.mulI(batch, s.qHeads), head), s.seq), i0);
+      Value sideSlot = e.mulI(st, sideStage);
+      auto bulk = [&](int64_t at, Value src) {
+        NVVM::CpAsyncBulkGlobalToSharedClusterOp::create(
+            b, loc, sh.cluster(offSide + at, sideSlot), src, bar,
+            e.i32c(sideBytes), Value(), Value());
+      };
+      bulk(0, e.gep(lse, e.f32, side));
+      bulk(sideBytes, wsAt(w.delta, side, e.f32));
+      if (docs) {
+        bulk(2 * sideBytes, wsAt(w.docLo, row, e.i32));
+        bulk(3 * sideBytes, wsAt(w.docHi, row, e.i32));
+      }
+      return SmallVector<Value>{};
+    });
+  });
+  // Consumer warpgroups: key rows [keyBase, +64) of the tile each.
+  Value consumer = e.subI(group, e.i32c(1));
+  Value keyBase = e.mulI(consumer, 64);
+  // A thread's place: in its warpgroup, its warp, the m16n8k16 fragment
+  // (g, t4), and its first key row in the tile.
+  struct Place {
+    Value local, lane, warpInGroup, g, t4, threadKey;
+  };
+  auto placeOf = [&](Value id) {
+    Place p;
+    p.local = e.andI(id, 127);
+    p.lane = e.andI(id, 31);
+    p.warpInGroup = e.andI(e.shRUI(id, 5), 3);
+    p.g = e.shRUI(p.lane, 2);
+    p.t4 = e.andI(p.lane, 3);
+    p.threadKey = e.addI(keyBase, e.addI(e.mulI(p.warpInGroup, 16), p.g));
+    return p;
+  };
+  Value dqCol0 = splitDq ? e.mulI(consumer, dqCols) : e.i32c(0);
+  Value dqTile = e.addI(e.i32c(offDq), e.mulI(consumer, dqBytes));
+  Value zero = e.f32c(0.0);
+  Value c = e.f32c(s.scale * kLog2e);
+  auto waitGroups = [&](int64_t pending) {
+    NVVM::WgmmaWaitGroupSyncOp::create(b, loc, b.getI64IntegerAttr(pending));
+  };
+  auto commit = [&] { NVVM::WgmmaGroupSyncAlignedOp::create(b, loc); };
+  auto namedBarrier = [&](Value id, int64_t threads) {
+    NVVM::BarrierOp::create(b, loc, Type(), id, e.i32c(threads),
+                            NVVM::BarrierReductionAttr(), Value());
+  };
+  // Shared memory written by threads, read next by wgmma or a bulk copy
+  // (the async proxy).
+  auto fenceAsyncProxy = [&] { e.asmVoid("fence.proxy.async.shared::cta;", "", {}); };
+  auto packPairs = [&](ArrayRef<Value> acc) {
+    SmallVector<Value> p;
+    for (size_t i = 0; i < acc.size(); i += 2)
+      p.push_back(e.packBf16(acc[i], acc[i + 1]));
+    return p;
+  };
+  bars.wait(e.i32c(offBar), e.i32c(0));
+
+  const int64_t accRegs = D / 2, tileRegs = Bm / 2;
+  SmallVector<Value> init(2 * accRegs, zero); // dK then dV
+  ValueRange acc = e.forLoop(
+      e.i32c(0), steps, 1, init, [&](Value step, ValueRange carried) {
+        SmallVector<Value> dkAcc(carried.begin(), carried.begin() + accRegs);
+        SmallVector<Value> dvAcc(carried.begin() + accRegs, carried.end());
+        auto [stage, phase] = stageOf(step);
+        Value st = stage;
+        Value head = stepHead(step), i0 = stepRow(step);
+        bars.wait(full(st), phase);
+        // The shared base and the thread index, opaque to LLVM: else it
+        // hoists what derives from them alone out of the loop (the
+        // descriptors of K and V, the side and shared store addresses of
+        // every fragment) and they hold registers throughout, next to dK
+        // and dV; here each is an add where it is used.
+        auto opaque = [&](Value x) {
+          return e.asmOp(e.i32, "mov.b32 $0, $1;", "=r,r", {x}, /*sideEffects=*/true);
+        };
+        Value aligned = opaque(sh.aligned);
+        Place here = placeOf(opaque(tid));
+        Value local = here.local, lane = here.lane,
+              warpInGroup = here.warpInGroup, g = here.g, t4 = here.t4,
+              threadKey = here.threadKey;
+        Value kRows = e.addI(aligned, e.addI(e.i32c(offK), e.mulI(keyBase, kSwizzleRow)));
+        Value vRows = e.addI(aligned, e.addI(e.i32c(offV), e.mulI(keyBase, kSwizzleRow)));
+        // The K columns (a swizzled column block) this warpgroup's dQ takes.
+        Value kCols = e.addI(aligned, e.addI(e.i32c(offK),
+                                             e.mulI(e.shRUI(dqCol0, 6), Bn * kSwizzleRow)));
+        Value qSlot = e.addI(aligned, e.addI(e.i32c(offQ), e.mulI(st, qBytes)));
+        Value doSlot = e.addI(aligned, e.addI(e.i32c(offDo), e.mulI(st, qBytes)));
+        Value sideOff = e.addI(e.i32c(offSide), e.mulI(st, sideStage));
+        auto sideAt = [&](int64_t vec, Value col, Type type) {
+          return e.loadPtr(type, sh.at(e.addI(sideOff, e.addI(e.i32c(vec * sideBytes),
+                                                               e.shLI(col, 2)))),
+                           4);
+        };
+
+        // Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ (64 keys × 64 queries), both operands
+        // K-major: k-steps of 16 columns, 32 bytes into a swizzled row,
+        // then the next column block. Commit groups, in order: Sᵀ, dPᵀ,
+        // dV, dK, dQ.
+        SmallVector<Value> sAcc(tileRegs, zero), dpAcc(tileRegs, zero);
+        auto scores = [&](MutableArrayRef<Value> out, Value rows, Value tile) {
+          for (int64_t kk = 0; kk < D / 16; ++kk) {
+            int64_t cb = kk / 4, within = (kk % 4) * 32;
+            wgmmaSS(e, out,
+                    wgmmaDescriptor(e, e.addI(rows, cb * Bn * kSwizzleRow + within),
+                                    16, 8 * kSwizzleRow),
+                    wgmmaDescriptor(e, e.addI(tile, cb * Bm * kSwizzleRow + within),
+                                    16, 8 * kSwizzleRow),
+                    Bm, /*accumulate=*/kk > 0);
+          }
+          commit();
+        };
+        NVVM::WgmmaFenceAlignedOp::create(b, loc);
+        scores(sAcc, kRows, qSlot);
+        scores(dpAcc, vRows, doSlot);
+
+        // Pᵀ = 2^(s·c − lse·log2 e) where key r is visible to query q, while
+        // dPᵀ is still in flight. Tiles wholly inside every row's bounds
+        // skip the per-element test.
+        waitGroups(1);
+        Value visibleAll;
+        if (docs) {
+          Value loMax = sideAt(2, e.i32c(Bm - 1), e.i32);
+          Value hiMin = s.causal ? i0 : sideAt(3, e.i32c(0), e.i32);
+          visibleAll = e.andI(e.cmpI(arith::CmpIPredicate::sle, loMax, j0),
+                              e.cmpI(arith::CmpIPredicate::sle, e.addI(j0, Bn - 1), hiMin));
+        } else {
+          visibleAll = s.causal
+                           ? e.cmpI(arith::CmpIPredicate::sle, e.addI(j0, Bn - 1), i0)
+                           : arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1)
+                                 .getResult();
+        }
+        Value keyRow0 = e.addI(j0, threadKey);
+        auto columnOf = [&](int64_t nt, int64_t i) {
+          return e.addI(e.mulI(t4, 2), nt * 8 + i);
+        };
+        for (int64_t nt = 0; nt < Bm / 8; ++nt)
+          for (int64_t i = 0; i < 2; ++i) {
+            Value col = columnOf(nt, i);
+            Value negL = e.mulF(sideAt(0, col, e.f32), e.f32c(-kLog2e));
+            Value lo = e.i32c(0), hi = e.i32c(s.seq - 1);
+            if (docs) {
+              lo = sideAt(2, col, e.i32);
+              hi = sideAt(3, col, e.i32);
+            }
+            if (s.causal)
+              hi = e.addI(i0, col);
+            for (int64_t half = 0; half < 2; ++half) {
+              int64_t at = nt * 4 + half * 2 + i;
+              Value key = e.addI(keyRow0, 8 * half);
+              Value visible = e.orI(
+                  visibleAll, e.andI(e.cmpI(arith::CmpIPredicate::sle, lo, key),
+                                     e.cmpI(arith::CmpIPredicate::sle, key, hi)));
+              sAcc[at] = e.select(visible, e.exp2(e.fma(sAcc[at], c, negL)), zero);
+            }
+          }
+        // Two n-tiles of the scores are one k-step's A fragment (m16n8k16
+        // layout), as P is in the forward's P·V.
+        SmallVector<Value> pFrag = packPairs(sAcc);
+
+        // dV += Pᵀ·dO: A from registers, dO MN-major (16 query rows a
+        // k-step, column blocks Bm rows apart); it runs while dSᵀ is
+        // computed.
+        auto gradient = [&](MutableArrayRef<Value> out, ArrayRef<Value> frag,
+                            Value tile) {
+          for (int64_t kk = 0; kk < Bm / 16; ++kk)
+            wgmmaRS(e, out, frag.slice(4 * kk, 4),
+                    wgmmaDescriptor(e, e.addI(tile, kk * 16 * kSwizzleRow),
+                                    Bm * kSwizzleRow, 8 * kSwizzleRow),
+                    D);
+          commit();
+        };
+        NVVM::WgmmaFenceAlignedOp::create(b, loc);
+        gradient(dvAcc, pFrag, doSlot);
+
+        // dSᵀ = Pᵀ ∘ (dPᵀ − D[q]), from P as rounded to bf16 for dV (the
+        // f32 P would take 32 more registers next to dK and dV).
+        waitGroups(1);
+        SmallVector<Value> dsAcc(tileRegs);
+        for (int64_t nt = 0; nt < Bm / 8; ++nt)
+          for (int64_t i = 0; i < 2; ++i) {
+            Value dd = sideAt(1, columnOf(nt, i), e.f32);
+            for (int64_t half = 0; half < 2; ++half) {
+              int64_t at = nt * 4 + half * 2 + i;
+              Value pair = pFrag[at / 2];
+              Value bits = i ? e.andI(pair, e.i32c(~int64_t(0xFFFF))) : e.shLI(pair, 16);
+              Value p = e.bitcast(e.f32, bits);
+              dsAcc[at] = e.mulF(p, e.subF(dpAcc[at], dd));
+            }
+          }
+        SmallVector<Value> dsFrag = packPairs(dsAcc);
+        // dK += dSᵀ·Q, as dV.
+        NVVM::WgmmaFenceAlignedOp::create(b, loc);
+        gradient(dkAcc, dsFrag, qSlot);
+
+        // dSᵀ to shared memory for dQ (bf16; a key row is 64 queries, one
+        // 128-byte swizzled row), in the slot of this step's parity: the
+        // other slot's may still be read by the other warpgroup's dQ.
+        Value dsOff = e.addI(e.i32c(offDs), e.mulI(e.andI(step, 1), dsBytes));
+        for (int64_t nt = 0; nt < Bm / 8; ++nt)
+          for (int64_t half = 0; half < 2; ++half) {
+            Value row = e.addI(threadKey, 8 * half);
+            Value at = e.addI(dsOff, e.addI(swizzled(e, row, e.i32c(nt), kSwizzleRow),
+                                            e.shLI(t4, 2)));
+            e.storePtr(dsFrag[nt * 2 + half], sh.at(at), 4);
+          }
+        fenceAsyncProxy();
+
+        // Both halves of dSᵀ are written and the last step's dQ tiles have
+        // left shared memory (each thread that reduced one waits for its
+        // copy's reads).
+        NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, b.getI32IntegerAttr(0),
+                                             b.getUnitAttr());
+        namedBarrier(e.i32c(1), 256);
+
+        // dQ = dS·K: dSᵀ as an MN-major A, K as an MN-major B (16 keys a
+        // k-step). Dh 128: the tile's 128 keys, this warpgroup's 64
+        // columns; Dh 64: its own 64 keys, all columns (both warpgroups add
+        // into the same rows). Then through padded shared rows to the f32
+        // accumulator, a bulk reduction a query row.
+        SmallVector<Value> dqAcc(dqCols / 2, zero);
+        Value dsTile = e.addI(aligned, dsOff);
+        const int64_t dqKeys = splitDq ? Bn : Bn / 2;
+        Value keyOff = splitDq ? e.i32c(0) : e.mulI(keyBase, kSwizzleRow);
+        NVVM::WgmmaFenceAlignedOp::create(b, loc);
+        for (int64_t kk = 0; kk < dqKeys / 16; ++kk)
+          wgmmaSS(e, dqAcc,
+                  wgmmaDescriptor(e, e.addI(dsTile, e.addI(keyOff, kk * 16 * kSwizzleRow)),
+                                  Bn * kSwizzleRow, 8 * kSwizzleRow),
+                  wgmmaDescriptor(e, e.addI(kCols, e.addI(keyOff, kk * 16 * kSwizzleRow)),
+                                  Bn * kSwizzleRow, 8 * kSwizzleRow),
+                  dqCols, /*accumulate=*/kk > 0, /*mnMajorA=*/true,
+                  /*mnMajorB=*/true);
+        commit();
+        // dV and dK are done: Q and dO may go.
+        waitGroups(1);
+        e.ifThen(e.cmpI(arith::CmpIPredicate::eq, lane, e.i32c(0)),
+                 [&] { bars.arrive(empty(st)); });
+        waitGroups(0);
+        for (int64_t nt = 0; nt < dqCols / 8; ++nt)
+          for (int64_t half = 0; half < 2; ++half) {
+            Value row = e.addI(e.mulI(warpInGroup, 16), e.addI(g, 8 * half));
+            Value at = e.addI(dqTile, e.addI(e.mulI(row, dqRowBytes),
+                                             e.addI(e.shLI(t4, 3), nt * 32)));
+            e.storePtr(dqAcc[nt * 4 + half * 2], sh.at(at), 4);
+            e.storePtr(dqAcc[nt * 4 + half * 2 + 1], sh.at(e.addI(at, 4)), 4);
+          }
+        fenceAsyncProxy();
+        namedBarrier(e.addI(consumer, 2), 128);
+        e.ifThen(e.cmpI(arith::CmpIPredicate::slt, local, e.i32c(Bm)), [&] {
+          Value token = e.addI(rowStart, e.addI(i0, local));
+          Value element = e.addI(e.mulI(e.addI(e.mulI(token, s.qHeads), head), D),
+                                 dqCol0);
+          Value dst = LLVM::PtrToIntOp::create(b, loc, b.getI64Type(),
+                                               wsAt(w.dq, element, e.f32));
+          Value src = e.addI(aligned, e.addI(dqTile, e.mulI(local, dqRowBytes)));
+          e.asmVoid("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 "
+                    "[$0], [$1], " + std::to_string(dqCols * 4) + ";",
+                    "l,r,~{memory}", {dst, src});
+          NVVM::CpAsyncBulkCommitGroupOp::create(b, loc);
+        });
+        SmallVector<Value> out(dkAcc);
+        out.append(dvAcc);
+        return out;
+      });
+  // The dQ reductions are done (written, not only read) before the `_dq`
+  // kernel reads the accumulator.
+  NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, b.getI32IntegerAttr(0), UnitAttr());
+
+  // dK = scale · Σ dSᵀ·Q, dV, to bf16.
+  Place me = placeOf(tid);
+  Value threadKey = me.threadKey, t4 = me.t4;
+  const int64_t kvStride = s.kvHeads * D;
+  Value scale = e.f32c(s.scale);
+  for (int64_t half = 0; half < 2; ++half) {
+    Value row = e.addI(j0, e.addI(threadKey, 8 * half));
+    Value rowBase = e.addI(e.mulI(e.addI(rowStart, row), kvStride),
+                           e.addI(e.mulI(kvHead, D), e.mulI(t4, 2)));
+    for (int64_t dt = 0; dt < D / 8; ++dt) {
+      int64_t at = dt * 4 + half * 2;
+      Value k0 = e.mulF(acc[at], scale), k1 = e.mulF(acc[at + 1], scale);
+      e.storePtr(e.packBf16(k0, k1), e.gep(dk, e.bf16, e.addI(rowBase, dt * 8)), 4);
+      e.storePtr(e.packBf16(acc[accRegs + at], acc[accRegs + at + 1]),
+                 e.gep(dv, e.bf16, e.addI(rowBase, dt * 8)), 4);
+    }
   }
   return sharedBytes;
 }

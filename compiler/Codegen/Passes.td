@@ -50,6 +50,12 @@ def FusedToGpu : Pass<"octet-fused-to-gpu", "mlir::ModuleOp"> {
            "multiprocessors of the target GPU (sizes grids that loop over rows)">,
     Option<"columnBlocksPerSM", "column-blocks-per-sm", "int64_t", "2",
            "blocks per multiprocessor for kernels that sum columns">,
+    Option<"hopperBackward", "hopper-backward", "bool", "false",
+           "backward ops the Hopper kernel covers get it between the prep "
+           "and `_dq` kernels (wgmma, TMA, warp-specialised, dQ added by "
+           "bulk reductions; tensor maps recorded in `tensor_maps` for the "
+           "main launch); the others keep the mma.sync kernel. Spec "
+           "train.codegen.attention_backward: \"hopper\"">,
     Option<"keepGoing", "keep-going", "bool", "false",
            "report a region that cannot be lowered and go on with the others "
            "(the pass still succeeds; such regions get no `launch`)">,
@@ -131,6 +137,12 @@ def AttentionToGpu : Pass<"octet-attention-to-gpu", "mlir::ModuleOp"> {
            "`tensor_maps`); the others keep the mma.sync kernel. The codegen "
            "pipeline turns it on for sm_90a (spec "
            "train.codegen.attention_forward)">,
+    Option<"hopperBackward", "hopper-backward", "bool", "false",
+           "backward ops the Hopper kernel covers get it between the prep "
+           "and `_dq` kernels (wgmma, TMA, warp-specialised, dQ added by "
+           "bulk reductions; tensor maps recorded in `tensor_maps` for the "
+           "main launch); the others keep the mma.sync kernel. Spec "
+           "train.codegen.attention_backward: \"hopper\"">,
     Option<"keepGoing", "keep-going", "bool", "false",
            "report an op that cannot be lowered and go on with the others "
            "(the pass still succeeds; such ops get no `launch`)">,

@@ -428,21 +428,28 @@ private:
   LogicalResult emitLaunches(kernel::LaunchedOpInterface launched,
                              llvm::StringRef label) {
     Operation &op = *launched.getOperation();
-    // Tensor maps come first among the kernel's parameters (the Hopper
-    // attention forward's q, k and v); the runtime encodes them at load.
-    SmallVector<bundle::TensorMap> maps;
+    // Tensor maps come first among the parameters of the launch that takes
+    // them (the Hopper attention kernels); the runtime encodes them at load.
+    // An op of several launches names that launch in each entry (`launch`).
+    auto launches = launched.getLaunches();
+    int64_t count = std::distance(launches.begin(), launches.end());
+    SmallVector<SmallVector<bundle::TensorMap>> maps(count);
     if (auto list = op.getAttrOfType<ArrayAttr>("tensor_maps")) {
-      auto launches = launched.getLaunches();
-      size_t count = std::distance(launches.begin(), launches.end());
-      if (count != 1)
-        return op.emitError("bundle: tensor maps on an op of ")
-               << count << " launches; they belong to a single kernel's launch";
       for (Attribute a : list) {
-        FailureOr<bundle::TensorMap> map =
-            tensorMapOf(op, dyn_cast<DictionaryAttr>(a));
+        auto entry = dyn_cast<DictionaryAttr>(a);
+        auto launch = entry ? entry.getAs<IntegerAttr>("launch") : IntegerAttr();
+        if (!launch && count != 1)
+          return op.emitError("bundle: a `tensor_maps` entry of an op of ")
+                 << count << " launches names the launch that takes it "
+                 << "(`launch`, 0 to " << count - 1 << "); got " << a;
+        int64_t index = launch ? launch.getInt() : 0;
+        if (index < 0 || index >= count)
+          return op.emitError("bundle: a `tensor_maps` entry names launch ")
+                 << index << " of an op of " << count << " launches";
+        FailureOr<bundle::TensorMap> map = tensorMapOf(op, entry);
         if (failed(map))
           return failure();
-        maps.push_back(std::move(*map));
+        maps[index].push_back(std::move(*map));
       }
     }
     for (int64_t i : launched.getZeroedResults()) {
@@ -462,7 +469,7 @@ private:
       workspace = it->second;
     }
     std::string summary = summaryOf(op);
-    for (kernel::LaunchAttr l : launched.getLaunches()) {
+    for (auto [index, l] : llvm::enumerate(launches)) {
       FailureOr<uint32_t> kernel = kernelFor(op, l.getKernel(), summary);
       if (failed(kernel))
         return failure();
@@ -489,7 +496,7 @@ private:
         launch->set_cluster(l.getCluster());
       if (l.getProgrammatic())
         launch->set_programmatic(true);
-      for (const bundle::TensorMap &m : maps)
+      for (const bundle::TensorMap &m : maps[index])
         *launch->add_args()->mutable_tensor_map() = m;
       bundle::SlotTable *table =
           launched.getArgTable() ? launch->add_args()->mutable_table()

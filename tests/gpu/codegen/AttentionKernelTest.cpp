@@ -46,12 +46,13 @@ struct AttnLaunch {
   CUfunction function = nullptr;
 };
 
-// A tensor map the launch passes before the buffers (kernels.json
-// "tensor_maps"): a 3-D view [B·S][heads][Dh] of bf16 operand `operand`,
-// boxes of `columns` × 1 × `rows`, `swizzle` bytes.
+// A tensor map launch `launch` of the op passes before the buffers
+// (kernels.json "tensor_maps"): a 3-D view [B·S][heads][Dh] of bf16
+// operand `operand`, boxes of `columns` × 1 × `rows`, `swizzle` bytes.
 struct TensorMapSpec {
   int operand = 0;
   unsigned rows = 0, columns = 0, swizzle = 0;
+  size_t launch = 0;
 };
 
 struct AttnKernel {
@@ -79,7 +80,7 @@ std::vector<AttnKernel> loadAttention(const std::string &dir) {
     if (k.contains("tensor_maps"))
       for (auto &m : k["tensor_maps"])
         a.tensorMaps.push_back({m["operand"], m["box_rows"], m["box_columns"],
-                                m["swizzle_bytes"]});
+                                m["swizzle_bytes"], m.value("launch", size_t(0))});
     if (k.contains("cubin"))
       a.cubin = dir + "/" + k["cubin"].get<std::string>();
     for (auto &l : k["launches"])
@@ -141,18 +142,22 @@ CUtensorMap encodeTensorMap(const TensorMapSpec &spec, const BufferSpec &arg,
 
 void launchAll(const AttnKernel &k, std::vector<CUdeviceptr> &ptrs,
                CUstream stream) {
-  // Tensor maps first, passed by value (grid constants), then the buffers.
-  std::vector<CUtensorMap> maps;
-  for (const TensorMapSpec &m : k.tensorMaps)
-    maps.push_back(encodeTensorMap(m, k.args[m.operand], ptrs[m.operand]));
-  std::vector<void *> params;
-  for (CUtensorMap &m : maps)
-    params.push_back(&m);
-  for (CUdeviceptr &p : ptrs)
-    params.push_back(&p);
-  for (const AttnLaunch &l : k.launches)
+  // A launch's tensor maps first, passed by value (grid constants), then
+  // the buffers.
+  for (size_t i = 0; i < k.launches.size(); ++i) {
+    std::vector<CUtensorMap> maps;
+    for (const TensorMapSpec &m : k.tensorMaps)
+      if (m.launch == i)
+        maps.push_back(encodeTensorMap(m, k.args[m.operand], ptrs[m.operand]));
+    std::vector<void *> params;
+    for (CUtensorMap &m : maps)
+      params.push_back(&m);
+    for (CUdeviceptr &p : ptrs)
+      params.push_back(&p);
+    const AttnLaunch &l = k.launches[i];
     HARNESS_CHECK(cuLaunchKernel(l.function, l.grid, 1, 1, l.block, 1, 1,
                                  l.shared, stream, params.data(), nullptr));
+  }
 }
 
 // The problem an attention kernel was generated for, read from its buffers.

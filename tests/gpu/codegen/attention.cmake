@@ -33,6 +33,14 @@ octet_attention_kernels(attention-hopper-kernels
 octet_attention_kernels(attention-bench-hopper-kernels
   ${PROJECT_SOURCE_DIR}/bench/attention_bench.mlir
   --octet-attention-to-gpu=hopper-forward=1)
+# Both Hopper kernels: the backward's main kernel too (hopper-backward, off
+# in the codegen pipeline until measured).
+octet_attention_kernels(attention-hopper-bwd-kernels
+  ${CMAKE_CURRENT_SOURCE_DIR}/attention-small.mlir
+  "--octet-attention-to-gpu=hopper-forward=1 hopper-backward=1")
+octet_attention_kernels(attention-bench-hopper-bwd-kernels
+  ${PROJECT_SOURCE_DIR}/bench/attention_bench.mlir
+  "--octet-attention-to-gpu=hopper-forward=1 hopper-backward=1")
 
 # The interpreter's answers for one case (causal, GQA 4:1, documents, head
 # dim 64), computed here: the GPU host has no MLIR.
@@ -53,7 +61,8 @@ add_custom_target(octet-attention-golden-data
 add_executable(octet-gpu-attention-tests AttentionKernelTest.cpp)
 add_dependencies(octet-gpu-attention-tests octet-attention-kernels
   octet-attention-bench-kernels octet-attention-hopper-kernels
-  octet-attention-bench-hopper-kernels octet-attention-golden-data)
+  octet-attention-bench-hopper-kernels octet-attention-hopper-bwd-kernels
+  octet-attention-bench-hopper-bwd-kernels octet-attention-golden-data)
 target_link_libraries(octet-gpu-attention-tests PRIVATE OctetInterpreterKernels
   CUDA::cuda_driver nlohmann_json::nlohmann_json -static-libstdc++
   -static-libgcc)
@@ -67,3 +76,8 @@ add_test(NAME gpu.attention-hopper COMMAND sh -c
   $<TARGET_FILE:octet-gpu-attention-tests>
   ${CMAKE_CURRENT_BINARY_DIR}/attention-hopper-kernels ${attention_golden})
 set_tests_properties(gpu.attention-hopper PROPERTIES LABELS gpu)
+add_test(NAME gpu.attention-hopper-backward COMMAND sh -c
+  "if nvidia-smi -L >/dev/null 2>&1; then exec \"$0\" \"$1\" --golden \"$2\"; else echo 'SKIPPED: no NVIDIA GPU (nvidia-smi lists none)'; fi"
+  $<TARGET_FILE:octet-gpu-attention-tests>
+  ${CMAKE_CURRENT_BINARY_DIR}/attention-hopper-bwd-kernels ${attention_golden})
+set_tests_properties(gpu.attention-hopper-backward PROPERTIES LABELS gpu)
