@@ -542,6 +542,8 @@ void checkTrain(const Spec &spec, Issues is) {
   pis.positive("data", par.has_data(), par.data());
   pis.positive("tensor", par.has_tensor(), par.tensor());
   pis.positive("pipeline", par.has_pipeline(), par.pipeline());
+  pis.positiveIfSet("bucket_elements", par.has_bucket_elements(),
+                    par.bucket_elements());
 
   int64_t dp = par.data();
   if (t.micro_batch_size() > 0 && dp > 0 && t.global_batch_size() > 0) {

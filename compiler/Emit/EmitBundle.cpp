@@ -559,9 +559,12 @@ private:
       return emitGemm(gemm);
     if (auto coll = dyn_cast<kernel::CollectiveOp>(op)) {
       // On the communication stream, after the last kernel that writes an
-      // input; in place in memory that no later kernel of the program
-      // writes (persistent, or a step-local slot, reserved past the
-      // program's end), so compute may go on beside it.
+      // input. Nothing the compute stream runs beside it may reuse its
+      // memory: it reads variables (persistent, or step-local slots
+      // reserved past the program's end) or activations kept to the
+      // program's end (the memory plan keeps a communication-stream
+      // collective's inputs so), and writes in place or into a variable's
+      // slot; whatever reads its results waits for it.
       std::optional<uint32_t> after;
       if (coll.getCommStream()) {
         for (Value in : coll.getInputs()) {
@@ -570,17 +573,28 @@ private:
               it != lastStepOf.end())
             after = std::max(after.value_or(0), it->second);
         }
+        auto persistent = [](const plan::Slot &slot) {
+          return slot.program.empty() ||
+                 (!slot.lastProgram.empty() &&
+                  slot.lastProgram != slot.program);
+        };
+        auto keptToEnd = [&](const plan::Slot &slot) {
+          return persistent(slot) ||
+                 (slot.program == func.getSymName() &&
+                  slot.lastStep + 1 >= current->numSteps);
+        };
         for (auto [in, out] : llvm::zip(coll.getInputs(), coll.getResults())) {
           bundle::SlotRef i = ref(in), o = ref(out);
-          const plan::Slot &slot = plan.slots[i.slot()];
-          if (i.slot() != o.slot() || i.byte_offset() != o.byte_offset() ||
-              (!slot.program.empty() && (slot.lastProgram.empty() ||
-                                         slot.lastProgram == slot.program)))
+          const plan::Slot &from = plan.slots[i.slot()];
+          const plan::Slot &to = plan.slots[o.slot()];
+          bool inPlace =
+              i.slot() == o.slot() && i.byte_offset() == o.byte_offset();
+          if (!keptToEnd(from) || !(inPlace || persistent(to)))
             return coll.emitError("bundle: a communication-stream collective "
-                                  "must work in place in persistent memory "
-                                  "(a variable's slot); this one reads slot '")
-                   << plan.slots[i.slot()].name << "' and writes slot '"
-                   << plan.slots[o.slot()].name << "'";
+                                  "must read memory kept to the program's "
+                                  "end and write in place or into a "
+                                  "variable's slot; this one reads slot '")
+                   << from.name << "' and writes slot '" << to.name << "'";
         }
       }
       size_t n = coll.getInputs().size(), k = 0;

@@ -68,6 +68,7 @@ TrainingPipelineOptions trainingOptionsFromSpec(const spec::Spec &spec) {
   // schedule.
   o.reduceGradients.dataParallel =
       train.parallel().pipeline() > 1 ? 1 : dataParallel;
+  o.reduceGradients.bucketElements = train.parallel().bucket_elements();
   if (train.parallel().shard_optimizer() && dataParallel > 1 &&
       train.parallel().pipeline() <= 1)
     o.shardOptimizer.emplace().dataParallel = dataParallel;

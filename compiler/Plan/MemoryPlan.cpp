@@ -320,6 +320,12 @@ LogicalResult planTimeline(ArrayRef<func::FuncOp> funcs, MemoryPlan &plan,
     int64_t at = index[&op];
     for (Value operand : op.getOperands())
       use(operand, at);
+    // A communication-stream collective reads its inputs while the compute
+    // stream goes on: they keep their bytes to the program's end, which
+    // joins the streams.
+    if (auto coll = dyn_cast<kernel::CollectiveOp>(op); coll && coll.getCommStream())
+      for (Value in : coll.getInputs())
+        use(in, end - 1);
     if (auto load = dyn_cast<graph::LoadOp>(op)) {
       roots[load.getResult()] =
           Root{-1, load.getVariable(), 0};

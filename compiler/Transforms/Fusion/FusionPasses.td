@@ -307,6 +307,16 @@ def OctetReduceGradients : Pass<"octet-reduce-gradients", "mlir::ModuleOp"> {
     gradient of the global batch's mean, and @optimizer_step reads it
     as it would on one rank.
 
+    The delayed recipe's amax all-reduce (a "max" over the data group that
+    octet-lower-to-kernel puts before the scale updates, every microbatch)
+    moves to the end of the program, after the last bucket, on the
+    communication stream, with the scale-update kernels it feeds and their
+    stores after it: NCCL runs a communicator's calls in issue order, so on
+    the compute stream in the backward it would hold compute until the
+    buckets issued before it were done. It stays where it is when the
+    updates feed more than stores, or when the program loads their state
+    after storing it.
+
     Before (data = 2):
     ```mlir
     %g = kernel.gemm %dy, %x accumulate(%acc) {param = "lm_head", role = "wgrad", ...} : (...) -> tensor<256x256xf32>

@@ -5,6 +5,7 @@
 #include "compiler/Transforms/Fusion/Passes.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SetVector.h"
 
 namespace octet {
 #define GEN_PASS_DEF_OCTETREDUCEGRADIENTS
@@ -37,7 +38,70 @@ struct ReduceGradients
     if (!func || func.isExternal())
       return;
     if (failed(reduce(func)))
-      signalPassFailure();
+      return signalPassFailure();
+    deferAmaxReduce(func.getBody().front());
+  }
+
+  // The delayed recipe's amax all-reduce (octet-lower-to-kernel: one
+  // bucketed max over the data group, every microbatch, before the scale
+  // updates) shares the communicator with the buckets, whose calls NCCL
+  // runs in issue order: issued on the compute stream in the backward, it
+  // would hold the compute stream there until the buckets issued before it
+  // are done. It goes last on the communication stream instead, with the
+  // scale updates it feeds and their stores at the program's end, where the
+  // compute stream waits for the communication stream anyway. Left where it
+  // is when the updates feed more than stores, or when the program loads
+  // their state after they store it (it would read the old value).
+  void deferAmaxReduce(Block &body) {
+    for (auto coll :
+         llvm::make_early_inc_range(body.getOps<kernel::CollectiveOp>())) {
+      if (coll.getKind() != "all_reduce" || coll.getReduction() != "max" ||
+          coll.getCommStream() || coll.getLastMicrobatch() ||
+          coll.getGroup() != "data")
+        continue;
+      llvm::SetVector<Operation *> updates, stores;
+      bool onlyStored = true;
+      for (Operation *user : coll->getUsers()) {
+        if (!isa<kernel::FusedOp>(user) || user->getBlock() != &body) {
+          onlyStored = false;
+          break;
+        }
+        updates.insert(user);
+        for (Operation *use : user->getUsers()) {
+          if (!isa<graph::StoreOp>(use) || use->getBlock() != &body)
+            onlyStored = false;
+          else
+            stores.insert(use);
+        }
+      }
+      if (!onlyStored || updates.empty())
+        continue;
+      bool stateReadLater = llvm::any_of(stores, [&](Operation *op) {
+        auto store = cast<graph::StoreOp>(op);
+        for (Operation *next = store->getNextNode(); next;
+             next = next->getNextNode())
+          if (auto load = dyn_cast<graph::LoadOp>(next);
+              load && load.getVariable() == store.getVariable())
+            return true;
+        return false;
+      });
+      if (stateReadLater)
+        continue;
+      auto inOrder = [](llvm::SetVector<Operation *> &ops) {
+        SmallVector<Operation *> sorted(ops.begin(), ops.end());
+        llvm::sort(sorted, [](Operation *a, Operation *b) {
+          return a->isBeforeInBlock(b);
+        });
+        return sorted;
+      };
+      Operation *end = body.getTerminator();
+      coll->moveBefore(end);
+      coll.setCommStream(true);
+      for (Operation *op : inOrder(updates))
+        op->moveBefore(end);
+      for (Operation *op : inOrder(stores))
+        op->moveBefore(end);
+    }
   }
 
   int64_t bucketThreshold() const {

@@ -9,7 +9,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
-#include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/StringMap.h"
 
 namespace octet {
 #define GEN_PASS_DEF_OCTETSHARDOPTIMIZER
@@ -47,7 +47,7 @@ struct ShardOptimizer
                        "@optimizer_step (the train step autodiff makes)");
       return signalPassFailure();
     }
-    llvm::StringSet<> scattered;
+    llvm::StringMap<unsigned> scattered;
     if (failed(scatterGradients(train, scattered)) ||
         failed(shardStep(module, optimizer, scattered)))
       signalPassFailure();
@@ -55,15 +55,17 @@ struct ShardOptimizer
 
   // The gradient all-reduces of octet-reduce-gradients become in-place
   // reduce-scatters: each rank's part of every accumulator gets the sum
-  // over the ranks, which is all its optimizer reads.
+  // over the ranks, which is all its optimizer reads. `scattered` maps each
+  // accumulator to its bucket's index in the backward's order.
   LogicalResult scatterGradients(func::FuncOp train,
-                                 llvm::StringSet<> &scattered) {
+                                 llvm::StringMap<unsigned> &scattered) {
     SmallVector<kernel::CollectiveOp> buckets;
     train.walk([&](kernel::CollectiveOp coll) {
       if (coll.getKind() == "all_reduce" && coll.getReduction() == "sum" &&
           coll.getLastMicrobatch() && coll.getGroup() == kDataGroup)
         buckets.push_back(coll);
     });
+    unsigned bucket = 0;
     for (kernel::CollectiveOp coll : buckets) {
       SmallVector<StringRef> stored;
       for (Value result : coll.getResults()) {
@@ -89,8 +91,9 @@ struct ShardOptimizer
                  << " equal data-parallel shards; set "
                     "train.parallel.shard_optimizer to false, or a data "
                     "size that divides every parameter's first dimension";
-        scattered.insert(name);
+        scattered[name] = bucket;
       }
+      ++bucket;
       coll.setKind("reduce_scatter");
       coll.setInPlace(true);
     }
@@ -112,7 +115,7 @@ struct ShardOptimizer
   }
 
   LogicalResult shardStep(ModuleOp module, func::FuncOp step,
-                          const llvm::StringSet<> &scattered) {
+                          const llvm::StringMap<unsigned> &scattered) {
     SmallVector<kernel::FusedOp> adams, norms;
     for (kernel::FusedOp fused : fusion::fusedOps(step)) {
       bool updates = false;
@@ -136,6 +139,9 @@ struct ShardOptimizer
       return v.getDefiningOp<graph::LoadOp>();
     };
     llvm::DenseMap<Value, Value> parts;
+    // The parameters' all-gathers, and the kernels that cast what they
+    // gather, in program order.
+    SmallVector<Operation *> gathers, casts;
     // Moments, by variable: they hold the rank's part only.
     llvm::SetVector<StringRef> moments;
     // The AdamW kernels' new parameters and the variables they are stored in.
@@ -182,8 +188,27 @@ struct ShardOptimizer
       for (auto [result, yielded] :
            llvm::zip(fused->getResults(), yield.getOperands()))
         result.setType(yielded.getType());
-      if (failed(gatherParameters(fused)))
+      FailureOr<SmallVector<kernel::FusedOp>> perBucket =
+          splitByBucket(fused, scattered);
+      if (failed(perBucket))
         return failure();
+      for (kernel::FusedOp bucket : *perBucket)
+        if (failed(gatherParameters(bucket, gathers, casts)))
+          return failure();
+    }
+    // The casts of the whole weights come after every AdamW kernel, so the
+    // compute stream updates the next bucket while the communication stream
+    // gathers the last; each cast waits only for its own bucket's gather.
+    if (!gathers.empty()) {
+      Operation *last = gathers.front();
+      for (Operation *gather : gathers)
+        if (last->isBeforeInBlock(gather))
+          last = gather;
+      for (Operation *castKernel : casts)
+        if (castKernel->isBeforeInBlock(last)) {
+          castKernel->moveAfter(last);
+          last = castKernel;
+        }
     }
     for (kernel::FusedOp norm : norms)
       if (failed(shardNorm(norm, scattered, parts)))
@@ -335,10 +360,104 @@ struct ShardOptimizer
     return adam;
   }
 
-  // The new parameter parts, all-gathered into every rank's parameters;
+  // One AdamW kernel per gradient bucket (by the bucket of each update's
+  // gradient), so that a bucket's all-gather starts on the communication
+  // stream as soon as its updates are written, while the compute stream
+  // updates the next. The smallest buckets come first: the gathers can only
+  // start after the first kernel, and the last one's casts wait for the
+  // last gather, so a short first kernel and a last bucket of large
+  // weights (the embedding's or the LM head's, in the backward's order)
+  // leave least of the gathers exposed. Each update keeps its operands and
+  // results; only the kernels change.
+  FailureOr<SmallVector<kernel::FusedOp>>
+  splitByBucket(kernel::FusedOp fused,
+                const llvm::StringMap<unsigned> &scattered) {
+    Block &body = fused.getBodyBlock();
+    llvm::MapVector<unsigned, SmallVector<graph::AdamWUpdateOp>> groups;
+    for (auto update : body.getOps<graph::AdamWUpdateOp>()) {
+      auto arg = cast<BlockArgument>(update.getGrad());
+      Value grad = fused.getInputs()[arg.getArgNumber()];
+      if (auto part = grad.getDefiningOp<kernel::RankPartOp>())
+        grad = part.getInput();
+      auto load = grad.getDefiningOp<graph::LoadOp>();
+      auto it = load ? scattered.find(load.getVariable()) : scattered.end();
+      if (it == scattered.end())
+        return update.emitError("octet-shard-optimizer: an AdamW update "
+                                "whose gradient is no reduce-scattered "
+                                "accumulator");
+      groups[it->second].push_back(update);
+    }
+    if (groups.size() <= 1)
+      return SmallVector<kernel::FusedOp>{fused};
+    auto elements = [](ArrayRef<graph::AdamWUpdateOp> updates) {
+      int64_t n = 0;
+      for (graph::AdamWUpdateOp u : updates)
+        n += cast<RankedTensorType>(u.getNewParam().getType()).getNumElements();
+      return n;
+    };
+    SmallVector<SmallVector<graph::AdamWUpdateOp>> order;
+    for (auto &entry : groups)
+      order.push_back(entry.second);
+    llvm::stable_sort(order, [&](const auto &a, const auto &b) {
+      return elements(a) < elements(b);
+    });
+
+    auto yield = cast<kernel::YieldOp>(body.getTerminator());
+    OpBuilder b(fused);
+    SmallVector<kernel::FusedOp> kernels;
+    for (ArrayRef<graph::AdamWUpdateOp> updates : order) {
+      llvm::SetVector<Value> inputs;
+      for (graph::AdamWUpdateOp update : updates)
+        for (Value operand : update->getOperands())
+          inputs.insert(
+              fused.getInputs()[cast<BlockArgument>(operand).getArgNumber()]);
+      // The old kernel's results these updates make, in its order.
+      SmallVector<unsigned> yielded;
+      SmallVector<Type> types;
+      for (auto [i, v] : llvm::enumerate(yield.getOperands()))
+        if (auto def = v.getDefiningOp<graph::AdamWUpdateOp>();
+            def && llvm::is_contained(updates, def)) {
+          yielded.push_back(i);
+          types.push_back(v.getType());
+        }
+      auto kernel = kernel::FusedOp::create(b, fused.getLoc(), types,
+                                            inputs.getArrayRef(),
+                                            fused.getName(), fused.getKind());
+      kernel->setAttrs(fused->getAttrs());
+      Block &inner = kernel.getBodyBlock();
+      IRMapping map;
+      // The body keeps the old one's argument types: the moments' loads
+      // become the rank's part only when shardMoments retypes them.
+      for (auto [arg, outer] : llvm::zip(body.getArguments(), fused.getInputs()))
+        if (inputs.contains(outer)) {
+          BlockArgument to =
+              inner.getArgument(llvm::find(inputs, outer) - inputs.begin());
+          to.setType(arg.getType());
+          map.map(arg, to);
+        }
+      OpBuilder ib = OpBuilder::atBlockEnd(&inner);
+      for (graph::AdamWUpdateOp update : updates)
+        ib.clone(*update, map);
+      SmallVector<Value> yields;
+      for (unsigned i : yielded)
+        yields.push_back(map.lookup(yield.getOperand(i)));
+      kernel::YieldOp::create(ib, fused.getLoc(), yields);
+      for (auto [j, i] : llvm::enumerate(yielded))
+        fused->getResult(i).replaceAllUsesWith(kernel->getResult(j));
+      kernels.push_back(kernel);
+    }
+    fused.erase();
+    return kernels;
+  }
+
+  // The new parameter parts of one AdamW kernel, all-gathered into every
+  // rank's parameters on the communication stream, right after the kernel;
   // the weights' FP8 casts (splitWeightCasts', and current scaling's
-  // kernels after the optimizer) read the gathered weights.
-  LogicalResult gatherParameters(kernel::FusedOp fused) {
+  // kernels after the optimizer) read the gathered weights. Appends the
+  // gather to `gathers` and the cast kernels it feeds to `casts`.
+  LogicalResult gatherParameters(kernel::FusedOp fused,
+                                 SmallVectorImpl<Operation *> &gathers,
+                                 SmallVectorImpl<Operation *> &casts) {
     SmallVector<Value> news;
     SmallVector<graph::StoreOp> stores;
     SmallVector<std::pair<OpOperand *, Value>> castReads;
@@ -381,6 +500,7 @@ struct ShardOptimizer
     auto gather = kernel::CollectiveOp::create(b, fused.getLoc(), types, news,
                                                "all_gather", kDataGroup,
                                                dataParallel, "sum");
+    gather->setAttr("comm_stream", b.getUnitAttr());
     gather->setAttr("layer", b.getI64IntegerAttr(-1));
     gather->setAttr("section", b.getStringAttr("optimizer"));
     for (auto [store, whole] : llvm::zip(stores, gather.getResults())) {
@@ -388,7 +508,7 @@ struct ShardOptimizer
       if (store->isBeforeInBlock(gather))
         store->moveAfter(gather);
     }
-    Operation *last = gather;
+    gathers.push_back(gather);
     for (auto [use, part] : castReads) {
       Operation *castKernel = use->getOwner();
       auto at = llvm::find(news, part);
@@ -398,10 +518,8 @@ struct ShardOptimizer
             "stored into its parameter");
       use->set(gather.getResult(at - news.begin()));
       castKernel->removeAttr(kWeightCast);
-      if (castKernel->isBeforeInBlock(gather)) {
-        castKernel->moveAfter(last);
-        last = castKernel;
-      }
+      if (!llvm::is_contained(casts, castKernel))
+        casts.push_back(castKernel);
     }
     return success();
   }
@@ -409,7 +527,7 @@ struct ShardOptimizer
   // The gradient norm from the ranks' parts: each rank's norm of its part,
   // all-gathered, and the norm of those (sqrt of the sum of their squares).
   LogicalResult shardNorm(kernel::FusedOp norm,
-                          const llvm::StringSet<> &scattered,
+                          const llvm::StringMap<unsigned> &scattered,
                           llvm::DenseMap<Value, Value> &parts) {
     Block &body = norm.getBodyBlock();
     for (OpOperand &operand : norm->getOpOperands()) {
