@@ -144,8 +144,11 @@ void addFusedPasses(OpPassManager &pm, const TrainingPipelineOptions &o) {
   pm.addPass(createOctetRecomputeCast());
   pm.addPass(mlir::createCanonicalizerPass());
   // Last: it needs the loss kernels as fusion leaves them, and every reader
-  // of the logits in place.
-  pm.addPass(createOctetOverwriteLogits());
+  // of the logits in place. Not for pipeline stages: the split passes the
+  // logits from a stage's forward to its backward as a stash input, whose
+  // bytes the backward's program may not write over.
+  if (o.splitStages.layerSplit.empty())
+    pm.addPass(createOctetOverwriteLogits());
 }
 
 // After fusion, so that a bucket's all-reduce follows the kernel that
