@@ -103,6 +103,8 @@ struct FusedToGpuPass : impl::FusedToGpuBase<FusedToGpuPass> {
       // Its stores are memsets (plan::isStoredZeroFill).
       if (fused.isStoredZeroFill())
         continue;
+      if (failed(checkOverwritesLowered(fused)))
+        return signalPassFailure();
       std::string key = regionKey(fused);
       if (kernel::FusedOp same = built.lookup(key)) {
         copyLaunches(same, fused);

@@ -57,6 +57,27 @@ bool hasWholeOps(kernel::FusedOp fused) {
          llvm::all_of(fused.getResults(), scalar);
 }
 
+LogicalResult checkOverwritesLowered(kernel::FusedOp fused) {
+  std::optional<ArrayRef<int64_t>> overwrites = fused.getOverwrites();
+  if (!overwrites)
+    return success();
+  Block &body = fused.getBodyBlock();
+  auto grad = dyn_cast<graph::CrossEntropyGradOp>(body.front());
+  auto logits = grad ? dyn_cast<BlockArgument>(grad.getLogits())
+                     : BlockArgument();
+  bool lowered = grad && logits && body.getOperations().size() == 2 &&
+                 overwrites->size() == 1 &&
+                 (*overwrites)[0] == int64_t(logits.getArgNumber()) &&
+                 body.getTerminator()->getOperand(0) == grad.getResult();
+  if (!lowered)
+    return fused.emitOpError("'")
+           << fused.getName()
+           << "' writes a result over an input (overwrites), but only a lone "
+              "cross_entropy_grad over its logits is lowered to read each "
+              "element before writing it; drop the mark";
+  return success();
+}
+
 namespace {
 
 constexpr int64_t kWholeThreads = 256;
@@ -1185,6 +1206,9 @@ LogicalResult WholeOpBuilder::build(gpu::GPUModuleOp mod, StringRef sym,
       Value lse = addF(mx, log(sum));
       Value label = indexCast(readAt(o.getLabels(), f.block));
       Value keep = cmpF(arith::CmpFPredicate::UNE, m, f32c(0));
+      // Each thread reads element j and then writes its gradient, and the
+      // reductions above have read the row whole: the gradient may be
+      // written over the logits (checkOverwritesLowered).
       scf::ForOp::create(b, loc, f.tid, idx(width), idx(kWholeThreads),
                          ValueRange{},
                          [&](OpBuilder &, Location, Value j, ValueRange) {

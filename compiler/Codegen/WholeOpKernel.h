@@ -18,6 +18,13 @@ namespace octet::codegen {
 // here, a launch per op).
 bool hasWholeOps(kernel::FusedOp fused);
 
+// Whether the kernels built for `fused` may write its results over the
+// inputs its `overwrites` names: only a lone cross_entropy_grad over its
+// logits, whose lowering reads a token's row whole before each thread
+// writes the gradient of the elements it has just read. Fails, naming the
+// kernel, for any other body.
+mlir::LogicalResult checkOverwritesLowered(kernel::FusedOp fused);
+
 // Builds the region's kernels into `mod` (named `sym`_0, `sym`_1, ...,
 // `sym`_scalars) and records their launches in order. Returns the
 // workspace bytes they need; fails, naming the op, on anything it cannot

@@ -144,6 +144,12 @@ void addFusedPasses(OpPassManager &pm, const TrainingPipelineOptions &o) {
   pm.addPass(createOctetFuseElementwise());
   pm.addPass(createOctetRecomputeCast());
   pm.addPass(mlir::createCanonicalizerPass());
+  // Last: it needs the loss kernels as fusion leaves them, and every reader
+  // of the logits in place. Not for pipeline stages: the split passes the
+  // logits from a stage's forward to its backward as a stash input, whose
+  // bytes the backward's program may not write over.
+  if (o.splitStages.layerSplit.empty())
+    pm.addPass(createOctetOverwriteLogits());
 }
 
 // After fusion, so that a bucket's all-reduce follows the kernel that
@@ -153,7 +159,11 @@ void addParallelizePasses(OpPassManager &pm,
   pm.addPass(createOctetReduceGradients(o.reduceGradients));
   if (o.shardOptimizer)
     pm.addPass(createOctetShardOptimizer(*o.shardOptimizer));
-  pm.addPass(createOctetOverwriteGradients());
+  OctetOverwriteGradientsOptions overwrite;
+  // A pipeline's stages hold the accumulators apart from the optimizer.
+  overwrite.microbatches =
+      o.splitStages.layerSplit.empty() ? o.autodiff.microbatches : 0;
+  pm.addPass(createOctetOverwriteGradients(overwrite));
 }
 
 void addPipelinePasses(OpPassManager &pm, const TrainingPipelineOptions &o) {

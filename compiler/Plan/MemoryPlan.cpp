@@ -189,6 +189,10 @@ struct Buffer {
   bool inPlace = false;
   bool io = false;
   bool workspace = false;
+  // Bumped by each kernel that writes a new value over the buffer
+  // (kernel.fused `overwrites`), with the name of the last one.
+  unsigned version = 0;
+  std::string overwrittenBy;
   std::string name;
   Type type;
   // The value that defines the buffer.
@@ -243,6 +247,9 @@ LogicalResult planTimeline(ArrayRef<func::FuncOp> funcs, MemoryPlan &plan,
     uint64_t offset = 0;
     // A rank's part (kernel.rank_part): bytes added per index in the group.
     uint64_t rankStride = 0;
+    // Which of the buffer's values this is: a kernel.fused that `overwrites`
+    // its input makes the next one, and the older ones are gone.
+    unsigned version = 0;
   };
   llvm::DenseMap<Value, Root> roots;
   std::vector<Buffer> buffers;
@@ -295,6 +302,51 @@ LogicalResult planTimeline(ArrayRef<func::FuncOp> funcs, MemoryPlan &plan,
       return failure();
   }
 
+  // A kernel.fused whose results are written over some of its inputs
+  // (`overwrites`): each such result is a new value of its input's buffer,
+  // and a later read of the old value is an error (the operand check
+  // above); the other results get buffers of their own.
+  auto overwriteInput = [&](kernel::FusedOp fused,
+                            int64_t at) -> LogicalResult {
+    ArrayRef<int64_t> overwrites = *fused.getOverwrites();
+    std::string name =
+        program.name + ":" + describeProducer(fused.getOperation(), 0);
+    for (OpResult result : fused->getResults()) {
+      int64_t input = overwrites[result.getResultNumber()];
+      if (input < 0) {
+        if (failed(newBuffer(result,
+                             program.name + ":" +
+                                 describeProducer(fused.getOperation(),
+                                                  result.getResultNumber()),
+                             at, /*io=*/false)))
+          return failure();
+        continue;
+      }
+      Value in = fused.getInputs()[input];
+      Root r = roots.lookup(in);
+      if (r.buffer < 0 || buffers[r.buffer].io)
+        return fused.emitError("memory plan: ")
+               << name << " overwrites input #" << input
+               << ", which is a variable or a program input or output: its "
+                  "bytes are not this step's to write over";
+      for (OpOperand &operand : fused->getOpOperands()) {
+        if (operand.getOperandNumber() != unsigned(input) &&
+            roots.lookup(operand.get()).buffer == r.buffer)
+          return fused.emitError("memory plan: ")
+                 << name << " overwrites input #" << input
+                 << " but also reads its bytes as input #"
+                 << operand.getOperandNumber();
+      }
+      Buffer &b = buffers[r.buffer];
+      b.version++;
+      b.overwrittenBy = name;
+      b.lastUse = std::max(b.lastUse, at);
+      r.version = b.version;
+      roots[result] = r;
+    }
+    return success();
+  };
+
   // Loads of each variable, to decide when a store may write in place.
   llvm::StringMap<int64_t> lastVariableRead;
   auto use = [&](Value v, int64_t at) {
@@ -318,8 +370,17 @@ LogicalResult planTimeline(ArrayRef<func::FuncOp> funcs, MemoryPlan &plan,
 
   for (Operation &op : body) {
     int64_t at = index[&op];
-    for (Value operand : op.getOperands())
+    for (Value operand : op.getOperands()) {
+      auto it = roots.find(operand);
+      if (it != roots.end() && it->second.buffer >= 0 &&
+          it->second.version != buffers[it->second.buffer].version)
+        return op.emitError("memory plan: this op reads ")
+               << buffers[it->second.buffer].name << " after "
+               << buffers[it->second.buffer].overwrittenBy
+               << " wrote its result over it (`overwrites`); drop the "
+                  "mark, or read the value before that kernel";
       use(operand, at);
+    }
     // A communication-stream collective reads its inputs while the compute
     // stream goes on: they keep their bytes to the program's end, which
     // joins the streams.
@@ -393,6 +454,14 @@ LogicalResult planTimeline(ArrayRef<func::FuncOp> funcs, MemoryPlan &plan,
     if (auto store = dyn_cast<graph::StoreOp>(op)) {
       Root r = roots.lookup(store.getValue());
       llvm::StringRef var = store.getVariable();
+      // A step-local variable's bytes are its own from the first write
+      // (the memset of a cleared accumulator) on.
+      if (stepLocal.count(var)) {
+        auto [extent, fresh] =
+            stepLocalExtent.try_emplace(var, std::make_pair(at, at));
+        extent->second.first = std::min(extent->second.first, at);
+        extent->second.second = std::max(extent->second.second, at);
+      }
       auto slotIt = plan.variableSlots.find(var);
       if (r.buffer < 0 || slotIt == plan.variableSlots.end())
         continue;
@@ -432,12 +501,19 @@ LogicalResult planTimeline(ArrayRef<func::FuncOp> funcs, MemoryPlan &plan,
       }
       continue;
     }
-    for (OpResult result : op.getResults())
-      if (failed(newBuffer(result,
-                           program.name + ":" +
-                               describeProducer(&op, result.getResultNumber()),
-                           at, /*io=*/false)))
+    auto fused = dyn_cast<kernel::FusedOp>(op);
+    if (fused && fused.getOverwrites()) {
+      if (failed(overwriteInput(fused, at)))
         return failure();
+    } else {
+      for (OpResult result : op.getResults())
+        if (failed(newBuffer(
+                result,
+                program.name + ":" +
+                    describeProducer(&op, result.getResultNumber()),
+                at, /*io=*/false)))
+          return failure();
+    }
     // Scratch lives at this step only, beside the op's inputs and results.
     auto scratch = [&](int64_t floats, llvm::StringRef what,
                        llvm::DenseMap<Operation *, unsigned> &owner) {
@@ -614,9 +690,9 @@ LogicalResult planTimeline(ArrayRef<func::FuncOp> funcs, MemoryPlan &plan,
 
 // A step-local variable's value is gone outside [its first write in the
 // train program, its last read in the optimizer step]: it may be read in
-// @train_microbatch only as the accumulate operand of a GEMM that writes it
-// in the step's first microbatch, in @optimizer_step only read, and in no
-// other function.
+// @train_microbatch only after a store of it there (the memset that clears
+// it) or as the accumulate operand of a GEMM that writes it in the step's
+// first microbatch, in @optimizer_step only read, and in no other function.
 LogicalResult checkStepLocal(graph::VariableOp var, ModuleOp module,
                              func::FuncOp train, func::FuncOp optimizer) {
   StringRef name = var.getSymName();
@@ -641,7 +717,16 @@ LogicalResult checkStepLocal(graph::VariableOp var, ModuleOp module,
                        "would read that value after the slot was reused");
         return WalkResult::interrupt();
       }
-      if (func == train && load)
+      // Cleared by this run of the train program before it reads it.
+      auto writtenBefore = [&](Operation *read) {
+        Block *block = read->getBlock();
+        return llvm::any_of(block->getOps<graph::StoreOp>(),
+                            [&](graph::StoreOp s) {
+                              return s.getVariable() == name &&
+                                     s->isBeforeInBlock(read);
+                            });
+      };
+      if (func == train && load && !writtenBefore(load))
         for (OpOperand &use : load->getUses()) {
           auto gemm = dyn_cast<kernel::GemmOp>(use.getOwner());
           if (!gemm || gemm.getC() != load.getResult() ||

@@ -420,6 +420,30 @@ LogicalResult FusedOp::verify() {
     return emitOpError("yields ")
            << yield.getValues().size()
            << " values whose types differ from the op's results";
+  if (std::optional<ArrayRef<int64_t>> overwrites = getOverwrites()) {
+    if (overwrites->size() != getNumResults())
+      return emitOpError("overwrites has ")
+             << overwrites->size() << " entries for " << getNumResults()
+             << " results (one input index, or -1, per result)";
+    for (auto [r, in] : llvm::enumerate(*overwrites)) {
+      if (in == -1)
+        continue;
+      if (in < 0 || in >= int64_t(getInputs().size()))
+        return emitOpError("overwrites: result #")
+               << r << " names input #" << in << ", but the op has "
+               << getInputs().size() << " inputs";
+      auto input = cast<RankedTensorType>(getInputs()[in].getType());
+      auto result = cast<RankedTensorType>(getResult(r).getType());
+      if (input.getNumElements() * input.getElementTypeBitWidth() !=
+          result.getNumElements() * result.getElementTypeBitWidth())
+        return emitOpError("overwrites: result #")
+               << r << " (" << result << ") is not the size of input #" << in
+               << " (" << input << ") it would be written over";
+      if (llvm::count(*overwrites, in) != 1)
+        return emitOpError("overwrites: input #")
+               << in << " is written over by more than one result";
+    }
+  }
   for (Operation &op : block.without_terminator()) {
     StringRef dialect = op.getDialect() ? op.getDialect()->getNamespace() : "";
     // State access and nested kernels have no meaning inside one kernel: the

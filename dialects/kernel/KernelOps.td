@@ -249,6 +249,13 @@ def Kernel_FusedOp : Kernel_Op<"fused", [Pure, IsolatedFromAbove,
     (LaunchedOpInterface): the kernels it built, their launches, the scratch
     bytes the runtime provides and the results it zeroes first.
 
+    `overwrites` (one entry per result: an input's index, or -1) writes a
+    result over the bytes of an input that nothing reads afterwards, so the
+    two need one buffer (octet-overwrite-logits: the cross-entropy
+    gradient over the logits). Codegen accepts it only where its lowering
+    reads each element before it writes it, and the memory plan refuses it
+    when a later op reads the input.
+
     ```mlir
     %h, %q, %amax = kernel.fused "layers.0.attn_norm" kind("row")
         ins(%x, %r, %w, %s : tensor<8x4096xbf16>, tensor<8x4096xbf16>,
@@ -263,7 +270,9 @@ def Kernel_FusedOp : Kernel_Op<"fused", [Pure, IsolatedFromAbove,
     ```
   }];
   let arguments = !con((ins Variadic<AnyRankedTensor>:$inputs, StrAttr:$name,
-                        StrAttr:$kind), LaunchContract);
+                        StrAttr:$kind,
+                        OptionalAttr<DenseI64ArrayAttr>:$overwrites),
+                       LaunchContract);
   let results = (outs Variadic<AnyRankedTensor>:$results);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{

@@ -22,31 +22,7 @@ namespace {
 // arena rather than gigabytes (Llama 3's vocabulary: 512 rows, 256 MiB).
 constexpr int64_t kChunkLogitBytes = 256ll << 20;
 
-// `value` without the views (reshape, save) wrapped around it.
-Value throughViews(Value value) {
-  while (Operation *def = value.getDefiningOp()) {
-    if (!fusion::isView(def) && !isa<graph::SaveOp>(def))
-      break;
-    value = def->getOperand(0);
-  }
-  return value;
-}
-
-// The ops that read `value`, looking through views and saves.
-SmallVector<Operation *> readers(Value value) {
-  SmallVector<Operation *> out;
-  SmallVector<Value> work = {value};
-  while (!work.empty()) {
-    Value v = work.pop_back_val();
-    for (Operation *user : v.getUsers()) {
-      if (fusion::isView(user) || isa<graph::SaveOp>(user))
-        work.push_back(user->getResult(0));
-      else
-        out.push_back(user);
-    }
-  }
-  return out;
-}
+using fusion::throughViews;
 
 kernel::FusedOp singleOp(Operation *op, StringRef name) {
   auto fused = dyn_cast_or_null<kernel::FusedOp>(op);
@@ -73,7 +49,7 @@ std::optional<Match> match(kernel::GemmOp fprop) {
       fprop.getTransposeA())
     return std::nullopt;
   Match m{fprop, nullptr, nullptr, nullptr, nullptr};
-  for (Operation *reader : readers(fprop.getResult())) {
+  for (Operation *reader : fusion::readersThroughViews(fprop.getResult())) {
     if (auto f = singleOp(reader, "graph.cross_entropy"); f && !m.loss)
       m.loss = f;
     else if (auto g = singleOp(reader, "graph.cross_entropy_grad");
@@ -84,7 +60,7 @@ std::optional<Match> match(kernel::GemmOp fprop) {
   }
   if (!m.loss || !m.lossGrad)
     return std::nullopt;
-  for (Operation *reader : readers(m.lossGrad->getResult(0))) {
+  for (Operation *reader : fusion::readersThroughViews(m.lossGrad->getResult(0))) {
     auto g = dyn_cast<kernel::GemmOp>(reader);
     if (!plain(g) || g.getParam() != fprop.getParam() ||
         throughViews(g.getA()) != m.lossGrad->getResult(0))

@@ -43,6 +43,30 @@ bool isView(Operation *op) {
   return isa_and_nonnull<graph::ReshapeOp, graph::SliceOp>(op);
 }
 
+Value throughViews(Value value) {
+  while (Operation *def = value.getDefiningOp()) {
+    if (!isView(def) && !isa<graph::SaveOp>(def))
+      break;
+    value = def->getOperand(0);
+  }
+  return value;
+}
+
+SmallVector<Operation *> readersThroughViews(Value value) {
+  SmallVector<Operation *> out;
+  SmallVector<Value> work = {value};
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    for (Operation *user : v.getUsers()) {
+      if (isView(user) || isa<graph::SaveOp>(user))
+        work.push_back(user->getResult(0));
+      else
+        out.push_back(user);
+    }
+  }
+  return out;
+}
+
 bool isContiguousSlice(graph::SliceOp slice) {
   auto in = cast<RankedTensorType>(slice.getInput().getType());
   for (int64_t d = 0; d < slice.getDim(); ++d)

@@ -28,6 +28,12 @@ llvm::StringRef kindForBody(mlir::Block &body);
 // True for ops that only re-view a tensor (reshape, slice): no kernel.
 bool isView(mlir::Operation *op);
 
+// `value` without the views (reshape, slice, save) wrapped around it.
+mlir::Value throughViews(mlir::Value value);
+
+// The ops that read `value`, looking through views and saves.
+llvm::SmallVector<mlir::Operation *> readersThroughViews(mlir::Value value);
+
 // A slice whose elements are one contiguous run of its input's (every
 // dimension before the sliced one is 1), so a kernel can read it in place
 // at a byte offset. Other slices are strided: a kernel that reads its

@@ -3,7 +3,11 @@
 // step instead of adding to it, so the optimizer step no longer clears that
 // accumulator. Such an accumulator holds nothing between steps: it is
 // marked `step_local` (dialects/graph/StepLocal.h), and the memory plan
-// shares its bytes with the activations outside the step's window.
+// shares its bytes with the activations outside the step's window. With one
+// microbatch a step, the other accumulators the optimizer clears (the
+// embedding's scatter, the norms' column sums) are cleared at the start of
+// the train program instead, just before their first access, and are
+// step-local as well.
 
 #include "compiler/Transforms/Fusion/Passes.h"
 #include "dialects/graph/StepLocal.h"
@@ -74,6 +78,7 @@ bool isZeroForStores(Operation *op) {
 
 struct OverwriteGradients
     : public octet::impl::OctetOverwriteGradientsBase<OverwriteGradients> {
+  using OctetOverwriteGradientsBase::OctetOverwriteGradientsBase;
   void runOnOperation() override {
     ModuleOp module = getOperation();
     auto train = module.lookupSymbol<func::FuncOp>("train_microbatch");
@@ -97,14 +102,11 @@ struct OverwriteGradients
       auto t = trainUses.find(name);
       auto o = optimizerUses.find(name);
       if (t == trainUses.end() || o == optimizerUses.end() ||
-          t->second.loads.size() != 1 || t->second.stores.size() != 1 ||
           o->second.stores.size() != 1)
         continue;
-      kernel::GemmOp gemm =
-          soleAccumulatingGemm(t->second.loads[0], t->second.stores[0]);
       graph::StoreOp clear = o->second.stores[0];
       Operation *zero = clear.getValue().getDefiningOp();
-      if (!gemm || !zero || !isZeroForStores(zero) ||
+      if (!zero || !isZeroForStores(zero) ||
           clear->getParentOp() != optimizer.getOperation())
         continue;
       // A read after the clearing store would see the old gradient.
@@ -112,12 +114,54 @@ struct OverwriteGradients
             return clear->isBeforeInBlock(load);
           }))
         continue;
-      gemm->setAttr(kOverwrite, UnitAttr::get(&getContext()));
+      kernel::GemmOp gemm =
+          t->second.loads.size() == 1 && t->second.stores.size() == 1
+              ? soleAccumulatingGemm(t->second.loads[0], t->second.stores[0])
+              : kernel::GemmOp();
+      if (gemm)
+        gemm->setAttr(kOverwrite, UnitAttr::get(&getContext()));
+      else if (microbatches != 1 || !clearInTrain(train, t->second, clear))
+        continue;
       var->setAttr(graph::kStepLocalAttr, UnitAttr::get(&getContext()));
       clear.erase();
       if (zero->use_empty())
         zero->erase();
     }
+  }
+
+  // With one microbatch a step, clearing an accumulator at the start of
+  // the train program is clearing it once a step: `clear` (a memset) is
+  // copied just before the first op that reads a load of the variable or
+  // stores it, and the loads placed earlier (state reads sit at the top
+  // of the program) move behind it, so the bytes are the accumulator's
+  // from the end of the backward on rather than through the forward.
+  static bool clearInTrain(func::FuncOp train, const VariableUses &uses,
+                           graph::StoreOp clear) {
+    Block &body = train.getBody().front();
+    Operation *first = nullptr;
+    auto consider = [&](Operation *access) {
+      Operation *top = body.findAncestorOpInBlock(*access);
+      if (top && (!first || top->isBeforeInBlock(first)))
+        first = top;
+    };
+    for (graph::LoadOp load : uses.loads) {
+      if (load->getBlock() != &body)
+        return false;
+      for (Operation *user : load->getUsers())
+        consider(user);
+    }
+    for (graph::StoreOp store : uses.stores)
+      consider(store);
+    if (!first)
+      return false;
+    OpBuilder b(first);
+    Operation *zero = b.clone(*clear.getValue().getDefiningOp());
+    Operation *store = b.clone(*clear.getOperation());
+    store->setOperand(0, zero->getResult(0));
+    for (graph::LoadOp load : uses.loads)
+      if (load->isBeforeInBlock(store))
+        load->moveAfter(store);
+    return true;
   }
 };
 

@@ -1,4 +1,5 @@
 // RUN: %octet-opt %s --octet-overwrite-gradients | FileCheck %s
+// RUN: %octet-opt %s --octet-overwrite-gradients="microbatches=1" | FileCheck %s --check-prefix=ONE
 
 // grad.w and grad.head are each made whole by one wgrad GEMM that reads the
 // accumulator once (grad.head through its data-parallel all-reduce): they
@@ -84,3 +85,35 @@ module {
 // CHECK-NEXT: graph.store %{{.*}}, @grad.eval
 // CHECK-NOT: graph.store
 // CHECK: return
+
+// One microbatch a step: the GEMMs' accumulators as above; grad.norm and
+// grad.tied, which the optimizer clears and nothing else reads, are
+// cleared at the start of the train program instead, just before their
+// first access, and are step-local. grad.late (read after its clearing)
+// and grad.eval (read by @forward) stay as they were.
+// ONE: graph.variable @grad.w : tensor<16x8xf32> {init = "zeros", kind = "state", step_local}
+// ONE: graph.variable @grad.head : tensor<8x8xf32> {init = "zeros", kind = "state", step_local}
+// ONE: graph.variable @grad.norm : tensor<8xf32> {init = "zeros", kind = "state", step_local}
+// ONE: graph.variable @grad.tied : tensor<8x8xf32> {init = "zeros", kind = "state", step_local}
+// ONE: graph.variable @grad.late : tensor<8x8xf32> {init = "zeros", kind = "state"}
+// ONE: graph.variable @grad.eval : tensor<8x8xf32> {init = "zeros", kind = "state"}
+// ONE-LABEL: func.func @train_microbatch
+// ONE: kernel.gemm {{.*}}accumulate(%{{.*}}) {first_microbatch_overwrites, param = "w"
+// ONE: kernel.gemm {{.*}}accumulate(%{{.*}}) {first_microbatch_overwrites, param = "head"
+// ONE: %[[ZN:.*]] = graph.fill {value = 0.000000e+00 : f64} : tensor<8xf32>
+// ONE-NEXT: graph.store %[[ZN]], @grad.norm : tensor<8xf32>
+// ONE-NEXT: graph.load @grad.norm
+// ONE: %[[ZT:.*]] = graph.fill {value = 0.000000e+00 : f64} : tensor<8x8xf32>
+// ONE-NEXT: graph.store %[[ZT]], @grad.tied : tensor<8x8xf32>
+// ONE-NEXT: graph.load @grad.tied
+// ONE: kernel.gemm {{.*}}accumulate(%{{.*}}) {param = "tied"
+// ONE: kernel.gemm {{.*}}accumulate(%{{.*}}) {param = "tied"
+// ONE-NOT: graph.store {{.*}}@grad.late
+// ONE: kernel.gemm {{.*}}accumulate(%{{.*}}) {param = "late"
+// ONE-LABEL: func.func @optimizer_step
+// ONE-NOT: graph.store {{.*}}@grad.norm
+// ONE-NOT: graph.store {{.*}}@grad.tied
+// ONE: graph.store %{{.*}}, @grad.late
+// ONE-NEXT: graph.store %{{.*}}, @grad.eval
+// ONE-NOT: graph.store
+// ONE: return

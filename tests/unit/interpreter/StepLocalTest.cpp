@@ -117,4 +117,82 @@ TEST(StepLocal, PlanRefusesAReaderOutsideTheStep) {
   EXPECT_TRUE(failed(octet::plan::planMemory(*m, 1)));
 }
 
+// An accumulator the optimizer used to clear, cleared at the start of the
+// train program instead (one microbatch a step): the memset is its first
+// write, and a read before it is refused.
+std::string clearedModule(bool readFirst) {
+  std::string early = readFirst ? R"mlir(
+  %early = graph.load @grad.e : tensor<4x3xf32>
+  %twice = graph.add %early, %early : tensor<4x3xf32>
+)mlir"
+                                : "";
+  return R"mlir(
+graph.variable @grad.e : tensor<4x3xf32> {init = "zeros", kind = "state", step_local}
+graph.variable @e : tensor<4x3xf32> {init = "ones", kind = "weight"}
+func.func @train_microbatch(%d: tensor<4x3xf32>) -> tensor<f32> {
+  %one = graph.fill {value = 1.0 : f64} : tensor<f32>)mlir" +
+         early + R"mlir(
+  %z = graph.fill {value = 0.0 : f64} : tensor<4x3xf32>
+  graph.store %z, @grad.e : tensor<4x3xf32>
+  %g = graph.load @grad.e : tensor<4x3xf32>
+  %s = graph.add %g, %d : tensor<4x3xf32>
+  graph.store %s, @grad.e : tensor<4x3xf32>
+  return %one : tensor<f32>
+}
+func.func @optimizer_step() -> tensor<4x3xf32> {
+  %g = graph.load @grad.e : tensor<4x3xf32>
+  %w = graph.load @e : tensor<4x3xf32>
+  %n = graph.add %w, %g : tensor<4x3xf32>
+  graph.store %n, @e : tensor<4x3xf32>
+  return %n : tensor<4x3xf32>
+}
+)mlir";
+}
+
+TEST(StepLocal, ClearedInTheTrainProgramFromItsMemset) {
+  auto ctx = octet::testing::makeContext();
+  auto m = mlir::parseSourceString<mlir::ModuleOp>(clearedModule(false),
+                                                   ctx.get());
+  ASSERT_TRUE(m);
+  auto plan = octet::plan::planMemory(*m, 1);
+  ASSERT_TRUE(succeeded(plan));
+  const octet::plan::Slot &g = plan->slots[plan->variableSlots.lookup("grad.e")];
+  EXPECT_EQ(g.program, "train_microbatch");
+  EXPECT_EQ(g.firstStep, 2) << "from the memset (the store of the zeros)";
+  EXPECT_EQ(g.lastProgram, "optimizer_step");
+  EXPECT_EQ(g.lastStep, 2);
+  EXPECT_GE(g.offset, plan->persistentBytes) << "in the activation region";
+  // The interpreter runs it with no first-microbatch flag: the train
+  // program writes the accumulator before it reads it.
+  octet::interp::VariableStore store;
+  store.initialize(*m, 0);
+  octet::interp::Interpreter interp(*m);
+  for (int step = 0; step < 2; ++step) {
+    ASSERT_TRUE(bool(interp.run(
+        "train_microbatch",
+        {Tensor::fromFloats({4, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12})},
+        store)));
+    auto updated = interp.run("optimizer_step", {}, store);
+    ASSERT_TRUE(bool(updated));
+    // e + d each step: the accumulator starts from zero every step.
+    EXPECT_FLOAT_EQ((*updated)[0].f()[0], 1 + (step + 1) * 1);
+    EXPECT_FLOAT_EQ((*updated)[0].f()[11], 1 + (step + 1) * 12);
+  }
+}
+
+TEST(StepLocal, PlanRefusesAReadBeforeTheClear) {
+  auto ctx = octet::testing::makeContext();
+  auto m = mlir::parseSourceString<mlir::ModuleOp>(clearedModule(true),
+                                                   ctx.get());
+  ASSERT_TRUE(m);
+  std::string message;
+  ctx->getDiagEngine().registerHandler([&](mlir::Diagnostic &d) {
+    message += d.str();
+    return mlir::success();
+  });
+  EXPECT_TRUE(failed(octet::plan::planMemory(*m, 1)));
+  EXPECT_NE(message.find("before the step has written it"), std::string::npos)
+      << message;
+}
+
 } // namespace
