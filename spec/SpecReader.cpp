@@ -614,6 +614,9 @@ void checkTrain(const Spec &spec, Issues is) {
   is.nested("codegen").oneOf("attention_forward",
                              t.codegen().attention_forward(),
                              {"hopper", "mma_sync"}, false);
+  is.nested("codegen").oneOf("attention_backward",
+                             t.codegen().attention_backward(),
+                             {"hopper", "mma_sync"}, false);
   is.nonNegative("eval_interval", t.eval_interval());
   is.nonNegative("checkpoint_interval", t.checkpoint_interval());
   is.nonNegative("log_interval", t.log_interval());
@@ -780,6 +783,8 @@ void applyDefaults(Spec &spec) {
 
   if (t.codegen().attention_forward().empty())
     t.mutable_codegen()->set_attention_forward("hopper");
+  if (t.codegen().attention_backward().empty())
+    t.mutable_codegen()->set_attention_backward("mma_sync");
 
   Data &d = *t.mutable_data();
   if (d.kind().empty())

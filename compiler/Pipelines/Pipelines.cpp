@@ -233,6 +233,8 @@ CodegenPipelineOptions codegenOptionsFromSpec(const spec::Spec &spec) {
   CodegenPipelineOptions options = keepGoingCodegenOptions();
   options.attentionToGpu.hopperForward =
       spec.train().codegen().attention_forward() != "mma_sync";
+  options.attentionToGpu.hopperBackward =
+      spec.train().codegen().attention_backward() == "hopper";
   return options;
 }
 
@@ -261,6 +263,7 @@ void buildCodegenPipeline(OpPassManager &pm,
   pm.addPass(codegen::createFusedToGpu(options.fusedToGpu));
   codegen::AttentionToGpuOptions attention = options.attentionToGpu;
   attention.hopperForward &= options.target.chip == "sm_90a";
+  attention.hopperBackward &= options.target.chip == "sm_90a";
   pm.addPass(codegen::createAttentionToGpu(attention));
   mlir::GpuNVVMAttachTargetOptions target = options.target;
   // Without libdevice the math calls stay unresolved and only ptxas

@@ -107,7 +107,19 @@ StatusOr<PipelineFeedPlan> planPipelineFeeds(const bundle::Bundle &b,
               ": a chunk program's per-microbatch inputs are STASH slots, "
               "one entry per (chunk, microbatch), which the runtime fills "
               "before the chunk's forward; recompile the bundle");
-        auto stride = stashStride(*w.program, in.slot(), where);
+        // The bundle declares an input's entry size (NamedSlot.stash_stride):
+        // a chunk program may take an input it does not read (a later
+        // stage's forward takes the tokens), which is still fed, so its
+        // entry holds them for whichever program of the pair reads them.
+        StatusOr<uint64_t> stride = stashStride(*w.program, in.slot(), where);
+        if (in.stash_stride() > 0) {
+          if (stride && *stride != in.stash_stride())
+            return Status::error(
+                where + ": the program's steps address it with stash stride " +
+                std::to_string(*stride) + ", the bundle declares " +
+                std::to_string(in.stash_stride()));
+          stride = in.stash_stride();
+        }
         if (!stride)
           return stride.status();
         uint64_t bytes = *stride;
