@@ -1,7 +1,6 @@
 #include "tests/unit/interpreter/GradCheck.h"
 
 #include "compiler/Pipelines/Pipelines.h"
-#include "compiler/Plan/MemoryPlan.h"
 #include "dialects/fp8/Fp8Dialect.h"
 #include "dialects/graph/GraphDialect.h"
 #include "dialects/kernel/KernelDialect.h"
@@ -331,23 +330,6 @@ std::vector<Tensor> llamaBatch(int64_t batch, int64_t seq,
           Tensor::fromFloats({batch, seq},
                              std::vector<float>(batch * seq, 1.0f)),
           Tensor::fromInts({batch, seq}, positions)};
-}
-
-std::string planErrors(const std::string &text) {
-  auto ctx = makeContext();
-  auto m = mlir::parseSourceString<mlir::ModuleOp>(text, ctx.get());
-  if (!m) {
-    ADD_FAILURE() << "the module does not parse";
-    return "the module does not parse";
-  }
-  std::string message;
-  ctx->getDiagEngine().registerHandler([&](mlir::Diagnostic &d) {
-    message += d.str();
-    return mlir::success();
-  });
-  if (failed(octet::plan::planMemory(*m, 1)) && message.empty())
-    message = "planMemory failed without a diagnostic";
-  return message;
 }
 
 } // namespace octet::testing

@@ -30,11 +30,6 @@ mlir::OwningOpRef<mlir::ModuleOp>
 parseAndDifferentiate(mlir::MLIRContext &ctx, const std::string &text,
                       const TrainingPipelineOptions &options = f32Training());
 
-// The diagnostics octet::plan::planMemory (one microbatch a step) emits on
-// the module `text`, empty when it plans it; fails the current test when
-// `text` does not parse.
-std::string planErrors(const std::string &text);
-
 // Lines that reduce `value` (an f32 tensor of `shape`) to the scalar
 // Σ value ∘ probe with a random probe (variable @probe, which
 // probeVariable() declares) and return it, so dLoss/dValue = probe.
