@@ -2,15 +2,16 @@
 # Pipeline 2 × data 2 (train.parallel { pipeline: 2 data: 2 }) on four GPUs
 # of one host (kind nvidia-h100-x4), BF16, tiny-llama at global batch 8:
 #   step1: one step on one GPU (tiny-bf16-pp1, 4 microbatches), at data 2
-#     (tiny-bf16-dp2, 2 microbatches a rank) and at pipeline 2 × data 2
-#     (tiny-bf16-pp2-dp2, 2 microbatches a replica; each pipeline rank's
+#     (tiny-bf16-dp2, 2 microbatches a rank) and at pipeline 2 × data 2,
+#     1F1B (tiny-bf16-pp2-dp2) and interleaved (tiny-bf16-pp2-v2-dp2, two
+#     chunks a rank), 2 microbatches a replica; each pipeline rank's
 #     gradient buckets all-reduced over its data group in its chunk's last
-#     backward), each checkpointed after step 1; bench/dp_equivalence.py
+#     backward; each run checkpointed after step 1; bench/dp_equivalence.py
 #     compares the loss, the grad norm and every tensor of pipeline × data
 #     with one GPU's and with data 2's within the golden bounds;
-#     OUT/pp2-dp2-vs-one-step1.json, OUT/pp2-dp2-vs-dp2-step1.json.
-#   steps20: 20 steps of the three, each step's loss and grad norm against
-#     one GPU's (golden BF16 tolerances as bench/pipeline_gpu.sh).
+#     OUT/VARIANT-vs-one-step1.json, OUT/VARIANT-vs-dp2-step1.json.
+#   steps20: 20 steps of each, each step's loss and grad norm against one
+#     GPU's (golden BF16 tolerances as bench/pipeline_gpu.sh).
 #   wrong-size: the bundle started as two ranks is told its layout.
 # The script exits 1 when any check fails.
 #
@@ -18,6 +19,8 @@
 #   mkdir -p carry/pipeline-data/bin && cp build/tools/octet-run/octet-run carry/pipeline-data/bin/
 #   sed 's/data: 1 tensor: 1 pipeline: 2 schedule: "1f1b"/data: 2 tensor: 1 pipeline: 1/' bench/specs/pipeline/tiny-bf16-pp2.pbtxt > /tmp/tiny-bf16-dp2.pbtxt
 #   build/tools/octet/octet compile /tmp/tiny-bf16-dp2.pbtxt -o carry/pipeline-data/tiny-bf16-dp2.octet
+#   sed 's/data: 1 tensor: 1 pipeline: 2/data: 2 tensor: 1 pipeline: 2/' bench/specs/pipeline/tiny-bf16-pp2-v2.pbtxt > /tmp/tiny-bf16-pp2-v2-dp2.pbtxt
+#   build/tools/octet/octet compile /tmp/tiny-bf16-pp2-v2-dp2.pbtxt -o carry/pipeline-data/tiny-bf16-pp2-v2-dp2.octet
 #   for s in tiny-bf16-pp1 tiny-bf16-pp2-dp2; do
 #     build/tools/octet/octet compile bench/specs/pipeline/$s.pbtxt -o carry/pipeline-data/$s.octet || break; done
 # There (carry: carry/pipeline-data, data/corpus.txt):
@@ -51,27 +54,37 @@ launchn() {
   return $rc
 }
 
+VARIANTS="pp2-dp2 pp2-v2-dp2"
+
 step1() {
-  log "step 1: one GPU, data 2, pipeline 2 x data 2"
+  local v
+  log "step 1: one GPU, data 2, pipeline 2 x data 2 (1F1B, interleaved)"
   "$R" $D/tiny-bf16-pp1.octet $TEXT --steps 1 --checkpoint-dir $W/one > $O/step1-one.log 2>&1 \
     || { echo "one GPU failed:"; tail -3 $O/step1-one.log; bad=1; return; }
   launch2 $W/step1-dp2.log $D/tiny-bf16-dp2.octet $TEXT --steps 1 --checkpoint-dir $W/dp2 || { bad=1; return; }
-  launchn 4 $W/step1-pp2-dp2.log $D/tiny-bf16-pp2-dp2.octet $TEXT --steps 1 --checkpoint-dir $W/pp2-dp2 || { bad=1; return; }
-  cp $W/step1-dp2.log* $W/step1-pp2-dp2.log* $O/
-  python3 $B/dp_equivalence.py --numerics bf16 --name "pp2 x dp2 against one GPU" --one $O/step1-one.log $W/one/step-1 \
-    --data2 $O/step1-pp2-dp2.log $W/pp2-dp2/step-1 --out $O/pp2-dp2-vs-one-step1.json || bad=1
-  python3 $B/dp_equivalence.py --numerics bf16 --name "pp2 x dp2 against data 2" --one $O/step1-dp2.log $W/dp2/step-1 \
-    --data2 $O/step1-pp2-dp2.log $W/pp2-dp2/step-1 --out $O/pp2-dp2-vs-dp2-step1.json || bad=1
+  cp $W/step1-dp2.log* $O/
+  for v in $VARIANTS; do
+    launchn 4 $W/step1-$v.log $D/tiny-bf16-$v.octet $TEXT --steps 1 --checkpoint-dir $W/$v || { bad=1; continue; }
+    cp $W/step1-$v.log* $O/
+    python3 $B/dp_equivalence.py --numerics bf16 --name "$v against one GPU" --one $O/step1-one.log $W/one/step-1 \
+      --data2 $O/step1-$v.log $W/$v/step-1 --out $O/$v-vs-one-step1.json || bad=1
+    python3 $B/dp_equivalence.py --numerics bf16 --name "$v against data 2" --one $O/step1-dp2.log $W/dp2/step-1 \
+      --data2 $O/step1-$v.log $W/$v/step-1 --out $O/$v-vs-dp2-step1.json || bad=1
+  done
 }
 
 steps20() {
-  log "20 steps: one GPU, data 2, pipeline 2 x data 2"
+  local v
+  log "20 steps: one GPU, data 2, pipeline 2 x data 2 (1F1B, interleaved)"
   "$R" $D/tiny-bf16-pp1.octet $TEXT --steps 20 > $O/one.log 2>&1 || { tail -3 $O/one.log; bad=1; return; }
   launch2 $W/dp2.log $D/tiny-bf16-dp2.octet $TEXT --steps 20 || { bad=1; return; }
-  launchn 4 $W/pp2-dp2.log $D/tiny-bf16-pp2-dp2.octet $TEXT --steps 20 || { bad=1; return; }
-  cp $W/dp2.log* $W/pp2-dp2.log* $O/
+  cp $W/dp2.log* $O/
   echo "-- data 2 against one GPU"; close $O/one.log $O/dp2.log || bad=1
-  echo "-- pipeline 2 x data 2 against one GPU"; close $O/one.log $O/pp2-dp2.log || bad=1
+  for v in $VARIANTS; do
+    launchn 4 $W/$v.log $D/tiny-bf16-$v.octet $TEXT --steps 20 || { bad=1; continue; }
+    cp $W/$v.log* $O/
+    echo "-- $v against one GPU"; close $O/one.log $O/$v.log || bad=1
+  done
 }
 
 wrong_size() {
