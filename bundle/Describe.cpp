@@ -241,6 +241,28 @@ void describeKernels(const Bundle &b, std::ostream &os) {
   }
 }
 
+namespace {
+
+// " (ranks 2, 3)" for a group whose name other groups share (a pipeline
+// × data bundle's data groups, one per pipeline rank, and its pipelines),
+// so that each rank's lines say which of them it reduces over.
+std::string groupRanks(const Bundle &b, uint32_t index) {
+  if (index >= uint32_t(b.groups_size()))
+    return "";
+  const Group &g = b.groups(int(index));
+  int named = 0;
+  for (const Group &other : b.groups())
+    named += other.name() == g.name();
+  if (named < 2)
+    return "";
+  std::string ranks;
+  for (uint32_t r : g.ranks())
+    ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+  return " (ranks " + ranks + ")";
+}
+
+} // namespace
+
 // A program's collectives, one line per kind of call: how many calls
 // (a bucket's tensors go to NCCL as one call), tensors and elements, over
 // which group (its ranks as the program counts them), and when: on the
@@ -263,7 +285,8 @@ void describeCollectives(const Bundle &b, const Program &p, std::ostream &os) {
                    [](unsigned char ch) { return std::tolower(ch); });
     bool reduces = c.op() == ALL_REDUCE || c.op() == REDUCE_SCATTER;
     std::string key = op + " " + (reduces ? c.reduce() + " " : "") +
-                      dtypeName(c.dtype()) + " over '" + group + "'";
+                      dtypeName(c.dtype()) + " over '" + group + "'" +
+                      groupRanks(b, c.group());
     if (c.op() == REDUCE_SCATTER && c.send().slot() == c.recv().slot() &&
         c.send().byte_offset() == c.recv().byte_offset())
       key += ", in place";

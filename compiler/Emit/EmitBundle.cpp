@@ -811,12 +811,14 @@ private:
   int worldRank = 0;
 };
 
-// The pipeline's ranks (pipeline × data 1): the schedule laid out by
+// The pipeline's ranks (pipeline × data): the schedule laid out by
 // bundle::addPipelineRanks with each transfer's Stash entries, then each
-// rank's chunk programs, in local chunk order, and its optimizer step.
+// rank's chunk programs, in local chunk order, and its optimizer step. The
+// data replicas of a pipeline rank run the same programs; each is emitted
+// for its own rank, whose "data" and "pipeline" groups its collectives name.
 LogicalResult emitPipelineRanks(ModuleOp module, bundle::Bundle &b,
                                 Emitter &emitter,
-                                const PipelineSchedule &schedule,
+                                const PipelineSchedule &schedule, int data,
                                 ArrayRef<StageFunctions> stages,
                                 const plan::MemoryPlan &plan) {
   // What each stage's transfers move, as slot references.
@@ -844,7 +846,7 @@ LogicalResult emitPipelineRanks(ModuleOp module, bundle::Bundle &b,
       return t.send() ? e.sendGradient : e.receiveGradient;
     return t.send() ? e.sendActivation : e.receiveActivation;
   };
-  if (Status st = bundle::addPipelineRanks(b, schedule, 1, tensorsOf); !st)
+  if (Status st = bundle::addPipelineRanks(b, schedule, data, tensorsOf); !st)
     return module.emitError("bundle: ") << st.message();
   b.mutable_pipeline()->set_loss_sum_slot(
       plan.variableSlots.lookup(kPipelineLossSum));
@@ -1031,8 +1033,10 @@ FailureOr<bundle::Bundle> compileBundle(ModuleOp module,
       emitter.recipe = m[1].str();
   }
   if (pipeline) {
-    if (failed(emitPipelineRanks(module, b, emitter, *pipeline,
-                                 stageFunctions, plan)))
+    if (failed(emitPipelineRanks(
+            module, b, emitter, *pipeline,
+            int(std::max<uint32_t>(1, source.dataParallel)), stageFunctions,
+            plan)))
       return failure();
     return b;
   }

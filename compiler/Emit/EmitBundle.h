@@ -47,7 +47,7 @@ struct BuildSource {
   // ranks run the same programs, whose collectives the pipeline placed.
   uint32_t dataParallel = 1;
   // train.parallel.pipeline > 1: the schedule whose instruction lists the
-  // ranks follow (pipeline × data 1). Each pipeline rank gets its chunks'
+  // ranks follow (pipeline × dataParallel ranks). Each pipeline rank gets its chunks'
   // CHUNK_FORWARD and CHUNK_BACKWARD programs and its own optimizer step
   // (octet-split-stages, octet-split-optimizer), the chunk functions'
   // crossing values become Stash slots (PipelineSlots.h), and the eval

@@ -19,10 +19,29 @@ public:
           const std::vector<int64_t> &edgeResults, PipeChannels &channels)
       : schedule_(schedule), rank_(rank), interpreter_(interpreter),
         variables_(variables), microbatches_(microbatches),
-        edgeResults_(edgeResults), channels_(channels) {}
+        edgeResults_(edgeResults), channels_(channels) {
+    // As the runtime's PipelineExecutor: a chunk function's first run of
+    // the step makes its accumulators (first_microbatch_overwrites), its
+    // last runs the collectives marked last_microbatch, the data group's
+    // gradient reduction.
+    const std::vector<PipeOp> &ops = schedule_.perRank[rank_];
+    for (size_t i = 0; i < ops.size(); ++i)
+      if (ops[i].kind != PipeOpKind::Comm) {
+        std::string name = functionOf(ops[i]);
+        firstRun_.try_emplace(name, i);
+        lastRun_[name] = i;
+      }
+  }
 
   Status run() {
-    for (const PipeOp &op : schedule_.perRank[rank_]) {
+    const std::vector<PipeOp> &ops = schedule_.perRank[rank_];
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const PipeOp &op = ops[i];
+      if (op.kind != PipeOpKind::Comm) {
+        std::string name = functionOf(op);
+        interpreter_.setFirstMicrobatch(firstRun_[name] == i);
+        interpreter_.setLastMicrobatch(lastRun_[name] == i);
+      }
       Status st = op.kind == PipeOpKind::Comm ? communicate(op) : compute(op);
       if (!st)
         return Status::error("rank " + std::to_string(rank_) + " at " +
@@ -36,6 +55,12 @@ public:
 
 private:
   int stages() const { return schedule_.ranks * schedule_.virtualStages; }
+
+  std::string functionOf(const PipeOp &op) const {
+    int stage = op.chunk * schedule_.ranks + rank_;
+    return op.kind == PipeOpKind::F ? stageForwardName(stage)
+                                    : stageBackwardName(stage);
+  }
 
   StatusOr<std::vector<Tensor>> call(const std::string &name,
                                      std::vector<Tensor> args) {
@@ -99,9 +124,6 @@ private:
         for (Tensor &t : take(gradients_, {stage + 1, op.microbatch}))
           args.push_back(std::move(t));
       }
-      // A weight-gradient GEMM marked first_microbatch_overwrites writes
-      // its accumulator in the step's first microbatch and adds after it.
-      interpreter_.setFirstMicrobatch(op.microbatch == 0);
       StatusOr<std::vector<Tensor>> out =
           call(stageBackwardName(stage), std::move(args));
       if (!out)
@@ -152,6 +174,7 @@ private:
   const std::vector<std::vector<Tensor>> &microbatches_;
   const std::vector<int64_t> &edgeResults_;
   PipeChannels &channels_;
+  std::map<std::string, size_t> firstRun_, lastRun_;
   std::map<Key, std::vector<Tensor>> stash_, outgoing_, outgoingGradients_,
       activations_, gradients_;
 };
@@ -162,7 +185,8 @@ StatusOr<PipelineStepResult>
 runPipelineStep(mlir::ModuleOp module, const PipelineSchedule &schedule,
                 const std::vector<Interpreter *> &interpreters,
                 const std::vector<VariableStore *> &variables,
-                const std::vector<std::vector<Tensor>> &microbatches) {
+                const std::vector<std::vector<Tensor>> &microbatches,
+                RankExchange *collectives) {
   int ranks = schedule.ranks;
   int stages = ranks * schedule.virtualStages;
   auto chunks = module->getAttrOfType<mlir::IntegerAttr>(
@@ -205,9 +229,13 @@ runPipelineStep(mlir::ModuleOp module, const PipelineSchedule &schedule,
   RankExchange exchange(RankLayout{1, 1, ranks});
   Status ran = runRanks(exchange, [&](int r) {
     Status st = runs[r].run();
-    if (!st)
-      channels.abort("rank " + std::to_string(r) + " failed: " +
-                     st.message());
+    if (!st) {
+      std::string why = "rank " + std::to_string(r) + " failed: " +
+                        st.message();
+      channels.abort(why);
+      if (collectives)
+        collectives->abort("pipeline " + why);
+    }
     return st;
   });
   if (!ran)

@@ -7,6 +7,7 @@
 // meeting the peers' in PipeChannels. This is the
 // oracle for the GPU pipeline: a step of P ranks must train as one rank.
 
+#include "compiler/Interpreter/Collectives.h"
 #include "compiler/Interpreter/Interpreter.h"
 #include "compiler/Interpreter/PipeChannels.h"
 #include "support/PipelineSchedule.h"
@@ -25,13 +26,18 @@ struct PipelineStepResult {
 
 // Runs one step's forward and backward passes: `microbatches[m]` are the
 // batch tensors of microbatch m, `interpreters[r]` and `variables[r]`
-// pipeline rank r's. Each rank writes only the gradients of its own chunks;
-// the optimizer step is the caller's.
+// pipeline rank r's. Each rank writes only the gradients of its own chunks
+// and reduces them over its data group where the chunk functions hold the
+// collectives (a chunk's last backward runs those marked last_microbatch);
+// the optimizer step is the caller's. `collectives`, the exchange the
+// interpreters' collectives meet in when there are other data replicas, is
+// aborted when a rank fails, so that their ranks stop waiting for it.
 StatusOr<PipelineStepResult>
 runPipelineStep(mlir::ModuleOp module, const PipelineSchedule &schedule,
                 const std::vector<Interpreter *> &interpreters,
                 const std::vector<VariableStore *> &variables,
-                const std::vector<std::vector<Tensor>> &microbatches);
+                const std::vector<std::vector<Tensor>> &microbatches,
+                RankExchange *collectives = nullptr);
 
 } // namespace octet::interp
 

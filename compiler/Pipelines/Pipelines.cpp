@@ -37,9 +37,10 @@ Status checkParallelLayout(const spec::Spec &spec) {
     return Status::error(
         "train.parallel.shard_optimizer with train.parallel.pipeline " +
         std::to_string(parallel.pipeline()) +
-        ": a pipeline's gradients are not yet reduced inside its compiled "
-        "step, so the compiler cannot shard its optimizer; set "
-        "shard_optimizer to false, or pipeline to 1");
+        ": the sharded optimizer's per-bucket updates and all-gathers are "
+        "not cut per pipeline rank yet (each pipeline rank's gradients are "
+        "all-reduced over its data group instead); set shard_optimizer to "
+        "false, or pipeline to 1");
   return Status::ok();
 }
 
@@ -62,12 +63,9 @@ TrainingPipelineOptions trainingOptionsFromSpec(const spec::Spec &spec) {
       1, train.global_batch_size() / (train.micro_batch_size() * dataParallel));
   o.activations.activationDtype = train.precision().activation_dtype();
   o.lowerToKernel.dataParallel = dataParallel;
-  // A pipeline's gradient buckets are not reduced inside the step that the
-  // stage cut divides: the compiled reduction for pipelines is not written
-  // yet, and the CPU trainer sums the world's accumulators after the
-  // schedule.
-  o.reduceGradients.dataParallel =
-      train.parallel().pipeline() > 1 ? 1 : dataParallel;
+  // With a pipeline too: octet-split-stages cuts the buckets per chunk, so
+  // each pipeline rank reduces its own gradients over its data group.
+  o.reduceGradients.dataParallel = dataParallel;
   o.reduceGradients.bucketElements = train.parallel().bucket_elements();
   if (train.parallel().shard_optimizer() && dataParallel > 1 &&
       train.parallel().pipeline() <= 1)

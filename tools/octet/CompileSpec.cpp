@@ -153,15 +153,6 @@ Status writeBundleFile(ModuleOp module, const SpecSource &source,
   const spec::Parallel &parallel = spec.train().parallel();
   emit::BuildSource build;
   if (parallel.pipeline() > 1) {
-    if (parallel.data() > 1)
-      return Status::error(
-          source.spec + ": train.parallel.pipeline is " +
-          std::to_string(parallel.pipeline()) + " and train.parallel.data " +
-          std::to_string(parallel.data()) +
-          ": a pipeline's data-parallel gradient reduction is not compiled "
-          "into its chunk programs yet (`octet train --cpu` sums the data "
-          "ranks' gradients outside the step), so the bundle writer emits "
-          "pipelines of data 1; set train.parallel.data to 1 for a bundle");
     StatusOr<SimulatedSchedule> schedule = pipelineScheduleFromSpec(spec);
     if (!schedule)
       return schedule.status().withContext(source.spec);

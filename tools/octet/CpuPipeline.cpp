@@ -3,8 +3,6 @@
 #include "compiler/Interpreter/PipelineStep.h"
 #include "compiler/Transforms/Pipeline/Passes.h"
 
-#include "llvm/ADT/StringRef.h"
-
 #include <thread>
 
 namespace octet {
@@ -39,9 +37,9 @@ StatusOr<CpuPipelineStep> runCpuPipelineStep(
         replicaInterpreters.push_back(&interpreters[p * data + d]);
         replicaVariables.push_back(&variables[p * data + d]);
       }
-      replicas[d] = interp::runPipelineStep(module, schedule,
-                                            replicaInterpreters,
-                                            replicaVariables, microbatches[d]);
+      replicas[d] = interp::runPipelineStep(
+          module, schedule, replicaInterpreters, replicaVariables,
+          microbatches[d], data > 1 ? &exchange : nullptr);
     });
   for (std::thread &t : threads)
     t.join();
@@ -52,20 +50,6 @@ StatusOr<CpuPipelineStep> runCpuPipelineStep(
                            ": " + replicas[d].status().message());
     step.lossSum += replicas[d]->lossSum;
   }
-  // Each data group's sum, in rank order, into every member.
-  for (int p = 0; data > 1 && p < schedule.ranks; ++p)
-    for (const auto &[name, value] : variables[p * data].all()) {
-      if (!llvm::StringRef(name).starts_with("grad."))
-        continue;
-      interp::Tensor sum = value.clone();
-      for (int d = 1; d < data; ++d) {
-        const interp::Tensor &other = variables[p * data + d].get(name);
-        for (int64_t e = 0; e < sum.numel(); ++e)
-          sum.f()[e] += other.f()[e];
-      }
-      for (int d = 0; d < data; ++d)
-        variables[p * data + d].set(name, sum);
-    }
   std::vector<double> norms(world), lrs(world);
   Status optimized = interp::runRanks(exchange, [&](int r) -> Status {
     auto result = interpreters[r].run(rankOptimizerName(r / data), {},

@@ -8,11 +8,11 @@
 //
 // Each rank holds only its own chunks' variables (octet-split-optimizer's
 // `pipeline_rank`, see keepPipelineRankVariables) and the replicated ones.
-// The data-parallel gradient reduction is not compiled for pipelines yet,
-// so this driver makes it: the ranks of each data group sum their gradient
-// accumulators in rank order, as the data-parallel all-reduce folds them.
-// Then every rank runs its own @rank<p>_optimizer_step, whose gradient
-// norm meets the other pipeline ranks' in `exchange`.
+// The chunk functions reduce each pipeline rank's gradients over its data
+// group (octet-reduce-gradients' buckets, cut per chunk by
+// octet-split-stages), their collectives meeting in `exchange`. Then every
+// rank runs its own @rank<p>_optimizer_step, whose gradient norm meets the
+// other pipeline ranks' there too.
 
 #include "compiler/Interpreter/Collectives.h"
 #include "compiler/Interpreter/Interpreter.h"

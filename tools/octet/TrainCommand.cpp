@@ -57,8 +57,10 @@ std::optional<RunArgs> gpuRun(const TrainOptions &opts, const spec::Spec &spec,
   if (opts.cpu)
     return std::nullopt;
   if (spec.train().parallel().pipeline() > 1) {
-    std::printf("octet train: the compiler does not write pipeline bundles "
-                "yet: training on the CPU interpreter\n");
+    std::printf("octet train: a pipeline trains on GPUs as `octet compile "
+                "SPEC -o X.octet` then `octet launch --gpus N -- octet-run "
+                "X.octet`, which octet train does not start yet: training "
+                "on the CPU interpreter\n");
     return std::nullopt;
   }
   if (!findHopperGpu(found)) {

@@ -21,10 +21,13 @@ def OctetSplitStages : Pass<"octet-split-stages", "mlir::ModuleOp"> {
     the previous chunk's forward values (the activation edge, received;
     those the backward needs are also stashed), the chunk's own forward
     values its backward reads (the stash), and the next chunk's backward
-    values (the gradient edge). Every edge tensor has a static shape. Any
-    other value crossing chunks, a variable stored by two chunks, or an op
-    of another section (FP8 scale updates, collectives) is an error naming
-    the op. The last chunk's forward returns the loss first. Every
+    values (the gradient edge). Every edge tensor has a static shape. A
+    collective goes with the function that makes its operands: a
+    data-parallel gradient bucket filled across a chunk boundary is cut
+    into one collective per function, each right after the op that makes
+    the last of its own operands, with the bucket's attributes. Any other
+    value crossing chunks, a variable stored by two chunks, or an op of
+    another section (FP8 scale updates) is an error naming the op. The last chunk's forward returns the loss first. Every
     function carries `octet.stage` and `octet.phase`; forward functions
     `octet.edge_results` (edge tensors after the loss), backward functions
     `octet.stash_args`. @train_microbatch is removed: a program for one

@@ -127,20 +127,20 @@ struct SplitStages : public octet::impl::OctetSplitStagesBase<SplitStages> {
     }
     for (auto store : body.getOps<graph::StoreOp>())
       written.insert(store.getVariable());
+    SmallVector<kernel::CollectiveOp> collectives;
     for (Operation &op : body) {
+      // A collective goes where its operands are made (placeCollectives).
+      if (auto collective = dyn_cast<kernel::CollectiveOp>(op)) {
+        collectives.push_back(collective);
+        continue;
+      }
       auto section = op.getAttrOfType<StringAttr>("section");
       // A weight's BF16 copy: every function that reads it makes its own
       // rather than stashing one per microbatch in flight.
       if (section && op.getNumResults() > 0 && readsOnlyWeights(&op))
         continue;
-      if (!section) {
-        if (isa<kernel::CollectiveOp>(op))
-          return op.emitError("octet-split-stages: ")
-                 << describe(&op)
-                 << " cannot be cut into pipeline stages yet: pipeline "
-                    "parallelism does not compose with train.parallel.data";
+      if (!section)
         continue;
-      }
       bool backward = section.getValue() == "backward";
       if (!backward && section.getValue() != "forward")
         return op.emitError("octet-split-stages: ")
@@ -163,6 +163,8 @@ struct SplitStages : public octet::impl::OctetSplitStagesBase<SplitStages> {
         chunk = position[&op] > lastLayerBackward ? 0 : chunks - 1;
       partOf[&op] = Part{chunk, backward};
     }
+    if (failed(placeCollectives(collectives)))
+      return failure();
     // A store goes where its value is made.
     for (auto store : body.getOps<graph::StoreOp>()) {
       std::optional<Part> part = madeIn(store.getValue());
@@ -178,6 +180,67 @@ struct SplitStages : public octet::impl::OctetSplitStagesBase<SplitStages> {
                << describe(it->second) << " and by " << describe(*part)
                << ", which run on different pipeline ranks (tied weights "
                   "across stages are not supported)";
+    }
+    return success();
+  }
+
+  // A collective runs in the function that makes its operands. One whose
+  // operands two functions make (a data-parallel gradient bucket that
+  // octet-reduce-gradients filled across a chunk boundary) is cut into one
+  // collective per function, each with its own operands in their order and
+  // right after the last op that makes them, so that every pipeline rank
+  // reduces its own chunks' gradients in their backward, as soon as they
+  // are made. The pieces of one function keep the step's collective order:
+  // the ranks of a data group must issue them alike.
+  LogicalResult placeCollectives(ArrayRef<kernel::CollectiveOp> collectives) {
+    Block &body = step.getBody().front();
+    llvm::DenseMap<int64_t, Operation *> lastIn; // by order(part)
+    for (kernel::CollectiveOp collective : collectives) {
+      llvm::MapVector<int64_t, SmallVector<unsigned>> operandsOf;
+      llvm::DenseMap<int64_t, Part> parts;
+      for (auto [i, operand] : llvm::enumerate(collective->getOperands())) {
+        std::optional<Part> part = madeIn(operand);
+        if (!part)
+          return collective.emitError("octet-split-stages: ")
+                 << describe(collective) << " reads operand " << i
+                 << ", which no forward or backward op makes; a collective "
+                    "runs in the chunk function that makes its operands";
+        operandsOf[order(*part)].push_back(unsigned(i));
+        parts[order(*part)] = *part;
+      }
+      if (operandsOf.size() == 1) {
+        int64_t at = operandsOf.front().first;
+        partOf[collective] = parts[at];
+        lastIn[at] = collective;
+        continue;
+      }
+      for (auto &[at, indices] : operandsOf) {
+        Operation *after = lastIn.lookup(at);
+        for (unsigned i : indices)
+          if (Operation *producer = collective->getOperand(i).getDefiningOp())
+            if (Operation *top = body.findAncestorOpInBlock(*producer);
+                top && (!after || after->isBeforeInBlock(top)))
+              after = top;
+        OpBuilder builder(collective);
+        if (after)
+          builder.setInsertionPointAfter(after);
+        else
+          builder.setInsertionPointToStart(&body);
+        OperationState state(collective.getLoc(), collective->getName());
+        for (unsigned i : indices) {
+          state.addOperands(collective->getOperand(i));
+          state.addTypes(collective->getResult(i).getType());
+        }
+        state.addAttributes(collective->getAttrs());
+        Operation *piece = builder.create(state);
+        Attribute layer = after ? after->getAttr("layer") : Attribute();
+        piece->setAttr("layer", layer ? layer : builder.getI64IntegerAttr(-1));
+        for (auto [result, i] : llvm::enumerate(indices))
+          collective->getResult(i).replaceAllUsesWith(piece->getResult(result));
+        partOf[piece] = parts[at];
+        lastIn[at] = piece;
+      }
+      collective.erase();
     }
     return success();
   }

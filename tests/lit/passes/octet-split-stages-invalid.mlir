@@ -54,3 +54,21 @@ module {
     return %a : tensor<4xf32>
   }
 }
+
+// -----
+
+// A collective runs where its operands are made: one over loaded values
+// alone has no chunk function to go to.
+module {
+  graph.variable @grad.e : tensor<4xf32> {init = "zeros", kind = "state"}
+  func.func @train_microbatch(%x: tensor<4xf32>) -> tensor<4xf32> {
+    %a = graph.add %x, %x {layer = 0 : i64, section = "forward"} : tensor<4xf32>
+    %b = graph.add %a, %a {layer = 1 : i64, section = "forward"} : tensor<4xf32>
+    %c = graph.add %b, %b {layer = 2 : i64, section = "forward"} : tensor<4xf32>
+    %e = graph.load @grad.e : tensor<4xf32>
+    // expected-error @+1 {{octet-split-stages: 'kernel.collective' reads operand 0, which no forward or backward op makes; a collective runs in the chunk function that makes its operands}}
+    %r = kernel.collective %e {group = "data", group_size = 2 : i64, kind = "all_reduce", reduction = "sum"} : (tensor<4xf32>) -> tensor<4xf32>
+    graph.store %r, @grad.e : tensor<4xf32>
+    return %c : tensor<4xf32>
+  }
+}
