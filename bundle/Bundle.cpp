@@ -355,23 +355,22 @@ bool liveTogether(const Slot &a, const Slot &b) {
   return false;
 }
 
-// No two slots of an arena share a byte while both are live: the check of
-// the planner's packing that the runtime, which only follows offsets,
-// depends on.
-Status checkSlotsDisjointWhileLive(const MemoryPlan &plan) {
-  std::vector<int> order(size_t(plan.slots_size()));
-  for (int i = 0; i < plan.slots_size(); ++i)
-    order[size_t(i)] = i;
-  std::sort(order.begin(), order.end(), [&](int x, int y) {
-    const Slot &a = plan.slots(x), &b = plan.slots(y);
-    return std::make_pair(a.arena(), a.offset()) <
-           std::make_pair(b.arena(), b.offset());
+} // namespace
+
+Status checkSlotsDisjointWhileLive(
+    const MemoryPlan &plan,
+    std::vector<std::pair<uint32_t, uint64_t>> placed,
+    const std::string &arena) {
+  std::sort(placed.begin(), placed.end(), [](const auto &x, const auto &y) {
+    return std::make_pair(x.second, x.first) < std::make_pair(y.second, y.first);
   });
-  for (size_t i = 0; i < order.size(); ++i) {
-    const Slot &a = plan.slots(order[i]);
-    for (size_t j = i + 1; j < order.size(); ++j) {
-      const Slot &b = plan.slots(order[j]);
-      if (b.arena() != a.arena() || b.offset() >= a.offset() + a.bytes())
+  for (size_t i = 0; i < placed.size(); ++i) {
+    const Slot &a = plan.slots(int(placed[i].first));
+    uint64_t aAt = placed[i].second;
+    for (size_t j = i + 1; j < placed.size(); ++j) {
+      const Slot &b = plan.slots(int(placed[j].first));
+      uint64_t bAt = placed[j].second;
+      if (bAt >= aAt + a.bytes())
         break;
       if (a.bytes() == 0 || b.bytes() == 0 || !liveTogether(a, b))
         continue;
@@ -385,10 +384,10 @@ Status checkSlotsDisjointWhileLive(const MemoryPlan &plan) {
         return w;
       };
       return Status::error(
-          "memory plan slots '" + a.name() + "' (bytes " +
-          std::to_string(a.offset()) + "+" + std::to_string(a.bytes()) +
+          arena + ": slots '" + a.name() + "' (bytes " +
+          std::to_string(aAt) + "+" + std::to_string(a.bytes()) +
           ", " + when(a) + ") and '" + b.name() + "' (bytes " +
-          std::to_string(b.offset()) + "+" + std::to_string(b.bytes()) +
+          std::to_string(bAt) + "+" + std::to_string(b.bytes()) +
           ", " + when(b) + ") share memory while both are live: the "
           "compiler's memory plan is wrong; recompile, and report it if it "
           "persists");
@@ -397,7 +396,6 @@ Status checkSlotsDisjointWhileLive(const MemoryPlan &plan) {
   return Status::ok();
 }
 
-} // namespace
 
 Status validate(const Bundle &b) {
   const MemoryPlan &plan = b.plan();
@@ -420,8 +418,17 @@ Status validate(const Bundle &b) {
                            " is not aligned to " +
                            std::to_string(a.alignment()) + " bytes");
   }
-  if (Status st = checkSlotsDisjointWhileLive(plan); !st)
-    return st;
+  for (int a = 0; a < plan.arenas_size(); ++a) {
+    std::vector<std::pair<uint32_t, uint64_t>> placed;
+    for (int i = 0; i < plan.slots_size(); ++i)
+      if (plan.slots(i).arena() == uint32_t(a))
+        placed.emplace_back(uint32_t(i), plan.slots(i).offset());
+    if (Status st = checkSlotsDisjointWhileLive(
+            plan, std::move(placed),
+            "memory plan arena '" + plan.arenas(a).name() + "'");
+        !st)
+      return st;
+  }
   for (int i = 0; i < b.kernels_size(); ++i)
     if (!b.kernels(i).missing_code() &&
         b.kernels(i).module() >= uint32_t(b.modules_size()))

@@ -13,6 +13,8 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace octet::bundle {
 
@@ -29,7 +31,10 @@ namespace octet::bundle {
 // run as one rank of data parallelism; and a kernel argument may be a
 // tensor map the runtime encodes at load (KernelArg.tensor_map), which a
 // runtime of format 4 would launch without.
-constexpr uint32_t kBundleFormatVersion = 5;
+// 6: each pipeline rank's own arena (PipelineRank.arena_bytes and slots),
+// which a runtime of format 5 would ignore, allocating the whole plan on
+// every rank.
+constexpr uint32_t kBundleFormatVersion = 6;
 
 // Deterministic serialization of `bundle` as it is (content_hash included).
 std::string serializeDeterministic(const Bundle &bundle);
@@ -56,6 +61,14 @@ StatusOr<Bundle> readBundle(const std::string &path);
 // every rank present, every tensor map inside its slot and within
 // cuTensorMapEncodeTiled's rules. Messages name the element.
 Status validate(const Bundle &bundle);
+
+// No two of `placed` (slot, offset) share a byte while both are live (the
+// slots' program spans; a persistent slot is live throughout): the check of
+// the planner's packing that the runtime, which only follows offsets,
+// depends on. The message starts with `arena`.
+Status checkSlotsDisjointWhileLive(
+    const MemoryPlan &plan, std::vector<std::pair<uint32_t, uint64_t>> placed,
+    const std::string &arena);
 
 // Whether this runtime can execute the bundle: every kernel has code. Names
 // what is missing.

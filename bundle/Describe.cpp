@@ -360,77 +360,43 @@ void describePipeline(const Bundle &b, std::ostream &os) {
   os << drawPipeline(*schedule, *simulation);
 }
 
-// What a pipeline rank of the bundle uses of the plan's one arena, which
-// every rank allocates whole: the persistent slots but the other ranks'
-// parameters and state (Parameter.pipeline_rank), the largest reach of its
-// programs into the activation region, the Stash slots its programs and
-// transfers name.
+// A pipeline rank's own arena (PipelineRank.arena_bytes and slots), all
+// that it allocates, in its parts: the persistent slots (its variables and
+// every rank's), the activation region its programs take turns in, and
+// its Stash slots; beside the whole plan's arena, which places every
+// rank's slots at once.
 void describeRankPlan(const Bundle &b, const RankProgram &rp,
                       std::ostream &os) {
+  if (StatusOr<RankMemory> memory = pipelineRankMemory(b, int(rp.rank()));
+      !memory) {
+    os << "  arena: " << memory.status().message() << "\n";
+    return;
+  }
   const MemoryPlan &plan = b.plan();
-  std::set<uint32_t> others;
-  for (const Parameter &p : b.parameters())
-    if (p.has_pipeline_rank() && p.pipeline_rank() != rp.stage()) {
-      others.insert(p.slot());
-      if (p.grad_slot())
-        others.insert(p.grad_slot());
-    }
-  for (const StateTensor &st : b.state())
-    if (st.has_pipeline_rank() && st.pipeline_rank() != rp.stage())
-      others.insert(st.slot());
-  std::set<uint32_t> stash;
-  auto note = [&](const SlotRef &r) {
-    if (r.stash_stride() > 0)
-      stash.insert(r.slot());
-  };
-  std::set<std::string> programs;
-  for (const Program &p : rp.programs()) {
-    programs.insert(p.name());
-    for (const NamedSlot &in : p.inputs())
-      if (plan.slots(int(in.slot())).kind() == STASH)
-        stash.insert(in.slot());
-    for (const Step &s : p.steps()) {
-      for (const KernelArg &a : s.launch().args()) {
-        note(a.slot());
-        for (const SlotRef &r : a.table().slots())
-          note(r);
-      }
-      for (const SlotRef *r : {&s.gemm().a(), &s.gemm().b(), &s.gemm().d()})
-        note(*r);
-      note(s.copy().src());
-      note(s.copy().dst());
-      note(s.memset().dst());
+  RankArenaLayout parts = rankArenaParts(b, rp);
+  int counts[3] = {0, 0, 0};
+  uint64_t reach = 0;
+  std::string farthest;
+  for (const auto &[slot, offset] : parts.offsets) {
+    const Slot &s = plan.slots(int(slot));
+    ++counts[int(arenaRegionOf(s))];
+    if (arenaRegionOf(s) == ArenaRegion::Activation &&
+        offset + s.bytes() > reach) {
+      reach = offset + s.bytes();
+      farthest = s.program();
     }
   }
-  for (const PipeInstruction &i : rp.pipeline().instructions())
-    for (const PipeTransfer &t : i.transfers())
-      for (const SlotRef &r : t.tensors())
-        note(r);
-  uint64_t persistent = 0, own = 0, stashBytes = 0, regionStart = UINT64_MAX,
-           reach = 0;
-  for (int i = 0; i < plan.slots_size(); ++i) {
-    const Slot &s = plan.slots(i);
-    if (s.kind() == STASH) {
-      if (stash.count(uint32_t(i)))
-        stashBytes += s.bytes();
-    } else if (s.program().empty()) {
-      persistent += s.bytes();
-      if (!others.count(uint32_t(i)))
-        own += s.bytes();
-    } else {
-      regionStart = std::min(regionStart, s.offset());
-      if (programs.count(s.program()) ||
-          (!s.last_program().empty() && programs.count(s.last_program())))
-        reach = std::max(reach, s.offset() + s.bytes());
-    }
-  }
-  uint64_t activations = reach > regionStart ? reach - regionStart : 0;
-  os << "  plan: " << humanBytes(own + activations + stashBytes)
-     << " of the arena = " << humanBytes(own) << " persistent (of "
-     << humanBytes(persistent) << ": not the other ranks' parameters and "
-     << "state) + " << humanBytes(activations) << " activations + "
-     << humanBytes(stashBytes) << " in " << stash.size()
-     << " stash slots of " << rp.pipeline().stash_entries() << " entries\n";
+  os << "  arena: " << humanBytes(parts.bytes()) << " (the whole plan's "
+     << humanBytes(plan.arenas_size() ? plan.arenas(0).bytes() : 0)
+     << ") = " << humanBytes(parts.persistentBytes) << " persistent in "
+     << counts[int(ArenaRegion::Persistent)]
+     << " slots (its variables and every rank's) + "
+     << humanBytes(parts.activationBytes) << " activations in "
+     << counts[int(ArenaRegion::Activation)] << " slots"
+     << (farthest.empty() ? "" : " (farthest: " + farthest + ")") << " + "
+     << humanBytes(parts.stashBytes) << " stash in "
+     << counts[int(ArenaRegion::Stash)] << " slots of "
+     << rp.pipeline().stash_entries() << " entries\n";
 }
 
 // Each kind of transfer a pipeline rank makes once: direction, edge,

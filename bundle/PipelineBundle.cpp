@@ -2,6 +2,9 @@
 
 #include "bundle/Bundle.h"
 
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/message.h>
+
 #include <algorithm>
 #include <iterator>
 #include <map>
@@ -232,6 +235,169 @@ Status addPipelineRanks(Bundle &b, const PipelineSchedule &schedule,
   return Status::ok();
 }
 
+void visitSlotRefs(const google::protobuf::Message &m,
+                   const std::function<void(uint32_t, uint64_t)> &visit) {
+  using google::protobuf::FieldDescriptor;
+  const auto *descriptor = m.GetDescriptor();
+  if (descriptor == SlotRef::descriptor()) {
+    const auto &ref = static_cast<const SlotRef &>(m);
+    visit(ref.slot(), ref.stash_stride());
+    return;
+  }
+  if (descriptor == NamedSlot::descriptor()) {
+    visit(static_cast<const NamedSlot &>(m).slot(), 0);
+    return;
+  }
+  const auto *reflection = m.GetReflection();
+  std::vector<const FieldDescriptor *> fields;
+  reflection->ListFields(m, &fields);
+  for (const FieldDescriptor *f : fields) {
+    if (f->cpp_type() != FieldDescriptor::CPPTYPE_MESSAGE)
+      continue;
+    if (f->is_repeated())
+      for (int i = 0; i < reflection->FieldSize(m, f); ++i)
+        visitSlotRefs(reflection->GetRepeatedMessage(m, f, i), visit);
+    else
+      visitSlotRefs(reflection->GetMessage(m, f), visit);
+  }
+}
+
+ArenaRegion arenaRegionOf(const Slot &slot) {
+  if (slot.kind() == STASH)
+    return ArenaRegion::Stash;
+  return slot.program().empty() ? ArenaRegion::Persistent
+                                : ArenaRegion::Activation;
+}
+
+std::set<uint32_t> pipelineRankSlots(const Bundle &b, const RankProgram &rank) {
+  std::set<uint32_t> held;
+  for (const Program &p : rank.programs())
+    visitSlotRefs(p, [&](uint32_t slot, uint64_t) { held.insert(slot); });
+  visitSlotRefs(rank.pipeline(),
+                [&](uint32_t slot, uint64_t) { held.insert(slot); });
+  for (const Parameter &p : b.parameters())
+    if (!p.has_pipeline_rank() || p.pipeline_rank() == rank.stage())
+      held.insert(p.slot());
+  for (const StateTensor &st : b.state())
+    if (!st.has_pipeline_rank() || st.pipeline_rank() == rank.stage())
+      held.insert(st.slot());
+  return held;
+}
+
+void addRankArenas(Bundle &b) {
+  const MemoryPlan &plan = b.plan();
+  uint64_t alignment =
+      plan.arenas_size() ? std::max<uint32_t>(1, plan.arenas(0).alignment()) : 1;
+  for (RankProgram &rank : *b.mutable_ranks()) {
+    std::vector<HeldSlot> held;
+    for (uint32_t slot : pipelineRankSlots(b, rank)) {
+      if (slot >= uint32_t(plan.slots_size()))
+        continue; // validate() names it
+      const Slot &s = plan.slots(int(slot));
+      held.push_back({slot, arenaRegionOf(s), s.offset(), s.bytes()});
+    }
+    RankArenaLayout layout = layOutRankArena(std::move(held), alignment);
+    PipelineRank *pipe = rank.mutable_pipeline();
+    pipe->set_arena_bytes(layout.bytes());
+    pipe->clear_slots();
+    for (const auto &[slot, offset] : layout.offsets) {
+      RankSlot *r = pipe->add_slots();
+      r->set_slot(slot);
+      r->set_offset(offset);
+    }
+  }
+}
+
+StatusOr<RankMemory> pipelineRankMemory(const Bundle &b, int worldRank) {
+  if (worldRank < 0 || worldRank >= b.ranks_size())
+    return Status::error("rank " + std::to_string(worldRank) +
+                         " is not one of the bundle's " +
+                         std::to_string(b.ranks_size()));
+  const PipelineRank &pipe = b.ranks(worldRank).pipeline();
+  std::string at = "pipeline rank " + std::to_string(worldRank);
+  if (pipe.arena_bytes() == 0 || pipe.slots_size() == 0)
+    return Status::error(at + " has no arena of its own "
+                              "(PipelineRank.arena_bytes); recompile the "
+                              "bundle with this compiler");
+  RankMemory m;
+  m.bytes = pipe.arena_bytes();
+  m.offsets.assign(size_t(b.plan().slots_size()), -1);
+  for (int i = 0; i < pipe.slots_size(); ++i) {
+    const RankSlot &r = pipe.slots(i);
+    if (r.slot() >= uint32_t(b.plan().slots_size()))
+      return Status::error(at + "'s arena lists slot " +
+                           std::to_string(r.slot()) + " of " +
+                           std::to_string(b.plan().slots_size()));
+    if (i > 0 && r.slot() <= pipe.slots(i - 1).slot())
+      return Status::error(at + "'s arena lists slot " +
+                           std::to_string(r.slot()) + " after slot " +
+                           std::to_string(pipe.slots(i - 1).slot()) +
+                           "; the list is in increasing slot order");
+    const Slot &s = b.plan().slots(int(r.slot()));
+    if (r.offset() + s.bytes() > m.bytes)
+      return Status::error(at + "'s slot '" + s.name() + "' ends at byte " +
+                           std::to_string(r.offset() + s.bytes()) +
+                           ", past the end of its arena (" +
+                           std::to_string(m.bytes) + " bytes)");
+    uint32_t alignment = b.plan().arenas_size() ? b.plan().arenas(0).alignment() : 1;
+    if (alignment > 1 && r.offset() % alignment != 0)
+      return Status::error(at + "'s slot '" + s.name() + "' at offset " +
+                           std::to_string(r.offset()) + " is not aligned to " +
+                           std::to_string(alignment) + " bytes");
+    m.offsets[r.slot()] = int64_t(r.offset());
+  }
+  return m;
+}
+
+RankArenaLayout rankArenaParts(const Bundle &b, const RankProgram &rank) {
+  const MemoryPlan &plan = b.plan();
+  uint64_t alignment =
+      plan.arenas_size() ? std::max<uint32_t>(1, plan.arenas(0).alignment()) : 1;
+  uint64_t persistentEnd = 0, activationEnd = 0;
+  RankArenaLayout parts;
+  for (const RankSlot &r : rank.pipeline().slots()) {
+    if (r.slot() >= uint32_t(plan.slots_size()))
+      continue;
+    const Slot &s = plan.slots(int(r.slot()));
+    uint64_t end =
+        r.offset() + (s.bytes() + alignment - 1) / alignment * alignment;
+    if (arenaRegionOf(s) == ArenaRegion::Persistent)
+      persistentEnd = std::max(persistentEnd, end);
+    else if (arenaRegionOf(s) == ArenaRegion::Activation)
+      activationEnd = std::max(activationEnd, end);
+    parts.offsets.emplace_back(r.slot(), r.offset());
+  }
+  activationEnd = std::max(activationEnd, persistentEnd);
+  uint64_t arena = std::max(rank.pipeline().arena_bytes(), activationEnd);
+  parts.persistentBytes = persistentEnd;
+  parts.activationBytes = activationEnd - persistentEnd;
+  parts.stashBytes = arena - activationEnd;
+  return parts;
+}
+
+namespace {
+
+// Each rank's arena: in bounds, every slot the rank addresses or keeps in
+// it, no two live slots sharing a byte.
+Status checkRankArena(const Bundle &b, int worldRank) {
+  StatusOr<RankMemory> memory = pipelineRankMemory(b, worldRank);
+  if (!memory)
+    return memory.status();
+  std::string at = "pipeline rank " + std::to_string(worldRank);
+  for (uint32_t slot : pipelineRankSlots(b, b.ranks(worldRank)))
+    if (slot < uint32_t(b.plan().slots_size()) && !memory->holds(slot))
+      return Status::error(
+          at + " addresses or keeps slot '" + b.plan().slots(int(slot)).name() +
+          "', which its arena (PipelineRank.slots) does not hold");
+  std::vector<std::pair<uint32_t, uint64_t>> placed;
+  for (const RankSlot &r : b.ranks(worldRank).pipeline().slots())
+    placed.emplace_back(r.slot(), r.offset());
+  return checkSlotsDisjointWhileLive(b.plan(), std::move(placed),
+                                     at + "'s arena");
+}
+
+} // namespace
+
 std::string parallelLayout(const Bundle &b) {
   uint32_t world = std::max<uint32_t>(1, b.world_size());
   if (!b.has_pipeline() || b.pipeline().ranks() == 0)
@@ -426,6 +592,9 @@ Status validatePipeline(const Bundle &b) {
       }
     }
   }
+  for (int r = 0; r < b.ranks_size(); ++r)
+    if (Status st = checkRankArena(b, r); !st)
+      return st;
   if (p.loss_sum_slot() >= uint32_t(b.plan().slots_size()))
     return Status::error("pipeline.loss_sum_slot is " +
                          std::to_string(p.loss_sum_slot()) + " of " +

@@ -7,13 +7,16 @@
 // validate() runs on them: the simulator's (pairs match, no deadlock, every
 // F/B/W once), and what only the bundle knows (each send's tensors are its
 // receive's, byte for byte; every stash entry a rank uses exists; every
-// compute instruction has its program).
+// compute instruction has its program; each rank's arena holds, without
+// overlap, every slot it addresses).
 
 #include "bundle/bundle.pb.h"
 #include "support/PipelineSchedule.h"
+#include "support/RankArena.h"
 #include "support/Status.h"
 
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -83,6 +86,42 @@ using TransferTensors =
 // caller's to add. `b` must have no groups or ranks yet.
 Status addPipelineRanks(Bundle &b, const PipelineSchedule &schedule,
                         int data, const TransferTensors &tensorsOf);
+
+// Every slot `m` addresses, at any depth: its SlotRefs (with their stash
+// stride) and its NamedSlots (inputs and outputs, stride 0).
+void visitSlotRefs(const google::protobuf::Message &m,
+                   const std::function<void(uint32_t, uint64_t)> &visit);
+
+// The region of a pipeline rank's arena that a slot of the plan goes to.
+ArenaRegion arenaRegionOf(const Slot &slot);
+
+// The slots a pipeline rank must hold: every slot its programs and its
+// instruction list address, and the parameters and state that are its own
+// (pipeline_rank its stage) or every rank's (pipeline_rank unset).
+std::set<uint32_t> pipelineRankSlots(const Bundle &b, const RankProgram &rank);
+
+// Sets every rank's PipelineRank.arena_bytes and slots from
+// pipelineRankSlots, placed by layOutRankArena: for bundles built program
+// by program (the tests' toy bundles). The compiler lays its ranks out from
+// the module's plan instead (compiler/Plan/PipelinePlan.h), with the same
+// placement; validate() holds both to the same rules.
+void addRankArenas(Bundle &b);
+
+// What a world rank of a pipeline bundle allocates: its arena's bytes and
+// each slot's offset in it (-1: not the rank's).
+struct RankMemory {
+  uint64_t bytes = 0;
+  std::vector<int64_t> offsets;
+  bool holds(uint32_t slot) const {
+    return slot < offsets.size() && offsets[slot] >= 0;
+  }
+};
+StatusOr<RankMemory> pipelineRankMemory(const Bundle &b, int worldRank);
+
+// A rank's arena in its parts, as its slots' offsets lay it out: the
+// persistent slots from byte 0, the activation region after them, the
+// stash slots to the end (PipelineRank.arena_bytes).
+RankArenaLayout rankArenaParts(const Bundle &b, const RankProgram &rank);
 
 // The checks above; the message names the pipeline, the rank, the
 // instruction and the tensor. A bundle without Bundle.pipeline passes.

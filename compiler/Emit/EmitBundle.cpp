@@ -813,13 +813,15 @@ private:
 
 // The pipeline's ranks (pipeline × data): the schedule laid out by
 // bundle::addPipelineRanks with each transfer's Stash entries, then each
-// rank's chunk programs, in local chunk order, and its optimizer step. The
-// data replicas of a pipeline rank run the same programs; each is emitted
-// for its own rank, whose "data" and "pipeline" groups its collectives name.
+// rank's arena (planPipelineArenas), its chunk programs, in local chunk
+// order, and its optimizer step. The data replicas of a pipeline rank run
+// the same programs; each is emitted for its own rank, whose "data" and
+// "pipeline" groups its collectives name.
 LogicalResult emitPipelineRanks(ModuleOp module, bundle::Bundle &b,
                                 Emitter &emitter,
                                 const PipelineSchedule &schedule, int data,
                                 ArrayRef<StageFunctions> stages,
+                                ArrayRef<plan::PipelineRankPlan> arenas,
                                 const plan::MemoryPlan &plan) {
   // What each stage's transfers move, as slot references.
   struct Edges {
@@ -852,6 +854,14 @@ LogicalResult emitPipelineRanks(ModuleOp module, bundle::Bundle &b,
       plan.variableSlots.lookup(kPipelineLossSum));
   for (bundle::RankProgram &rank : *b.mutable_ranks()) {
     int p = int(rank.stage());
+    const plan::PipelineRankPlan &arena = arenas[size_t(p)];
+    bundle::PipelineRank *pipe = rank.mutable_pipeline();
+    pipe->set_arena_bytes(arena.totalBytes());
+    for (const auto &[slot, offset] : arena.slotOffsets) {
+      bundle::RankSlot *held = pipe->add_slots();
+      held->set_slot(slot);
+      held->set_offset(offset);
+    }
     for (int chunk = 0; chunk < schedule.virtualStages; ++chunk) {
       const StageFunctions &f = stages[size_t(chunk * schedule.ranks + p)];
       if (failed(emitter.emitProgram(f.forward, bundle::CHUNK_FORWARD,
@@ -889,7 +899,8 @@ FailureOr<bundle::Bundle> compileBundle(ModuleOp module,
       eval.erase();
     FailureOr<std::vector<StageFunctions>> found =
         findStageFunctions(module, stages);
-    if (failed(found) || failed(addPipelineLossSum(module, found->back())))
+    if (failed(found) ||
+        failed(addPipelineLossSum(module, found->back(), pipeline->ranks - 1)))
       return failure();
   }
   addGemmBlockFactorKernels(module);
@@ -911,18 +922,18 @@ FailureOr<bundle::Bundle> compileBundle(ModuleOp module,
   if (failed(memory))
     return failure();
   std::vector<StageFunctions> stageFunctions;
+  std::vector<plan::PipelineRankPlan> rankArenas;
   if (pipeline) {
     FailureOr<std::vector<StageFunctions>> found =
         findStageFunctions(module, stages);
     if (failed(found))
       return failure();
     stageFunctions = std::move(*found);
-    std::vector<int> entries;
-    for (int p = 0; p < pipeline->ranks; ++p)
-      entries.push_back(bundle::assignStashEntries(*pipeline, p).entries);
-    if (failed(planStashSlots(stageFunctions, pipeline->ranks, entries,
-                              *memory)))
+    FailureOr<std::vector<plan::PipelineRankPlan>> arenas =
+        planPipelineArenas(module, *pipeline, *memory);
+    if (failed(arenas))
       return failure();
+    rankArenas = std::move(*arenas);
     plan::Slot &lossSum =
         memory->slots[memory->variableSlots.lookup(kPipelineLossSum)];
     lossSum.kind = plan::SlotKind::IO;
@@ -1036,7 +1047,7 @@ FailureOr<bundle::Bundle> compileBundle(ModuleOp module,
     if (failed(emitPipelineRanks(
             module, b, emitter, *pipeline,
             int(std::max<uint32_t>(1, source.dataParallel)), stageFunctions,
-            plan)))
+            rankArenas, plan)))
       return failure();
     return b;
   }

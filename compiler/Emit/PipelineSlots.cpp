@@ -1,6 +1,7 @@
 #include "compiler/Emit/PipelineSlots.h"
 
 #include "compiler/Transforms/Pipeline/Passes.h"
+#include "bundle/PipelineBundle.h"
 #include "dialects/graph/GraphDialect.h"
 #include "dialects/kernel/KernelDialect.h"
 
@@ -89,7 +90,8 @@ FailureOr<std::vector<StageFunctions>> findStageFunctions(ModuleOp module,
   return out;
 }
 
-LogicalResult addPipelineLossSum(ModuleOp module, const StageFunctions &last) {
+LogicalResult addPipelineLossSum(ModuleOp module, const StageFunctions &last,
+                                 int64_t lastRank) {
   if (!last.loss)
     return last.forward.emitError("bundle: @")
            << last.forward.getSymName()
@@ -103,13 +105,15 @@ LogicalResult addPipelineLossSum(ModuleOp module, const StageFunctions &last) {
            << ", not an f32 scalar";
   OpBuilder b(module.getContext());
   b.setInsertionPoint(*module.getOps<func::FuncOp>().begin());
-  graph::VariableOp::create(b, module.getLoc(), kPipelineLossSum, one,
-                            "state", "zeros", FloatAttr(), StringAttr());
+  auto sum = graph::VariableOp::create(b, module.getLoc(), kPipelineLossSum,
+                                       one, "state", "zeros", FloatAttr(),
+                                       StringAttr());
+  sum->setAttr("pipeline_rank", b.getI64IntegerAttr(lastRank));
   b.setInsertionPoint(ret);
   Location loc = ret->getLoc();
-  Value sum = graph::LoadOp::create(b, loc, one, kPipelineLossSum);
+  Value before = graph::LoadOp::create(b, loc, one, kPipelineLossSum);
   auto add = kernel::FusedOp::create(b, loc, TypeRange{one},
-                                     ValueRange{sum, loss},
+                                     ValueRange{before, loss},
                                      "pipeline.loss_sum", "elementwise");
   OpBuilder inner = OpBuilder::atBlockEnd(&add.getBodyBlock());
   Value total = graph::AddOp::create(inner, loc, add.getBodyBlock().getArgument(0),
@@ -245,6 +249,36 @@ LogicalResult planStashSlots(ArrayRef<StageFunctions> stages,
   if (plan.gemmWorkspaceSlot)
     plan.gemmWorkspaceSlot = newIndex[*plan.gemmWorkspaceSlot];
   return success();
+}
+
+FailureOr<std::vector<plan::PipelineRankPlan>>
+planPipelineArenas(ModuleOp module, const PipelineSchedule &schedule,
+                   plan::MemoryPlan &plan) {
+  FailureOr<std::vector<StageFunctions>> stages = findStageFunctions(
+      module, int64_t(schedule.ranks) * schedule.virtualStages);
+  if (failed(stages))
+    return failure();
+  StatusOr<PipeSimulation> simulation = simulatePipeline(schedule);
+  if (!simulation)
+    return module.emitError("pipeline plan: ")
+           << simulation.status().message();
+  std::vector<int> entries;
+  std::vector<plan::PipelineRankFunctions> ranks(size_t(schedule.ranks));
+  for (int p = 0; p < schedule.ranks; ++p) {
+    plan::PipelineRankFunctions &rank = ranks[size_t(p)];
+    rank.stashEntries = bundle::assignStashEntries(schedule, p).entries;
+    rank.peakStash = simulation->perRank[size_t(p)].peakStash;
+    entries.push_back(rank.stashEntries);
+    for (int k = 0; k < schedule.virtualStages; ++k) {
+      int64_t s = int64_t(k) * schedule.ranks + p;
+      rank.functions.push_back(stageForwardName(s));
+      rank.functions.push_back(stageBackwardName(s));
+    }
+    rank.functions.push_back(rankOptimizerName(p));
+  }
+  if (failed(planStashSlots(*stages, schedule.ranks, entries, plan)))
+    return failure();
+  return plan::planPipelineRanks(module, plan, ranks);
 }
 
 } // namespace octet::emit

@@ -13,6 +13,8 @@
 // forward's slots.
 
 #include "compiler/Plan/MemoryPlan.h"
+#include "compiler/Plan/PipelinePlan.h"
+#include "support/PipelineSchedule.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -47,9 +49,11 @@ findStageFunctions(mlir::ModuleOp module, int64_t stages);
 // (f32; bundle Pipeline.loss_sum_slot), which the runtime clears before a
 // step.
 inline constexpr const char kPipelineLossSum[] = "pipeline.loss_sum";
-// Before codegen, so that the addition is a kernel.
+// Before codegen, so that the addition is a kernel; the variable is
+// `lastRank`'s (pipeline_rank).
 mlir::LogicalResult addPipelineLossSum(mlir::ModuleOp module,
-                                       const StageFunctions &last);
+                                       const StageFunctions &last,
+                                       int64_t lastRank);
 
 // Rewrites `plan` (planned after codegen): each value above gets a Stash
 // slot of `entriesPerRank[stage % pipelineRanks]` entries, placed after the
@@ -61,6 +65,16 @@ mlir::LogicalResult planStashSlots(llvm::ArrayRef<StageFunctions> stages,
                                    int pipelineRanks,
                                    llvm::ArrayRef<int> entriesPerRank,
                                    plan::MemoryPlan &plan);
+
+// Each pipeline rank's arena over `plan` (the one-step plan of a module
+// cut into the schedule's chunks): the chunk functions' crossing values
+// become Stash slots of each rank's assignStashEntries count
+// (planStashSlots, which rewrites `plan`), then every rank's slots are
+// placed in its own arena (compiler/Plan/PipelinePlan.h). What `octet
+// compile` prints and what the bundle writer gives each rank.
+mlir::FailureOr<std::vector<plan::PipelineRankPlan>>
+planPipelineArenas(mlir::ModuleOp module, const PipelineSchedule &schedule,
+                   plan::MemoryPlan &plan);
 
 } // namespace octet::emit
 

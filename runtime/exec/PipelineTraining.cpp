@@ -3,9 +3,6 @@
 #include "bundle/Bundle.h"
 #include "bundle/PipelineBundle.h"
 
-#include <google/protobuf/descriptor.h>
-#include <google/protobuf/message.h>
-
 #include <algorithm>
 #include <cstring>
 #include <functional>
@@ -14,43 +11,12 @@ namespace octet {
 
 namespace {
 
-using google::protobuf::FieldDescriptor;
-using google::protobuf::Message;
-
-// Every slot a message addresses, at any depth: its SlotRefs (with their
-// stash stride) and its NamedSlots (the inputs and outputs, stride 0).
-void visitSlots(const Message &m,
-                const std::function<void(uint32_t, uint64_t)> &visit) {
-  const auto *descriptor = m.GetDescriptor();
-  if (descriptor == bundle::SlotRef::descriptor()) {
-    const auto &ref = static_cast<const bundle::SlotRef &>(m);
-    visit(ref.slot(), ref.stash_stride());
-    return;
-  }
-  if (descriptor == bundle::NamedSlot::descriptor()) {
-    visit(static_cast<const bundle::NamedSlot &>(m).slot(), 0);
-    return;
-  }
-  const auto *reflection = m.GetReflection();
-  std::vector<const FieldDescriptor *> fields;
-  reflection->ListFields(m, &fields);
-  for (const FieldDescriptor *f : fields) {
-    if (f->cpp_type() != FieldDescriptor::CPPTYPE_MESSAGE)
-      continue;
-    if (f->is_repeated())
-      for (int i = 0; i < reflection->FieldSize(m, f); ++i)
-        visitSlots(reflection->GetRepeatedMessage(m, f, i), visit);
-    else
-      visitSlots(reflection->GetMessage(m, f), visit);
-  }
-}
-
 // The stride the program's steps address `slot` with: one, non-zero.
 StatusOr<uint64_t> stashStride(const bundle::Program &program, uint32_t slot,
                                const std::string &where) {
   std::set<uint64_t> strides;
   for (const bundle::Step &step : program.steps())
-    visitSlots(step, [&](uint32_t s, uint64_t stride) {
+    bundle::visitSlotRefs(step, [&](uint32_t s, uint64_t stride) {
       if (s == slot)
         strides.insert(stride);
     });
@@ -162,9 +128,8 @@ std::map<uint32_t, std::set<int>> pipelineSlotUsers(const bundle::Bundle &b) {
   for (size_t p = 0; p < first.size(); ++p) {
     if (first[p] < 0 || first[p] >= b.ranks_size())
       continue;
-    for (const bundle::Program &program : b.ranks(first[p]).programs())
-      visitSlots(program,
-                 [&](uint32_t slot, uint64_t) { users[slot].insert(int(p)); });
+    for (uint32_t slot : bundle::pipelineRankSlots(b, b.ranks(first[p])))
+      users[slot].insert(int(p));
   }
   return users;
 }

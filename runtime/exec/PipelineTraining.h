@@ -9,10 +9,9 @@
 //                activations, so microbatch k's inputs go into the entry
 //                the executor's plan gives that pair, before its forward,
 //                and stay there through its backward;
-//   owners       which pipeline rank holds each variable: the ranks whose
-//                programs address its slot (a stage's parameters, their
-//                moments and FP8 state on one rank; the step counter on
-//                every rank);
+//   owners       which pipeline rank holds each variable in its arena (a
+//                stage's parameters, their moments and FP8 state on one
+//                rank; the step counter on every rank);
 //   checkpoints  each pipeline rank's own tensors packed into bytes, sent
 //                to rank 0 and joined into the whole checkpoint of a job
 //                of one rank (the format a data-parallel job writes), so a
@@ -55,14 +54,16 @@ struct PipelineFeedPlan {
 StatusOr<PipelineFeedPlan> planPipelineFeeds(const bundle::Bundle &bundle,
                                              const PipelineRankPlan &plan);
 
-// For each slot that a program of the first pipeline's ranks addresses,
-// the pipeline ranks (indices in the pipeline group) whose programs do.
+// For each slot that a rank of the first pipeline holds
+// (bundle::pipelineRankSlots: its programs address it, or it is the rank's
+// variable or every rank's), the pipeline ranks (indices in the pipeline
+// group) that hold it.
 std::map<uint32_t, std::set<int>>
 pipelineSlotUsers(const bundle::Bundle &bundle);
 
 // Whether pipeline rank `pipelineRank` speaks for the variable in slot
-// `slot` in a checkpoint: the first of its users, rank 0 for a slot no
-// program addresses (its value is its Init's on every rank).
+// `slot` in a checkpoint: the first of the ranks that hold it, rank 0 for
+// a slot none holds.
 bool ownsPipelineVariable(const std::map<uint32_t, std::set<int>> &users,
                           uint32_t slot, int pipelineRank);
 

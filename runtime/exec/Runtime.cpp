@@ -355,7 +355,25 @@ Runtime::load(const Bundle &bundle, const RuntimeOptions &options) {
   }
 
   const MemoryPlan &plan = bundle.plan();
-  for (int i = 0; i < plan.arenas_size(); ++i) {
+  if (bundle.has_pipeline()) {
+    auto memory = bundle::pipelineRankMemory(bundle, rank);
+    if (!memory)
+      return memory.status();
+    std::vector<ArenaSlot> slots;
+    for (int i = 0; i < plan.slots_size(); ++i)
+      if (memory->holds(uint32_t(i)))
+        slots.push_back({plan.slots(i).name(),
+                         uint64_t(memory->offsets[size_t(i)]),
+                         plan.slots(i).bytes()});
+    auto a = octet::Arena::create(
+        *rt->device_, "pipeline rank " + std::to_string(rank), memory->bytes,
+        std::move(slots));
+    if (!a)
+      return a.status();
+    rt->arenas_.push_back(std::move(*a));
+    rt->rankOffsets_ = std::move(memory->offsets);
+  }
+  for (int i = 0; i < plan.arenas_size() && !bundle.has_pipeline(); ++i) {
     std::vector<ArenaSlot> slots;
     for (const Slot &s : plan.slots())
       if (s.arena() == uint32_t(i))
@@ -485,6 +503,14 @@ StatusOr<CUdeviceptr> Runtime::slotAddress(const SlotRef &ref,
     if (!index)
       return index.status();
     part = *index * ref.rank_stride();
+  }
+  if (!rankOffsets_.empty()) {
+    if (rankOffsets_[ref.slot()] < 0)
+      return Status::error("slot '" + s.name() + "' is not in pipeline rank " +
+                           std::to_string(rank_) +
+                           "'s arena: another rank holds it");
+    return arenas_[0]->base() + uint64_t(rankOffsets_[ref.slot()]) +
+           ref.byte_offset() + part;
   }
   return arenas_[s.arena()]->base() + s.offset() + ref.byte_offset() + part;
 }

@@ -193,6 +193,9 @@ private:
   std::unique_ptr<Device> device_;
   std::vector<std::unique_ptr<Stream>> streams_;
   std::vector<std::unique_ptr<Arena>> arenas_;
+  // A pipeline rank allocates its own arena only (PipelineRank.arena_bytes,
+  // one arena): each slot's offset in it, -1 for other ranks' slots.
+  std::vector<int64_t> rankOffsets_;
   // The launches' argument tables (KernelArg.table), written at load; the
   // next free byte.
   std::unique_ptr<Arena> tables_;

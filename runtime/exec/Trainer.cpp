@@ -17,6 +17,7 @@
 #include <cstring>
 #include <sys/stat.h>
 #include <map>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -185,6 +186,12 @@ struct Trainer::Impl {
   PipelineFeedPlan pipeFeeds;
   int pipeRank = 0, pipeSize = 1;
   std::map<uint32_t, std::set<int>> slotUsers;
+  // A pipeline rank's own arena: the slots it holds (every slot without a
+  // pipeline).
+  std::optional<bundle::RankMemory> rankMemory;
+  bool holdsSlot(uint32_t slot) const {
+    return !rankMemory || rankMemory->holds(slot);
+  }
 
   Impl(TrainBackend &b, TrainData &d, const TrainerOptions &o)
       : backend(b), data(d), options(o), bundle(b.bundle()),
@@ -363,6 +370,10 @@ struct Trainer::Impl {
       train.loss = pipe->lossSumSlot;
     }
     slotUsers = pipelineSlotUsers(bundle);
+    auto memory = pipelineRankMemory(bundle, pipe->worldRank);
+    if (!memory)
+      return memory.status();
+    rankMemory = std::move(*memory);
     return Status::ok();
   }
 
@@ -827,6 +838,9 @@ struct Trainer::Impl {
     std::vector<std::vector<uint8_t>> keep;
     uint64_t kept = 0;
     for (const Entry &e : entries) {
+      // Another pipeline rank's variable, which that rank restores.
+      if (!holdsSlot(e.slot))
+        continue;
       std::vector<uint8_t> bytes;
       auto refuse = [&](const std::string &name, octet::DType dtype) {
         return Status::error(origin + ": tensor '" + name + "' is " +
@@ -910,7 +924,8 @@ struct Trainer::Impl {
   Status zeroGradients() {
     const MemoryPlan &plan = bundle.plan();
     for (int i = 0; i < plan.slots_size(); ++i)
-      if (plan.slots(i).kind() == GRADIENT && plan.slots(i).program().empty())
+      if (plan.slots(i).kind() == GRADIENT && plan.slots(i).program().empty() &&
+          holdsSlot(uint32_t(i)))
         OCTET_RETURN_IF_ERROR(backend.zeroSlot(uint32_t(i)));
     return backend.synchronize();
   }
@@ -934,13 +949,16 @@ struct Trainer::Impl {
         n *= uint64_t(d);
       return n;
     };
+    // A pipeline rank initializes the variables its arena holds.
     if (parameters)
       for (const Parameter &p : bundle.parameters())
-        jobs.push_back({&p.init(), p.dtype(), elementsOf(p.shape()), p.slot(),
-                        "parameter '" + p.name() + "'"});
+        if (holdsSlot(p.slot()))
+          jobs.push_back({&p.init(), p.dtype(), elementsOf(p.shape()),
+                          p.slot(), "parameter '" + p.name() + "'"});
     for (const StateTensor &st : bundle.state())
-      jobs.push_back({&st.init(), st.dtype(), elementsOf(st.shape()), st.slot(),
-                      "state tensor '" + st.name() + "'"});
+      if (holdsSlot(st.slot()))
+        jobs.push_back({&st.init(), st.dtype(), elementsOf(st.shape()),
+                        st.slot(), "state tensor '" + st.name() + "'"});
     unsigned workers = std::max(1u, std::thread::hardware_concurrency());
     for (size_t first = 0; first < jobs.size(); first += workers) {
       size_t last = std::min(jobs.size(), first + workers);

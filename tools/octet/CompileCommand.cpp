@@ -1,6 +1,7 @@
 // octet compile: spec → IR, stage by stage.
 
 #include "compiler/Codegen/Passes.h"
+#include "compiler/Emit/PipelineSlots.h"
 #include "compiler/Pipelines/PipelineLayout.h"
 #include "compiler/Pipelines/Pipelines.h"
 #include "compiler/Plan/MemoryPlan.h"
@@ -114,18 +115,24 @@ int reportFit(MLIRContext &context, const spec::Spec &spec,
   return 0;
 }
 
-// Each pipeline rank's plan of a compiled module.
+// Each pipeline rank's arena of a compiled module: the bundle writer's
+// (emit::planPipelineArenas), before codegen, so without the kernels'
+// workspaces, which `octet inspect` shows in a bundle's.
+// `wholeBytes`, when given, gets the one arena that would hold every
+// rank's slots.
 StatusOr<std::vector<plan::PipelineRankPlan>>
 planPipeline(const spec::Spec &spec, ModuleOp module,
-             const plan::MemoryPlan &memory) {
+             const plan::MemoryPlan &memory, uint64_t *wholeBytes = nullptr) {
   StatusOr<SimulatedSchedule> simulated = pipelineScheduleFromSpec(spec);
   if (!simulated)
     return simulated.status();
+  plan::MemoryPlan withStash = memory;
   FailureOr<std::vector<plan::PipelineRankPlan>> ranks =
-      plan::planPipelineRanks(module, memory, simulated->schedule,
-                              simulated->simulation);
+      emit::planPipelineArenas(module, simulated->schedule, withStash);
   if (failed(ranks))
     return Status::error("pipeline plan failed (see the diagnostics above)");
+  if (wholeBytes)
+    *wholeBytes = withStash.totalBytes();
   return std::move(*ranks);
 }
 
@@ -152,8 +159,8 @@ Status suggestPipelineFit(MLIRContext &context, const spec::Spec &spec,
                           const plan::PipelineRankPlan &worst,
                           std::ostream &os) {
   os << "  rank " << worst.rank << "'s largest: stash "
-     << humanBytes(worst.stashBytes) << " (" << worst.peakStash
-     << " microbatches in flight), activations "
+     << humanBytes(worst.stashBytes) << " (" << worst.stashEntries
+     << " entries of microbatches in flight), activations "
      << humanBytes(worst.activationBytes) << " (@" << worst.largestFunction
      << ")";
   for (const auto &[name, bytes] : worst.largestSlots)
@@ -213,14 +220,15 @@ Status suggestPipelineFit(MLIRContext &context, const spec::Spec &spec,
   return Status::ok();
 }
 
-// Every pipeline rank's plan: the one-step plan above holds each chunk
+// Every pipeline rank's arena: the one-step plan above holds each chunk
 // function but not the stashes of the microbatches a rank keeps in flight,
 // and every variable where a rank holds its own chunks' only.
 int printPipelinePlans(MLIRContext &context, const spec::Spec &spec,
                        const CompileOptions &opts, ModuleOp module,
                        const plan::MemoryPlan &memory) {
+  uint64_t whole = 0;
   StatusOr<std::vector<plan::PipelineRankPlan>> ranks =
-      planPipeline(spec, module, memory);
+      planPipeline(spec, module, memory, &whole);
   if (!ranks)
     return inputError(Status::error(opts.spec + ": " + ranks.status().message()));
   StatusOr<SimulatedSchedule> simulated = pipelineScheduleFromSpec(spec);
@@ -229,7 +237,10 @@ int printPipelinePlans(MLIRContext &context, const spec::Spec &spec,
                                     simulated.status().message()));
   const PipelineSchedule &schedule = simulated->schedule;
   llvm::outs() << "pipeline ranks (" << pipelineScheduleName(schedule.kind)
-               << ", " << schedule.microbatches << " microbatches):\n";
+               << ", " << schedule.microbatches
+               << " microbatches), each allocating its own arena (one for "
+                  "every rank's slots would be "
+               << plan::formatBytes(whole) << "):\n";
   plan::printPipelinePlans(*ranks, llvm::outs());
   std::ostringstream os;
   for (const plan::PipelineRankPlan &rank : *ranks) {

@@ -3,6 +3,7 @@
 
 #include "bundle/Bundle.h"
 #include "bundle/Describe.h"
+#include "bundle/PipelineBundle.h"
 #include "tools/octet/Commands.h"
 #include "tools/octet/MemoryFit.h"
 
@@ -15,6 +16,7 @@
 #include <iostream>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace octet {
 namespace {
@@ -117,6 +119,29 @@ PlanSummary summarize(const bundle::MemoryPlan &plan) {
   return s;
 }
 
+// A pipeline bundle's ranks each allocate their own arena: each one's
+// verdict (the first pipeline's ranks; the replicas' are the same).
+// Whether every rank fits.
+bool printPipelineRankFits(const bundle::Bundle &b, const GpuTarget &gpu,
+                           const std::string &prefix, std::ostream &os) {
+  bool all = true;
+  std::vector<std::vector<int>> groups = bundle::pipelineGroups(b);
+  if (groups.empty())
+    return all;
+  for (size_t p = 0; p < groups.front().size(); ++p) {
+    int world = groups.front()[p];
+    if (world < 0 || world >= b.ranks_size())
+      continue;
+    RankArenaLayout parts = bundle::rankArenaParts(b, b.ranks(world));
+    PlanFootprint rank{parts.persistentBytes, parts.activationBytes,
+                       parts.stashBytes};
+    os << prefix << "pipeline rank " << p << "'s arena ";
+    printFitVerdict(rank, gpu, os, "");
+    all = all && fits(rank, gpu);
+  }
+  return all;
+}
+
 } // namespace
 
 Status printBundleFit(const std::string &path, const GpuTarget &gpu,
@@ -125,9 +150,15 @@ Status printBundleFit(const std::string &path, const GpuTarget &gpu,
   if (!b)
     return b.status();
   PlanSummary summary = summarize(b->plan());
-  os << prefix;
-  printFitVerdict(summary, gpu, os, "");
-  if (!fits(summary, gpu))
+  bool fit = true;
+  if (b->has_pipeline()) {
+    fit = printPipelineRankFits(*b, gpu, prefix, os);
+  } else {
+    os << prefix;
+    printFitVerdict(summary, gpu, os, "");
+    fit = fits(summary, gpu);
+  }
+  if (!fit)
     os << prefix << "`octet compile SPEC --memory-plan` finds what would "
                     "fit\n";
   return Status::ok();
@@ -155,8 +186,16 @@ int runInspectCommand(const InspectOptions &opts) {
   bundle::describePlan(*b, std::cout, allSlots ? 0 : 12);
   PlanSummary summary = summarize(b->plan());
   printPlanSummary(summary, std::cout);
-  printFitVerdict(summary, opts.gpu, std::cout);
-  if (!fits(summary, opts.gpu))
+  bool fit = true;
+  if (b->has_pipeline()) {
+    // The plan places every rank's slots; no rank allocates it whole.
+    std::cout << "  each pipeline rank allocates its own arena (below):\n";
+    fit = printPipelineRankFits(*b, opts.gpu, "  ", std::cout);
+  } else {
+    printFitVerdict(summary, opts.gpu, std::cout);
+    fit = fits(summary, opts.gpu);
+  }
+  if (!fit)
     std::cout << "  `octet compile SPEC --memory-plan --gpu-memory GPU` plans "
                  "smaller micro batches (and layer counts) to find one that "
                  "fits\n";

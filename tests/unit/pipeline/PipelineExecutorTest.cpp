@@ -41,22 +41,19 @@ struct ToyLayout {
   int ranks = 2, virtualStages = 1, microbatches = 4, data = 1;
 };
 
-std::string slotName(Edge e, int chunk) {
-  return std::string(kEdgeNames[e]) + ".c" + std::to_string(chunk);
+std::string slotName(Edge e, int stage) {
+  return std::string(kEdgeNames[e]) + ".s" + std::to_string(stage);
 }
 
-// The bundle's slots: every edge tensor of every chunk a STASH slot of
-// `entries` entries, then the loss accumulator. One plan for every rank
-// (each rank has its own memory).
+// The bundle's slots: every edge tensor of every stage a STASH slot of its
+// rank's entries, then the loss accumulator. The plan places every rank's
+// slots; each rank allocates its own arena of them (addRankArenas), which
+// the chunk programs' marker steps name: the slots the C++ below uses.
 bundle::Bundle makeToyPipelineBundle(const ToyLayout &layout) {
   auto schedule = makePipelineSchedule(layout.kind, layout.ranks,
                                        layout.virtualStages,
                                        layout.microbatches);
   EXPECT_TRUE(schedule.isOk()) << schedule.status().message();
-  int entries = 0;
-  for (int r = 0; r < layout.ranks; ++r)
-    entries = std::max(entries,
-                       bundle::assignStashEntries(*schedule, r).entries);
   bundle::Bundle b;
   bundle::MemoryPlan *plan = b.mutable_plan();
   bundle::Arena *arena = plan->add_arenas();
@@ -77,15 +74,18 @@ bundle::Bundle makeToyPipelineBundle(const ToyLayout &layout) {
     offset += (bytes + 255) / 256 * 256;
     slotOf[name] = uint32_t(plan->slots_size() - 1);
   };
-  for (int k = 0; k < layout.virtualStages; ++k)
+  const int stages = layout.ranks * layout.virtualStages;
+  for (int s = 0; s < stages; ++s) {
+    int entries = bundle::assignStashEntries(*schedule, s % layout.ranks).entries;
     for (Edge e : {ActIn, ActOut, GradIn, GradOut})
-      addSlot(slotName(e, k), bundle::STASH, kStride * uint64_t(entries));
+      addSlot(slotName(e, s), bundle::STASH, kStride * uint64_t(entries));
+  }
   addSlot("loss_sum", bundle::IO, 4);
   arena->set_bytes(offset);
 
-  auto entryRef = [&](Edge e, int chunk) {
+  auto entryRef = [&](Edge e, int stage) {
     bundle::SlotRef ref;
-    ref.set_slot(slotOf[slotName(e, chunk)]);
+    ref.set_slot(slotOf[slotName(e, stage)]);
     ref.set_stash_stride(kStride);
     return ref;
   };
@@ -95,13 +95,14 @@ bundle::Bundle makeToyPipelineBundle(const ToyLayout &layout) {
                     const bundle::PipeTransfer &t = *site.transfer;
                     Edge e = t.gradient() ? (t.send() ? GradOut : GradIn)
                                           : (t.send() ? ActOut : ActIn);
-                    return std::vector<bundle::SlotRef>{
-                        entryRef(e, site.chunk)};
+                    return std::vector<bundle::SlotRef>{entryRef(
+                        e, site.chunk * layout.ranks + site.rank)};
                   })
                   .isOk());
   b.mutable_pipeline()->set_loss_sum_slot(slotOf["loss_sum"]);
   for (bundle::RankProgram &rank : *b.mutable_ranks())
-    for (int k = 0; k < layout.virtualStages; ++k)
+    for (int k = 0; k < layout.virtualStages; ++k) {
+      int stage = k * layout.ranks + int(rank.stage());
       for (bundle::ProgramKind kind :
            {bundle::CHUNK_FORWARD, bundle::CHUNK_BACKWARD,
             bundle::CHUNK_INPUT_GRADIENT, bundle::CHUNK_WEIGHT_GRADIENT}) {
@@ -110,7 +111,20 @@ bundle::Bundle makeToyPipelineBundle(const ToyLayout &layout) {
         program->set_chunk(uint32_t(k));
         program->set_name(std::string(bundle::programKindName(kind)) +
                           std::to_string(k));
+        // Markers: the slots the toy's C++ reads and writes.
+        for (Edge e : {ActIn, ActOut, GradIn, GradOut}) {
+          bundle::Copy *c = program->add_steps()->mutable_copy();
+          *c->mutable_src() = entryRef(e, stage);
+          *c->mutable_dst() = entryRef(e, stage);
+        }
+        if (kind == bundle::CHUNK_FORWARD && stage == stages - 1) {
+          bundle::Memset *m = program->add_steps()->mutable_memset();
+          m->mutable_dst()->set_slot(slotOf["loss_sum"]);
+          m->set_bytes(4);
+        }
       }
+    }
+  bundle::addRankArenas(b);
   return b;
 }
 
@@ -166,9 +180,8 @@ public:
   HostPipelineRank(const bundle::Bundle &b, int worldRank, int replica,
                    HostWire &wire)
       : b_(b), worldRank_(worldRank), replica_(replica), wire_(wire),
-        arena_(b.plan().arenas(0).bytes()) {
-    for (int i = 0; i < b.plan().slots_size(); ++i)
-      slot_[b.plan().slots(i).name()] = b.plan().slots(i).offset();
+        memory_(*bundle::pipelineRankMemory(b, worldRank)),
+        arena_(memory_.bytes) {
     ranks_ = int(b.pipeline().ranks());
     stages_ = ranks_ * int(b.pipeline().virtual_stages());
     weightGrads_.assign(size_t(b.pipeline().virtual_stages()),
@@ -177,7 +190,7 @@ public:
 
   Status beginStep(const PipelineRankPlan &plan) override {
     if (plan.lossSumSlot >= 0)
-      std::memset(&arena_[b_.plan().slots(plan.lossSumSlot).offset()], 0, 4);
+      std::memset(&arena_[offsetOf(uint32_t(plan.lossSumSlot))], 0, 4);
     return Status::ok();
   }
 
@@ -199,7 +212,7 @@ public:
         for (int j = 0; j < kWidth; ++j)
           loss += 0.5f * actOut[j] * actOut[j];
         float *sum = reinterpret_cast<float *>(
-            &arena_[b_.plan().slots(int(b_.pipeline().loss_sum_slot())).offset()]);
+            &arena_[offsetOf(b_.pipeline().loss_sum_slot())]);
         *sum += loss;
       }
       return Status::ok();
@@ -260,28 +273,39 @@ public:
   void setPipelineRank(int p) { pipelineRank_ = p; }
   float lossSum() const {
     float v;
-    std::memcpy(&v, &arena_[b_.plan().slots(int(b_.pipeline().loss_sum_slot())).offset()], 4);
+    std::memcpy(&v, &arena_[offsetOf(b_.pipeline().loss_sum_slot())], 4);
     return v;
   }
   std::vector<std::vector<float>> weightGrads_;
   int lastRuns = 0;
 
 private:
+  // Where the rank's arena holds `slot`; a slot of another rank fails.
+  uint64_t offsetOf(uint32_t slot) const {
+    EXPECT_TRUE(memory_.holds(slot))
+        << "rank " << worldRank_ << " uses slot '"
+        << b_.plan().slots(int(slot)).name() << "', not in its arena";
+    return memory_.holds(slot) ? uint64_t(memory_.offsets[slot]) : 0;
+  }
   uint8_t *entryBytes(const bundle::SlotRef &ref, int entry) {
-    const bundle::Slot &s = b_.plan().slots(int(ref.slot()));
-    return &arena_[s.offset() + ref.byte_offset() +
+    return &arena_[offsetOf(ref.slot()) + ref.byte_offset() +
                    uint64_t(entry) * ref.stash_stride()];
   }
   float *at(Edge e, int chunk, int entry) {
+    uint32_t slot = 0;
+    std::string name = slotName(e, chunk * ranks_ + pipelineRank_);
+    for (int i = 0; i < b_.plan().slots_size(); ++i)
+      if (b_.plan().slots(i).name() == name)
+        slot = uint32_t(i);
     return reinterpret_cast<float *>(
-        &arena_[slot_[slotName(e, chunk)] + uint64_t(entry) * kStride]);
+        &arena_[offsetOf(slot) + uint64_t(entry) * kStride]);
   }
 
   const bundle::Bundle &b_;
   int worldRank_, replica_;
   HostWire &wire_;
+  bundle::RankMemory memory_;
   std::vector<uint8_t> arena_;
-  std::map<std::string, uint64_t> slot_;
   int ranks_ = 0, stages_ = 0, pipelineRank_ = 0;
 };
 
@@ -325,6 +349,13 @@ void runCase(const Case &c) {
   auto parsed = bundle::parseBundle(bytes, "toy");
   ASSERT_TRUE(parsed.isOk()) << parsed.status().message();
   int world = c.ranks * c.data;
+  // Each rank allocates its own stages' slots only: less than the plan,
+  // which places every rank's.
+  for (int w = 0; w < world; ++w) {
+    auto memory = bundle::pipelineRankMemory(*parsed, w);
+    ASSERT_TRUE(memory.isOk()) << memory.status().message();
+    EXPECT_LT(memory->bytes, parsed->plan().arenas(0).bytes()) << "rank " << w;
+  }
   std::vector<PipelineRankPlan> plans;
   for (int w = 0; w < world; ++w) {
     auto plan = planPipelineRank(*parsed, w);
@@ -496,6 +527,54 @@ TEST(PipelineBundleValidate, RefusesAWorldThatIsNotPipelineTimesData) {
       << st.message();
 }
 
+// A rank's arena holds every slot it addresses, inside its bytes, with no
+// two live slots sharing one.
+TEST(PipelineBundleValidate, RefusesASlotTheRanksArenaDoesNotHold) {
+  Status st = validateToy([](bundle::Bundle &b) {
+    auto *slots = b.mutable_ranks(0)->mutable_pipeline()->mutable_slots();
+    slots->erase(slots->begin());
+  });
+  ASSERT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("which its arena (PipelineRank.slots) does not "
+                              "hold"),
+            std::string::npos)
+      << st.message();
+}
+
+TEST(PipelineBundleValidate, RefusesASlotPastTheRanksArena) {
+  Status st = validateToy([](bundle::Bundle &b) {
+    auto *pipe = b.mutable_ranks(1)->mutable_pipeline();
+    pipe->set_arena_bytes(pipe->arena_bytes() - 256);
+  });
+  ASSERT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("past the end of its arena"), std::string::npos)
+      << st.message();
+}
+
+TEST(PipelineBundleValidate, RefusesRankSlotsSharingBytesWhileLive) {
+  Status st = validateToy([](bundle::Bundle &b) {
+    auto *slots = b.mutable_ranks(0)->mutable_pipeline()->mutable_slots();
+    (*slots)[1].set_offset((*slots)[0].offset());
+  });
+  ASSERT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("pipeline rank 0's arena: slots"),
+            std::string::npos)
+      << st.message();
+  EXPECT_NE(st.message().find("share memory while both are live"),
+            std::string::npos)
+      << st.message();
+}
+
+TEST(PipelineBundleValidate, RefusesABundleWithoutRankArenas) {
+  Status st = validateToy([](bundle::Bundle &b) {
+    b.mutable_ranks(1)->mutable_pipeline()->clear_slots();
+    b.mutable_ranks(1)->mutable_pipeline()->set_arena_bytes(0);
+  });
+  ASSERT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("has no arena of its own"), std::string::npos)
+      << st.message();
+}
+
 // `octet inspect` draws the schedule the bundle's lists make.
 TEST(PipelineBundle, InspectDrawsTheRanksSchedule) {
   ToyLayout layout;
@@ -511,6 +590,9 @@ TEST(PipelineBundle, InspectDrawsTheRanksSchedule) {
   EXPECT_NE(text.find("rank 0 | FF"), std::string::npos) << text;
   EXPECT_NE(text.find("  pipeline: 8 compute instructions"), std::string::npos)
       << text;
+  // Each rank's own arena, beside the whole plan's.
+  EXPECT_NE(text.find("  arena: "), std::string::npos) << text;
+  EXPECT_NE(text.find("(the whole plan's "), std::string::npos) << text;
 }
 
 // What a job that starts the wrong number of ranks is told.

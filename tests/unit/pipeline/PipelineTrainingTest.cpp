@@ -139,6 +139,7 @@ Toy makeToy(PipelineScheduleKind kind, int ranks, int virtualStages,
       addCopy(*opt, ref(toy.slot["w.s" + std::to_string(k * ranks + p)]),
               ref(toy.slot["w.s" + std::to_string(k * ranks + p)]));
   }
+  bundle::addRankArenas(b);
   Status valid = bundle::validatePipeline(b);
   EXPECT_TRUE(valid.isOk()) << valid.message();
   return toy;

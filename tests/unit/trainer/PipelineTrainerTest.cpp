@@ -146,6 +146,14 @@ Bundle makePipelineToyBundle(const ToyShape &shape, int data) {
       marker(*opt, {ref("b"), ref("grad.b"), ref("adam_m.b"), ref("adam_v.b")});
     }
   }
+  // Each stage's parameter and moments are its rank's, as
+  // octet-split-optimizer gives them; the step counter every rank's.
+  for (Parameter &p : *b.mutable_parameters())
+    p.set_pipeline_rank(p.name() == "w" ? 0 : 1);
+  for (StateTensor &st : *b.mutable_state())
+    if (!st.owner().empty())
+      st.set_pipeline_rank(st.owner() == "w" ? 0 : 1);
+  addRankArenas(b);
   Status valid = validatePipeline(b);
   EXPECT_TRUE(valid.isOk()) << valid.message();
   b.set_content_hash(computeContentHash(b));
@@ -162,7 +170,14 @@ public:
   PipelineToyBackend(Bundle bundle, int world, HostWire &wire, HostRank &norms,
                      HostRank *grads)
       : b_(std::move(bundle)), world_(world), wire_(wire), norms_(norms),
-        grads_(grads), arena_(b_.plan().arenas(0).bytes(), 0xA5) {
+        grads_(grads) {
+    // The rank allocates its own arena only; a slot outside it is another
+    // rank's memory, which any access below refuses.
+    auto memory = pipelineRankMemory(b_, world);
+    EXPECT_TRUE(memory.isOk()) << memory.status().message();
+    if (memory)
+      memory_ = std::move(*memory);
+    arena_.assign(memory_.bytes, 0xA5);
     auto plan = planPipelineRank(b_, world);
     EXPECT_TRUE(plan.isOk()) << plan.status().message();
     plan_ = std::move(*plan);
@@ -194,17 +209,21 @@ public:
                      uint64_t bytes) override {
     if (offset + bytes > b_.plan().slots(int(slot)).bytes())
       return Status::error("write past the slot");
+    OCTET_RETURN_IF_ERROR(held(slot));
     std::memcpy(at(slot) + offset, data, bytes);
     return Status::ok();
   }
   Status readSlot(uint32_t slot, void *data, uint64_t bytes) override {
+    OCTET_RETURN_IF_ERROR(held(slot));
     std::memcpy(data, at(slot), bytes);
     return Status::ok();
   }
   Status zeroSlot(uint32_t slot) override {
+    OCTET_RETURN_IF_ERROR(held(slot));
     std::memset(at(slot), 0, b_.plan().slots(int(slot)).bytes());
     return Status::ok();
   }
+  uint64_t arenaBytes() const { return memory_.bytes; }
   Status synchronize() override { return Status::ok(); }
   StatusOr<std::unique_ptr<HostBuffer>> hostBuffer(uint64_t bytes) override {
     return std::unique_ptr<HostBuffer>(new HostVectorBuffer(bytes));
@@ -227,8 +246,19 @@ public:
   }
 
 private:
+  Status held(uint32_t slot) const {
+    if (memory_.holds(slot))
+      return Status::ok();
+    return Status::error("world rank " + std::to_string(world_) +
+                         " addressed slot '" + b_.plan().slots(int(slot)).name() +
+                         "', which its arena does not hold");
+  }
   uint8_t *at(uint32_t slot) {
-    return arena_.data() + b_.plan().slots(int(slot)).offset();
+    EXPECT_TRUE(memory_.holds(slot))
+        << "world rank " << world_ << " uses slot '"
+        << b_.plan().slots(int(slot)).name() << "', not in its arena";
+    return arena_.data() +
+           (memory_.holds(slot) ? uint64_t(memory_.offsets[slot]) : 0);
   }
   template <typename T> T *get(const std::string &name) {
     return reinterpret_cast<T *>(at(uint32_t(slotIndex(b_, name))));
@@ -357,6 +387,7 @@ private:
   HostWire &wire_;
   HostRank &norms_;
   HostRank *grads_;
+  RankMemory memory_;
   std::vector<uint8_t> arena_;
   PipelineRankPlan plan_;
   bool first_ = true;
@@ -469,7 +500,12 @@ TEST(PipelineTrainer, TwoStagesTrainAsOneRankAndSaveItsCheckpoint) {
     EXPECT_EQ(r0.steps[i].gradNorm, want->steps[i].gradNorm);
     EXPECT_EQ(r1.steps[i].gradNorm, want->steps[i].gradNorm);
   }
-  // Each stage's parameters are the one rank's, bit for bit.
+  // Each rank trained in its own arena, smaller than the plan's, which
+  // places both ranks' slots; each stage's parameters are the one rank's,
+  // bit for bit.
+  const Bundle &pipelineBundle = job->backends[0]->bundle();
+  for (const auto &backend : job->backends)
+    EXPECT_LT(backend->arenaBytes(), pipelineBundle.plan().arenas(0).bytes());
   EXPECT_EQ(job->backends[0]->slotBytes("w"), a.backend->slotBytes("w"));
   EXPECT_EQ(job->backends[1]->slotBytes("b"), a.backend->slotBytes("b"));
   // Rank 0 alone prints the job's step lines and writes the checkpoint,
