@@ -1,8 +1,10 @@
 // RUN: %octet-opt %s --octet-attention-to-gpu="hopper-forward=1 hopper-backward=1" | FileCheck %s
 // A second run (octet-codegen's own) leaves the lowered ops alone.
 // RUN: %octet-opt %s --octet-attention-to-gpu="hopper-forward=1 hopper-backward=1" --octet-codegen | FileCheck %s --check-prefix=PIPELINE
-// The codegen pipeline's default keeps the mma.sync backward.
-// RUN: %octet-opt %s --octet-codegen | FileCheck %s --check-prefix=OFF
+// The codegen pipeline's default (sm_90a) is the Hopper backward too; the
+// pass without hopper-backward keeps the mma.sync one.
+// RUN: %octet-opt %s --octet-codegen | FileCheck %s --check-prefix=PIPELINE
+// RUN: %octet-opt %s --octet-attention-to-gpu="hopper-forward=1" | FileCheck %s --check-prefix=OFF
 // PIPELINE: kernel.attention_bwd
 // PIPELINE-SAME: @attention_bwd_{{[0-9]+}}_hopper
 // PIPELINE: gpu.binary @attention_bwd_
