@@ -35,22 +35,20 @@ grep -q "attention_backward: \"$backward\"" "$dir/spec.pbtxt"
 # dout, q, k, v for the backward's main kernel).
 maps=$(grep -c 'tensor map (argument' "$dir/inspect.txt" || true)
 expect=0
-if [ "$forward" = hopper ]; then
-  grep -q '^  attention_fwd_hopper_' "$dir/inspect.txt" ||
-    { echo "FAIL: no Hopper attention forward in the bundle" >&2; exit 1; }
-  expect=$((expect + 3))
-elif grep -q 'attention_fwd_hopper_' "$dir/inspect.txt"; then
-  echo "FAIL: mma_sync forward asked for, but the bundle has the Hopper forward" >&2
-  exit 1
-fi
-if [ "$backward" = hopper ]; then
-  grep -q '^  attention_bwd_[0-9]*_hopper' "$dir/inspect.txt" ||
-    { echo "FAIL: no Hopper attention backward in the bundle" >&2; exit 1; }
-  expect=$((expect + 4))
-elif grep -q 'attention_bwd_[0-9]*_hopper' "$dir/inspect.txt"; then
-  echo "FAIL: mma_sync backward asked for, but the bundle has the Hopper backward" >&2
-  exit 1
-fi
+# expect_kernel PART CHOICE PATTERN MAPS: the Hopper PART is in the bundle
+# exactly when CHOICE is hopper.
+expect_kernel() {
+  if [ "$2" = hopper ]; then
+    grep -q "^  $3" "$dir/inspect.txt" ||
+      { echo "FAIL: no Hopper attention $1 in the bundle" >&2; exit 1; }
+    expect=$((expect + $4))
+  elif grep -q "$3" "$dir/inspect.txt"; then
+    echo "FAIL: mma_sync $1 asked for, but the bundle has the Hopper $1" >&2
+    exit 1
+  fi
+}
+expect_kernel forward "$forward" 'attention_fwd_hopper_' 3
+expect_kernel backward "$backward" 'attention_bwd_[0-9]*_hopper' 4
 # Layers share their kernels, so each kernel lists its maps once.
 if [ "$maps" -ne "$expect" ]; then
   echo "FAIL: $maps tensor maps in the bundle's kernels, expected $expect" >&2
