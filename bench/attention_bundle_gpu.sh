@@ -3,7 +3,8 @@
 #   tests   the kernel against the interpreter (gpu.attention-hopper) and
 #           tiny-llama bundles (heads of 64) through octet-run against the
 #           interpreter's golden, with the Hopper forward and with the
-#           mma.sync one (tests/golden/golden-gpu-attention.sh);
+#           mma.sync one, the Hopper backward (the default) with either
+#           (tests/golden/golden-gpu-attention.sh);
 #   bench   the 8-layer Llama 3 8B FP8 bench bundle
 #           (bench/specs/llama3-8b-8l-fp8.pbtxt) with the Hopper forward and
 #           with the mma.sync one: octet-run --bench (tokens/s) and
@@ -77,7 +78,7 @@ if wants tests; then
   for forward in hopper mma_sync; do
     step "golden-tiny-llama-$forward" timeout 120 bash "$carry/golden-gpu-attention.sh" \
       "$octet" "$carry/octet-run" "$carry/specs/tiny-llama.pbtxt" \
-      "$out/work/tiny-llama-$forward" 5 "$forward" "$carry/corpus.txt"
+      "$out/work/tiny-llama-$forward" 5 "$forward" hopper "$carry/corpus.txt"
   done
 fi
 

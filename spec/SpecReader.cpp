@@ -781,10 +781,8 @@ void applyDefaults(Spec &spec) {
   if (fp8 && !p.has_margin())
     p.set_margin(0);
 
-  if (t.codegen().attention_forward().empty())
-    t.mutable_codegen()->set_attention_forward("hopper");
-  if (t.codegen().attention_backward().empty())
-    t.mutable_codegen()->set_attention_backward("mma_sync");
+  // train.codegen's choices stay unset: their default is the target's
+  // (codegenOptionsFromSpec), which a spec does not name.
 
   Data &d = *t.mutable_data();
   if (d.kind().empty())

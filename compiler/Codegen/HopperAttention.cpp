@@ -762,7 +762,7 @@ int64_t buildHopperBackward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
         // Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ (64 keys × 64 queries), both operands
         // K-major: k-steps of 16 columns, 32 bytes into a swizzled row,
         // then the next column block. Commit groups, in order: Sᵀ, dPᵀ,
-        // dV, dK, dQ.
+        // dV, dQ, dK.
         SmallVector<Value> sAcc(tileRegs, zero), dpAcc(tileRegs, zero);
         auto scores = [&](MutableArrayRef<Value> out, Value rows, Value tile) {
           for (int64_t kk = 0; kk < D / 16; ++kk) {
@@ -855,9 +855,6 @@ int64_t buildHopperBackward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
             }
           }
         SmallVector<Value> dsFrag = packPairs(dsAcc);
-        // dK += dSᵀ·Q, as dV.
-        NVVM::WgmmaFenceAlignedOp::create(b, loc);
-        gradient(dkAcc, dsFrag, qSlot);
 
         // dSᵀ to shared memory for dQ (bf16; a key row is 64 queries, one
         // 128-byte swizzled row), in the slot of this step's parity: the
@@ -874,7 +871,7 @@ int64_t buildHopperBackward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
 
         // Both halves of dSᵀ are written and the last step's dQ tiles have
         // left shared memory (each thread that reduced one waits for its
-        // copy's reads).
+        // copy's reads); dV may still be in flight.
         NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, b.getI32IntegerAttr(0),
                                              b.getUnitAttr());
         namedBarrier(e.i32c(1), 256);
@@ -883,7 +880,8 @@ int64_t buildHopperBackward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
         // k-step). Dh 128: the tile's 128 keys, this warpgroup's 64
         // columns; Dh 64: its own 64 keys, all columns (both warpgroups add
         // into the same rows). Then through padded shared rows to the f32
-        // accumulator, a bulk reduction a query row.
+        // accumulator, a bulk reduction a query row, while dK += dSᵀ·Q
+        // (issued after dQ, as dV) keeps the tensor cores busy.
         SmallVector<Value> dqAcc(dqCols / 2, zero);
         Value dsTile = e.addI(aligned, dsOff);
         const int64_t dqKeys = splitDq ? Bn : Bn / 2;
@@ -898,11 +896,8 @@ int64_t buildHopperBackward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
                   dqCols, /*accumulate=*/kk > 0, /*mnMajorA=*/true,
                   /*mnMajorB=*/true);
         commit();
-        // dV and dK are done: Q and dO may go.
+        gradient(dkAcc, dsFrag, qSlot);
         waitGroups(1);
-        e.ifThen(e.cmpI(arith::CmpIPredicate::eq, lane, e.i32c(0)),
-                 [&] { bars.arrive(empty(st)); });
-        waitGroups(0);
         for (int64_t nt = 0; nt < dqCols / 8; ++nt)
           for (int64_t half = 0; half < 2; ++half) {
             Value row = e.addI(e.mulI(warpInGroup, 16), e.addI(g, 8 * half));
@@ -925,6 +920,10 @@ int64_t buildHopperBackward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
                     "l,r,~{memory}", {dst, src});
           NVVM::CpAsyncBulkCommitGroupOp::create(b, loc);
         });
+        // dK is done: Q and dO may go.
+        waitGroups(0);
+        e.ifThen(e.cmpI(arith::CmpIPredicate::eq, lane, e.i32c(0)),
+                 [&] { bars.arrive(empty(st)); });
         SmallVector<Value> out(dkAcc);
         out.append(dvAcc);
         return out;

@@ -224,15 +224,45 @@ mlir::GpuNVVMAttachTargetOptions hopperTarget() {
 codegen::AttentionToGpuOptions defaultAttentionToGpu() {
   codegen::AttentionToGpuOptions options;
   options.hopperForward = true;
+  options.hopperBackward = true;
   return options;
 }
 
-CodegenPipelineOptions codegenOptionsFromSpec(const spec::Spec &spec) {
+// Only sm_90a has the wgmma, TMA and setmaxnreg the Hopper kernels are
+// built on.
+static bool runsHopperKernels(const mlir::GpuNVVMAttachTargetOptions &target) {
+  return target.chip == "sm_90a";
+}
+
+StatusOr<CodegenPipelineOptions>
+codegenOptionsFromSpec(const spec::Spec &spec,
+                       const mlir::GpuNVVMAttachTargetOptions &target) {
   CodegenPipelineOptions options = keepGoingCodegenOptions();
-  options.attentionToGpu.hopperForward =
-      spec.train().codegen().attention_forward() != "mma_sync";
-  options.attentionToGpu.hopperBackward =
-      spec.train().codegen().attention_backward() == "hopper";
+  options.target = target;
+  const spec::Codegen &codegen = spec.train().codegen();
+  bool hopper = runsHopperKernels(target);
+  // Unset, a choice is the target's fastest kernel; asked for, the Hopper
+  // kernel is never quietly replaced.
+  auto choose = [&](const std::string &field,
+                    const std::string &value) -> StatusOr<bool> {
+    if (value == "hopper" && !hopper)
+      return Status::error(
+          "train.codegen." + field +
+          ": \"hopper\" needs an sm_90a target (wgmma, TMA, setmaxnreg), "
+          "this compile targets " +
+          target.chip + "; set \"mma_sync\" or leave it unset");
+    return value.empty() ? hopper : value == "hopper";
+  };
+  StatusOr<bool> forward =
+      choose("attention_forward", codegen.attention_forward());
+  if (!forward)
+    return forward.status();
+  StatusOr<bool> backward =
+      choose("attention_backward", codegen.attention_backward());
+  if (!backward)
+    return backward.status();
+  options.attentionToGpu.hopperForward = *forward;
+  options.attentionToGpu.hopperBackward = *backward;
   return options;
 }
 
@@ -260,8 +290,8 @@ void buildCodegenPipeline(OpPassManager &pm,
                           const CodegenPipelineOptions &options) {
   pm.addPass(codegen::createFusedToGpu(options.fusedToGpu));
   codegen::AttentionToGpuOptions attention = options.attentionToGpu;
-  attention.hopperForward &= options.target.chip == "sm_90a";
-  attention.hopperBackward &= options.target.chip == "sm_90a";
+  attention.hopperForward &= runsHopperKernels(options.target);
+  attention.hopperBackward &= runsHopperKernels(options.target);
   pm.addPass(codegen::createAttentionToGpu(attention));
   mlir::GpuNVVMAttachTargetOptions target = options.target;
   // Without libdevice the math calls stay unresolved and only ptxas

@@ -89,16 +89,16 @@ void buildTrainingPipeline(mlir::OpPassManager &pm,
 // pointer per tensor: 13 KB for GPT-2); O3.
 mlir::GpuNVVMAttachTargetOptions hopperTarget();
 
-// octet-attention-to-gpu as codegen runs it: hopper-forward on (the Hopper
-// attention forward wherever it covers the op; buildCodegenPipeline turns it
-// off for a target other than sm_90a, the only one with its wgmma and
-// setmaxnreg).
+// octet-attention-to-gpu as codegen runs it: hopper-forward and
+// hopper-backward on (the Hopper attention kernels wherever they cover the
+// op; buildCodegenPipeline turns them off for a target other than sm_90a,
+// the only one with their wgmma and setmaxnreg).
 codegen::AttentionToGpuOptions defaultAttentionToGpu();
 
 struct CodegenPipelineOptions {
   codegen::FusedToGpuOptions fusedToGpu;
-  // hopper-forward: spec train.codegen.attention_forward ("hopper", the
-  // default, or "mma_sync").
+  // hopper-forward and hopper-backward: spec train.codegen.attention_forward
+  // and attention_backward ("hopper", the default on sm_90a, or "mma_sync").
   codegen::AttentionToGpuOptions attentionToGpu = defaultAttentionToGpu();
   // Its linkLibs left empty: CUDA's libdevice (defaultLibdevice()), for
   // exp/erf/tanh/sin/cos/pow, when it is found.
@@ -110,9 +110,15 @@ struct CodegenPipelineOptions {
 // emitted and inspected.
 CodegenPipelineOptions keepGoingCodegenOptions();
 
-// keepGoingCodegenOptions with what the spec's train.codegen asks for: every
-// tool that compiles a spec's kernels (bundle emission, --emit-ptx) uses it.
-CodegenPipelineOptions codegenOptionsFromSpec(const spec::Spec &spec);
+// keepGoingCodegenOptions for `target` with what the spec's train.codegen
+// asks for: every tool that compiles a spec's kernels (bundle emission,
+// --emit-ptx) uses it. An attention kernel left unset is the Hopper one on
+// sm_90a and the mma.sync one elsewhere; "hopper" for a target other than
+// sm_90a is an error naming the field.
+StatusOr<CodegenPipelineOptions>
+codegenOptionsFromSpec(const spec::Spec &spec,
+                       const mlir::GpuNVVMAttachTargetOptions &target =
+                           hopperTarget());
 
 // kernel.fused → gpu.func → NVVM → gpu.binary holding PTX for the target.
 void buildCodegenPipeline(mlir::OpPassManager &pm,

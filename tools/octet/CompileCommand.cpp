@@ -357,8 +357,11 @@ int runCompileCommand(const CompileOptions &opts) {
     // Codegen rewrites the module (gpu.modules, then gpu.binary ops), so it
     // runs after -o has written the fused IR. Every kernel that lowers is
     // written even when one does not, so its PTX can still be read.
+    StatusOr<CodegenPipelineOptions> codegen = codegenOptionsFromSpec(*spec);
+    if (!codegen)
+      return inputError(codegen.status().withContext(opts.spec));
     PassManager pm(&context);
-    buildCodegenPipeline(pm, codegenOptionsFromSpec(*spec));
+    buildCodegenPipeline(pm, *codegen);
     if (failed(pm.run(**module)) ||
         failed(codegen::emitPtx(**module, opts.ptxDir)))
       return inputError(Status::error(opts.spec + ": --emit-ptx " +

@@ -179,7 +179,10 @@ Status writeBundleFile(ModuleOp module, const SpecSource &source,
     build.hfConfig = *config;
   }
   build.options.push_back({"stages", stageNames()});
-  build.codegen = codegenOptionsFromSpec(spec);
+  StatusOr<CodegenPipelineOptions> codegen = codegenOptionsFromSpec(spec);
+  if (!codegen)
+    return codegen.status().withContext(source.spec);
+  build.codegen = *codegen;
   build.schedule = scheduleOf(module, spec);
   build.dataParallel =
       uint32_t(std::max<int64_t>(1, spec.train().parallel().data()));

@@ -19,22 +19,24 @@ function(octet_attention_kernels name source)
 endfunction()
 
 # The mma.sync kernels: the codegen pipeline's default is the Hopper
-# forward wherever it applies.
+# forward and backward wherever they apply (an earlier run of the pass with
+# both off keeps them out).
 octet_attention_kernels(attention-kernels
   ${CMAKE_CURRENT_SOURCE_DIR}/attention-small.mlir
   --octet-attention-to-gpu=hopper-forward=0)
 octet_attention_kernels(attention-bench-kernels
   ${PROJECT_SOURCE_DIR}/bench/attention_bench.mlir
   --octet-attention-to-gpu=hopper-forward=0)
-# The same ops with the Hopper forward (wgmma, TMA, warp specialisation).
+# The same ops with the Hopper forward (wgmma, TMA, warp specialisation)
+# and the mma.sync backward.
 octet_attention_kernels(attention-hopper-kernels
   ${CMAKE_CURRENT_SOURCE_DIR}/attention-small.mlir
   --octet-attention-to-gpu=hopper-forward=1)
 octet_attention_kernels(attention-bench-hopper-kernels
   ${PROJECT_SOURCE_DIR}/bench/attention_bench.mlir
   --octet-attention-to-gpu=hopper-forward=1)
-# Both Hopper kernels: the backward's main kernel too (hopper-backward, off
-# in the codegen pipeline until measured).
+# Both Hopper kernels, the codegen pipeline's default: the backward's main
+# kernel too (hopper-backward).
 octet_attention_kernels(attention-hopper-bwd-kernels
   ${CMAKE_CURRENT_SOURCE_DIR}/attention-small.mlir
   "--octet-attention-to-gpu=hopper-forward=1 hopper-backward=1")

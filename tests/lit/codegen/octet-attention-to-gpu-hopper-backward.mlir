@@ -1,8 +1,10 @@
 // RUN: %octet-opt %s --octet-attention-to-gpu="hopper-forward=1 hopper-backward=1" | FileCheck %s
 // A second run (octet-codegen's own) leaves the lowered ops alone.
 // RUN: %octet-opt %s --octet-attention-to-gpu="hopper-forward=1 hopper-backward=1" --octet-codegen | FileCheck %s --check-prefix=PIPELINE
-// The codegen pipeline's default keeps the mma.sync backward.
-// RUN: %octet-opt %s --octet-codegen | FileCheck %s --check-prefix=OFF
+// The codegen pipeline's default (sm_90a) is the Hopper backward too; the
+// pass without hopper-backward keeps the mma.sync one.
+// RUN: %octet-opt %s --octet-codegen | FileCheck %s --check-prefix=PIPELINE
+// RUN: %octet-opt %s --octet-attention-to-gpu="hopper-forward=1" | FileCheck %s --check-prefix=OFF
 // PIPELINE: kernel.attention_bwd
 // PIPELINE-SAME: @attention_bwd_{{[0-9]+}}_hopper
 // PIPELINE: gpu.binary @attention_bwd_
@@ -42,7 +44,8 @@
 // CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %arg0
 // CHECK-COUNT-4: nvvm.cp.async.bulk.shared.cluster.global
 // The consumers: Sᵀ and dPᵀ from K-major descriptors, dV and dK with Pᵀ and
-// dSᵀ in registers, dQ from MN-major dSᵀ and K, reduced in bulk.
+// dSᵀ in registers, dQ from MN-major dSᵀ and K, reduced in bulk while dK
+// (issued after dQ) is in flight.
 // CHECK: nvvm.setmaxregister  increase 240
 // CHECK: nvvm.wgmma.mma_async
 // CHECK-SAME: <m = 64, n = 64, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
@@ -50,6 +53,8 @@
 // CHECK: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
 // CHECK: nvvm.barrier id = %{{.*}} number_of_threads = %{{.*}}
 // CHECK-COUNT-8: <m = 64, n = 64, k = 16>, D[<f32>, {{<zero>|<one>}}], A[<bf16>, <one>, <col>], B[<bf16>, <one>, <row>]
+// CHECK: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 1
 // CHECK: cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [$0], [$1], 256;
 // CHECK: nvvm.cp.async.bulk.commit.group
 // CHECK: nvvm.cp.async.bulk.wait_group 0{{$}}
