@@ -7,7 +7,8 @@
 //     norm, the step's scalars;
 //   - the clustered RMSNorm + FP8 quantize + transpose (NormTransposeKernel.h);
 //   - register-resident row kernels (KernelPlan.h plans them, RowKernel.h
-//     builds them with their column sums and FP8 transposes).
+//     builds them with their column sums and FP8 transposes), and the tile
+//     kernel of an RMSNorm's blockwise quantizations after them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -174,6 +175,15 @@ struct FusedToGpuPass : impl::FusedToGpuBase<FusedToGpuPass> {
           buildRowKernels(fused, *plan, b, mod, sym, launches);
       if (failed(zeroed))
         return signalPassFailure();
+      if (!plan->normInverseOffset.empty() &&
+          failed(buildNormTileKernels(fused, b, mod, sym + "_tiles", launches,
+                                      plan->normInverseOffset,
+                                      plan->workspaceFloats))) {
+        giveUp();
+        if (!keepGoing)
+          return;
+        continue;
+      }
       launches.apply(fused, plan->workspaceFloats * 4, *zeroed);
     }
   }

@@ -135,6 +135,37 @@ bool isSupported(Operation *op) {
       op);
 }
 
+// The block quantizations of an RMSNorm's result in the region, their
+// transposes and the reshapes between: the tile kernel after the row kernel
+// runs them. Other block quantizations stay (and fail as unsupported).
+DenseSet<Operation *> setAsideForTiles(Block &body) {
+  DenseSet<Operation *> out;
+  for (auto q : body.getOps<fp8::BlockQuantizeOp>()) {
+    if (!throughReshapes(q.getInput()).getDefiningOp<graph::RMSNormOp>())
+      continue;
+    out.insert(q);
+    for (Operation *user : q->getUsers())
+      if (isa<fp8::TransposeOp>(user))
+        out.insert(user);
+    Value v = q.getInput();
+    while (auto r = v.getDefiningOp<graph::ReshapeOp>()) {
+      out.insert(r);
+      v = r.getInput();
+    }
+  }
+  // A reshape that something else reads as well stays in the row kernel,
+  // and so do the reshapes it reads (last to first).
+  SmallVector<Operation *> reshapes;
+  for (auto r : body.getOps<graph::ReshapeOp>())
+    if (out.contains(r))
+      reshapes.push_back(r);
+  for (Operation *r : llvm::reverse(reshapes))
+    if (llvm::any_of(r->getUsers(),
+                     [&](Operation *user) { return !out.contains(user); }))
+      out.erase(r);
+  return out;
+}
+
 } // namespace
 
 FailureOr<KernelPlan> planKernel(kernel::FusedOp fused,
@@ -154,9 +185,14 @@ FailureOr<KernelPlan> planKernel(kernel::FusedOp fused,
   Block &body = fused.getBodyBlock();
   auto yield = cast<kernel::YieldOp>(body.getTerminator());
   KernelPlan plan;
+  DenseSet<Operation *> tileQuantized = setAsideForTiles(body);
   llvm::EquivalenceClasses<Operation *> classes;
   DenseMap<Value, Operation *> firstUser;
   for (Operation &op : body.without_terminator()) {
+    if (tileQuantized.contains(&op)) {
+      plan.tileQuantized.push_back(&op);
+      continue;
+    }
     if (isTrailingTranspose(&op, yield)) {
       plan.transposes.push_back(cast<fp8::TransposeOp>(op));
       continue;
@@ -518,11 +554,27 @@ FailureOr<KernelPlan> planKernel(kernel::FusedOp fused,
     }
   }
   plan.totalBlocks = block;
+  // The 1/rms factors of each norm the tile kernel evaluates, a float a
+  // row, after the column sums.
+  for (auto norm : body.getOps<graph::RMSNormOp>())
+    if (llvm::any_of(norm->getUsers(), [&](Operation *user) {
+          return tileQuantized.contains(user);
+        })) {
+      auto type = cast<RankedTensorType>(norm.getType());
+      plan.normInverseOffset[norm.getResult()] = plan.workspaceFloats;
+      plan.workspaceFloats += type.getNumElements() / type.getShape().back();
+    }
   return plan;
 }
 
 int64_t numElements(Type t) {
   return cast<RankedTensorType>(t).getNumElements();
+}
+
+Value throughReshapes(Value v) {
+  while (auto r = v.getDefiningOp<graph::ReshapeOp>())
+    v = r.getInput();
+  return v;
 }
 
 bool isScalarTensor(Value v) {

@@ -56,6 +56,8 @@ constexpr int64_t kColumnSumUnroll = 8;
 inline int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t numElements(mlir::Type tensorType);
 bool isScalarTensor(mlir::Value tensor);
+// `v` without the graph.reshape ops around it.
+mlir::Value throughReshapes(mlir::Value v);
 
 enum class Role { Row, Column, PerRow, Scalar, ColumnSum, Amax };
 
@@ -100,6 +102,13 @@ struct KernelPlan {
   // holds a row and a transpose needs columns, so they run as a kernel of
   // their own after the others.
   llvm::SmallVector<fp8::TransposeOp> transposes;
+  // Blockwise FP8 quantizations of an RMSNorm's output (with their
+  // transposes and the reshapes they read it through), which the row kernel
+  // leaves to the tile kernel after it (WholeOpKernel.h): the row kernel
+  // stores each row's 1/rms into the workspace at normInverseOffset, and
+  // the tile kernel evaluates the norm from its input and those factors.
+  llvm::SmallVector<mlir::Operation *> tileQuantized;
+  llvm::DenseMap<mlir::Value, int64_t> normInverseOffset; // norm result
   // Gradient accumulation into a column sum (acc + dweight): the kernel that
   // adds up the partial rows adds the accumulator too. Result → (column
   // sum, accumulator).

@@ -714,6 +714,7 @@ RowKernelBuilder::emitRow(const Segment &seg, Value row, ValueRange accsIn,
     }
   }
 
+  currentRow = row;
   for (Operation *op : seg.ops)
     if (failed(emitOp(seg, op, accs, accIdx)))
       return accs;
@@ -773,12 +774,13 @@ buildRowKernels(kernel::FusedOp fused, const KernelPlan &plan, OpBuilder &b,
   if (rowKernel)
     launches.add(kb.buildMain(mod, sym).getName(), plan.totalBlocks,
                  plan.threads);
-  if (plan.workspaceFloats && !plan.transposes.empty()) {
+  bool columnSums = !plan.workspaceOffset.empty();
+  if (columnSums && !plan.transposes.empty()) {
     int64_t grid = 0;
     gpu::GPUFuncOp f = kb.buildColumnSumAndTransposes(
         mod, (sym + "_colsum_transpose").str(), grid);
     launches.add(f.getName(), grid, kTransposeThreads, 0, 1, rowKernel);
-  } else if (plan.workspaceFloats) {
+  } else if (columnSums) {
     gpu::GPUFuncOp f = kb.buildColumnSum(mod, (sym + "_colsum").str());
     launches.add(f.getName(), kb.columnSumBlocks(), kColumnSumThreads, 0, 1,
                  rowKernel);

@@ -243,6 +243,7 @@ private:
   mlir::VectorType vecType;
   mlir::gpu::GPUModuleOp module;
   mlir::Value tid, tid8, shared, workspace;
+  mlir::Value currentRow; // the row emitRow is emitting
   mlir::Value parked; // i8 shared buffer of the tiled transposes' parked groups
   ReductionScratch reduction;
   llvm::DenseMap<mlir::Value, mlir::Value> memOf; // region value → argument

@@ -293,8 +293,15 @@ LogicalResult RowKernelBuilder::emitLayout(RowState &s, Operation *op) {
 void RowKernelBuilder::emitRMSNorm(RowState &s, graph::RMSNormOp o) {
   int64_t len = s.seg.length.lookup(o.getInput());
   Value ss = sumOver(s, o.getInput(), squares(chunksOf(o.getInput())));
-  Value inv = chunkBroadcast(
-      invSqrt(divF(ss, f32c((double)len)), o.getEps().convertToDouble()));
+  Value invRow =
+      invSqrt(divF(ss, f32c((double)len)), o.getEps().convertToDouble());
+  // The tile kernel after this one evaluates the norm from these factors.
+  auto kept = plan.normInverseOffset.find(o.getResult());
+  if (kept != plan.normInverseOffset.end())
+    ifThen(cmpI(arith::CmpIPredicate::eq, tid, idx(0)), [&] {
+      store(invRow, workspace, addI(idx(kept->second), currentRow));
+    });
+  Value inv = chunkBroadcast(invRow);
   map(
       o.getResult(), [&](Value x, Value w) { return mulF(mulF(x, inv), w); },
       o.getInput(), o.getWeight());

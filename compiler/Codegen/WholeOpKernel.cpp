@@ -48,9 +48,15 @@ bool isWholeOp(Operation *op) {
 } // namespace
 
 bool hasWholeOps(kernel::FusedOp fused) {
-  for (Operation &op : fused.getBodyBlock().without_terminator())
+  for (Operation &op : fused.getBodyBlock().without_terminator()) {
+    // A norm's block quantizations run after its row kernel.
+    if (auto q = dyn_cast<fp8::BlockQuantizeOp>(op);
+        q && throughReshapes(q.getInput())
+                 .getDefiningOp<graph::RMSNormOp>())
+      continue;
     if (isWholeOp(&op))
       return true;
+  }
   // Arithmetic on scalars alone has no row to lay out: one thread does it.
   auto scalar = [](Value v) { return isScalarTensor(v); };
   return llvm::all_of(fused.getInputs(), scalar) &&
@@ -91,6 +97,14 @@ public:
   // naming the op, on anything it cannot lower.
   LogicalResult build(gpu::GPUModuleOp mod, StringRef sym,
                       LaunchList &launches);
+  // The tile kernel that follows a row kernel computing an RMSNorm: the
+  // region's block quantizations of the norm, the norm evaluated on each
+  // tile from its input and the rows' 1/rms at `inverseAt` in the row
+  // kernel's workspace of `workspaceFloats` floats.
+  LogicalResult buildNormTiles(gpu::GPUModuleOp mod, StringRef sym,
+                               LaunchList &launches,
+                               const DenseMap<Value, int64_t> &inverseAt,
+                               int64_t workspaceFloats);
   int64_t workspaceFloats() const { return wsFloats; }
 
 private:
@@ -171,8 +185,16 @@ private:
   void blockQuantizeTiles(ArrayRef<TileQuantization> qs, gpu::GPUModuleOp mod,
                           StringRef name, LaunchList &launches);
 
+  // One memref argument per input and per result, in the kernel ABI's
+  // order.
+  void setBufferTypes();
+
   kernel::FusedOp fused;
   SmallVector<Type> argTypes;
+  // An RMSNorm result evaluated in tiles → its rows' 1/rms in the workspace.
+  DenseMap<Value, int64_t> normInverseAt;
+  // The tile kernel waits for the row kernel it follows (programmatic).
+  bool waitsForRowKernel = false;
   DenseMap<Value, Value> memOf;
   // Only FP8 scale updates (a model's hundreds of them): one argument table
   // (inputs, then results), and updates of the same kind share code.
@@ -213,6 +235,10 @@ WholeOpBuilder::Func WholeOpBuilder::begin(gpu::GPUModuleOp mod,
         memOf[v] = func.getArgument(body.getNumArguments() + i);
   }
   workspace = wsFloats ? func.getArgument(argTypes.size() - 1) : Value();
+  // Launched as the row kernel's programmatic dependent: it reads what
+  // that kernel writes.
+  if (waitsForRowKernel)
+    asmVoid("griddepcontrol.wait;", "~{memory}", {});
   Value tid = threadId();
   // 16-byte vector accesses to every extra buffer.
   for (unsigned i = 1; i < workgroup.size(); ++i)
@@ -654,14 +680,20 @@ LogicalResult WholeOpBuilder::evaluatedInTiles(
            llvm::all_of(c.getInputs(), [&](Value piece) {
              return width(piece) % kTileSide == 0;
            });
+  } else if (auto n = dyn_cast<graph::RMSNormOp>(def)) {
+    // From its input in memory and the row kernel's 1/rms of each row.
+    fits = normInverseAt.count(v) && isBuffer(n.getInput()) &&
+           isBuffer(n.getWeight());
   } else {
     fits = isa<graph::SwigluOp, graph::SwigluGradOp>(def);
   }
   if (!fits)
     return def->emitOpError(
                "computes a block-quantized tensor in the kernel; the tile "
-               "kernel evaluates only SwiGLU, its gradient, reshapes that "
-               "keep the last dimension and joins of pieces 128 wide"),
+               "kernel evaluates only SwiGLU, its gradient, an RMSNorm of a "
+               "tensor in memory after the row kernel that kept its rows' "
+               "1/rms, reshapes that keep the last dimension and joins of "
+               "pieces 128 wide"),
            failure();
   evaluated.insert(def);
   for (Value operand : def->getOperands())
@@ -724,6 +756,30 @@ SmallVector<Value, 8> WholeOpBuilder::squareOf(Value v, Value firstRow,
       return SmallVector<Value, 8>(branch.getResults());
     };
     return piece(0, 0);
+  }
+  if (auto n = dyn_cast<graph::RMSNormOp>(def)) {
+    // (x · inv) · w as the row kernel computes it, with the row kernel's
+    // inv: the tiles hold the values its row kernel would have stored.
+    SmallVector<Value, 8> in = squareOf(n.getInput(), firstRow, col);
+    Value weight = mem(n.getWeight());
+    Value w;
+    if (elementType(n.getWeight()).isF32()) {
+      auto f32x4 = VectorType::get({4}, f32);
+      w = shuffle(vload(f32x4, weight, col, 16),
+                  vload(f32x4, weight, addI(col, idx(4)), 16),
+                  ArrayRef<int64_t>{0, 1, 2, 3, 4, 5, 6, 7});
+    } else {
+      w = toF32(vload(VectorType::get({kSquareSide},
+                                      elementType(n.getWeight())),
+                      weight, col, 16));
+    }
+    int64_t at = normInverseAt.lookup(v);
+    for (int64_t j = 0; j < kSquareSide; ++j) {
+      Value inv = load(workspace, addI(idx(at), addI(firstRow, idx(j))));
+      x.push_back(
+          roundTo(mulF(mulF(in[j], broadcast(f32x8, inv)), w), elem));
+    }
+    return x;
   }
   // SwiGLU and its gradient as the row kernels compute them (the same
   // contracted products), each result rounded to its type.
@@ -944,21 +1000,60 @@ void WholeOpBuilder::blockQuantizeTiles(ArrayRef<TileQuantization> qs,
   // take the registers of one.
   if (!isBuffer(inputValue))
     f.func->setAttr("nvvm.minctasm", b.getI32IntegerAttr(2));
-  launches.add(f.func.getName(), tileRows * tileCols, kTileThreads);
+  launches.add(f.func.getName(), tileRows * tileCols, kTileThreads, 0, 1,
+               waitsForRowKernel);
+}
+
+void WholeOpBuilder::setBufferTypes() {
+  Block &body = fused.getBodyBlock();
+  auto memrefOf = [&](Value v) {
+    return MemRefType::get({std::max<int64_t>(numElements(v.getType()), 1)},
+                           elementType(v), MemRefLayoutAttrInterface(),
+                           b.getI64IntegerAttr(kGlobalSpace));
+  };
+  for (Value v : body.getArguments())
+    argTypes.push_back(memrefOf(v));
+  for (Value v : body.getTerminator()->getOperands())
+    argTypes.push_back(memrefOf(v));
+}
+
+LogicalResult
+WholeOpBuilder::buildNormTiles(gpu::GPUModuleOp mod, StringRef sym,
+                               LaunchList &launches,
+                               const DenseMap<Value, int64_t> &inverseAt,
+                               int64_t workspaceFloats) {
+  setBufferTypes();
+  wsFloats = workspaceFloats;
+  argTypes.push_back(MemRefType::get({wsFloats}, f32,
+                                     MemRefLayoutAttrInterface(),
+                                     b.getI64IntegerAttr(kGlobalSpace)));
+  normInverseAt = inverseAt;
+  waitsForRowKernel = true;
+  Block &body = fused.getBodyBlock();
+  DenseSet<Operation *> evaluated, done;
+  SmallVector<fp8::BlockQuantizeOp> quantizations;
+  for (auto q : body.getOps<fp8::BlockQuantizeOp>())
+    if (inverseAt.count(throughReshapes(q.getInput()))) {
+      if (failed(evaluatedInTiles(q.getInput(), evaluated)))
+        return failure();
+      quantizations.push_back(q);
+    }
+  int n = 0;
+  for (fp8::BlockQuantizeOp q : quantizations) {
+    if (done.contains(q))
+      continue;
+    if (failed(blockQuantize(q, mod, (sym + "_" + Twine(n++)).str(), launches,
+                             done)))
+      return failure();
+  }
+  return success();
 }
 
 LogicalResult WholeOpBuilder::build(gpu::GPUModuleOp mod, StringRef sym,
                                     LaunchList &launches) {
   Block &body = fused.getBodyBlock();
   auto yield = cast<kernel::YieldOp>(body.getTerminator());
-  for (Value v : body.getArguments())
-    argTypes.push_back(MemRefType::get(
-        {std::max<int64_t>(numElements(v.getType()), 1)}, elementType(v),
-        MemRefLayoutAttrInterface(), b.getI64IntegerAttr(kGlobalSpace)));
-  for (Value v : yield.getValues())
-    argTypes.push_back(MemRefType::get(
-        {std::max<int64_t>(numElements(v.getType()), 1)}, elementType(v),
-        MemRefLayoutAttrInterface(), b.getI64IntegerAttr(kGlobalSpace)));
+  setBufferTypes();
   auto ops = body.without_terminator();
   argTable = std::distance(ops.begin(), ops.end()) > 1 &&
              llvm::all_of(ops, [](Operation &op) {
@@ -1234,6 +1329,16 @@ LogicalResult WholeOpBuilder::build(gpu::GPUModuleOp mod, StringRef sym,
 }
 
 } // namespace
+
+LogicalResult buildNormTileKernels(kernel::FusedOp fused, OpBuilder &b,
+                                   gpu::GPUModuleOp mod, StringRef sym,
+                                   LaunchList &launches,
+                                   const DenseMap<Value, int64_t> &inverseAt,
+                                   int64_t workspaceFloats) {
+  WholeOpBuilder builder(fused, b);
+  return builder.buildNormTiles(mod, sym, launches, inverseAt,
+                                workspaceFloats);
+}
 
 FailureOr<int64_t> buildWholeOpKernels(kernel::FusedOp fused, OpBuilder &b,
                                        gpu::GPUModuleOp mod, StringRef sym,

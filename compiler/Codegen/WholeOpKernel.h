@@ -12,6 +12,8 @@
 
 #include "compiler/Codegen/Launches.h"
 
+#include "llvm/ADT/DenseMap.h"
+
 namespace octet::codegen {
 
 // Whether `fused` holds an op of this family (the region is then built
@@ -34,6 +36,20 @@ mlir::FailureOr<int64_t> buildWholeOpKernels(kernel::FusedOp fused,
                                              mlir::gpu::GPUModuleOp mod,
                                              llvm::StringRef sym,
                                              LaunchList &launches);
+
+// The tile kernel after the row kernel of an RMSNorm whose result the
+// region block-quantizes (octet-fuse-norm-quantize, blockwise): it
+// evaluates the norm on 128 x 128 tiles from the norm's input and the
+// rows' 1/rms that the row kernel stored at `inverseAt` in its workspace of
+// `workspaceFloats` floats, and writes every quantization and transposed
+// copy. Launched as the row kernel's programmatic dependent. Fails, naming
+// the op, when a quantization does not fit the tiles.
+mlir::LogicalResult
+buildNormTileKernels(kernel::FusedOp fused, mlir::OpBuilder &b,
+                     mlir::gpu::GPUModuleOp mod, llvm::StringRef sym,
+                     LaunchList &launches,
+                     const llvm::DenseMap<mlir::Value, int64_t> &inverseAt,
+                     int64_t workspaceFloats);
 
 } // namespace octet::codegen
 

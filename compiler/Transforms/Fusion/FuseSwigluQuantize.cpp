@@ -54,28 +54,7 @@ bool quantizedInTiles(kernel::FusedOp fused) {
       return false;
     }
   }
-  // Every reader, through views, a kernel of block quantizations of a 2-D
-  // tensor of whole 128 x 128 tiles.
-  SmallVector<Operation *> work(fused->getUsers().begin(),
-                                fused->getUsers().end());
-  bool any = false;
-  while (!work.empty()) {
-    Operation *user = work.pop_back_val();
-    if (fusion::isView(user)) {
-      work.append(user->getUsers().begin(), user->getUsers().end());
-      continue;
-    }
-    auto consumer = dyn_cast<kernel::FusedOp>(user);
-    if (!consumer || !fusion::bodyOnly(consumer, {"fp8.block_quantize"}))
-      return false;
-    for (auto q : consumer.getBodyBlock().getOps<fp8::BlockQuantizeOp>()) {
-      auto shape = cast<RankedTensorType>(q.getInput().getType()).getShape();
-      if (shape.size() != 2 || shape[0] % kTileSide || shape[1] % kTileSide)
-        return false;
-    }
-    any = true;
-  }
-  return any;
+  return fusion::onlyQuantizedInTiles(fused->getResult(0));
 }
 
 struct FuseSwigluQuantize

@@ -179,6 +179,14 @@ def OctetFuseNormQuantize : Pass<"octet-fuse-norm-quantize", "mlir::ModuleOp"> {
     gradient add, the quantize and transposed copy of the sum, and the
     accumulation of the norm weight's gradient.
 
+    Blockwise: the kernels that only block-quantize an RMSNorm's output
+    (every side a multiple of 128; 1x128 tiles, 128x1 tiles with their
+    K-major copy) join the norm's kernel when the norm's input stays in
+    memory (a kernel input, or the residual sum the kernel yields anyway).
+    The BF16 output is then no longer a result: codegen's row kernel keeps
+    each row's 1/rms and the 128 x 128 tile kernel after it evaluates the
+    norm on its tiles from the input and those factors.
+
     Before:
     ```mlir
     %h = kernel.fused "add" ... { graph.add }

@@ -452,6 +452,33 @@ kernel::FusedOp absorbConsumers(kernel::FusedOp fused,
   return fused;
 }
 
+bool onlyQuantizedInTiles(Value value) {
+  constexpr int64_t kTileSide = 128;
+  SmallVector<Operation *> work(value.getUsers().begin(),
+                                value.getUsers().end());
+  bool any = false;
+  while (!work.empty()) {
+    Operation *user = work.pop_back_val();
+    if (auto reshape = dyn_cast<graph::ReshapeOp>(user)) {
+      if (cast<RankedTensorType>(reshape.getInput().getType()).getShape().back() !=
+          cast<RankedTensorType>(reshape.getType()).getShape().back())
+        return false;
+      work.append(user->getUsers().begin(), user->getUsers().end());
+      continue;
+    }
+    auto consumer = dyn_cast<kernel::FusedOp>(user);
+    if (!consumer || !bodyOnly(consumer, {"fp8.block_quantize"}))
+      return false;
+    for (auto q : consumer.getBodyBlock().getOps<fp8::BlockQuantizeOp>()) {
+      auto shape = cast<RankedTensorType>(q.getInput().getType()).getShape();
+      if (shape.size() != 2 || shape[0] % kTileSide || shape[1] % kTileSide)
+        return false;
+    }
+    any = true;
+  }
+  return any;
+}
+
 void normalizeStateAccess(Operation *func) {
   Block &body = func->getRegion(0).front();
   SmallVector<graph::LoadOp> loads(body.getOps<graph::LoadOp>());

@@ -101,6 +101,13 @@ bool bodyHas(kernel::FusedOp fused, llvm::ArrayRef<llvm::StringRef> names);
 // The single kernel.fused that produces `value`, looking through views.
 kernel::FusedOp producerFused(mlir::Value value);
 
+// Blockwise FP8: whether `value` is read (through reshapes that keep its
+// last dimension) only by kernels that do nothing but block-quantize it as
+// a 2-D tensor of whole 128 x 128 tiles, and by at least one. The kernel
+// that computes it may then take those quantizations in: codegen's tile
+// kernel evaluates the value on each tile, and it is never stored.
+bool onlyQuantizedInTiles(mlir::Value value);
+
 // `norm` (a kernel of one graph.global_norm) computes this rank's part of a
 // gradient norm: its result is all-gathered over the `ranks` ranks of
 // `group` and joined (the square root of the sum of the parts' squares);

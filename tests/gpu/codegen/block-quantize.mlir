@@ -11,8 +11,28 @@
 // defined for them). Tiles that compute their input from the kernel's
 // (octet-fuse-swiglu-quantize): SwiGLU's gradient joined as [d_gate, d_up]
 // in both tile shapes and layouts, and SwiGLU in 128x1 tiles written
-// K-major, as the backward's wgrad operands are made.
-func.func @block_quantize(%x: tensor<256x384xbf16>, %dy: tensor<384x200xf32>, %g: tensor<300x256xf32>, %w: tensor<384x300xf32>, %dya: tensor<384x256xf32>, %xa: tensor<256x384xbf16>, %wa: tensor<256x384xf32>, %sdy: tensor<1x256x256xbf16>, %sg: tensor<1x256x256xbf16>, %su: tensor<1x256x256xbf16>) {
+// K-major, as the backward's wgrad operands are made. RMSNorm's output
+// quantized after its row kernel (octet-fuse-norm-quantize): the residual
+// add + norm with an f32 weight in both tile shapes and layouts, and a norm
+// of a kernel input with a BF16 weight in 1x128 tiles; the tile kernel
+// evaluates the norm from the stored input and the row kernel's 1/rms.
+func.func @block_quantize(%x: tensor<256x384xbf16>, %dy: tensor<384x200xf32>, %g: tensor<300x256xf32>, %w: tensor<384x300xf32>, %dya: tensor<384x256xf32>, %xa: tensor<256x384xbf16>, %wa: tensor<256x384xf32>, %sdy: tensor<1x256x256xbf16>, %sg: tensor<1x256x256xbf16>, %su: tensor<1x256x256xbf16>, %nw: tensor<384xf32>, %nwb: tensor<256xbf16>) {
+  %norm:5 = kernel.fused "add_rms_norm_tiles" kind("row") ins(%xa, %x, %nw : tensor<256x384xbf16>, tensor<256x384xbf16>, tensor<384xf32>) {
+  ^bb0(%a: tensor<256x384xbf16>, %b: tensor<256x384xbf16>, %c: tensor<384xf32>):
+    %h = graph.add %a, %b : tensor<256x384xbf16>
+    %y = graph.rms_norm %h, %c {eps = 1.0e-5 : f64} : (tensor<256x384xbf16>, tensor<384xf32>) -> tensor<256x384xbf16>
+    %q, %s = fp8.block_quantize %y {block = array<i64: 128, 1>, dtype = f8E4M3FN, power_of_two} : (tensor<256x384xbf16>) -> (tensor<256x384xf8E4M3FN>, tensor<2x384xf32>)
+    %qt, %st = fp8.transpose %q, %s {block = array<i64: 128, 1>} : (tensor<256x384xf8E4M3FN>, tensor<2x384xf32>) -> (tensor<384x256xf8E4M3FN>, tensor<384x2xf32>)
+    %r, %rs = fp8.block_quantize %y {block = array<i64: 1, 128>, dtype = f8E4M3FN, power_of_two} : (tensor<256x384xbf16>) -> (tensor<256x384xf8E4M3FN>, tensor<256x3xf32>)
+    kernel.yield %h, %qt, %st, %r, %rs : tensor<256x384xbf16>, tensor<384x256xf8E4M3FN>, tensor<384x2xf32>, tensor<256x384xf8E4M3FN>, tensor<256x3xf32>
+  } : tensor<256x384xbf16>, tensor<384x256xf8E4M3FN>, tensor<384x2xf32>, tensor<256x384xf8E4M3FN>, tensor<256x3xf32>
+  %norm_input:2 = kernel.fused "rms_norm_input_tiles_1x128" kind("row") ins(%sdy, %nwb : tensor<1x256x256xbf16>, tensor<256xbf16>) {
+  ^bb0(%a: tensor<1x256x256xbf16>, %c: tensor<256xbf16>):
+    %y = graph.rms_norm %a, %c {eps = 1.0e-5 : f64} : (tensor<1x256x256xbf16>, tensor<256xbf16>) -> tensor<1x256x256xbf16>
+    %y2 = graph.reshape %y : (tensor<1x256x256xbf16>) -> tensor<256x256xbf16>
+    %r, %rs = fp8.block_quantize %y2 {block = array<i64: 1, 128>, dtype = f8E4M3FN} : (tensor<256x256xbf16>) -> (tensor<256x256xf8E4M3FN>, tensor<256x2xf32>)
+    kernel.yield %r, %rs : tensor<256x256xf8E4M3FN>, tensor<256x2xf32>
+  } : tensor<256x256xf8E4M3FN>, tensor<256x2xf32>
   %swiglu_grad:4 = kernel.fused "swiglu_grad_join_tiles" kind("elementwise") ins(%sdy, %sg, %su : tensor<1x256x256xbf16>, tensor<1x256x256xbf16>, tensor<1x256x256xbf16>) {
   ^bb0(%a: tensor<1x256x256xbf16>, %b: tensor<1x256x256xbf16>, %c: tensor<1x256x256xbf16>):
     %dg, %du = graph.swiglu_grad %a, %b, %c : tensor<1x256x256xbf16>

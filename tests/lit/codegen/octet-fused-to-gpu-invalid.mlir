@@ -41,10 +41,26 @@ func.func @long_row(%x: tensor<2x200000xf32>, %w: tensor<200000xf32>) -> tensor<
 func.func @tiles_of_silu(%x: tensor<128x128xbf16>) -> (tensor<128x128xf8E4M3FN>, tensor<128x1xf32>) {
   %q:2 = kernel.fused "silu_tiles" kind("elementwise") ins(%x : tensor<128x128xbf16>) {
   ^bb0(%a: tensor<128x128xbf16>):
-    // expected-error @below {{computes a block-quantized tensor in the kernel; the tile kernel evaluates only SwiGLU, its gradient, reshapes that keep the last dimension and joins of pieces 128 wide}}
+    // expected-error @below {{computes a block-quantized tensor in the kernel; the tile kernel evaluates only SwiGLU, its gradient, an RMSNorm of a tensor in memory after the row kernel that kept its rows' 1/rms, reshapes that keep the last dimension and joins of pieces 128 wide}}
     %s = graph.silu %a : tensor<128x128xbf16>
     %r, %rs = fp8.block_quantize %s {block = array<i64: 1, 128>, dtype = f8E4M3FN} : (tensor<128x128xbf16>) -> (tensor<128x128xf8E4M3FN>, tensor<128x1xf32>)
     kernel.yield %r, %rs : tensor<128x128xf8E4M3FN>, tensor<128x1xf32>
+  } : tensor<128x128xf8E4M3FN>, tensor<128x1xf32>
+  return %q#0, %q#1 : tensor<128x128xf8E4M3FN>, tensor<128x1xf32>
+}
+
+// -----
+
+// An RMSNorm whose input is computed in the kernel and not stored: the tile
+// kernel after the row kernel would have nothing to evaluate it from.
+func.func @norm_of_unstored(%x: tensor<128x128xbf16>, %r: tensor<128x128xbf16>, %w: tensor<128xf32>) -> (tensor<128x128xf8E4M3FN>, tensor<128x1xf32>) {
+  %q:2 = kernel.fused "norm_tiles" kind("row") ins(%x, %r, %w : tensor<128x128xbf16>, tensor<128x128xbf16>, tensor<128xf32>) {
+  ^bb0(%a: tensor<128x128xbf16>, %b: tensor<128x128xbf16>, %c: tensor<128xf32>):
+    %h = graph.add %a, %b : tensor<128x128xbf16>
+    // expected-error @below {{computes a block-quantized tensor in the kernel}}
+    %y = graph.rms_norm %h, %c {eps = 1.0e-5 : f64} : (tensor<128x128xbf16>, tensor<128xf32>) -> tensor<128x128xbf16>
+    %r1, %rs = fp8.block_quantize %y {block = array<i64: 1, 128>, dtype = f8E4M3FN} : (tensor<128x128xbf16>) -> (tensor<128x128xf8E4M3FN>, tensor<128x1xf32>)
+    kernel.yield %r1, %rs : tensor<128x128xf8E4M3FN>, tensor<128x1xf32>
   } : tensor<128x128xf8E4M3FN>, tensor<128x1xf32>
   return %q#0, %q#1 : tensor<128x128xf8E4M3FN>, tensor<128x1xf32>
 }
