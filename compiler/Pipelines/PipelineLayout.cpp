@@ -1,6 +1,7 @@
 #include "compiler/Pipelines/PipelineLayout.h"
 
 #include <algorithm>
+#include <cmath>
 #include <iomanip>
 #include <sstream>
 #include <string>
@@ -53,35 +54,67 @@ std::vector<double> pipelineChunkCosts(const PipelineCostModel &model,
 }
 
 std::vector<int64_t> balancedLayerSplit(const PipelineCostModel &model,
-                                        int64_t layers, int64_t chunks) {
+                                        int64_t layers, int64_t chunks,
+                                        int64_t ranks) {
   if (chunks <= 1)
     return {layers};
+  ranks = std::max<int64_t>(1, ranks);
   // Every layer costs the same, so a cut is its first and last chunks'
-  // layers, the middle chunks sharing the rest as evenly as they can.
+  // layers, the middle chunks sharing the rest as evenly as they can; the
+  // one-layer remainders go to the middle chunks of the least loaded ranks
+  // (chunk c is on rank c mod ranks).
   int64_t middle = chunks - 2;
   std::vector<int64_t> best;
-  double bestLargest = 0, bestSquares = 0;
+  std::vector<double> bestKey;
   for (int64_t first = 1; first + middle + 1 <= layers; ++first)
     for (int64_t last = 1; first + middle + last <= layers; ++last) {
       int64_t rest = layers - first - last;
       if ((middle == 0) != (rest == 0))
         continue;
-      std::vector<int64_t> split{first};
-      for (int64_t c = 0; c < middle; ++c)
-        split.push_back(rest / middle + (c < rest % middle ? 1 : 0));
-      split.push_back(last);
-      double largest = 0, squares = 0;
-      for (double cost : pipelineChunkCosts(model, split)) {
-        largest = std::max(largest, cost);
-        squares += cost * cost;
+      std::vector<int64_t> split(size_t(chunks), middle ? rest / middle : 0);
+      split.front() = first;
+      split.back() = last;
+      auto rankLoads = [&] {
+        std::vector<double> loads(size_t(ranks), 0);
+        std::vector<double> costs = pipelineChunkCosts(model, split);
+        for (size_t c = 0; c < costs.size(); ++c)
+          loads[c % size_t(ranks)] += costs[c];
+        return loads;
+      };
+      for (int64_t extra = 0; extra < (middle ? rest % middle : 0); ++extra) {
+        std::vector<double> loads = rankLoads();
+        int64_t pick = -1;
+        for (int64_t c = 1; c + 1 < chunks; ++c)
+          if (split[size_t(c)] == rest / middle &&
+              (pick < 0 || loads[size_t(c % ranks)] <
+                               loads[size_t(pick % ranks)]))
+            pick = c;
+        ++split[size_t(pick)];
       }
+      // Compared in order: the largest chunk, the largest rank, the summed
+      // squared chunk costs (the most even cut).
+      std::vector<double> costs = pipelineChunkCosts(model, split);
+      std::vector<double> loads = rankLoads();
+      double squares = 0;
+      for (double cost : costs)
+        squares += cost * cost;
+      std::vector<double> key{*std::max_element(costs.begin(), costs.end()),
+                              *std::max_element(loads.begin(), loads.end()),
+                              squares};
       // Relative tolerance: equal cuts must tie despite rounding.
-      double eps = 1e-9 * largest;
-      if (best.empty() || largest < bestLargest - eps ||
-          (largest <= bestLargest + eps && squares < bestSquares - eps * largest)) {
+      auto better = [&] {
+        for (size_t i = 0; i < key.size(); ++i) {
+          double eps = 1e-9 * std::max(std::abs(key[i]), std::abs(bestKey[i]));
+          if (key[i] < bestKey[i] - eps)
+            return true;
+          if (key[i] > bestKey[i] + eps)
+            return false;
+        }
+        return false;
+      };
+      if (best.empty() || better()) {
         best = std::move(split);
-        bestLargest = largest;
-        bestSquares = squares;
+        bestKey = std::move(key);
       }
     }
   return best;
@@ -96,7 +129,7 @@ std::vector<int64_t> pipelineLayerSplit(const spec::Spec &spec) {
   int64_t chunks =
       parallel.pipeline() * std::max<int64_t>(1, parallel.virtual_stages());
   return balancedLayerSplit(pipelineCostModel(spec), spec.model().num_layers(),
-                            chunks);
+                            chunks, parallel.pipeline());
 }
 
 StatusOr<SimulatedSchedule> pipelineScheduleFromSpec(const spec::Spec &spec) {

@@ -34,11 +34,13 @@ PipelineCostModel pipelineCostModel(const spec::Spec &spec);
 std::vector<double> pipelineChunkCosts(const PipelineCostModel &model,
                                        const std::vector<int64_t> &split);
 
-// The contiguous cut of `layers` into `chunks` (each at least one layer)
-// whose largest chunk costs least, ties going to the cut of least summed
-// squared cost (the most even one).
+// The contiguous cut of `layers` into `chunks` (each at least one layer;
+// chunk c on rank c mod `ranks`) whose largest chunk costs least, ties
+// going to the cut whose most loaded rank costs least, then to the one of
+// least summed squared chunk cost (the most even).
 std::vector<int64_t> balancedLayerSplit(const PipelineCostModel &model,
-                                        int64_t layers, int64_t chunks);
+                                        int64_t layers, int64_t chunks,
+                                        int64_t ranks);
 
 // Layers of each of the pipeline × virtual_stages chunks, in global chunk
 // order: train.parallel.layer_split, or balancedLayerSplit under the cost
