@@ -17,9 +17,16 @@
 #     T2 from the median tokens/s after step 2 (T1 the step time on one GPU
 #     with the whole model, T2 the pipeline's; the same global batch, so
 #     T1 / T2 is the pipeline's tokens/s over one GPU's), against the
-#     schedule's (P - 1)/(m + P - 1); a step-time proxy (it counts the
-#     transfers and the optimizer step as bubble), not a per-rank timeline.
-#     OUT/bubble.json.
+#     compiler's prediction for that bundle (`octet inspect`'s "predicted
+#     bubble", from its chunks' FLOPs: D/BUNDLE.octet.inspect), the
+#     equal-chunk closed form (P - 1)/(m + P - 1) beside it; a step-time
+#     proxy (it counts the transfers and the optimizer step as bubble), not
+#     a per-rank timeline. OUT/bubble.json.
+#   throughput16-RECIPE (RECIPE: bf16, or fp8 once its specs exist): 20
+#     steps of l8b16-RECIPE-pp2 (16 layers of Llama 3 8B, pipeline 2, 1F1B,
+#     8 microbatches) and of l8b8-RECIPE-pp1 (its 8-layer half on one GPU);
+#     the pipeline's tokens/s per GPU must keep 90% of the one GPU's.
+#     OUT/throughput16-RECIPE.json.
 #   kill: kill -9 of pipeline rank 1 mid-step: rank 0 must exit non-zero
 #     within 60 s naming rank 1 ('rank 1 is lost').
 #   wrong-size: a pipeline-2 bundle started as one rank is told the layout.
@@ -32,18 +39,22 @@
 #   for m in 8 16; do for v in pp1 pp2; do
 #     sed "s/global_batch_size: 4/global_batch_size: $m/" bench/specs/pipeline/l8b4-bf16-$v.pbtxt > /tmp/l8b4-bf16-$v-m$m.pbtxt
 #     build/tools/octet/octet compile /tmp/l8b4-bf16-$v-m$m.pbtxt -o carry/pipeline/l8b4-bf16-$v-m$m.octet || break; done; done
+#   for s in l8b16-bf16-pp2 l8b8-bf16-pp1; do
+#     build/tools/octet/octet compile bench/specs/pipeline/$s.pbtxt -o carry/pipeline/$s.octet || break; done
+#   for b in carry/pipeline/*pp2*.octet; do build/tools/octet/octet inspect $b > $b.inspect || break; done
 # There (carry: carry/pipeline, data/corpus.txt):
 #   bash bench/pipeline_gpu.sh carry/pipeline/bin/octet-run carry/pipeline OUT_DIR [PART ...]
 # Expected wall time on 2 x H100: each step1 and steps20 part of tiny-llama
 # ~15 s, of l8b4 ~1 min (three loads with GEMM timing), bubble ~3 min,
 # kill ~1 min; split the parts over calls of 600 s:
 #   bash bench/pipeline_gpu.sh R D OUT step1-tiny-bf16 steps20-tiny-bf16 kill wrong-size step1-l8b4-bf16 steps20-l8b4-bf16
-#   bash bench/pipeline_gpu.sh R D OUT bubble
+#   bash bench/pipeline_gpu.sh R D OUT bubble throughput16-bf16
+# (throughput16 ~2 min: two loads with GEMM timing, 20 steps each.)
 #
 set -u
 export NCCL_NVLS_ENABLE=0
 R=${1:?octet-run}; D=${2:?bundle directory}; O=${3:?output directory}; shift 3
-parts=${*:-step1-tiny-bf16 steps20-tiny-bf16 kill wrong-size step1-l8b4-bf16 steps20-l8b4-bf16 bubble}
+parts=${*:-step1-tiny-bf16 steps20-tiny-bf16 kill wrong-size step1-l8b4-bf16 steps20-l8b4-bf16 bubble throughput16-bf16}
 B=$(cd "$(dirname "$0")" && pwd); mkdir -p "$O"
 W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
 bad=0; LOSS_TOL=1e-3; NORM_TOL=5e-3
@@ -92,32 +103,69 @@ print(ts[len(ts) // 2] if ts else 'nan')
 EOF
 }
 
+# The compiler's predicted bubble of a pipeline bundle, in percent, from
+# `octet inspect BUNDLE > BUNDLE.inspect` (compiled with it: see above).
+predicted_bubble() {
+  sed -n 's/^predicted bubble \([0-9.]*\)%.*/\1/p' "$1.inspect" 2>/dev/null | head -1
+}
+
 bubble() {
-  local n suffix one two rows=""
+  local n suffix one two predicted rows=""
   for n in 4 8 16; do
     suffix=$([ $n = 4 ] && echo "" || echo "-m$n")
+    predicted=$(predicted_bubble $D/l8b4-bf16-pp2$suffix.octet)
+    [ -n "$predicted" ] || { echo "no 'predicted bubble' in $D/l8b4-bf16-pp2$suffix.octet.inspect: run octet inspect on the bundle where it was compiled"; bad=1; continue; }
     log "bubble at m = $n: l8b4-bf16 on one GPU and at pipeline 2 (1F1B), 20 steps"
     "$R" $D/l8b4-bf16-pp1$suffix.octet --synthetic --steps 20 > $O/bubble-m$n-one.log 2>&1 \
       || { tail -3 $O/bubble-m$n-one.log; bad=1; continue; }
     launch2 $W/bubble-m$n-pp2.log $D/l8b4-bf16-pp2$suffix.octet --synthetic --steps 20 || { bad=1; continue; }
     cp $W/bubble-m$n-pp2.log* $O/
     one=$(median_tps $O/bubble-m$n-one.log); two=$(median_tps $W/bubble-m$n-pp2.log)
-    rows="$rows $n:$one:$two"
+    rows="$rows $n:$one:$two:$predicted"
   done
   python3 - $rows <<'EOF' | tee $O/bubble.json
 import json, sys
 out = []
 for row in sys.argv[1:]:
-    m, one, two = row.split(':')
-    m, one, two = int(m), float(one), float(two)
+    m, one, two, predicted = row.split(':')
+    m, one, two, predicted = int(m), float(one), float(two), float(predicted) / 100
     # (T1 / 2) / T2 = tokens/s at pipeline 2 / (2 x one GPU's).
     measured = 1 - two / (2 * one)
-    predicted = 1 / (m + 1)
     out.append({'microbatches': m, 'one_gpu_tokens_per_s': one, 'pipeline2_tokens_per_s': two,
                 'bubble_measured': round(measured, 4), 'bubble_predicted': round(predicted, 4),
+                'bubble_closed_form_equal_chunks': round(1 / (m + 1), 4),
                 'within_2_points': abs(measured - predicted) <= 0.02})
 print(json.dumps(out, indent=1))
 EOF
+  python3 -c "import json,sys; sys.exit(0 if all(r['within_2_points'] for r in json.load(open('$O/bubble.json'))) else 1)" \
+    || { echo "bubble: a measured bubble is more than 2 points from the prediction"; bad=1; }
+}
+
+# 16 layers at pipeline 2 against their 8-layer half on one GPU, same call:
+# tokens/s per GPU.
+throughput16() {
+  local recipe=$1 one two predicted
+  local half=l8b8-$recipe-pp1 pipe=l8b16-$recipe-pp2
+  [ -f $D/$half.octet ] && [ -f $D/$pipe.octet ] \
+    || { echo "throughput16-$recipe: $D/$half.octet and $D/$pipe.octet are needed (bench/specs/pipeline/)"; bad=1; return; }
+  log "throughput16-$recipe: $half on one GPU, $pipe at pipeline 2, 20 steps"
+  "$R" $D/$half.octet --synthetic --steps 20 > $O/throughput16-$recipe-one.log 2>&1 \
+    || { tail -3 $O/throughput16-$recipe-one.log; bad=1; return; }
+  launch2 $W/throughput16-$recipe-pp2.log $D/$pipe.octet --synthetic --steps 20 || { bad=1; return; }
+  cp $W/throughput16-$recipe-pp2.log* $O/
+  one=$(median_tps $O/throughput16-$recipe-one.log); two=$(median_tps $W/throughput16-$recipe-pp2.log)
+  predicted=$(predicted_bubble $D/$pipe.octet)
+  python3 - "$recipe" "$one" "$two" "${predicted:-nan}" <<'EOF' | tee $O/throughput16-$recipe.json
+import json, sys
+recipe, one, two, predicted = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
+per_gpu = two / 2
+print(json.dumps({'recipe': recipe, 'microbatches': 8,
+                  'one_gpu_8_layers_tokens_per_s': one, 'pipeline2_16_layers_tokens_per_s': two,
+                  'pipeline2_tokens_per_s_per_gpu': per_gpu, 'per_gpu_over_one_gpu': round(per_gpu / one, 4),
+                  'bubble_predicted': round(predicted / 100, 4), 'keeps_90_percent': per_gpu >= 0.9 * one}, indent=1))
+EOF
+  python3 -c "import json,sys; sys.exit(0 if json.load(open('$O/throughput16-$recipe.json'))['keeps_90_percent'] else 1)" \
+    || { echo "throughput16-$recipe: the pipeline keeps less than 90% of one GPU's tokens/s per GPU"; bad=1; }
 }
 
 kill_one() {
@@ -137,9 +185,10 @@ for p in $parts; do
     step1-*) step1 ${p#step1-};;
     steps20-*) steps20 ${p#steps20-};;
     bubble) bubble;;
+    throughput16-*) throughput16 ${p#throughput16-};;
     kill) kill_one;;
     wrong-size) wrong_size;;
-    *) echo "pipeline_gpu.sh: unknown part '$p' (step1-MODEL, steps20-MODEL, bubble, kill, wrong-size)"; bad=1;;
+    *) echo "pipeline_gpu.sh: unknown part '$p' (step1-MODEL, steps20-MODEL, bubble, throughput16-RECIPE, kill, wrong-size)"; bad=1;;
   esac
 done
 log "done: $([ $bad = 0 ] && echo every check passed || echo 'a check FAILED')"

@@ -495,13 +495,6 @@ void checkPipeline(const TrainSpec &t, const ModelSpec &m, Issues pis) {
     pis.add("pipeline", cut + " exceed model.num_layers (" +
                             std::to_string(layers) +
                             "); each chunk needs at least one layer");
-  } else if (layers > 0 && layers % chunks != 0) {
-    pis.add("pipeline",
-            "model.num_layers (" + std::to_string(layers) +
-                ") is not divisible by " + cut +
-                "; every layer costs the same, so the equal cut needs a "
-                "divisor: change pipeline or virtual_stages, or give "
-                "train.parallel.layer_split (layers a chunk)");
   }
   int64_t dp = std::max<int64_t>(1, par.data());
   if (t.micro_batch_size() <= 0 || t.global_batch_size() <= 0 ||

@@ -1,6 +1,8 @@
 #include "support/PipelineSchedule.h"
 
 #include <algorithm>
+#include <cmath>
+#include <iomanip>
 #include <sstream>
 
 namespace octet {
@@ -324,16 +326,27 @@ public:
     PipeSimulation result;
     result.perRank.resize(ranks_.size());
     result.timeline.resize(ranks_.size());
-    if (costs_.forward < 1 || costs_.inputGradient < 1 ||
-        costs_.weightGradient < 1)
-      return Status::error("pipeline simulation: every op cost must be at "
-                           "least 1 time unit");
+    if (!costs_.perStage.empty() &&
+        int(costs_.perStage.size()) != shape_.stages())
+      return Status::error("pipeline simulation: the costs list " +
+                           std::to_string(costs_.perStage.size()) +
+                           " stages, the schedule has " +
+                           std::to_string(shape_.stages()));
+    std::vector<PipeStageCosts> all = costs_.perStage;
+    all.push_back({costs_.forward, costs_.inputGradient,
+                   costs_.weightGradient});
+    for (const PipeStageCosts &c : all)
+      if (c.forward < 1 || c.inputGradient < 1 || c.weightGradient < 1)
+        return Status::error("pipeline simulation: every op cost must be at "
+                             "least 1 time unit");
     if (int(schedule_.perRank.size()) != schedule_.ranks)
       return Status::error("pipeline simulation: the schedule lists " +
                            std::to_string(schedule_.perRank.size()) +
                            " ranks, expected " +
                            std::to_string(schedule_.ranks));
-    for (int t = 0;; ++t) {
+    // Nothing changes between the ends of compute ops: time jumps from one
+    // to the next.
+    for (int t = 0;;) {
       bool progressed = false;
       for (int r = 0; r < schedule_.ranks; ++r) {
         Rank &rank = ranks_[r];
@@ -353,6 +366,7 @@ public:
         progressed |= moved;
       }
       bool anyRunning = false, allDone = true;
+      int next = 0;
       for (int r = 0; r < schedule_.ranks; ++r) {
         Rank &rank = ranks_[r];
         const auto &ops = schedule_.perRank[r];
@@ -361,6 +375,8 @@ public:
           OCTET_RETURN_IF_ERROR(startCompute(r, t));
           progressed = true;
         }
+        if (rank.running)
+          next = anyRunning ? std::min(next, rank.endsAt) : rank.endsAt;
         anyRunning |= rank.running;
         allDone &= rank.pc >= ops.size();
       }
@@ -370,12 +386,12 @@ public:
       }
       if (!anyRunning && !progressed)
         return Status::error(deadlockMessage(t));
-      for (int r = 0; r < schedule_.ranks; ++r)
-        result.timeline[r] += activityAt(r, t);
+      t = anyRunning ? next : t + 1;
     }
     OCTET_RETURN_IF_ERROR(checkComplete());
     long idle = 0;
     for (size_t r = 0; r < ranks_.size(); ++r) {
+      result.timeline[r] = timelineOf(int(r), result.totalTime);
       result.perRank[r].busy = ranks_[r].busy;
       result.perRank[r].peakStash = ranks_[r].peakStash;
       result.perRank[r].peakAwaitingB = ranks_[r].peakAwaitingB;
@@ -395,6 +411,12 @@ private:
     int startedAt = 0, endsAt = 0;
     int busy = 0, stash = 0, peakStash = 0;
     int awaitingB = 0, peakAwaitingB = 0;
+    // Compute ops run: start, end, the op.
+    struct Run {
+      int start, end;
+      const PipeOp *op;
+    };
+    std::vector<Run> runs;
     std::vector<bool> matched; // per transfer of the current group
   };
 
@@ -424,16 +446,23 @@ private:
     ranks_[r].matched.assign(n, false);
   }
 
-  int cost(PipeOpKind kind) const {
+  PipeStageCosts stageCosts(int stage) const {
+    if (costs_.perStage.empty())
+      return {costs_.forward, costs_.inputGradient, costs_.weightGradient};
+    return costs_.perStage[size_t(stage)];
+  }
+
+  int cost(PipeOpKind kind, int stage) const {
+    PipeStageCosts c = stageCosts(stage);
     switch (kind) {
     case PipeOpKind::F:
-      return costs_.forward;
+      return c.forward;
     case PipeOpKind::B:
-      return costs_.inputGradient;
+      return c.inputGradient;
     case PipeOpKind::W:
-      return costs_.weightGradient;
+      return c.weightGradient;
     case PipeOpKind::BW:
-      return costs_.inputGradient + costs_.weightGradient;
+      return c.inputGradient + c.weightGradient;
     case PipeOpKind::Comm:
       return 0;
     }
@@ -485,7 +514,8 @@ private:
     }
     rank.running = true;
     rank.startedAt = t;
-    rank.endsAt = t + cost(op.kind);
+    rank.endsAt = t + cost(op.kind, stage);
+    rank.runs.push_back({t, rank.endsAt, &op});
     return Status::ok();
   }
 
@@ -574,14 +604,19 @@ private:
     return moved;
   }
 
-  char activityAt(int r, int t) const {
-    const Rank &rank = ranks_[r];
-    if (!rank.running)
-      return '.';
-    PipeOpKind kind = schedule_.perRank[r][rank.pc].kind;
-    if (kind == PipeOpKind::BW)
-      return t - rank.startedAt < costs_.inputGradient ? 'B' : 'W';
-    return opLetter(kind)[0];
+  std::string timelineOf(int r, int totalTime) const {
+    std::string line(size_t(totalTime), '.');
+    for (const Rank::Run &run : ranks_[r].runs) {
+      PipeOpKind kind = run.op->kind;
+      int inputGradientEnds =
+          run.start +
+          stageCosts(shape_.stageOf(r, run.op->chunk)).inputGradient;
+      for (int t = run.start; t < run.end; ++t)
+        line[size_t(t)] = kind == PipeOpKind::BW
+                              ? (t < inputGradientEnds ? 'B' : 'W')
+                              : opLetter(kind)[0];
+    }
+    return line;
   }
 
   std::string deadlockMessage(int t) const {
@@ -627,6 +662,56 @@ private:
 StatusOr<PipeSimulation> simulatePipeline(const PipelineSchedule &schedule,
                                           const PipeCosts &costs) {
   return Simulator(schedule, costs).run();
+}
+
+StatusOr<PipePrediction> predictPipeline(const PipelineSchedule &schedule,
+                                         const std::vector<double> &stageForward) {
+  int stages = schedule.ranks * schedule.virtualStages;
+  if (int(stageForward.size()) != stages)
+    return Status::error("pipeline prediction: " +
+                         std::to_string(stageForward.size()) +
+                         " stage costs for " + std::to_string(stages) +
+                         " stages");
+  double largest = 0, total = 0;
+  for (double f : stageForward) {
+    if (!(f > 0))
+      return Status::error("pipeline prediction: every stage's forward cost "
+                           "must be positive");
+    largest = std::max(largest, f);
+    total += f;
+  }
+  // 1000 units for the largest forward: the rounding moves no stage's cost
+  // by more than 0.05% of the largest.
+  const double unitsOfLargest = 1000;
+  PipeCosts costs;
+  long work = 0;
+  for (double f : stageForward) {
+    int units = std::max(1, int(std::lround(f / largest * unitsOfLargest)));
+    costs.perStage.push_back({units, units, units});
+    work += 3L * units * schedule.microbatches;
+  }
+  StatusOr<PipeSimulation> simulated = simulatePipeline(schedule, costs);
+  if (!simulated)
+    return simulated.status();
+  PipePrediction prediction;
+  prediction.bubble = simulated->bubble;
+  prediction.stepOverOneRank = double(simulated->totalTime) / double(work);
+  for (double f : stageForward)
+    prediction.stageShare.push_back(f / total);
+  return prediction;
+}
+
+std::string describePrediction(const PipelineSchedule &schedule,
+                               const PipePrediction &prediction) {
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(1) << "predicted bubble "
+      << prediction.bubble * 100
+      << "% with these costs (backward 2x forward)\n"
+      << std::setprecision(3) << "predicted step " << prediction.stepOverOneRank
+      << " of one rank's: " << 1 / prediction.stepOverOneRank
+      << "x its tokens/s, "
+      << 1 / (prediction.stepOverOneRank * schedule.ranks) << " per rank\n";
+  return out.str();
 }
 
 std::string drawPipeline(const PipelineSchedule &schedule,

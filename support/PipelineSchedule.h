@@ -62,10 +62,20 @@ StatusOr<PipelineSchedule> makePipelineSchedule(PipelineScheduleKind kind,
                                                 int ranks, int virtualStages,
                                                 int microbatches);
 
+struct PipeStageCosts {
+  int forward = 1;
+  int inputGradient = 1;
+  int weightGradient = 1;
+};
+
+// Time units of each op: every stage's forward, inputGradient and
+// weightGradient, unless `perStage` lists one entry per global stage (in
+// stage order), as when the chunks hold unequal work.
 struct PipeCosts {
   int forward = 1;
   int inputGradient = 1;
   int weightGradient = 1;
+  std::vector<PipeStageCosts> perStage;
 };
 
 struct PipeRankReport {
@@ -88,6 +98,26 @@ struct PipeSimulation {
 
 StatusOr<PipeSimulation> simulatePipeline(const PipelineSchedule &schedule,
                                           const PipeCosts &costs = {});
+
+// The step a schedule predicts when global stage s's forward costs
+// stageForward[s] (any unit, e.g. FLOPs a microbatch) and its input- and
+// weight-gradient halves as much each (a backward about twice the forward),
+// simulated with the costs scaled to integer units (the largest forward
+// 1000). One rank would run every stage's ops one after another, so the
+// step over one rank's is the simulated time over that sum, and the bubble
+// (idle over ranks × time) is what 1 − tokens/s / (P × one GPU's) measures.
+struct PipePrediction {
+  double bubble = 0;
+  double stepOverOneRank = 0;
+  // Each stage's share of the work, in stage order.
+  std::vector<double> stageShare;
+};
+StatusOr<PipePrediction> predictPipeline(const PipelineSchedule &schedule,
+                                         const std::vector<double> &stageForward);
+
+// "predicted bubble ..." and "predicted step ..." lines of a prediction.
+std::string describePrediction(const PipelineSchedule &schedule,
+                               const PipePrediction &prediction);
 
 // "rank 0 | FF.BWB..." lines, then the totals.
 std::string drawPipeline(const PipelineSchedule &schedule,

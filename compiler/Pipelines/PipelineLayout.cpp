@@ -1,9 +1,124 @@
 #include "compiler/Pipelines/PipelineLayout.h"
 
 #include <algorithm>
+#include <cmath>
+#include <iomanip>
+#include <sstream>
 #include <string>
 
 namespace octet {
+
+// The loss over each logit: its max, subtraction, exponent and sum, and the
+// log-sum's subtraction.
+constexpr double kLossOpsPerLogit = 5;
+
+PipelineCostModel pipelineCostModel(const spec::Spec &spec) {
+  const spec::ModelSpec &m = spec.model();
+  double tokens = double(spec.train().micro_batch_size()) *
+                  double(spec.train().seq_len());
+  double hidden = double(m.hidden_size());
+  double headDim = double(m.head_dim() > 0 ? m.head_dim()
+                                           : m.hidden_size() /
+                                                 std::max<int64_t>(1, m.num_heads()));
+  double queries = double(m.num_heads()) * headDim;
+  double keys = double(m.has_num_kv_heads() ? m.num_kv_heads()
+                                            : m.num_heads()) *
+                headDim;
+  bool gated = m.activation().empty() ? m.architecture() == "llama"
+                                      : m.activation() == "swiglu";
+  double mlpMatrices = gated ? 3 : 2;
+  PipelineCostModel model;
+  // Q and O are queries × hidden, K and V keys × hidden; a multiply-add is
+  // two FLOPs.
+  double projections = 2 * tokens * hidden * (2 * queries + 2 * keys);
+  // Q·Kᵀ and P·V over the causal half of the S × S scores, per token:
+  // 2 · 2 · S/2 · queries.
+  double attention =
+      2 * tokens * double(spec.train().seq_len()) * queries;
+  double mlp = 2 * tokens * hidden * double(m.intermediate_size()) * mlpMatrices;
+  model.layer = projections + attention + mlp;
+  model.embedding = 0;
+  double vocab = double(m.vocab_size());
+  model.head = 2 * tokens * hidden * vocab + kLossOpsPerLogit * tokens * vocab;
+  return model;
+}
+
+std::vector<double> pipelineChunkCosts(const PipelineCostModel &model,
+                                       const std::vector<int64_t> &split) {
+  std::vector<double> costs;
+  for (size_t c = 0; c < split.size(); ++c)
+    costs.push_back(double(split[c]) * model.layer +
+                    (c == 0 ? model.embedding : 0) +
+                    (c + 1 == split.size() ? model.head : 0));
+  return costs;
+}
+
+std::vector<int64_t> balancedLayerSplit(const PipelineCostModel &model,
+                                        int64_t layers, int64_t chunks,
+                                        int64_t ranks) {
+  if (chunks <= 1)
+    return {layers};
+  ranks = std::max<int64_t>(1, ranks);
+  // Every layer costs the same, so a cut is its first and last chunks'
+  // layers, the middle chunks sharing the rest as evenly as they can; the
+  // one-layer remainders go to the middle chunks of the least loaded ranks
+  // (chunk c is on rank c mod ranks).
+  int64_t middle = chunks - 2;
+  std::vector<int64_t> best;
+  std::vector<double> bestKey;
+  for (int64_t first = 1; first + middle + 1 <= layers; ++first)
+    for (int64_t last = 1; first + middle + last <= layers; ++last) {
+      int64_t rest = layers - first - last;
+      if ((middle == 0) != (rest == 0))
+        continue;
+      std::vector<int64_t> split(size_t(chunks), middle ? rest / middle : 0);
+      split.front() = first;
+      split.back() = last;
+      auto rankLoads = [&] {
+        std::vector<double> loads(size_t(ranks), 0);
+        std::vector<double> costs = pipelineChunkCosts(model, split);
+        for (size_t c = 0; c < costs.size(); ++c)
+          loads[c % size_t(ranks)] += costs[c];
+        return loads;
+      };
+      for (int64_t extra = 0; extra < (middle ? rest % middle : 0); ++extra) {
+        std::vector<double> loads = rankLoads();
+        int64_t pick = -1;
+        for (int64_t c = 1; c + 1 < chunks; ++c)
+          if (split[size_t(c)] == rest / middle &&
+              (pick < 0 || loads[size_t(c % ranks)] <
+                               loads[size_t(pick % ranks)]))
+            pick = c;
+        ++split[size_t(pick)];
+      }
+      // Compared in order: the largest chunk, the largest rank, the summed
+      // squared chunk costs (the most even cut).
+      std::vector<double> costs = pipelineChunkCosts(model, split);
+      std::vector<double> loads = rankLoads();
+      double squares = 0;
+      for (double cost : costs)
+        squares += cost * cost;
+      std::vector<double> key{*std::max_element(costs.begin(), costs.end()),
+                              *std::max_element(loads.begin(), loads.end()),
+                              squares};
+      // Relative tolerance: equal cuts must tie despite rounding.
+      auto better = [&] {
+        for (size_t i = 0; i < key.size(); ++i) {
+          double eps = 1e-9 * std::max(std::abs(key[i]), std::abs(bestKey[i]));
+          if (key[i] < bestKey[i] - eps)
+            return true;
+          if (key[i] > bestKey[i] + eps)
+            return false;
+        }
+        return false;
+      };
+      if (best.empty() || better()) {
+        best = std::move(split);
+        bestKey = std::move(key);
+      }
+    }
+  return best;
+}
 
 std::vector<int64_t> pipelineLayerSplit(const spec::Spec &spec) {
   const spec::Parallel &parallel = spec.train().parallel();
@@ -13,7 +128,8 @@ std::vector<int64_t> pipelineLayerSplit(const spec::Spec &spec) {
     return {parallel.layer_split().begin(), parallel.layer_split().end()};
   int64_t chunks =
       parallel.pipeline() * std::max<int64_t>(1, parallel.virtual_stages());
-  return std::vector<int64_t>(chunks, spec.model().num_layers() / chunks);
+  return balancedLayerSplit(pipelineCostModel(spec), spec.model().num_layers(),
+                            chunks, parallel.pipeline());
 }
 
 StatusOr<SimulatedSchedule> pipelineScheduleFromSpec(const spec::Spec &spec) {
@@ -39,7 +155,15 @@ StatusOr<SimulatedSchedule> pipelineScheduleFromSpec(const spec::Spec &spec) {
     return Status::error("train.parallel.schedule \"" + parallel.schedule() +
                          "\" fails the schedule simulator: " +
                          simulated.status().message());
-  return SimulatedSchedule{std::move(*schedule), std::move(*simulated)};
+  std::vector<double> chunkCosts =
+      pipelineChunkCosts(pipelineCostModel(spec), pipelineLayerSplit(spec));
+  StatusOr<PipePrediction> prediction = predictPipeline(*schedule, chunkCosts);
+  if (!prediction)
+    return Status::error("train.parallel: the chunks' costs (model fields "
+                         "and seq_len) give no prediction: " +
+                         prediction.status().message());
+  return SimulatedSchedule{std::move(*schedule), std::move(*simulated),
+                           std::move(chunkCosts), std::move(*prediction)};
 }
 
 Status checkPipelineLayout(const spec::Spec &spec) {
@@ -69,30 +193,41 @@ Status checkPipelineLayout(const spec::Spec &spec) {
   return pipelineScheduleFromSpec(spec).status();
 }
 
-StatusOr<std::string> describePipelineLayout(const spec::Spec &spec) {
+StatusOr<std::string> describePipelineCosts(const spec::Spec &spec) {
   std::vector<int64_t> split = pipelineLayerSplit(spec);
   if (split.empty())
     return std::string();
   StatusOr<SimulatedSchedule> simulated = pipelineScheduleFromSpec(spec);
   if (!simulated)
     return simulated.status();
-  const PipelineSchedule &schedule = simulated->schedule;
-  std::string out;
+  const PipePrediction &prediction = simulated->prediction;
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(1);
   int64_t first = 0;
   for (size_t s = 0; s < split.size(); ++s) {
-    out += "chunk " + std::to_string(s) + " on rank " +
-           std::to_string(s % schedule.ranks) + ": " +
-           (split[s] == 1 ? "layer " + std::to_string(first)
+    out << "chunk " << s << " on rank " << s % simulated->schedule.ranks
+        << ": "
+        << (split[s] == 1 ? "layer " + std::to_string(first)
                           : "layers " + std::to_string(first) + "-" +
                                 std::to_string(first + split[s] - 1));
     if (s == 0)
-      out += " + embedding";
+      out << " + embedding";
     if (s + 1 == split.size())
-      out += " + final norm, LM head, loss";
-    out += "\n";
+      out << " + final norm, LM head, loss";
+    out << ", " << prediction.stageShare[s] * 100 << "% of the FLOPs\n";
     first += split[s];
   }
-  return out + drawPipeline(schedule, simulated->simulation);
+  return out.str() + describePrediction(simulated->schedule, prediction);
+}
+
+StatusOr<std::string> describePipelineLayout(const spec::Spec &spec) {
+  StatusOr<std::string> costs = describePipelineCosts(spec);
+  if (!costs || costs->empty())
+    return costs;
+  StatusOr<SimulatedSchedule> simulated = pipelineScheduleFromSpec(spec);
+  if (!simulated)
+    return simulated.status();
+  return *costs + drawPipeline(simulated->schedule, simulated->simulation);
 }
 
 } // namespace octet

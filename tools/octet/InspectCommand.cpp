@@ -4,6 +4,8 @@
 #include "bundle/Bundle.h"
 #include "bundle/Describe.h"
 #include "bundle/PipelineBundle.h"
+#include "compiler/Pipelines/PipelineLayout.h"
+#include "spec/SpecReader.h"
 #include "tools/octet/Commands.h"
 #include "tools/octet/MemoryFit.h"
 
@@ -142,6 +144,28 @@ bool printPipelineRankFits(const bundle::Bundle &b, const GpuTarget &gpu,
   return all;
 }
 
+// A pipeline bundle's chunk costs and the step they predict, from the
+// spec it was compiled from (the cut is the spec's, so it is the bundle's).
+void printPipelineCosts(const bundle::Bundle &b) {
+  const bundle::BuildInfo &build = b.build();
+  std::cout << "pipeline cost model (compiler/Pipelines/PipelineLayout):\n";
+  if (build.spec_format() != "pbtxt") {
+    std::cout << "  not known: the bundle was compiled from a "
+              << build.spec_format() << ", not a spec\n";
+    return;
+  }
+  StatusOr<spec::Spec> parsed = spec::parseSpecText(build.spec_text(), "the bundle's spec");
+  StatusOr<spec::Spec> spec =
+      parsed ? spec::resolveSpec(*parsed) : parsed;
+  StatusOr<std::string> costs =
+      spec ? describePipelineCosts(*spec) : StatusOr<std::string>(spec.status());
+  if (!costs) {
+    std::cout << "  not known: " << costs.status().message() << "\n";
+    return;
+  }
+  std::cout << *costs;
+}
+
 } // namespace
 
 Status printBundleFit(const std::string &path, const GpuTarget &gpu,
@@ -201,6 +225,8 @@ int runInspectCommand(const InspectOptions &opts) {
                  "fits\n";
   bundle::describeKernels(*b, std::cout);
   bundle::describePrograms(*b, std::cout);
+  if (b->has_pipeline())
+    printPipelineCosts(*b);
   if (Status runnable = bundle::checkRunnable(*b); !runnable)
     std::cout << "not runnable: " << runnable.message() << "\n";
   return 0;

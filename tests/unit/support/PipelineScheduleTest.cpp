@@ -148,6 +148,96 @@ TEST(PipelineSchedule, CostsShapeTheTimeline) {
   EXPECT_NE(drawing.find("rank 0 | F"), std::string::npos) << drawing;
 }
 
+// Per-stage costs: a heavier stage is where the time goes, and the
+// schedules still complete with every transfer in order.
+TEST(PipelineSchedule, GridPassesWithPerStageCosts) {
+  for (int p = 2; p <= 8; ++p)
+    for (int m = p; m <= 4 * p; m += p)
+      for (auto [kind, v] : {std::pair{PipelineScheduleKind::OneFOneB, 1},
+                             std::pair{PipelineScheduleKind::Interleaved, 2},
+                             std::pair{PipelineScheduleKind::ZeroBubbleH1, 1}}) {
+        SCOPED_TRACE(std::string(pipelineScheduleName(kind)) + " P" +
+                     std::to_string(p) + " M" + std::to_string(m));
+        PipeCosts costs;
+        for (int s = 0; s < p * v; ++s)
+          costs.perStage.push_back({2 + s % 3, 2 + s % 2, 1 + s % 3});
+        PipeSimulation sim = simulate(make(kind, p, v, m), costs);
+        EXPECT_GT(sim.totalTime, 0);
+      }
+}
+
+TEST(PipelineSchedule, PerStageCostsMustListEveryStage) {
+  PipeCosts costs;
+  costs.perStage.resize(3);
+  auto result =
+      simulatePipeline(make(PipelineScheduleKind::OneFOneB, 2, 1, 4), costs);
+  ASSERT_FALSE(result.isOk());
+  EXPECT_NE(result.status().message().find("3 stages, the schedule has 2"),
+            std::string::npos)
+      << result.status().message();
+}
+
+// Equal chunks predict the closed form (P − 1)/(M·V + P − 1) and a step of
+// one rank's over P, stretched by the bubble.
+TEST(PipelineSchedule, PredictionOfEqualChunksIsTheClosedForm) {
+  for (int p = 2; p <= 8; ++p)
+    for (int m = p; m <= 4 * p; m += p)
+      for (int v : {1, 2}) {
+        SCOPED_TRACE("P" + std::to_string(p) + " M" + std::to_string(m) +
+                     " V" + std::to_string(v));
+        PipelineSchedule schedule =
+            make(v == 1 ? PipelineScheduleKind::OneFOneB
+                        : PipelineScheduleKind::Interleaved,
+                 p, v, m);
+        auto prediction =
+            predictPipeline(schedule, std::vector<double>(p * v, 3.5e12));
+        ASSERT_TRUE(prediction.isOk()) << prediction.status().message();
+        double closed = double(p - 1) / double(m * v + p - 1);
+        EXPECT_NEAR(prediction->bubble, closed, 1e-12);
+        EXPECT_NEAR(prediction->stepOverOneRank, 1 / (p * (1 - closed)),
+                    1e-12);
+        for (double share : prediction->stageShare)
+          EXPECT_NEAR(share, 1.0 / (p * v), 1e-12);
+      }
+}
+
+// 1F1B over two stages, the second k times the first: the heavy rank works
+// 3kM and idles only while the first forward and the last backward run on
+// the light one (F + 2F), so the step is 3(kM + 1) of the light stage's
+// forwards against 3M(1 + k) of work.
+TEST(PipelineSchedule, PredictionOfAHeavyLastStage) {
+  for (int m : {4, 8, 16})
+    for (double k : {1.0, 1.5, 2.2}) {
+      PipelineSchedule schedule = make(PipelineScheduleKind::OneFOneB, 2, 1, m);
+      auto prediction = predictPipeline(schedule, {1, k});
+      ASSERT_TRUE(prediction.isOk()) << prediction.status().message();
+      double step = 3 * (k * m + 1), work = 3 * m * (1 + k);
+      EXPECT_NEAR(prediction->stepOverOneRank, step / work, 2e-3)
+          << "M" << m << " k" << k;
+      EXPECT_NEAR(prediction->bubble, 1 - work / (2 * step), 2e-3)
+          << "M" << m << " k" << k;
+      EXPECT_NEAR(prediction->stageShare[1], k / (1 + k), 1e-12);
+    }
+  auto wrong = predictPipeline(make(PipelineScheduleKind::OneFOneB, 2, 1, 4),
+                               {1, 1, 1});
+  ASSERT_FALSE(wrong.isOk());
+  EXPECT_NE(wrong.status().message().find("3 stage costs for 2 stages"),
+            std::string::npos)
+      << wrong.status().message();
+}
+
+TEST(PipelineSchedule, PredictionIsDescribed) {
+  PipelineSchedule schedule = make(PipelineScheduleKind::OneFOneB, 2, 1, 4);
+  auto prediction = predictPipeline(schedule, {1, 1});
+  ASSERT_TRUE(prediction.isOk());
+  std::string text = describePrediction(schedule, *prediction);
+  EXPECT_NE(text.find("predicted bubble 20.0%"), std::string::npos) << text;
+  EXPECT_NE(text.find("predicted step 0.625 of one rank's: 1.600x its "
+                      "tokens/s, 0.800 per rank"),
+            std::string::npos)
+      << text;
+}
+
 TEST(PipelineSchedule, ShapesTheScheduleCannotTakeAreRefused) {
   auto v1 = makePipelineSchedule(PipelineScheduleKind::Interleaved, 4, 1, 8);
   ASSERT_FALSE(v1.isOk());
