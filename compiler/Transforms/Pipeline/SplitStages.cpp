@@ -489,7 +489,20 @@ struct SplitStages : public octet::impl::OctetSplitStagesBase<SplitStages> {
     SmallVector<Value> results;
     for (Value v : returned) {
       materialize(v, body, map);
-      results.push_back(map.lookup(v));
+      Value result = map.lookup(v);
+      // State read before this function writes it (a delayed scale) leaves
+      // it as a copy: what crosses chunk functions has memory of its own,
+      // not the variable's, which the next microbatch's run overwrites.
+      if (result.getDefiningOp<graph::LoadOp>()) {
+        auto copy = kernel::CopyOp::create(body, step.getLoc(),
+                                           result.getType(), result, false);
+        copy->setAttr("section", body.getStringAttr(part.backward
+                                                       ? "backward"
+                                                       : "forward"));
+        copy->setAttr("layer", body.getI64IntegerAttr(-1));
+        result = copy;
+      }
+      results.push_back(result);
     }
     func::ReturnOp::create(body, step.getLoc(), results);
     fn->setAttr("octet.stage", builder.getI64IntegerAttr(part.chunk));
