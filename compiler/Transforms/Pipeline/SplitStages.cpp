@@ -277,6 +277,8 @@ struct SplitStages : public octet::impl::OctetSplitStagesBase<SplitStages> {
           fused->getResult(r).replaceAllUsesWith(part->getResult(i));
         partOf[part] = key < chunks ? Part{key, false}
                                     : Part{2 * chunks - 1 - key, true};
+        part->setAttr("section",
+                      b.getStringAttr(key < chunks ? "forward" : "backward"));
         position[part] = position[fused];
       }
       partOf.erase(fused);
@@ -448,7 +450,9 @@ struct SplitStages : public octet::impl::OctetSplitStagesBase<SplitStages> {
     if (map.contains(value))
       return;
     Operation *op = value.getDefiningOp();
-    assert(op && !partOf.count(op) && "a boundary value was not an argument");
+    // Loads are made where they are first read, anchored or not.
+    assert(op && (!partOf.count(op) || isa<graph::LoadOp>(op)) &&
+           "a boundary value was not an argument");
     for (Value input : inputsOf(op))
       materialize(input, builder, map);
     builder.clone(*op, map);
@@ -480,7 +484,7 @@ struct SplitStages : public octet::impl::OctetSplitStagesBase<SplitStages> {
       map.map(v, block->getArgument(step.getNumArguments() + i));
     OpBuilder body = OpBuilder::atBlockEnd(block);
     for (Operation &op : step.getBody().front()) {
-      if (!ownedBy(&op, part))
+      if (!ownedBy(&op, part) || isa<graph::LoadOp>(op))
         continue;
       for (Value input : inputsOf(&op))
         materialize(input, body, map);
