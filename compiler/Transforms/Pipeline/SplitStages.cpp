@@ -444,6 +444,15 @@ struct SplitStages : public octet::impl::OctetSplitStagesBase<SplitStages> {
     return success();
   }
 
+  bool crosses(Operation *op) {
+    Value v = op->getResult(0);
+    for (int64_t c = 0; c < chunks; ++c)
+      if (activationIn[c].contains(v) || gradientIn[c].contains(v) ||
+          stash[c].contains(v))
+        return true;
+    return false;
+  }
+
   // Copies what `value` needs of the unanchored ops into the function being
   // built, before the builder's insertion point.
   void materialize(Value value, OpBuilder &builder, IRMapping &map) {
@@ -484,7 +493,9 @@ struct SplitStages : public octet::impl::OctetSplitStagesBase<SplitStages> {
       map.map(v, block->getArgument(step.getNumArguments() + i));
     OpBuilder body = OpBuilder::atBlockEnd(block);
     for (Operation &op : step.getBody().front()) {
-      if (!ownedBy(&op, part) || isa<graph::LoadOp>(op))
+      // A load is made where it is first read, unless other parts read it
+      // too: then before the function writes the variable, in step order.
+      if (!ownedBy(&op, part) || (isa<graph::LoadOp>(op) && !crosses(&op)))
         continue;
       for (Value input : inputsOf(&op))
         materialize(input, body, map);
