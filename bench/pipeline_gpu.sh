@@ -1,17 +1,21 @@
 #!/bin/bash
-# Pipeline parallelism (train.parallel.pipeline) on two GPUs, BF16, on the
-# GPU host (kind nvidia-h100-x2), in parts:
-#   step1-MODEL (MODEL: tiny-bf16 l8b4-bf16): one step on one GPU
+# Pipeline parallelism (train.parallel.pipeline) on two GPUs, BF16 and FP8,
+# on the GPU host (kind nvidia-h100-x2), in parts:
+#   step1-MODEL (MODEL: tiny-bf16 l8b4-bf16, and in FP8 tiny-fp8blockwise
+#     l8b4-fp8blockwise (the seed's recipe), tiny-fp8 l8b4-fp8 (delayed),
+#     tiny-fp8current l8b4-fp8current): one step on one GPU
 #     (MODEL-pp1), at pipeline 2 with 1F1B (MODEL-pp2) and interleaved
 #     (MODEL-pp2-v2, 2 chunks a rank), 4 microbatches at the same global
 #     batch, each checkpointed after step 1; the pipeline checkpoint is
-#     joined over the stages into the one-rank format, so
-#     bench/dp_equivalence.py compares the loss, the grad norm and every
-#     tensor with one GPU's within the golden bounds;
+#     joined over the stages into the one-rank format (FP8 scale state
+#     included), so bench/dp_equivalence.py compares the loss, the grad
+#     norm and every tensor with one GPU's within the golden bounds
+#     (--numerics fp8 for the FP8 models, as for data parallelism);
 #     OUT/MODEL-VARIANT-step1.json.
 #   steps20-MODEL: 20 steps of the same three, each step's loss and grad
-#     norm against one GPU's (golden BF16 tolerances: step 1 loss 1e-3,
-#     grad norm 5e-3 relative; step s allows 1 + 0.1 (s - 1) times more).
+#     norm against one GPU's (golden tolerances: step 1 loss 1e-3, grad
+#     norm 5e-3 relative in BF16, 2e-3 and 2e-2 in FP8; step s allows
+#     1 + 0.1 (s - 1) times more).
 #   bubble: l8b4-bf16 at m = 4, 8 and 16 microbatches, 20 steps each on one
 #     GPU and at pipeline 2 (1F1B): the measured bubble is 1 - (T1 / 2) /
 #     T2 from the median tokens/s after step 2 (T1 the step time on one GPU
@@ -32,7 +36,8 @@
 #   wrong-size: a pipeline-2 bundle started as one rank is told the layout.
 # The script exits 1 when any check fails.
 #
-# Here (bundles compiled where MLIR is; about 20 MiB with octet-run):
+# Here (bundles compiled where MLIR is; about 20 MiB with octet-run for
+# BF16, each FP8 recipe's six about as much again):
 #   mkdir -p carry/pipeline/bin && cp build/tools/octet-run/octet-run carry/pipeline/bin/
 #   for s in tiny-bf16-pp1 tiny-bf16-pp2 tiny-bf16-pp2-v2 l8b4-bf16-pp1 l8b4-bf16-pp2 l8b4-bf16-pp2-v2; do
 #     build/tools/octet/octet compile bench/specs/pipeline/$s.pbtxt -o carry/pipeline/$s.octet || break; done
@@ -42,8 +47,15 @@
 #   for s in l8b16-bf16-pp2 l8b8-bf16-pp1; do
 #     build/tools/octet/octet compile bench/specs/pipeline/$s.pbtxt -o carry/pipeline/$s.octet || break; done
 #   for b in carry/pipeline/*pp2*.octet; do build/tools/octet/octet inspect $b > $b.inspect || break; done
+# FP8 (R: fp8blockwise, fp8 or fp8current; a directory of their own keeps
+# each call's carry under 64 MiB):
+#   R=fp8blockwise; mkdir -p carry/pipeline-$R/bin && cp build/tools/octet-run/octet-run carry/pipeline-$R/bin/
+#   for m in tiny l8b4; do for v in pp1 pp2 pp2-v2; do
+#     build/tools/octet/octet compile bench/specs/pipeline/$m-$R-$v.pbtxt -o carry/pipeline-$R/$m-$R-$v.octet || break; done; done
 # There (carry: carry/pipeline, data/corpus.txt):
 #   bash bench/pipeline_gpu.sh carry/pipeline/bin/octet-run carry/pipeline OUT_DIR [PART ...]
+# and for FP8 (carry: carry/pipeline-$R, data/corpus.txt):
+#   bash bench/pipeline_gpu.sh carry/pipeline-$R/bin/octet-run carry/pipeline-$R OUT_DIR step1-tiny-$R steps20-tiny-$R step1-l8b4-$R steps20-l8b4-$R
 # Expected wall time on 2 x H100: each step1 and steps20 part of tiny-llama
 # ~15 s, of l8b4 ~1 min (three loads with GEMM timing), bubble ~3 min,
 # kill ~1 min; split the parts over calls of 600 s:
@@ -63,15 +75,18 @@ log() { echo; echo "=== $* ($(date +%T), ${SECONDS} s)"; }
 . "$B/zero1_common.sh"
 dataOf() { case $1 in tiny*) echo "--text data/corpus.txt";; *) echo "--synthetic";; esac; }
 
+# The golden bounds a model's recipe is held to.
+numericsOf() { case $1 in *fp8*) echo fp8;; *) echo bf16;; esac; }
+
 step1() {
-  local m=$1 data v; data=$(dataOf $m)
+  local m=$1 data v numerics; data=$(dataOf $m); numerics=$(numericsOf $m)
   log "$m step 1: one GPU, pipeline 2 (1F1B), pipeline 2 interleaved"
   "$R" $D/$m-pp1.octet $data --steps 1 --checkpoint-dir $W/$m-one > $O/$m-step1-one.log 2>&1 \
     || { echo "one GPU failed:"; tail -3 $O/$m-step1-one.log; bad=1; return; }
   for v in pp2 pp2-v2; do
     launch2 $W/$m-$v-step1.log $D/$m-$v.octet $data --steps 1 --checkpoint-dir $W/$m-$v || { bad=1; continue; }
     cp $W/$m-$v-step1.log* $O/
-    python3 $B/dp_equivalence.py --numerics bf16 --name "$m $v" --one $O/$m-step1-one.log $W/$m-one/step-1 \
+    python3 $B/dp_equivalence.py --numerics $numerics --name "$m $v" --one $O/$m-step1-one.log $W/$m-one/step-1 \
       --data2 $W/$m-$v-step1.log $W/$m-$v/step-1 --out $O/$m-$v-step1.json || bad=1
     rm -rf $W/$m-$v
   done
@@ -79,7 +94,8 @@ step1() {
 }
 
 steps20() {
-  local m=$1 data v; data=$(dataOf $m)
+  local m=$1 data v LOSS_TOL NORM_TOL; data=$(dataOf $m)
+  case $(numericsOf $m) in fp8) LOSS_TOL=2e-3; NORM_TOL=2e-2;; *) LOSS_TOL=1e-3; NORM_TOL=5e-3;; esac
   log "$m: one GPU, pipeline 2 (1F1B), pipeline 2 interleaved (20 steps)"
   "$R" $D/$m-pp1.octet $data --steps 20 > $O/$m-one.log 2>&1 || { tail -3 $O/$m-one.log; bad=1; return; }
   for v in pp2 pp2-v2; do

@@ -173,13 +173,15 @@ Status checkPipelineLayout(const spec::Spec &spec) {
   if (pipeline <= 1)
     return Status::ok();
   std::string is = "train.parallel.pipeline is " + std::to_string(pipeline);
-  const std::string &recipe = train.precision().recipe();
-  if (!recipe.empty() && recipe != "bf16")
+  // Delayed scaling's amaxes agree over the data group through an
+  // all-reduce in the microbatch, a collective the stage cut does not
+  // take yet (as the gradient reduction).
+  if (train.precision().recipe() == "delayed" && parallel.data() > 1)
     return Status::error(
-        is + " and train.precision.recipe is \"" + recipe +
-        "\": the FP8 scale state is updated once for every layer, and the "
-        "compiler does not cut it into stages yet; set the recipe to "
-        "\"bf16\" (or the pipeline to 1)");
+        is + ", train.parallel.data is " + std::to_string(parallel.data()) +
+        " and train.precision.recipe is \"delayed\": its amax all-reduce over "
+        "the data group is not cut into pipeline stages yet; use recipe "
+        "\"current\" or \"blockwise\" (no amax collective), or data 1");
   if (parallel.schedule() == "zb-h1")
     return Status::error(
         "train.parallel.schedule is \"zb-h1\": the compiler does not split "

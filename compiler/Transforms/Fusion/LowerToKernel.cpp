@@ -107,6 +107,17 @@ struct LowerToKernel
           own = readsVariable && own != l ? -1 : l;
           readsVariable = true;
         }
+      // An amax, scale or cast of a tensor another op made belongs to that
+      // op's layer (the norm that opens layer N+1, not the GEMM of layer N
+      // before it; the norm gradient of layer N+1, not the GEMM of layer N
+      // that reads its cast), so that a pipeline stage cut between layers
+      // keeps a tensor with its amax, scale and cast on one side.
+      if (isa<fp8::AmaxOp, fp8::ComputeScaleOp, fp8::QuantizeOp,
+              fp8::TransposeOp>(op))
+        if (Operation *def =
+                fusion::throughViews(op.getOperand(0)).getDefiningOp())
+          if (auto attr = def->getAttrOfType<IntegerAttr>("layer"))
+            own = attr.getInt();
       StringRef section = name == "train_microbatch"
                               ? (backward ? "backward" : "forward")
                               : name == "optimizer_step" ? "optimizer"

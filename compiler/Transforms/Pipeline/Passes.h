@@ -25,6 +25,8 @@ std::string stageForwardName(int64_t stage);
 std::string stageBackwardName(int64_t stage);
 // The optimizer step of pipeline rank `rank` (octet-split-optimizer).
 std::string rankOptimizerName(int64_t rank);
+// Pipeline rank `rank`'s part of init function `name` (octet.init_functions).
+std::string rankInitName(int64_t rank, llvm::StringRef name);
 
 } // namespace octet
 

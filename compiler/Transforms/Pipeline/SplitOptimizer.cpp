@@ -58,9 +58,40 @@ struct SplitOptimizer
         return signalPassFailure();
     }
     step.erase();
+    if (failed(splitInitFunctions(module)))
+      return signalPassFailure();
     for (auto var : module.getOps<graph::VariableOp>())
       if (auto it = owner.find(var.getSymName()); it != owner.end())
         var->setAttr("pipeline_rank", b.getI64IntegerAttr(it->second));
+  }
+
+  // What runs once before the first step (FP8 recipes' weight casts,
+  // octet.init_functions) writes every rank's state: each rank gets
+  // @rank<r>_<name> with its own part, and the module lists those.
+  LogicalResult splitInitFunctions(ModuleOp module) {
+    auto inits = module->getAttrOfType<ArrayAttr>("octet.init_functions");
+    if (!inits)
+      return success();
+    Builder b(module.getContext());
+    SmallVector<Attribute> names;
+    for (StringRef name : inits.getAsValueRange<StringAttr>()) {
+      auto init = module.lookupSymbol<func::FuncOp>(name);
+      if (!init)
+        return module.emitError("octet-split-optimizer: octet.init_functions "
+                                "names @")
+               << name << ", which the module does not hold";
+      OpBuilder ob(init);
+      for (int64_t r = 0; r < ranks; ++r) {
+        auto copy = cast<func::FuncOp>(ob.clone(*init));
+        copy.setSymName(rankInitName(r, name));
+        if (failed(keepRank(copy, r)))
+          return failure();
+        names.push_back(b.getStringAttr(copy.getSymName()));
+      }
+      init.erase();
+    }
+    module->setAttr("octet.init_functions", b.getArrayAttr(names));
+    return success();
   }
 
   // A variable belongs to the rank whose chunk functions read or write it.
@@ -112,6 +143,13 @@ struct SplitOptimizer
       };
       StringRef param = variableOf(update.getParam());
       auto it = owner.find(param);
+      // Under FP8 recipes that cast the weights in the optimizer step, the
+      // chunks read only the cast (fp8w.<param>): the parameter goes with
+      // its cast.
+      if (!param.empty() && it == owner.end())
+        if (auto cast = owner.find(("fp8w." + param).str());
+            cast != owner.end())
+          it = owner.try_emplace(param, cast->second).first;
       if (param.empty() || it == owner.end()) {
         update.emitError("octet-split-optimizer: an AdamW update of ")
             << (param.empty() ? StringRef("a value not loaded from a "
@@ -124,25 +162,67 @@ struct SplitOptimizer
                           update.getExpAvgSq()})
         if (StringRef name = variableOf(state); !name.empty())
           owner[name] = it->second;
+      castOwners[param] = it->second;
       return WalkResult::advance();
     });
-    return failure(walk.wasInterrupted());
+    if (walk.wasInterrupted())
+      return failure();
+    // The FP8 state the optimizer step writes from a parameter (its cast,
+    // the cast's K-major copy, scale and amax) goes with the parameter,
+    // read by the chunks or not.
+    for (auto var : step->getParentOfType<ModuleOp>().getOps<graph::VariableOp>()) {
+      StringRef name = var.getSymName();
+      if (!name.consume_front("fp8w."))
+        continue;
+      for (StringRef param = name; !param.empty();
+           param = param.rsplit('.').first) {
+        if (auto it = castOwners.find(param); it != castOwners.end()) {
+          owner[var.getSymName()] = it->second;
+          break;
+        }
+        if (!param.contains('.'))
+          break;
+      }
+    }
+    return success();
   }
+
+  // Parameter -> its rank, for the FP8 state named after it.
+  llvm::StringMap<int64_t> castOwners;
 
   bool othersOwn(StringRef var, int64_t rank) const {
     auto it = owner.find(var);
     return it != owner.end() && it->second != rank;
   }
 
+  // A value of other ranks' state: a load of their variable, or what a
+  // kernel computed from them (an FP8 weight's amax taken in AdamW feeds
+  // the scale kernel, whose scale feeds the weight's cast).
   bool othersOwn(Value value, int64_t rank) const {
+    if (othersValues.contains(value))
+      return true;
     auto load = value.getDefiningOp<graph::LoadOp>();
     return load && othersOwn(load.getVariable(), rank);
   }
 
+  // Of the function being cut for one rank: the results of kernels it
+  // pruned, and those kernels, erased once their later readers are.
+  llvm::DenseSet<Value> othersValues;
+  SmallVector<Operation *> pruned;
+
   LogicalResult keepRank(func::FuncOp fn, int64_t rank) {
+    othersValues.clear();
+    pruned.clear();
     for (kernel::FusedOp fused : fusion::fusedOps(fn))
       if (failed(pruneKernel(fused, rank)))
         return failure();
+    for (Operation *op : llvm::reverse(pruned)) {
+      if (!op->use_empty())
+        return (*op->user_begin())->emitError(
+                   "octet-split-optimizer: reads what pipeline rank ")
+               << rank << " does not compute (another rank's state)";
+      op->erase();
+    }
     // What is left of other ranks' state: stores (the clearing of their
     // gradient accumulators) and the loads and kernels that fed them.
     SmallVector<graph::StoreOp> stores;
@@ -197,15 +277,29 @@ struct SplitOptimizer
         deadOps.push_back(&op);
       }
     }
-    // The dropped results may only be stored into other ranks' variables.
+    // The dropped results may only be stored into other ranks' variables,
+    // or read by later kernels, which drop them in turn.
     for (unsigned i : dropResult.set_bits())
       for (Operation *user : fused->getResult(i).getUsers()) {
         auto store = dyn_cast<graph::StoreOp>(user);
-        if (!store || !othersOwn(store.getVariable(), rank))
+        if (store ? !othersOwn(store.getVariable(), rank)
+                  : !isa<kernel::FusedOp>(user))
           return user->emitError("octet-split-optimizer: reads what pipeline "
                                  "rank ")
                  << rank << " does not compute (another rank's state)";
+        if (!store)
+          othersValues.insert(fused->getResult(i));
       }
+    for (unsigned i : dropResult.set_bits())
+      for (Operation *user :
+           llvm::make_early_inc_range(fused->getResult(i).getUsers()))
+        if (isa<graph::StoreOp>(user))
+          user->erase();
+    // A kernel of other ranks' state alone goes whole.
+    if (dropResult.all()) {
+      pruned.push_back(fused);
+      return success();
+    }
     OpBuilder b(fused);
     SmallVector<Value> inputs;
     for (OpOperand &operand : fused->getOpOperands())
@@ -215,14 +309,15 @@ struct SplitOptimizer
     for (OpResult result : fused->getResults())
       if (!dropResult.test(result.getResultNumber()))
         types.push_back(result.getType());
-    auto pruned = kernel::FusedOp::create(b, fused.getLoc(), types, inputs,
-                                          fused.getName(), fused.getKind());
-    pruned->setAttrs(fused->getAttrs());
+    auto prunedKernel = kernel::FusedOp::create(
+        b, fused.getLoc(), types, inputs, fused.getName(), fused.getKind());
+    prunedKernel->setAttrs(fused->getAttrs());
     IRMapping map;
     for (unsigned i = 0, kept = 0; i < body.getNumArguments(); ++i)
       if (!dropInput.test(i))
-        map.map(body.getArgument(i), pruned.getBodyBlock().getArgument(kept++));
-    OpBuilder ib = OpBuilder::atBlockEnd(&pruned.getBodyBlock());
+        map.map(body.getArgument(i),
+                prunedKernel.getBodyBlock().getArgument(kept++));
+    OpBuilder ib = OpBuilder::atBlockEnd(&prunedKernel.getBodyBlock());
     llvm::DenseSet<Operation *> skip(deadOps.begin(), deadOps.end());
     for (Operation &op : body) {
       if (skip.contains(&op))
@@ -237,16 +332,11 @@ struct SplitOptimizer
       }
       ib.clone(op, map);
     }
-    for (unsigned i = 0, kept = 0; i < fused->getNumResults(); ++i) {
-      if (dropResult.test(i)) {
-        for (Operation *user :
-             llvm::make_early_inc_range(fused->getResult(i).getUsers()))
-          user->erase();
-        continue;
-      }
-      fused->getResult(i).replaceAllUsesWith(pruned->getResult(kept++));
-    }
-    fused.erase();
+    for (unsigned i = 0, kept = 0; i < fused->getNumResults(); ++i)
+      if (!dropResult.test(i))
+        fused->getResult(i).replaceAllUsesWith(
+            prunedKernel->getResult(kept++));
+    pruned.push_back(fused);
     return success();
   }
 

@@ -2,6 +2,7 @@
 // function per pipeline chunk, joined only by static-shape edge tensors
 // and each chunk's stash (compiler/Transforms/Pipeline/PipelinePasses.td).
 
+#include "compiler/Transforms/Fusion/FusionUtils.h"
 #include "compiler/Transforms/Pipeline/Passes.h"
 
 #include "mlir/IR/Builders.h"
@@ -23,6 +24,9 @@ std::string stageBackwardName(int64_t stage) {
 }
 std::string rankOptimizerName(int64_t rank) {
   return "rank" + std::to_string(rank) + "_optimizer_step";
+}
+std::string rankInitName(int64_t rank, llvm::StringRef name) {
+  return "rank" + std::to_string(rank) + "_" + name.str();
 }
 } // namespace octet
 
@@ -113,6 +117,8 @@ struct SplitStages : public octet::impl::OctetSplitStagesBase<SplitStages> {
       chunkOfLayer.insert(chunkOfLayer.end(), layerSplit[c], c);
     }
     Block &body = step.getBody().front();
+    for (auto store : body.getOps<graph::StoreOp>())
+      written.insert(store.getVariable());
     int64_t at = 0, firstLayerForward = -1, lastLayerBackward = -1;
     for (Operation &op : body) {
       position[&op] = at++;
@@ -120,13 +126,16 @@ struct SplitStages : public octet::impl::OctetSplitStagesBase<SplitStages> {
       auto layer = op.getAttrOfType<IntegerAttr>("layer");
       if (!section || !layer || layer.getInt() < 0)
         continue;
+      // A layer's weight cast (FP8 recipes quantize the weights at the top
+      // of the step) is copied where it is read; it does not mark where
+      // the layers begin.
+      if (op.getNumResults() > 0 && readsOnlyWeights(&op))
+        continue;
       if (section.getValue() == "forward" && firstLayerForward < 0)
         firstLayerForward = position[&op];
       if (section.getValue() == "backward")
         lastLayerBackward = position[&op];
     }
-    for (auto store : body.getOps<graph::StoreOp>())
-      written.insert(store.getVariable());
     SmallVector<kernel::CollectiveOp> collectives;
     for (Operation &op : body) {
       // A collective goes where its operands are made (placeCollectives).
@@ -164,6 +173,8 @@ struct SplitStages : public octet::impl::OctetSplitStagesBase<SplitStages> {
       partOf[&op] = Part{chunk, backward};
     }
     if (failed(placeCollectives(collectives)))
+    return failure();
+    if (failed(splitPerTensorKernels(chunkOfLayer)))
       return failure();
     // A store goes where its value is made.
     for (auto store : body.getOps<graph::StoreOp>()) {
@@ -181,6 +192,16 @@ struct SplitStages : public octet::impl::OctetSplitStagesBase<SplitStages> {
                << ", which run on different pipeline ranks (tied weights "
                   "across stages are not supported)";
     }
+    // State the step both reads and writes (delayed scaling's amax
+    // histories and scales) is read, by every function, as it was before
+    // the part that writes it ran for this microbatch: that part loads it
+    // and a later part of the chunk gets it in the stash. So a microbatch's
+    // backward sees the scale its forward used, whatever forwards of later
+    // microbatches ran between them.
+    for (auto load : body.getOps<graph::LoadOp>())
+      if (auto writer = storedBy.find(load.getVariable());
+          writer != storedBy.end())
+        partOf[load] = writer->second;
     return success();
   }
 
@@ -245,6 +266,108 @@ struct SplitStages : public octet::impl::OctetSplitStagesBase<SplitStages> {
     return success();
   }
 
+  // A multi-tensor kernel of the step that no layer anchors and whose ops
+  // each work on their own tensors (delayed scaling's scale updates, one
+  // per FP8 tensor of every layer, after the microbatch's last amax)
+  // becomes one kernel per part: each op goes where its amaxes are made,
+  // or, reading state alone, to the forward of its tensor's layer. Each
+  // chunk then updates its own tensors' scales as its functions run, in
+  // microbatch order, as one rank does after each microbatch.
+  LogicalResult splitPerTensorKernels(ArrayRef<int64_t> chunkOfLayer) {
+    Block &body = step.getBody().front();
+    SmallVector<kernel::FusedOp> kernels;
+    for (auto fused : body.getOps<kernel::FusedOp>())
+      if (fused.getKind() == "multi_tensor" && fusion::layerOf(fused) < 0 &&
+          partOf.count(fused) && independentOps(fused))
+        kernels.push_back(fused);
+    for (kernel::FusedOp fused : kernels) {
+      Block &inner = fused.getBodyBlock();
+      auto yield = cast<kernel::YieldOp>(inner.getTerminator());
+      // Part (by its order) -> its ops, in the kernel's order.
+      llvm::MapVector<int64_t, SmallVector<Operation *>> groups;
+      for (Operation &op : inner.without_terminator()) {
+        std::optional<Part> part;
+        int64_t layer = -1;
+        for (Value arg : op.getOperands()) {
+          Value outer = fused->getOperand(cast<BlockArgument>(arg).getArgNumber());
+          if (auto load = outer.getDefiningOp<graph::LoadOp>())
+            layer = std::max(layer, fusion::layerOfName(load.getVariable())
+                                        .value_or(int64_t(-1)));
+          if (std::optional<Part> made = madeIn(outer))
+            if (!part || order(*made) > order(*part))
+              part = made;
+        }
+        if (!part)
+          part = Part{layer >= 0 && layer < int64_t(chunkOfLayer.size())
+                          ? chunkOfLayer[layer]
+                          : chunks - 1,
+                      false};
+        groups[order(*part)].push_back(&op);
+      }
+      if (groups.size() < 2)
+        continue;
+      OpBuilder b(fused);
+      for (auto &[key, ops] : groups) {
+        llvm::SetVector<unsigned> args;
+        for (Operation *op : ops)
+          for (Value arg : op->getOperands())
+            args.insert(cast<BlockArgument>(arg).getArgNumber());
+        SmallVector<Value> inputs;
+        for (unsigned a : args)
+          inputs.push_back(fused->getOperand(a));
+        // Which of the kernel's results each op yields.
+        SmallVector<unsigned> results;
+        SmallVector<Type> types;
+        for (OpOperand &y : yield->getOpOperands())
+          if (llvm::is_contained(ops, y.get().getDefiningOp())) {
+            results.push_back(y.getOperandNumber());
+            types.push_back(y.get().getType());
+          }
+        auto part = kernel::FusedOp::create(b, fused.getLoc(), types, inputs,
+                                            fused.getName(), fused.getKind());
+        part->setAttrs(fused->getAttrs());
+        IRMapping map;
+        for (auto [i, a] : llvm::enumerate(args))
+          map.map(inner.getArgument(a), part.getBodyBlock().getArgument(i));
+        OpBuilder ib = OpBuilder::atBlockEnd(&part.getBodyBlock());
+        for (Operation *op : ops)
+          ib.clone(*op, map);
+        SmallVector<Value> yielded;
+        for (unsigned r : results)
+          yielded.push_back(map.lookup(yield.getOperand(r)));
+        kernel::YieldOp::create(ib, yield.getLoc(), yielded);
+        for (auto [i, r] : llvm::enumerate(results))
+          fused->getResult(r).replaceAllUsesWith(part->getResult(i));
+        partOf[part] = key < chunks ? Part{key, false}
+                                    : Part{2 * chunks - 1 - key, true};
+        part->setAttr("section",
+                      b.getStringAttr(key < chunks ? "forward" : "backward"));
+        position[part] = position[fused];
+      }
+      partOf.erase(fused);
+      position.erase(fused);
+      fused.erase();
+    }
+    return success();
+  }
+
+  // Whether every op of a kernel reads only the kernel's arguments and
+  // feeds only its yield: ops that can run in separate kernels.
+  static bool independentOps(kernel::FusedOp fused) {
+    Block &inner = fused.getBodyBlock();
+    for (Operation &op : inner.without_terminator()) {
+      if (op.getNumRegions() > 0)
+        return false;
+      for (Value v : op.getOperands())
+        if (!isa<BlockArgument>(v))
+          return false;
+      for (Operation *user : op.getUsers())
+        if (!isa<kernel::YieldOp>(user))
+          return false;
+    }
+    return true;
+  }
+
   // Whether `op` computes from variables the step does not write (and
   // constants) alone.
   bool readsOnlyWeights(Operation *op) {
@@ -296,14 +419,6 @@ struct SplitStages : public octet::impl::OctetSplitStagesBase<SplitStages> {
       return success();
     auto it = partOf.find(op);
     if (it == partOf.end()) {
-      if (auto load = dyn_cast<graph::LoadOp>(op)) {
-        auto writer = storedBy.find(load.getVariable());
-        if (writer != storedBy.end() && writer->second.chunk != part.chunk)
-          return user->emitError("octet-split-stages: ")
-                 << describe(part) << " reads @" << load.getVariable()
-                 << ", which " << describe(writer->second)
-                 << " writes on another pipeline rank";
-      }
       for (Value input : inputsOf(op))
         if (failed(need(input, part, user)))
           return failure();
@@ -330,6 +445,12 @@ struct SplitStages : public octet::impl::OctetSplitStagesBase<SplitStages> {
       gradientIn[c].insert(value);
       return success();
     }
+    // State read before its writer ran crosses only as other values do.
+    if (auto load = dyn_cast<graph::LoadOp>(op))
+      return user->emitError("octet-split-stages: ")
+             << describe(part) << " reads @" << load.getVariable()
+             << ", which " << describe(from)
+             << " writes on another pipeline rank";
     return user->emitError("octet-split-stages: ")
            << describe(user) << " of " << describe(part)
            << " reads a value of " << describe(op) << " from "
@@ -386,13 +507,24 @@ struct SplitStages : public octet::impl::OctetSplitStagesBase<SplitStages> {
     return success();
   }
 
+  bool crosses(Operation *op) {
+    Value v = op->getResult(0);
+    for (int64_t c = 0; c < chunks; ++c)
+      if (activationIn[c].contains(v) || gradientIn[c].contains(v) ||
+          stash[c].contains(v))
+        return true;
+    return false;
+  }
+
   // Copies what `value` needs of the unanchored ops into the function being
   // built, before the builder's insertion point.
   void materialize(Value value, OpBuilder &builder, IRMapping &map) {
     if (map.contains(value))
       return;
     Operation *op = value.getDefiningOp();
-    assert(op && !partOf.count(op) && "a boundary value was not an argument");
+    // Loads are made where they are first read, anchored or not.
+    assert(op && (!partOf.count(op) || isa<graph::LoadOp>(op)) &&
+           "a boundary value was not an argument");
     for (Value input : inputsOf(op))
       materialize(input, builder, map);
     builder.clone(*op, map);
@@ -424,7 +556,9 @@ struct SplitStages : public octet::impl::OctetSplitStagesBase<SplitStages> {
       map.map(v, block->getArgument(step.getNumArguments() + i));
     OpBuilder body = OpBuilder::atBlockEnd(block);
     for (Operation &op : step.getBody().front()) {
-      if (!ownedBy(&op, part))
+      // A load is made where it is first read, unless other parts read it
+      // too: then before the function writes the variable, in step order.
+      if (!ownedBy(&op, part) || (isa<graph::LoadOp>(op) && !crosses(&op)))
         continue;
       for (Value input : inputsOf(&op))
         materialize(input, body, map);
@@ -433,7 +567,20 @@ struct SplitStages : public octet::impl::OctetSplitStagesBase<SplitStages> {
     SmallVector<Value> results;
     for (Value v : returned) {
       materialize(v, body, map);
-      results.push_back(map.lookup(v));
+      Value result = map.lookup(v);
+      // State read before this function writes it (a delayed scale) leaves
+      // it as a copy: what crosses chunk functions has memory of its own,
+      // not the variable's, which the next microbatch's run overwrites.
+      if (result.getDefiningOp<graph::LoadOp>()) {
+        auto copy = kernel::CopyOp::create(body, step.getLoc(),
+                                           result.getType(), result, false);
+        copy->setAttr("section", body.getStringAttr(part.backward
+                                                       ? "backward"
+                                                       : "forward"));
+        copy->setAttr("layer", body.getI64IntegerAttr(-1));
+        result = copy;
+      }
+      results.push_back(result);
     }
     func::ReturnOp::create(body, step.getLoc(), results);
     fn->setAttr("octet.stage", builder.getI64IntegerAttr(part.chunk));
