@@ -11,7 +11,8 @@
 #     included), so bench/dp_equivalence.py compares the loss, the grad
 #     norm and every tensor with one GPU's within the golden bounds
 #     (--numerics fp8 for the FP8 models, as for data parallelism);
-#     OUT/MODEL-VARIANT-step1.json.
+#     OUT/MODEL-VARIANT-step1.json. VARIANTS="pp2-v2" (say) runs only
+#     those pipeline variants beside one GPU (default "pp2 pp2-v2").
 #   steps20-MODEL: 20 steps of the same three, each step's loss and grad
 #     norm against one GPU's (golden tolerances: step 1 loss 1e-3, grad
 #     norm 5e-3 relative in BF16, 2e-3 and 2e-2 in FP8; step s allows
@@ -83,7 +84,7 @@ step1() {
   log "$m step 1: one GPU, pipeline 2 (1F1B), pipeline 2 interleaved"
   "$R" $D/$m-pp1.octet $data --steps 1 --checkpoint-dir $W/$m-one > $O/$m-step1-one.log 2>&1 \
     || { echo "one GPU failed:"; tail -3 $O/$m-step1-one.log; bad=1; return; }
-  for v in pp2 pp2-v2; do
+  for v in ${VARIANTS:-pp2 pp2-v2}; do
     launch2 $W/$m-$v-step1.log $D/$m-$v.octet $data --steps 1 --checkpoint-dir $W/$m-$v || { bad=1; continue; }
     cp $W/$m-$v-step1.log* $O/
     python3 $B/dp_equivalence.py --numerics $numerics --name "$m $v" --one $O/$m-step1-one.log $W/$m-one/step-1 \
