@@ -571,13 +571,18 @@ struct SplitStages : public octet::impl::OctetSplitStagesBase<SplitStages> {
       // State read before this function writes it (a delayed scale) leaves
       // it as a copy: what crosses chunk functions has memory of its own,
       // not the variable's, which the next microbatch's run overwrites.
-      if (result.getDefiningOp<graph::LoadOp>()) {
-        auto copy = kernel::CopyOp::create(body, step.getLoc(),
+      // The copy goes right after the load: on the GPU a load names the
+      // variable's bytes, so a copy after this function's own scale update
+      // would send the updated value, not the one its casts used.
+      if (auto load = result.getDefiningOp<graph::LoadOp>()) {
+        OpBuilder atLoad(load);
+        atLoad.setInsertionPointAfter(load);
+        auto copy = kernel::CopyOp::create(atLoad, step.getLoc(),
                                            result.getType(), result, false);
-        copy->setAttr("section", body.getStringAttr(part.backward
+        copy->setAttr("section", atLoad.getStringAttr(part.backward
                                                        ? "backward"
                                                        : "forward"));
-        copy->setAttr("layer", body.getI64IntegerAttr(-1));
+        copy->setAttr("layer", atLoad.getI64IntegerAttr(-1));
         result = copy;
       }
       results.push_back(result);

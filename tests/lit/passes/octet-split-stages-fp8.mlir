@@ -6,7 +6,9 @@
 // updates both. The kernel becomes one per part: the x update where its
 // amax is made (chunk 0's forward), the dy update in chunk 1's backward.
 // Chunk 0's forward loads @x0.scale before it writes it and stashes the
-// value (a copy) for its backward, which reads what the forward read.
+// value (a copy) for its backward, which reads what the forward read. The
+// copy is made right after the load: on the GPU a load names the
+// variable's bytes, which the scale update overwrites.
 module {
   graph.variable @x0.scale : tensor<4xf32> {init = "ones", kind = "state"}
   graph.variable @dy1.scale : tensor<4xf32> {init = "ones", kind = "state"}
@@ -35,13 +37,13 @@ module {
 
 // CHECK-LABEL: func.func @stage0_forward
 // CHECK-NEXT: %[[XS:.*]] = graph.load @x0.scale
+// CHECK-NEXT: %[[COPY:.*]] = kernel.copy %[[XS]]
 // CHECK-NEXT: %[[A:.*]] = graph.mul %arg0, %[[XS]]
 // CHECK-NEXT: %[[AX:.*]] = graph.add %[[A]], %[[A]]
 // CHECK-NEXT: %[[NEW:.*]] = kernel.fused "fp8.scale_updates" kind("multi_tensor") ins(%[[AX]], %[[XS]] :
 // CHECK: section = "forward"
 // CHECK-NOT: @dy1
 // CHECK: graph.store %[[NEW]], @x0.scale
-// CHECK-NEXT: %[[COPY:.*]] = kernel.copy %[[XS]]
 // CHECK-NEXT: return %[[A]], %[[COPY]]
 // CHECK-LABEL: func.func @stage0_backward
 // CHECK-SAME: %[[SXS:[^:]*]]: tensor<4xf32>, %[[DB:[^:]*]]: tensor<4xf32>)
