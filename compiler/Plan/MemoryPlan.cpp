@@ -250,6 +250,9 @@ LogicalResult planTimeline(ArrayRef<func::FuncOp> funcs, MemoryPlan &plan,
     // Which of the buffer's values this is: a kernel.fused that `overwrites`
     // its input makes the next one, and the older ones are gone.
     unsigned version = 0;
+    // For a variable's value: the stores to it in this program before its
+    // load (a later store makes the bytes hold another value).
+    unsigned variableStores = 0;
   };
   llvm::DenseMap<Value, Root> roots;
   std::vector<Buffer> buffers;
@@ -368,10 +371,28 @@ LogicalResult planTimeline(ArrayRef<func::FuncOp> funcs, MemoryPlan &plan,
     }
   };
 
+  // Where each variable was first stored in this program. A load names the
+  // variable's bytes rather than copying them, so an op after the store
+  // that reads a value loaded before it would see the new value on the GPU
+  // while the interpreter (SSA) gives it the old one.
+  llvm::StringMap<llvm::SmallVector<graph::StoreOp, 1>> storesOf;
   for (Operation &op : body) {
     int64_t at = index[&op];
     for (Value operand : op.getOperands()) {
       auto it = roots.find(operand);
+      if (it != roots.end() && it->second.buffer < 0 &&
+          !isa<graph::StoreOp>(op)) {
+        auto stores = storesOf.find(it->second.variable);
+        if (stores != storesOf.end() &&
+            stores->second.size() > it->second.variableStores)
+          return op.emitError("memory plan: this op reads @")
+                 << it->second.variable
+                 << " as loaded before the graph.store at "
+                 << stores->second[it->second.variableStores].getLoc()
+                 << " wrote it; the bytes it reads hold the stored value by "
+                    "then: read the loaded value before the store (or copy "
+                    "it there)";
+      }
       if (it != roots.end() && it->second.buffer >= 0 &&
           it->second.version != buffers[it->second.buffer].version)
         return op.emitError("memory plan: this op reads ")
@@ -388,8 +409,10 @@ LogicalResult planTimeline(ArrayRef<func::FuncOp> funcs, MemoryPlan &plan,
       for (Value in : coll.getInputs())
         use(in, end - 1);
     if (auto load = dyn_cast<graph::LoadOp>(op)) {
-      roots[load.getResult()] =
-          Root{-1, load.getVariable(), 0};
+      Root r{-1, load.getVariable(), 0};
+      auto stores = storesOf.find(load.getVariable());
+      r.variableStores = stores == storesOf.end() ? 0 : stores->second.size();
+      roots[load.getResult()] = r;
       continue;
     }
     if (isa<graph::ReshapeOp, graph::SaveOp>(op)) {
@@ -454,6 +477,7 @@ LogicalResult planTimeline(ArrayRef<func::FuncOp> funcs, MemoryPlan &plan,
     if (auto store = dyn_cast<graph::StoreOp>(op)) {
       Root r = roots.lookup(store.getValue());
       llvm::StringRef var = store.getVariable();
+      storesOf[var].push_back(store);
       // A step-local variable's bytes are its own from the first write
       // (the memset of a cleared accumulator) on.
       if (stepLocal.count(var)) {
