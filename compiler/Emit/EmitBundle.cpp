@@ -878,15 +878,12 @@ LogicalResult emitPipelineRanks(ModuleOp module, bundle::Bundle &b,
     if (failed(emitter.emitProgram(optimizer, bundle::OPTIMIZER_STEP, 0, rank)))
       return failure();
     // The rank's part of what runs once first (FP8 weight casts).
-    if (auto inits = module->getAttrOfType<ArrayAttr>("octet.init_functions"))
-      for (StringRef name : inits.getAsValueRange<StringAttr>()) {
-        if (!name.starts_with(rankInitName(p, "")))
-          continue;
-        auto init = module.lookupSymbol<func::FuncOp>(name);
-        if (!init || failed(emitter.emitProgram(init, bundle::INIT, 0, rank)))
-          return module.emitError("bundle: pipeline rank ")
-                 << p << " cannot emit its init function @" << name;
-      }
+    for (const std::string &name : rankInitFunctions(module, p)) {
+      auto init = module.lookupSymbol<func::FuncOp>(name);
+      if (!init || failed(emitter.emitProgram(init, bundle::INIT, 0, rank)))
+        return module.emitError("bundle: pipeline rank ")
+               << p << " cannot emit its init function @" << name;
+    }
   }
   return success();
 }

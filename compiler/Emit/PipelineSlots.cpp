@@ -275,14 +275,10 @@ planPipelineArenas(ModuleOp module, const PipelineSchedule &schedule,
       rank.functions.push_back(stageBackwardName(s));
     }
     rank.functions.push_back(rankOptimizerName(p));
-    // The rank's own programs that run outside the schedule (its FP8
-    // weight casts' INIT, @rank<p>_fp8_weight_init) address its arena too.
-    std::string prefix = "rank" + std::to_string(p) + "_";
-    for (func::FuncOp func : module.getOps<func::FuncOp>()) {
-      StringRef name = func.getSymName();
-      if (name.starts_with(prefix) && name != rankOptimizerName(p))
-        rank.functions.push_back(name.str());
-    }
+    // The rank's part of what runs once before the first step (its FP8
+    // weight casts' INIT) addresses its arena too.
+    for (std::string &name : rankInitFunctions(module, p))
+      rank.functions.push_back(std::move(name));
   }
   if (failed(planStashSlots(*stages, schedule.ranks, entries, plan)))
     return failure();

@@ -11,6 +11,7 @@
 #include "mlir/Pass/Pass.h"
 
 #include <string>
+#include <vector>
 
 namespace octet {
 
@@ -27,6 +28,10 @@ std::string stageBackwardName(int64_t stage);
 std::string rankOptimizerName(int64_t rank);
 // Pipeline rank `rank`'s part of init function `name` (octet.init_functions).
 std::string rankInitName(int64_t rank, llvm::StringRef name);
+// The init functions octet.init_functions lists for pipeline rank `rank`
+// (its rankInitName parts), in the module's order.
+std::vector<std::string> rankInitFunctions(mlir::ModuleOp module,
+                                           int64_t rank);
 
 } // namespace octet
 

@@ -28,6 +28,16 @@ std::string rankOptimizerName(int64_t rank) {
 std::string rankInitName(int64_t rank, llvm::StringRef name) {
   return "rank" + std::to_string(rank) + "_" + name.str();
 }
+std::vector<std::string> rankInitFunctions(mlir::ModuleOp module,
+                                           int64_t rank) {
+  std::vector<std::string> names;
+  std::string prefix = rankInitName(rank, "");
+  if (auto inits = module->getAttrOfType<mlir::ArrayAttr>("octet.init_functions"))
+    for (llvm::StringRef name : inits.getAsValueRange<mlir::StringAttr>())
+      if (name.starts_with(prefix))
+        names.push_back(name.str());
+  return names;
+}
 } // namespace octet
 
 using namespace mlir;
