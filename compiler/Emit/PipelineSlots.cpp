@@ -206,21 +206,18 @@ LogicalResult planStashSlots(ArrayRef<StageFunctions> stages,
              << plan.slots[slot].name << "' is a backward's stash or input "
              << "argument and also an edge it sends or receives";
 
-  // The stash region, after the activation region.
-  uint64_t offset = plan.persistentBytes + plan.activationBytes;
+  // What crosses the chunk functions leaves the activation region: one
+  // slot per entry in flight, in the stash region.
   for (auto &[index, rank] : stashRank) {
     plan::Slot &slot = plan.slots[index];
     uint64_t stride = alignUp(slot.bytes);
     slot.kind = plan::SlotKind::Stash;
     slot.stashStride = stride;
     slot.bytes = stride * uint64_t(std::max(1, entriesPerRank[size_t(rank)]));
-    slot.offset = offset;
     slot.program.clear();
     slot.lastProgram.clear();
     slot.firstStep = slot.lastStep = 0;
-    offset += slot.bytes;
   }
-  plan.stashBytes = offset - plan.persistentBytes - plan.activationBytes;
 
   // Drop the moved slots; every index after one shifts down.
   std::vector<unsigned> newIndex(plan.slots.size());
@@ -248,6 +245,20 @@ LogicalResult planStashSlots(ArrayRef<StageFunctions> stages,
     entry.second = newIndex[entry.second];
   if (plan.gemmWorkspaceSlot)
     plan.gemmWorkspaceSlot = newIndex[*plan.gemmWorkspaceSlot];
+
+  // The chunk functions planned their values around the stash and edges
+  // they held (a forward's stash is live to its end, a backward's from its
+  // start): packed again without them, each function's region holds only
+  // its own transient values.
+  plan::repackActivations(plan);
+  // The stash region, after the activation region.
+  uint64_t offset = plan.persistentBytes + plan.activationBytes;
+  for (plan::Slot &slot : plan.slots)
+    if (slot.kind == plan::SlotKind::Stash) {
+      slot.offset = offset;
+      offset += slot.bytes;
+    }
+  plan.stashBytes = offset - plan.persistentBytes - plan.activationBytes;
   return success();
 }
 

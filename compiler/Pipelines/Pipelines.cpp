@@ -33,14 +33,6 @@ Status checkParallelLayout(const spec::Spec &spec) {
                        "split layers across tensor-parallel ranks");
   if (Status pipeline = checkPipelineLayout(spec); !pipeline)
     return pipeline;
-  if (parallel.shard_optimizer() && parallel.pipeline() > 1)
-    return Status::error(
-        "train.parallel.shard_optimizer with train.parallel.pipeline " +
-        std::to_string(parallel.pipeline()) +
-        ": the sharded optimizer's per-bucket updates and all-gathers are "
-        "not cut per pipeline rank yet (each pipeline rank's gradients are "
-        "all-reduced over its data group instead); set shard_optimizer to "
-        "false, or pipeline to 1");
   return Status::ok();
 }
 
@@ -67,8 +59,11 @@ TrainingPipelineOptions trainingOptionsFromSpec(const spec::Spec &spec) {
   // each pipeline rank reduces its own gradients over its data group.
   o.reduceGradients.dataParallel = dataParallel;
   o.reduceGradients.bucketElements = train.parallel().bucket_elements();
-  if (train.parallel().shard_optimizer() && dataParallel > 1 &&
-      train.parallel().pipeline() <= 1)
+  // With a pipeline too: octet-split-stages cuts the reduce-scatters per
+  // chunk like the all-reduces, and octet-split-optimizer gives each
+  // pipeline rank the per-bucket updates and all-gathers of its own
+  // parameters, so each rank's moments are sharded over its data group.
+  if (train.parallel().shard_optimizer() && dataParallel > 1)
     o.shardOptimizer.emplace().dataParallel = dataParallel;
   autodiff.dataParallel = dataParallel;
   std::vector<int64_t> layerSplit = pipelineLayerSplit(spec);

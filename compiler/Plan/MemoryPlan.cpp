@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <optional>
 
 using namespace mlir;
@@ -939,6 +940,69 @@ void printMemoryPlan(const MemoryPlan &plan, llvm::raw_ostream &os,
       os << " [" << s.firstStep << ", " << s.lastStep << "]";
     os << "\n";
   }
+}
+
+void repackActivations(MemoryPlan &plan) {
+  std::map<std::string, std::vector<unsigned>> byProgram;
+  std::set<std::string> pinned;
+  for (unsigned i = 0; i < plan.slots.size(); ++i) {
+    const Slot &slot = plan.slots[i];
+    if (slot.program.empty() || slot.kind == SlotKind::Stash)
+      continue;
+    if (!slot.lastProgram.empty() && slot.lastProgram != slot.program) {
+      pinned.insert(slot.program);
+      pinned.insert(slot.lastProgram);
+    }
+    byProgram[slot.program].push_back(i);
+  }
+  uint64_t region = 0;
+  for (ProgramPlan &program : plan.programs) {
+    auto it = byProgram.find(program.name);
+    if (it == byProgram.end()) {
+      program.peakLiveBytes = program.regionBytes = 0;
+      continue;
+    }
+    std::vector<unsigned> &slots = it->second;
+    if (pinned.count(program.name)) {
+      for (unsigned i : slots)
+        region = std::max(region, plan.slots[i].offset - plan.persistentBytes +
+                                      alignUp(plan.slots[i].bytes));
+      continue;
+    }
+    // As planTimeline places buffers: by first step, each slot taking the
+    // bytes of those whose last step is strictly earlier.
+    std::vector<unsigned> byLast = slots;
+    std::stable_sort(slots.begin(), slots.end(), [&](unsigned a, unsigned b) {
+      return plan.slots[a].firstStep < plan.slots[b].firstStep;
+    });
+    std::stable_sort(byLast.begin(), byLast.end(), [&](unsigned a, unsigned b) {
+      return plan.slots[a].lastStep < plan.slots[b].lastStep;
+    });
+    RegionAllocator allocator;
+    std::map<unsigned, uint64_t> at;
+    std::map<int64_t, int64_t> deltas;
+    size_t nextFree = 0;
+    for (unsigned i : slots) {
+      Slot &slot = plan.slots[i];
+      while (nextFree < byLast.size() &&
+             plan.slots[byLast[nextFree]].lastStep < slot.firstStep) {
+        unsigned f = byLast[nextFree++];
+        if (at.count(f))
+          allocator.release(at[f], alignUp(plan.slots[f].bytes));
+      }
+      at[i] = allocator.allocate(alignUp(slot.bytes));
+      slot.offset = plan.persistentBytes + at[i];
+      deltas[slot.firstStep] += int64_t(alignUp(slot.bytes));
+      deltas[slot.lastStep + 1] -= int64_t(alignUp(slot.bytes));
+    }
+    int64_t now = 0, peak = 0;
+    for (auto &[step, delta] : deltas)
+      peak = std::max(peak, now += delta);
+    program.peakLiveBytes = uint64_t(peak);
+    program.regionBytes = allocator.high();
+    region = std::max(region, program.regionBytes);
+  }
+  plan.activationBytes = region;
 }
 
 } // namespace octet::plan

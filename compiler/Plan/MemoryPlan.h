@@ -158,6 +158,15 @@ struct MemoryPlan {
 mlir::FailureOr<MemoryPlan> planMemory(mlir::ModuleOp module,
                                        int64_t microbatchesPerStep = 0);
 
+// Packs each program's activation slots again from their lifetimes, as
+// planMemory placed them, over the slots the plan holds now: once the
+// values that cross a pipeline's chunk functions have moved to Stash
+// slots, their bytes no longer sit under the programs' own values. Sets
+// every program's peak and region and the plan's activation bytes. A slot
+// that outlives its program (a step-local variable) stays where it is, and
+// so does every slot of a program that holds one.
+void repackActivations(MemoryPlan &plan);
+
 // "512 B", "1.50 KiB", "3.25 GiB".
 std::string formatBytes(uint64_t bytes);
 

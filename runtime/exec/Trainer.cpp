@@ -335,12 +335,6 @@ struct Trainer::Impl {
           "this rank is pipeline rank " + std::to_string(pipeRank) +
           " of the bundle but rank " +
           std::to_string(options.pipeline->rank()) + " of its pipeline group");
-    for (const StateTensor &st : bundle.state())
-      if (st.data_shards() > 1)
-        return Status::error("state tensor '" + st.name() +
-                             "' is sharded over the data ranks (ZeRO-1), "
-                             "which a pipeline bundle cannot be: recompile "
-                             "without train.parallel.shard_optimizer");
     if (!options.saveHf.empty())
       return Status::error(
           "--save-hf with a pipeline bundle is not done yet (each rank "
@@ -712,7 +706,9 @@ struct Trainer::Impl {
 
   // Each stage's own variables, sent to pipeline rank 0 and joined there
   // into what a job of one rank would save; the data replicas' are the
-  // same, so replica 0's pipeline alone does this.
+  // same but for the parts of a sharded state (ZeRO-1), which every rank
+  // of a stage's data group hands its replica 0 first, so replica 0's
+  // pipeline alone joins the stages.
   StatusOr<ckpt::TrainCheckpoint> gatherPipeline(ckpt::TrainCheckpoint c) {
     auto join = [&](const std::vector<Entry> &entries)
         -> StatusOr<std::vector<hf::NamedTensor>> {
@@ -722,12 +718,24 @@ struct Trainer::Impl {
         order.push_back(e.name);
         if (!ownsPipelineVariable(slotUsers, e.slot, pipeRank))
           continue;
+        if (e.dataShards <= 1 && dpRank != 0)
+          continue;
         mine.push_back(
             {e.name, e.dtype, e.shape, std::vector<uint8_t>(e.bytes)});
         OCTET_RETURN_IF_ERROR(
             backend.readSlot(e.slot, mine.back().data.data(), e.bytes));
+        if (e.dataShards > 1) {
+          OCTET_RETURN_IF_ERROR(backend.synchronize());
+          std::vector<uint8_t> whole;
+          OCTET_RETURN_IF_ERROR(
+              options.dataParallel->gather(mine.back().data, whole));
+          mine.back().data = std::move(whole);
+          mine.back().shape = wholeShape(e);
+        }
       }
       OCTET_RETURN_IF_ERROR(backend.synchronize());
+      if (dpRank != 0)
+        return std::vector<hf::NamedTensor>();
       std::vector<std::vector<hf::NamedTensor>> parts;
       if (!options.pipeline) {
         parts.push_back(std::move(mine));
@@ -770,7 +778,7 @@ struct Trainer::Impl {
     auto state = join(stateEntries);
     if (!state)
       return state.status();
-    if (pipeRank != 0)
+    if (pipeRank != 0 || dpRank != 0)
       return c;
     auto split = hfTensors(std::move(*model));
     if (!split)
@@ -1350,7 +1358,10 @@ StatusOr<std::string> Trainer::saveCheckpoint(int64_t step) {
   bool sharded = t.pipe != nullptr;
   for (const Entry &e : t.stateEntries)
     sharded |= e.dataShards > 1;
-  if (t.dpRank != 0 && (t.pipe || !sharded))
+  bool dataShards = false;
+  for (const Entry &e : t.stateEntries)
+    dataShards |= e.dataShards > 1;
+  if (t.dpRank != 0 && (t.pipe ? !dataShards : !sharded))
     return std::string();
   auto c = t.gather(step);
   if (!c)

@@ -151,9 +151,10 @@ largestRank(const std::vector<plan::PipelineRankPlan> &ranks) {
 
 // For a pipeline whose largest rank does not fit: what it holds most of,
 // then the first changed spec whose every rank fits, from plans of it:
-// smaller micro batches at the same global batch (less stash and
-// activations), then twice the pipeline ranks at the same world size
-// (half the variables a rank).
+// ZeRO-1 over the data ranks (a data-th of each rank's AdamW moments, the
+// same batches), smaller micro batches at the same global batch (less
+// stash and activations), then twice the pipeline ranks at the same world
+// size (half the variables a rank).
 Status suggestPipelineFit(MLIRContext &context, const spec::Spec &spec,
                           const CompileOptions &opts,
                           const plan::PipelineRankPlan &worst,
@@ -190,6 +191,14 @@ Status suggestPipelineFit(MLIRContext &context, const spec::Spec &spec,
   int64_t data = std::max<int64_t>(1, t.parallel().data());
   int64_t perReplica = t.global_batch_size() / data;
   bool found = false;
+  if (data > 1 && !t.parallel().shard_optimizer()) {
+    spec::Spec changed = spec;
+    changed.mutable_train()->mutable_parallel()->set_shard_optimizer(true);
+    if (Status st = tryLayout(changed, "train.parallel.shard_optimizer: true",
+                              found);
+        !st)
+      return st;
+  }
   for (int64_t m = t.micro_batch_size() - 1; m >= 1 && !found; --m) {
     if (perReplica % m)
       continue;
@@ -214,9 +223,9 @@ Status suggestPipelineFit(MLIRContext &context, const spec::Spec &spec,
       return st;
   }
   if (!found)
-    os << "  no smaller micro batch or deeper pipeline at this world size "
-          "fits; the compiler does not recompute activations or shard a "
-          "pipeline's optimizer state across its data ranks yet\n";
+    os << "  no sharded optimizer, smaller micro batch or deeper pipeline at "
+          "this world size fits; the compiler does not recompute "
+          "activations or shard the parameters and gradients yet\n";
   return Status::ok();
 }
 

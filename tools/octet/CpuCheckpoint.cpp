@@ -120,6 +120,9 @@ wholeVariables(mlir::ModuleOp module,
                const std::vector<interp::VariableStore> &ranks) {
   interp::VariableStore whole = ranks.front();
   for (const auto &[name, parts] : shardedVariables(module)) {
+    // Another pipeline rank's (joinPipelineRanks joins each group's own).
+    if (!ranks.front().has(name))
+      continue;
     const interp::Tensor &first = ranks.front().get(name);
     std::vector<int64_t> shape = first.shape();
     shape[0] *= int64_t(ranks.size());
@@ -157,10 +160,11 @@ void keepRankParts(mlir::ModuleOp module,
   for (const auto &[name, parts] : shardedVariables(module)) {
     interp::Tensor whole = ranks.front().get(name);
     std::vector<int64_t> shape = whole.shape();
-    shape[0] /= int64_t(ranks.size());
+    shape[0] /= parts;
+    // Rank p·data + d holds part d (data before pipeline).
     for (size_t r = 0; r < ranks.size(); ++r) {
       interp::Tensor part(whole.dtype(), shape);
-      int64_t n = part.numel(), at = int64_t(r) * n;
+      int64_t n = part.numel(), at = (int64_t(r) % parts) * n;
       if (isFloat(whole.dtype()))
         std::copy(whole.f() + at, whole.f() + at + n, part.f());
       else
@@ -190,8 +194,19 @@ interp::VariableStore
 joinPipelineRanks(mlir::ModuleOp module, int64_t data,
                   const std::vector<interp::VariableStore> &ranks) {
   interp::VariableStore whole = ranks.front();
-  for (const auto &[name, owner] : pipelineRankVariables(module))
-    whole.set(name, ranks[size_t(owner * data)].get(name));
+  std::map<std::string, int64_t> owners = pipelineRankVariables(module);
+  int64_t pipeline = int64_t(ranks.size()) / data;
+  for (int64_t p = 0; p < pipeline; ++p) {
+    // ZeRO-1 shards a pipeline rank's state over its data group: the
+    // group's parts joined.
+    std::vector<interp::VariableStore> group(ranks.begin() + p * data,
+                                             ranks.begin() + (p + 1) * data);
+    interp::VariableStore joined =
+        data > 1 ? wholeVariables(module, group) : group.front();
+    for (const auto &[name, owner] : owners)
+      if (owner == p)
+        whole.set(name, joined.get(name));
+  }
   return whole;
 }
 

@@ -59,7 +59,8 @@ interp::VariableStore wholeVariables(mlir::ModuleOp module,
                                      const std::vector<interp::VariableStore> &ranks);
 
 // The inverse: each rank keeps its part of every sharded variable, which
-// `ranks` hold whole (as a checkpoint restored them).
+// `ranks` hold whole (as a checkpoint restored them); rank p·data + d keeps
+// part d.
 void keepRankParts(mlir::ModuleOp module,
                    std::vector<interp::VariableStore> &ranks);
 
@@ -73,7 +74,8 @@ void keepPipelineRankVariables(mlir::ModuleOp module, int64_t data,
                                std::vector<interp::VariableStore> &ranks);
 
 // The inverse: rank 0's variables with each pipeline rank's own joined in
-// (from its data group's first rank), what a checkpoint holds.
+// (from its data group's first rank, or its data group's parts joined
+// where ZeRO-1 shards them), what a checkpoint holds.
 interp::VariableStore
 joinPipelineRanks(mlir::ModuleOp module, int64_t data,
                   const std::vector<interp::VariableStore> &ranks);

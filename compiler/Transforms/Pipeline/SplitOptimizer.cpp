@@ -4,6 +4,10 @@
 // gradient norm of that rank's variables; the norm is the rank's part,
 // joined across the pipeline group so that clipping sees the whole
 // model's. Every variable a rank alone holds is marked `pipeline_rank`.
+// After ZeRO-1 (octet-shard-optimizer) the step is already cut per data
+// rank: each rank keeps the per-bucket AdamW updates of its own
+// parameters' parts and the all-gathers of those, and its norm of its
+// parts is joined over the pipeline group before the data group's join.
 
 #include "compiler/Transforms/Fusion/FusionUtils.h"
 #include "compiler/Transforms/Pipeline/Passes.h"
@@ -138,6 +142,9 @@ struct SplitOptimizer
         if (auto arg = dyn_cast<BlockArgument>(inner);
             fused && arg && arg.getOwner() == &fused.getBodyBlock())
           outer = fused->getOperand(arg.getArgNumber());
+        // ZeRO-1 updates the data rank's part of the parameter.
+        if (auto part = outer.getDefiningOp<kernel::RankPartOp>())
+          outer = part.getInput();
         auto load = outer.getDefiningOp<graph::LoadOp>();
         return load ? load.getVariable() : StringRef();
       };
@@ -201,6 +208,9 @@ struct SplitOptimizer
   bool othersOwn(Value value, int64_t rank) const {
     if (othersValues.contains(value))
       return true;
+    // ZeRO-1's view of a parameter's or gradient's data-rank part.
+    if (auto part = value.getDefiningOp<kernel::RankPartOp>())
+      value = part.getInput();
     auto load = value.getDefiningOp<graph::LoadOp>();
     return load && othersOwn(load.getVariable(), rank);
   }
@@ -213,9 +223,20 @@ struct SplitOptimizer
   LogicalResult keepRank(func::FuncOp fn, int64_t rank) {
     othersValues.clear();
     pruned.clear();
-    for (kernel::FusedOp fused : fusion::fusedOps(fn))
-      if (failed(pruneKernel(fused, rank)))
+    // In program order: a ZeRO-1 all-gather reads AdamW kernels' results
+    // and feeds the weights' casts.
+    SmallVector<Operation *> kernels;
+    for (Operation &op : fn.getBody().front())
+      if (isa<kernel::FusedOp, kernel::CollectiveOp>(op))
+        kernels.push_back(&op);
+    for (Operation *op : kernels) {
+      LogicalResult kept =
+          isa<kernel::FusedOp>(op)
+              ? pruneKernel(cast<kernel::FusedOp>(op), rank)
+              : pruneCollective(cast<kernel::CollectiveOp>(op), rank);
+      if (failed(kept))
         return failure();
+    }
     for (Operation *op : llvm::reverse(pruned)) {
       if (!op->use_empty())
         return (*op->user_begin())->emitError(
@@ -233,9 +254,71 @@ struct SplitOptimizer
     for (graph::StoreOp store : stores)
       store.erase();
     eraseDeadOps(fn);
+    // The norm of the rank's own gradients (of its data part, under
+    // ZeRO-1, whose join of the data ranks' norms reads a collective and
+    // then sees the pipeline-joined ones).
     for (kernel::FusedOp fused : fusion::fusedOps(fn))
-      if (fusion::bodyOnly(fused, {"graph.global_norm"}))
+      if (fusion::bodyOnly(fused, {"graph.global_norm"}) &&
+          llvm::none_of(fused->getOperands(), [](Value v) {
+            return v.getDefiningOp<kernel::CollectiveOp>();
+          }))
         fusion::joinNormAcrossRanks(fused, kPipelineGroup, ranks);
+    return success();
+  }
+
+  // ZeRO-1's all-gather of updated parameter parts keeps the rank's own
+  // parameters; its results of other ranks' go with their stores, and a
+  // kernel that reads them (a weight's FP8 cast) drops them in turn.
+  LogicalResult pruneCollective(kernel::CollectiveOp collective,
+                                int64_t rank) {
+    llvm::BitVector drop(collective->getNumOperands());
+    for (OpOperand &operand : collective->getOpOperands())
+      if (othersOwn(operand.get(), rank))
+        drop.set(operand.getOperandNumber());
+    if (drop.none())
+      return success();
+    if (collective.getKind() != "all_gather")
+      return collective.emitError("octet-split-optimizer: a ")
+             << collective.getKind() << " over the " << collective.getGroup()
+             << " group reads what pipeline rank " << rank
+             << " does not compute (another rank's state); only ZeRO-1's "
+                "all-gathers of updated parameters are cut per rank";
+    for (unsigned i : drop.set_bits())
+      for (Operation *user :
+           llvm::make_early_inc_range(collective->getResult(i).getUsers())) {
+        auto store = dyn_cast<graph::StoreOp>(user);
+        if (store ? !othersOwn(store.getVariable(), rank)
+                  : !isa<kernel::FusedOp>(user))
+          return user->emitError("octet-split-optimizer: reads what "
+                                 "pipeline rank ")
+                 << rank << " does not compute (another rank's state)";
+        if (store)
+          store.erase();
+        else
+          othersValues.insert(collective->getResult(i));
+      }
+    if (drop.all()) {
+      pruned.push_back(collective);
+      return success();
+    }
+    OpBuilder b(collective);
+    SmallVector<Value> inputs;
+    SmallVector<Type> types;
+    for (OpOperand &operand : collective->getOpOperands())
+      if (!drop.test(operand.getOperandNumber())) {
+        inputs.push_back(operand.get());
+        types.push_back(
+            collective->getResult(operand.getOperandNumber()).getType());
+      }
+    OperationState state(collective.getLoc(), collective->getName());
+    state.addOperands(inputs);
+    state.addTypes(types);
+    state.addAttributes(collective->getAttrs());
+    Operation *kept = b.create(state);
+    for (unsigned i = 0, k = 0; i < collective->getNumResults(); ++i)
+      if (!drop.test(i))
+        collective->getResult(i).replaceAllUsesWith(kept->getResult(k++));
+    pruned.push_back(collective);
     return success();
   }
 
@@ -283,7 +366,7 @@ struct SplitOptimizer
       for (Operation *user : fused->getResult(i).getUsers()) {
         auto store = dyn_cast<graph::StoreOp>(user);
         if (store ? !othersOwn(store.getVariable(), rank)
-                  : !isa<kernel::FusedOp>(user))
+                  : !isa<kernel::FusedOp, kernel::CollectiveOp>(user))
           return user->emitError("octet-split-optimizer: reads what pipeline "
                                  "rank ")
                  << rank << " does not compute (another rank's state)";
@@ -348,7 +431,7 @@ struct SplitOptimizer
       SmallVector<Operation *> dead;
       for (Operation &op : fn.getBody().front())
         if (op.getNumResults() > 0 && op.use_empty() &&
-            isa<graph::LoadOp, kernel::FusedOp>(op))
+            isa<graph::LoadOp, kernel::FusedOp, kernel::RankPartOp>(op))
           dead.push_back(&op);
       for (Operation *op : llvm::reverse(dead))
         op->erase();

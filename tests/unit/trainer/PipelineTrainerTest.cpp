@@ -44,12 +44,23 @@ int slotIndex(const Bundle &b, const std::string &name) {
 }
 
 // The toy bundle of `shape` (shape.accum microbatches a replica) as
-// pipeline 2 × `data`, 1F1B. Each chunk program's steps are markers: they
+// pipeline 2 × `data`, 1F1B; with `shardW`, ZeRO-1: the first stage's
+// moments are sharded over its data group (the last stage's bias, one
+// element, stays whole). Each chunk program's steps are markers: they
 // address the slots the C++ below reads, with the stash stride of the
 // stash-strided ones, which is what the trainer learns the inputs' entries
 // and each rank's variables from.
-Bundle makePipelineToyBundle(const ToyShape &shape, int data) {
+Bundle makePipelineToyBundle(const ToyShape &shape, int data,
+                             bool shardW = false) {
   Bundle b = makeToyBundle(shape);
+  if (shardW)
+    for (StateTensor &st : *b.mutable_state())
+      if (st.name() == "adam_m.w" || st.name() == "adam_v.w") {
+        st.set_data_shards(uint32_t(data));
+        st.set_shape(0, st.shape(0) / data);
+        b.mutable_plan()->mutable_slots(int(st.slot()))->set_bytes(
+            uint64_t(st.shape(0)) * 4);
+      }
   b.clear_ranks();
   auto schedule = makePipelineSchedule(PipelineScheduleKind::OneFOneB, 2, 1,
                                        int(shape.accum));
@@ -168,9 +179,9 @@ Bundle makePipelineToyBundle(const ToyShape &shape, int data) {
 class PipelineToyBackend : public TrainBackend, private PipelineDevice {
 public:
   PipelineToyBackend(Bundle bundle, int world, HostWire &wire, HostRank &norms,
-                     HostRank *grads)
+                     HostRank *grads, bool shardW = false)
       : b_(std::move(bundle)), world_(world), wire_(wire), norms_(norms),
-        grads_(grads) {
+        grads_(grads), shardW_(shardW) {
     // The rank allocates its own arena only; a slot outside it is another
     // rank's memory, which any access below refuses.
     auto memory = pipelineRankMemory(b_, world);
@@ -373,7 +384,25 @@ private:
         g[i] = float(sums[size_t(i)]);
     }
     std::vector<double> norm = {0};
-    toyAdamStep(w, g, m, v, count, t, lr, norm[0]);
+    if (shardW_ && first_) {
+      // ZeRO-1: this data rank updates its part of w with its moments'
+      // part, and the parts are all-gathered (a sum of zero-padded parts,
+      // exact); the norm of the parts is summed over the data group too.
+      int data = int(b_.world_size() / b_.pipeline().ranks());
+      int64_t part = count / data, at = int64_t(world_ % data) * part;
+      toyAdamStep(w + at, g + at, m, v, part, t, lr, norm[0]);
+      for (int64_t i = 0; i < count; ++i)
+        g[i] = 0;
+      std::vector<double> whole(size_t(count), 0.0);
+      for (int64_t i = 0; i < part; ++i)
+        whole[size_t(at + i)] = w[at + i];
+      OCTET_RETURN_IF_ERROR(grads_->sum(whole));
+      OCTET_RETURN_IF_ERROR(grads_->sum(norm));
+      for (int64_t i = 0; i < count; ++i)
+        w[i] = float(whole[size_t(i)]);
+    } else {
+      toyAdamStep(w, g, m, v, count, t, lr, norm[0]);
+    }
     OCTET_RETURN_IF_ERROR(norms_.sum(norm));
     *get<float>("grad_norm") = float(std::sqrt(norm[0]));
     *get<float>("lr") = lr;
@@ -387,6 +416,7 @@ private:
   HostWire &wire_;
   HostRank &norms_;
   HostRank *grads_;
+  bool shardW_ = false;
   RankMemory memory_;
   std::vector<uint8_t> arena_;
   PipelineRankPlan plan_;
@@ -408,9 +438,10 @@ struct PipelineJob {
 
 std::unique_ptr<PipelineJob> runPipeline(const ToyShape &shape, int data,
                                          const TrainerOptions &options,
-                                         const std::string &printDir) {
+                                         const std::string &printDir,
+                                         bool shardW = false) {
   auto job = std::make_unique<PipelineJob>();
-  Bundle b = makePipelineToyBundle(shape, data);
+  Bundle b = makePipelineToyBundle(shape, data, shardW);
   for (int d = 0; d < data; ++d) {
     job->pipelines.push_back(std::make_unique<HostRanks>(2));
     job->norms.push_back(std::make_unique<HostRanks>(2));
@@ -428,7 +459,7 @@ std::unique_ptr<PipelineJob> runPipeline(const ToyShape &shape, int data,
         std::make_shared<HostRank>(*job->dataGroups[size_t(p)], d));
     job->backends.push_back(std::make_unique<PipelineToyBackend>(
         b, world, *job->wire, *job->normRanks.back(),
-        data > 1 ? job->dataRanks.back().get() : nullptr));
+        data > 1 ? job->dataRanks.back().get() : nullptr, shardW));
     auto batches = openToyData(shape);
     EXPECT_TRUE(batches.isOk()) << batches.status().message();
     if (!batches)
@@ -610,6 +641,74 @@ TEST(PipelineTrainer, PipelineTimesDataTrainsAsOneRank) {
     expectSameFloats(job->backends[size_t(rank)]->slotBytes(name),
                      a.backend->slotBytes(name), name);
   EXPECT_EQ(job->printed[1] + job->printed[2] + job->printed[3], "");
+}
+
+// Pipeline 2 × data 2 with ZeRO-1 on the first stage: each data rank of
+// that stage holds half of w's moments. The checkpoint gathers the halves
+// over the data group before the stages are joined, so it holds the
+// whole moments, those of the job without ZeRO-1; and it resumes (each
+// rank cutting its half again) to the uninterrupted run's parameters.
+TEST(PipelineTrainer, PipelineTimesDataShardedMomentsCheckpointWhole) {
+  ToyShape shape;
+  shape.accum = 4;
+  shape.steps = 4;
+  TrainerOptions plain;
+  plain.checkpointDir = temp("pipe-data-plain");
+  auto want = runPipeline(shape, 2, plain, temp("pipe-data-plain-out"));
+  expectFinished(*want);
+  TrainerOptions o;
+  o.checkpointDir = temp("pipe-data-zero1");
+  auto job = runPipeline(shape, 2, o, temp("pipe-data-zero1-out"), true);
+  expectFinished(*job);
+  for (size_t i = 0; i < want->results[0]->steps.size(); ++i)
+    EXPECT_NEAR(job->results[0]->steps[i].gradNorm,
+                want->results[0]->steps[i].gradNorm,
+                1e-6 * want->results[0]->steps[i].gradNorm)
+        << "step " << i + 1;
+  // Each first-stage rank's moment slot holds its half; the parameters are
+  // the same bits (the norm only adds its parts in another order).
+  EXPECT_EQ(job->backends[0]->slotBytes("adam_m.w").size() * 2,
+            want->backends[0]->slotBytes("adam_m.w").size());
+  for (int rank : {0, 1})
+    EXPECT_EQ(job->backends[size_t(rank)]->slotBytes("w"),
+              want->backends[0]->slotBytes("w"));
+  ASSERT_EQ(job->results[0]->checkpoints.size(), 1u);
+  for (size_t r = 1; r < 4; ++r)
+    EXPECT_TRUE(job->results[r]->checkpoints.empty()) << "rank " << r;
+  auto mine = checkpoint::loadTrainCheckpoint(job->results[0]->checkpoints[0]);
+  auto theirs =
+      checkpoint::loadTrainCheckpoint(want->results[0]->checkpoints[0]);
+  ASSERT_TRUE(mine.isOk()) << mine.status().message();
+  ASSERT_TRUE(theirs.isOk()) << theirs.status().message();
+  for (auto [m, t] : {std::make_pair(&mine->model, &theirs->model),
+                      std::make_pair(&mine->state, &theirs->state)}) {
+    ASSERT_EQ(m->size(), t->size());
+    for (size_t i = 0; i < m->size(); ++i) {
+      EXPECT_EQ((*m)[i].name, (*t)[i].name);
+      EXPECT_EQ((*m)[i].shape, (*t)[i].shape) << (*m)[i].name;
+      EXPECT_EQ((*m)[i].data, (*t)[i].data) << (*m)[i].name;
+    }
+  }
+
+  // Step 2's checkpoint of the sharded job resumes in it to step 4.
+  TrainerOptions first;
+  first.checkpointDir = temp("pipe-data-zero1-resume");
+  first.steps = 2;
+  auto half = runPipeline(shape, 2, first, temp("pipe-data-zero1-half"), true);
+  expectFinished(*half);
+  TrainerOptions rest;
+  rest.checkpointDir = first.checkpointDir;
+  rest.resume = true;
+  auto resumed =
+      runPipeline(shape, 2, rest, temp("pipe-data-zero1-rest"), true);
+  expectFinished(*resumed);
+  EXPECT_EQ(resumed->results[0]->startStep, 2);
+  for (int rank : {0, 1}) {
+    EXPECT_EQ(resumed->backends[size_t(rank)]->slotBytes("w"),
+              job->backends[size_t(rank)]->slotBytes("w"));
+    EXPECT_EQ(resumed->backends[size_t(rank)]->slotBytes("adam_v.w"),
+              job->backends[size_t(rank)]->slotBytes("adam_v.w"));
+  }
 }
 
 } // namespace
