@@ -112,59 +112,6 @@ std::string describeProducer(Operation *op, unsigned resultIndex) {
   return out;
 }
 
-// Best-fit allocation over [0, top): free holes keyed by offset, coalesced on
-// release.
-class RegionAllocator {
-public:
-  uint64_t allocate(uint64_t size) {
-    auto best = holes.end();
-    for (auto it = holes.begin(); it != holes.end(); ++it)
-      if (it->second >= size &&
-          (best == holes.end() || it->second < best->second))
-        best = it;
-    if (best == holes.end()) {
-      // Grow the region, absorbing a hole that ends at the top.
-      uint64_t offset = top;
-      if (!holes.empty()) {
-        auto last = std::prev(holes.end());
-        if (last->first + last->second == top) {
-          offset = last->first;
-          holes.erase(last);
-        }
-      }
-      top = offset + size;
-      return offset;
-    }
-    uint64_t offset = best->first, remaining = best->second - size;
-    holes.erase(best);
-    if (remaining)
-      holes[offset + size] = remaining;
-    return offset;
-  }
-
-  void release(uint64_t offset, uint64_t size) {
-    auto next = holes.lower_bound(offset);
-    if (next != holes.end() && offset + size == next->first) {
-      size += next->second;
-      next = holes.erase(next);
-    }
-    if (next != holes.begin()) {
-      auto prev = std::prev(next);
-      if (prev->first + prev->second == offset) {
-        prev->second += size;
-        return;
-      }
-    }
-    holes[offset] = size;
-  }
-
-  uint64_t high() const { return top; }
-
-private:
-  std::map<uint64_t, uint64_t> holes;
-  uint64_t top = 0;
-};
-
 // Byte offset of a graph.slice result inside its input, when the slice is
 // contiguous (every dimension before `dim` is 1); else none: a strided
 // slice is no view a kernel can be given, and octet-fuse-elementwise
@@ -562,36 +509,40 @@ LogicalResult planTimeline(ArrayRef<func::FuncOp> funcs, MemoryPlan &plan,
     buffers.push_back(std::move(b));
   }
 
-  // Place the buffers: by definition order, freeing those whose last use is
-  // strictly earlier, so an op's outputs never overlap its inputs.
+  // Place the buffers offline, largest first (ties: earlier definition),
+  // each at the lowest offset where it meets no buffer already placed whose
+  // lifetime meets its own. Placing them in definition order (best fit as
+  // buffers came and went) left the 8B bench model's train region 1.46 GiB
+  // above its peak live bytes, this 0.04. Lifetimes are inclusive, so an
+  // op's outputs never share bytes with its inputs.
   std::vector<unsigned> order;
   for (unsigned i = 0; i < buffers.size(); ++i)
     if (!buffers[i].inPlace)
       order.push_back(i);
-  std::vector<unsigned> byLastUse = order;
-  std::stable_sort(byLastUse.begin(), byLastUse.end(),
-                   [&](unsigned a, unsigned b) {
-                     return buffers[a].lastUse < buffers[b].lastUse;
-                   });
   std::stable_sort(order.begin(), order.end(), [&](unsigned a, unsigned b) {
+    if (alignUp(buffers[a].bytes) != alignUp(buffers[b].bytes))
+      return alignUp(buffers[a].bytes) > alignUp(buffers[b].bytes);
     return buffers[a].def < buffers[b].def;
   });
-  RegionAllocator region;
   std::vector<uint64_t> offsets(buffers.size(), 0);
-  std::vector<bool> placed(buffers.size(), false);
-  size_t nextFree = 0;
+  std::vector<unsigned> placed;
+  std::vector<std::pair<uint64_t, uint64_t>> taken; // [begin, end)
   for (unsigned i : order) {
-    Buffer &b = buffers[i];
-    while (nextFree < byLastUse.size() &&
-           buffers[byLastUse[nextFree]].lastUse < b.def) {
-      unsigned f = byLastUse[nextFree++];
-      if (!placed[f])
-        continue;
-      region.release(offsets[f], alignUp(buffers[f].bytes));
-      placed[f] = false;
+    const Buffer &b = buffers[i];
+    uint64_t size = alignUp(b.bytes);
+    taken.clear();
+    for (unsigned j : placed)
+      if (buffers[j].def <= b.lastUse && b.def <= buffers[j].lastUse)
+        taken.emplace_back(offsets[j], offsets[j] + alignUp(buffers[j].bytes));
+    llvm::sort(taken);
+    uint64_t at = 0;
+    for (auto [begin, end] : taken) {
+      if (begin >= at + size)
+        break;
+      at = std::max(at, end);
     }
-    offsets[i] = region.allocate(alignUp(b.bytes));
-    placed[i] = true;
+    offsets[i] = at;
+    placed.push_back(i);
   }
   // Each program's peak (live bytes at its busiest step) and region (the
   // end of the highest slot live during it).
