@@ -113,58 +113,52 @@ std::string describeProducer(Operation *op, unsigned resultIndex) {
   return out;
 }
 
-// Best-fit allocation over [0, top): free holes keyed by offset, coalesced on
-// release.
-class RegionAllocator {
-public:
-  uint64_t allocate(uint64_t size) {
-    auto best = holes.end();
-    for (auto it = holes.begin(); it != holes.end(); ++it)
-      if (it->second >= size &&
-          (best == holes.end() || it->second < best->second))
-        best = it;
-    if (best == holes.end()) {
-      // Grow the region, absorbing a hole that ends at the top.
-      uint64_t offset = top;
-      if (!holes.empty()) {
-        auto last = std::prev(holes.end());
-        if (last->first + last->second == top) {
-          offset = last->first;
-          holes.erase(last);
-        }
-      }
-      top = offset + size;
-      return offset;
-    }
-    uint64_t offset = best->first, remaining = best->second - size;
-    holes.erase(best);
-    if (remaining)
-      holes[offset + size] = remaining;
-    return offset;
-  }
-
-  void release(uint64_t offset, uint64_t size) {
-    auto next = holes.lower_bound(offset);
-    if (next != holes.end() && offset + size == next->first) {
-      size += next->second;
-      next = holes.erase(next);
-    }
-    if (next != holes.begin()) {
-      auto prev = std::prev(next);
-      if (prev->first + prev->second == offset) {
-        prev->second += size;
-        return;
-      }
-    }
-    holes[offset] = size;
-  }
-
-  uint64_t high() const { return top; }
-
-private:
-  std::map<uint64_t, uint64_t> holes;
-  uint64_t top = 0;
+// A buffer's bytes and the steps it is live, both ends included.
+struct Lifetime {
+  int64_t first = 0, last = 0;
+  uint64_t bytes = 0;
 };
+
+// Offsets for buffers whose lifetimes are all known: largest first (ties:
+// the earlier first step), each at the lowest offset where it meets no
+// buffer already placed whose lifetime meets its own. Placing them as they
+// came and went (best fit) left the 8B bench model's train region 1.46 GiB
+// above its peak live bytes, this 0.04. Lifetimes are inclusive, so an
+// op's outputs never share bytes with its inputs. `high` gets the end of
+// the highest.
+std::vector<uint64_t> placeByLifetime(const std::vector<Lifetime> &buffers,
+                                      uint64_t &high) {
+  std::vector<unsigned> order(buffers.size());
+  for (unsigned i = 0; i < order.size(); ++i)
+    order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](unsigned a, unsigned b) {
+    if (buffers[a].bytes != buffers[b].bytes)
+      return buffers[a].bytes > buffers[b].bytes;
+    return buffers[a].first < buffers[b].first;
+  });
+  std::vector<uint64_t> offsets(buffers.size(), 0);
+  std::vector<unsigned> placed;
+  std::vector<std::pair<uint64_t, uint64_t>> taken; // [begin, end)
+  high = 0;
+  for (unsigned i : order) {
+    const Lifetime &b = buffers[i];
+    taken.clear();
+    for (unsigned j : placed)
+      if (buffers[j].first <= b.last && b.first <= buffers[j].last)
+        taken.emplace_back(offsets[j], offsets[j] + buffers[j].bytes);
+    llvm::sort(taken);
+    uint64_t at = 0;
+    for (auto [begin, end] : taken) {
+      if (begin >= at + b.bytes)
+        break;
+      at = std::max(at, end);
+    }
+    offsets[i] = at;
+    high = std::max(high, at + b.bytes);
+    placed.push_back(i);
+  }
+  return offsets;
+}
 
 // Byte offset of a graph.slice result inside its input, when the slice is
 // contiguous (every dimension before `dim` is 1); else none: a strided
@@ -587,37 +581,20 @@ LogicalResult planTimeline(ArrayRef<func::FuncOp> funcs, MemoryPlan &plan,
     buffers.push_back(std::move(b));
   }
 
-  // Place the buffers: by definition order, freeing those whose last use is
-  // strictly earlier, so an op's outputs never overlap its inputs.
+  // Place the buffers once every lifetime is known (placeByLifetime).
   std::vector<unsigned> order;
+  std::vector<Lifetime> lifetimes;
   for (unsigned i = 0; i < buffers.size(); ++i)
-    if (!buffers[i].inPlace)
+    if (!buffers[i].inPlace) {
       order.push_back(i);
-  std::vector<unsigned> byLastUse = order;
-  std::stable_sort(byLastUse.begin(), byLastUse.end(),
-                   [&](unsigned a, unsigned b) {
-                     return buffers[a].lastUse < buffers[b].lastUse;
-                   });
-  std::stable_sort(order.begin(), order.end(), [&](unsigned a, unsigned b) {
-    return buffers[a].def < buffers[b].def;
-  });
-  RegionAllocator region;
-  std::vector<uint64_t> offsets(buffers.size(), 0);
-  std::vector<bool> placed(buffers.size(), false);
-  size_t nextFree = 0;
-  for (unsigned i : order) {
-    Buffer &b = buffers[i];
-    while (nextFree < byLastUse.size() &&
-           buffers[byLastUse[nextFree]].lastUse < b.def) {
-      unsigned f = byLastUse[nextFree++];
-      if (!placed[f])
-        continue;
-      region.release(offsets[f], alignUp(buffers[f].bytes));
-      placed[f] = false;
+      lifetimes.push_back(
+          {buffers[i].def, buffers[i].lastUse, alignUp(buffers[i].bytes)});
     }
-    offsets[i] = region.allocate(alignUp(b.bytes));
-    placed[i] = true;
-  }
+  std::vector<uint64_t> offsets(buffers.size(), 0);
+  uint64_t high = 0;
+  std::vector<uint64_t> at = placeByLifetime(lifetimes, high);
+  for (size_t k = 0; k < order.size(); ++k)
+    offsets[order[k]] = at[k];
   // Each program's peak (live bytes at its busiest step) and region (the
   // end of the highest slot live during it).
   std::map<int64_t, int64_t> deltas;
@@ -969,37 +946,24 @@ void repackActivations(MemoryPlan &plan) {
                                       alignUp(plan.slots[i].bytes));
       continue;
     }
-    // As planTimeline places buffers: by first step, each slot taking the
-    // bytes of those whose last step is strictly earlier.
-    std::vector<unsigned> byLast = slots;
-    std::stable_sort(slots.begin(), slots.end(), [&](unsigned a, unsigned b) {
-      return plan.slots[a].firstStep < plan.slots[b].firstStep;
-    });
-    std::stable_sort(byLast.begin(), byLast.end(), [&](unsigned a, unsigned b) {
-      return plan.slots[a].lastStep < plan.slots[b].lastStep;
-    });
-    RegionAllocator allocator;
-    std::map<unsigned, uint64_t> at;
+    // As planTimeline places buffers (placeByLifetime), over the slots' steps.
+    std::vector<Lifetime> lifetimes;
     std::map<int64_t, int64_t> deltas;
-    size_t nextFree = 0;
     for (unsigned i : slots) {
-      Slot &slot = plan.slots[i];
-      while (nextFree < byLast.size() &&
-             plan.slots[byLast[nextFree]].lastStep < slot.firstStep) {
-        unsigned f = byLast[nextFree++];
-        if (at.count(f))
-          allocator.release(at[f], alignUp(plan.slots[f].bytes));
-      }
-      at[i] = allocator.allocate(alignUp(slot.bytes));
-      slot.offset = plan.persistentBytes + at[i];
+      const Slot &slot = plan.slots[i];
+      lifetimes.push_back({slot.firstStep, slot.lastStep, alignUp(slot.bytes)});
       deltas[slot.firstStep] += int64_t(alignUp(slot.bytes));
       deltas[slot.lastStep + 1] -= int64_t(alignUp(slot.bytes));
     }
+    uint64_t high = 0;
+    std::vector<uint64_t> at = placeByLifetime(lifetimes, high);
+    for (size_t k = 0; k < slots.size(); ++k)
+      plan.slots[slots[k]].offset = plan.persistentBytes + at[k];
     int64_t now = 0, peak = 0;
     for (auto &[step, delta] : deltas)
       peak = std::max(peak, now += delta);
     program.peakLiveBytes = uint64_t(peak);
-    program.regionBytes = allocator.high();
+    program.regionBytes = high;
     region = std::max(region, program.regionBytes);
   }
   plan.activationBytes = region;
