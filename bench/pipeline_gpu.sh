@@ -23,11 +23,14 @@
 #     with the whole model, T2 the pipeline's; the same global batch, so
 #     T1 / T2 is the pipeline's tokens/s over one GPU's), against the
 #     compiler's prediction for that bundle (`octet inspect`'s "predicted
-#     bubble", from its chunks' FLOPs: D/BUNDLE.octet.inspect), the
+#     bubble": its chunks' estimated H100 forward and backward times, the
+#     activation transfers on the critical path and each rank's optimizer
+#     step after the schedule, as 1 - (T1 / P) / T2 of the predicted step
+#     times, the quantity measured here: D/BUNDLE.octet.inspect), the
 #     equal-chunk closed form (P - 1)/(m + P - 1) beside it; a step-time
-#     proxy (it counts the transfers and the optimizer step as bubble), not
-#     a per-rank timeline. OUT/bubble.json.
-#   throughput16-RECIPE (RECIPE: bf16, or fp8 once its specs exist): 20
+#     proxy (the transfers and the optimizer step count as bubble on both
+#     sides), not a per-rank timeline. OUT/bubble.json.
+#   throughput16-RECIPE (RECIPE: bf16 or fp8blockwise): 20
 #     steps of l8b16-RECIPE-pp2 (16 layers of Llama 3 8B, pipeline 2, 1F1B,
 #     8 microbatches) and of l8b8-RECIPE-pp1 (its 8-layer half on one GPU);
 #     the pipeline's tokens/s per GPU must keep 90% of the one GPU's.
@@ -47,6 +50,8 @@
 #     build/tools/octet/octet compile /tmp/l8b4-bf16-$v-m$m.pbtxt -o carry/pipeline/l8b4-bf16-$v-m$m.octet || break; done; done
 #   for s in l8b16-bf16-pp2 l8b8-bf16-pp1; do
 #     build/tools/octet/octet compile bench/specs/pipeline/$s.pbtxt -o carry/pipeline/$s.octet || break; done
+# (throughput16-fp8blockwise: l8b16-fp8blockwise-pp2 and l8b8-fp8blockwise-pp1
+# the same way, into carry/pipeline-fp8blockwise with its octet-run.)
 #   for b in carry/pipeline/*pp2*.octet; do build/tools/octet/octet inspect $b > $b.inspect || break; done
 # FP8 (R: fp8blockwise, fp8 or fp8current; a directory of their own keeps
 # each call's carry under 64 MiB):

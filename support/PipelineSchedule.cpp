@@ -666,47 +666,81 @@ StatusOr<PipeSimulation> simulatePipeline(const PipelineSchedule &schedule,
 
 StatusOr<PipePrediction> predictPipeline(const PipelineSchedule &schedule,
                                          const std::vector<double> &stageForward) {
-  int stages = schedule.ranks * schedule.virtualStages;
-  if (int(stageForward.size()) != stages)
+  std::vector<PipeStageTime> stages;
+  for (double f : stageForward)
+    stages.push_back({f, 2 * f});
+  return predictPipelineTimes(schedule, stages, 0,
+                              std::vector<double>(size_t(schedule.ranks), 0),
+                              0);
+}
+
+StatusOr<PipePrediction> predictPipelineTimes(
+    const PipelineSchedule &schedule, const std::vector<PipeStageTime> &stages,
+    double transfer, const std::vector<double> &rankTail, double oneRankTail) {
+  int stageCount = schedule.ranks * schedule.virtualStages;
+  if (int(stages.size()) != stageCount)
     return Status::error("pipeline prediction: " +
-                         std::to_string(stageForward.size()) +
-                         " stage costs for " + std::to_string(stages) +
-                         " stages");
+                         std::to_string(stages.size()) + " stage costs for " +
+                         std::to_string(stageCount) + " stages");
+  if (int(rankTail.size()) != schedule.ranks)
+    return Status::error("pipeline prediction: " +
+                         std::to_string(rankTail.size()) +
+                         " optimizer times for " +
+                         std::to_string(schedule.ranks) + " ranks");
   double largest = 0, total = 0;
-  for (double f : stageForward) {
-    if (!(f > 0))
-      return Status::error("pipeline prediction: every stage's forward cost "
-                           "must be positive");
-    largest = std::max(largest, f);
-    total += f;
+  for (const PipeStageTime &s : stages) {
+    if (!(s.forward > 0) || !(s.backward > 0))
+      return Status::error("pipeline prediction: every stage's forward and "
+                           "backward cost must be positive");
+    largest = std::max({largest, s.forward, s.backward});
+    total += s.forward + s.backward;
   }
-  // 1000 units for the largest forward: the rounding moves no stage's cost
-  // by more than 0.05% of the largest.
-  const double unitsOfLargest = 1000;
+  if (!(transfer >= 0) || !(oneRankTail >= 0) ||
+      std::any_of(rankTail.begin(), rankTail.end(),
+                  [](double t) { return !(t >= 0); }))
+    return Status::error("pipeline prediction: transfer and optimizer times "
+                         "must not be negative");
+  // 2000 units for the largest op: the rounding moves no op's cost by more
+  // than 0.025% of the largest.
+  const double unitsOfLargest = 2000;
+  double unit = largest / unitsOfLargest;
+  auto units = [&](double t) {
+    return std::max(1, int(std::lround(t / unit)));
+  };
   PipeCosts costs;
-  long work = 0;
-  for (double f : stageForward) {
-    int units = std::max(1, int(std::lround(f / largest * unitsOfLargest)));
-    costs.perStage.push_back({units, units, units});
-    work += 3L * units * schedule.microbatches;
+  for (int s = 0; s < stageCount; ++s) {
+    const PipeStageTime &t = stages[size_t(s)];
+    // With one rank every neighbour is local and nothing travels.
+    double in = schedule.ranks > 1 ? transfer : 0;
+    double forward = t.forward + (s > 0 ? in : 0);
+    double halfBackward = t.backward / 2;
+    double gradientIn = s + 1 < stageCount ? in : 0;
+    costs.perStage.push_back({units(forward), units(halfBackward + gradientIn),
+                              units(halfBackward)});
   }
   StatusOr<PipeSimulation> simulated = simulatePipeline(schedule, costs);
   if (!simulated)
     return simulated.status();
+  double pipelineStep =
+      double(simulated->totalTime) * unit +
+      *std::max_element(rankTail.begin(), rankTail.end());
+  double oneRankStep = double(schedule.microbatches) * total + oneRankTail;
   PipePrediction prediction;
-  prediction.bubble = simulated->bubble;
-  prediction.stepOverOneRank = double(simulated->totalTime) / double(work);
-  for (double f : stageForward)
-    prediction.stageShare.push_back(f / total);
+  prediction.stepOverOneRank = pipelineStep / oneRankStep;
+  prediction.bubble =
+      1 - oneRankStep / (double(schedule.ranks) * pipelineStep);
+  for (const PipeStageTime &s : stages)
+    prediction.stageShare.push_back((s.forward + s.backward) / total);
   return prediction;
 }
 
 std::string describePrediction(const PipelineSchedule &schedule,
-                               const PipePrediction &prediction) {
+                               const PipePrediction &prediction,
+                               const std::string &basis) {
   std::ostringstream out;
   out << std::fixed << std::setprecision(1) << "predicted bubble "
       << prediction.bubble * 100
-      << "% with these costs (backward 2x forward)\n"
+      << "% (" << basis << ")\n"
       << std::setprecision(3) << "predicted step " << prediction.stepOverOneRank
       << " of one rank's: " << 1 / prediction.stepOverOneRank
       << "x its tokens/s, "

@@ -101,23 +101,44 @@ StatusOr<PipeSimulation> simulatePipeline(const PipelineSchedule &schedule,
 
 // The step a schedule predicts when global stage s's forward costs
 // stageForward[s] (any unit, e.g. FLOPs a microbatch) and its input- and
-// weight-gradient halves as much each (a backward about twice the forward),
-// simulated with the costs scaled to integer units (the largest forward
-// 1000). One rank would run every stage's ops one after another, so the
-// step over one rank's is the simulated time over that sum, and the bubble
-// (idle over ranks × time) is what 1 − tokens/s / (P × one GPU's) measures.
+// weight-gradient halves as much each (a backward about twice the forward):
+// predictPipelineTimes with that backward, no transfer and no optimizer.
 struct PipePrediction {
   double bubble = 0;
   double stepOverOneRank = 0;
-  // Each stage's share of the work, in stage order.
+  // Each stage's share of the work (forward and backward), in stage order.
   std::vector<double> stageShare;
 };
 StatusOr<PipePrediction> predictPipeline(const PipelineSchedule &schedule,
                                          const std::vector<double> &stageForward);
 
-// "predicted bubble ..." and "predicted step ..." lines of a prediction.
+// A stage's forward and backward of one microbatch, in seconds (or any one
+// unit).
+struct PipeStageTime {
+  double forward = 0;
+  double backward = 0;
+};
+
+// The step a schedule predicts from each global stage's times: the
+// simulator runs it with the times scaled to integer units (the largest op
+// 2000), the backward split evenly into input- and weight-gradient halves,
+// and `transfer` (an activation or its gradient between two ranks) added to
+// every op whose input comes from another rank, since each step's send and
+// receive block together. Rank r then runs rankTail[r] (its optimizer step)
+// after the last rank's schedule ends (the gradient norm spans the
+// stages); one rank would run every op one after another and then
+// `oneRankTail`. The step over one rank's is T2 / T1 and the bubble
+// 1 - T1 / (P T2): what 1 - tokens/s / (P x one GPU's) measures, transfers
+// and the optimizer's unevenness counted as bubble.
+StatusOr<PipePrediction> predictPipelineTimes(
+    const PipelineSchedule &schedule, const std::vector<PipeStageTime> &stages,
+    double transfer, const std::vector<double> &rankTail, double oneRankTail);
+
+// "predicted bubble X% (BASIS)" and "predicted step ..." lines of a
+// prediction.
 std::string describePrediction(const PipelineSchedule &schedule,
-                               const PipePrediction &prediction);
+                               const PipePrediction &prediction,
+                               const std::string &basis = "backward 2x forward");
 
 // "rank 0 | FF.BWB..." lines, then the totals.
 std::string drawPipeline(const PipelineSchedule &schedule,

@@ -8,11 +8,8 @@
 
 namespace octet {
 
-// The loss over each logit: its max, subtraction, exponent and sum, and the
-// log-sum's subtraction.
-constexpr double kLossOpsPerLogit = 5;
-
-PipelineCostModel pipelineCostModel(const spec::Spec &spec) {
+PipelineCostModel pipelineCostModel(const spec::Spec &spec,
+                                    const GpuRates &target) {
   const spec::ModelSpec &m = spec.model();
   double tokens = double(spec.train().micro_batch_size()) *
                   double(spec.train().seq_len());
@@ -24,33 +21,126 @@ PipelineCostModel pipelineCostModel(const spec::Spec &spec) {
   double keys = double(m.has_num_kv_heads() ? m.num_kv_heads()
                                             : m.num_heads()) *
                 headDim;
+  double intermediate = double(m.intermediate_size());
+  double vocab = double(m.vocab_size());
   bool gated = m.activation().empty() ? m.architecture() == "llama"
                                       : m.activation() == "swiglu";
   double mlpMatrices = gated ? 3 : 2;
+  const std::string &recipe = spec.train().precision().recipe();
+  bool fp8 = recipe == "delayed" || recipe == "current" || recipe == "blockwise";
+  double gemmRate = recipe == "blockwise" ? target.fp8BlockwiseGemmFlops
+                    : fp8                 ? target.fp8GemmFlops
+                                          : target.bf16GemmFlops;
+  double hbm = target.hbmBytesPerSecond;
   PipelineCostModel model;
-  // Q and O are queries × hidden, K and V keys × hidden; a multiply-add is
-  // two FLOPs.
-  double projections = 2 * tokens * hidden * (2 * queries + 2 * keys);
-  // Q·Kᵀ and P·V over the causal half of the S × S scores, per token:
-  // 2 · 2 · S/2 · queries.
-  double attention =
-      2 * tokens * double(spec.train().seq_len()) * queries;
-  double mlp = 2 * tokens * hidden * double(m.intermediate_size()) * mlpMatrices;
-  model.layer = projections + attention + mlp;
-  model.embedding = 0;
-  double vocab = double(m.vocab_size());
-  model.head = 2 * tokens * hidden * vocab + kLossOpsPerLogit * tokens * vocab;
+
+  // Q and O are queries x hidden, K and V keys x hidden; a multiply-add is
+  // two FLOPs; dgrad and wgrad each as many as the forward.
+  double layerWeights = hidden * (2 * queries + 2 * keys) +
+                        hidden * intermediate * mlpMatrices;
+  double gemm = 2 * tokens * layerWeights / gemmRate;
+  // Q.K^T and P.V over the causal half of the S x S scores; the backward's
+  // five matmuls against two.
+  double attentionFlops = 2 * tokens * double(spec.train().seq_len()) * queries;
+  // BF16 elements a token read and written by the memory-bound work:
+  // two RMSNorms (x in, y out; backward x and dy in, dx out), RoPE on Q and
+  // K (in and out, both ways), the gated activation (gate and up in, one
+  // out; backward those and dy in, two out; ungated: one in, one out, and
+  // two in, one out), two residual adds (two in, one out, both ways).
+  double activationIn = gated ? 3 * intermediate : 2 * intermediate;
+  double activationBackward = gated ? 5 * intermediate : 3 * intermediate;
+  double forwardElements = 2 * 2 * hidden + 2 * (queries + keys) +
+                           activationIn + 2 * 3 * hidden;
+  double backwardElements = 2 * 3 * hidden + 2 * (queries + keys) +
+                            activationBackward + 2 * 3 * hidden;
+  double forwardBytes = 2 * forwardElements, backwardBytes = 2 * backwardElements;
+  if (fp8) {
+    // Each FP8 GEMM operand is quantized from BF16 (2 bytes in, 1 out) with
+    // its transposed copy for the other product (1 more): the forward's
+    // inputs (two norm outputs, the attention output, the MLP's hidden),
+    // the backward's output gradients (Q/K/V, O, the MLP's first and
+    // second matrices).
+    double mlpFirst = (mlpMatrices - 1) * intermediate;
+    forwardBytes += 4 * (2 * hidden + queries + intermediate);
+    backwardBytes += 4 * (queries + 2 * keys + hidden + mlpFirst + hidden);
+  }
+  // Each microbatch casts the f32 master weights its GEMMs read: 4 bytes
+  // in, a BF16 copy or an FP8 one and its transpose (2) out.
+  const double castBytesPerWeight = 6;
+  model.layer.forward = gemm + attentionFlops / target.attentionForwardFlops +
+                        tokens * forwardBytes / hbm +
+                        layerWeights * castBytesPerWeight / hbm;
+  model.layer.backward = 2 * gemm +
+                         2.5 * attentionFlops / target.attentionBackwardFlops +
+                         tokens * backwardBytes / hbm;
+  model.layerParameters = layerWeights + 2 * hidden;
+
+  // The gather reads an f32 row and writes BF16; its gradient reads dy and
+  // adds into the f32 row (read and write), after the table's gradient is
+  // initialised.
+  model.embedding.forward = tokens * hidden * (4 + 2) / hbm;
+  model.embedding.backward =
+      tokens * hidden * (2 + 8) / hbm +
+      vocab * hidden * target.embeddingGradInitBytesPerEntry / hbm;
+  model.embeddingParameters = vocab * hidden;
+
+  // The final norm (BF16 in and out; backward x, dy in, dx out), the LM
+  // head's BF16 GEMMs, the loss's passes over the logits.
+  double headGemm = 2 * tokens * hidden * vocab / target.lmHeadGemmFlops;
+  double logits = tokens * vocab;
+  model.head.forward = headGemm + tokens * 2 * 2 * hidden / hbm +
+                       vocab * hidden * castBytesPerWeight / hbm +
+                       logits * target.lossForwardBytesPerLogit / hbm;
+  model.head.backward = 2 * headGemm + tokens * 3 * 2 * hidden / hbm +
+                        logits * target.lossBackwardBytesPerLogit / hbm;
+  model.headParameters = vocab * hidden + hidden;
+
+  model.optimizerSecondsPerParameter = target.optimizerBytesPerParameter / hbm;
+  // One BF16 activation (or its gradient) a microbatch.
+  model.transfer = tokens * hidden * 2 / target.linkBytesPerSecond;
   return model;
+}
+
+std::vector<PartTime> pipelineChunkTimes(const PipelineCostModel &model,
+                                         const std::vector<int64_t> &split) {
+  std::vector<PartTime> times;
+  for (size_t c = 0; c < split.size(); ++c) {
+    PartTime t{double(split[c]) * model.layer.forward,
+               double(split[c]) * model.layer.backward};
+    if (c == 0) {
+      t.forward += model.embedding.forward;
+      t.backward += model.embedding.backward;
+    }
+    if (c + 1 == split.size()) {
+      t.forward += model.head.forward;
+      t.backward += model.head.backward;
+    }
+    times.push_back(t);
+  }
+  return times;
 }
 
 std::vector<double> pipelineChunkCosts(const PipelineCostModel &model,
                                        const std::vector<int64_t> &split) {
   std::vector<double> costs;
-  for (size_t c = 0; c < split.size(); ++c)
-    costs.push_back(double(split[c]) * model.layer +
-                    (c == 0 ? model.embedding : 0) +
-                    (c + 1 == split.size() ? model.head : 0));
+  for (const PartTime &t : pipelineChunkTimes(model, split))
+    costs.push_back(t.forward + t.backward);
   return costs;
+}
+
+std::vector<double> pipelineOptimizerTimes(const PipelineCostModel &model,
+                                           const std::vector<int64_t> &split,
+                                           int64_t ranks) {
+  ranks = std::max<int64_t>(1, ranks);
+  std::vector<double> times(size_t(ranks), 0);
+  for (size_t c = 0; c < split.size(); ++c) {
+    double parameters = double(split[c]) * model.layerParameters +
+                        (c == 0 ? model.embeddingParameters : 0) +
+                        (c + 1 == split.size() ? model.headParameters : 0);
+    times[c % size_t(ranks)] +=
+        parameters * model.optimizerSecondsPerParameter;
+  }
+  return times;
 }
 
 std::vector<int64_t> balancedLayerSplit(const PipelineCostModel &model,
@@ -155,15 +245,26 @@ StatusOr<SimulatedSchedule> pipelineScheduleFromSpec(const spec::Spec &spec) {
     return Status::error("train.parallel.schedule \"" + parallel.schedule() +
                          "\" fails the schedule simulator: " +
                          simulated.status().message());
-  std::vector<double> chunkCosts =
-      pipelineChunkCosts(pipelineCostModel(spec), pipelineLayerSplit(spec));
-  StatusOr<PipePrediction> prediction = predictPipeline(*schedule, chunkCosts);
+  PipelineCostModel model = pipelineCostModel(spec);
+  std::vector<int64_t> split = pipelineLayerSplit(spec);
+  std::vector<PartTime> chunkTimes = pipelineChunkTimes(model, split);
+  std::vector<double> optimizerTimes =
+      pipelineOptimizerTimes(model, split, parallel.pipeline());
+  std::vector<PipeStageTime> stages;
+  double oneRankOptimizer = 0;
+  for (const PartTime &t : chunkTimes)
+    stages.push_back({t.forward, t.backward});
+  for (double t : optimizerTimes)
+    oneRankOptimizer += t;
+  StatusOr<PipePrediction> prediction = predictPipelineTimes(
+      *schedule, stages, model.transfer, optimizerTimes, oneRankOptimizer);
   if (!prediction)
     return Status::error("train.parallel: the chunks' costs (model fields "
                          "and seq_len) give no prediction: " +
                          prediction.status().message());
   return SimulatedSchedule{std::move(*schedule), std::move(*simulated),
-                           std::move(chunkCosts), std::move(*prediction)};
+                           std::move(*prediction), std::move(chunkTimes),
+                           std::move(optimizerTimes), model.transfer};
 }
 
 Status checkPipelineLayout(const spec::Spec &spec) {
@@ -216,10 +317,23 @@ StatusOr<std::string> describePipelineCosts(const spec::Spec &spec) {
       out << " + embedding";
     if (s + 1 == split.size())
       out << " + final norm, LM head, loss";
-    out << ", " << prediction.stageShare[s] * 100 << "% of the FLOPs\n";
+    out << ", " << prediction.stageShare[s] * 100
+        << std::setprecision(3) << "% of the time (forward "
+        << simulated->chunkTimes[s].forward * 1e3 << " ms, backward "
+        << simulated->chunkTimes[s].backward * 1e3 << " ms a microbatch)\n"
+        << std::setprecision(1);
     first += split[s];
   }
-  return out.str() + describePrediction(simulated->schedule, prediction);
+  out << std::setprecision(3) << "optimizer step";
+  for (size_t r = 0; r < simulated->optimizerTimes.size(); ++r)
+    out << (r ? ", " : " ") << "rank " << r << " "
+        << simulated->optimizerTimes[r] * 1e3 << " ms";
+  out << "; activation transfer " << simulated->transfer * 1e3
+      << " ms a microbatch\n";
+  return out.str() +
+         describePrediction(simulated->schedule, prediction,
+                            "estimated H100 times, optimizer and transfers "
+                            "included");
 }
 
 StatusOr<std::string> describePipelineLayout(const spec::Spec &spec) {

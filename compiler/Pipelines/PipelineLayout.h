@@ -14,25 +14,103 @@
 
 namespace octet {
 
-// Forward FLOPs of one microbatch through each part of the model, from the
-// spec's model fields, sequence length and micro batch: a decoder layer's
-// projections (grouped-query K and V), its causal attention (half the
-// S × S scores), its MLP (three matrices gated, two otherwise); the
-// embedding, a gather, as nothing; the final norm, LM head and loss: the
-// head's matrix and a few operations per logit. Norms, RoPE and residual
-// adds are left out (linear in the hidden size, against the matrices'
-// quadratic). The backward is taken as twice the forward.
-struct PipelineCostModel {
-  double layer = 0;
-  double embedding = 0;
-  double head = 0;
+// What the cost model takes of the GPU a bundle runs on: sustained rates
+// of its kernels, not datasheet peaks. Each constant names the committed
+// kernel-level measurement it comes from (H100 80GB HBM3, SXM).
+struct GpuRates {
+  // FLOP/s of the decoder layers' BF16 GEMMs. No kernel profile of a BF16
+  // layer exists; octet-bf16-llama3-8b-8l-s8192.json's step (299.4 ms)
+  // less this model's estimate of the rest at the same shape, with the
+  // measured kernels of profile-llama3-8b-8l-fp8.txt where it has them
+  // (attention at its mma.sync rates 73.6 ms, the LM head's GEMMs 27.6 ms,
+  // the loss 5.5 ms, the embedding gradient's initialisation 1.7 ms, the
+  // optimizer less its FP8 transpose 36.9 ms; memory-bound layer work 10.6
+  // ms and weight casts 4.9 ms as estimated below) leaves 138.4 ms for
+  // 8.58e13 FLOPs.
+  double bf16GemmFlops = 620e12;
+  // The LM head's BF16 GEMMs (8192 x 128256 x 4096): fprop, dgrad and wgrad
+  // 27.6 ms for 2.58e13 FLOPs in profile-llama3-8b-8l-fp8.txt.
+  double lmHeadGemmFlops = 935e12;
+  // Tensor-scaled FP8 GEMMs (recipes "delayed" and "current"): fprop,
+  // dgrad and wgrad of the 8 layers 54.2 ms for 8.58e13 FLOPs
+  // (profile-llama3-8b-8l-fp8.txt).
+  double fp8GemmFlops = 1582e12;
+  // Block-scaled FP8 GEMMs (recipe "blockwise"): 64.0 ms for the same FLOPs
+  // (blockwise-quantize/profile-llama3-8b-8l-fp8blockwise.txt).
+  double fp8BlockwiseGemmFlops = 1341e12;
+  // Causal attention, FLOPs as 4 heads x head_dim x S^2 / 2 forward, 2.5x
+  // that backward: the Hopper kernels at sequence 4096
+  // (attention-hopper-default/attention.json; 644 and 337 at 8192).
+  double attentionForwardFlops = 578e12;
+  double attentionBackwardFlops = 315.5e12;
+  // HBM bytes/s of a streaming kernel: optimizer_adamw, 28 bytes a
+  // parameter over 2.80e9 parameters in 28.2 ms
+  // (profile-llama3-8b-8l-fp8.txt).
+  double hbmBytesPerSecond = 2.78e12;
+  // The loss's passes over the logits, as bytes a logit at that rate:
+  // cross_entropy_0_rows 1.55 ms and cross_entropy_grad_0 3.92 ms over
+  // 8192 x 128256 logits (profile-llama3-8b-8l-fp8.txt).
+  double lossForwardBytesPerLogit = 4.1;
+  double lossBackwardBytesPerLogit = 10.4;
+  // The embedding gradient's initialisation each microbatch, bytes a table
+  // entry: embedding_grad_0_init 1.70 ms over 128256 x 4096
+  // (profile-llama3-8b-8l-fp8.txt).
+  double embeddingGradInitBytesPerEntry = 9.0;
+  // The optimizer step, bytes a parameter: AdamW reads the f32 parameter,
+  // gradient and both moments and writes three back (28), the gradient norm
+  // reads the gradient (4) and the accumulator is cleared (4); the
+  // profile's optimizer_step, 38.2 ms over 2.80e9 parameters, is 38.
+  double optimizerBytesPerParameter = 36;
+  // Bytes/s of one activation send/recv between the two GPUs (NVLink 4):
+  // not measured here; a third of the link's 450 GB/s a direction.
+  double linkBytesPerSecond = 150e9;
 };
-PipelineCostModel pipelineCostModel(const spec::Spec &spec);
 
-// Each chunk's forward FLOPs under `split` (layers a chunk): its layers,
-// the embedding on the first, the head on the last.
+// One microbatch through a part of the model on a GpuRates, in seconds.
+struct PartTime {
+  double forward = 0;
+  double backward = 0;
+};
+
+// The estimated time of one microbatch through each part of the model, from
+// the spec's model fields, sequence length, micro batch and recipe: a
+// decoder layer's GEMMs (projections with grouped-query K and V, the MLP's
+// three gated matrices or two) at the recipe's GEMM rate, backward twice
+// the forward FLOPs; its causal attention (half the S x S scores) at the
+// attention rates, backward 2.5x; its memory-bound work (norms, RoPE,
+// SwiGLU, residual adds, and under an FP8 recipe the quantize and
+// transposed copies of every GEMM input and output gradient) as bytes a
+// token at HBM bandwidth. The embedding: its gather, and its gradient's
+// scatter and initialisation. The last chunk's final norm, BF16 LM head and
+// the loss's passes over the logits. Every GEMM weight is cast from its f32
+// master each microbatch (4 bytes in; a BF16 copy, or FP8 and its
+// transpose, 2 out). Besides, each part's parameters (for
+// the optimizer step) and the activation a microbatch sends between ranks.
+// Every layer costs the same: precision.first_last_layers_bf16 and
+// bf16_patterns (BF16 layers inside an FP8 recipe) are not weighed yet.
+struct PipelineCostModel {
+  PartTime layer, embedding, head;
+  double layerParameters = 0, embeddingParameters = 0, headParameters = 0;
+  double optimizerSecondsPerParameter = 0;
+  double transfer = 0;
+};
+PipelineCostModel pipelineCostModel(const spec::Spec &spec,
+                                    const GpuRates &target = GpuRates());
+
+// Each chunk's forward and backward of a microbatch under `split` (layers a
+// chunk): its layers, the embedding on the first, the head on the last.
+std::vector<PartTime> pipelineChunkTimes(const PipelineCostModel &model,
+                                         const std::vector<int64_t> &split);
+
+// Each chunk's forward plus backward a microbatch (seconds).
 std::vector<double> pipelineChunkCosts(const PipelineCostModel &model,
                                        const std::vector<int64_t> &split);
+
+// Each rank's optimizer step (seconds) under `split`, chunk c on rank
+// c mod `ranks`.
+std::vector<double> pipelineOptimizerTimes(const PipelineCostModel &model,
+                                           const std::vector<int64_t> &split,
+                                           int64_t ranks);
 
 // The contiguous cut of `layers` into `chunks` (each at least one layer;
 // chunk c on rank c mod `ranks`) whose largest chunk costs least, ties
@@ -50,17 +128,21 @@ std::vector<int64_t> pipelineLayerSplit(const spec::Spec &spec);
 
 // The spec's schedule over its microbatches a step and the simulator's run
 // of it (support/PipelineSchedule.h, unit F/B/W costs), which checked it and
-// draws it; and the step the chunks' costs predict.
+// draws it; and the step the chunks' times, the transfers and the ranks'
+// optimizer steps predict (predictPipelineTimes).
 struct SimulatedSchedule {
   PipelineSchedule schedule;
   PipeSimulation simulation;
-  std::vector<double> chunkCosts; // forward FLOPs a microbatch, per chunk
   PipePrediction prediction;
+  std::vector<PartTime> chunkTimes;   // seconds a microbatch, per chunk
+  std::vector<double> optimizerTimes; // seconds, per rank
+  double transfer = 0;                // seconds an activation a microbatch
 };
 StatusOr<SimulatedSchedule> pipelineScheduleFromSpec(const spec::Spec &spec);
 
-// Each chunk's rank, layers and share of the FLOPs, then the bubble and the
-// step time (over one rank's) the chunks' costs predict; what `octet
+// Each chunk's rank, layers, share of the time and estimated forward and
+// backward, each rank's optimizer step and the transfer, then the bubble
+// and the step time (over one rank's) they predict on an H100; what `octet
 // inspect` adds to a pipeline bundle from its spec. Empty at pipeline 1.
 StatusOr<std::string> describePipelineCosts(const spec::Spec &spec);
 

@@ -344,5 +344,38 @@ TEST(PipelineSchedule, BeforeItsForwardIsRefused) {
   EXPECT_NE(message.find("before its F"), std::string::npos) << message;
 }
 
+// Times: two equal stages (forward 1, backward 2) take 1F1B's 3(M + 1);
+// the optimizer runs after the schedule, the slowest rank's setting the
+// step, while one rank runs the whole of it after 6M of work; so the
+// bubble is 1 - (6M + 0.75) / (2 (3(M + 1) + 0.5)).
+TEST(PipelineSchedule, PredictionWithOptimizerAndTransfers) {
+  PipelineSchedule schedule = make(PipelineScheduleKind::OneFOneB, 2, 1, 4);
+  std::vector<PipeStageTime> stages{{1, 2}, {1, 2}};
+  auto plain = predictPipelineTimes(schedule, stages, 0, {0.5, 0.25}, 0.75);
+  ASSERT_TRUE(plain.isOk()) << plain.status().message();
+  double step = 3 * 5 + 0.5, oneRank = 6 * 4 + 0.75;
+  EXPECT_NEAR(plain->stepOverOneRank, step / oneRank, 1e-9);
+  EXPECT_NEAR(plain->bubble, 1 - oneRank / (2 * step), 1e-9);
+  EXPECT_NEAR(plain->stageShare[0], 0.5, 1e-12);
+  // A transfer a microbatch on the critical path lengthens the step and
+  // counts as bubble; one rank never pays it.
+  auto sent = predictPipelineTimes(schedule, stages, 0.1, {0.5, 0.25}, 0.75);
+  ASSERT_TRUE(sent.isOk()) << sent.status().message();
+  EXPECT_GE(sent->stepOverOneRank, plain->stepOverOneRank + 0.1 / oneRank - 1e-9);
+  EXPECT_GT(sent->bubble, plain->bubble);
+  // predictPipeline is the same with backward 2x forward and nothing else.
+  auto flops = predictPipeline(schedule, {1, 1});
+  auto times = predictPipelineTimes(schedule, stages, 0, {0, 0}, 0);
+  ASSERT_TRUE(flops.isOk() && times.isOk());
+  EXPECT_NEAR(flops->bubble, times->bubble, 1e-12);
+  auto tails = predictPipelineTimes(schedule, stages, 0, {0.5}, 0.75);
+  ASSERT_FALSE(tails.isOk());
+  EXPECT_NE(tails.status().message().find("1 optimizer times for 2 ranks"),
+            std::string::npos)
+      << tails.status().message();
+  auto negative = predictPipelineTimes(schedule, stages, -1, {0, 0}, 0);
+  ASSERT_FALSE(negative.isOk());
+}
+
 } // namespace
 } // namespace octet
