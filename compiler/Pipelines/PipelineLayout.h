@@ -18,16 +18,11 @@ namespace octet {
 // of its kernels, not datasheet peaks. Each constant names the committed
 // kernel-level measurement it comes from (H100 80GB HBM3, SXM).
 struct GpuRates {
-  // FLOP/s of the decoder layers' BF16 GEMMs. No kernel profile of a BF16
-  // layer exists; octet-bf16-llama3-8b-8l-s8192.json's step (299.4 ms)
-  // less this model's estimate of the rest at the same shape, with the
-  // measured kernels of profile-llama3-8b-8l-fp8.txt where it has them
-  // (attention at its mma.sync rates 73.6 ms, the LM head's GEMMs 27.6 ms,
-  // the loss 5.5 ms, the embedding gradient's initialisation 1.7 ms, the
-  // optimizer less its FP8 transpose 36.9 ms; memory-bound layer work 10.6
-  // ms and weight casts 4.9 ms as estimated below) leaves 138.4 ms for
-  // 8.58e13 FLOPs.
-  double bf16GemmFlops = 620e12;
+  // FLOP/s of the decoder layers' BF16 GEMMs: fprop, dgrad and wgrad of
+  // four Llama 3 8B layers at 4096 tokens, 23.9 ms for 2.14e13 FLOPs
+  // (`octet-profile` of bench/specs/pipeline/l8b4-bf16-pp1.pbtxt's bundle,
+  // bench/results/h100/pipeline-2gpu-time/profile-l8b4-bf16-s4096.txt).
+  double bf16GemmFlops = 896e12;
   // The LM head's BF16 GEMMs (8192 x 128256 x 4096): fprop, dgrad and wgrad
   // 27.6 ms for 2.58e13 FLOPs in profile-llama3-8b-8l-fp8.txt.
   double lmHeadGemmFlops = 935e12;
@@ -48,10 +43,11 @@ struct GpuRates {
   // (profile-llama3-8b-8l-fp8.txt).
   double hbmBytesPerSecond = 2.78e12;
   // The loss's passes over the logits, as bytes a logit at that rate:
-  // cross_entropy_0_rows 1.55 ms and cross_entropy_grad_0 3.92 ms over
-  // 8192 x 128256 logits (profile-llama3-8b-8l-fp8.txt).
-  double lossForwardBytesPerLogit = 4.1;
-  double lossBackwardBytesPerLogit = 10.4;
+  // cross_entropy_0_rows 0.79 ms and cross_entropy_grad_0 2.44 ms over
+  // 4096 x 128256 logits (profile-l8b4-bf16-s4096.txt; 1.55 and 3.92 ms
+  // over twice the logits in profile-llama3-8b-8l-fp8.txt).
+  double lossForwardBytesPerLogit = 4.2;
+  double lossBackwardBytesPerLogit = 12.9;
   // The embedding gradient's initialisation each microbatch, bytes a table
   // entry: embedding_grad_0_init 1.70 ms over 128256 x 4096
   // (profile-llama3-8b-8l-fp8.txt).
