@@ -184,12 +184,13 @@ EOF
 # model TFLOP/s per GPU (the step lines' per-GPU figure: the 16-layer
 # model has less head per layer, which tokens/s would count as a gain),
 # which must keep 90% of one GPU's. PART throughput16-RECIPE[-mM] reads
-# l8b16-RECIPE-pp2[-mM] and l8b8-RECIPE-pp1[-mM] (8 microbatches without).
+# l8b16-RECIPE-pp2[-mM] and l8b8-RECIPE-pp1[-mM] (8 microbatches without);
+# PIPE_VARIANT=pp2-v2 takes l8b16-RECIPE-pp2-v2[-mM] (interleaved).
 throughput16() {
   local arg=$1 recipe m suffix one two onef twof predicted
   recipe=${arg%%-m[0-9]*}; m=8; suffix=""
   [ "$recipe" = "$arg" ] || { m=${arg##*-m}; suffix=-m$m; }
-  local half=l8b8-$recipe-pp1$suffix pipe=l8b16-$recipe-pp2$suffix
+  local half=l8b8-$recipe-pp1$suffix pipe=l8b16-$recipe-${PIPE_VARIANT:-pp2}$suffix
   [ -f $D/$half.octet ] && [ -f $D/$pipe.octet ] \
     || { echo "throughput16-$arg: $D/$half.octet and $D/$pipe.octet are needed (bench/specs/pipeline/)"; bad=1; return; }
   log "throughput16-$arg: $half on one GPU, $pipe at pipeline 2, 20 steps"
@@ -200,11 +201,11 @@ throughput16() {
   one=$(median_tps $O/throughput16-$arg-one.log); two=$(median_tps $W/throughput16-$arg-pp2.log)
   onef=$(median_tflops $O/throughput16-$arg-one.log); twof=$(median_tflops $W/throughput16-$arg-pp2.log)
   predicted=$(predicted_bubble $D/$pipe.octet)
-  python3 - "$recipe" "$m" "$one" "$two" "$onef" "$twof" "${predicted:-nan}" <<'EOF' | tee $O/throughput16-$arg.json
+  python3 - "$pipe" "$m" "$one" "$two" "$onef" "$twof" "${predicted:-nan}" <<'EOF' | tee $O/throughput16-$arg.json
 import json, sys
 recipe, m = sys.argv[1], int(sys.argv[2])
 one, two, onef, twof, predicted = map(float, sys.argv[3:])
-print(json.dumps({'recipe': recipe, 'microbatches': m,
+print(json.dumps({'pipeline_bundle': recipe, 'microbatches': m,
                   'one_gpu_8_layers_tokens_per_s': one, 'pipeline2_16_layers_tokens_per_s': two,
                   'pipeline_tokens_per_s_over_one_gpu': round(two / one, 4),
                   'one_gpu_tflops': onef, 'pipeline2_tflops_per_gpu': twof,
