@@ -13,6 +13,9 @@
 #   steps20: 20 steps of each, each step's loss and grad norm against one
 #     GPU's (golden BF16 tolerances as bench/pipeline_gpu.sh).
 #   wrong-size: the bundle started as two ranks is told its layout.
+# VARIANTS="pp2-dp2 pp2-v2-dp2 pp2-dp2-zero1" adds pipeline 2 x data 2 with
+# ZeRO-1 (train.parallel.shard_optimizer: each pipeline rank's moments
+# sharded over its data group), compiled as below.
 # The script exits 1 when any check fails.
 #
 # Here (bundles compiled where MLIR is):
@@ -21,6 +24,8 @@
 #   build/tools/octet/octet compile /tmp/tiny-bf16-dp2.pbtxt -o carry/pipeline-data/tiny-bf16-dp2.octet
 #   sed 's/data: 1 tensor: 1 pipeline: 2/data: 2 tensor: 1 pipeline: 2/' bench/specs/pipeline/tiny-bf16-pp2-v2.pbtxt > /tmp/tiny-bf16-pp2-v2-dp2.pbtxt
 #   build/tools/octet/octet compile /tmp/tiny-bf16-pp2-v2-dp2.pbtxt -o carry/pipeline-data/tiny-bf16-pp2-v2-dp2.octet
+#   sed 's/data: 1 tensor: 1 pipeline: 2/data: 2 tensor: 1 pipeline: 2 shard_optimizer: true/' bench/specs/pipeline/tiny-bf16-pp2.pbtxt > /tmp/tiny-bf16-pp2-dp2-zero1.pbtxt
+#   build/tools/octet/octet compile /tmp/tiny-bf16-pp2-dp2-zero1.pbtxt -o carry/pipeline-data/tiny-bf16-pp2-dp2-zero1.octet
 #   for s in tiny-bf16-pp1 tiny-bf16-pp2-dp2; do
 #     build/tools/octet/octet compile bench/specs/pipeline/$s.pbtxt -o carry/pipeline-data/$s.octet || break; done
 # There (carry: carry/pipeline-data, data/corpus.txt):
@@ -54,7 +59,7 @@ launchn() {
   return $rc
 }
 
-VARIANTS="pp2-dp2 pp2-v2-dp2"
+VARIANTS=${VARIANTS:-"pp2-dp2 pp2-v2-dp2"}
 
 step1() {
   local v

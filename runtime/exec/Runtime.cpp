@@ -519,10 +519,17 @@ StatusOr<uint64_t> Runtime::groupIndex(uint32_t group) const {
   if (group >= uint32_t(bundle_.groups_size()))
     return Status::error("group " + std::to_string(group) +
                          " is not in the bundle");
-  const auto &ranks = bundle_.groups(int(group)).ranks();
-  for (int i = 0; i < ranks.size(); ++i)
-    if (int(ranks[i]) == rank_)
-      return uint64_t(i);
+  // Groups of one name are one kind: at pipeline x data each pipeline
+  // rank has its own "data" group, and a part's index is the one in the
+  // group of that kind this rank belongs to.
+  const std::string &kind = bundle_.groups(int(group)).name();
+  for (const bundle::Group &g : bundle_.groups()) {
+    if (g.name() != kind)
+      continue;
+    for (int i = 0; i < g.ranks_size(); ++i)
+      if (int(g.ranks(i)) == rank_)
+        return uint64_t(i);
+  }
   return Status::error("rank " + std::to_string(rank_) +
                        " is not a member of group '" +
                        bundle_.groups(int(group)).name() + "'");
