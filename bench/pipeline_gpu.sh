@@ -112,33 +112,22 @@ steps20() {
   done
 }
 
-# The median job tokens/s after step 2 of a log's step lines.
-median_tps() {
-  python3 - "$1" <<'EOF'
+# The median after step 2 of one figure of a log's step lines: LABEL
+# "tokens/s" (the job's) or "TFLOP/s" (per GPU).
+median_of() {
+  python3 - "$1" "$2" <<'EOF'
 import re, sys
-ts = []
-for line in open(sys.argv[1]):
-    m = re.match(r'^step\s+(\d+)/\d+.*?tokens/s ([\d.]+)', line)
+label, ts = re.escape(sys.argv[1]), []
+for line in open(sys.argv[2]):
+    m = re.match(r'^step\s+(\d+)/\d+.*?' + label + r' ([\d.]+)', line)
     if m and int(m.group(1)) > 2:
         ts.append(float(m.group(2)))
 ts.sort()
 print(ts[len(ts) // 2] if ts else 'nan')
 EOF
 }
-
-# The median per-GPU model TFLOP/s after step 2 of a log's step lines.
-median_tflops() {
-  python3 - "$1" <<'EOF'
-import re, sys
-ts = []
-for line in open(sys.argv[1]):
-    m = re.match(r'^step\s+(\d+)/\d+.*?TFLOP/s ([\d.]+)', line)
-    if m and int(m.group(1)) > 2:
-        ts.append(float(m.group(2)))
-ts.sort()
-print(ts[len(ts) // 2] if ts else 'nan')
-EOF
-}
+median_tps() { median_of tokens/s "$1"; }
+median_tflops() { median_of TFLOP/s "$1"; }
 
 # The compiler's predicted bubble of a pipeline bundle, in percent, from
 # `octet inspect BUNDLE > BUNDLE.inspect` (compiled with it: see above).
