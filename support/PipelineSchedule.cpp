@@ -674,34 +674,31 @@ StatusOr<PipePrediction> predictPipeline(const PipelineSchedule &schedule,
                               0);
 }
 
-StatusOr<PipePrediction> predictPipelineTimes(
-    const PipelineSchedule &schedule, const std::vector<PipeStageTime> &stages,
-    double transfer, const std::vector<double> &rankTail, double oneRankTail) {
+StatusOr<PipeTimedRun> simulatePipelineTimes(const PipelineSchedule &schedule,
+                                             const std::vector<PipeOpTimes> &stages,
+                                             double transfer) {
   int stageCount = schedule.ranks * schedule.virtualStages;
   if (int(stages.size()) != stageCount)
     return Status::error("pipeline prediction: " +
                          std::to_string(stages.size()) + " stage costs for " +
                          std::to_string(stageCount) + " stages");
-  if (int(rankTail.size()) != schedule.ranks)
-    return Status::error("pipeline prediction: " +
-                         std::to_string(rankTail.size()) +
-                         " optimizer times for " +
-                         std::to_string(schedule.ranks) + " ranks");
-  double largest = 0, total = 0;
-  for (const PipeStageTime &s : stages) {
-    if (!(s.forward > 0) || !(s.backward > 0))
-      return Status::error("pipeline prediction: every stage's forward and "
-                           "backward cost must be positive");
-    largest = std::max({largest, s.forward, s.backward});
-    total += s.forward + s.backward;
+  if (!(transfer >= 0))
+    return Status::error("pipeline prediction: the transfer time must not be "
+                         "negative");
+  // With one rank every neighbour is local and nothing travels.
+  double in = schedule.ranks > 1 ? transfer : 0;
+  double largest = 0;
+  for (int s = 0; s < stageCount; ++s) {
+    const PipeOpTimes &t = stages[size_t(s)];
+    if (!(t.forward > 0) || !(t.inputGradient > 0) || !(t.weightGradient >= 0))
+      return Status::error("pipeline prediction: stage " + std::to_string(s) +
+                           "'s forward and input-gradient times must be "
+                           "positive, its weight-gradient time not negative");
+    largest = std::max({largest, t.forward,
+                        t.inputGradient + t.weightGradient});
   }
-  if (!(transfer >= 0) || !(oneRankTail >= 0) ||
-      std::any_of(rankTail.begin(), rankTail.end(),
-                  [](double t) { return !(t >= 0); }))
-    return Status::error("pipeline prediction: transfer and optimizer times "
-                         "must not be negative");
-  // 2000 units for the largest op: the rounding moves no op's cost by more
-  // than 0.025% of the largest.
+  // 2000 units for the largest forward or whole backward: the rounding
+  // moves no op's cost by more than 0.025% of it.
   const double unitsOfLargest = 2000;
   double unit = largest / unitsOfLargest;
   auto units = [&](double t) {
@@ -709,21 +706,45 @@ StatusOr<PipePrediction> predictPipelineTimes(
   };
   PipeCosts costs;
   for (int s = 0; s < stageCount; ++s) {
-    const PipeStageTime &t = stages[size_t(s)];
-    // With one rank every neighbour is local and nothing travels.
-    double in = schedule.ranks > 1 ? transfer : 0;
+    const PipeOpTimes &t = stages[size_t(s)];
     double forward = t.forward + (s > 0 ? in : 0);
-    double halfBackward = t.backward / 2;
     double gradientIn = s + 1 < stageCount ? in : 0;
-    costs.perStage.push_back({units(forward), units(halfBackward + gradientIn),
-                              units(halfBackward)});
+    costs.perStage.push_back({units(forward), units(t.inputGradient + gradientIn),
+                              units(t.weightGradient)});
   }
   StatusOr<PipeSimulation> simulated = simulatePipeline(schedule, costs);
   if (!simulated)
     return simulated.status();
+  return PipeTimedRun{double(simulated->totalTime) * unit, simulated->bubble};
+}
+
+StatusOr<PipePrediction> predictPipelineTimes(
+    const PipelineSchedule &schedule, const std::vector<PipeStageTime> &stages,
+    double transfer, const std::vector<double> &rankTail, double oneRankTail) {
+  if (int(rankTail.size()) != schedule.ranks)
+    return Status::error("pipeline prediction: " +
+                         std::to_string(rankTail.size()) +
+                         " optimizer times for " +
+                         std::to_string(schedule.ranks) + " ranks");
+  if (!(oneRankTail >= 0) ||
+      std::any_of(rankTail.begin(), rankTail.end(),
+                  [](double t) { return !(t >= 0); }))
+    return Status::error("pipeline prediction: optimizer times must not be "
+                         "negative");
+  double total = 0;
+  std::vector<PipeOpTimes> ops;
+  for (const PipeStageTime &s : stages) {
+    if (!(s.forward > 0) || !(s.backward > 0))
+      return Status::error("pipeline prediction: every stage's forward and "
+                           "backward cost must be positive");
+    total += s.forward + s.backward;
+    ops.push_back({s.forward, s.backward / 2, s.backward / 2});
+  }
+  StatusOr<PipeTimedRun> run = simulatePipelineTimes(schedule, ops, transfer);
+  if (!run)
+    return run.status();
   double pipelineStep =
-      double(simulated->totalTime) * unit +
-      *std::max_element(rankTail.begin(), rankTail.end());
+      run->length + *std::max_element(rankTail.begin(), rankTail.end());
   double oneRankStep = double(schedule.microbatches) * total + oneRankTail;
   PipePrediction prediction;
   prediction.stepOverOneRank = pipelineStep / oneRankStep;

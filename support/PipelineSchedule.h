@@ -134,6 +134,28 @@ StatusOr<PipePrediction> predictPipelineTimes(
     const PipelineSchedule &schedule, const std::vector<PipeStageTime> &stages,
     double transfer, const std::vector<double> &rankTail, double oneRankTail);
 
+// One global stage's op times: forward, input gradient (B) and weight
+// gradient (W), in seconds (or any one unit). A fused BW takes the sum.
+struct PipeOpTimes {
+  double forward = 0;
+  double inputGradient = 0;
+  double weightGradient = 0;
+};
+
+// The schedule run with those times: each op of global stage s takes
+// stages[s]'s time of its kind, plus `transfer` where its input comes from
+// another rank (an activation into F, a gradient into B or BW), scaled to
+// integer units for the simulator (the largest op 2000). `length` is the
+// time from the first op to the last rank's end; `bubble` the ranks' idle
+// time over ranks x length.
+struct PipeTimedRun {
+  double length = 0;
+  double bubble = 0;
+};
+StatusOr<PipeTimedRun> simulatePipelineTimes(const PipelineSchedule &schedule,
+                                             const std::vector<PipeOpTimes> &stages,
+                                             double transfer);
+
 // "predicted bubble X% (BASIS)" and "predicted step ..." lines of a
 // prediction.
 std::string describePrediction(const PipelineSchedule &schedule,

@@ -76,6 +76,13 @@ public:
   virtual Status endStep(const PipelineRankPlan &plan) = 0;
 };
 
+// When an instruction of a step began (after its wait) and ended, in ms
+// from the step's start, on the device's clock.
+struct PipeOpTiming {
+  float beginMs = 0;
+  float endMs = 0;
+};
+
 // One step's instructions, in order.
 Status runPipelineStep(const PipelineRankPlan &plan, PipelineDevice &device);
 

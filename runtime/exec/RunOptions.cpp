@@ -82,6 +82,12 @@ const RunOption kRunOptions[] = {
      +[](RunArgs &a) -> std::string & { return a.trainer.saveHf; }},
     {"--tensorboard", "DIR", "write TensorBoard event files there",
      +[](RunArgs &a) -> std::string & { return a.trainer.tensorboardDir; }},
+    {"--pipeline-timeline", nullptr,
+     "a pipeline bundle: time every instruction with\n"
+     "CUDA events after step 2, and print the measured\n"
+     "bubble beside the one the schedule predicts from\n"
+     "those op times",
+     +[](RunArgs &a) -> bool & { return a.trainer.pipelineTimeline; }},
     {"--no-graph", nullptr, "run every step eagerly (no CUDA graphs)",
      +[](RunArgs &a) -> bool & { return a.trainer.graph; }, 0, true},
     {"--golden", "DIR",

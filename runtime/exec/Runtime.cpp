@@ -69,7 +69,7 @@ struct Runtime::PreparedProgram {
 class Runtime::PipelineStream : public PipelineDevice {
 public:
   static StatusOr<std::unique_ptr<PipelineStream>>
-  create(Runtime &rt, const PipelineRankPlan &plan) {
+  create(Runtime &rt, const PipelineRankPlan &plan, bool timed) {
     std::unique_ptr<PipelineStream> p(new PipelineStream(rt));
     int least = 0, greatest = 0;
     OCTET_CHECK_CUDA(cuCtxGetStreamPriorityRange(&least, &greatest));
@@ -80,6 +80,14 @@ public:
     p->events_.assign(plan.work.size() + 2, nullptr);
     for (CUevent &e : p->events_)
       OCTET_CHECK_CUDA(cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
+    if (timed) {
+      p->begins_.assign(plan.work.size(), nullptr);
+      p->ends_.assign(plan.work.size(), nullptr);
+      for (auto *events : {&p->begins_, &p->ends_})
+        for (CUevent &e : *events)
+          OCTET_CHECK_CUDA(cuEventCreate(&e, CU_EVENT_DEFAULT));
+      OCTET_CHECK_CUDA(cuEventCreate(&p->timedStart_, CU_EVENT_DEFAULT));
+    }
     // The pipeline group this rank is in.
     const bundle::Bundle &b = rt.bundle_;
     for (int g = 0; g < b.groups_size(); ++g)
@@ -90,9 +98,28 @@ public:
     return p;
   }
   ~PipelineStream() override {
-    for (CUevent e : events_)
-      if (e)
-        cuEventDestroy(e);
+    for (auto *events : {&events_, &begins_, &ends_})
+      for (CUevent e : *events)
+        if (e)
+          cuEventDestroy(e);
+    if (timedStart_)
+      cuEventDestroy(timedStart_);
+  }
+
+  // The last step's instructions, from the timing events (the step must
+  // have been enqueued with them).
+  StatusOr<std::vector<PipeOpTiming>> timings() {
+    if (!timedStart_)
+      return Status::error("the pipeline step was not timed: load the "
+                           "runtime with RuntimeOptions.pipelineTimeline");
+    std::vector<PipeOpTiming> out(begins_.size());
+    for (size_t i = 0; i < begins_.size(); ++i) {
+      OCTET_CHECK_CUDA(cuEventSynchronize(ends_[i]));
+      OCTET_CHECK_CUDA(
+          cuEventElapsedTime(&out[i].beginMs, timedStart_, begins_[i]));
+      OCTET_CHECK_CUDA(cuEventElapsedTime(&out[i].endMs, timedStart_, ends_[i]));
+    }
+    return out;
   }
   Status synchronize() { return stream_->synchronize(); }
 
@@ -113,6 +140,8 @@ public:
     // programs used.
     OCTET_CHECK_CUDA(cuEventRecord(startEvent(), main));
     OCTET_CHECK_CUDA(cuStreamWaitEvent(stream_->handle(), startEvent(), 0));
+    if (timedStart_)
+      OCTET_CHECK_CUDA(cuEventRecord(timedStart_, main));
     return Status::ok();
   }
 
@@ -120,6 +149,8 @@ public:
     CUstream main = rt_.mainStream();
     if (w.waitFor >= 0)
       OCTET_CHECK_CUDA(cuStreamWaitEvent(main, events_[size_t(w.waitFor)], 0));
+    if (timedStart_)
+      OCTET_CHECK_CUDA(cuEventRecord(begins_[w.index], main));
     if (w.program->inputs_size() > 0 && stage)
       OCTET_RETURN_IF_ERROR(stage(w));
     PreparedProgram *p = rt_.findChunk(w.program->kind(), w.program->chunk(),
@@ -133,6 +164,8 @@ public:
             .withContext("program '" + w.program->name() + "' microbatch " +
                          std::to_string(w.instruction->microbatch())));
     OCTET_CHECK_CUDA(cuEventRecord(events_[w.index], main));
+    if (timedStart_)
+      OCTET_CHECK_CUDA(cuEventRecord(ends_[w.index], main));
     return Status::ok();
   }
 
@@ -140,6 +173,8 @@ public:
     CUstream s = stream_->handle();
     if (w.waitFor >= 0)
       OCTET_CHECK_CUDA(cuStreamWaitEvent(s, events_[size_t(w.waitFor)], 0));
+    if (timedStart_)
+      OCTET_CHECK_CUDA(cuEventRecord(begins_[w.index], s));
     comm::Communicator *c =
         group_ < rt_.comms_.size() ? rt_.comms_[group_] : nullptr;
     if (!c || !rt_.nccl_)
@@ -179,6 +214,8 @@ public:
     OCTET_RETURN_IF_ERROR(issued);
     OCTET_RETURN_IF_ERROR(ended);
     OCTET_CHECK_CUDA(cuEventRecord(events_[w.index], s));
+    if (timedStart_)
+      OCTET_CHECK_CUDA(cuEventRecord(ends_[w.index], s));
     return Status::ok();
   }
 
@@ -197,6 +234,10 @@ private:
   std::unique_ptr<Stream> stream_;
   // One per instruction, then the step's start and end.
   std::vector<CUevent> events_;
+  // With a timeline: timing events around each instruction (after its
+  // wait) and at the step's start.
+  std::vector<CUevent> begins_, ends_;
+  CUevent timedStart_ = nullptr;
   uint32_t group_ = UINT32_MAX;
 };
 
@@ -331,6 +372,7 @@ Runtime::load(const Bundle &bundle, const RuntimeOptions &options) {
                          std::to_string(bundle.world_size()) +
                          " -- octet-run ...)");
   rt->rank_ = rank;
+  rt->pipelineTimeline_ = options.pipelineTimeline;
   auto dev = Device::open(options.device);
   if (!dev)
     return dev.status();
@@ -1223,7 +1265,8 @@ Status Runtime::preparePipeline() {
   if (!plan)
     return plan.status();
   pipelinePlan_ = std::make_unique<PipelineRankPlan>(std::move(*plan));
-  auto stream = PipelineStream::create(*this, *pipelinePlan_);
+  auto stream =
+      PipelineStream::create(*this, *pipelinePlan_, pipelineTimeline_);
   if (!stream)
     return stream.status();
   pipeline_ = std::move(*stream);
@@ -1239,6 +1282,12 @@ Runtime::runPipelineStep(const std::function<Status(const PipeWork &)> &stage) {
   Status st = octet::runPipelineStep(*pipelinePlan_, *pipeline_);
   pipeline_->stage = nullptr;
   return st;
+}
+
+StatusOr<std::vector<PipeOpTiming>> Runtime::pipelineTimings() {
+  if (!pipeline_)
+    return Status::error("the bundle has no pipeline: nothing to time");
+  return pipeline_->timings();
 }
 
 int Runtime::pipelineLossSlot() const {

@@ -29,6 +29,7 @@ namespace octet {
 
 struct PipelineRankPlan;
 struct PipeWork;
+struct PipeOpTiming;
 
 // How load chooses each GEMM's cuBLASLt algorithm when the bundle records
 // none that this cuBLASLt accepts: from the cache file when it has the
@@ -70,6 +71,9 @@ struct RuntimeOptions {
   // -1: RANK from the environment, else 0.
   int rank = -1;
   GemmTuningOptions gemmTuning;
+  // A pipeline rank times each instruction of its step with CUDA events
+  // (pipelineTimings).
+  bool pipelineTimeline = false;
 };
 
 class Runtime {
@@ -128,6 +132,10 @@ public:
   // The last stage's loss accumulator (Pipeline.loss_sum_slot) on this
   // rank, or -1.
   int pipelineLossSlot() const;
+  // When each instruction of the last pipeline step began and ended (after
+  // its wait), in ms from the step's start, by its index in the plan; waits
+  // for the step. Needs RuntimeOptions.pipelineTimeline.
+  StatusOr<std::vector<PipeOpTiming>> pipelineTimings();
 
   // The device address of a plan slot; a stash-strided reference
   // (SlotRef.stash_stride) needs the stash entry.
@@ -215,6 +223,7 @@ private:
   // event per instruction).
   std::unique_ptr<PipelineRankPlan> pipelinePlan_;
   std::unique_ptr<PipelineStream> pipeline_;
+  bool pipelineTimeline_ = false;
   GemmTuningReport tuning_;
   uint64_t fixedCost_ = 0;
 };

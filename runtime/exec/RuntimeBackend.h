@@ -40,6 +40,9 @@ public:
       const std::function<Status(const PipeWork &)> &feed) override {
     return rt_.runPipelineStep(feed);
   }
+  StatusOr<std::vector<PipeOpTiming>> pipelineTimings() override {
+    return rt_.pipelineTimings();
+  }
   Status writeSlotAt(uint32_t slot, uint64_t offset, const void *data,
                      uint64_t bytes) override {
     return rt_.writeSlotAtAsync(slot, offset, data, bytes);

@@ -11,17 +11,17 @@
 // a read's result is only there, after synchronize().
 
 #include "bundle/bundle.pb.h"
+#include "runtime/exec/PipelineExecutor.h"
 #include "support/Status.h"
 
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace octet {
 
-struct PipelineRankPlan;
-struct PipeWork;
 
 class HostBuffer {
 public:
@@ -86,6 +86,11 @@ public:
   runPipelineStep(const std::function<Status(const PipeWork &)> &feed) {
     (void)feed;
     return Status::error("this backend runs no pipeline step");
+  }
+  // The last pipeline step's instruction times, by work index (after it
+  // has finished); a backend that does not time its steps fails.
+  virtual StatusOr<std::vector<PipeOpTiming>> pipelineTimings() {
+    return Status::error("this backend does not time its pipeline steps");
   }
   // `bytes` at `offset` of the slot (a stash entry), enqueued like a write.
   virtual Status writeSlotAt(uint32_t slot, uint64_t offset, const void *data,

@@ -6,6 +6,7 @@
 #include "bundle/PipelineBundle.h"
 #include "hf/HfWeights.h"
 #include "hf/Safetensors.h"
+#include "runtime/exec/PipelineTimeline.h"
 #include "runtime/exec/PipelineTraining.h"
 #include "support/AtomicFile.h"
 #include "support/LrSchedule.h"
@@ -186,6 +187,8 @@ struct Trainer::Impl {
   PipelineFeedPlan pipeFeeds;
   int pipeRank = 0, pipeSize = 1;
   std::map<uint32_t, std::set<int>> slotUsers;
+  // --pipeline-timeline: the steps' instruction times so far.
+  std::unique_ptr<PipelineTimeline> timeline;
   // A pipeline rank's own arena: the slots it holds (every slot without a
   // pipeline).
   std::optional<bundle::RankMemory> rankMemory;
@@ -302,6 +305,29 @@ struct Trainer::Impl {
   // microbatches' inputs go into the stash entries of the instructions that
   // read them (planPipelineFeeds), the loss is the last stage's
   // accumulator, and `train` stages every input any chunk program takes.
+  // Every rank of the pipeline adds its steps' times to the group's, and
+  // rank 0 prints the measured and the predicted bubble.
+  Status reportTimeline() {
+    if (stepsRunHere <= 2) {
+      print("note: --pipeline-timeline times the steps after the second; "
+            "this run had " + std::to_string(stepsRunHere));
+      return Status::ok();
+    }
+    OCTET_RETURN_IF_ERROR(options.pipeline->sum(timeline->sums()));
+    std::vector<int> group;
+    for (const auto &g : bundle::pipelineGroups(bundle))
+      if (std::find(g.begin(), g.end(), pipe->worldRank) != g.end())
+        group = g;
+    auto sched = bundle::scheduleOf(bundle, group);
+    if (!sched)
+      return sched.status();
+    auto summary = timeline->summarize(*sched);
+    if (!summary)
+      return summary.status();
+    print(describeTimeline(*summary));
+    return Status::ok();
+  }
+
   Status setUpPipeline() {
     pipe = backend.pipelinePlan();
     if (!pipe)
@@ -340,6 +366,9 @@ struct Trainer::Impl {
           "--save-hf with a pipeline bundle is not done yet (each rank "
           "holds its own stages' parameters): checkpoint with "
           "--checkpoint-dir and export the checkpoint (octet export-hf)");
+    if (options.pipelineTimeline)
+      timeline = std::make_unique<PipelineTimeline>(
+          pipeSize, int(std::max<uint32_t>(1, pl.virtual_stages())));
     auto feeds = planPipelineFeeds(bundle, *pipe);
     if (!feeds)
       return feeds.status();
@@ -584,6 +613,13 @@ struct Trainer::Impl {
       OCTET_RETURN_IF_ERROR(prepareStep(parity ^ 1));
     OCTET_RETURN_IF_ERROR(backend.synchronize());
     ++stepsRunHere;
+    // The first step runs eagerly and the second captures graphs.
+    if (timeline && stepsRunHere > 2) {
+      auto timings = backend.pipelineTimings();
+      if (!timings)
+        return timings.status();
+      OCTET_RETURN_IF_ERROR(timeline->add(*pipe, *timings));
+    }
     rec.seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
             .count();
@@ -1175,6 +1211,10 @@ StatusOr<std::unique_ptr<Trainer>> Trainer::create(TrainBackend &backend,
                                                    : s.checkpoint_interval();
   if (t.bundle.has_pipeline())
     OCTET_RETURN_IF_ERROR(t.setUpPipeline());
+  else if (o.pipelineTimeline)
+    return Status::error("--pipeline-timeline times a pipeline bundle's "
+                         "instructions, and this bundle has no pipeline "
+                         "(train.parallel.pipeline is 1): leave it out");
   else if (!backend.hasProgram(TRAIN_MICROBATCH))
     return Status::error("the bundle has no TRAIN_MICROBATCH program: it "
                          "cannot train; recompile it from a training spec");
@@ -1439,6 +1479,8 @@ StatusOr<TrainResult> Trainer::run() {
     parity ^= 1;
   }
   result.peakDeviceBytes = t.peakUsed;
+  if (t.timeline)
+    OCTET_RETURN_IF_ERROR(t.reportTimeline());
   if (!t.options.saveHf.empty() && t.dpRank == 0)
     OCTET_RETURN_IF_ERROR(t.saveHf(t.options.saveHf));
   return result;

@@ -60,6 +60,11 @@ struct TrainerOptions {
   // HF names and config.json) in this directory; empty for none.
   std::string saveHf;
   std::string tensorboardDir;
+  // A pipeline bundle: time every instruction of each step after the
+  // second, and print the measured bubble beside the one the schedule
+  // predicts from those times (runtime/exec/PipelineTimeline.h). The
+  // backend must time its steps (RuntimeOptions.pipelineTimeline).
+  bool pipelineTimeline = false;
   // Where the step lines go; null for none.
   std::FILE *out = stdout;
   // Null: this process trains alone.

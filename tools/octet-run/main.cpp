@@ -150,6 +150,7 @@ int run(RunArgs &args) {
   runtimeOptions.gemmTuning.timed = !args.gemmHeuristic;
   runtimeOptions.gemmTuning.configurations = args.gemmConfigs;
   runtimeOptions.gemmTuning.cacheFile = gemmCachePath(args);
+  runtimeOptions.pipelineTimeline = args.trainer.pipelineTimeline;
   if (job) {
     runtimeOptions.rank = env->rank;
     runtimeOptions.device.ordinal = env->localRank;

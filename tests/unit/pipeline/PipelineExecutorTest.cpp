@@ -6,6 +6,7 @@
 // one rank; and validate() refusing bundles whose ranks would not meet.
 
 #include "runtime/exec/PipelineExecutor.h"
+#include "runtime/exec/PipelineTimeline.h"
 #include "bundle/Bundle.h"
 #include "bundle/Describe.h"
 #include "bundle/PipelineBundle.h"
@@ -441,6 +442,118 @@ TEST(PipelineExecutor, StashEntriesFollowTheScheduleInFlight) {
     // pair's last use: at most one more.
     EXPECT_LE(a.entries, 4 - r + 1) << "rank " << r;
   }
+}
+
+// The instruction times of `plan` as the simulator ran its schedule: each
+// compute instruction takes the next `cost` units of the rank's timeline
+// that are not idle; a communication group takes none.
+std::vector<PipeOpTiming> simulatedTimings(const PipelineRankPlan &plan,
+                                           const PipeSimulation &simulation,
+                                           const PipeCosts &costs, int ranks,
+                                           float shift) {
+  const std::string &line = simulation.timeline[size_t(plan.pipelineRank)];
+  std::vector<PipeOpTiming> out(plan.work.size());
+  size_t t = 0;
+  for (const PipeWork &w : plan.work) {
+    if (w.communicate()) {
+      out[w.index] = {float(t) + shift, float(t) + shift};
+      continue;
+    }
+    const PipeStageCosts &c = costs.perStage[size_t(
+        int(w.instruction->chunk()) * ranks + plan.pipelineRank)];
+    int cost = c.inputGradient + c.weightGradient;
+    if (w.instruction->kind() == bundle::PIPE_FORWARD)
+      cost = c.forward;
+    else if (w.instruction->kind() == bundle::PIPE_INPUT_GRADIENT)
+      cost = c.inputGradient;
+    else if (w.instruction->kind() == bundle::PIPE_WEIGHT_GRADIENT)
+      cost = c.weightGradient;
+    while (t < line.size() && line[t] == '.')
+      ++t;
+    out[w.index] = {float(t) + shift, float(t + size_t(cost)) + shift};
+    t += size_t(cost);
+  }
+  return out;
+}
+
+// A run that loses no time measures the bubble its schedule simulates, and
+// the schedule run with the measured op times predicts it again; a rank
+// that starts late measures more, and the prediction does not move.
+TEST(PipelineTimeline, MeasuresTheBubbleItsScheduleSimulates) {
+  for (ToyLayout layout :
+       {ToyLayout{PipelineScheduleKind::OneFOneB, 2, 1, 4, 1},
+        ToyLayout{PipelineScheduleKind::OneFOneB, 2, 1, 8, 1},
+        ToyLayout{PipelineScheduleKind::Interleaved, 2, 2, 4, 1},
+        ToyLayout{PipelineScheduleKind::ZeroBubbleH1, 2, 1, 4, 1}}) {
+    SCOPED_TRACE(pipelineScheduleName(layout.kind) + std::string(" m ") +
+                 std::to_string(layout.microbatches));
+    bundle::Bundle b = makeToyPipelineBundle(layout);
+    auto parsed = bundle::parseBundle(bundle::finalizeAndSerialize(b), "toy");
+    ASSERT_TRUE(parsed.isOk()) << parsed.status().message();
+    auto schedule = makePipelineSchedule(layout.kind, layout.ranks,
+                                         layout.virtualStages,
+                                         layout.microbatches);
+    ASSERT_TRUE(schedule.isOk());
+    int stages = layout.ranks * layout.virtualStages;
+    PipeCosts costs;
+    for (int st = 0; st < stages; ++st)
+      costs.perStage.push_back({2 + st, 3, 1});
+    auto simulation = simulatePipeline(*schedule, costs);
+    ASSERT_TRUE(simulation.isOk()) << simulation.status().message();
+    for (float lateRankOne : {0.0f, 5.0f}) {
+      // Each rank adds its two steps; the group then sums the ranks'.
+      PipelineTimeline job(layout.ranks, layout.virtualStages);
+      for (int w = 0; w < layout.ranks; ++w) {
+        auto plan = planPipelineRank(*parsed, w);
+        ASSERT_TRUE(plan.isOk()) << plan.status().message();
+        PipelineTimeline mine(layout.ranks, layout.virtualStages);
+        auto timings = simulatedTimings(*plan, *simulation, costs,
+                                        layout.ranks, w == 1 ? lateRankOne : 0);
+        for (int step = 0; step < 2; ++step)
+          ASSERT_TRUE(mine.add(*plan, timings).isOk());
+        for (size_t i = 0; i < job.sums().size(); ++i)
+          job.sums()[i] += mine.sums()[i];
+      }
+      auto summary = job.summarize(*schedule);
+      ASSERT_TRUE(summary.isOk()) << summary.status().message();
+      EXPECT_EQ(summary->steps, 2);
+      EXPECT_NEAR(summary->predictedBubble, simulation->bubble, 1e-3);
+      for (int st = 0; st < stages; ++st) {
+        EXPECT_NEAR(summary->stageTimes[size_t(st)].forward, 2 + st, 1e-6);
+        EXPECT_NEAR(summary->stageTimes[size_t(st)].inputGradient +
+                        summary->stageTimes[size_t(st)].weightGradient,
+                    4, 1e-6);
+      }
+      if (lateRankOne == 0)
+        EXPECT_NEAR(summary->measuredBubble, simulation->bubble, 1e-6);
+      else
+        EXPECT_GT(summary->measuredBubble, simulation->bubble + 0.01);
+      EXPECT_NE(describeTimeline(*summary).find("measured bubble"),
+                std::string::npos);
+    }
+  }
+}
+
+TEST(PipelineTimeline, RefusesTimingsOfAnotherPlan) {
+  ToyLayout layout;
+  bundle::Bundle b = makeToyPipelineBundle(layout);
+  auto parsed = bundle::parseBundle(bundle::finalizeAndSerialize(b), "toy");
+  ASSERT_TRUE(parsed.isOk());
+  auto plan = planPipelineRank(*parsed, 0);
+  ASSERT_TRUE(plan.isOk());
+  PipelineTimeline timeline(2, 1);
+  Status st = timeline.add(*plan, std::vector<PipeOpTiming>(2));
+  ASSERT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("2 timings for"), std::string::npos)
+      << st.message();
+  // A rank that timed nothing leaves no bubble to speak of.
+  auto schedule = makePipelineSchedule(layout.kind, 2, 1, layout.microbatches);
+  ASSERT_TRUE(schedule.isOk());
+  auto summary = timeline.summarize(*schedule);
+  ASSERT_FALSE(summary.isOk());
+  EXPECT_NE(summary.status().message().find("rank 0 timed no step"),
+            std::string::npos)
+      << summary.status().message();
 }
 
 Status validateToy(const std::function<void(bundle::Bundle &)> &edit,

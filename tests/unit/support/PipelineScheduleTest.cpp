@@ -377,5 +377,31 @@ TEST(PipelineSchedule, PredictionWithOptimizerAndTransfers) {
   ASSERT_FALSE(negative.isOk());
 }
 
+// Separate B and W times: 1F1B runs them fused, so only their sum matters
+// there, and two equal stages idle (P - 1)/(M + P - 1) of the time; a
+// zero-bubble schedule fills the drain with the deferred W.
+TEST(PipelineSchedule, SimulatesOpTimes) {
+  PipelineSchedule oneF = make(PipelineScheduleKind::OneFOneB, 2, 1, 4);
+  auto even = simulatePipelineTimes(oneF, {{1, 1, 1}, {1, 1, 1}}, 0);
+  ASSERT_TRUE(even.isOk()) << even.status().message();
+  EXPECT_NEAR(even->bubble, 1.0 / 5, 1e-9);
+  EXPECT_NEAR(even->length, 3 * 5, 1e-9);
+  auto shifted = simulatePipelineTimes(oneF, {{1, 1.5, 0.5}, {1, 1.5, 0.5}}, 0);
+  ASSERT_TRUE(shifted.isOk());
+  EXPECT_NEAR(shifted->bubble, even->bubble, 1e-9);
+  PipelineSchedule zb = make(PipelineScheduleKind::ZeroBubbleH1, 2, 1, 4);
+  auto zero = simulatePipelineTimes(zb, {{1, 1, 1}, {1, 1, 1}}, 0);
+  ASSERT_TRUE(zero.isOk()) << zero.status().message();
+  EXPECT_LT(zero->bubble, even->bubble);
+  auto wrong = simulatePipelineTimes(oneF, {{1, 1, 1}}, 0);
+  ASSERT_FALSE(wrong.isOk());
+  EXPECT_NE(wrong.status().message().find("1 stage costs for 2 stages"),
+            std::string::npos)
+      << wrong.status().message();
+  auto noForward = simulatePipelineTimes(oneF, {{0, 1, 1}, {1, 1, 1}}, 0);
+  ASSERT_FALSE(noForward.isOk());
+  EXPECT_NE(noForward.status().message().find("stage 0"), std::string::npos);
+}
+
 } // namespace
 } // namespace octet
