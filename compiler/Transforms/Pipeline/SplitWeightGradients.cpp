@@ -94,13 +94,58 @@ struct SplitWeightGradients
 
     // W: the wgrad GEMMs and everything that reads what they make.
     llvm::SetVector<Operation *> weight;
-    for (Operation &op : body.without_terminator()) {
-      bool reads = isWeightGradientGemm(&op);
-      for (Value v : inputsOf(&op))
-        if (Operation *def = v.getDefiningOp(); def && weight.contains(def))
-          reads = true;
-      if (reads)
-        weight.insert(&op);
+    auto readersOfWeightGradients = [&] {
+      weight.clear();
+      for (Operation &op : body.without_terminator()) {
+        bool reads = isWeightGradientGemm(&op);
+        for (Value v : inputsOf(&op))
+          if (Operation *def = v.getDefiningOp(); def && weight.contains(def))
+            reads = true;
+        if (reads)
+          weight.insert(&op);
+      }
+    };
+    readersOfWeightGradients();
+    // A data-parallel bucket holding gradients of both halves (a norm's,
+    // which B accumulates, beside a wgrad GEMM's) is cut in two, each
+    // reducing its own half's gradients after its last microbatch: B's
+    // accumulation goes on after a W of an earlier microbatch, so W may
+    // not store B's gradients.
+    SmallVector<kernel::CollectiveOp> mixed;
+    for (auto collective : body.getOps<kernel::CollectiveOp>())
+      if (weight.contains(collective) &&
+          llvm::any_of(collective->getOperands(), [&](Value v) {
+            Operation *def = v.getDefiningOp();
+            return !def || !weight.contains(def);
+          }))
+        mixed.push_back(collective);
+    for (kernel::CollectiveOp collective : mixed) {
+      SmallVector<unsigned> halves[2];
+      for (auto [i, v] : llvm::enumerate(collective->getOperands())) {
+        Operation *def = v.getDefiningOp();
+        halves[def && weight.contains(def)].push_back(unsigned(i));
+      }
+      OpBuilder b(collective);
+      for (ArrayRef<unsigned> indices : halves) {
+        OperationState state(collective.getLoc(), collective->getName());
+        for (unsigned i : indices) {
+          state.addOperands(collective->getOperand(i));
+          state.addTypes(collective->getResult(i).getType());
+        }
+        state.addAttributes(collective->getAttrs());
+        Operation *piece = b.create(state);
+        for (auto [result, i] : llvm::enumerate(indices))
+          collective->getResult(i).replaceAllUsesWith(
+              piece->getResult(unsigned(result)));
+      }
+      collective.erase();
+    }
+    if (!mixed.empty()) {
+      position.clear();
+      at = 0;
+      for (Operation &op : body)
+        position[&op] = at++;
+      readersOfWeightGradients();
     }
     for (Value v : ret.getOperands())
       if (Operation *def = v.getDefiningOp(); def && weight.contains(def))
