@@ -12,8 +12,10 @@
 #     norm and every tensor with one GPU's within the golden bounds
 #     (--numerics fp8 for the FP8 models, as for data parallelism);
 #     OUT/MODEL-VARIANT-step1.json. VARIANTS="pp2-v2" (say) runs only
-#     those pipeline variants beside one GPU (default "pp2 pp2-v2").
-#   steps20-MODEL: 20 steps of the same three, each step's loss and grad
+#     those pipeline variants beside one GPU (default "pp2 pp2-v2");
+#     VARIANTS="pp2-zb" the ZB-H1 bundles (MODEL-pp2-zb: tiny-bf16,
+#     tiny-fp8blockwise, l8b4-bf16; input and weight gradients apart).
+#   steps20-MODEL: 20 steps of the same three (or VARIANTS), each step's loss and grad
 #     norm against one GPU's (golden tolerances: step 1 loss 1e-3, grad
 #     norm 5e-3 relative in BF16, 2e-3 and 2e-2 in FP8; step s allows
 #     1 + 0.1 (s - 1) times more).
@@ -33,6 +35,8 @@
 #     before anything ran (`octet inspect`'s "predicted bubble": its
 #     chunks' estimated H100 times, D/BUNDLE.octet.inspect), and the
 #     equal-chunk closed form (P - 1)/(m + P - 1). OUT/bubble.json.
+#     BUBBLE_VARIANT=pp2-zb measures the ZB-H1 bundles instead
+#     (l8b4-bf16-pp2-zb[-mM]; OUT/bubble-pp2-zb.json).
 #   throughput16-RECIPE[-mM] (RECIPE: bf16 or fp8blockwise): 20 steps of
 #     l8b16-RECIPE-pp2 (16 layers of Llama 3 8B, pipeline 2, 1F1B, 8
 #     microbatches, or M with the -mM bundles) and of l8b8-RECIPE-pp1 (its
@@ -56,6 +60,13 @@
 #     build/tools/octet/octet compile bench/specs/pipeline/$s.pbtxt -o carry/pipeline/$s.octet || break; done
 # (throughput16-fp8blockwise: l8b16-fp8blockwise-pp2 and l8b8-fp8blockwise-pp1
 # the same way, into carry/pipeline-fp8blockwise with its octet-run.)
+# ZB-H1 (VARIANTS=pp2-zb, BUBBLE_VARIANT=pp2-zb):
+#   for s in tiny-bf16-pp2-zb l8b4-bf16-pp2-zb; do
+#     build/tools/octet/octet compile bench/specs/pipeline/$s.pbtxt -o carry/pipeline/$s.octet || break; done
+#   for m in 8 16; do
+#     sed "s/global_batch_size: 4/global_batch_size: $m/" bench/specs/pipeline/l8b4-bf16-pp2-zb.pbtxt > /tmp/l8b4-bf16-pp2-zb-m$m.pbtxt
+#     build/tools/octet/octet compile /tmp/l8b4-bf16-pp2-zb-m$m.pbtxt -o carry/pipeline/l8b4-bf16-pp2-zb-m$m.octet || break; done
+#   (and tiny-fp8blockwise-pp2-zb into carry/pipeline-fp8blockwise)
 #   for b in carry/pipeline/*pp2*.octet; do build/tools/octet/octet inspect $b > $b.inspect || break; done
 # FP8 (R: fp8blockwise, fp8 or fp8current; a directory of their own keeps
 # each call's carry under 64 MiB):
@@ -108,7 +119,7 @@ steps20() {
   case $(numericsOf $m) in fp8) LOSS_TOL=2e-3; NORM_TOL=2e-2;; *) LOSS_TOL=1e-3; NORM_TOL=5e-3;; esac
   log "$m: one GPU, pipeline 2 (1F1B), pipeline 2 interleaved (20 steps)"
   "$R" $D/$m-pp1.octet $data --steps 20 > $O/$m-one.log 2>&1 || { tail -3 $O/$m-one.log; bad=1; return; }
-  for v in pp2 pp2-v2; do
+  for v in ${VARIANTS:-pp2 pp2-v2}; do
     launch2 $W/$m-$v.log $D/$m-$v.octet $data --steps 20 || { bad=1; continue; }
     cp $W/$m-$v.log* $O/
     echo "-- $v against one GPU"; close $O/$m-one.log $O/$m-$v.log || bad=1
@@ -139,24 +150,25 @@ predicted_bubble() {
 }
 
 bubble() {
-  local n suffix one two predicted rows=""
+  local n suffix one two predicted rows="" pv=${BUBBLE_VARIANT:-pp2} json
+  json=$O/bubble$([ $pv = pp2 ] || echo "-$pv").json
   for n in 4 8 16; do
     suffix=$([ $n = 4 ] && echo "" || echo "-m$n")
-    predicted=$(predicted_bubble $D/l8b4-bf16-pp2$suffix.octet)
-    [ -n "$predicted" ] || { echo "no 'predicted bubble' in $D/l8b4-bf16-pp2$suffix.octet.inspect: run octet inspect on the bundle where it was compiled"; bad=1; continue; }
-    log "bubble at m = $n: l8b4-bf16 on one GPU and at pipeline 2 (1F1B), 20 steps"
+    predicted=$(predicted_bubble $D/l8b4-bf16-$pv$suffix.octet)
+    [ -n "$predicted" ] || { echo "no 'predicted bubble' in $D/l8b4-bf16-$pv$suffix.octet.inspect: run octet inspect on the bundle where it was compiled"; bad=1; continue; }
+    log "bubble at m = $n: l8b4-bf16 on one GPU and at pipeline 2 ($pv), 20 steps"
     "$R" $D/l8b4-bf16-pp1$suffix.octet --synthetic --steps 20 > $O/bubble-m$n-one.log 2>&1 \
       || { tail -3 $O/bubble-m$n-one.log; bad=1; continue; }
-    launch2 $W/bubble-m$n-pp2.log $D/l8b4-bf16-pp2$suffix.octet --synthetic --steps 20 --pipeline-timeline \
+    launch2 $W/bubble-m$n-$pv.log $D/l8b4-bf16-$pv$suffix.octet --synthetic --steps 20 --pipeline-timeline \
       || { bad=1; continue; }
-    cp $W/bubble-m$n-pp2.log* $O/
-    one=$(median_tps $O/bubble-m$n-one.log); two=$(median_tps $W/bubble-m$n-pp2.log)
+    cp $W/bubble-m$n-$pv.log* $O/
+    one=$(median_tps $O/bubble-m$n-one.log); two=$(median_tps $W/bubble-m$n-$pv.log)
     timeline=$(sed -n 's/.*pipeline timeline: [0-9]* steps, measured bubble \([0-9.]*\)%, the schedule with these op times predicts \([0-9.]*\)%.*/\1:\2/p' \
-      $W/bubble-m$n-pp2.log | head -1)
-    [ -n "$timeline" ] || { echo "no 'pipeline timeline' line in $W/bubble-m$n-pp2.log"; bad=1; continue; }
+      $W/bubble-m$n-$pv.log | head -1)
+    [ -n "$timeline" ] || { echo "no 'pipeline timeline' line in $W/bubble-m$n-$pv.log"; bad=1; continue; }
     rows="$rows $n:$one:$two:$predicted:$timeline"
   done
-  python3 - $rows <<'EOF' | tee $O/bubble.json
+  python3 - $rows <<'EOF' | tee $json
 import json, sys
 out = []
 for row in sys.argv[1:]:
@@ -176,7 +188,7 @@ for row in sys.argv[1:]:
                 'bubble_closed_form_equal_chunks': round(1 / (m + 1), 4)})
 print(json.dumps(out, indent=1))
 EOF
-  python3 -c "import json,sys; sys.exit(0 if all(r['within_2_points'] for r in json.load(open('$O/bubble.json'))) else 1)" \
+  python3 -c "import json,sys; sys.exit(0 if all(r['within_2_points'] for r in json.load(open('$json'))) else 1)" \
     || { echo "bubble: a measured bubble is more than 2 points from the schedule's prediction"; bad=1; }
 }
 

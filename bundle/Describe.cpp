@@ -450,12 +450,14 @@ void describePrograms(const Bundle &b, std::ostream &os) {
       bool chunk = p.kind() == CHUNK_FORWARD || p.kind() == CHUNK_BACKWARD ||
                    p.kind() == CHUNK_INPUT_GRADIENT ||
                    p.kind() == CHUNK_WEIGHT_GRADIENT;
-      os << "  " << pad(programKindName(p.kind()), 18)
-         << pad(p.name() + (chunk ? " (chunk " + std::to_string(p.chunk()) +
-                                        ")"
-                                  : ""),
-                b.has_pipeline() ? 30 : 20)
-         << p.steps_size() << " steps: " << launches << " kernels, " << gemms
+      std::string name =
+          p.name() +
+          (chunk ? " (chunk " + std::to_string(p.chunk()) + ")" : "");
+      size_t width = b.has_pipeline() ? 30 : 20;
+      // A longer name (stage0_input_gradient's) keeps a space before the
+      // counts.
+      os << "  " << pad(programKindName(p.kind()), 18) << pad(name, width)
+         << (name.size() >= width ? " " : "") << p.steps_size() << " steps: " << launches << " kernels, " << gemms
          << " GEMMs, " << other << " other"
          << (p.capturable() ? ", CUDA-graph capturable" : "") << "\n";
       describeCollectives(b, p, os);

@@ -154,6 +154,12 @@ bundle::ProgramKind programKindOf(llvm::StringRef name) {
   return bundle::INIT;
 }
 
+bool isChunkProgram(bundle::ProgramKind kind) {
+  return kind == bundle::CHUNK_FORWARD || kind == bundle::CHUNK_BACKWARD ||
+         kind == bundle::CHUNK_INPUT_GRADIENT ||
+         kind == bundle::CHUNK_WEIGHT_GRADIENT;
+}
+
 void addShape(google::protobuf::RepeatedField<int64_t> *out,
               RankedTensorType type) {
   for (int64_t d : type.getShape())
@@ -189,8 +195,7 @@ public:
     program->set_kind(kind);
     program->set_name(func.getSymName().str());
     program->set_capturable(true);
-    bool chunkProgram =
-        kind == bundle::CHUNK_FORWARD || kind == bundle::CHUNK_BACKWARD;
+    bool chunkProgram = isChunkProgram(kind);
     if (chunkProgram)
       program->set_chunk(chunk);
     Block &body = func.getBody().front();
@@ -515,8 +520,7 @@ private:
             kernel::RankPartOp>(op))
       return success();
     if (auto ret = dyn_cast<func::ReturnOp>(op)) {
-      bool chunkProgram = program->kind() == bundle::CHUNK_FORWARD ||
-                          program->kind() == bundle::CHUNK_BACKWARD;
+      bool chunkProgram = isChunkProgram(program->kind());
       for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
         auto name = func.getResultAttrOfType<StringAttr>(i, "graph.name");
         // A chunk's edge and stash results are stash entries, not outputs
@@ -779,8 +783,7 @@ private:
         gemm->hasAttr("first_microbatch_overwrites"));
 
     bool microbatch = program->kind() == bundle::TRAIN_MICROBATCH ||
-                      program->kind() == bundle::CHUNK_FORWARD ||
-                      program->kind() == bundle::CHUNK_BACKWARD;
+                      isChunkProgram(program->kind());
     if (!param.empty() && microbatch &&
         precisionSeen.insert({param, d->role()}).second) {
       bundle::PrecisionEntry *e = b.add_precision();
@@ -866,8 +869,15 @@ LogicalResult emitPipelineRanks(ModuleOp module, bundle::Bundle &b,
       const StageFunctions &f = stages[size_t(chunk * schedule.ranks + p)];
       if (failed(emitter.emitProgram(f.forward, bundle::CHUNK_FORWARD,
                                      uint32_t(chunk), rank)) ||
-          failed(emitter.emitProgram(f.backward, bundle::CHUNK_BACKWARD,
-                                     uint32_t(chunk), rank)))
+          failed(emitter.emitProgram(f.backward,
+                                     f.weightGradient
+                                         ? bundle::CHUNK_INPUT_GRADIENT
+                                         : bundle::CHUNK_BACKWARD,
+                                     uint32_t(chunk), rank)) ||
+          (f.weightGradient &&
+           failed(emitter.emitProgram(f.weightGradient,
+                                      bundle::CHUNK_WEIGHT_GRADIENT,
+                                      uint32_t(chunk), rank))))
         return failure();
     }
     auto optimizer = module.lookupSymbol<func::FuncOp>(rankOptimizerName(p));

@@ -48,7 +48,9 @@ struct BuildSource {
   uint32_t dataParallel = 1;
   // train.parallel.pipeline > 1: the schedule whose instruction lists the
   // ranks follow (pipeline × dataParallel ranks). Each pipeline rank gets its chunks'
-  // CHUNK_FORWARD and CHUNK_BACKWARD programs and its own optimizer step
+  // CHUNK_FORWARD and CHUNK_BACKWARD programs (under ZB-H1
+  // CHUNK_INPUT_GRADIENT and CHUNK_WEIGHT_GRADIENT instead,
+  // octet-split-weight-gradients) and its own optimizer step
   // (octet-split-stages, octet-split-optimizer), the chunk functions'
   // crossing values become Stash slots (PipelineSlots.h), and the eval
   // program is left out: evaluation needs a forward-only schedule.

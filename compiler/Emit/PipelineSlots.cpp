@@ -45,6 +45,17 @@ FailureOr<std::vector<StageFunctions>> findStageFunctions(ModuleOp module,
     f.stage = s;
     f.forward = module.lookupSymbol<func::FuncOp>(stageForwardName(s));
     f.backward = module.lookupSymbol<func::FuncOp>(stageBackwardName(s));
+    if (!f.backward) {
+      f.backward =
+          module.lookupSymbol<func::FuncOp>(stageInputGradientName(s));
+      f.weightGradient =
+          module.lookupSymbol<func::FuncOp>(stageWeightGradientName(s));
+      if (f.backward && !f.weightGradient)
+        return f.backward.emitError("bundle: @")
+               << f.backward.getSymName() << " has no @"
+               << stageWeightGradientName(s)
+               << " (octet-split-weight-gradients makes both)";
+    }
     if (!f.forward || !f.backward)
       return module.emitError("bundle: the pipeline has ")
              << stages << " stage chunks, but @"
@@ -83,8 +94,27 @@ FailureOr<std::vector<StageFunctions>> findStageFunctions(ModuleOp module,
       f.receiveActivation.push_back(f.forward.getArgument(i));
     for (unsigned i = f.inputs + nStash; i < f.backward.getNumArguments(); ++i)
       f.receiveGradient.push_back(f.backward.getArgument(i));
-    for (Value v : f.backward.getBody().front().getTerminator()->getOperands())
-      f.sendGradient.push_back(v);
+    Operation *backRet = f.backward.getBody().front().getTerminator();
+    unsigned forW = 0;
+    if (f.weightGradient) {
+      auto results =
+          f.backward->getAttrOfType<IntegerAttr>("octet.weight_stash_results");
+      auto args = f.weightGradient->getAttrOfType<IntegerAttr>(
+          "octet.weight_stash_args");
+      if (!results || !args || results.getInt() != args.getInt() ||
+          backRet->getNumOperands() < unsigned(results.getInt()) ||
+          f.weightGradient.getNumArguments() !=
+              f.backward.getNumArguments() + unsigned(args.getInt()))
+        return f.weightGradient.emitError("bundle: @")
+               << f.weightGradient.getSymName()
+               << " does not take @" << f.backward.getSymName()
+               << "'s arguments and the weight stash it returns "
+                  "(octet.weight_stash_results and octet.weight_stash_args)";
+      forW = unsigned(results.getInt());
+    }
+    for (unsigned i = 0; i < backRet->getNumOperands(); ++i)
+      (i + forW < backRet->getNumOperands() ? f.sendGradient : f.weightStash)
+          .push_back(backRet->getOperand(i));
     out.push_back(std::move(f));
   }
   return out;
@@ -159,21 +189,32 @@ LogicalResult planStashSlots(ArrayRef<StageFunctions> stages,
     stashRank[at->first] = rank;
     return success();
   };
-  // The backward's `arg` reads what the forward's `v` is.
-  auto share = [&](const StageFunctions &f, Value v,
-                   BlockArgument arg) -> LogicalResult {
-    FailureOr<std::pair<unsigned, uint64_t>> from = slotOf(f.forward, v);
-    FailureOr<std::pair<unsigned, uint64_t>> to = slotOf(f.backward, arg);
+  // `reader`'s `arg` reads what `writer`'s `v` is.
+  auto shareOf = [&](func::FuncOp writer, Value v, func::FuncOp reader,
+                     BlockArgument arg) -> LogicalResult {
+    FailureOr<std::pair<unsigned, uint64_t>> from = slotOf(writer, v);
+    FailureOr<std::pair<unsigned, uint64_t>> to = slotOf(reader, arg);
     if (failed(from) || failed(to))
       return failure();
     if (to->second != 0 || from->second + plan.slots[to->first].bytes >
                                plan.slots[from->first].bytes)
-      return f.backward.emitError("bundle: argument ")
-             << arg.getArgNumber() << " of @" << f.backward.getSymName()
-             << " does not fit the forward's slot '"
+      return reader.emitError("bundle: argument ")
+             << arg.getArgNumber() << " of @" << reader.getSymName()
+             << " does not fit @" << writer.getSymName() << "'s slot '"
              << plan.slots[from->first].name << "'";
     moved[to->first] = *from;
     return success();
+  };
+  // The backward's `arg` reads what the forward's `v` is; so does the
+  // weight gradient's argument of the same place.
+  auto share = [&](const StageFunctions &f, Value v,
+                   BlockArgument arg) -> LogicalResult {
+    if (failed(shareOf(f.forward, v, f.backward, arg)))
+      return failure();
+    if (!f.weightGradient)
+      return success();
+    return shareOf(f.forward, v, f.weightGradient,
+                   f.weightGradient.getArgument(arg.getArgNumber()));
   };
   for (const StageFunctions &f : stages) {
     int rank = int(f.stage % pipelineRanks);
@@ -199,6 +240,23 @@ LogicalResult planStashSlots(ArrayRef<StageFunctions> stages,
           failed(share(f, v, f.backward.getArgument(f.inputs + i - first))))
         return failure();
     }
+    if (!f.weightGradient)
+      continue;
+    // W reads the gradient B received where B read it, and B's weight
+    // stash, which stays in the microbatch's entry until W.
+    for (Value v : f.receiveGradient) {
+      auto arg = cast<BlockArgument>(v);
+      if (failed(shareOf(f.backward, arg, f.weightGradient,
+                         f.weightGradient.getArgument(arg.getArgNumber()))))
+        return failure();
+    }
+    unsigned firstStash = f.backward.getNumArguments();
+    for (auto [i, v] : llvm::enumerate(f.weightStash))
+      if (failed(keep(f.backward, v, rank, false)) ||
+          failed(shareOf(f.backward, v, f.weightGradient,
+                         f.weightGradient.getArgument(firstStash +
+                                                      unsigned(i)))))
+        return failure();
   }
   for (const auto &[slot, to] : moved)
     if (stashRank.count(slot))
@@ -283,7 +341,10 @@ planPipelineArenas(ModuleOp module, const PipelineSchedule &schedule,
     for (int k = 0; k < schedule.virtualStages; ++k) {
       int64_t s = int64_t(k) * schedule.ranks + p;
       rank.functions.push_back(stageForwardName(s));
-      rank.functions.push_back(stageBackwardName(s));
+      const StageFunctions &f = (*stages)[size_t(s)];
+      rank.functions.push_back(f.backward.getSymName().str());
+      if (f.weightGradient)
+        rank.functions.push_back(f.weightGradient.getSymName().str());
     }
     rank.functions.push_back(rankOptimizerName(p));
     // The rank's part of what runs once before the first step (its FP8

@@ -10,7 +10,9 @@
 // microbatch) the rank holds at once (bundle/PipelineBundle.h:
 // assignStashEntries). A chunk's forward and backward read the same
 // inputs and stash memory: the backward's arguments are moved onto the
-// forward's slots.
+// forward's slots. Under ZB-H1 the backward is an input gradient (B) and a
+// weight gradient (W): W's arguments are B's, moved onto the same slots,
+// and the weight stash B returns for it, Stash slots of their own.
 
 #include "compiler/Plan/MemoryPlan.h"
 #include "compiler/Plan/PipelinePlan.h"
@@ -29,6 +31,9 @@ struct StageFunctions {
   int64_t stage = 0;
   // Handles: emitting diagnostics on them is no change to the struct.
   mutable mlir::func::FuncOp forward, backward;
+  // Under ZB-H1 `backward` is the input gradient (B) and this its weight
+  // gradient (W, octet-split-weight-gradients); null otherwise.
+  mutable mlir::func::FuncOp weightGradient;
   // The leading arguments of both that the host writes for the
   // microbatch, named (graph.name) as @train_microbatch names them.
   unsigned inputs = 0;
@@ -37,6 +42,8 @@ struct StageFunctions {
   bool loss = false;
   llvm::SmallVector<mlir::Value> sendActivation, receiveActivation,
       sendGradient, receiveGradient;
+  // What B returns after the gradient edge for its W: the weight stash.
+  llvm::SmallVector<mlir::Value> weightStash;
 };
 
 // The chunk functions of `stages` global chunks, in chunk order; an error

@@ -16,10 +16,13 @@ public:
   RankRun(const PipelineSchedule &schedule, int rank, Interpreter &interpreter,
           VariableStore &variables,
           const std::vector<std::vector<Tensor>> &microbatches,
-          const std::vector<int64_t> &edgeResults, PipeChannels &channels)
+          const std::vector<int64_t> &edgeResults,
+          const std::vector<int64_t> &weightStashResults,
+          PipeChannels &channels)
       : schedule_(schedule), rank_(rank), interpreter_(interpreter),
         variables_(variables), microbatches_(microbatches),
-        edgeResults_(edgeResults), channels_(channels) {
+        edgeResults_(edgeResults), weightStashResults_(weightStashResults),
+        channels_(channels) {
     // As the runtime's PipelineExecutor: a chunk function's first run of
     // the step makes its accumulators (first_microbatch_overwrites), its
     // last runs the collectives marked last_microbatch, the data group's
@@ -58,8 +61,16 @@ private:
 
   std::string functionOf(const PipeOp &op) const {
     int stage = op.chunk * schedule_.ranks + rank_;
-    return op.kind == PipeOpKind::F ? stageForwardName(stage)
-                                    : stageBackwardName(stage);
+    switch (op.kind) {
+    case PipeOpKind::F:
+      return stageForwardName(stage);
+    case PipeOpKind::B:
+      return stageInputGradientName(stage);
+    case PipeOpKind::W:
+      return stageWeightGradientName(stage);
+    default:
+      return stageBackwardName(stage);
+    }
   }
 
   StatusOr<std::vector<Tensor>> call(const std::string &name,
@@ -114,27 +125,51 @@ private:
     }
     case PipeOpKind::B:
     case PipeOpKind::BW: {
+      // B leaves the stash and the received gradient to its W, which runs
+      // later on the same entry.
+      bool split = op.kind == PipeOpKind::B;
       if (!stash_.count(key))
         return Status::error("its forward's stash is missing");
-      for (Tensor &t : take(stash_, key))
-        args.push_back(std::move(t));
+      for (Tensor &t : split ? stash_[key] : take(stash_, key))
+        args.push_back(t);
       if (!last) {
         if (!gradients_.count({stage + 1, op.microbatch}))
           return Status::error("its output gradient was not received");
-        for (Tensor &t : take(gradients_, {stage + 1, op.microbatch}))
-          args.push_back(std::move(t));
+        std::vector<Tensor> received = take(gradients_, {stage + 1, op.microbatch});
+        args.insert(args.end(), received.begin(), received.end());
+        if (split)
+          receivedForW_[key] = std::move(received);
       }
       StatusOr<std::vector<Tensor>> out =
-          call(stageBackwardName(stage), std::move(args));
+          call(functionOf(op), std::move(args));
       if (!out)
         return out.status();
+      if (split) {
+        // The weight stash: the trailing results, W's.
+        size_t forW = size_t(weightStashResults_[stage]);
+        if (out->size() < forW)
+          return Status::error(functionOf(op) +
+                               " returns fewer results than its weight stash");
+        weightStash_[key] =
+            std::vector<Tensor>(out->end() - long(forW), out->end());
+        out->resize(out->size() - forW);
+      }
       if (stage > 0)
         outgoingGradients_[key] = std::move(*out);
       return Status::ok();
     }
-    case PipeOpKind::W:
-      return Status::error("the program has no weight-gradient functions "
-                           "(the ZB-H1 split is not compiled)");
+    case PipeOpKind::W: {
+      if (!stash_.count(key) || !weightStash_.count(key))
+        return Status::error("runs before its B");
+      for (std::vector<Tensor> tensors :
+           {take(stash_, key), take(receivedForW_, key),
+            take(weightStash_, key)})
+        for (Tensor &t : tensors)
+          args.push_back(std::move(t));
+      StatusOr<std::vector<Tensor>> out =
+          call(functionOf(op), std::move(args));
+      return out ? Status::ok() : out.status();
+    }
     case PipeOpKind::Comm:
       break;
     }
@@ -173,10 +208,11 @@ private:
   VariableStore &variables_;
   const std::vector<std::vector<Tensor>> &microbatches_;
   const std::vector<int64_t> &edgeResults_;
+  const std::vector<int64_t> &weightStashResults_;
   PipeChannels &channels_;
   std::map<std::string, size_t> firstRun_, lastRun_;
   std::map<Key, std::vector<Tensor>> stash_, outgoing_, outgoingGradients_,
-      activations_, gradients_;
+      activations_, gradients_, receivedForW_, weightStash_;
 };
 
 } // namespace
@@ -218,12 +254,36 @@ runPipelineStep(mlir::ModuleOp module, const PipelineSchedule &schedule,
                            " with octet.edge_results");
     edgeResults[s] = edges.getInt();
   }
+  // A schedule of separate B and W runs the split backward
+  // (octet-split-weight-gradients), whose B returns W's stash last.
+  bool splitBackward = false;
+  for (const std::vector<PipeOp> &ops : schedule.perRank)
+    for (const PipeOp &op : ops)
+      splitBackward |= op.kind == PipeOpKind::B || op.kind == PipeOpKind::W;
+  std::vector<int64_t> weightStashResults(stages, 0);
+  for (int s = 0; splitBackward && s < stages; ++s) {
+    auto fn =
+        module.lookupSymbol<mlir::func::FuncOp>(stageInputGradientName(s));
+    auto forW = fn ? fn->getAttrOfType<mlir::IntegerAttr>(
+                         "octet.weight_stash_results")
+                   : mlir::IntegerAttr();
+    if (!forW ||
+        !module.lookupSymbol<mlir::func::FuncOp>(stageWeightGradientName(s)))
+      return Status::error(
+          "the " + std::string(pipelineScheduleName(schedule.kind)) +
+          " schedule runs input and weight gradients apart, but the module "
+          "has no @" + stageInputGradientName(s) + " (octet.weight_stash_"
+          "results) and @" + stageWeightGradientName(s) +
+          "; compile it with the same spec (octet-split-weight-gradients)");
+    weightStashResults[s] = forW.getInt();
+  }
   PipeChannels channels;
   std::vector<RankRun> runs;
   runs.reserve(ranks);
   for (int r = 0; r < ranks; ++r)
     runs.emplace_back(schedule, r, *interpreters[r], *variables[r],
-                      microbatches, edgeResults, channels);
+                      microbatches, edgeResults, weightStashResults,
+                      channels);
   // The ranks run as the collectives' ranks do; a failing rank releases
   // the others' receives, which then report its error.
   RankExchange exchange(RankLayout{1, 1, ranks});

@@ -283,11 +283,17 @@ Status checkPipelineLayout(const spec::Spec &spec) {
         " and train.precision.recipe is \"delayed\": its amax all-reduce over "
         "the data group is not cut into pipeline stages yet; use recipe "
         "\"current\" or \"blockwise\" (no amax collective), or data 1");
-  if (parallel.schedule() == "zb-h1")
+  // Delayed scaling updates an output gradient's scale in the input
+  // gradient (B) that casts it, while the weight gradient (W) of an
+  // earlier microbatch still reads the old one (octet-split-weight-
+  // gradients refuses such state).
+  if (parallel.schedule() == "zb-h1" && train.precision().recipe() == "delayed")
     return Status::error(
-        "train.parallel.schedule is \"zb-h1\": the compiler does not split "
-        "the backward into input- and weight-gradient functions yet; set "
-        "schedule \"1f1b\" (or \"interleaved\" with virtual_stages 2)");
+        "train.parallel.schedule is \"zb-h1\" and train.precision.recipe is "
+        "\"delayed\": the output gradients' amax histories and scales that "
+        "the input gradients update are still read by earlier microbatches' "
+        "weight gradients; use recipe \"current\" or \"blockwise\", or "
+        "schedule \"1f1b\"");
   if (spec.model().tie_word_embeddings())
     return Status::error(
         is + " and model.tie_word_embeddings is true: the embedding (first "

@@ -149,9 +149,9 @@ StatusOr<std::string> describePipelineCosts(const spec::Spec &spec);
 StatusOr<std::string> describePipelineLayout(const spec::Spec &spec);
 
 // An error naming the field and the fix for a pipeline layout the compiler
-// does not make yet (FP8 scale state per stage, the ZB-H1 weight-gradient
-// split, tied embeddings) or a schedule the simulator
-// rejects; ok otherwise.
+// does not make yet (delayed scaling's amax all-reduce at pipeline × data,
+// delayed scaling under ZB-H1, tied embeddings) or a schedule the
+// simulator rejects; ok otherwise.
 Status checkPipelineLayout(const spec::Spec &spec);
 
 } // namespace octet

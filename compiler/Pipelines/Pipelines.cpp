@@ -69,6 +69,8 @@ TrainingPipelineOptions trainingOptionsFromSpec(const spec::Spec &spec) {
   std::vector<int64_t> layerSplit = pipelineLayerSplit(spec);
   o.splitStages.layerSplit.assign(layerSplit.begin(), layerSplit.end());
   o.splitOptimizer.ranks = std::max<int64_t>(1, train.parallel().pipeline());
+  o.splitWeightGradients = !layerSplit.empty() &&
+                           train.parallel().schedule() == "zb-h1";
 
   const spec::Precision &p = train.precision();
   if (p.recipe().empty() || p.recipe() == "bf16")
@@ -163,6 +165,8 @@ void addPipelinePasses(OpPassManager &pm, const TrainingPipelineOptions &o) {
   if (!o.splitStages.layerSplit.empty()) {
     pm.addPass(createOctetSplitStages(o.splitStages));
     pm.addPass(createOctetSplitOptimizer(o.splitOptimizer));
+    if (o.splitWeightGradients)
+      pm.addPass(createOctetSplitWeightGradients());
   }
 }
 
@@ -186,7 +190,8 @@ const CompileStage kCompileStages[] = {
      "write their accumulators",
      addParallelizePasses},
     {"pipeline",
-     "pipeline stage chunks: a forward and a backward function each",
+     "pipeline stage chunks: a forward and a backward function each "
+     "(under ZB-H1 the backward as input- and weight-gradient functions)",
      addPipelinePasses},
 };
 

@@ -43,6 +43,9 @@ struct TrainingPipelineOptions {
   OctetSplitStagesOptions splitStages;
   // Each pipeline rank's optimizer step over its own chunks' variables.
   OctetSplitOptimizerOptions splitOptimizer;
+  // Each chunk's backward as an input-gradient and a weight-gradient
+  // function (schedule "zb-h1", which runs them apart).
+  bool splitWeightGradients = false;
   // The LM head, its loss and gradients as one chunked region
   // (octet-fuse-lm-head), so f32 logits never exist whole. GPU codegen has
   // no lowering for that region yet, so a step that must run on the GPU

@@ -72,4 +72,39 @@ def OctetSplitOptimizer : Pass<"octet-split-optimizer", "mlir::ModuleOp"> {
                            "octet::graph::GraphDialect"];
 }
 
+def OctetSplitWeightGradients
+    : Pass<"octet-split-weight-gradients", "mlir::ModuleOp"> {
+  let summary = "each chunk's backward split into an input-gradient and a weight-gradient function (ZB-H1)";
+  let description = [{
+    After octet-split-stages, each @stage<s>_backward becomes
+
+      @stage<s>_input_gradient(batch..., stash..., gradient edge...)
+          -> (gradient edge..., weight stash...)
+      @stage<s>_weight_gradient(batch..., stash..., gradient edge...,
+                                weight stash...) -> ()
+
+    so that a zero-bubble schedule can run the weight gradients (W) later
+    than the input gradients (B) the previous stage waits for. W holds the
+    weight-gradient GEMMs (role "wgrad"), everything that reads what they
+    make (the stores into the gradient accumulators, the data-parallel
+    collectives of their buckets) and the ops whose results only W reads
+    (a recomputed norm output that only a wgrad GEMM takes). B keeps the
+    rest: the dgrad chain, and what a kernel makes for both (the norm
+    gradients, whose kernels also accumulate their weights' gradients, and
+    the output gradients or their FP8 copies a dgrad and a wgrad GEMM
+    share). What W reads of B's kernels is B's "weight stash", returned
+    after the gradient edge and passed to W with the microbatch (a stash
+    entry like the forward's); W also takes every argument of B, which
+    stay in the microbatch's entry until W has run. Loads and views are
+    copied into W rather than stashed. A variable one function writes and
+    the other reads, or a gradient edge that depends on a weight gradient,
+    is an error naming the op. B carries `octet.stash_args` and
+    `octet.weight_stash_results`, W `octet.stash_args` and
+    `octet.weight_stash_args`; both `octet.stage`, and `octet.phase`
+    "input_gradient" or "weight_gradient".
+  }];
+  let dependentDialects = ["octet::kernel::KernelDialect",
+                           "octet::graph::GraphDialect"];
+}
+
 #endif
