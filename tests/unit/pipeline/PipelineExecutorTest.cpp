@@ -635,6 +635,21 @@ TEST(PipelineEvaluation, RefusesAForwardThatUpdatesTrainingState) {
   EXPECT_TRUE(plan.isOk()) << plan.status().message();
 }
 
+// Evaluation allocates nothing: a rank whose stash entries its
+// forward-only list would outgrow is refused, naming the field.
+TEST(PipelineEvaluation, RefusesAListThatNeedsMoreStashEntries) {
+  bundle::Bundle b = makeToyPipelineBundle({});
+  b.mutable_ranks(1)->mutable_pipeline()->set_stash_entries(0);
+  auto plan = planPipelineEvaluation(b, 1);
+  ASSERT_FALSE(plan.isOk());
+  EXPECT_NE(plan.status().message().find(
+                "0 stash entries (PipelineRank.stash_entries), its "
+                "forward-only (evaluation) schedule needs 1"),
+            std::string::npos)
+      << plan.status().message();
+  EXPECT_TRUE(planPipelineEvaluation(b, 0).isOk());
+}
+
 // The instruction times of `plan` as the simulator ran its schedule: each
 // compute instruction takes the next `cost` units of the rank's timeline
 // that are not idle; a communication group takes none.
