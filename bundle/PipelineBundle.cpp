@@ -84,8 +84,34 @@ std::vector<std::vector<int>> pipelineGroups(const Bundle &b) {
   return groups;
 }
 
-StatusOr<PipelineSchedule> scheduleOf(const Bundle &b,
-                                      const std::vector<int> &worldRanks) {
+std::vector<PipeInstruction> forwardOnlyInstructions(const PipelineRank &rank) {
+  std::vector<PipeInstruction> out;
+  for (const PipeInstruction &in : rank.instructions()) {
+    if (in.kind() == PIPE_FORWARD) {
+      out.push_back(in);
+      continue;
+    }
+    if (in.kind() != PIPE_COMMUNICATE)
+      continue;
+    PipeInstruction group = in;
+    group.clear_transfers();
+    for (const PipeTransfer &t : in.transfers())
+      if (!t.gradient())
+        *group.add_transfers() = t;
+    if (group.transfers_size() > 0)
+      out.push_back(std::move(group));
+  }
+  return out;
+}
+
+namespace {
+
+// The schedule of the pipeline `worldRanks` runs, each rank's list from
+// `listOf`.
+StatusOr<PipelineSchedule> scheduleFrom(
+    const Bundle &b, const std::vector<int> &worldRanks,
+    const std::function<std::vector<PipeInstruction>(const PipelineRank &)>
+        &listOf) {
   const Pipeline &p = b.pipeline();
   auto kind = pipelineScheduleKind(p.schedule());
   if (!kind)
@@ -101,9 +127,9 @@ StatusOr<PipelineSchedule> scheduleOf(const Bundle &b,
                            std::to_string(world) + " of " +
                            std::to_string(b.ranks_size()));
     std::vector<PipeOp> ops;
-    const PipelineRank &rank = b.ranks(world).pipeline();
-    for (int i = 0; i < rank.instructions_size(); ++i) {
-      auto op = fromInstruction(rank.instructions(i));
+    std::vector<PipeInstruction> list = listOf(b.ranks(world).pipeline());
+    for (size_t i = 0; i < list.size(); ++i) {
+      auto op = fromInstruction(list[i]);
       if (!op)
         return op.status().withContext("rank " + std::to_string(world) +
                                        " instruction " + std::to_string(i));
@@ -111,6 +137,24 @@ StatusOr<PipelineSchedule> scheduleOf(const Bundle &b,
     }
     s.perRank.push_back(std::move(ops));
   }
+  return s;
+}
+
+} // namespace
+
+StatusOr<PipelineSchedule> scheduleOf(const Bundle &b,
+                                      const std::vector<int> &worldRanks) {
+  return scheduleFrom(b, worldRanks, [](const PipelineRank &rank) {
+    return std::vector<PipeInstruction>(rank.instructions().begin(),
+                                        rank.instructions().end());
+  });
+}
+
+StatusOr<PipelineSchedule>
+forwardOnlyScheduleOf(const Bundle &b, const std::vector<int> &worldRanks) {
+  auto s = scheduleFrom(b, worldRanks, forwardOnlyInstructions);
+  if (s)
+    s->forwardOnly = true;
   return s;
 }
 

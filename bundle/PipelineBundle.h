@@ -34,6 +34,17 @@ StatusOr<PipeOp> fromInstruction(const PipeInstruction &instruction);
 StatusOr<PipelineSchedule> scheduleOf(const Bundle &bundle,
                                       const std::vector<int> &worldRanks);
 
+// Evaluation's list of a rank, derived from its training list: the
+// forwards and the activation transfers in their order, without the
+// backward and weight-gradient instructions, the gradient transfers, or
+// the communication groups that leaves empty. Every rank keeps the sends
+// and receives its peers keep, in the same order, so the pairs still
+// match; PipelineSchedule.forwardOnly lets the simulator prove it.
+std::vector<PipeInstruction> forwardOnlyInstructions(const PipelineRank &rank);
+// scheduleOf over those lists (forwardOnly set).
+StatusOr<PipelineSchedule>
+forwardOnlyScheduleOf(const Bundle &bundle, const std::vector<int> &worldRanks);
+
 // The world ranks of each of the bundle's pipeline groups (named
 // Pipeline.group), in group order.
 std::vector<std::vector<int>> pipelineGroups(const Bundle &bundle);

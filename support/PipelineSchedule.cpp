@@ -485,6 +485,8 @@ private:
       return fail(r, "chunk or microbatch out of range");
     int stage = shape_.stageOf(r, op.chunk), c = cell(stage, op.microbatch);
     bool last = stage + 1 == shape_.stages();
+    if (schedule_.forwardOnly && op.kind != PipeOpKind::F)
+      return fail(r, "a forward-only schedule runs a backward op");
     switch (op.kind) {
     case PipeOpKind::F:
       if (fDone_[c])
@@ -634,10 +636,11 @@ private:
     for (int s = 0; s < shape_.stages(); ++s)
       for (int m = 0; m < shape_.microbatches; ++m) {
         int c = cell(s, m);
-        const char *missing = !fDone_[c]   ? "F"
-                              : !bDone_[c] ? "B"
-                              : !wDone_[c] ? "W"
-                                           : nullptr;
+        const char *missing = !fDone_[c]              ? "F"
+                              : schedule_.forwardOnly ? nullptr
+                              : !bDone_[c]            ? "B"
+                              : !wDone_[c]            ? "W"
+                                                      : nullptr;
         if (missing)
           return Status::error(
               "pipeline schedule " +

@@ -53,6 +53,9 @@ struct PipelineSchedule {
   int ranks = 0;
   int virtualStages = 1;
   int microbatches = 0;
+  // Forwards alone (evaluation): the simulator then holds every F to once
+  // and refuses any B or W.
+  bool forwardOnly = false;
   std::vector<std::vector<PipeOp>> perRank;
 };
 

@@ -21,6 +21,7 @@
 #include "bundle/bundle.pb.h"
 #include "support/Status.h"
 
+#include <memory>
 #include <vector>
 
 namespace octet {
@@ -54,12 +55,26 @@ struct PipelineRankPlan {
   int stashEntries = 0;
   // The loss accumulator, on the last stage's rank only.
   int lossSumSlot = -1;
+  // The instructions `work` points at when they are not the bundle's own
+  // (evaluation's, derived from them); shared, so a copy points at them
+  // too.
+  std::shared_ptr<const std::vector<bundle::PipeInstruction>> ownedInstructions;
 };
 
 // The plan of `worldRank` in a pipeline bundle (which validate() has
 // passed). The bundle must outlive it.
 StatusOr<PipelineRankPlan> planPipelineRank(const bundle::Bundle &bundle,
                                             int worldRank);
+
+// The plan of the same rank for evaluation: its forward-only list
+// (bundle::forwardOnlyInstructions), the stash entries assigned over that
+// list alone (never more than training's: an error otherwise), the
+// pipeline's forward-only schedule simulated first. A chunk forward that
+// addresses training state it may update (gradients, moments, FP8 scale
+// state) or writes a parameter or weight cache is an error naming the
+// program, the step and the slot: evaluation must not change the run.
+StatusOr<PipelineRankPlan> planPipelineEvaluation(const bundle::Bundle &bundle,
+                                                  int worldRank);
 
 class PipelineDevice {
 public:

@@ -1274,12 +1274,25 @@ Status Runtime::preparePipeline() {
 }
 
 Status
-Runtime::runPipelineStep(const std::function<Status(const PipeWork &)> &stage) {
+Runtime::runPipelineStep(const PipelineRankPlan &plan,
+                         const std::function<Status(const PipeWork &)> &stage) {
   if (!pipeline_)
     return Status::error("the bundle has no pipeline: run its "
                          "TRAIN_MICROBATCH program per microbatch instead");
+  // The stream's events and the prepared programs are the training
+  // plan's: one per instruction, one per stash entry.
+  if (plan.worldRank != rank_ ||
+      plan.work.size() > pipelinePlan_->work.size() ||
+      plan.stashEntries > pipelinePlan_->stashEntries)
+    return Status::error(
+        "a pipeline plan of rank " + std::to_string(plan.worldRank) + " with " +
+        std::to_string(plan.work.size()) + " instructions and " +
+        std::to_string(plan.stashEntries) + " stash entries runs on rank " +
+        std::to_string(rank_) + ", prepared for " +
+        std::to_string(pipelinePlan_->work.size()) + " and " +
+        std::to_string(pipelinePlan_->stashEntries));
   pipeline_->stage = stage;
-  Status st = octet::runPipelineStep(*pipelinePlan_, *pipeline_);
+  Status st = octet::runPipelineStep(plan, *pipeline_);
   pipeline_->stage = nullptr;
   return st;
 }

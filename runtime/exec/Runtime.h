@@ -125,8 +125,11 @@ public:
   // has waited for its stash entry to be free, `stage(work)` enqueues its
   // microbatch's inputs into the entry on the main stream
   // (writeSlotAtAsync). The loss accumulator is cleared first; the main
-  // stream has waited for every transfer at the end.
-  Status runPipelineStep(const std::function<Status(const PipeWork &)> &stage);
+  // stream has waited for every transfer at the end. `plan` is this rank's
+  // (pipelinePlan) or its evaluation's (planPipelineEvaluation: no more
+  // instructions or stash entries than training's, which were prepared).
+  Status runPipelineStep(const PipelineRankPlan &plan,
+                         const std::function<Status(const PipeWork &)> &stage);
   // This rank's plan of a pipeline bundle, or null.
   const PipelineRankPlan *pipelinePlan() const { return pipelinePlan_.get(); }
   // The last stage's loss accumulator (Pipeline.loss_sum_slot) on this

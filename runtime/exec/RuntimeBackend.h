@@ -37,8 +37,9 @@ public:
     return rt_.pipelinePlan();
   }
   Status runPipelineStep(
+      const PipelineRankPlan &plan,
       const std::function<Status(const PipeWork &)> &feed) override {
-    return rt_.runPipelineStep(feed);
+    return rt_.runPipelineStep(plan, feed);
   }
   StatusOr<std::vector<PipeOpTiming>> pipelineTimings() override {
     return rt_.pipelineTimings();

@@ -78,13 +78,15 @@ public:
   // A pipeline bundle's rank (runtime/exec/PipelineExecutor.h): its plan,
   // null where the bundle has no pipeline.
   virtual const PipelineRankPlan *pipelinePlan() const { return nullptr; }
-  // Enqueues the rank's step: its instruction list in order, `feed(work)`
-  // called before each compute instruction whose program takes inputs,
-  // once the instruction's stash entry is free, to enqueue them
+  // Enqueues the rank's step: `plan`'s instruction list in order (the
+  // rank's training plan, or its evaluation plan: planPipelineEvaluation),
+  // `feed(work)` called before each compute instruction whose program takes
+  // inputs, once the instruction's stash entry is free, to enqueue them
   // (writeSlotAt) ahead of the program.
   virtual Status
-  runPipelineStep(const std::function<Status(const PipeWork &)> &feed) {
-    (void)feed;
+  runPipelineStep(const PipelineRankPlan &plan,
+                  const std::function<Status(const PipeWork &)> &feed) {
+    (void)plan, (void)feed;
     return Status::error("this backend runs no pipeline step");
   }
   // The last pipeline step's instruction times, by work index (after it

@@ -12,6 +12,7 @@
 #include "support/LrSchedule.h"
 #include "support/Numerics.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -185,6 +186,12 @@ struct Trainer::Impl {
   // checkpoint takes a variable from the first).
   const PipelineRankPlan *pipe = nullptr;
   PipelineFeedPlan pipeFeeds;
+  // Evaluation of a pipeline bundle: the rank's forward-only plan, its
+  // feeds, and a staging buffer per microbatch of its steps (set up only
+  // when the run evaluates).
+  std::optional<PipelineRankPlan> evalPipe;
+  PipelineFeedPlan evalPipeFeeds;
+  std::vector<std::unique_ptr<HostBuffer>> evalPipeStages;
   int pipeRank = 0, pipeSize = 1;
   std::map<uint32_t, std::set<int>> slotUsers;
   // --pipeline-timeline: the steps' instruction times so far.
@@ -400,10 +407,71 @@ struct Trainer::Impl {
     return Status::ok();
   }
 
+  // Whether the run evaluates at its eval interval.
+  bool evaluates() const {
+    bool program = pipe ? evalPipe.has_value() : backend.hasProgram(EVAL);
+    return evalInterval > 0 && program && data.hasEval();
+  }
+
+  // The held-out batches of an evaluation. A pipeline's replicas each run
+  // whole forward-only steps of `accum` microbatches, so its count is a
+  // multiple of accum × dpSize (the default rounded down to one, at least
+  // one step's).
+  StatusOr<int64_t> evalBatches() const {
+    int64_t batches = options.evalBatches;
+    const int64_t unit = pipe ? accum * dpSize : 1;
+    if (batches > 0 && batches % unit != 0)
+      return Status::error(
+          "--eval-batches is " + std::to_string(batches) +
+          ", but this pipeline bundle evaluates whole forward-only steps of " +
+          std::to_string(accum) + " microbatches on each of its " +
+          std::to_string(dpSize) + " data replicas: pass a multiple of " +
+          std::to_string(unit));
+    if (batches <= 0) {
+      batches = data.evalBatchCount() > 0
+                    ? int64_t(std::min<uint64_t>(16, data.evalBatchCount()))
+                    : 4;
+      batches = std::max(unit, batches / unit * unit);
+    }
+    return batches;
+  }
+
+  // Evaluation runs each rank's forward-only list (planPipelineEvaluation)
+  // over held-out microbatches, staged and fed like training's. Asked for
+  // where the run evaluates, so that a bundle evaluation cannot run on is
+  // refused before training starts.
+  Status setUpPipelineEvaluation() {
+    auto plan = planPipelineEvaluation(bundle, pipe->worldRank);
+    if (!plan)
+      return plan.status();
+    auto feeds = planPipelineFeeds(bundle, *plan);
+    if (!feeds)
+      return feeds.status();
+    for (const auto &[name, bytes] : feeds->inputs) {
+      auto bound =
+          std::find_if(train.inputs.begin(), train.inputs.end(),
+                       [&](const Binding &b) { return b.name == name; });
+      if (bound == train.inputs.end() || bound->bytes != bytes)
+        return Status::error("evaluation's chunk forwards take input '" + name +
+                             "' of " + std::to_string(bytes) +
+                             " bytes, which training's do not: the bundle is "
+                             "inconsistent; recompile");
+    }
+    evalPipe = std::move(*plan);
+    evalPipeFeeds = std::move(*feeds);
+    return Status::ok();
+  }
+
   // The compute instruction's microbatch inputs, from the step's staging,
   // into its stash entry.
   Status feedPipeline(const PipeWork &w, int parity) {
-    const auto &feeds = pipeFeeds.feeds[w.index];
+    return feedPipelineFrom(pipeFeeds, stages[parity], w);
+  }
+  Status
+  feedPipelineFrom(const PipelineFeedPlan &plan,
+                   const std::vector<std::unique_ptr<HostBuffer>> &staged,
+                   const PipeWork &w) {
+    const auto &feeds = plan.feeds[w.index];
     if (feeds.empty())
       return Status::ok();
     int64_t m = int64_t(w.instruction->microbatch());
@@ -411,7 +479,7 @@ struct Trainer::Impl {
       return Status::error("instruction " + std::to_string(w.index) +
                            " runs microbatch " + std::to_string(m) +
                            " of a step of " + std::to_string(accum));
-    auto *base = static_cast<uint8_t *>(stages[parity][size_t(m)]->data());
+    auto *base = static_cast<uint8_t *>(staged[size_t(m)]->data());
     for (const PipelineFeed &f : feeds)
       for (const Binding &b : train.inputs)
         if (b.name == f.name)
@@ -575,7 +643,7 @@ struct Trainer::Impl {
       // The last stage's accumulator holds the sum of its microbatches'
       // losses; the other stages add nothing.
       OCTET_RETURN_IF_ERROR(backend.runPipelineStep(
-          [&](const PipeWork &w) { return feedPipeline(w, parity); }));
+          *pipe, [&](const PipeWork &w) { return feedPipeline(w, parity); }));
       *scalar(0) = 0;
       if (train.loss >= 0)
         OCTET_RETURN_IF_ERROR(
@@ -1218,6 +1286,17 @@ StatusOr<std::unique_ptr<Trainer>> Trainer::create(TrainBackend &backend,
   else if (!backend.hasProgram(TRAIN_MICROBATCH))
     return Status::error("the bundle has no TRAIN_MICROBATCH program: it "
                          "cannot train; recompile it from a training spec");
+  if (t.pipe && t.evalInterval > 0 && t.data.hasEval()) {
+    OCTET_RETURN_IF_ERROR(t.setUpPipelineEvaluation());
+    for (int64_t m = 0; m < t.accum; ++m) {
+      auto b = backend.hostBuffer(std::max<uint64_t>(64, t.train.stageBytes));
+      if (!b)
+        return b.status();
+      t.evalPipeStages.push_back(std::move(*b));
+    }
+  }
+  if (auto batches = t.evalBatches(); t.evaluates() && !batches)
+    return batches.status();
   if (o.resume && o.checkpointDir.empty())
     return Status::error("--resume needs --checkpoint-dir DIR (the "
                          "directory the earlier run saved into)");
@@ -1293,17 +1372,14 @@ Status Trainer::start(TrainResult &result) {
     t.print("note: no peak TFLOP/s known for '" + t.backend.deviceName() +
             "': the step line leaves MFU out");
   t.print("data: " + t.data.describe());
-  if (t.evalInterval > 0 && t.pipe)
-    t.print("note: eval_interval is " + std::to_string(t.evalInterval) +
-            " but evaluation of a pipeline bundle is not done yet (no "
-            "forward-only schedule over the chunk programs): no evaluation");
-  else if (t.evalInterval > 0 &&
-           !(t.backend.hasProgram(EVAL) && t.data.hasEval()))
+  // A pipeline bundle evaluates through its chunks' forwards.
+  bool evalProgram = t.pipe || t.backend.hasProgram(EVAL);
+  if (t.evalInterval > 0 && !t.evaluates())
     t.print(std::string("note: eval_interval is ") +
             std::to_string(t.evalInterval) + " but " +
-            (t.backend.hasProgram(EVAL) ? "the data has no held-out split "
-                                          "(--eval-data PREFIX)"
-                                        : "the bundle has no EVAL program") +
+            (evalProgram ? "the data has no held-out split "
+                           "(--eval-data PREFIX)"
+                         : "the bundle has no EVAL program") +
             ": no evaluation");
   // Fresh start (bundle.proto, ProgramKind INIT): the host writes every
   // parameter and state tensor from its Init (parameters from
@@ -1347,14 +1423,39 @@ Status Trainer::evaluate(int64_t step, TrainResult &result) {
   rec.step = step;
   rec.bytesBefore = t.usedNow();
   OCTET_RETURN_IF_ERROR(t.data.startEval());
-  int64_t batches = t.options.evalBatches;
-  if (batches <= 0)
-    batches = t.data.evalBatchCount() > 0
-                  ? int64_t(std::min<uint64_t>(16, t.data.evalBatchCount()))
-                  : 4;
-  // The ranks share the held-out batches (batch i is rank i mod n's).
+  auto counted = t.evalBatches();
+  if (!counted)
+    return counted.status();
+  const int64_t batches = *counted;
   std::vector<double> sum = {0};
-  for (int64_t i = 0; i < batches; ++i) {
+  // A pipeline takes the held-out batches as training takes a global
+  // batch: each step of the forward-only list runs accum microbatches on
+  // each replica (replica d the d-th accum of every accum × dpSize); the
+  // last stage's accumulator holds their losses' sum, the other stages'
+  // add nothing.
+  const int64_t perStep = t.accum * t.dpSize;
+  for (int64_t i = 0; t.pipe && i < batches; i += perStep) {
+    for (int64_t g = 0; g < perStep; ++g) {
+      data::PackedBatch batch;
+      OCTET_RETURN_IF_ERROR(t.data.nextEval(batch));
+      if (g / t.accum != t.dpRank)
+        continue;
+      OCTET_RETURN_IF_ERROR(t.stage(
+          t.train, *t.evalPipeStages[size_t(g % t.accum)], batch, "held-out"));
+    }
+    OCTET_RETURN_IF_ERROR(
+        t.backend.runPipelineStep(*t.evalPipe, [&](const PipeWork &w) {
+          return t.feedPipelineFrom(t.evalPipeFeeds, t.evalPipeStages, w);
+        }));
+    *t.scalar(0) = 0;
+    if (t.evalPipe->lossSumSlot >= 0)
+      OCTET_RETURN_IF_ERROR(t.backend.readSlot(
+          uint32_t(t.evalPipe->lossSumSlot), t.scalar(0), 4));
+    OCTET_RETURN_IF_ERROR(t.backend.synchronize());
+    sum[0] += *t.scalar(0);
+  }
+  // The ranks share the held-out batches (batch i is rank i mod n's).
+  for (int64_t i = 0; !t.pipe && i < batches; ++i) {
     data::PackedBatch batch;
     OCTET_RETURN_IF_ERROR(t.data.nextEval(batch));
     if (i % t.dpSize != t.dpRank)
@@ -1369,6 +1470,8 @@ Status Trainer::evaluate(int64_t step, TrainResult &result) {
   }
   if (t.options.dataParallel)
     OCTET_RETURN_IF_ERROR(t.options.dataParallel->sum(sum));
+  if (t.pipe && t.options.pipeline)
+    OCTET_RETURN_IF_ERROR(t.options.pipeline->sum(sum));
   t.heartbeat(step);
   rec.batches = batches;
   rec.loss = sum[0] / double(batches);
@@ -1462,8 +1565,7 @@ StatusOr<TrainResult> Trainer::run() {
     OCTET_RETURN_IF_ERROR(t.report(rec));
     t.heartbeat(step);
     result.steps.push_back(rec);
-    if (t.evalInterval > 0 && step % t.evalInterval == 0 && !t.pipe &&
-        t.backend.hasProgram(EVAL) && t.data.hasEval())
+    if (t.evaluates() && step % t.evalInterval == 0)
       OCTET_RETURN_IF_ERROR(evaluate(step, result));
     bool save =
         !t.options.checkpointDir.empty() &&

@@ -343,6 +343,21 @@ struct Case {
   int ranks, virtualStages, microbatches, data;
 };
 
+// One step of every world rank's plan, each rank in a thread.
+void runOnRanks(const std::vector<PipelineRankPlan> &plans,
+                const std::vector<std::unique_ptr<HostPipelineRank>> &devices) {
+  std::vector<Status> results(plans.size(), Status::ok());
+  std::vector<std::thread> threads;
+  for (size_t w = 0; w < plans.size(); ++w)
+    threads.emplace_back(
+        [&, w] { results[w] = runPipelineStep(plans[w], *devices[w]); });
+  for (auto &t : threads)
+    t.join();
+  for (size_t w = 0; w < plans.size(); ++w)
+    ASSERT_TRUE(results[w].isOk())
+        << "rank " << w << ": " << results[w].message();
+}
+
 void runCase(const Case &c) {
   ToyLayout layout{c.kind, c.ranks, c.virtualStages, c.microbatches, c.data};
   bundle::Bundle b = makeToyPipelineBundle(layout);
@@ -377,17 +392,9 @@ void runCase(const Case &c) {
   // Two steps: the second must give the first's results, so the loss is
   // cleared and the first backward overwrites the accumulators.
   for (int step = 0; step < 2; ++step) {
-    std::vector<Status> results(size_t(world), Status::ok());
-    std::vector<std::thread> threads;
-    for (int w = 0; w < world; ++w)
-      threads.emplace_back([&, w] {
-        results[size_t(w)] =
-            runPipelineStep(plans[size_t(w)], *devices[size_t(w)]);
-      });
-    for (auto &t : threads)
-      t.join();
-    for (int w = 0; w < world; ++w)
-      ASSERT_TRUE(results[size_t(w)].isOk()) << results[size_t(w)].message();
+    runOnRanks(plans, devices);
+    if (::testing::Test::HasFatalFailure())
+      return;
     int stages = c.ranks * c.virtualStages;
     for (int d = 0; d < c.data; ++d) {
       Reference ref = runAsOneRank(stages, c.microbatches, d);
@@ -442,6 +449,205 @@ TEST(PipelineExecutor, StashEntriesFollowTheScheduleInFlight) {
     // pair's last use: at most one more.
     EXPECT_LE(a.entries, 4 - r + 1) << "rank " << r;
   }
+}
+
+// Evaluation's forward-only list of every rank of a toy bundle (each
+// schedule kind, with and without data replicas): training's forwards and
+// activation transfers, in their order, every (chunk, microbatch) forward
+// once, no backward and no gradient transfer, no empty group; the
+// simulator proves the pipeline's lists; the stash entries assigned over
+// them are at most training's. Run on the ranks, the last stage's loss is
+// the one-rank forward's, twice over, and no rank computes a gradient.
+void runEvaluationCase(const Case &c) {
+  SCOPED_TRACE(std::string(pipelineScheduleName(c.kind)) +
+               " P=" + std::to_string(c.ranks) +
+               " V=" + std::to_string(c.virtualStages) + " m=" +
+               std::to_string(c.microbatches) + " D=" + std::to_string(c.data));
+  ToyLayout layout{c.kind, c.ranks, c.virtualStages, c.microbatches, c.data};
+  bundle::Bundle b = makeToyPipelineBundle(layout);
+  ASSERT_TRUE(bundle::validatePipeline(b).isOk());
+  const int world = c.ranks * c.data;
+  for (const std::vector<int> &group : bundle::pipelineGroups(b)) {
+    auto training = bundle::scheduleOf(b, group);
+    auto forward = bundle::forwardOnlyScheduleOf(b, group);
+    ASSERT_TRUE(training.isOk() && forward.isOk());
+    EXPECT_TRUE(forward->forwardOnly);
+    auto sim = simulatePipeline(*forward);
+    ASSERT_TRUE(sim.isOk()) << sim.status().message();
+    for (int r = 0; r < c.ranks; ++r) {
+      std::vector<std::tuple<bool, int, int, int>> trainingActivations, kept;
+      for (const PipeOp &op : training->perRank[size_t(r)])
+        for (const PipeTransfer &t : op.transfers)
+          if (!t.gradient)
+            trainingActivations.emplace_back(t.send, t.peer, t.producerStage,
+                                             t.microbatch);
+      std::map<std::pair<int, int>, int> forwards;
+      for (const PipeOp &op : forward->perRank[size_t(r)]) {
+        ASSERT_TRUE(op.kind == PipeOpKind::F || op.kind == PipeOpKind::Comm)
+            << describePipeOp(op);
+        if (op.kind == PipeOpKind::F)
+          ++forwards[{op.chunk, op.microbatch}];
+        if (op.kind == PipeOpKind::Comm)
+          EXPECT_FALSE(op.transfers.empty()) << "rank " << r;
+        for (const PipeTransfer &t : op.transfers) {
+          EXPECT_FALSE(t.gradient) << "rank " << r << " " << describePipeOp(op);
+          kept.emplace_back(t.send, t.peer, t.producerStage, t.microbatch);
+        }
+      }
+      EXPECT_EQ(kept, trainingActivations) << "rank " << r;
+      EXPECT_EQ(int(forwards.size()), c.virtualStages * c.microbatches);
+      for (const auto &[pair, runs] : forwards)
+        EXPECT_EQ(runs, 1) << "chunk " << pair.first << " microbatch "
+                           << pair.second;
+      EXPECT_LE(bundle::assignStashEntries(*forward, r).entries,
+                bundle::assignStashEntries(*training, r).entries);
+    }
+  }
+  std::vector<PipelineRankPlan> plans;
+  for (int w = 0; w < world; ++w) {
+    auto plan = planPipelineEvaluation(b, w);
+    ASSERT_TRUE(plan.isOk()) << plan.status().message();
+    EXPECT_EQ(plan->stashEntries, int(b.ranks(w).pipeline().stash_entries()));
+    for (const PipeWork &work : plan->work)
+      EXPECT_TRUE(work.communicate() ||
+                  work.program->kind() == bundle::CHUNK_FORWARD);
+    expectOrdered(*plan);
+    plans.push_back(std::move(*plan));
+  }
+  // A copy of a plan points at the same instructions.
+  PipelineRankPlan copy = plans[0];
+  EXPECT_EQ(copy.work[0].instruction, plans[0].work[0].instruction);
+  std::vector<std::unique_ptr<HostWire>> wires;
+  for (int d = 0; d < c.data; ++d)
+    wires.push_back(std::make_unique<HostWire>());
+  std::vector<std::unique_ptr<HostPipelineRank>> devices;
+  for (int w = 0; w < world; ++w) {
+    int replica = w % c.data;
+    devices.push_back(std::make_unique<HostPipelineRank>(
+        b, w, replica, *wires[size_t(replica)]));
+    devices.back()->setPipelineRank(plans[size_t(w)].pipelineRank);
+  }
+  const int stages = c.ranks * c.virtualStages;
+  for (int step = 0; step < 2; ++step) {
+    runOnRanks(plans, devices);
+    if (::testing::Test::HasFatalFailure())
+      return;
+    for (int d = 0; d < c.data; ++d) {
+      int last = ((stages - 1) % c.ranks) * c.data + d;
+      EXPECT_EQ(devices[size_t(last)]->lossSum(),
+                float(runAsOneRank(stages, c.microbatches, d).loss))
+          << "replica " << d << " step " << step;
+    }
+  }
+  for (const auto &dev : devices) {
+    EXPECT_EQ(dev->lastRuns, 0);
+    for (const auto &grads : dev->weightGrads_)
+      for (float g : grads)
+        EXPECT_EQ(g, 0.0f);
+  }
+}
+
+TEST(PipelineEvaluation, ForwardOnlyListsRunEveryForwardOnceWithinTheStash) {
+  runEvaluationCase({PipelineScheduleKind::OneFOneB, 2, 1, 4, 1});
+  runEvaluationCase({PipelineScheduleKind::OneFOneB, 4, 1, 6, 1});
+  runEvaluationCase({PipelineScheduleKind::Interleaved, 2, 2, 4, 1});
+  runEvaluationCase({PipelineScheduleKind::Interleaved, 4, 2, 8, 1});
+  runEvaluationCase({PipelineScheduleKind::ZeroBubbleH1, 3, 1, 6, 1});
+  runEvaluationCase({PipelineScheduleKind::OneFOneB, 2, 1, 4, 2});
+  runEvaluationCase({PipelineScheduleKind::Interleaved, 2, 2, 4, 2});
+}
+
+// A forward-only schedule is held to its forwards: every one once, and
+// no backward op.
+TEST(PipelineEvaluation, SimulatorHoldsAForwardOnlyScheduleToItsForwards) {
+  auto s = makePipelineSchedule(PipelineScheduleKind::OneFOneB, 2, 1, 4);
+  ASSERT_TRUE(s.isOk());
+  PipelineSchedule withBackward = *s;
+  withBackward.forwardOnly = true;
+  auto sim = simulatePipeline(withBackward);
+  ASSERT_FALSE(sim.isOk());
+  EXPECT_NE(
+      sim.status().message().find("forward-only schedule runs a backward"),
+      std::string::npos)
+      << sim.status().message();
+
+  // The last rank's list without its last forward.
+  bundle::Bundle b = makeToyPipelineBundle({});
+  auto forward = bundle::forwardOnlyScheduleOf(b, {0, 1});
+  ASSERT_TRUE(forward.isOk());
+  std::vector<PipeOp> &last = forward->perRank[1];
+  for (size_t i = last.size(); i-- > 0;)
+    if (last[i].kind == PipeOpKind::F) {
+      last.erase(last.begin() + long(i));
+      break;
+    }
+  sim = simulatePipeline(*forward);
+  ASSERT_FALSE(sim.isOk());
+  EXPECT_NE(sim.status().message().find("never runs F(c0,m3)"),
+            std::string::npos)
+      << sim.status().message();
+}
+
+// A chunk forward that addresses state training's forward updates (an
+// FP8 amax history), or writes a parameter, is refused by name: a
+// forward-only evaluation would change the run.
+TEST(PipelineEvaluation, RefusesAForwardThatUpdatesTrainingState) {
+  auto withSlot = [](bundle::SlotKind kind, bool written) {
+    bundle::Bundle b = makeToyPipelineBundle({});
+    bundle::Slot *s = b.mutable_plan()->add_slots();
+    s->set_name(kind == bundle::FP8_STATE ? "amax_history.layers.0"
+                                          : "layers.0.weight");
+    s->set_kind(kind);
+    s->set_bytes(16);
+    uint32_t slot = uint32_t(b.plan().slots_size() - 1);
+    for (bundle::Program &p : *b.mutable_ranks(0)->mutable_programs())
+      if (p.kind() == bundle::CHUNK_FORWARD) {
+        bundle::Step *step = p.add_steps();
+        step->set_label("layers.0 quantize");
+        if (written) {
+          step->mutable_memset()->mutable_dst()->set_slot(slot);
+          step->mutable_memset()->set_bytes(16);
+        } else {
+          step->mutable_launch()->add_args()->mutable_slot()->set_slot(slot);
+        }
+      }
+    return b;
+  };
+  for (auto [kind, written, what] :
+       {std::make_tuple(bundle::FP8_STATE, false,
+                        "addresses slot "
+                        "'amax_history.layers.0'"),
+        std::make_tuple(bundle::PARAMETER, true,
+                        "writes slot 'layers.0.weight'")}) {
+    bundle::Bundle b = withSlot(kind, written);
+    auto plan = planPipelineEvaluation(b, 0);
+    ASSERT_FALSE(plan.isOk());
+    EXPECT_NE(plan.status().message().find(what), std::string::npos)
+        << plan.status().message();
+    EXPECT_NE(plan.status().message().find("eval_interval"), std::string::npos)
+        << plan.status().message();
+    // Training runs it as before.
+    EXPECT_TRUE(planPipelineRank(b, 0).isOk());
+  }
+  // Reading a parameter, as every forward does, is evaluation's to do.
+  bundle::Bundle b = withSlot(bundle::PARAMETER, false);
+  auto plan = planPipelineEvaluation(b, 0);
+  EXPECT_TRUE(plan.isOk()) << plan.status().message();
+}
+
+// Evaluation allocates nothing: a rank whose stash entries its
+// forward-only list would outgrow is refused, naming the field.
+TEST(PipelineEvaluation, RefusesAListThatNeedsMoreStashEntries) {
+  bundle::Bundle b = makeToyPipelineBundle({});
+  b.mutable_ranks(1)->mutable_pipeline()->set_stash_entries(0);
+  auto plan = planPipelineEvaluation(b, 1);
+  ASSERT_FALSE(plan.isOk());
+  EXPECT_NE(plan.status().message().find(
+                "0 stash entries (PipelineRank.stash_entries), its "
+                "forward-only (evaluation) schedule needs 1"),
+            std::string::npos)
+      << plan.status().message();
+  EXPECT_TRUE(planPipelineEvaluation(b, 0).isOk());
 }
 
 // The instruction times of `plan` as the simulator ran its schedule: each

@@ -243,9 +243,10 @@ public:
   std::string deviceName() const override { return "NVIDIA H100 80GB HBM3"; }
   const PipelineRankPlan *pipelinePlan() const override { return &plan_; }
   Status runPipelineStep(
+      const PipelineRankPlan &plan,
       const std::function<Status(const PipeWork &)> &feed) override {
     feed_ = &feed;
-    Status st = octet::runPipelineStep(plan_, *this);
+    Status st = octet::runPipelineStep(plan, *this);
     feed_ = nullptr;
     return st;
   }
@@ -709,6 +710,99 @@ TEST(PipelineTrainer, PipelineTimesDataShardedMomentsCheckpointWhole) {
     EXPECT_EQ(resumed->backends[size_t(rank)]->slotBytes("adam_v.w"),
               job->backends[size_t(rank)]->slotBytes("adam_v.w"));
   }
+}
+
+// Evaluation of a pipeline bundle: every rank runs its forward-only list
+// over the held-out batches, accum microbatches a step on each replica;
+// rank 0 prints the one-rank eval line, with the one rank's loss (each
+// microbatch's loss summed in f32 on the last stage: within float
+// rounding). Pipeline 2 alone and pipeline 2 × data 2.
+TEST(PipelineTrainer, EvaluatesHeldOutBatchesAsOneRank) {
+  for (int data : {1, 2}) {
+    SCOPED_TRACE("data " + std::to_string(data));
+    ToyShape shape;
+    shape.accum = 4;
+    shape.steps = 4;
+    ToyShape single = shape;
+    single.accum = shape.accum * data;
+    TrainerOptions o;
+    o.evalInterval = 2;
+    o.evalBatches = 16;
+    ToyRun a = makeToyRun(single, o);
+    ASSERT_OK(a.status);
+    auto want = a.trainer->run();
+    ASSERT_TRUE(want.isOk()) << want.status().message();
+    ASSERT_EQ(want->evals.size(), 2u);
+
+    auto job =
+        runPipeline(shape, data, o, temp("pipe-eval-" + std::to_string(data)));
+    expectFinished(*job);
+    for (size_t r = 0; r < job->results.size(); ++r) {
+      const TrainResult &got = *job->results[r];
+      ASSERT_EQ(got.evals.size(), want->evals.size()) << "rank " << r;
+      for (size_t i = 0; i < got.evals.size(); ++i) {
+        EXPECT_EQ(got.evals[i].step, want->evals[i].step);
+        EXPECT_EQ(got.evals[i].batches, 16);
+        EXPECT_NEAR(got.evals[i].loss, want->evals[i].loss,
+                    1e-6 * std::fabs(want->evals[i].loss))
+            << "rank " << r << " eval " << i;
+        EXPECT_EQ(got.evals[i].loss, job->results[0]->evals[i].loss);
+      }
+      // Evaluating changed nothing: the steps after it are one rank's.
+      for (size_t i = 0; i < got.steps.size(); ++i)
+        EXPECT_NEAR(got.steps[i].loss, want->steps[i].loss,
+                    1e-6 * std::fabs(want->steps[i].loss))
+            << "rank " << r << " step " << i + 1;
+    }
+    EXPECT_NE(want->evals[0].loss, want->evals[1].loss);
+    char line[64];
+    std::snprintf(line, sizeof line, "eval at step 4: loss %.4f over 16 ",
+                  job->results[0]->evals[1].loss);
+    EXPECT_NE(job->printed[0].find(line), std::string::npos) << job->printed[0];
+    EXPECT_EQ(job->printed[0].find("no evaluation"), std::string::npos)
+        << job->printed[0];
+    for (size_t r = 1; r < job->printed.size(); ++r)
+      EXPECT_EQ(job->printed[r], "") << "rank " << r;
+  }
+}
+
+// Without --eval-batches, a pipeline evaluates whole steps: the default
+// (4 batches of synthetic data) rounded to a multiple of accum × data.
+TEST(PipelineTrainer, EvaluatesWholeForwardOnlySteps) {
+  ToyShape shape;
+  shape.accum = 4;
+  shape.steps = 2;
+  TrainerOptions o;
+  o.evalInterval = 2;
+  auto job = runPipeline(shape, 2, o, temp("pipe-eval-default"));
+  expectFinished(*job);
+  ASSERT_EQ(job->results[0]->evals.size(), 1u);
+  EXPECT_EQ(job->results[0]->evals[0].batches, 8);
+}
+
+// A count that is not whole steps is refused before training, naming the
+// flag and the multiple.
+TEST(PipelineTrainer, RefusesEvalBatchesThatAreNotWholeSteps) {
+  ToyShape shape;
+  shape.accum = 4;
+  Bundle b = makePipelineToyBundle(shape, 1);
+  HostWire wire;
+  HostRanks pipeline(2), norms(2);
+  auto rank = std::make_shared<HostRank>(pipeline, 0);
+  HostRank normRank(norms, 0);
+  PipelineToyBackend backend(b, 0, wire, normRank, nullptr);
+  auto data = openToyData(shape);
+  ASSERT_TRUE(data.isOk());
+  TrainerOptions o;
+  o.evalInterval = 2;
+  o.evalBatches = 6;
+  o.pipeline = rank;
+  auto t = Trainer::create(backend, **data, o);
+  ASSERT_FALSE(t.isOk());
+  EXPECT_NE(t.status().message().find("--eval-batches is 6"), std::string::npos)
+      << t.status().message();
+  EXPECT_NE(t.status().message().find("multiple of 4"), std::string::npos)
+      << t.status().message();
 }
 
 } // namespace
