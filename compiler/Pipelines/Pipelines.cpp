@@ -58,6 +58,11 @@ TrainingPipelineOptions trainingOptionsFromSpec(const spec::Spec &spec) {
   // With a pipeline too: octet-split-stages cuts the buckets per chunk, so
   // each pipeline rank reduces its own gradients over its data group.
   o.reduceGradients.dataParallel = dataParallel;
+  // Not with a pipeline: the token ids the gather reads are the step's
+  // arguments, which octet-split-stages does not hand to a collective, so
+  // the first stage reduces the embedding's accumulator with its buckets.
+  if (dataParallel > 1 && std::max<int64_t>(1, train.parallel().pipeline()) == 1)
+    o.gatherEmbeddingGradient.emplace().dataParallel = dataParallel;
   o.reduceGradients.bucketElements = train.parallel().bucket_elements();
   // With a pipeline too: octet-split-stages cuts the reduce-scatters per
   // chunk like the all-reduces, and octet-split-optimizer gives each
@@ -149,6 +154,8 @@ void addFusedPasses(OpPassManager &pm, const TrainingPipelineOptions &o) {
 // finishes its last gradient, and the wgrad GEMMs carry their accumulation.
 void addParallelizePasses(OpPassManager &pm,
                           const TrainingPipelineOptions &o) {
+  if (o.gatherEmbeddingGradient)
+    pm.addPass(createOctetGatherEmbeddingGradient(*o.gatherEmbeddingGradient));
   pm.addPass(createOctetReduceGradients(o.reduceGradients));
   if (o.shardOptimizer)
     pm.addPass(createOctetShardOptimizer(*o.shardOptimizer));
@@ -181,7 +188,8 @@ const CompileStage kCompileStages[] = {
      addKernelPasses},
     {"fused", "after the kernel fusion passes", addFusedPasses},
     {"parallelize",
-     "data-parallel gradient buckets reduced during the backward; "
+     "data-parallel gradient buckets reduced during the backward (the "
+     "untied embedding's rows gathered instead); "
      "ZeRO-1's sharded optimizer; the first microbatch's wgrad GEMMs "
      "write their accumulators",
      addParallelizePasses},

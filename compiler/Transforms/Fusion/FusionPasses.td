@@ -295,6 +295,50 @@ def OctetFuseElementwise : Pass<"octet-fuse-elementwise", "mlir::ModuleOp"> {
   }];
 }
 
+def OctetGatherEmbeddingGradient
+    : Pass<"octet-gather-embedding-gradient", "mlir::ModuleOp"> {
+  let summary = "data-parallel ranks all-gather the embedding gradient kernel's inputs instead of reducing its accumulator";
+  let description = [{
+    With data-parallel > 1, before octet-reduce-gradients. The token
+    embedding's gradient is sparse in rows: a microbatch touches only the
+    rows of its own tokens. So in every microbatch of @train_microbatch the
+    ranks all-gather the embedding gradient kernel's rows (the gradient of
+    the embedding's output and the token ids, along dimension 0, on the
+    compute stream right before the kernel) and each rank scatter-adds the
+    whole data group's rows into its own f32 accumulator. The accumulator
+    then holds, on every rank, the sum one rank would make of the global
+    batch (up to the order of the f32 additions), and needs no reduction:
+    its store is marked `summed_over_data`, which octet-reduce-gradients
+    leaves out of its buckets and octet-shard-optimizer reads the rank's
+    part of as it is.
+
+    Only a kernel that alone makes its accumulator is rewritten: it reads
+    the accumulator straight from its load and its result is only stored
+    back. A tied embedding's accumulator also takes the LM head's dense
+    wgrad, which each rank has for its own rows only; it reaches the kernel
+    through that GEMM, and is left to the buckets.
+
+    Before (data = 2):
+    ```mlir
+    %acc = graph.load @grad.embed : tensor<256x64xf32>
+    %g = kernel.fused "embedding_grad" kind("row") ins(%dy, %tokens, %acc : tensor<2x8x64xbf16>, tensor<2x8xi32>, tensor<256x64xf32>) {...}
+    graph.store %g, @grad.embed : tensor<256x64xf32>
+    ```
+    After:
+    ```mlir
+    %all:2 = kernel.collective %dy, %tokens {group = "data", group_size = 2 : i64, kind = "all_gather", ...} : (tensor<2x8x64xbf16>, tensor<2x8xi32>) -> (tensor<4x8x64xbf16>, tensor<4x8xi32>)
+    %g = kernel.fused "embedding_grad" kind("row") ins(%all#0, %all#1, %acc : tensor<4x8x64xbf16>, tensor<4x8xi32>, tensor<256x64xf32>) {...}
+    graph.store %g, @grad.embed {summed_over_data} : tensor<256x64xf32>
+    ```
+  }];
+  let options = [
+    Option<"dataParallel", "data-parallel", "int64_t", "1",
+           "data-parallel ranks: > 1 gathers the embedding gradient's rows">,
+  ];
+  let dependentDialects = ["octet::kernel::KernelDialect",
+                           "octet::graph::GraphDialect"];
+}
+
 def OctetReduceGradients : Pass<"octet-reduce-gradients", "mlir::ModuleOp"> {
   let summary = "data-parallel gradient buckets all-reduced during the backward, on the communication stream";
   let description = [{

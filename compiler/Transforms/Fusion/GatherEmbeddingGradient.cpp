@@ -1,0 +1,128 @@
+// octet-gather-embedding-gradient: the untied token embedding's gradient is
+// made whole on every data-parallel rank from the gathered inputs of its
+// kernel, in every microbatch, instead of reducing the (vocab x hidden) f32
+// accumulator at the end of the backward.
+
+#include "compiler/Transforms/Fusion/FusionUtils.h"
+#include "compiler/Transforms/Fusion/Passes.h"
+
+namespace octet {
+#define GEN_PASS_DEF_OCTETGATHEREMBEDDINGGRADIENT
+#include "compiler/Transforms/Fusion/FusionPasses.h.inc"
+} // namespace octet
+
+using namespace mlir;
+using namespace octet;
+
+namespace {
+
+constexpr StringRef kGradientPrefix = "grad.";
+
+RankedTensorType gatheredType(RankedTensorType part, int64_t ranks) {
+  SmallVector<int64_t> shape(part.getShape());
+  shape[0] *= ranks;
+  return RankedTensorType::get(shape, part.getElementType());
+}
+
+struct GatherEmbeddingGradient
+    : public octet::impl::OctetGatherEmbeddingGradientBase<
+          GatherEmbeddingGradient> {
+  using OctetGatherEmbeddingGradientBase::OctetGatherEmbeddingGradientBase;
+
+  void runOnOperation() override {
+    if (dataParallel <= 1)
+      return;
+    auto func = getOperation().lookupSymbol<func::FuncOp>("train_microbatch");
+    if (!func || func.isExternal())
+      return;
+    SmallVector<kernel::FusedOp> kernels;
+    for (kernel::FusedOp fused : fusion::fusedOps(func))
+      if (!fused.getBodyBlock().getOps<graph::EmbeddingGradOp>().empty())
+        kernels.push_back(fused);
+    for (kernel::FusedOp fused : kernels)
+      if (failed(gather(fused)))
+        return signalPassFailure();
+  }
+
+  // The store of `fused`'s only result when the kernel alone makes a grad.*
+  // accumulator in this program: it reads the accumulator straight from its
+  // load, which nothing else reads, and its result is only stored back.
+  // A tied embedding's accumulator reaches the kernel through the LM head's
+  // wgrad GEMM, whose dense gradient every rank has only its own part of:
+  // no store is returned, and the accumulator keeps its reduction.
+  graph::StoreOp soleAccumulatorStore(kernel::FusedOp fused) {
+    if (fused->getNumResults() != 1 || !fused->getResult(0).hasOneUse())
+      return nullptr;
+    auto store = dyn_cast<graph::StoreOp>(*fused->getResult(0).user_begin());
+    if (!store || !store.getVariable().starts_with(kGradientPrefix))
+      return nullptr;
+    graph::LoadOp load;
+    for (Value in : fused.getInputs())
+      if (auto l = in.getDefiningOp<graph::LoadOp>();
+          l && l.getVariable() == store.getVariable())
+        load = l;
+    if (!load || !load->hasOneUse())
+      return nullptr;
+    Block *body = fused->getBlock();
+    int stores = 0, loads = 0;
+    for (Operation &op : *body) {
+      if (auto s = dyn_cast<graph::StoreOp>(op))
+        stores += s.getVariable() == store.getVariable();
+      if (auto l = dyn_cast<graph::LoadOp>(op))
+        loads += l.getVariable() == store.getVariable();
+    }
+    return stores == 1 && loads == 1 ? store : nullptr;
+  }
+
+  LogicalResult gather(kernel::FusedOp fused) {
+    Block &body = fused.getBodyBlock();
+    auto grads = llvm::to_vector(body.getOps<graph::EmbeddingGradOp>());
+    if (grads.size() != 1)
+      return fused.emitError("octet-gather-embedding-gradient: a kernel with ")
+             << grads.size()
+             << " embedding gradients; it gathers the inputs of one";
+    graph::EmbeddingGradOp grad = grads.front();
+    graph::StoreOp store = soleAccumulatorStore(fused);
+    if (!store)
+      return success();
+
+    // The rows the kernel scatters (the output gradient and the token ids)
+    // must be its own inputs, read by the embedding gradient alone: their
+    // dimension 0 grows to the data group's rows.
+    SmallVector<unsigned> gathered;
+    for (Value inner : {grad.getIds(), grad.getGrad()}) {
+      auto arg = dyn_cast<BlockArgument>(inner);
+      if (!arg || arg.getOwner() != &body || !arg.hasOneUse())
+        return fused.emitError(
+                   "octet-gather-embedding-gradient: the embedding gradient "
+                   "into @")
+               << store.getVariable()
+               << " reads rows the kernel computes or reads elsewhere; only "
+                  "its own inputs can be gathered across the data group";
+      gathered.push_back(arg.getArgNumber());
+    }
+
+    // On the compute stream, every microbatch: the kernel waits for them,
+    // and their results are new buffers, which the communication stream's
+    // collectives (in place or into variables) cannot write. One call each
+    // (the token ids, then the output gradient), so that each reads as its
+    // own NCCL call of its own element type.
+    OpBuilder b(fused);
+    for (unsigned i : gathered) {
+      Value part = fused.getInputs()[i];
+      auto type = cast<RankedTensorType>(part.getType());
+      auto all = kernel::CollectiveOp::create(
+          b, fused.getLoc(), TypeRange{gatheredType(type, dataParallel)},
+          ValueRange{part}, "all_gather", "data", dataParallel, "sum");
+      all->setAttr("layer", b.getI64IntegerAttr(fusion::layerOf(fused)));
+      all->setAttr("section", b.getStringAttr("backward"));
+      Value whole = all.getResult(0);
+      fused->setOperand(i, whole);
+      body.getArgument(i).setType(whole.getType());
+    }
+    store->setAttr(fusion::kSummedOverDataAttr, b.getUnitAttr());
+    return success();
+  }
+};
+
+} // namespace
