@@ -44,28 +44,43 @@ struct GatherEmbeddingGradient
         return signalPassFailure();
   }
 
-  // The store of `fused`'s only result when the kernel alone makes a grad.*
-  // accumulator in this program: it reads the accumulator straight from its
-  // load, which nothing else reads, and its result is only stored back.
-  // A tied embedding's accumulator reaches the kernel through the LM head's
-  // wgrad GEMM, whose dense gradient every rank has only its own part of:
-  // no store is returned, and the accumulator keeps its reduction.
-  graph::StoreOp soleAccumulatorStore(kernel::FusedOp fused) {
-    if (fused->getNumResults() != 1 || !fused->getResult(0).hasOneUse())
+  // The store of `fused`'s only result when the kernel makes a grad.*
+  // accumulator from the embedding gradient alone: its inputs are the rows
+  // (output gradient, token ids) and the accumulator, loaded for it alone
+  // and loaded and stored once in the program; its body adds the embedding
+  // gradient to the accumulator and yields the sum, which is only stored
+  // back. A tied embedding's kernel also adds the LM head's dense wgrad (an
+  // input of its own, or the accumulator reaching it through that GEMM),
+  // which every rank has for its own rows only: no store is returned, and
+  // the accumulator keeps its reduction.
+  graph::StoreOp soleAccumulatorStore(kernel::FusedOp fused,
+                                      graph::EmbeddingGradOp grad) {
+    Block &body = fused.getBodyBlock();
+    if (fused->getNumResults() != 1 || !fused->getResult(0).hasOneUse() ||
+        fused.getInputs().size() != 3 || body.getOperations().size() != 3)
+      return nullptr;
+    auto yield = cast<kernel::YieldOp>(body.getTerminator());
+    auto sum = yield->getNumOperands() == 1
+                   ? yield->getOperand(0).getDefiningOp<graph::AddOp>()
+                   : nullptr;
+    if (!sum || sum->getBlock() != &body)
+      return nullptr;
+    Value acc = sum->getOperand(0) == grad.getResult() ? sum->getOperand(1)
+                                                       : sum->getOperand(0);
+    auto accArg = dyn_cast<BlockArgument>(acc);
+    if (!accArg || accArg.getOwner() != &body ||
+        !llvm::is_contained(sum->getOperands(), grad.getResult()))
       return nullptr;
     auto store = dyn_cast<graph::StoreOp>(*fused->getResult(0).user_begin());
     if (!store || !store.getVariable().starts_with(kGradientPrefix))
       return nullptr;
-    graph::LoadOp load;
-    for (Value in : fused.getInputs())
-      if (auto l = in.getDefiningOp<graph::LoadOp>();
-          l && l.getVariable() == store.getVariable())
-        load = l;
-    if (!load || !load->hasOneUse())
+    auto load = fused.getInputs()[accArg.getArgNumber()]
+                    .getDefiningOp<graph::LoadOp>();
+    if (!load || load.getVariable() != store.getVariable() ||
+        !load->hasOneUse())
       return nullptr;
-    Block *body = fused->getBlock();
     int stores = 0, loads = 0;
-    for (Operation &op : *body) {
+    for (Operation &op : *fused->getBlock()) {
       if (auto s = dyn_cast<graph::StoreOp>(op))
         stores += s.getVariable() == store.getVariable();
       if (auto l = dyn_cast<graph::LoadOp>(op))
@@ -82,7 +97,7 @@ struct GatherEmbeddingGradient
              << grads.size()
              << " embedding gradients; it gathers the inputs of one";
     graph::EmbeddingGradOp grad = grads.front();
-    graph::StoreOp store = soleAccumulatorStore(fused);
+    graph::StoreOp store = soleAccumulatorStore(fused, grad);
     if (!store)
       return success();
 

@@ -98,3 +98,32 @@ module {
 // BUCKETS-NEXT: ^bb0
 // BUCKETS: %[[R:.*]] = kernel.collective %[[E]] {comm_stream, {{.*}}kind = "all_reduce", last_microbatch
 // BUCKETS-NEXT: graph.store %[[R]], @grad.embed : tensor<32x8xf32>
+
+// -----
+
+// A tied embedding as the fusion passes leave it: the LM head's wgrad is an
+// input of the embedding's kernel, which adds it and the embedding gradient
+// to the accumulator. Left alone too.
+module {
+  graph.variable @grad.embed : tensor<32x8xf32> {init = "zeros", kind = "state"}
+  func.func @train_microbatch(%tokens: tensor<2x4xi32>, %x: tensor<8x8xbf16>, %dlogits: tensor<8x32xbf16>, %dy: tensor<2x4x8xbf16>) -> tensor<f32> {
+    %h = kernel.gemm %dlogits, %x {layer = -1 : i64, param = "embed", role = "wgrad", section = "backward", transpose_a} : (tensor<8x32xbf16>, tensor<8x8xbf16>) -> tensor<32x8xf32>
+    %ge = graph.load @grad.embed : tensor<32x8xf32>
+    %e = kernel.fused "embedding_grad" kind("row") ins(%dy, %tokens, %h, %ge : tensor<2x4x8xbf16>, tensor<2x4xi32>, tensor<32x8xf32>, tensor<32x8xf32>) {
+    ^bb0(%a: tensor<2x4x8xbf16>, %t: tensor<2x4xi32>, %head: tensor<32x8xf32>, %acc: tensor<32x8xf32>):
+      %g = graph.embedding_grad %a, %t : (tensor<2x4x8xbf16>, tensor<2x4xi32>) -> tensor<32x8xf32>
+      %d = graph.add %acc, %head : tensor<32x8xf32>
+      %s = graph.add %d, %g : tensor<32x8xf32>
+      kernel.yield %s : tensor<32x8xf32>
+    } {layer = -1 : i64, section = "backward"} : tensor<32x8xf32>
+    graph.store %e, @grad.embed : tensor<32x8xf32>
+    %loss = graph.fill {value = 1.0 : f64} : tensor<f32>
+    return %loss : tensor<f32>
+  }
+}
+
+// CHECK-LABEL: func.func @train_microbatch
+// CHECK-NOT: kernel.collective
+// CHECK: kernel.fused "embedding_grad" kind("row") ins(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : tensor<2x4x8xbf16>, tensor<2x4xi32>, tensor<32x8xf32>, tensor<32x8xf32>)
+// CHECK-NOT: summed_over_data
+// CHECK: return
