@@ -61,8 +61,14 @@ TrainingPipelineOptions trainingOptionsFromSpec(const spec::Spec &spec) {
   // Not with a pipeline: the token ids the gather reads are the step's
   // arguments, which octet-split-stages does not hand to a collective, so
   // the first stage reduces the embedding's accumulator with its buckets.
-  if (dataParallel > 1 && std::max<int64_t>(1, train.parallel().pipeline()) == 1)
-    o.gatherEmbeddingGradient.emplace().dataParallel = dataParallel;
+  if (dataParallel > 1 &&
+      std::max<int64_t>(1, train.parallel().pipeline()) == 1) {
+    OctetGatherEmbeddingGradientOptions &gather =
+        o.gatherEmbeddingGradient.emplace();
+    gather.dataParallel = dataParallel;
+    gather.microbatches = autodiff.microbatches;
+    gather.shardedOptimizer = train.parallel().shard_optimizer();
+  }
   o.reduceGradients.bucketElements = train.parallel().bucket_elements();
   // With a pipeline too: octet-split-stages cuts the reduce-scatters per
   // chunk like the all-reduces, and octet-split-optimizer gives each

@@ -312,11 +312,19 @@ def OctetGatherEmbeddingGradient
     leaves out of its buckets and octet-shard-optimizer reads the rank's
     part of as it is.
 
-    Only a kernel that alone makes its accumulator is rewritten: it reads
-    the accumulator straight from its load and its result is only stored
-    back. A tied embedding's accumulator also takes the LM head's dense
-    wgrad, which each rank has for its own rows only; it reaches the kernel
-    through that GEMM, and is left to the buckets.
+    Only a kernel that makes its accumulator from the embedding gradient
+    alone is rewritten: its inputs are the rows, the token ids and the
+    accumulator's load, its body adds the gradient to the accumulator, and
+    its result is only stored back. A tied embedding's accumulator also
+    takes the LM head's dense wgrad, which each rank has for its own rows
+    only; that kernel is left to the buckets.
+
+    Only while it sends fewer bytes: a rank's all-gathers send
+    (data - 1) x its rows' bytes every microbatch, a reduce-scatter of the
+    table (data - 1) / data x its f32 bytes once a step (an all-reduce
+    twice that), so the rows are gathered while `microbatches` x data x the
+    rows' bytes is at most the table's bytes (twice them without
+    `sharded-optimizer`), and the accumulator keeps its reduction past that.
 
     Before (data = 2):
     ```mlir
@@ -334,6 +342,11 @@ def OctetGatherEmbeddingGradient
   let options = [
     Option<"dataParallel", "data-parallel", "int64_t", "1",
            "data-parallel ranks: > 1 gathers the embedding gradient's rows">,
+    Option<"microbatches", "microbatches", "int64_t", "1",
+           "microbatches a rank runs each step (each gathers its rows)">,
+    Option<"shardedOptimizer", "sharded-optimizer", "bool", "false",
+           "the accumulators would be reduce-scattered (ZeRO-1), not "
+           "all-reduced: the reduction to beat sends half the bytes">,
   ];
   let dependentDialects = ["octet::kernel::KernelDialect",
                            "octet::graph::GraphDialect"];

@@ -89,6 +89,31 @@ struct GatherEmbeddingGradient
     return stores == 1 && loads == 1 ? store : nullptr;
   }
 
+  static int64_t bytesOf(Value v) {
+    auto type = cast<RankedTensorType>(v.getType());
+    return type.getNumElements() *
+           std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+  }
+
+  // Whether gathering sends fewer bytes a rank each step than reducing the
+  // accumulator would (ring algorithms, as NCCL runs them): an all-gather
+  // of parts of P bytes sends (data - 1) P, every microbatch; a
+  // reduce-scatter of S bytes sends (data - 1) S / data, an all-reduce
+  // twice that, once a step. So the rows win while microbatches x data x P
+  // stays under S (2 S replicated): the whole step's tokens x (hidden x 2 B
+  // + 4 B) against the table's f32 bytes. Past that (a global batch of more
+  // tokens than about twice the vocabulary a step, sharded) the
+  // accumulator keeps its reduction.
+  bool fewerBytes(kernel::FusedOp fused, ArrayRef<unsigned> gathered,
+                  graph::StoreOp store) const {
+    int64_t part = 0;
+    for (unsigned i : gathered)
+      part += bytesOf(fused.getInputs()[i]);
+    int64_t table = bytesOf(store.getValue());
+    int64_t reduced = shardedOptimizer ? table : 2 * table;
+    return int64_t(microbatches) * int64_t(dataParallel) * part <= reduced;
+  }
+
   LogicalResult gather(kernel::FusedOp fused) {
     Block &body = fused.getBodyBlock();
     auto grads = llvm::to_vector(body.getOps<graph::EmbeddingGradOp>());
@@ -116,6 +141,9 @@ struct GatherEmbeddingGradient
                   "its own inputs can be gathered across the data group";
       gathered.push_back(arg.getArgNumber());
     }
+
+    if (!fewerBytes(fused, gathered, store))
+      return success();
 
     // On the compute stream, every microbatch: the kernel waits for them,
     // and their results are new buffers, which the communication stream's

@@ -1,6 +1,10 @@
 // RUN: %octet-opt %s --split-input-file --octet-gather-embedding-gradient="data-parallel=2" | FileCheck %s
 // RUN: %octet-opt %s --split-input-file --octet-gather-embedding-gradient="data-parallel=2" --octet-reduce-gradients="data-parallel=2" | FileCheck %s --check-prefix=BUCKETS
 // RUN: %octet-opt %s --split-input-file --octet-gather-embedding-gradient | FileCheck %s --check-prefix=NONE
+// RUN: %octet-opt %s --split-input-file --octet-gather-embedding-gradient="data-parallel=2 microbatches=6" | FileCheck %s --check-prefix=GATHER
+// RUN: %octet-opt %s --split-input-file --octet-gather-embedding-gradient="data-parallel=2 microbatches=3 sharded-optimizer=true" | FileCheck %s --check-prefix=GATHER
+// RUN: %octet-opt %s --split-input-file --octet-gather-embedding-gradient="data-parallel=2 microbatches=7" | FileCheck %s --check-prefix=NONE
+// RUN: %octet-opt %s --split-input-file --octet-gather-embedding-gradient="data-parallel=2 microbatches=4 sharded-optimizer=true" | FileCheck %s --check-prefix=NONE
 
 // An untied embedding (as the parallelize stage gets it): the LM head's
 // wgrad, a layer's wgrad, then the embedding's gradient kernel, which
@@ -58,7 +62,15 @@ module {
 // BUCKETS-NOT: kernel.collective
 // BUCKETS: return
 
-// At data 1 (the default) nothing changes.
+// Bytes a rank sends a step: the rows are 2x4x8 BF16 and 2x4 int32, 160 B,
+// which each of the 2 ranks all-gathers every microbatch, against the
+// 32x8 f32 table (1024 B) all-reduced (2048 B) or reduce-scattered (1024 B)
+// once a step. Gathered up to 6 microbatches a rank (2 x 6 x 160 <= 2048),
+// 3 with the optimizer sharded (2 x 3 x 160 <= 1024); past that, and at
+// data 1 (the default), nothing changes.
+// GATHER-LABEL: func.func @train_microbatch
+// GATHER: kernel.collective {{.*}}kind = "all_gather"
+// GATHER: graph.store {{.*}}, @grad.embed {summed_over_data}
 // NONE-LABEL: func.func @train_microbatch
 // NONE-NOT: kernel.collective
 // NONE-NOT: summed_over_data
