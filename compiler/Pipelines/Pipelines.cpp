@@ -58,11 +58,10 @@ TrainingPipelineOptions trainingOptionsFromSpec(const spec::Spec &spec) {
   // With a pipeline too: octet-split-stages cuts the buckets per chunk, so
   // each pipeline rank reduces its own gradients over its data group.
   o.reduceGradients.dataParallel = dataParallel;
-  // Not with a pipeline: the token ids the gather reads are the step's
-  // arguments, which octet-split-stages does not hand to a collective, so
-  // the first stage reduces the embedding's accumulator with its buckets.
-  if (dataParallel > 1 &&
-      std::max<int64_t>(1, train.parallel().pipeline()) == 1) {
+  // With a pipeline too: octet-split-stages puts the gathers with the
+  // embedding's kernel in the first chunk's backward, over that pipeline
+  // rank's data group.
+  if (dataParallel > 1) {
     OctetGatherEmbeddingGradientOptions &gather =
         o.gatherEmbeddingGradient.emplace();
     gather.dataParallel = dataParallel;

@@ -35,7 +35,7 @@ struct TrainingPipelineOptions {
   // FP8 GEMMs: octet-precision, then octet-layout. None for the bf16 recipe.
   std::optional<OctetPrecisionOptions> precision;
   OctetLowerToKernelOptions lowerToKernel;
-  // Data > 1 without a pipeline: the untied embedding's gradient is made
+  // Data > 1: the untied embedding's gradient is made
   // whole on every rank from the gathered rows of its kernel, instead of
   // reducing its accumulator (octet-gather-embedding-gradient).
   std::optional<OctetGatherEmbeddingGradientOptions> gatherEmbeddingGradient;
