@@ -113,14 +113,15 @@ void describePlan(const Bundle &b, std::ostream &os, int maxSlots) {
        << shards << " data-parallel ranks hold "
        << humanBytes(shardedBytes) << " on each (" +
               humanBytes(shardedBytes * uint64_t(shards)) + " whole)\n";
-  // Activations an all-gather of the train microbatch writes (the
-  // embedding gradient's rows of the whole data group): the same slots on
-  // every rank, each the data size times its rank's part.
+  // Activations an all-gather of the train microbatch (or of a pipeline
+  // chunk's backward) writes: the embedding gradient's rows of the whole
+  // data group, each the data size times its rank's part.
   std::set<uint32_t> gatheredRows;
   for (const RankProgram &rp : b.ranks())
     for (const Program &p : rp.programs())
       for (const Step &step : p.steps())
-        if (p.kind() == TRAIN_MICROBATCH && step.has_collective() &&
+        if ((p.kind() == TRAIN_MICROBATCH || p.kind() == CHUNK_BACKWARD) &&
+            step.has_collective() &&
             step.collective().op() == ALL_GATHER &&
             step.collective().recv().slot() < uint32_t(plan.slots_size()) &&
             plan.slots(int(step.collective().recv().slot())).kind() ==
@@ -137,7 +138,7 @@ void describePlan(const Bundle &b, std::ostream &os, int maxSlots) {
     }
     os << "  per rank: " << gatheredRows.size()
        << " activation slots all-gathered over the data group hold "
-       << humanBytes(gatheredBytes) << " in the train microbatch ("
+       << humanBytes(gatheredBytes) << " in the backward ("
        << listed << ")\n";
   }
   os << "  by kind (sum of slot sizes; activations overlap in time):\n";
