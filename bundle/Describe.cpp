@@ -113,6 +113,34 @@ void describePlan(const Bundle &b, std::ostream &os, int maxSlots) {
        << shards << " data-parallel ranks hold "
        << humanBytes(shardedBytes) << " on each (" +
               humanBytes(shardedBytes * uint64_t(shards)) + " whole)\n";
+  // Activations an all-gather of the train microbatch (or of a pipeline
+  // chunk's backward) writes: the embedding gradient's rows of the whole
+  // data group, each the data size times its rank's part.
+  std::set<uint32_t> gatheredRows;
+  for (const RankProgram &rp : b.ranks())
+    for (const Program &p : rp.programs())
+      for (const Step &step : p.steps())
+        if ((p.kind() == TRAIN_MICROBATCH || p.kind() == CHUNK_BACKWARD) &&
+            step.has_collective() &&
+            step.collective().op() == ALL_GATHER &&
+            step.collective().recv().slot() < uint32_t(plan.slots_size()) &&
+            plan.slots(int(step.collective().recv().slot())).kind() ==
+                ACTIVATION)
+          gatheredRows.insert(step.collective().recv().slot());
+  if (!gatheredRows.empty()) {
+    uint64_t gatheredBytes = 0;
+    std::string listed;
+    for (uint32_t slot : gatheredRows) {
+      const Slot &s = plan.slots(int(slot));
+      gatheredBytes += s.bytes();
+      listed += std::string(listed.empty() ? "" : ", ") + dtypeName(s.dtype()) +
+                " " + shapeString(s.shape()) + " " + humanBytes(s.bytes());
+    }
+    os << "  per rank: " << gatheredRows.size()
+       << " activation slots all-gathered over the data group hold "
+       << humanBytes(gatheredBytes) << " in the backward ("
+       << listed << ")\n";
+  }
   os << "  by kind (sum of slot sizes; activations overlap in time):\n";
   for (auto &[kind, e] : byKind)
     os << "    " << pad(slotKindName(SlotKind(kind)), 14)

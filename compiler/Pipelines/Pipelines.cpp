@@ -58,6 +58,16 @@ TrainingPipelineOptions trainingOptionsFromSpec(const spec::Spec &spec) {
   // With a pipeline too: octet-split-stages cuts the buckets per chunk, so
   // each pipeline rank reduces its own gradients over its data group.
   o.reduceGradients.dataParallel = dataParallel;
+  // With a pipeline too: octet-split-stages puts the gathers with the
+  // embedding's kernel in the first chunk's backward, over that pipeline
+  // rank's data group.
+  if (dataParallel > 1) {
+    OctetGatherEmbeddingGradientOptions &gather =
+        o.gatherEmbeddingGradient.emplace();
+    gather.dataParallel = dataParallel;
+    gather.microbatches = autodiff.microbatches;
+    gather.shardedOptimizer = train.parallel().shard_optimizer();
+  }
   o.reduceGradients.bucketElements = train.parallel().bucket_elements();
   // With a pipeline too: octet-split-stages cuts the reduce-scatters per
   // chunk like the all-reduces, and octet-split-optimizer gives each
@@ -151,6 +161,8 @@ void addFusedPasses(OpPassManager &pm, const TrainingPipelineOptions &o) {
 // finishes its last gradient, and the wgrad GEMMs carry their accumulation.
 void addParallelizePasses(OpPassManager &pm,
                           const TrainingPipelineOptions &o) {
+  if (o.gatherEmbeddingGradient)
+    pm.addPass(createOctetGatherEmbeddingGradient(*o.gatherEmbeddingGradient));
   pm.addPass(createOctetReduceGradients(o.reduceGradients));
   if (o.shardOptimizer)
     pm.addPass(createOctetShardOptimizer(*o.shardOptimizer));
@@ -185,7 +197,8 @@ const CompileStage kCompileStages[] = {
      addKernelPasses},
     {"fused", "after the kernel fusion passes", addFusedPasses},
     {"parallelize",
-     "data-parallel gradient buckets reduced during the backward; "
+     "data-parallel gradient buckets reduced during the backward (the "
+     "untied embedding's rows gathered instead); "
      "ZeRO-1's sharded optimizer; the first microbatch's wgrad GEMMs "
      "write their accumulators",
      addParallelizePasses},

@@ -35,6 +35,10 @@ struct TrainingPipelineOptions {
   // FP8 GEMMs: octet-precision, then octet-layout. None for the bf16 recipe.
   std::optional<OctetPrecisionOptions> precision;
   OctetLowerToKernelOptions lowerToKernel;
+  // Data > 1: the untied embedding's gradient is made
+  // whole on every rank from the gathered rows of its kernel, instead of
+  // reducing its accumulator (octet-gather-embedding-gradient).
+  std::optional<OctetGatherEmbeddingGradientOptions> gatherEmbeddingGradient;
   OctetReduceGradientsOptions reduceGradients;
   // ZeRO-1 (train.parallel.shard_optimizer): octet-shard-optimizer after
   // the gradient buckets; none keeps the optimizer replicated.

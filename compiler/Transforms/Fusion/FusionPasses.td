@@ -295,6 +295,63 @@ def OctetFuseElementwise : Pass<"octet-fuse-elementwise", "mlir::ModuleOp"> {
   }];
 }
 
+def OctetGatherEmbeddingGradient
+    : Pass<"octet-gather-embedding-gradient", "mlir::ModuleOp"> {
+  let summary = "data-parallel ranks all-gather the embedding gradient kernel's inputs instead of reducing its accumulator";
+  let description = [{
+    With data-parallel > 1, before octet-reduce-gradients. The token
+    embedding's gradient is sparse in rows: a microbatch touches only the
+    rows of its own tokens. So in every microbatch of @train_microbatch the
+    ranks all-gather the embedding gradient kernel's rows (the gradient of
+    the embedding's output and the token ids, along dimension 0, on the
+    compute stream right before the kernel) and each rank scatter-adds the
+    whole data group's rows into its own f32 accumulator. The accumulator
+    then holds, on every rank, the sum one rank would make of the global
+    batch (up to the order of the f32 additions), and needs no reduction:
+    its store is marked `summed_over_data`, which octet-reduce-gradients
+    leaves out of its buckets and octet-shard-optimizer reads the rank's
+    part of as it is.
+
+    Only a kernel that makes its accumulator from the embedding gradient
+    alone is rewritten: its inputs are the rows, the token ids and the
+    accumulator's load, its body adds the gradient to the accumulator, and
+    its result is only stored back. A tied embedding's accumulator also
+    takes the LM head's dense wgrad, which each rank has for its own rows
+    only; that kernel is left to the buckets.
+
+    Only while it sends fewer bytes: a rank's all-gathers send
+    (data - 1) x its rows' bytes every microbatch, a reduce-scatter of the
+    table (data - 1) / data x its f32 bytes once a step (an all-reduce
+    twice that), so the rows are gathered while `microbatches` x data x the
+    rows' bytes is at most the table's bytes (twice them without
+    `sharded-optimizer`), and the accumulator keeps its reduction past that.
+
+    Before (data = 2):
+    ```mlir
+    %acc = graph.load @grad.embed : tensor<256x64xf32>
+    %g = kernel.fused "embedding_grad" kind("row") ins(%dy, %tokens, %acc : tensor<2x8x64xbf16>, tensor<2x8xi32>, tensor<256x64xf32>) {...}
+    graph.store %g, @grad.embed : tensor<256x64xf32>
+    ```
+    After:
+    ```mlir
+    %all:2 = kernel.collective %dy, %tokens {group = "data", group_size = 2 : i64, kind = "all_gather", ...} : (tensor<2x8x64xbf16>, tensor<2x8xi32>) -> (tensor<4x8x64xbf16>, tensor<4x8xi32>)
+    %g = kernel.fused "embedding_grad" kind("row") ins(%all#0, %all#1, %acc : tensor<4x8x64xbf16>, tensor<4x8xi32>, tensor<256x64xf32>) {...}
+    graph.store %g, @grad.embed {summed_over_data} : tensor<256x64xf32>
+    ```
+  }];
+  let options = [
+    Option<"dataParallel", "data-parallel", "int64_t", "1",
+           "data-parallel ranks: > 1 gathers the embedding gradient's rows">,
+    Option<"microbatches", "microbatches", "int64_t", "1",
+           "microbatches a rank runs each step (each gathers its rows)">,
+    Option<"shardedOptimizer", "sharded-optimizer", "bool", "false",
+           "the accumulators would be reduce-scattered (ZeRO-1), not "
+           "all-reduced: the reduction to beat sends half the bytes">,
+  ];
+  let dependentDialects = ["octet::kernel::KernelDialect",
+                           "octet::graph::GraphDialect"];
+}
+
 def OctetReduceGradients : Pass<"octet-reduce-gradients", "mlir::ModuleOp"> {
   let summary = "data-parallel gradient buckets all-reduced during the backward, on the communication stream";
   let description = [{

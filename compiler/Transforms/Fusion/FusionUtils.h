@@ -15,6 +15,12 @@
 
 namespace octet::fusion {
 
+// On a store into a grad.* accumulator: the value stored is already the
+// sum over the data-parallel group (octet-gather-embedding-gradient), so
+// octet-reduce-gradients leaves it out of its buckets and
+// octet-shard-optimizer reads the rank's part of it as it is.
+inline constexpr llvm::StringLiteral kSummedOverDataAttr = "summed_over_data";
+
 // The N of "layers.N." anywhere in `name`, if any.
 std::optional<int64_t> layerOfName(llvm::StringRef name);
 

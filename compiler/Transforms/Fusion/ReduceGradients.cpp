@@ -2,6 +2,7 @@
 // the backward of the microbatch that completes a step, one bucket at a time,
 // so that it runs while the backward computes the next bucket.
 
+#include "compiler/Transforms/Fusion/FusionUtils.h"
 #include "compiler/Transforms/Fusion/Passes.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -119,7 +120,9 @@ struct ReduceGradients
 
     SmallVector<GradientStore> stores;
     for (auto store : body.getOps<graph::StoreOp>()) {
-      if (!store.getVariable().starts_with(kGradientPrefix))
+      // Already the data group's sum (octet-gather-embedding-gradient).
+      if (!store.getVariable().starts_with(kGradientPrefix) ||
+          store->hasAttr(fusion::kSummedOverDataAttr))
         continue;
       Value value = store.getValue();
       Operation *producer = value.getDefiningOp();

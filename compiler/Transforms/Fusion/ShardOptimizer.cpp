@@ -97,7 +97,27 @@ struct ShardOptimizer
       coll.setKind("reduce_scatter");
       coll.setInPlace(true);
     }
-    return success();
+    // Accumulators every rank makes whole (octet-gather-embedding-gradient):
+    // the rank's part is read as it is. Each is a bucket of its own after
+    // the reduced ones, for the per-bucket AdamW kernels and gathers.
+    WalkResult whole = train.walk([&](graph::StoreOp store) {
+      if (!store->hasAttr(fusion::kSummedOverDataAttr))
+        return WalkResult::advance();
+      auto type = cast<RankedTensorType>(store.getValue().getType());
+      if (type.getRank() == 0 || type.getDimSize(0) % dataParallel != 0) {
+        store.emitError("octet-shard-optimizer: @")
+            << store.getVariable() << " has dimension 0 of "
+            << (type.getRank() ? type.getDimSize(0) : 0)
+            << ", which does not divide into " << int64_t(dataParallel)
+            << " equal data-parallel shards; set "
+               "train.parallel.shard_optimizer to false, or a data size "
+               "that divides every parameter's first dimension";
+        return WalkResult::interrupt();
+      }
+      scattered[store.getVariable()] = bucket++;
+      return WalkResult::advance();
+    });
+    return failure(whole.wasInterrupted());
   }
 
   // The rank's part of `full` (a load), made once, right after the load.

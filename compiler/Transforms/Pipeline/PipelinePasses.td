@@ -25,7 +25,10 @@ def OctetSplitStages : Pass<"octet-split-stages", "mlir::ModuleOp"> {
     collective goes with the function that makes its operands: a
     data-parallel gradient bucket filled across a chunk boundary is cut
     into one collective per function, each right after the op that makes
-    the last of its own operands, with the bucket's attributes. Any other
+    the last of its own operands, with the bucket's attributes; an operand
+    that is the step's argument (the token ids an embedding gradient's
+    rows are gathered with) goes where the collective's own section and
+    layer put it. Any other
     value crossing chunks, a variable stored by two chunks, or an op of
     another section (FP8 scale updates) is an error naming the op. The last chunk's forward returns the loss first. Every
     function carries `octet.stage` and `octet.phase`; forward functions

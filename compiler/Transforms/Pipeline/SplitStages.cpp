@@ -94,6 +94,8 @@ struct SplitStages : public octet::impl::OctetSplitStagesBase<SplitStages> {
   llvm::DenseMap<Operation *, int64_t> position;
   // The part of every op of the step's body that belongs to one.
   llvm::DenseMap<Operation *, Part> partOf;
+  // A collective's part by its own section and layer, as another op's.
+  llvm::DenseMap<Operation *, Part> anchorOf;
   // Per chunk: what its forward receives from the previous chunk, what its
   // backward receives from the next, and what its forward keeps for its
   // backward.
@@ -148,19 +150,23 @@ struct SplitStages : public octet::impl::OctetSplitStagesBase<SplitStages> {
     }
     SmallVector<kernel::CollectiveOp> collectives;
     for (Operation &op : body) {
-      // A collective goes where its operands are made (placeCollectives).
-      if (auto collective = dyn_cast<kernel::CollectiveOp>(op)) {
+      // A collective goes where its operands are made (placeCollectives);
+      // its own section and layer only place what it reads of the step's
+      // arguments.
+      auto collective = dyn_cast<kernel::CollectiveOp>(op);
+      if (collective)
         collectives.push_back(collective);
-        continue;
-      }
       auto section = op.getAttrOfType<StringAttr>("section");
       // A weight's BF16 copy: every function that reads it makes its own
       // rather than stashing one per microbatch in flight.
-      if (section && op.getNumResults() > 0 && readsOnlyWeights(&op))
+      if (!collective && section && op.getNumResults() > 0 &&
+          readsOnlyWeights(&op))
         continue;
       if (!section)
         continue;
       bool backward = section.getValue() == "backward";
+      if (collective && !backward && section.getValue() != "forward")
+        continue;
       if (!backward && section.getValue() != "forward")
         return op.emitError("octet-split-stages: ")
                << describe(&op) << " of section \"" << section.getValue()
@@ -180,7 +186,10 @@ struct SplitStages : public octet::impl::OctetSplitStagesBase<SplitStages> {
         chunk = position[&op] < firstLayerForward ? 0 : chunks - 1;
       else
         chunk = position[&op] > lastLayerBackward ? 0 : chunks - 1;
-      partOf[&op] = Part{chunk, backward};
+      if (collective)
+        anchorOf[&op] = Part{chunk, backward};
+      else
+        partOf[&op] = Part{chunk, backward};
     }
     if (failed(placeCollectives(collectives)))
     return failure();
@@ -231,6 +240,12 @@ struct SplitStages : public octet::impl::OctetSplitStagesBase<SplitStages> {
       llvm::DenseMap<int64_t, Part> parts;
       for (auto [i, operand] : llvm::enumerate(collective->getOperands())) {
         std::optional<Part> part = madeIn(operand);
+        // A step argument (the token ids octet-gather-embedding-gradient
+        // gathers) is read where the collective's section and layer put it,
+        // as any op reading it would be.
+        if (!part && isa<BlockArgument>(operand))
+          if (auto it = anchorOf.find(collective); it != anchorOf.end())
+            part = it->second;
         if (!part)
           return collective.emitError("octet-split-stages: ")
                  << describe(collective) << " reads operand " << i

@@ -1,4 +1,4 @@
-// RUN: %octet-opt %s --octet-split-stages="layer-split=1,1,1" | FileCheck %s
+// RUN: %octet-opt %s --split-input-file --octet-split-stages="layer-split=1,1,1" | FileCheck %s
 
 // Pipeline x data: octet-reduce-gradients filled its buckets in the
 // backward's order, blind to the chunks, so the first bucket holds the
@@ -61,3 +61,41 @@ module {
 // CHECK-NEXT: graph.store %[[RC]]#1, @grad.c
 // CHECK-NEXT: return
 // CHECK-NOT: kernel.collective
+
+// -----
+
+// A collective of a step argument alone (octet-gather-embedding-gradient's
+// all-gather of the token ids): no op makes it, so the collective's own
+// section and layer place it, with the kernel that reads what it gathers,
+// in the first chunk's backward (layer -1 after the layers' backward).
+module {
+  graph.variable @grad.e : tensor<8xf32> {init = "zeros", kind = "state"}
+  func.func @train_microbatch(%x: tensor<4xf32> {graph.name = "tokens"}) -> (tensor<4xf32> {graph.name = "loss"}) {
+    %ge = graph.load @grad.e : tensor<8xf32>
+    %a = graph.add %x, %x {layer = 0 : i64, section = "forward"} : tensor<4xf32>
+    %b = graph.add %a, %a {layer = 1 : i64, section = "forward"} : tensor<4xf32>
+    %c = graph.add %b, %b {layer = 2 : i64, section = "forward"} : tensor<4xf32>
+    %dc = graph.add %c, %c {layer = 2 : i64, section = "backward"} : tensor<4xf32>
+    %db = graph.add %dc, %b {layer = 1 : i64, section = "backward"} : tensor<4xf32>
+    %da = graph.add %db, %a {layer = 0 : i64, section = "backward"} : tensor<4xf32>
+    %xs = kernel.collective %x {group = "data", group_size = 2 : i64, kind = "all_gather", layer = -1 : i64, section = "backward"} : (tensor<4xf32>) -> tensor<8xf32>
+    %ds = kernel.collective %da {group = "data", group_size = 2 : i64, kind = "all_gather", layer = -1 : i64, section = "backward"} : (tensor<4xf32>) -> tensor<8xf32>
+    %p = graph.add %xs, %ds {layer = -1 : i64, section = "backward"} : tensor<8xf32>
+    %we = graph.add %ge, %p {layer = -1 : i64, section = "backward"} : tensor<8xf32>
+    graph.store %we, @grad.e {summed_over_data} : tensor<8xf32>
+    return %c : tensor<4xf32>
+  }
+}
+
+// CHECK-LABEL: func.func @stage0_backward
+// CHECK-SAME: (%[[X:[^:]*]]: tensor<4xf32> {graph.name = "tokens"}
+// CHECK: %[[DA:.*]] = graph.add %{{.*}}, %{{.*}} {layer = 0 : i64, section = "backward"}
+// CHECK: %[[XS:.*]] = kernel.collective %[[X]] {group = "data", group_size = 2 : i64, kind = "all_gather", layer = -1 : i64, section = "backward"} : (tensor<4xf32>) -> tensor<8xf32>
+// CHECK-NEXT: %[[DS:.*]] = kernel.collective %[[DA]] {{.*}}kind = "all_gather"
+// CHECK-NEXT: graph.add %[[XS]], %[[DS]]
+// CHECK: graph.store {{.*}}, @grad.e {summed_over_data}
+// CHECK-LABEL: func.func @stage1_backward
+// CHECK-NOT: kernel.collective
+// CHECK-LABEL: func.func @stage2_backward
+// CHECK-NOT: kernel.collective
+// CHECK: return
