@@ -261,7 +261,7 @@ private:
     std::string head = m.tie_word_embeddings() ? "embed" : "lm_head";
     Value logits = linear(h, head, /*bias=*/false, vocab);
     Value loss = graph::CrossEntropyOp::create(b, loc, lossType, logits, labels,
-                                               lossMask);
+                                               lossMask, /*batch_mask=*/Value());
     func::ReturnOp::create(b, loc, loss);
   }
 

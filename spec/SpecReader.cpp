@@ -610,6 +610,8 @@ void checkTrain(const Spec &spec, Issues is) {
   is.nested("codegen").oneOf("attention_backward",
                              t.codegen().attention_backward(),
                              {"hopper", "mma_sync"}, false);
+  is.nested("codegen").nonNegative("lm_head_chunk_tokens",
+                                    t.codegen().lm_head_chunk_tokens());
   is.nonNegative("eval_interval", t.eval_interval());
   is.nonNegative("checkpoint_interval", t.checkpoint_interval());
   is.nonNegative("log_interval", t.log_interval());

@@ -1266,9 +1266,15 @@ LogicalResult WholeOpBuilder::build(gpu::GPUModuleOp mod, StringRef sym,
       Func f = begin(mod, name, kWholeThreads);
       Value total = stride(f, rows, f32c(0), false,
                            [&](Value i) { return load(workspace, i); });
-      Value count = stride(f, rows, f32c(0), false, [&](Value i) {
-        return load(workspace, addI(i, idx(rows)));
-      });
+      // A chunk of a batch divides by the batch's count.
+      Value count =
+          o.getBatchMask()
+              ? stride(f, numElements(o.getBatchMask().getType()), f32c(0),
+                       false,
+                       [&](Value i) { return readF32(o.getBatchMask(), i); })
+              : stride(f, rows, f32c(0), false, [&](Value i) {
+                  return load(workspace, addI(i, idx(rows)));
+                });
       ifThen(thread0(f), [&] {
         writeF32(o.getLoss(), idx(0), divF(total, maximumF(count, f32c(1))));
       });
@@ -1279,9 +1285,12 @@ LogicalResult WholeOpBuilder::build(gpu::GPUModuleOp mod, StringRef sym,
       auto [rows, width] = rowsOf(o.getLogits());
       {
         Func f = begin(mod, name + "_count", kWholeThreads);
-        Value count = stride(f, rows, f32c(0), false, [&](Value i) {
-          return readF32(o.getLossMask(), i);
-        });
+        Value divisorMask =
+            o.getBatchMask() ? o.getBatchMask() : o.getLossMask();
+        Value count = stride(f, numElements(divisorMask.getType()), f32c(0),
+                             false, [&](Value i) {
+                               return readF32(divisorMask, i);
+                             });
         ifThen(thread0(f), [&] { store(count, workspace, idx(0)); });
         launches.add(f.func.getName(), 1, kWholeThreads);
       }

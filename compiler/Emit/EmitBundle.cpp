@@ -516,8 +516,9 @@ private:
   }
 
   LogicalResult emitOp(func::FuncOp func, Operation &op) {
+    // A concatenation's pieces are written in its slot (the memory plan).
     if (isa<graph::LoadOp, graph::ReshapeOp, graph::SliceOp, graph::SaveOp,
-            kernel::RankPartOp>(op))
+            graph::ConcatOp, kernel::RankPartOp>(op))
       return success();
     if (auto ret = dyn_cast<func::ReturnOp>(op)) {
       bool chunkProgram = isChunkProgram(program->kind());

@@ -390,6 +390,14 @@ llvm::Error elementwise(Operation *op, Frame &f, Fn fn) {
   return llvm::Error::success();
 }
 
+// The tokens a loss is divided by: the sum of its mask, in token order.
+double maskCount(const Tensor &mask) {
+  double count = 0;
+  for (int64_t i = 0; i < mask.numel(); ++i)
+    count += mask.f()[i];
+  return count;
+}
+
 llvm::Error crossEntropy(graph::CrossEntropyOp op, Frame &f) {
   const Tensor &logits = f.operand(op, 0), &labels = f.operand(op, 1),
                &mask = f.operand(op, 2);
@@ -417,11 +425,10 @@ llvm::Error crossEntropy(graph::CrossEntropyOp op, Frame &f) {
       nll[r] = (mx + std::log(sum) - z[labels.i()[r]]) * mask.f()[r];
     }
   });
-  double total = 0, count = 0;
-  for (int64_t r = 0; r < rows.count; ++r) {
+  double total = 0;
+  for (int64_t r = 0; r < rows.count; ++r)
     total += nll[r];
-    count += mask.f()[r];
-  }
+  double count = maskCount(op.getBatchMask() ? f.operand(op, 3) : mask);
   f.setResult(op, 0, Tensor::scalar(float(total / std::max(count, 1.0))));
   return llvm::Error::success();
 }
@@ -565,9 +572,7 @@ llvm::Error crossEntropyGrad(graph::CrossEntropyGradOp op, Frame &f) {
   const Tensor &logits = f.operand(op, 1), &labels = f.operand(op, 2),
                &mask = f.operand(op, 3);
   Rows rows = rowsOf(logits);
-  double count = 0;
-  for (int64_t r = 0; r < rows.count; ++r)
-    count += mask.f()[r];
+  double count = maskCount(op.getBatchMask() ? f.operand(op, 4) : mask);
   float norm = dloss / float(std::max(count, 1.0));
   Tensor out = like(op.getResult());
   parallelFor(rows.count, 16, [&](int64_t r0, int64_t r1) {

@@ -81,6 +81,8 @@ TrainingPipelineOptions trainingOptionsFromSpec(const spec::Spec &spec) {
   o.splitOptimizer.ranks = std::max<int64_t>(1, train.parallel().pipeline());
   o.splitWeightGradients = !layerSplit.empty() &&
                            train.parallel().schedule() == "zb-h1";
+  if (train.codegen().has_lm_head_chunk_tokens())
+    o.chunkLmHead.chunkTokens = train.codegen().lm_head_chunk_tokens();
 
   const spec::Precision &p = train.precision();
   if (p.recipe().empty() || p.recipe() == "bf16")
@@ -149,6 +151,14 @@ void addFusedPasses(OpPassManager &pm, const TrainingPipelineOptions &o) {
   pm.addPass(createOctetFuseElementwise());
   pm.addPass(createOctetRecomputeCast());
   pm.addPass(mlir::createCanonicalizerPass());
+  // After the other fusions, which would fold the sum of the chunks' losses
+  // into the first chunk's loss kernel (and move it behind the chunks), and
+  // after the epilogues: the head's wgrad carries its accumulator, which the
+  // first chunk's wgrad takes. Not for pipeline stages: each chunk's
+  // forward and backward kernels would go to different functions, every
+  // chunk's logits stashed between them.
+  if (o.splitStages.layerSplit.empty())
+    pm.addPass(createOctetChunkLmHead(o.chunkLmHead));
   // Last: it needs the loss kernels as fusion leaves them, and every reader
   // of the logits in place. Not for pipeline stages: the split passes the
   // logits from a stage's forward to its backward as a stash input, whose

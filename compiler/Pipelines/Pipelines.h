@@ -55,6 +55,9 @@ struct TrainingPipelineOptions {
   // no lowering for that region yet, so a step that must run on the GPU
   // keeps the head as GEMMs and cross-entropy kernels.
   bool chunkedLmHead = false;
+  // The LM head, loss and gradients as GEMMs and loss kernels over chunks
+  // of tokens (octet-chunk-lm-head), so the logits are never live whole.
+  OctetChunkLmHeadOptions chunkLmHead;
 };
 
 // The options a resolved spec (defaults applied, checked: spec::loadSpecFile)

@@ -7,6 +7,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/Format.h"
 
@@ -269,8 +270,70 @@ LogicalResult planTimeline(ArrayRef<func::FuncOp> funcs, MemoryPlan &plan,
   int64_t end = base + static_cast<int64_t>(index.size());
   program.numSteps = end - base;
 
+  // A concatenation along a dimension whose outer dimensions are 1 (each
+  // piece one contiguous run of its bytes) of results that nothing else
+  // reads: the ops that make the pieces write them into the concatenation's
+  // buffer at their offsets, and the concatenation is no kernel
+  // (octet-chunk-lm-head's dx). Piece -> (the concatenation, byte offset).
+  llvm::DenseMap<Value, std::pair<Value, uint64_t>> concatPieces;
+  for (auto concat : body.getOps<graph::ConcatOp>()) {
+    auto type = cast<RankedTensorType>(concat.getType());
+    bool contiguous = llvm::all_of(
+        type.getShape().take_front(concat.getDim()),
+        [](int64_t size) { return size == 1; });
+    llvm::SmallPtrSet<Value, 8> seen;
+    bool owned = llvm::all_of(concat.getInputs(), [&](Value piece) {
+      Operation *def = piece.getDefiningOp();
+      return def && def->getBlock() == &body && piece.hasOneUse() &&
+             seen.insert(piece).second &&
+             !isa<graph::LoadOp, graph::ReshapeOp, graph::SliceOp,
+                  graph::SaveOp, graph::ConcatOp, kernel::RankPartOp,
+                  kernel::CollectiveOp>(def) &&
+             !(isa<kernel::FusedOp>(def) &&
+               cast<kernel::FusedOp>(def).getOverwrites()) &&
+             !(isa<kernel::GemmOp>(def) && cast<kernel::GemmOp>(def).getC());
+    });
+    if (!contiguous || !owned)
+      return concat.emitError("memory plan: ")
+             << "a concatenation is no kernel: each piece must be the "
+                "result of an op of the program that only the "
+                "concatenation reads, along a dimension whose outer "
+                "dimensions are 1, so that the op writes it in place";
+    uint64_t offset = 0;
+    for (Value piece : concat.getInputs()) {
+      concatPieces[piece] = {concat.getResult(), offset};
+      FailureOr<uint64_t> bytes = tensorBytes(piece.getType());
+      if (failed(bytes))
+        return concat.emitError("memory plan: a concatenation's pieces "
+                                "need static shapes");
+      offset += *bytes;
+    }
+  }
+
   auto newBuffer = [&](Value v, std::string name, int64_t def,
                        bool io) -> LogicalResult {
+    if (auto piece = concatPieces.find(v); piece != concatPieces.end()) {
+      auto [whole, offset] = piece->second;
+      if (!roots.count(whole)) {
+        Operation *concat = whole.getDefiningOp();
+        if (failed(tensorBytes(whole.getType())))
+          return concat->emitError("memory plan: a concatenation needs a "
+                                   "static shape");
+        Buffer b;
+        b.bytes = *tensorBytes(whole.getType());
+        b.def = b.lastUse = def;
+        b.name = program.name + ":" + describeProducer(concat, 0);
+        b.type = whole.getType();
+        b.value = whole;
+        roots[whole] = Root{static_cast<int>(buffers.size()), {}, 0};
+        buffers.push_back(std::move(b));
+      }
+      Root r = roots.lookup(whole);
+      buffers[r.buffer].lastUse = std::max(buffers[r.buffer].lastUse, def);
+      r.offset += offset;
+      roots[v] = r;
+      return success();
+    }
     FailureOr<uint64_t> bytes = tensorBytes(v.getType());
     if (failed(bytes))
       return func.emitError("memory plan: ")
@@ -343,6 +406,41 @@ LogicalResult planTimeline(ArrayRef<func::FuncOp> funcs, MemoryPlan &plan,
       roots[result] = r;
     }
     return success();
+  };
+
+  // Whether a GEMM's accumulating result may be written over its C
+  // operand: C is the whole of a buffer of the step (a variable's value is
+  // the store's to place), of the result's type, no other operand of the
+  // GEMM, and no op after the GEMM reads it, through views. A chain of such
+  // GEMMs (octet-chunk-lm-head's wgrad over token chunks) needs one buffer.
+  auto accumulatesInPlace = [&](kernel::GemmOp gemm) {
+    Value c = gemm.getC();
+    if (!c || !gemm.getAux().empty() ||
+        c.getType() != gemm.getResult().getType())
+      return false;
+    Root r = roots.lookup(c);
+    if (r.buffer < 0 || r.offset != 0 || r.rankStride ||
+        buffers[r.buffer].io ||
+        buffers[r.buffer].bytes != *tensorBytes(c.getType()) ||
+        r.version != buffers[r.buffer].version)
+      return false;
+    for (Value other : {gemm.getA(), gemm.getB(), gemm.getBias()})
+      if (other && roots.lookup(other).buffer == r.buffer)
+        return false;
+    SmallVector<Value> work = {c};
+    while (!work.empty()) {
+      Value v = work.pop_back_val();
+      for (Operation *user : v.getUsers()) {
+        Operation *top = body.findAncestorOpInBlock(*user);
+        if (top && isa<graph::ReshapeOp, graph::SliceOp, graph::SaveOp>(top)) {
+          work.push_back(top->getResult(0));
+          continue;
+        }
+        if (!top || (top != gemm.getOperation() && !top->isBeforeInBlock(gemm)))
+          return false;
+      }
+    }
+    return true;
   };
 
   // Loads of each variable, to decide when a store may write in place.
@@ -458,6 +556,9 @@ LogicalResult planTimeline(ArrayRef<func::FuncOp> funcs, MemoryPlan &plan,
       roots[slice.getResult()] = r;
       continue;
     }
+    // Its pieces were written in its buffer (concatPieces).
+    if (isa<graph::ConcatOp>(op))
+      continue;
     if (auto ret = dyn_cast<func::ReturnOp>(op)) {
       for (Value v : ret.getOperands()) {
         auto it = roots.find(v);
@@ -521,9 +622,21 @@ LogicalResult planTimeline(ArrayRef<func::FuncOp> funcs, MemoryPlan &plan,
       continue;
     }
     auto fused = dyn_cast<kernel::FusedOp>(op);
+    auto gemm = dyn_cast<kernel::GemmOp>(op);
     if (fused && fused.getOverwrites()) {
       if (failed(overwriteInput(fused, at)))
         return failure();
+    } else if (gemm && accumulatesInPlace(gemm)) {
+      // D = P + C written over C (cuBLASLt allows C == D): a new value of
+      // C's buffer, as a kernel's `overwrites` makes one.
+      Root r = roots.lookup(gemm.getC());
+      Buffer &b = buffers[r.buffer];
+      b.version++;
+      b.overwrittenBy =
+          program.name + ":" + describeProducer(gemm.getOperation(), 0);
+      b.lastUse = std::max(b.lastUse, at);
+      r.version = b.version;
+      roots[gemm.getResult()] = r;
     } else {
       for (OpResult result : op.getResults())
         if (failed(newBuffer(

@@ -270,7 +270,8 @@ LogicalResult Differentiator::backprop(Operation *op) {
       .Case([&](CrossEntropyOp ce) {
         Value dlogits = CrossEntropyGradOp::create(
             builder, loc, ce.getLogits().getType(), gradOf(ce.getLoss()),
-            forwardValue(ce.getLogits()), ce.getLabels(), ce.getLossMask());
+            forwardValue(ce.getLogits()), ce.getLabels(), ce.getLossMask(),
+            ce.getBatchMask());
         addGrad(ce.getLogits(), dlogits);
         return success();
       })

@@ -249,6 +249,25 @@ LogicalResult GeluOp::verify() {
   return success();
 }
 
+// A chunk's batch mask holds at least the chunk's tokens, in the chunk
+// mask's element type.
+static LogicalResult verifyBatchMask(Operation *op, Value batchMask,
+                                     RankedTensorType chunkMask) {
+  if (!batchMask)
+    return success();
+  auto batch = cast<RankedTensorType>(batchMask.getType());
+  if (batch.getElementType() != chunkMask.getElementType())
+    return op->emitOpError("batch_mask has element type ")
+           << batch.getElementType() << " but loss_mask has "
+           << chunkMask.getElementType();
+  if (!batch.hasStaticShape() || !chunkMask.hasStaticShape() ||
+      batch.getNumElements() < chunkMask.getNumElements())
+    return op->emitOpError("batch_mask ")
+           << batch << " must hold at least the chunk's " << chunkMask
+           << " tokens";
+  return success();
+}
+
 LogicalResult CrossEntropyOp::verify() {
   auto logits = cast<RankedTensorType>(getLogits().getType());
   auto labels = cast<RankedTensorType>(getLabels().getType());
@@ -259,7 +278,7 @@ LogicalResult CrossEntropyOp::verify() {
   if (failed(expectShape(*this, "labels", labels, prefix)) ||
       failed(expectShape(*this, "loss_mask", mask, prefix)))
     return failure();
-  return success();
+  return verifyBatchMask(*this, getBatchMask(), mask);
 }
 
 //===----------------------------------------------------------------------===//
@@ -372,7 +391,9 @@ LogicalResult CrossEntropyGradOp::verify() {
   auto prefix = logits.getShape().drop_back();
   if (failed(expectShape(*this, "labels", rankedType(getLabels()), prefix)) ||
       failed(expectShape(*this, "loss_mask", rankedType(getLossMask()),
-                         prefix)))
+                         prefix)) ||
+      failed(verifyBatchMask(*this, getBatchMask(),
+                             rankedType(getLossMask()))))
     return failure();
   return expectShape(*this, "result", rankedType(getResult()),
                      logits.getShape());

@@ -259,10 +259,18 @@ def Graph_CrossEntropyOp : Graph_Op<"cross_entropy", [Pure]> {
     ```mlir
     %loss = graph.cross_entropy %logits, %labels, %mask : (tensor<2x8x256xf32>, tensor<2x8xi32>, tensor<2x8xf32>) -> tensor<f32>
     ```
+    With `over %batch_mask` the logits are a chunk of a batch's tokens and
+    the divisor is the whole batch's count, max(Σ batch_mask, 1): the
+    chunks' losses add up to the batch's (octet-chunk-lm-head).
+    ```mlir
+    %part = graph.cross_entropy %logits, %labels, %mask over %batch_mask : (tensor<1x8x256xbf16>, tensor<1x8xi32>, tensor<1x8xf32>, tensor<2x16xf32>) -> tensor<f32>
+    ```
   }];
-  let arguments = (ins AnyFloatTensor:$logits, IntTensor:$labels, AnyFloatTensor:$loss_mask);
+  let arguments = (ins AnyFloatTensor:$logits, IntTensor:$labels,
+                   AnyFloatTensor:$loss_mask,
+                   Optional<AnyFloatTensor>:$batch_mask);
   let results = (outs 0DTensorOf<[F32]>:$loss);
-  let assemblyFormat = "$logits `,` $labels `,` $loss_mask attr-dict `:` functional-type(operands, results)";
+  let assemblyFormat = "$logits `,` $labels `,` $loss_mask (`over` $batch_mask^)? attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
 }
 
@@ -415,15 +423,18 @@ def Graph_CrossEntropyGradOp : Graph_Op<"cross_entropy_grad", [Pure]> {
   let summary = "gradient of the masked mean cross-entropy with respect to the logits";
   let description = [{
     d_logits[t] = dloss · mask[t] · (softmax(logits[t]) - onehot(labels[t]))
-    / max(Σ mask, 1), with dloss the scalar loss gradient.
+    / max(Σ mask, 1), with dloss the scalar loss gradient. With
+    `over %batch_mask`, as graph.cross_entropy: the divisor is
+    max(Σ batch_mask, 1), the whole batch's count of a chunk's tokens.
     ```mlir
     %dlogits = graph.cross_entropy_grad %dloss, %logits, %labels, %mask : (tensor<f32>, tensor<2x8x256xf32>, tensor<2x8xi32>, tensor<2x8xf32>) -> tensor<2x8x256xf32>
     ```
   }];
   let arguments = (ins 0DTensorOf<[F32]>:$grad, AnyFloatTensor:$logits,
-                   IntTensor:$labels, AnyFloatTensor:$loss_mask);
+                   IntTensor:$labels, AnyFloatTensor:$loss_mask,
+                   Optional<AnyFloatTensor>:$batch_mask);
   let results = (outs AnyFloatTensor:$result);
-  let assemblyFormat = "$grad `,` $logits `,` $labels `,` $loss_mask attr-dict `:` functional-type(operands, results)";
+  let assemblyFormat = "$grad `,` $logits `,` $labels `,` $loss_mask (`over` $batch_mask^)? attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
 }
 

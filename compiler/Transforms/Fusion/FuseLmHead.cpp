@@ -24,127 +24,22 @@ constexpr int64_t kChunkLogitBytes = 256ll << 20;
 
 using fusion::throughViews;
 
-kernel::FusedOp singleOp(Operation *op, StringRef name) {
-  auto fused = dyn_cast_or_null<kernel::FusedOp>(op);
-  if (!fused || !fusion::bodyOnly(fused, {name}) ||
-      fused.getBodyBlock().getOperations().size() != 2)
-    return nullptr;
-  return fused;
-}
-
-struct Match {
-  kernel::GemmOp fprop, dgrad, wgrad;
-  kernel::FusedOp loss, lossGrad;
-};
-
-// fprop → cross_entropy, cross_entropy_grad → dgrad, wgrad: plain
-// (non-FP8, no epilogue) GEMMs of one parameter and nothing else reading
-// the logits or their gradient.
-std::optional<Match> match(kernel::GemmOp fprop) {
-  auto plain = [](kernel::GemmOp g) {
-    return g && !g.getAScale() && !g.getBias() && !g.getC() &&
-           g.getEpilogueKind() == "none";
-  };
-  if (!plain(fprop) || fprop.getRole() != "fprop" || !fprop.getTransposeB() ||
-      fprop.getTransposeA())
-    return std::nullopt;
-  Match m{fprop, nullptr, nullptr, nullptr, nullptr};
-  for (Operation *reader : fusion::readersThroughViews(fprop.getResult())) {
-    if (auto f = singleOp(reader, "graph.cross_entropy"); f && !m.loss)
-      m.loss = f;
-    else if (auto g = singleOp(reader, "graph.cross_entropy_grad");
-             g && !m.lossGrad)
-      m.lossGrad = g;
-    else
-      return std::nullopt;
-  }
-  if (!m.loss || !m.lossGrad)
-    return std::nullopt;
-  for (Operation *reader : fusion::readersThroughViews(m.lossGrad->getResult(0))) {
-    auto g = dyn_cast<kernel::GemmOp>(reader);
-    if (!plain(g) || g.getParam() != fprop.getParam() ||
-        throughViews(g.getA()) != m.lossGrad->getResult(0))
-      return std::nullopt;
-    if (g.getRole() == "dgrad" && !m.dgrad && !g.getTransposeA() &&
-        !g.getTransposeB() && g.getB() == fprop.getB())
-      m.dgrad = g;
-    else if (g.getRole() == "wgrad" && !m.wgrad && g.getTransposeA() &&
-             !g.getTransposeB())
-      m.wgrad = g;
-    else
-      return std::nullopt;
-  }
-  if (!m.dgrad || !m.wgrad)
-    return std::nullopt;
-  // Both cross-entropy kernels read the same logits, labels and mask.
-  Block &lossBody = m.loss.getBodyBlock();
-  auto ce = *lossBody.getOps<graph::CrossEntropyOp>().begin();
-  auto ceGrad = *m.lossGrad.getBodyBlock().getOps<graph::CrossEntropyGradOp>().begin();
-  auto outer = [](kernel::FusedOp f, Value inner) {
-    return f.getInputs()[cast<BlockArgument>(inner).getArgNumber()];
-  };
-  if (throughViews(outer(m.lossGrad, ceGrad.getLogits())) !=
-          fprop.getResult() ||
-      outer(m.loss, ce.getLabels()) != outer(m.lossGrad, ceGrad.getLabels()) ||
-      outer(m.loss, ce.getLossMask()) != outer(m.lossGrad, ceGrad.getLossMask()))
-    return std::nullopt;
-  return m;
-}
-
-// The one-op kernel behind `value` (through views), if any.
-kernel::FusedOp oneOpKernel(Value value) {
-  auto fused = throughViews(value).getDefiningOp<kernel::FusedOp>();
-  if (!fused || fused.getBodyBlock().getOperations().size() != 2 ||
-      fused->getNumResults() != 1)
-    return nullptr;
-  return fused;
-}
-
-// True if `recompute` recomputes what `original` computed: same inputs, the
-// same op with the same attributes but autodiff's `recomputed` mark.
-bool recomputes(kernel::FusedOp recompute, kernel::FusedOp original) {
-  // A save is the same tensor, kept for the backward.
-  auto unsaved = [](Value v) {
-    while (auto save = v.getDefiningOp<graph::SaveOp>())
-      v = save->getOperand(0);
-    return v;
-  };
-  if (!recompute || !original || recompute == original ||
-      recompute.getInputs().size() != original.getInputs().size() ||
-      !llvm::all_of_zip(recompute.getInputs(), original.getInputs(),
-                        [&](Value a, Value b) {
-                          return unsaved(a) == unsaved(b);
-                        }))
-    return false;
-  Operation &a = recompute.getBodyBlock().front();
-  Operation &b = original.getBodyBlock().front();
-  if (a.getName() != b.getName() || !a.hasAttr("recomputed"))
-    return false;
-  NamedAttrList attrs(a.getAttrDictionary());
-  attrs.erase("recomputed");
-  return attrs.getDictionary(a.getContext()) == b.getAttrDictionary();
-}
-
-void fuse(Match m) {
+void fuse(fusion::LmHead m) {
   Block *block = m.fprop->getBlock();
-  auto ce = *m.loss.getBodyBlock().getOps<graph::CrossEntropyOp>().begin();
-  auto ceGrad =
-      *m.lossGrad.getBodyBlock().getOps<graph::CrossEntropyGradOp>().begin();
-  auto outer = [](kernel::FusedOp f, Value inner) {
-    return f.getInputs()[cast<BlockArgument>(inner).getArgNumber()];
-  };
+  graph::CrossEntropyOp ce = m.crossEntropy;
+  graph::CrossEntropyGradOp ceGrad = m.crossEntropyGrad;
   Value x = m.fprop.getA(), w = m.fprop.getB(), xw = m.wgrad.getB();
   // The wgrad reads the head's input as the backward recomputed it; the
   // kernel has the forward's at hand.
-  kernel::FusedOp recompute = oneOpKernel(xw);
+  kernel::FusedOp recompute = fusion::oneOpKernel(xw);
   if (xw.getType() == x.getType() &&
-      recomputes(recompute, oneOpKernel(x)))
+      fusion::recomputes(recompute, fusion::oneOpKernel(x)))
     xw = x;
   else
     recompute = nullptr;
-  Value labels = outer(m.loss, ce.getLabels());
-  Value mask = outer(m.loss, ce.getLossMask());
-  Value dloss = outer(m.lossGrad, ceGrad.getGrad());
+  Value labels = m.lossInput(ce.getLabels());
+  Value mask = m.lossInput(ce.getLossMask());
+  Value dloss = m.lossGradInput(ceGrad.getGrad());
   llvm::SetVector<Value> inputs;
   for (Value v : {x, w, labels, mask, dloss, xw})
     inputs.insert(v);
@@ -192,9 +87,10 @@ void fuse(Match m) {
   Value logits3 =
       graph::ReshapeOp::create(in, loc, ce.getLogits().getType(), logits);
   Value loss = graph::CrossEntropyOp::create(in, loc, ce.getLoss().getType(), logits3,
-                                             arg(labels), arg(mask));
+                                             arg(labels), arg(mask), Value());
   Value dlogits3 = graph::CrossEntropyGradOp::create(
-      in, loc, ceGrad.getResult().getType(), arg(dloss), logits3, arg(labels), arg(mask));
+      in, loc, ceGrad.getResult().getType(), arg(dloss), logits3, arg(labels), arg(mask),
+      Value());
   Value dlogits = graph::ReshapeOp::create(in, loc, logitsType, dlogits3);
   Value dx = graph::MatmulOp::create(
       in, loc, m.dgrad.getResult().getType(), dlogits, arg(w), false, false,
@@ -245,7 +141,7 @@ struct FuseLmHead : public octet::impl::OctetFuseLmHeadBase<FuseLmHead> {
       SmallVector<kernel::GemmOp> gemms(
           func.getBody().front().getOps<kernel::GemmOp>());
       for (kernel::GemmOp gemm : gemms)
-        if (auto m = match(gemm)) {
+        if (auto m = fusion::matchLmHead(gemm, /*wgradMayAccumulate=*/false)) {
           fuse(*m);
           break;
         }

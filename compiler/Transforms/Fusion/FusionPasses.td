@@ -548,6 +548,63 @@ def OctetOverwriteGradients : Pass<"octet-overwrite-gradients", "mlir::ModuleOp"
   ];
 }
 
+def OctetChunkLmHead : Pass<"octet-chunk-lm-head", "mlir::ModuleOp"> {
+  let summary = "the LM head, its loss and gradients over chunks of tokens";
+  let description = [{
+    The logits [tokens, vocabulary] are the largest tensor of the step
+    (Llama 3 at 8192 tokens: 1.96 GiB in BF16), live at the head of the
+    backward beside every saved activation. The head's fprop GEMM, the
+    cross-entropy kernel, its gradient's and the head's dgrad and wgrad
+    GEMMs (as octet-lower-to-kernel and octet-fuse-epilogue leave them)
+    become the same kernels over chunks of `chunk-tokens` tokens (the
+    largest multiple of 16 up to it that divides the token count), one
+    chunk after the other:
+    - the fprop GEMM of the chunk's rows of the head's input (a view);
+    - cross_entropy and cross_entropy_grad of the chunk's logits, labels
+      and mask `over` the whole batch's mask, so each divides by the
+      batch's token count; the gradient is written over the chunk's
+      logits (octet-overwrite-logits);
+    - the dgrad GEMM: the chunk's rows of dx, the pieces of a
+      `graph.concat` along dimension 0 that the memory plan lays out in
+      its buffer (no copy);
+    - the wgrad GEMM, accumulating (beta = 1) into the previous chunk's
+      result, the first into the wgrad's own accumulator if it had one.
+    One scalar kernel adds the chunks' losses. Only one chunk of logits is
+    live at a time, and the wgrad reads the forward's normalized input
+    rather than the backward's recomputation. Per token the loss and dx
+    are computed as before; the wgrad's sum over tokens and the loss's are
+    regrouped by chunk (f32). A head of `chunk-tokens` tokens or fewer, or
+    `chunk-tokens` 0, is left whole.
+
+    Before (8 tokens, chunk-tokens=4):
+    ```mlir
+    %logits = kernel.gemm %x, %w {role = "fprop", param = "embed", transpose_b} : (tensor<8x16xbf16>, tensor<32x16xbf16>) -> tensor<8x32xbf16>
+    %loss = kernel.fused "cross_entropy" kind("row") ins(%l3, %labels, %mask : ...) { graph.cross_entropy }
+    %dlogits = kernel.fused "cross_entropy_grad" kind("row") ins(%one, %l3, %labels, %mask : ...) { graph.cross_entropy_grad }
+    %dx = kernel.gemm %d2, %w {role = "dgrad", param = "embed"} : ...
+    %dw = kernel.gemm %d2, %x {role = "wgrad", param = "embed", transpose_a} : ...
+    ```
+    After:
+    ```mlir
+    %x0 = graph.slice %x {dim = 0 : i64, offset = 0 : i64} : (tensor<8x16xbf16>) -> tensor<4x16xbf16>
+    %z0 = kernel.gemm %x0, %w {role = "fprop", ...} : (...) -> tensor<4x32xbf16>
+    %loss0 = kernel.fused "cross_entropy" ... { graph.cross_entropy %a, %b, %c over %d }
+    %g0 = kernel.fused "cross_entropy_grad" ... { graph.cross_entropy_grad %s, %a, %b, %c over %d }
+    %dx0 = kernel.gemm %g0r, %w {role = "dgrad", ...} : (...) -> tensor<4x16xbf16>
+    %dw0 = kernel.gemm %g0r, %x0 {role = "wgrad", transpose_a, ...} : (...) -> tensor<32x16xf32>
+    ... chunk 1, its wgrad `accumulate(%dw0)` ...
+    %loss = kernel.fused "lm_head.loss" kind("elementwise") ins(%loss0, %loss1 : ...) { graph.add }
+    %dx = graph.concat %dx0, %dx1 {dim = 0 : i64} : (...) -> tensor<8x16xbf16>
+    ```
+  }];
+  let options = [
+    Option<"chunkTokens", "chunk-tokens", "int64_t", /*default=*/"2048",
+           "tokens per chunk: 2048 keeps each chunk's wgrad GEMM (K = the "
+           "chunk) compute-bound and a Llama 3 chunk of logits at 0.49 GiB; "
+           "0 keeps the head whole">
+  ];
+}
+
 def OctetOverwriteLogits : Pass<"octet-overwrite-logits", "mlir::ModuleOp"> {
   let summary = "the cross-entropy gradient written over the logits it reads";
   let description = [{

@@ -569,4 +569,112 @@ void joinNormAcrossRanks(kernel::FusedOp norm, StringRef group,
   mine.replaceAllUsesExcept(joined->getResult(0), asVector.getDefiningOp());
 }
 
+
+static kernel::FusedOp singleOpKernel(Operation *op, StringRef name) {
+  auto fused = dyn_cast_or_null<kernel::FusedOp>(op);
+  if (!fused || !bodyOnly(fused, {name}) ||
+      fused.getBodyBlock().getOperations().size() != 2)
+    return nullptr;
+  return fused;
+}
+
+static Value outerInput(kernel::FusedOp fused, Value inner) {
+  return fused.getInputs()[cast<BlockArgument>(inner).getArgNumber()];
+}
+
+Value LmHead::lossInput(Value inner) const {
+  return outerInput(loss, inner);
+}
+
+Value LmHead::lossGradInput(Value inner) const {
+  return outerInput(lossGrad, inner);
+}
+
+std::optional<LmHead> matchLmHead(kernel::GemmOp fprop,
+                                  bool wgradMayAccumulate) {
+  auto plain = [](kernel::GemmOp g, bool mayAccumulate) {
+    return g && !g.getAScale() && !g.getBias() &&
+           (mayAccumulate || !g.getC()) && g.getEpilogueKind() == "none";
+  };
+  if (!plain(fprop, false) || fprop.getRole() != "fprop" ||
+      !fprop.getTransposeB() || fprop.getTransposeA())
+    return std::nullopt;
+  LmHead m;
+  m.fprop = fprop;
+  for (Operation *reader : readersThroughViews(fprop.getResult())) {
+    if (auto f = singleOpKernel(reader, "graph.cross_entropy"); f && !m.loss)
+      m.loss = f;
+    else if (auto g = singleOpKernel(reader, "graph.cross_entropy_grad");
+             g && !m.lossGrad)
+      m.lossGrad = g;
+    else
+      return std::nullopt;
+  }
+  if (!m.loss || !m.lossGrad)
+    return std::nullopt;
+  Value dlogits = m.lossGrad->getResult(0);
+  for (Operation *reader : readersThroughViews(dlogits)) {
+    auto g = dyn_cast<kernel::GemmOp>(reader);
+    bool wgrad = g && g.getRole() == "wgrad";
+    if (!plain(g, wgrad && wgradMayAccumulate) ||
+        g.getParam() != fprop.getParam() || throughViews(g.getA()) != dlogits ||
+        (g.getC() && throughViews(g.getC()) == dlogits))
+      return std::nullopt;
+    if (g.getRole() == "dgrad" && !m.dgrad && !g.getTransposeA() &&
+        !g.getTransposeB() && g.getB() == fprop.getB())
+      m.dgrad = g;
+    else if (wgrad && !m.wgrad && g.getTransposeA() && !g.getTransposeB())
+      m.wgrad = g;
+    else
+      return std::nullopt;
+  }
+  if (!m.dgrad || !m.wgrad)
+    return std::nullopt;
+  // Both cross-entropy kernels read the same logits, labels and mask, and
+  // divide by their own mask's count.
+  m.crossEntropy = *m.loss.getBodyBlock().getOps<graph::CrossEntropyOp>().begin();
+  m.crossEntropyGrad =
+      *m.lossGrad.getBodyBlock().getOps<graph::CrossEntropyGradOp>().begin();
+  graph::CrossEntropyOp ce = m.crossEntropy;
+  graph::CrossEntropyGradOp ceGrad = m.crossEntropyGrad;
+  if (ce.getBatchMask() || ceGrad.getBatchMask() ||
+      throughViews(m.lossGradInput(ceGrad.getLogits())) !=
+          fprop.getResult() ||
+      m.lossInput(ce.getLabels()) != m.lossGradInput(ceGrad.getLabels()) ||
+      m.lossInput(ce.getLossMask()) != m.lossGradInput(ceGrad.getLossMask()))
+    return std::nullopt;
+  return m;
+}
+
+kernel::FusedOp oneOpKernel(Value value) {
+  auto fused = throughViews(value).getDefiningOp<kernel::FusedOp>();
+  if (!fused || fused.getBodyBlock().getOperations().size() != 2 ||
+      fused->getNumResults() != 1)
+    return nullptr;
+  return fused;
+}
+
+bool recomputes(kernel::FusedOp recompute, kernel::FusedOp original) {
+  // A save is the same tensor, kept for the backward.
+  auto unsaved = [](Value v) {
+    while (auto save = v.getDefiningOp<graph::SaveOp>())
+      v = save->getOperand(0);
+    return v;
+  };
+  if (!recompute || !original || recompute == original ||
+      recompute.getInputs().size() != original.getInputs().size() ||
+      !llvm::all_of_zip(recompute.getInputs(), original.getInputs(),
+                        [&](Value a, Value b) {
+                          return unsaved(a) == unsaved(b);
+                        }))
+    return false;
+  Operation &a = recompute.getBodyBlock().front();
+  Operation &b = original.getBodyBlock().front();
+  if (a.getName() != b.getName() || !a.hasAttr("recomputed"))
+    return false;
+  NamedAttrList attrs(a.getAttrDictionary());
+  attrs.erase("recomputed");
+  return attrs.getDictionary(a.getContext()) == b.getAttrDictionary();
+}
+
 } // namespace octet::fusion

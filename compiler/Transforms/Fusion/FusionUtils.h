@@ -80,6 +80,32 @@ kernel::FusedOp absorbTransposeCopy(kernel::FusedOp producer,
 kernel::FusedOp absorbConsumers(kernel::FusedOp fused,
                                 llvm::ArrayRef<llvm::StringRef> allowed);
 
+// The LM head as the kernel stage leaves it: the fprop GEMM, the one-op
+// cross-entropy kernel and its gradient's, and the head's dgrad and wgrad
+// GEMMs reading that gradient. No other op reads the logits or their
+// gradient; the GEMMs are plain (no FP8 scales, no epilogue) and of one
+// parameter, but the wgrad may accumulate into `wgrad.getC()` when
+// `wgradMayAccumulate`.
+struct LmHead {
+  kernel::GemmOp fprop, dgrad, wgrad;
+  kernel::FusedOp loss, lossGrad;
+  graph::CrossEntropyOp crossEntropy;
+  graph::CrossEntropyGradOp crossEntropyGrad;
+  // The kernel.fused input behind a block argument of the loss kernels.
+  mlir::Value lossInput(mlir::Value inner) const;
+  mlir::Value lossGradInput(mlir::Value inner) const;
+};
+std::optional<LmHead> matchLmHead(kernel::GemmOp fprop,
+                                  bool wgradMayAccumulate);
+
+// The one-op, one-result kernel behind `value` (through views), if any.
+kernel::FusedOp oneOpKernel(mlir::Value value);
+
+// True if `recompute` recomputes what `original` computed: the same inputs
+// (saves aside), the same op with the same attributes but autodiff's
+// `recomputed` mark.
+bool recomputes(kernel::FusedOp recompute, kernel::FusedOp original);
+
 // True if every op of the body is one of `names`.
 bool bodyOnly(kernel::FusedOp fused, llvm::ArrayRef<llvm::StringRef> names);
 

@@ -45,7 +45,10 @@ llvm::StringMap<VariableUses> usesIn(func::FuncOp func) {
 // The GEMM that makes the whole new value of the accumulator from its one
 // read of the old one: `load` feeds only its accumulate operand, and what is
 // stored is its result, or that result through the data-parallel
-// all-reduce (which, in place, keeps it the accumulator's value).
+// all-reduce (which, in place, keeps it the accumulator's value). The
+// result may go through a chain of wgrad GEMMs of the same parameter, each
+// accumulating into the one before and its only reader (the head's wgrad
+// over token chunks, octet-chunk-lm-head): the first of them is returned.
 kernel::GemmOp soleAccumulatingGemm(graph::LoadOp load,
                                     graph::StoreOp store) {
   if (!load->hasOneUse())
@@ -54,15 +57,23 @@ kernel::GemmOp soleAccumulatingGemm(graph::LoadOp load,
   if (!gemm || gemm.getC() != load.getResult() ||
       gemm.getRoleAttr() != StringAttr::get(gemm.getContext(), "wgrad"))
     return {};
+  Value last = gemm.getResult();
+  while (last.hasOneUse()) {
+    auto next = dyn_cast<kernel::GemmOp>(*last.getUsers().begin());
+    if (!next || next.getC() != last || next.getA() == last ||
+        next.getB() == last || next.getRoleAttr() != gemm.getRoleAttr() ||
+        next.getParamAttr() != gemm.getParamAttr())
+      break;
+    last = next.getResult();
+  }
   Value stored = store.getValue();
-  if (stored == gemm.getResult())
+  if (stored == last)
     return gemm;
   auto result = dyn_cast<OpResult>(stored);
   auto all = result ? dyn_cast<kernel::CollectiveOp>(result.getOwner())
                     : kernel::CollectiveOp();
   if (all && all.getLastMicrobatch() &&
-      all->getOperand(result.getResultNumber()) == gemm.getResult() &&
-      gemm.getResult().hasOneUse())
+      all->getOperand(result.getResultNumber()) == last && last.hasOneUse())
     return gemm;
   return {};
 }

@@ -218,3 +218,21 @@ func.func @loss(%z: tensor<8x1024xf32>, %l: tensor<8xi32>, %m: tensor<8xf32>) ->
   } : tensor<f32>
   return %y : tensor<f32>
 }
+
+// A chunk of a batch (`over` the batch's mask, octet-chunk-lm-head): the
+// second kernel sums the chunk's partials (8) but divides by the sum of the
+// batch's 24 mask values.
+// MORE: gpu.func @cec_0(
+// MORE-SAME: %[[BATCH:[a-z0-9]+]]: memref<24xf32, 1>, %{{[a-z0-9]+}}: memref<1xf32, 1>, %[[WS:[a-z0-9]+]]: memref<16xf32, 1>)
+// MORE: scf.for %{{.*}} = %{{.*}} to %c8
+// MORE: memref.load %[[WS]]
+// MORE: scf.for %{{.*}} = %{{.*}} to %c24
+// MORE-NEXT: memref.load %[[BATCH]]
+func.func @chunk_loss(%z: tensor<8x1024xf32>, %l: tensor<8xi32>, %m: tensor<8xf32>, %batch: tensor<24xf32>) -> tensor<f32> {
+  %y = kernel.fused "cec" kind("row") ins(%z, %l, %m, %batch : tensor<8x1024xf32>, tensor<8xi32>, tensor<8xf32>, tensor<24xf32>) {
+  ^bb0(%a: tensor<8x1024xf32>, %b: tensor<8xi32>, %c: tensor<8xf32>, %d: tensor<24xf32>):
+    %loss = graph.cross_entropy %a, %b, %c over %d : (tensor<8x1024xf32>, tensor<8xi32>, tensor<8xf32>, tensor<24xf32>) -> tensor<f32>
+    kernel.yield %loss : tensor<f32>
+  } : tensor<f32>
+  return %y : tensor<f32>
+}

@@ -2,12 +2,15 @@
 // RUN: %octet-opt %s --octet-overwrite-gradients="microbatches=1" | FileCheck %s --check-prefix=ONE
 
 // grad.w and grad.head are each made whole by one wgrad GEMM that reads the
-// accumulator once (grad.head through its data-parallel all-reduce): they
-// are written in a step's first microbatch, and the optimizer step no longer
-// clears them. grad.norm has a kernel of its own as writer, grad.tied two
-// GEMMs, grad.late is read again after it is cleared, and grad.eval is read
-// by @forward: each keeps its clearing store and its GEMM accumulates.
-// Only grad.w and grad.head become step-local (nothing kept between steps).
+// accumulator once (grad.head through its data-parallel all-reduce), and
+// grad.chunks by a chain of wgrad GEMMs of its parameter, each accumulating
+// into the one before (octet-chunk-lm-head's token chunks): they are
+// written in a step's first microbatch (the chain's first GEMM), and the
+// optimizer step no longer clears them. grad.norm has a kernel of its own
+// as writer, grad.tied two GEMMs of different parameters, grad.late is read
+// again after it is cleared, and grad.eval is read by @forward: each keeps
+// its clearing store and its GEMM accumulates. Only grad.w, grad.head and
+// grad.chunks become step-local (nothing kept between steps).
 module {
   graph.variable @grad.w : tensor<16x8xf32> {init = "zeros", kind = "state"}
   graph.variable @grad.head : tensor<8x8xf32> {init = "zeros", kind = "state"}
@@ -15,6 +18,7 @@ module {
   graph.variable @grad.tied : tensor<8x8xf32> {init = "zeros", kind = "state"}
   graph.variable @grad.late : tensor<8x8xf32> {init = "zeros", kind = "state"}
   graph.variable @grad.eval : tensor<8x8xf32> {init = "zeros", kind = "state"}
+  graph.variable @grad.chunks : tensor<8x8xf32> {init = "zeros", kind = "state"}
   func.func @train_microbatch(%x: tensor<4x8xbf16>, %dy: tensor<4x8xbf16>, %dz: tensor<4x16xbf16>) -> tensor<f32> {
     %gw = graph.load @grad.w : tensor<16x8xf32>
     %w = kernel.gemm %dz, %x accumulate(%gw) {param = "w", role = "wgrad", transpose_a} : (tensor<4x16xbf16>, tensor<4x8xbf16>, tensor<16x8xf32>) -> tensor<16x8xf32>
@@ -32,7 +36,7 @@ module {
     graph.store %n, @grad.norm : tensor<8xf32>
     %gt = graph.load @grad.tied : tensor<8x8xf32>
     %t1 = kernel.gemm %dy, %x accumulate(%gt) {param = "tied", role = "wgrad", transpose_a} : (tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<8x8xf32>) -> tensor<8x8xf32>
-    %t2 = kernel.gemm %x, %dy accumulate(%t1) {param = "tied", role = "wgrad", transpose_a} : (tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<8x8xf32>) -> tensor<8x8xf32>
+    %t2 = kernel.gemm %x, %dy accumulate(%t1) {param = "tied.other", role = "wgrad", transpose_a} : (tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<8x8xf32>) -> tensor<8x8xf32>
     graph.store %t2, @grad.tied : tensor<8x8xf32>
     %gl = graph.load @grad.late : tensor<8x8xf32>
     %l = kernel.gemm %dy, %x accumulate(%gl) {param = "late", role = "wgrad", transpose_a} : (tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<8x8xf32>) -> tensor<8x8xf32>
@@ -40,6 +44,10 @@ module {
     %ge = graph.load @grad.eval : tensor<8x8xf32>
     %e = kernel.gemm %dy, %x accumulate(%ge) {param = "eval", role = "wgrad", transpose_a} : (tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<8x8xf32>) -> tensor<8x8xf32>
     graph.store %e, @grad.eval : tensor<8x8xf32>
+    %gc = graph.load @grad.chunks : tensor<8x8xf32>
+    %c1 = kernel.gemm %dy, %x accumulate(%gc) {param = "chunks", role = "wgrad", transpose_a} : (tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<8x8xf32>) -> tensor<8x8xf32>
+    %c2 = kernel.gemm %x, %dy accumulate(%c1) {param = "chunks", role = "wgrad", transpose_a} : (tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<8x8xf32>) -> tensor<8x8xf32>
+    graph.store %c2, @grad.chunks : tensor<8x8xf32>
     %loss = graph.fill {value = 1.0 : f64} : tensor<f32>
     return %loss : tensor<f32>
   }
@@ -53,6 +61,7 @@ module {
     graph.store %zn, @grad.norm : tensor<8xf32>
     graph.store %z, @grad.tied : tensor<8x8xf32>
     graph.store %z, @grad.late : tensor<8x8xf32>
+    graph.store %z, @grad.chunks : tensor<8x8xf32>
     graph.store %z, @grad.eval : tensor<8x8xf32>
     %after = graph.load @grad.late : tensor<8x8xf32>
     return %after : tensor<8x8xf32>
@@ -69,16 +78,20 @@ module {
 // CHECK: graph.variable @grad.tied : tensor<8x8xf32> {init = "zeros", kind = "state"}
 // CHECK: graph.variable @grad.late : tensor<8x8xf32> {init = "zeros", kind = "state"}
 // CHECK: graph.variable @grad.eval : tensor<8x8xf32> {init = "zeros", kind = "state"}
+// CHECK: graph.variable @grad.chunks : tensor<8x8xf32> {init = "zeros", kind = "state", step_local}
 // CHECK-LABEL: func.func @train_microbatch
 // CHECK: kernel.gemm {{.*}}accumulate(%{{.*}}) {first_microbatch_overwrites, param = "w"
 // CHECK: kernel.gemm {{.*}}accumulate(%{{.*}}) {first_microbatch_overwrites, param = "head"
 // CHECK: kernel.gemm {{.*}}accumulate(%{{.*}}) {param = "tied"
-// CHECK: kernel.gemm {{.*}}accumulate(%{{.*}}) {param = "tied"
+// CHECK: kernel.gemm {{.*}}accumulate(%{{.*}}) {param = "tied.other"
 // CHECK: kernel.gemm {{.*}}accumulate(%{{.*}}) {param = "late"
 // CHECK: kernel.gemm {{.*}}accumulate(%{{.*}}) {param = "eval"
+// CHECK: kernel.gemm {{.*}}accumulate(%{{.*}}) {first_microbatch_overwrites, param = "chunks"
+// CHECK: kernel.gemm {{.*}}accumulate(%{{.*}}) {param = "chunks"
 // CHECK-LABEL: func.func @optimizer_step
 // CHECK-NOT: graph.store {{.*}}@grad.w
 // CHECK-NOT: graph.store {{.*}}@grad.head
+// CHECK-NOT: graph.store {{.*}}@grad.chunks
 // CHECK: graph.store %{{.*}}, @grad.norm
 // CHECK-NEXT: graph.store %{{.*}}, @grad.tied
 // CHECK-NEXT: graph.store %{{.*}}, @grad.late
@@ -107,7 +120,7 @@ module {
 // ONE-NEXT: graph.store %[[ZT]], @grad.tied : tensor<8x8xf32>
 // ONE-NEXT: graph.load @grad.tied
 // ONE: kernel.gemm {{.*}}accumulate(%{{.*}}) {param = "tied"
-// ONE: kernel.gemm {{.*}}accumulate(%{{.*}}) {param = "tied"
+// ONE: kernel.gemm {{.*}}accumulate(%{{.*}}) {param = "tied.other"
 // ONE-NOT: graph.store {{.*}}@grad.late
 // ONE: kernel.gemm {{.*}}accumulate(%{{.*}}) {param = "late"
 // ONE-LABEL: func.func @optimizer_step

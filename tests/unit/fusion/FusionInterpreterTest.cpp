@@ -12,6 +12,7 @@
 
 #include "compiler/Interpreter/Interpreter.h"
 #include "compiler/Pipelines/Pipelines.h"
+#include "compiler/Plan/MemoryPlan.h"
 #include "compiler/Registration.h"
 #include "compiler/Transforms/Fusion/GemmEpilogues.h"
 #include "compiler/Transforms/Fusion/Passes.h"
@@ -186,6 +187,64 @@ protected:
     }
   }
 
+  // For passes that regroup f32 sums: runs `fuse` on the lowered module
+  // and compares one train microbatch (the loss and every gradient
+  // accumulator, before the optimizer reads them) and the optimizer step's
+  // gradient norm with the unfused module's, to `rel` of each tensor's
+  // largest magnitude. The updated parameters are not compared: AdamW's
+  // first step moves a weight by about lr · sign(g), so a gradient near 0
+  // whose last bits the regrouping changes moves it by up to lr.
+  void checkGradients(const std::function<void(OpPassManager &)> &fuse,
+                      double rel) {
+    OwningOpRef<ModuleOp> reference = lowered(false);
+    OwningOpRef<ModuleOp> fused = lowered(false);
+    PassManager pm(context.get());
+    fuse(pm);
+    ASSERT_TRUE(succeeded(pm.run(*fused)));
+    ASSERT_TRUE(succeeded(verify(*fused)));
+    fusion::expandGemmEpilogues(*reference);
+    fusion::expandGemmEpilogues(*fused);
+    interp::VariableStore want;
+    want.initialize(*reference, 1234);
+    interp::VariableStore got = want;
+    got.initialize(*fused, 1234);
+    runInitFunctions(*fused, got);
+    float losses[2], norms[2];
+    // The reference's accumulators after its train microbatch.
+    std::map<std::string, Tensor> wantGrads;
+    for (auto [i, m, store] :
+         {std::tuple<int, ModuleOp, interp::VariableStore *>{0, *reference,
+                                                             &want},
+          {1, *fused, &got}}) {
+      interp::Interpreter interpreter(m);
+      interpreter.setFirstMicrobatch(true);
+      interpreter.setLastMicrobatch(true);
+      auto loss = interpreter.run("train_microbatch", batch(), *store);
+      ASSERT_TRUE(bool(loss)) << llvm::toString(loss.takeError());
+      losses[i] = (*loss)[0].item();
+      if (i == 0)
+        wantGrads = want.all();
+      if (i == 1) {
+        int compared = 0;
+        for (auto &[name, t] : wantGrads) {
+          if (!llvm::StringRef(name).starts_with("grad."))
+            continue;
+          auto all = got.all();
+          auto it = all.find(name);
+          ASSERT_NE(it, all.end()) << name;
+          expectClose(it->second, t, rel, name);
+          ++compared;
+        }
+        EXPECT_GT(compared, 0);
+      }
+      auto opt = interpreter.run("optimizer_step", {}, *store);
+      ASSERT_TRUE(bool(opt)) << llvm::toString(opt.takeError());
+      norms[i] = (*opt)[0].item();
+    }
+    EXPECT_NEAR(losses[1], losses[0], rel * std::fabs(losses[0]));
+    EXPECT_NEAR(norms[1], norms[0], rel * std::fabs(norms[0]));
+  }
+
   DialectRegistry registry;
   std::unique_ptr<MLIRContext> context;
   spec::Spec spec;
@@ -237,6 +296,50 @@ TEST_F(FusionInterpreterTest, FuseLmHead) {
         EXPECT_EQ(chunked, 1);
         EXPECT_EQ(headGemms, 0);
       });
+}
+
+// The head over 4 chunks of 8 of the 32 tokens: the loss, every gradient
+// and the grad norm as the whole head gives them, up to the f32 regrouping
+// of the wgrad's and the loss's sums by chunk.
+TEST_F(FusionInterpreterTest, ChunkLmHeadKeepsLossAndGradients) {
+  checkGradients(
+      [](OpPassManager &pm) {
+        pm.addPass(createOctetFuseEpilogue());
+        OctetChunkLmHeadOptions options;
+        options.chunkTokens = 8;
+        pm.addPass(createOctetChunkLmHead(options));
+      },
+      1e-6);
+}
+
+TEST_F(FusionInterpreterTest, ChunkLmHeadStructure) {
+  OwningOpRef<ModuleOp> module = lowered(false);
+  PassManager pm(context.get());
+  pm.addPass(createOctetFuseEpilogue());
+  OctetChunkLmHeadOptions options;
+  options.chunkTokens = 8;
+  pm.addPass(createOctetChunkLmHead(options));
+  ASSERT_TRUE(succeeded(pm.run(*module)));
+        auto train = module->lookupSymbol<func::FuncOp>("train_microbatch");
+        int fprops = 0, accumulating = 0, losses = 0, concats = 0;
+        train.walk([&](kernel::GemmOp g) {
+          if (g.getParam() && *g.getParam() == "lm_head") {
+            fprops += g.getRole() == "fprop";
+            accumulating += g.getRole() == "wgrad" && bool(g.getC());
+            // fprop reads 8 rows of x, dgrad and wgrad 8 rows of dlogits.
+            EXPECT_EQ(cast<RankedTensorType>(g.getA().getType()).getDimSize(0),
+                      8);
+          }
+        });
+        train.walk([&](graph::CrossEntropyOp ce) {
+          losses += bool(ce.getBatchMask());
+        });
+        train.walk([&](graph::ConcatOp) { ++concats; });
+        EXPECT_EQ(fprops, 4);
+        // The head's accumulator, then each chunk's predecessor.
+        EXPECT_EQ(accumulating, 4);
+        EXPECT_EQ(losses, 4);
+        EXPECT_GE(concats, 1);
 }
 
 TEST_F(FusionInterpreterTest, FuseEpilogue) {
@@ -291,6 +394,48 @@ TEST_F(FusionInterpreterTest, AllKernelFusions) {
   checkKernelPass([](OpPassManager &pm) {
     findCompileStage("fused")->addPasses(pm, TrainingPipelineOptions());
   });
+}
+
+TEST_F(FusionInterpreterTest, AllKernelFusionsWithLmHeadOverTokenChunks) {
+  auto fuse = [](OpPassManager &pm) {
+    TrainingPipelineOptions options;
+    options.chunkLmHead.chunkTokens = 8;
+    findCompileStage("fused")->addPasses(pm, options);
+  };
+  checkGradients(fuse, 1e-6);
+  // The memory plan takes the chunks: dx's pieces in its buffer, the wgrad
+  // chain in one buffer.
+  OwningOpRef<ModuleOp> module = lowered(false);
+  PassManager pm(context.get());
+  fuse(pm);
+  ASSERT_TRUE(succeeded(pm.run(*module)));
+  EXPECT_TRUE(succeeded(plan::planMemory(*module, 1)));
+}
+
+// With the chunks, the head's wgrad chain is still the only writer of its
+// accumulator: its first GEMM writes it in a step's first microbatch, and
+// the optimizer no longer clears it.
+TEST_F(FusionInterpreterTest, OverwriteGradientsTakesTheChunkedHeadsChain) {
+  OwningOpRef<ModuleOp> module = lowered(false);
+  PassManager pm(context.get());
+  TrainingPipelineOptions options;
+  options.chunkLmHead.chunkTokens = 8;
+  findCompileStage("fused")->addPasses(pm, options);
+  pm.addPass(createOctetOverwriteGradients());
+  ASSERT_TRUE(succeeded(pm.run(*module)));
+  int first = 0, chained = 0;
+  module->walk([&](kernel::GemmOp g) {
+    if (g.getParam() && *g.getParam() == "lm_head" && g.getRole() == "wgrad") {
+      first += g->hasAttr("first_microbatch_overwrites");
+      chained += bool(g.getC());
+    }
+  });
+  EXPECT_EQ(first, 1);
+  EXPECT_EQ(chained, 4);
+  module->lookupSymbol<func::FuncOp>("optimizer_step").walk([](graph::StoreOp s) {
+    EXPECT_NE(s.getVariable(), "grad.lm_head");
+  });
+  EXPECT_TRUE(succeeded(plan::planMemory(*module, 2)));
 }
 
 TEST_F(FusionInterpreterTest, AllKernelFusionsWithChunkedLmHead) {
