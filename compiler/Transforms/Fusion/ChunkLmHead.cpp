@@ -107,18 +107,8 @@ struct Chunker {
     // Views of a result that sit before `after` move behind the chunks when
     // what reads them comes later.
     SmallVector<Operation *> moved;
-    std::function<bool(Operation *)> lateEnough = [&](Operation *user) {
-      Operation *top = block->findAncestorOpInBlock(*user);
-      if (!after || after->isBeforeInBlock(top))
-        return true;
-      if (!fusion::isView(top) || !llvm::all_of(top->getUsers(), lateEnough))
-        return false;
-      moved.push_back(top);
-      return true;
-    };
-    for (Value r : results)
-      if (!llvm::all_of(r.getUsers(), lateEnough))
-        return success();
+    if (!fusion::readersFollow(*block, after, results, moved))
+      return success();
 
     OpBuilder b = after
                       ? OpBuilder(after->getBlock(), ++Block::iterator(after))
@@ -213,24 +203,8 @@ struct Chunker {
     SmallVector<Value> replacements = {sum->getResult(0), dx, dw};
     for (auto [old, now] : llvm::zip(results, replacements))
       old.replaceAllUsesWith(now);
-    Operation *last = dx.getDefiningOp();
-    for (Operation *view : llvm::reverse(moved)) {
-      view->moveAfter(last);
-      last = view;
-    }
-    std::function<void(Operation *)> eraseDead = [&](Operation *op) {
-      for (Operation *user : llvm::to_vector(op->getUsers()))
-        if (fusion::isView(user) || isa<graph::SaveOp>(user))
-          eraseDead(user);
-      if (op->use_empty())
-        op->erase();
-    };
-    for (Operation *op : {m.wgrad.getOperation(), m.dgrad.getOperation(),
-                          m.lossGrad.getOperation(), m.loss.getOperation(),
-                          m.fprop.getOperation()})
-      eraseDead(op);
-    if (recompute)
-      eraseDead(recompute);
+    fusion::placeViewsAfter(moved, dx.getDefiningOp());
+    fusion::eraseReplacedLmHead(m, recompute);
     return success();
   }
 };

@@ -54,18 +54,8 @@ void fuse(fusion::LmHead m) {
   // Views of a result that sit before `after` move behind the new kernel
   // when what reads them comes later.
   SmallVector<Operation *> moved;
-  std::function<bool(Operation *)> lateEnough = [&](Operation *user) {
-    Operation *top = block->findAncestorOpInBlock(*user);
-    if (!after || after->isBeforeInBlock(top))
-      return true;
-    if (!fusion::isView(top) || !llvm::all_of(top->getUsers(), lateEnough))
-      return false;
-    moved.push_back(top);
-    return true;
-  };
-  for (Value r : results)
-    if (!llvm::all_of(r.getUsers(), lateEnough))
-      return;
+  if (!fusion::readersFollow(*block, after, results, moved))
+    return;
 
   OpBuilder b = after ? OpBuilder(after->getBlock(), ++Block::iterator(after))
                       : OpBuilder::atBlockBegin(block);
@@ -110,27 +100,8 @@ void fuse(fusion::LmHead m) {
 
   for (auto [old, now] : llvm::zip(results, fused->getResults()))
     old.replaceAllUsesWith(now);
-  // Views first in, first placed: each lands after the one it reads.
-  Operation *last = fused;
-  for (Operation *view : llvm::reverse(moved)) {
-    view->moveAfter(last);
-    last = view;
-  }
-  // The GEMMs, then the cross-entropy kernels and the logits GEMM with the
-  // views and saves that now lead nowhere: readers before what they read.
-  std::function<void(Operation *)> eraseDead = [&](Operation *op) {
-    for (Operation *user : llvm::to_vector(op->getUsers()))
-      if (fusion::isView(user) || isa<graph::SaveOp>(user))
-        eraseDead(user);
-    if (op->use_empty())
-      op->erase();
-  };
-  for (Operation *op : {m.wgrad.getOperation(), m.dgrad.getOperation(),
-                        m.lossGrad.getOperation(), m.loss.getOperation(),
-                        m.fprop.getOperation()})
-    eraseDead(op);
-  if (recompute)
-    eraseDead(recompute);
+  fusion::placeViewsAfter(moved, fused);
+  fusion::eraseReplacedLmHead(m, recompute);
 }
 
 struct FuseLmHead : public octet::impl::OctetFuseLmHeadBase<FuseLmHead> {

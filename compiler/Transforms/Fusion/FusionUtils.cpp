@@ -7,7 +7,10 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SetVector.h"
 
+
+#include <functional>
 using namespace mlir;
+
 
 namespace octet::fusion {
 
@@ -675,6 +678,46 @@ bool recomputes(kernel::FusedOp recompute, kernel::FusedOp original) {
   NamedAttrList attrs(a.getAttrDictionary());
   attrs.erase("recomputed");
   return attrs.getDictionary(a.getContext()) == b.getAttrDictionary();
+}
+
+bool readersFollow(Block &block, Operation *after, ArrayRef<Value> results,
+                   SmallVectorImpl<Operation *> &moved) {
+  std::function<bool(Operation *)> lateEnough = [&](Operation *user) {
+    Operation *top = block.findAncestorOpInBlock(*user);
+    if (!after || after->isBeforeInBlock(top))
+      return true;
+    if (!isView(top) || !llvm::all_of(top->getUsers(), lateEnough))
+      return false;
+    moved.push_back(top);
+    return true;
+  };
+  for (Value r : results)
+    if (!llvm::all_of(r.getUsers(), lateEnough))
+      return false;
+  return true;
+}
+
+void placeViewsAfter(ArrayRef<Operation *> moved, Operation *last) {
+  for (Operation *view : llvm::reverse(moved)) {
+    view->moveAfter(last);
+    last = view;
+  }
+}
+
+void eraseReplacedLmHead(LmHead head, Operation *recompute) {
+  std::function<void(Operation *)> eraseDead = [&](Operation *op) {
+    for (Operation *user : llvm::to_vector(op->getUsers()))
+      if (isView(user) || isa<graph::SaveOp>(user))
+        eraseDead(user);
+    if (op->use_empty())
+      op->erase();
+  };
+  for (Operation *op : {head.wgrad.getOperation(), head.dgrad.getOperation(),
+                        head.lossGrad.getOperation(), head.loss.getOperation(),
+                        head.fprop.getOperation()})
+    eraseDead(op);
+  if (recompute)
+    eraseDead(recompute);
 }
 
 } // namespace octet::fusion

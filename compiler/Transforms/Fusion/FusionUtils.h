@@ -98,6 +98,21 @@ struct LmHead {
 std::optional<LmHead> matchLmHead(kernel::GemmOp fprop,
                                   bool wgradMayAccumulate);
 
+// Whether every reader of `results` comes after `after` in `block` (null:
+// the block's start), a view that sits before it counting when all of its
+// own readers do: those views are appended to `moved`, readers first, for
+// placeViewsAfter once `after` has its replacement.
+bool readersFollow(mlir::Block &block, mlir::Operation *after,
+                   llvm::ArrayRef<mlir::Value> results,
+                   llvm::SmallVectorImpl<mlir::Operation *> &moved);
+// Moves readersFollow's views behind `last`, each after the one it reads.
+void placeViewsAfter(llvm::ArrayRef<mlir::Operation *> moved,
+                     mlir::Operation *last);
+// Erases the head's kernels (and the recomputed input, if any) that their
+// replacement left unread, with the views and saves that lead nowhere:
+// readers before what they read.
+void eraseReplacedLmHead(LmHead head, mlir::Operation *recompute);
+
 // The one-op, one-result kernel behind `value` (through views), if any.
 kernel::FusedOp oneOpKernel(mlir::Value value);
 

@@ -4,6 +4,7 @@
 
 #include "compiler/Transforms/Fusion/FusionUtils.h"
 #include "compiler/Transforms/Pipeline/Passes.h"
+#include "compiler/Transforms/Pipeline/OpInputs.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
@@ -61,30 +62,10 @@ std::string describe(const Part &p) {
          (p.backward ? " backward" : " forward");
 }
 
-std::string describe(Operation *op) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  os << "'" << op->getName() << "'";
-  if (auto name = op->getAttrOfType<StringAttr>("name"))
-    os << " \"" << name.getValue() << "\"";
-  else if (auto param = op->getAttrOfType<StringAttr>("param"))
-    os << " of " << param.getValue();
-  return text;
-}
+std::string describe(Operation *op) { return pipeline::describeOp(op); }
 
-// Values read inside an op's regions but defined outside them.
-SmallVector<Value> capturedValues(Operation *op) {
-  llvm::SetVector<Value> above;
-  for (Region &region : op->getRegions())
-    getUsedValuesDefinedAbove(region, above);
-  return SmallVector<Value>(above.begin(), above.end());
-}
-
-SmallVector<Value> inputsOf(Operation *op) {
-  SmallVector<Value> inputs(op->getOperands());
-  llvm::append_range(inputs, capturedValues(op));
-  return inputs;
-}
+using pipeline::capturedValues;
+using pipeline::inputsOf;
 
 struct SplitStages : public octet::impl::OctetSplitStagesBase<SplitStages> {
   using OctetSplitStagesBase::OctetSplitStagesBase;

@@ -4,6 +4,7 @@
 // (compiler/Transforms/Pipeline/PipelinePasses.td).
 
 #include "compiler/Transforms/Pipeline/Passes.h"
+#include "compiler/Transforms/Pipeline/OpInputs.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
@@ -28,25 +29,9 @@ using namespace octet;
 
 namespace {
 
-std::string describe(Operation *op) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  os << "'" << op->getName() << "'";
-  if (auto name = op->getAttrOfType<StringAttr>("name"))
-    os << " \"" << name.getValue() << "\"";
-  else if (auto param = op->getAttrOfType<StringAttr>("param"))
-    os << " of " << param.getValue();
-  return text;
-}
+std::string describe(Operation *op) { return pipeline::describeOp(op); }
 
-SmallVector<Value> inputsOf(Operation *op) {
-  SmallVector<Value> inputs(op->getOperands());
-  llvm::SetVector<Value> above;
-  for (Region &region : op->getRegions())
-    getUsedValuesDefinedAbove(region, above);
-  inputs.append(above.begin(), above.end());
-  return inputs;
-}
+using pipeline::inputsOf;
 
 bool isWeightGradientGemm(Operation *op) {
   auto gemm = dyn_cast<kernel::GemmOp>(op);
