@@ -54,7 +54,7 @@ struct Chunker {
     Block *block = m.fprop->getBlock();
     graph::CrossEntropyOp ce = m.crossEntropy;
     graph::CrossEntropyGradOp ceGrad = m.crossEntropyGrad;
-    Value x = m.fprop.getA(), w = m.fprop.getB(), xw = m.wgrad.getB();
+    Value x = m.fprop.getA(), w = m.fprop.getB();
     auto xType = cast<RankedTensorType>(x.getType());
     int64_t tokens = xType.getDimSize(0);
     if (tokens <= limit)
@@ -66,14 +66,9 @@ struct Chunker {
              << ", divides the head's " << tokens
              << " tokens; set chunk-tokens to a multiple of " << kRowAlignment
              << " that divides them, or 0 to keep the head whole";
-    // The wgrad reads the head's input as the backward recomputed it; the
-    // forward's is the same tensor, and reading it drops the recompute.
-    kernel::FusedOp recompute = fusion::oneOpKernel(xw);
-    if (xw.getType() == x.getType() &&
-        fusion::recomputes(recompute, fusion::oneOpKernel(x)))
-      xw = x;
-    else
-      recompute = nullptr;
+    // Reading the forward's input drops the backward's recompute of it.
+    kernel::FusedOp recompute;
+    Value xw = fusion::wgradInputOf(m, recompute);
     Value labels = m.lossInput(ce.getLabels());
     Value mask = m.lossInput(ce.getLossMask());
     Value dloss = m.lossGradInput(ceGrad.getGrad());

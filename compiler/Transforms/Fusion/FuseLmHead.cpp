@@ -28,15 +28,10 @@ void fuse(fusion::LmHead m) {
   Block *block = m.fprop->getBlock();
   graph::CrossEntropyOp ce = m.crossEntropy;
   graph::CrossEntropyGradOp ceGrad = m.crossEntropyGrad;
-  Value x = m.fprop.getA(), w = m.fprop.getB(), xw = m.wgrad.getB();
-  // The wgrad reads the head's input as the backward recomputed it; the
-  // kernel has the forward's at hand.
-  kernel::FusedOp recompute = fusion::oneOpKernel(xw);
-  if (xw.getType() == x.getType() &&
-      fusion::recomputes(recompute, fusion::oneOpKernel(x)))
-    xw = x;
-  else
-    recompute = nullptr;
+  Value x = m.fprop.getA(), w = m.fprop.getB();
+  // The kernel has the forward's input at hand.
+  kernel::FusedOp recompute;
+  Value xw = fusion::wgradInputOf(m, recompute);
   Value labels = m.lossInput(ce.getLabels());
   Value mask = m.lossInput(ce.getLossMask());
   Value dloss = m.lossGradInput(ceGrad.getGrad());

@@ -697,6 +697,15 @@ bool readersFollow(Block &block, Operation *after, ArrayRef<Value> results,
   return true;
 }
 
+Value wgradInputOf(LmHead head, kernel::FusedOp &recompute) {
+  Value x = head.fprop.getA(), xw = head.wgrad.getB();
+  recompute = oneOpKernel(xw);
+  if (xw.getType() == x.getType() && recomputes(recompute, oneOpKernel(x)))
+    return x;
+  recompute = nullptr;
+  return xw;
+}
+
 void placeViewsAfter(ArrayRef<Operation *> moved, Operation *last) {
   for (Operation *view : llvm::reverse(moved)) {
     view->moveAfter(last);

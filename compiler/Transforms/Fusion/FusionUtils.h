@@ -105,6 +105,11 @@ std::optional<LmHead> matchLmHead(kernel::GemmOp fprop,
 bool readersFollow(mlir::Block &block, mlir::Operation *after,
                    llvm::ArrayRef<mlir::Value> results,
                    llvm::SmallVectorImpl<mlir::Operation *> &moved);
+// The head's input as its wgrad should read it: the forward's where the
+// backward only recomputed the same tensor (`recompute` is then that
+// kernel, which the rewrite leaves unread), else the wgrad's own
+// (`recompute` null).
+mlir::Value wgradInputOf(LmHead head, kernel::FusedOp &recompute);
 // Moves readersFollow's views behind `last`, each after the one it reads.
 void placeViewsAfter(llvm::ArrayRef<mlir::Operation *> moved,
                      mlir::Operation *last);
