@@ -544,7 +544,7 @@ StatusOr<CUdeviceptr> Runtime::slotAddress(const SlotRef &ref,
     auto index = groupIndex(ref.rank_group());
     if (!index)
       return index.status();
-    part = *index * ref.rank_stride();
+    part += *index * ref.rank_stride();
   }
   if (!rankOffsets_.empty()) {
     if (rankOffsets_[ref.slot()] < 0)
