@@ -1,5 +1,7 @@
 #include "bundle/HfLayout.h"
 
+#include "support/AtomicFile.h"
+
 #include <algorithm>
 
 namespace octet::bundle {
@@ -46,6 +48,37 @@ hfLayoutOf(const Parameter &parameter) {
   if (Status s = hf::checkHfLayout(layout); !s)
     return s.withContext("the bundle's hf_pieces (recompile the bundle)");
   return std::optional<hf::HfParameterLayout>(std::move(layout));
+}
+
+StatusOr<std::string> hfConfigForExport(const Bundle &bundle,
+                                        const std::string &initWeights) {
+  std::string config;
+  if (!initWeights.empty()) {
+    std::string beside = isDirectory(initWeights)
+                             ? initWeights + "/config.json"
+                             : "";
+    if (!beside.empty() && isRegularFile(beside)) {
+      auto text = readWholeFile(beside);
+      if (!text)
+        return text.status();
+      config = *text;
+    }
+  }
+  if (config.empty())
+    config = bundle.build().hf_config();
+  if (config.empty())
+    return Status::error(
+        "--save-hf: the bundle holds no HF config.json (its model has no "
+        "transformers equivalent): export the checkpoint's "
+        "model.safetensors with a config.json of your own");
+  for (const Parameter &p : bundle.parameters())
+    if (p.hf_pieces().empty())
+      return Status::error("--save-hf: parameter '" + p.name() +
+                           "' has no HF name in this bundle, so "
+                           "transformers could not load it; the "
+                           "checkpoints of --checkpoint-dir hold it under "
+                           "its octet name");
+  return config;
 }
 
 } // namespace octet::bundle

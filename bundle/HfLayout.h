@@ -11,6 +11,7 @@
 #include "support/Status.h"
 
 #include <optional>
+#include <string>
 
 namespace octet::bundle {
 
@@ -22,6 +23,13 @@ void setHfPieces(const hf::HfParameterLayout &layout, Parameter &parameter);
 // Pieces that do not tile the parameter's rows are an error naming it.
 StatusOr<std::optional<hf::HfParameterLayout>>
 hfLayoutOf(const Parameter &parameter);
+
+// The config.json a --save-hf export writes: the one beside the
+// --init-from directory `initWeights` when there is one, else the
+// bundle's; an error when there is none or a parameter has no HF name
+// (transformers could not load the export).
+StatusOr<std::string> hfConfigForExport(const Bundle &bundle,
+                                        const std::string &initWeights);
 
 } // namespace octet::bundle
 

@@ -480,4 +480,55 @@ Status checkSameHfConfig(const std::string &expected,
   return Status::ok();
 }
 
+HfTensorLookup lookupAmong(const std::vector<NamedTensor> &tensors,
+                           const std::string &origin) {
+  return [&tensors, origin](const std::string &name)
+             -> std::optional<HfTensorView> {
+    for (const NamedTensor &t : tensors)
+      if (t.name == name)
+        return HfTensorView{t.dtype, t.shape, t.data.data(), origin};
+    return std::nullopt;
+  };
+}
+
+StatusOr<std::vector<uint8_t>> convertParameterFloats(const uint8_t *src,
+                                                      DType from, DType to,
+                                                      uint64_t count,
+                                                      const std::string &what) {
+  bool fromOk = from == DType::F32 || from == DType::BF16 || from == DType::F16;
+  bool toOk = to == DType::F32 || to == DType::BF16;
+  if (!fromOk || !toOk)
+    return Status::error(what + " is " + safetensorsDTypeName(from) +
+                         " but the parameter is " + safetensorsDTypeName(to) +
+                         ": only F32/BF16/F16 weights convert");
+  size_t fromBytes = dtypeBytes(from), toBytes = dtypeBytes(to);
+  std::vector<uint8_t> out(count * toBytes);
+  for (uint64_t i = 0; i < count; ++i)
+    numerics::encodeFloat(to, numerics::decodeFloat(from, src + fromBytes * i),
+                          out.data() + toBytes * i);
+  return out;
+}
+
+StatusOr<std::vector<float>> widenParameter(const std::vector<uint8_t> &bytes,
+                                            DType dtype,
+                                            const std::string &what) {
+  if (dtype != DType::F32 && dtype != DType::BF16 && dtype != DType::F16)
+    return Status::error(what + " is " + safetensorsDTypeName(dtype) +
+                         ": only F32/BF16/F16 parameters map to HF tensors");
+  size_t element = dtypeBytes(dtype);
+  std::vector<float> values(bytes.size() / element);
+  for (size_t i = 0; i < values.size(); ++i)
+    values[i] = numerics::decodeFloat(dtype, bytes.data() + element * i);
+  return values;
+}
+
+std::vector<uint8_t> narrowParameter(const std::vector<float> &values,
+                                     DType dtype) {
+  size_t element = dtypeBytes(dtype);
+  std::vector<uint8_t> out(values.size() * element);
+  for (size_t i = 0; i < values.size(); ++i)
+    numerics::encodeFloat(dtype, values[i], out.data() + element * i);
+  return out;
+}
+
 } // namespace octet::hf

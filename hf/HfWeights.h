@@ -105,6 +105,25 @@ StatusOr<std::vector<float>> loadHfParameter(const HfParameterLayout &layout,
 
 // A lookup over the tensors of `reader`.
 HfTensorLookup lookupIn(const CheckpointReader &reader);
+// A lookup over tensors held in memory (a checkpoint read whole); they must
+// outlive it.
+HfTensorLookup lookupAmong(const std::vector<NamedTensor> &tensors,
+                           const std::string &origin);
+
+// `count` elements of `src` converted from `from` to `to`: F32, BF16 or F16
+// in, F32 or BF16 (what parameters are kept in) out; anything else is an
+// error naming `what`.
+StatusOr<std::vector<uint8_t>> convertParameterFloats(const uint8_t *src,
+                                                      DType from, DType to,
+                                                      uint64_t count,
+                                                      const std::string &what);
+// A parameter's bytes as float32 values, and back: exact for the F32 and
+// BF16 that parameters are kept in.
+StatusOr<std::vector<float>> widenParameter(const std::vector<uint8_t> &bytes,
+                                            DType dtype,
+                                            const std::string &what);
+std::vector<uint8_t> narrowParameter(const std::vector<float> &values,
+                                     DType dtype);
 
 // Checks that `reader` (opened on `source`) holds every tensor `layouts`
 // need and none that no parameter takes, besides those skipped for a

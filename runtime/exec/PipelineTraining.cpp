@@ -243,4 +243,23 @@ joinPipelineParts(const std::vector<std::string> &order,
   return out;
 }
 
+StatusOr<int64_t> evaluationBatches(int64_t requested, uint64_t heldOut,
+                                    int64_t pipelineMicrobatches,
+                                    int64_t replicas) {
+  const int64_t unit =
+      pipelineMicrobatches > 0 ? pipelineMicrobatches * replicas : 1;
+  if (requested > 0 && requested % unit != 0)
+    return Status::error(
+        "--eval-batches is " + std::to_string(requested) +
+        ", but this pipeline bundle evaluates whole forward-only steps of " +
+        std::to_string(pipelineMicrobatches) + " microbatches on each of its " +
+        std::to_string(replicas) + " data replicas: pass a multiple of " +
+        std::to_string(unit));
+  if (requested > 0)
+    return requested;
+  int64_t batches =
+      heldOut > 0 ? int64_t(std::min<uint64_t>(16, heldOut)) : 4;
+  return std::max(unit, batches / unit * unit);
+}
+
 } // namespace octet

@@ -67,6 +67,16 @@ pipelineSlotUsers(const bundle::Bundle &bundle);
 bool ownsPipelineVariable(const std::map<uint32_t, std::set<int>> &users,
                           uint32_t slot, int pipelineRank);
 
+// The held-out batches of an evaluation: `requested` (--eval-batches), or
+// when 0 the held-out split's count capped at 16 (4 when it has none). A
+// pipeline (`pipelineMicrobatches` > 0) evaluates whole forward-only steps
+// of that many microbatches on each of its `replicas`, so its count is a
+// multiple of their product (the default rounded down to one, at least one
+// step's) and any other request is an error naming the flag.
+StatusOr<int64_t> evaluationBatches(int64_t requested, uint64_t heldOut,
+                                    int64_t pipelineMicrobatches,
+                                    int64_t replicas);
+
 // Tensors as bytes and back, for the ranks to send a checkpoint's parts to
 // rank 0.
 std::vector<uint8_t> packTensors(const std::vector<hf::NamedTensor> &tensors);

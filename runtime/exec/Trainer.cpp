@@ -93,65 +93,6 @@ std::string shapeText(const std::vector<int64_t> &shape) {
   return out + "]";
 }
 
-// Converts `count` elements to `to`; only between float formats that
-// parameters are kept in.
-StatusOr<std::vector<uint8_t>> convertFloats(const uint8_t *src,
-                                             octet::DType from, octet::DType to,
-                                             uint64_t count,
-                                             const std::string &what) {
-  bool fromOk = from == octet::DType::F32 || from == octet::DType::BF16 ||
-                from == octet::DType::F16;
-  bool toOk = to == octet::DType::F32 || to == octet::DType::BF16;
-  if (!fromOk || !toOk)
-    return Status::error(what + " is " + hf::safetensorsDTypeName(from) +
-                         " but the parameter is " +
-                         hf::safetensorsDTypeName(to) +
-                         ": only F32/BF16/F16 weights convert");
-  size_t fromBytes = octet::dtypeBytes(from), toBytes = octet::dtypeBytes(to);
-  std::vector<uint8_t> out(count * toBytes);
-  for (uint64_t i = 0; i < count; ++i)
-    numerics::encodeFloat(to, numerics::decodeFloat(from, src + fromBytes * i),
-                          out.data() + toBytes * i);
-  return out;
-}
-
-// A parameter's bytes as float32 values, and back: exact for the F32 and
-// BF16 that parameters are kept in.
-StatusOr<std::vector<float>> widen(const std::vector<uint8_t> &bytes,
-                                   octet::DType dtype,
-                                   const std::string &what) {
-  if (dtype != octet::DType::F32 && dtype != octet::DType::BF16 &&
-      dtype != octet::DType::F16)
-    return Status::error(what + " is " + hf::safetensorsDTypeName(dtype) +
-                         ": only F32/BF16/F16 parameters map to HF tensors");
-  size_t element = octet::dtypeBytes(dtype);
-  std::vector<float> values(bytes.size() / element);
-  for (size_t i = 0; i < values.size(); ++i)
-    values[i] = numerics::decodeFloat(dtype, bytes.data() + element * i);
-  return values;
-}
-
-std::vector<uint8_t> narrow(const std::vector<float> &values,
-                            octet::DType dtype) {
-  size_t element = octet::dtypeBytes(dtype);
-  std::vector<uint8_t> out(values.size() * element);
-  for (size_t i = 0; i < values.size(); ++i)
-    numerics::encodeFloat(dtype, values[i], out.data() + element * i);
-  return out;
-}
-
-// Looks tensors up among those of a checkpoint held in memory.
-hf::HfTensorLookup lookupAmong(const std::vector<hf::NamedTensor> &tensors,
-                               const std::string &origin) {
-  return [&tensors, origin](const std::string &name)
-             -> std::optional<hf::HfTensorView> {
-    for (const hf::NamedTensor &t : tensors)
-      if (t.name == name)
-        return hf::HfTensorView{t.dtype, t.shape, t.data.data(), origin};
-    return std::nullopt;
-  };
-}
-
 } // namespace
 
 struct Trainer::Impl {
@@ -413,27 +354,9 @@ struct Trainer::Impl {
     return evalInterval > 0 && program && data.hasEval();
   }
 
-  // The held-out batches of an evaluation. A pipeline's replicas each run
-  // whole forward-only steps of `accum` microbatches, so its count is a
-  // multiple of accum × dpSize (the default rounded down to one, at least
-  // one step's).
   StatusOr<int64_t> evalBatches() const {
-    int64_t batches = options.evalBatches;
-    const int64_t unit = pipe ? accum * dpSize : 1;
-    if (batches > 0 && batches % unit != 0)
-      return Status::error(
-          "--eval-batches is " + std::to_string(batches) +
-          ", but this pipeline bundle evaluates whole forward-only steps of " +
-          std::to_string(accum) + " microbatches on each of its " +
-          std::to_string(dpSize) + " data replicas: pass a multiple of " +
-          std::to_string(unit));
-    if (batches <= 0) {
-      batches = data.evalBatchCount() > 0
-                    ? int64_t(std::min<uint64_t>(16, data.evalBatchCount()))
-                    : 4;
-      batches = std::max(unit, batches / unit * unit);
-    }
-    return batches;
+    return evaluationBatches(options.evalBatches, data.evalBatchCount(),
+                             pipe ? accum : 0, dpSize);
   }
 
   // Evaluation runs each rank's forward-only list (planPipelineEvaluation)
@@ -909,7 +832,8 @@ struct Trainer::Impl {
         continue;
       }
       const hf::HfParameterLayout &layout = *e.layout;
-      auto values = widen(model[i].data, e.dtype, "parameter '" + e.name + "'");
+      auto values = hf::widenParameter(model[i].data, e.dtype,
+                                       "parameter '" + e.name + "'");
       if (!values)
         return values.status();
       model[i].data = {};
@@ -974,7 +898,7 @@ struct Trainer::Impl {
                                hf::safetensorsDTypeName(e.dtype) +
                                ": only F32/BF16 parameters load from HF "
                                "tensors");
-        bytes = narrow(*values, e.dtype);
+        bytes = hf::narrowParameter(*values, e.dtype);
       } else {
         std::optional<hf::HfTensorView> found = lookup(e.name);
         if (!found)
@@ -996,9 +920,9 @@ struct Trainer::Impl {
         if (found->dtype != e.dtype) {
           if (!convert)
             return refuse(e.name, found->dtype);
-          auto converted = convertFloats(found->data, found->dtype, e.dtype,
-                                         count,
-                                         origin + ": tensor '" + e.name + "'");
+          auto converted = hf::convertParameterFloats(
+              found->data, found->dtype, e.dtype, count,
+              origin + ": tensor '" + e.name + "'");
           if (!converted)
             return converted.status();
           bytes = std::move(*converted);
@@ -1172,38 +1096,8 @@ struct Trainer::Impl {
   // --init-from when there is one, else the bundle's).
   // The config.json --save-hf writes: the one beside --init-from when
   // there is one, else the bundle's.
-  StatusOr<std::string> exportConfig() {
-    std::string config;
-    if (!options.initWeights.empty()) {
-      std::string beside = isDirectory(options.initWeights)
-                               ? options.initWeights + "/config.json"
-                               : "";
-      if (!beside.empty() && isRegularFile(beside)) {
-        auto text = readWholeFile(beside);
-        if (!text)
-          return text.status();
-        config = *text;
-      }
-    }
-    if (config.empty())
-      config = bundle.build().hf_config();
-    if (config.empty())
-      return Status::error(
-          "--save-hf: the bundle holds no HF config.json (its model has no "
-          "transformers equivalent): export the checkpoint's "
-          "model.safetensors with a config.json of your own");
-    for (const Parameter &p : bundle.parameters())
-      if (p.hf_pieces().empty())
-        return Status::error("--save-hf: parameter '" + p.name() +
-                             "' has no HF name in this bundle, so "
-                             "transformers could not load it; the "
-                             "checkpoints of --checkpoint-dir hold it under "
-                             "its octet name");
-    return config;
-  }
-
   Status saveHf(const std::string &dir) {
-    auto configText = exportConfig();
+    auto configText = bundle::hfConfigForExport(bundle, options.initWeights);
     if (!configText)
       return configText.status();
     std::string config = *configText;
@@ -1326,7 +1220,8 @@ StatusOr<std::unique_ptr<Trainer>> Trainer::create(TrainBackend &backend,
   OCTET_RETURN_IF_ERROR(t.planEntries());
   // Told now rather than after the training.
   if (!o.saveHf.empty())
-    if (auto config = t.exportConfig(); !config)
+    if (auto config = bundle::hfConfigForExport(t.bundle, o.initWeights);
+        !config)
       return config.status();
   for (int parity = 0; parity < 2; ++parity)
     for (int64_t m = 0; m < t.accum; ++m) {
@@ -1536,9 +1431,9 @@ Status Trainer::loadCheckpoint(const std::string &stepDir, int64_t &step) {
                          std::to_string(t.schedule.seed()) +
                          ": resuming would not continue that run");
   OCTET_RETURN_IF_ERROR(t.restoreEntries(
-      t.modelEntries, stepDir, lookupAmong(c->model, stepDir), false));
+      t.modelEntries, stepDir, hf::lookupAmong(c->model, stepDir), false));
   OCTET_RETURN_IF_ERROR(t.restoreEntries(
-      t.stateEntries, stepDir, lookupAmong(c->state, stepDir), false));
+      t.stateEntries, stepDir, hf::lookupAmong(c->state, stepDir), false));
   OCTET_RETURN_IF_ERROR(t.data.restore(c->dataPosition));
   step = c->step;
   return Status::ok();
