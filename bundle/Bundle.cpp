@@ -147,6 +147,32 @@ Status checkRef(const Bundle &b, const SlotRef &ref, const std::string &what,
   return Status::ok();
 }
 
+// A copy or memset of `bytes` through `ref` stays inside what the ref names:
+// one stash entry, the last rank's part, or the slot. A slot's size is no
+// bound for a stash entry's copy: the slot holds every entry.
+Status checkSpan(const Bundle &b, const SlotRef &ref, uint64_t bytes,
+                 const std::string &what, uint32_t stashEntries) {
+  if (Status st = checkRef(b, ref, what, stashEntries); !st)
+    return st;
+  const Slot &s = b.plan().slots(int(ref.slot()));
+  uint64_t end = ref.byte_offset() + bytes, limit = s.bytes();
+  std::string region = "slot '" + s.name() + "'";
+  if (ref.stash_stride() > 0) {
+    limit = ref.stash_stride();
+    region = "a stash entry of slot '" + s.name() + "'";
+  } else if (ref.rank_stride() > 0) {
+    end += ref.rank_stride() *
+           (b.groups(int(ref.rank_group())).ranks_size() - 1);
+  }
+  if (end > limit)
+    return Status::error(what + " of " + std::to_string(bytes) +
+                         " bytes from byte " +
+                         std::to_string(ref.byte_offset()) + " ends at byte " +
+                         std::to_string(end) + " of " + region + ", which has " +
+                         std::to_string(limit));
+  return Status::ok();
+}
+
 // The rules cuTensorMapEncodeTiled enforces (CUDA driver API reference,
 // tiled mode), checked here so that a bad record is refused with its field
 // named when the bundle is read, not with CUDA_ERROR_INVALID_VALUE at load;
@@ -303,11 +329,14 @@ Status checkStep(const Bundle &b, const Step &step, const std::string &where,
     return st;
   }
   case Step::kMemset:
-    return checkRef(b, step.memset().dst(), at + " memset", stashEntries);
+    return checkSpan(b, step.memset().dst(), step.memset().bytes(),
+                     at + " memset", stashEntries);
   case Step::kCopy: {
-    Status st = checkRef(b, step.copy().dst(), at + " copy destination", stashEntries);
+    const Copy &c = step.copy();
+    Status st = checkSpan(b, c.dst(), c.bytes(), at + " copy destination",
+                          stashEntries);
     if (st)
-      st = checkRef(b, step.copy().src(), at + " copy source", stashEntries);
+      st = checkSpan(b, c.src(), c.bytes(), at + " copy source", stashEntries);
     return st;
   }
   case Step::kCollective: {

@@ -105,6 +105,15 @@ bundle::StateKind stateKindOf(llvm::StringRef name) {
   return bundle::STATE_UNSPECIFIED;
 }
 
+// Bytes of the tensor a value holds. A copy or fill writes these, never its
+// slot's size: a Stash slot holds every in-flight entry, and a view sits
+// inside a larger slot, so the slot's size would write past the value.
+uint64_t tensorBytes(Value v) {
+  auto type = cast<RankedTensorType>(v.getType());
+  return uint64_t(type.getNumElements()) *
+         std::max(1u, type.getElementTypeBitWidth() / 8);
+}
+
 // The parameter a state tensor belongs to: its name without the state prefix
 // (and, for FP8 scale state, the operand and field suffixes).
 std::string ownerOf(llvm::StringRef name) {
@@ -461,9 +470,7 @@ private:
       bundle::Memset *m =
           step((label + " zero #" + llvm::Twine(i)).str())->mutable_memset();
       *m->mutable_dst() = ref(op.getResult(i));
-      auto type = cast<RankedTensorType>(op.getResult(i).getType());
-      m->set_bytes(type.getNumElements() *
-                   std::max(1u, type.getElementTypeBitWidth() / 8));
+      m->set_bytes(tensorBytes(op.getResult(i)));
     }
     std::optional<unsigned> workspace;
     if (launched.getWorkspaceBytesOrZero() > 0) {
@@ -635,14 +642,14 @@ private:
       bundle::Copy *c = step("copy")->mutable_copy();
       *c->mutable_src() = ref(copy.getInput());
       *c->mutable_dst() = ref(copy.getResult());
-      c->set_bytes(plan.slots[c->dst().slot()].bytes);
+      c->set_bytes(tensorBytes(copy.getResult()));
       return success();
     }
     if (auto fill = dyn_cast<graph::FillOp>(op);
         fill && fill.getValue().isZero()) {
       bundle::Memset *m = step("fill 0")->mutable_memset();
       *m->mutable_dst() = ref(fill.getResult());
-      m->set_bytes(plan.slots[m->dst().slot()].bytes);
+      m->set_bytes(tensorBytes(fill.getResult()));
       return success();
     }
     // Fused row kernels, attention, transposing copies and whatever else
@@ -724,7 +731,7 @@ private:
         bundle::Copy *copy = step("accumulator " + param)->mutable_copy();
         *copy->mutable_src() = c;
         *copy->mutable_dst() = out;
-        copy->set_bytes(plan.slots[out.slot()].bytes);
+        copy->set_bytes(tensorBytes(gemm.getResult()));
       }
     }
     unsigned dequantSlot = 0;

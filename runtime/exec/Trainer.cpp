@@ -1180,7 +1180,11 @@ StatusOr<std::unique_ptr<Trainer>> Trainer::create(TrainBackend &backend,
   else if (!backend.hasProgram(TRAIN_MICROBATCH))
     return Status::error("the bundle has no TRAIN_MICROBATCH program: it "
                          "cannot train; recompile it from a training spec");
-  if (t.pipe && t.evalInterval > 0 && t.data.hasEval()) {
+  // A run that ends before its first evaluation sets none up, so that a
+  // bundle evaluation cannot run on (a delayed-scaling pipeline's forwards
+  // write scale state) still trains.
+  if (t.pipe && t.evalInterval > 0 && t.evalInterval <= t.steps &&
+      t.data.hasEval()) {
     OCTET_RETURN_IF_ERROR(t.setUpPipelineEvaluation());
     for (int64_t m = 0; m < t.accum; ++m) {
       auto b = backend.hostBuffer(std::max<uint64_t>(64, t.train.stageBytes));
@@ -1269,7 +1273,11 @@ Status Trainer::start(TrainResult &result) {
   t.print("data: " + t.data.describe());
   // A pipeline bundle evaluates through its chunks' forwards.
   bool evalProgram = t.pipe || t.backend.hasProgram(EVAL);
-  if (t.evalInterval > 0 && !t.evaluates())
+  if (t.evalInterval > t.steps)
+    t.print("note: eval_interval is " + std::to_string(t.evalInterval) +
+            " and the run ends at step " + std::to_string(t.steps) +
+            ": no evaluation");
+  else if (t.evalInterval > 0 && !t.evaluates())
     t.print(std::string("note: eval_interval is ") +
             std::to_string(t.evalInterval) + " but " +
             (evalProgram ? "the data has no held-out split "

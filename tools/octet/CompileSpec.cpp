@@ -152,18 +152,6 @@ Status writeBundleFile(ModuleOp module, const SpecSource &source,
                        std::function<void(const std::string &)> phase) {
   const spec::Parallel &parallel = spec.train().parallel();
   emit::BuildSource build;
-  // On 2 x H100 a delayed-scaling pipeline bundle's step-1 gradients left
-  // one GPU's (tiny-llama, 1F1B: grad norm 65.5 against 2.79; the
-  // interpreter's emulated ranks agree with one rank), so none is written
-  // until the GPU matches (bench/results/h100/pipeline-2gpu-time).
-  if (parallel.pipeline() > 1 && spec.train().precision().recipe() == "delayed")
-    return Status::error(
-        source.spec + ": train.parallel.pipeline " +
-        std::to_string(parallel.pipeline()) +
-        " with train.precision.recipe \"delayed\": the GPU bundle of a "
-        "delayed-scaling pipeline does not yet equal one GPU, so none is "
-        "written; use recipe \"current\" or \"blockwise\" (both checked at "
-        "pipeline 2), or train this spec on the CPU (--cpu)");
   if (parallel.pipeline() > 1) {
     StatusOr<SimulatedSchedule> schedule = pipelineScheduleFromSpec(spec);
     if (!schedule)

@@ -824,6 +824,33 @@ TEST(PipelineBundleValidate, RefusesATransferOutsideTheStash) {
       << st.message();
 }
 
+// A copy into a stash entry writes that entry only. Sized by its slot,
+// which holds every entry, it wrote over the next entry or past the slot
+// (delayed scaling's stashed scales at pipeline 2 did, corrupting rank 0's
+// gradients on the GPU while the interpreter, which has no slots, agreed).
+TEST(PipelineBundleValidate, RefusesACopyPastItsStashEntry) {
+  auto firstCopy = [](bundle::Bundle &b) {
+    for (bundle::Step &step :
+         *b.mutable_ranks(0)->mutable_programs(0)->mutable_steps())
+      if (step.has_copy())
+        return step.mutable_copy();
+    return static_cast<bundle::Copy *>(nullptr);
+  };
+  EXPECT_TRUE(validateToy([&](bundle::Bundle &b) {
+                firstCopy(b)->set_bytes(kStride);
+              }).isOk());
+  Status st = validateToy([&](bundle::Bundle &b) {
+    bundle::Copy *c = firstCopy(b);
+    c->set_bytes(b.plan().slots(int(c->dst().slot())).bytes());
+  });
+  ASSERT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("copy destination of 512 bytes"),
+            std::string::npos)
+      << st.message();
+  EXPECT_NE(st.message().find("a stash entry of slot"), std::string::npos)
+      << st.message();
+}
+
 TEST(PipelineBundleValidate, RefusesAMissingChunkProgram) {
   Status st = validateToy([](bundle::Bundle &b) {
     b.mutable_ranks(1)->mutable_programs()->erase(
