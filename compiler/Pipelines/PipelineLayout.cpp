@@ -274,15 +274,6 @@ Status checkPipelineLayout(const spec::Spec &spec) {
   if (pipeline <= 1)
     return Status::ok();
   std::string is = "train.parallel.pipeline is " + std::to_string(pipeline);
-  // Delayed scaling's amaxes agree over the data group through an
-  // all-reduce in the microbatch, a collective the stage cut does not
-  // take yet (as the gradient reduction).
-  if (train.precision().recipe() == "delayed" && parallel.data() > 1)
-    return Status::error(
-        is + ", train.parallel.data is " + std::to_string(parallel.data()) +
-        " and train.precision.recipe is \"delayed\": its amax all-reduce over "
-        "the data group is not cut into pipeline stages yet; use recipe "
-        "\"current\" or \"blockwise\" (no amax collective), or data 1");
   // Delayed scaling updates an output gradient's scale in the input
   // gradient (B) that casts it, while the weight gradient (W) of an
   // earlier microbatch still reads the old one (octet-split-weight-

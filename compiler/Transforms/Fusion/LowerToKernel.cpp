@@ -269,8 +269,14 @@ struct LowerToKernel
 
   // Whether the op that measured `amax` (fp8.amax, fp8.quantize) asks for
   // its maximum over the data-parallel ranks: its `amax_reduce` names
-  // "data". An amax from anything else is reduced, to be safe.
+  // "data". An amax loaded from a variable (the weights' amaxes the
+  // optimizer step took of the whole, replicated weights) is already every
+  // rank's, and stays out of the collective, which the pipeline cut could
+  // place in no chunk function. An amax from anything else is reduced, to
+  // be safe.
   static bool reducedOverData(Value amax) {
+    if (amax.getDefiningOp<graph::LoadOp>())
+      return false;
     auto result = dyn_cast<OpResult>(amax);
     auto fused = result ? dyn_cast<kernel::FusedOp>(result.getOwner())
                         : kernel::FusedOp();
@@ -344,9 +350,10 @@ struct LowerToKernel
         continue;
       }
       delayed.push_back(fused);
-      delayedAmaxes.push_back(amax);
+      if (reducedOverData(amax->get()))
+        delayedAmaxes.push_back(amax);
     }
-    if (delayed.empty())
+    if (delayedAmaxes.empty())
       return success();
     // After the last amax is made, and after the last of the updates' own
     // operands (history and scale loads come first anyway).
