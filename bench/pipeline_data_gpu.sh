@@ -16,6 +16,10 @@
 # VARIANTS="pp2-dp2 pp2-v2-dp2 pp2-dp2-zero1" adds pipeline 2 x data 2 with
 # ZeRO-1 (train.parallel.shard_optimizer: each pipeline rank's moments
 # sharded over its data group), compiled as below.
+# MODEL=tiny-fp8 runs the same parts on bundles of the delayed FP8 spec
+# (bench/specs/pipeline/tiny-fp8-*, compiled as below with tiny-fp8 for
+# tiny-bf16), held to the FP8 golden bounds (--numerics fp8; 20 steps:
+# loss 2e-3, grad norm 2e-2 relative at step 1).
 # The script exits 1 when any check fails.
 #
 # Here (bundles compiled where MLIR is):
@@ -36,7 +40,12 @@ R=${1:?octet-run}; D=${2:?bundle directory}; O=${3:?output directory}; shift 3
 parts=${*:-step1 steps20 wrong-size}
 B=$(cd "$(dirname "$0")" && pwd); mkdir -p "$O"
 W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
-bad=0; LOSS_TOL=1e-3; NORM_TOL=5e-3
+MODEL=${MODEL:-tiny-bf16}
+case $MODEL in
+  *fp8*) NUMERICS=fp8; LOSS_TOL=2e-3; NORM_TOL=2e-2;;
+  *) NUMERICS=bf16; LOSS_TOL=1e-3; NORM_TOL=5e-3;;
+esac
+bad=0
 . "$B/launch2.sh"
 . "$B/zero1_common.sh"
 TEXT="--text data/corpus.txt"
@@ -64,16 +73,16 @@ VARIANTS=${VARIANTS:-"pp2-dp2 pp2-v2-dp2"}
 step1() {
   local v
   log "step 1: one GPU, data 2, pipeline 2 x data 2 (1F1B, interleaved)"
-  "$R" $D/tiny-bf16-pp1.octet $TEXT --steps 1 --checkpoint-dir $W/one > $O/step1-one.log 2>&1 \
+  "$R" $D/$MODEL-pp1.octet $TEXT --steps 1 --checkpoint-dir $W/one > $O/step1-one.log 2>&1 \
     || { echo "one GPU failed:"; tail -3 $O/step1-one.log; bad=1; return; }
-  launch2 $W/step1-dp2.log $D/tiny-bf16-dp2.octet $TEXT --steps 1 --checkpoint-dir $W/dp2 || { bad=1; return; }
+  launch2 $W/step1-dp2.log $D/$MODEL-dp2.octet $TEXT --steps 1 --checkpoint-dir $W/dp2 || { bad=1; return; }
   cp $W/step1-dp2.log* $O/
   for v in $VARIANTS; do
-    launchn 4 $W/step1-$v.log $D/tiny-bf16-$v.octet $TEXT --steps 1 --checkpoint-dir $W/$v || { bad=1; continue; }
+    launchn 4 $W/step1-$v.log $D/$MODEL-$v.octet $TEXT --steps 1 --checkpoint-dir $W/$v || { bad=1; continue; }
     cp $W/step1-$v.log* $O/
-    python3 $B/dp_equivalence.py --numerics bf16 --name "$v against one GPU" --one $O/step1-one.log $W/one/step-1 \
+    python3 $B/dp_equivalence.py --numerics $NUMERICS --name "$v against one GPU" --one $O/step1-one.log $W/one/step-1 \
       --data2 $O/step1-$v.log $W/$v/step-1 --out $O/$v-vs-one-step1.json || bad=1
-    python3 $B/dp_equivalence.py --numerics bf16 --name "$v against data 2" --one $O/step1-dp2.log $W/dp2/step-1 \
+    python3 $B/dp_equivalence.py --numerics $NUMERICS --name "$v against data 2" --one $O/step1-dp2.log $W/dp2/step-1 \
       --data2 $O/step1-$v.log $W/$v/step-1 --out $O/$v-vs-dp2-step1.json || bad=1
   done
 }
@@ -81,12 +90,12 @@ step1() {
 steps20() {
   local v
   log "20 steps: one GPU, data 2, pipeline 2 x data 2 (1F1B, interleaved)"
-  "$R" $D/tiny-bf16-pp1.octet $TEXT --steps 20 > $O/one.log 2>&1 || { tail -3 $O/one.log; bad=1; return; }
-  launch2 $W/dp2.log $D/tiny-bf16-dp2.octet $TEXT --steps 20 || { bad=1; return; }
+  "$R" $D/$MODEL-pp1.octet $TEXT --steps 20 > $O/one.log 2>&1 || { tail -3 $O/one.log; bad=1; return; }
+  launch2 $W/dp2.log $D/$MODEL-dp2.octet $TEXT --steps 20 || { bad=1; return; }
   cp $W/dp2.log* $O/
   echo "-- data 2 against one GPU"; close $O/one.log $O/dp2.log || bad=1
   for v in $VARIANTS; do
-    launchn 4 $W/$v.log $D/tiny-bf16-$v.octet $TEXT --steps 20 || { bad=1; continue; }
+    launchn 4 $W/$v.log $D/$MODEL-$v.octet $TEXT --steps 20 || { bad=1; continue; }
     cp $W/$v.log* $O/
     echo "-- $v against one GPU"; close $O/one.log $O/$v.log || bad=1
   done
@@ -94,7 +103,7 @@ steps20() {
 
 wrong_size() {
   log "pipeline 2 x data 2 started as two ranks"
-  launch2 $W/wrong-size.log $D/tiny-bf16-pp2-dp2.octet $TEXT --steps 1
+  launch2 $W/wrong-size.log $D/$MODEL-pp2-dp2.octet $TEXT --steps 1
   cp $W/wrong-size.log $O/
   grep -q "compiled for world size 4 (pipeline 2 × data 2)" $O/wrong-size.log || { cat $O/wrong-size.log; bad=1; }
 }
