@@ -19,7 +19,11 @@
 # MODEL=tiny-fp8 runs the same parts on bundles of the delayed FP8 spec
 # (bench/specs/pipeline/tiny-fp8-*, compiled as below with tiny-fp8 for
 # tiny-bf16), held to the FP8 golden bounds (--numerics fp8; 20 steps:
-# loss 2e-3, grad norm 2e-2 relative at step 1).
+# loss 2e-3, grad norm 2e-2 relative at step 1). Delayed scaling updates
+# its scales after every microbatch from the max over the data group, so
+# data 2 runs another sequence of scales than one GPU (each rank's first
+# microbatch casts with the initial scales): there pipeline × data is
+# judged against data 2, and its distance from one GPU is only reported.
 # The script exits 1 when any check fails.
 #
 # Here (bundles compiled where MLIR is):
@@ -45,6 +49,12 @@ case $MODEL in
   *fp8*) NUMERICS=fp8; LOSS_TOL=2e-3; NORM_TOL=2e-2;;
   *) NUMERICS=bf16; LOSS_TOL=1e-3; NORM_TOL=5e-3;;
 esac
+# The run pipeline × data must equal: one GPU, or data 2 (delayed scaling).
+case $MODEL in
+  tiny-fp8) AGAINST=dp2;;
+  *) AGAINST=one;;
+esac
+judged() { [ "$1" = "$AGAINST" ] || { echo "(reported, not judged: $MODEL is judged against ${AGAINST/dp2/data 2})"; return 0; }; return 1; }
 bad=0
 . "$B/launch2.sh"
 . "$B/zero1_common.sh"
@@ -81,9 +91,9 @@ step1() {
     launchn 4 $W/step1-$v.log $D/$MODEL-$v.octet $TEXT --steps 1 --checkpoint-dir $W/$v || { bad=1; continue; }
     cp $W/step1-$v.log* $O/
     python3 $B/dp_equivalence.py --numerics $NUMERICS --name "$v against one GPU" --one $O/step1-one.log $W/one/step-1 \
-      --data2 $O/step1-$v.log $W/$v/step-1 --out $O/$v-vs-one-step1.json || bad=1
+      --data2 $O/step1-$v.log $W/$v/step-1 --out $O/$v-vs-one-step1.json || judged one || bad=1
     python3 $B/dp_equivalence.py --numerics $NUMERICS --name "$v against data 2" --one $O/step1-dp2.log $W/dp2/step-1 \
-      --data2 $O/step1-$v.log $W/$v/step-1 --out $O/$v-vs-dp2-step1.json || bad=1
+      --data2 $O/step1-$v.log $W/$v/step-1 --out $O/$v-vs-dp2-step1.json || judged dp2 || bad=1
   done
 }
 
@@ -93,11 +103,12 @@ steps20() {
   "$R" $D/$MODEL-pp1.octet $TEXT --steps 20 > $O/one.log 2>&1 || { tail -3 $O/one.log; bad=1; return; }
   launch2 $W/dp2.log $D/$MODEL-dp2.octet $TEXT --steps 20 || { bad=1; return; }
   cp $W/dp2.log* $O/
-  echo "-- data 2 against one GPU"; close $O/one.log $O/dp2.log || bad=1
+  echo "-- data 2 against one GPU"; close $O/one.log $O/dp2.log || judged one || bad=1
   for v in $VARIANTS; do
     launchn 4 $W/$v.log $D/$MODEL-$v.octet $TEXT --steps 20 || { bad=1; continue; }
     cp $W/$v.log* $O/
-    echo "-- $v against one GPU"; close $O/one.log $O/$v.log || bad=1
+    echo "-- $v against one GPU"; close $O/one.log $O/$v.log || judged one || bad=1
+    echo "-- $v against data 2"; close $O/dp2.log $O/$v.log || judged dp2 || bad=1
   done
 }
 

@@ -1,0 +1,1 @@
+device 2 (NVIDIA H100 80GB HBM3, sm_90): plan arenas 84.0 MiB, runtime fixed costs 534.9 MiB (CUDA context, cuBLASLt handle and workspace, modules)
