@@ -740,8 +740,12 @@ StatusOr<PipePrediction> predictPipelineTimes(
     if (!(s.forward > 0) || !(s.backward > 0))
       return Status::error("pipeline prediction: every stage's forward and "
                            "backward cost must be positive");
+    if (!(s.weightGradientShare >= 0 && s.weightGradientShare < 1))
+      return Status::error("pipeline prediction: a stage's weight-gradient "
+                           "share of its backward must be in [0, 1)");
     total += s.forward + s.backward;
-    ops.push_back({s.forward, s.backward / 2, s.backward / 2});
+    double w = s.backward * s.weightGradientShare;
+    ops.push_back({s.forward, s.backward - w, w});
   }
   StatusOr<PipeTimedRun> run = simulatePipelineTimes(schedule, ops, transfer);
   if (!run)

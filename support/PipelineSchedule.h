@@ -116,15 +116,18 @@ StatusOr<PipePrediction> predictPipeline(const PipelineSchedule &schedule,
                                          const std::vector<double> &stageForward);
 
 // A stage's forward and backward of one microbatch, in seconds (or any one
-// unit).
+// unit), and the share of the backward its weight gradient (W) takes where
+// a schedule runs it apart (ZB-H1); fused schedules run the sum.
 struct PipeStageTime {
   double forward = 0;
   double backward = 0;
+  double weightGradientShare = 0.5;
 };
 
 // The step a schedule predicts from each global stage's times: the
 // simulator runs it with the times scaled to integer units (the largest op
-// 2000), the backward split evenly into input- and weight-gradient halves,
+// 2000), the backward split into input- and weight-gradient parts by each
+// stage's weightGradientShare,
 // and `transfer` (an activation or its gradient between two ranks) added to
 // every op whose input comes from another rank, since each step's send and
 // receive block together. Rank r then runs rankTail[r] (its optimizer step)

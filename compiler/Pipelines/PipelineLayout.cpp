@@ -73,6 +73,10 @@ PipelineCostModel pipelineCostModel(const spec::Spec &spec,
   model.layer.backward = 2 * gemm +
                          2.5 * attentionFlops / target.attentionBackwardFlops +
                          tokens * backwardBytes / hbm;
+  // Its wgrad GEMMs; the dgrad GEMMs, attention and the memory-bound work
+  // are the input gradient's (2 x H200, l8b4-bf16 at ZB-H1: W took 8.7 and
+  // 9.7 ms a microbatch against B's 14.9 and 13.1).
+  model.layer.weightGradient = gemm;
   model.layerParameters = layerWeights + 2 * hidden;
 
   // The gather reads an f32 row and writes BF16; its gradient reads dy and
@@ -93,6 +97,7 @@ PipelineCostModel pipelineCostModel(const spec::Spec &spec,
                        logits * target.lossForwardBytesPerLogit / hbm;
   model.head.backward = 2 * headGemm + tokens * 3 * 2 * hidden / hbm +
                         logits * target.lossBackwardBytesPerLogit / hbm;
+  model.head.weightGradient = headGemm;
   model.headParameters = vocab * hidden + hidden;
 
   model.optimizerSecondsPerParameter = target.optimizerBytesPerParameter / hbm;
@@ -106,7 +111,10 @@ std::vector<PartTime> pipelineChunkTimes(const PipelineCostModel &model,
   std::vector<PartTime> times;
   for (size_t c = 0; c < split.size(); ++c) {
     PartTime t{double(split[c]) * model.layer.forward,
-               double(split[c]) * model.layer.backward};
+               double(split[c]) * model.layer.backward,
+               double(split[c]) * model.layer.weightGradient};
+    // The embedding's gradient is a scatter, not a GEMM: the input
+    // gradient's.
     if (c == 0) {
       t.forward += model.embedding.forward;
       t.backward += model.embedding.backward;
@@ -114,6 +122,7 @@ std::vector<PartTime> pipelineChunkTimes(const PipelineCostModel &model,
     if (c + 1 == split.size()) {
       t.forward += model.head.forward;
       t.backward += model.head.backward;
+      t.weightGradient += model.head.weightGradient;
     }
     times.push_back(t);
   }
@@ -253,7 +262,7 @@ StatusOr<SimulatedSchedule> pipelineScheduleFromSpec(const spec::Spec &spec) {
   std::vector<PipeStageTime> stages;
   double oneRankOptimizer = 0;
   for (const PartTime &t : chunkTimes)
-    stages.push_back({t.forward, t.backward});
+    stages.push_back({t.forward, t.backward, t.weightGradient / t.backward});
   for (double t : optimizerTimes)
     oneRankOptimizer += t;
   StatusOr<PipePrediction> prediction = predictPipelineTimes(

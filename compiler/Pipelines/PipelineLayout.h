@@ -63,9 +63,12 @@ struct GpuRates {
 };
 
 // One microbatch through a part of the model on a GpuRates, in seconds.
+// `weightGradient` is the part of `backward` that ZB-H1's weight-gradient
+// function runs: the weight-gradient GEMMs.
 struct PartTime {
   double forward = 0;
   double backward = 0;
+  double weightGradient = 0;
 };
 
 // The estimated time of one microbatch through each part of the model, from

@@ -377,6 +377,31 @@ TEST(PipelineSchedule, PredictionWithOptimizerAndTransfers) {
   ASSERT_FALSE(negative.isOk());
 }
 
+// The weight gradient's share of the backward: 1F1B runs B and W fused, so
+// it changes nothing there; ZB-H1 fills its drain with the deferred W, so a
+// smaller W leaves more of the bubble (the measured W of a decoder layer is
+// about 0.6 of its B, not the even split).
+TEST(PipelineSchedule, PredictionSplitsTheBackwardByItsWeightGradientShare) {
+  PipelineSchedule oneF = make(PipelineScheduleKind::OneFOneB, 2, 1, 4);
+  PipelineSchedule zb = make(PipelineScheduleKind::ZeroBubbleH1, 2, 1, 4);
+  std::vector<PipeStageTime> even{{1, 2}, {1, 2}};
+  std::vector<PipeStageTime> smallW{{1, 2, 0.375}, {1, 2, 0.375}};
+  auto oneFEven = predictPipelineTimes(oneF, even, 0, {0, 0}, 0);
+  auto oneFSmallW = predictPipelineTimes(oneF, smallW, 0, {0, 0}, 0);
+  auto zbEven = predictPipelineTimes(zb, even, 0, {0, 0}, 0);
+  auto zbSmallW = predictPipelineTimes(zb, smallW, 0, {0, 0}, 0);
+  ASSERT_TRUE(oneFEven.isOk() && oneFSmallW.isOk() && zbEven.isOk() &&
+              zbSmallW.isOk());
+  EXPECT_NEAR(oneFEven->bubble, oneFSmallW->bubble, 1e-9);
+  EXPECT_GT(zbSmallW->bubble, zbEven->bubble + 0.01);
+  EXPECT_LT(zbSmallW->bubble, oneFEven->bubble);
+  auto whole = predictPipelineTimes(zb, {{1, 2, 1}, {1, 2, 1}}, 0, {0, 0}, 0);
+  ASSERT_FALSE(whole.isOk());
+  EXPECT_NE(whole.status().message().find("share of its backward"),
+            std::string::npos)
+      << whole.status().message();
+}
+
 // Separate B and W times: 1F1B runs them fused, so only their sum matters
 // there, and two equal stages idle (P - 1)/(M + P - 1) of the time; a
 // zero-bubble schedule fills the drain with the deferred W.
