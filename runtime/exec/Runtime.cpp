@@ -373,6 +373,7 @@ Runtime::load(const Bundle &bundle, const RuntimeOptions &options) {
                          " -- octet-run ...)");
   rt->rank_ = rank;
   rt->pipelineTimeline_ = options.pipelineTimeline;
+  rt->timePrograms_ = options.programTimes;
   auto dev = Device::open(options.device);
   if (!dev)
     return dev.status();
@@ -506,6 +507,10 @@ Runtime::load(const Bundle &bundle, const RuntimeOptions &options) {
 }
 
 Runtime::~Runtime() {
+  for (TimedRun &t : timedRuns_)
+    for (CUevent e : {t.begin, t.computed, t.end})
+      if (e)
+        cuEventDestroy(e);
   pipeline_.reset();
   programs_.clear();
   gemms_.clear();
@@ -1106,6 +1111,13 @@ Status Runtime::run(ProgramKind kind, bool lastMicrobatch,
 Status Runtime::runPrepared(PreparedProgram &prepared, bool lastMicrobatch,
                             bool firstMicrobatch) {
   PreparedProgram *p = &prepared;
+  TimedRun *timed = nullptr;
+  if (timePrograms_) {
+    auto t = beginTimedRun(p->kind);
+    if (!t)
+      return t.status();
+    timed = *t;
+  }
   // Side streams start after what the main stream holds (the host's input
   // copies) and join it at the end, so the program is ordered between
   // whatever the host enqueued before and after it.
@@ -1147,6 +1159,8 @@ Status Runtime::runPrepared(PreparedProgram &prepared, bool lastMicrobatch,
   if (inGroup)
     return Status::error("program '" + p->program->name() +
                          "' ends inside a group of collectives");
+  if (timed)
+    OCTET_CHECK_CUDA(cuEventRecord(timed->computed, mainStream()));
   for (size_t s = 1; s < streams_.size(); ++s) {
     CUevent e = nullptr;
     OCTET_CHECK_CUDA(cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
@@ -1154,7 +1168,48 @@ Status Runtime::runPrepared(PreparedProgram &prepared, bool lastMicrobatch,
     OCTET_CHECK_CUDA(cuStreamWaitEvent(streams_[0]->handle(), e, 0));
     cuEventDestroy(e);
   }
+  if (timed)
+    OCTET_CHECK_CUDA(cuEventRecord(timed->end, mainStream()));
   return Status::ok();
+}
+
+StatusOr<Runtime::TimedRun *> Runtime::beginTimedRun(ProgramKind kind) {
+  // Bounded, for a long run with timing on: the oldest runs go first.
+  constexpr size_t kMaxTimedRuns = 4096;
+  if (timedRuns_.size() == kMaxTimedRuns) {
+    TimedRun &old = timedRuns_.front();
+    // The oldest run was enqueued thousands of runs ago; its events are
+    // long complete, but destroying a pending event is also allowed.
+    for (CUevent e : {old.begin, old.computed, old.end})
+      cuEventDestroy(e);
+    timedRuns_.pop_front();
+  }
+  TimedRun t;
+  t.kind = kind;
+  for (CUevent *e : {&t.begin, &t.computed, &t.end}) {
+    CUresult r = cuEventCreate(e, CU_EVENT_DEFAULT);
+    if (r != CUDA_SUCCESS) {
+      for (CUevent made : {t.begin, t.computed, t.end})
+        if (made)
+          cuEventDestroy(made);
+      OCTET_CHECK_CUDA(r);
+    }
+  }
+  timedRuns_.push_back(t);
+  OCTET_CHECK_CUDA(cuEventRecord(t.begin, mainStream()));
+  return &timedRuns_.back();
+}
+
+StatusOr<std::vector<ProgramTime>> Runtime::programTimes() {
+  OCTET_RETURN_IF_ERROR(synchronize());
+  std::vector<ProgramTime> out;
+  for (const TimedRun &t : timedRuns_) {
+    float ms = 0, computed = 0;
+    OCTET_CHECK_CUDA(cuEventElapsedTime(&ms, t.begin, t.end));
+    OCTET_CHECK_CUDA(cuEventElapsedTime(&computed, t.begin, t.computed));
+    out.push_back({t.kind, double(ms), double(ms - computed)});
+  }
+  return out;
 }
 
 StatusOr<std::vector<double>> Runtime::timeSteps(ProgramKind kind) {
@@ -1220,7 +1275,19 @@ Status Runtime::runGraph(ProgramKind kind, bool lastMicrobatch,
                                     programKindName(kind));
     graph = std::move(*g);
   }
-  return graph->launch(mainStream());
+  TimedRun *timed = nullptr;
+  if (timePrograms_) {
+    auto t = beginTimedRun(kind);
+    if (!t)
+      return t.status();
+    timed = *t;
+  }
+  OCTET_RETURN_IF_ERROR(graph->launch(mainStream()));
+  if (timed) {
+    OCTET_CHECK_CUDA(cuEventRecord(timed->computed, mainStream()));
+    OCTET_CHECK_CUDA(cuEventRecord(timed->end, mainStream()));
+  }
+  return Status::ok();
 }
 
 Status Runtime::connect(const comm::NcclLibrary &nccl,

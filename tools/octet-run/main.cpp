@@ -51,7 +51,7 @@ int64_t tokensPerStep(const Bundle &b, int gpus) {
   return sched.micro_batch_size() * sched.seq_len() * microbatches * replicas;
 }
 
-void writeJson(const std::string &path, const Bundle &b, const Runtime &rt,
+void writeJson(const std::string &path, const Bundle &b, Runtime &rt,
                const TrainResult &result, int64_t warmup, int gpus) {
   const Schedule &sched = b.schedule();
   std::vector<double> seconds;
@@ -89,7 +89,28 @@ void writeJson(const std::string &path, const Bundle &b, const Runtime &rt,
      << ",\n \"plan_bytes\": " << rt.arenaBytes()
      << ",\n \"fixed_cost_bytes\": " << rt.fixedCostBytes()
      << ",\n \"peak_mem_used_gib\": "
-     << double(result.peakDeviceBytes) / double(uint64_t(1) << 30) << "\n}\n";
+     << double(result.peakDeviceBytes) / double(uint64_t(1) << 30);
+  // Each program's device time over the timed steps, and how much of it
+  // the main stream spent at the program's end waiting for the
+  // communication stream (RuntimeOptions.programTimes).
+  auto runs = rt.programTimes();
+  if (runs) {
+    auto summary = summarizeProgramTimes(
+        *runs, int64_t(result.steps.size()), int64_t(seconds.size()));
+    js << ",\n \"programs\": [";
+    for (size_t i = 0; i < summary.size(); ++i)
+      js << (i ? "," : "") << "\n  {\"program\": \""
+         << programKindName(summary[i].kind)
+         << "\", \"runs\": " << summary[i].runs
+         << ", \"median_ms\": " << summary[i].medianMs
+         << ", \"median_join_wait_ms\": " << summary[i].medianJoinWaitMs
+         << "}";
+    js << "\n ]";
+  } else {
+    std::fprintf(stderr, "octet-run: note: no program times: %s\n",
+                 runs.status().message().c_str());
+  }
+  js << "\n}\n";
 }
 
 int run(RunArgs &args) {
@@ -151,6 +172,7 @@ int run(RunArgs &args) {
   runtimeOptions.gemmTuning.configurations = args.gemmConfigs;
   runtimeOptions.gemmTuning.cacheFile = gemmCachePath(args);
   runtimeOptions.pipelineTimeline = args.trainer.pipelineTimeline;
+  runtimeOptions.programTimes = !args.json.empty();
   if (job) {
     runtimeOptions.rank = env->rank;
     runtimeOptions.device.ordinal = env->localRank;
