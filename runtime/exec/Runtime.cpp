@@ -1207,7 +1207,9 @@ StatusOr<std::vector<ProgramTime>> Runtime::programTimes() {
     float ms = 0, computed = 0;
     OCTET_CHECK_CUDA(cuEventElapsedTime(&ms, t.begin, t.end));
     OCTET_CHECK_CUDA(cuEventElapsedTime(&computed, t.begin, t.computed));
-    out.push_back({t.kind, double(ms), double(ms - computed)});
+    // Both from the same start; event times have a resolution of about
+    // half a microsecond.
+    out.push_back({t.kind, double(ms), std::max(0.0, double(ms - computed))});
   }
   return out;
 }
