@@ -136,8 +136,11 @@ for m in models:
         onep = programs(one)
         r["programs"] = {k: {"one_gpu_ms": onep.get(k, {}).get("median_ms"),
                              "ms_by_rank": [programs(x).get(k, {}).get("median_ms") for x in ranks],
-                             "join_wait_ms_by_rank": [programs(x).get(k, {}).get("median_join_wait_ms") for x in ranks]}
+                             "join_wait_ms_by_rank": [programs(x).get(k, {}).get("median_join_wait_ms") for x in ranks],
+                             "main_collective_ms_by_rank": [programs(x).get(k, {}).get("median_main_collective_ms") for x in ranks]}
                          for k in programs(ranks[0])}
+        r["outside_programs_ms"] = {"one_gpu": one.get("outside_programs_ms"),
+                                    "by_rank": [x.get("outside_programs_ms") for x in ranks]}
         row["octet"][v] = r
     pone = load(f"peer-{m}-one.json")
     row["peer"]["one_gpu"] = dict(pone, command=cmd(f"peer-{m}-one"))
@@ -158,7 +161,10 @@ for m in models:
     for v in ("dp2-zero1", "dp2"):
         for k, p in row["octet"][v].get("programs", {}).items():
             print(f"  {v} {k}: one GPU {p['one_gpu_ms']} ms, by rank {p['ms_by_rank']} ms, "
-                  f"end wait for communication {p['join_wait_ms_by_rank']} ms")
+                  f"end wait for communication {p['join_wait_ms_by_rank']} ms, "
+                  f"in compute-stream collectives {p['main_collective_ms_by_rank']} ms")
+        if "outside_programs_ms" in row["octet"][v]:
+            print(f"  {v} outside the programs (host turns): {row['octet'][v]['outside_programs_ms']} ms")
 skipped = [l.strip() for l in open(os.path.join(w, "skipped")) if l.strip()]
 json.dump({"command": "bash bench/data_parallel_throughput.sh OCTET_RUN BUNDLES OUT",
            "host": socket.gethostname(), "budget_s": budget, "skipped": skipped,
@@ -167,7 +173,8 @@ json.dump({"command": "bash bench/data_parallel_throughput.sh OCTET_RUN BUNDLES 
                "exposed_ms": "median step at data 2 (the slower rank's) minus median step on one GPU: what data 2 adds to a step",
                "comm_alone_ms": "the bundle's NCCL calls of one step (octet inspect --collectives, rank 0) issued alone with torch.distributed on the same GPUs (bench/collectives_time.py)",
                "hidden_share": "1 - max(0, exposed_ms) / comm_alone_ms",
-               "programs": "per program kind, the median device time of its runs in the timed steps (octet-run --json), on one GPU and on each rank, and join_wait: the part after the compute stream's last instruction, waiting for the communication stream"},
+               "programs": "per program kind, the median device time of its runs in the timed steps (octet-run --json), on one GPU and on each rank; join_wait: the part after the compute stream's last instruction, waiting for the communication stream; main_collective: the time the compute stream spent in its own collectives (the embedding gradient's gathers, the norm's), waits for earlier calls on the communicator included",
+               "outside_programs_ms": "the median step minus the programs' median times: the host's turn between programs and steps"},
            "rows": rows}, open(out, "w"), indent=1)
 PY
 for f in $W/*.log $W/*.r0 $W/*.r1; do [ -e "$f" ] && { echo "== $(basename $f)"; tail -n 15 "$f"; }; done > "$O/data-parallel-throughput.log" 2>/dev/null

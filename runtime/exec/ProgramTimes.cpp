@@ -32,12 +32,14 @@ summarizeProgramTimes(const std::vector<ProgramTime> &runs, int64_t steps,
     if (int64_t(mine.size()) % steps != 0)
       continue;
     int64_t take = timedSteps * (int64_t(mine.size()) / steps);
-    std::vector<double> ms, wait;
+    std::vector<double> ms, wait, collectives;
     for (size_t i = mine.size() - size_t(take); i < mine.size(); ++i) {
       ms.push_back(mine[i]->ms);
       wait.push_back(mine[i]->joinWaitMs);
+      collectives.push_back(mine[i]->mainCollectiveMs);
     }
-    out.push_back({kind, take, median(ms), median(wait)});
+    out.push_back(
+        {kind, take, median(ms), median(wait), median(collectives)});
   }
   return out;
 }

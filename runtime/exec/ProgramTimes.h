@@ -16,11 +16,15 @@ namespace octet {
 // One program run: from the main stream reaching it to the end of its join
 // of the side streams, and the part of that after the main stream's own
 // last step, spent waiting for the communication stream (0 for a program
-// without side streams).
+// without side streams); and the time the main stream spent in its own
+// collectives (from before their waits to their end: a collective issued
+// on the compute stream waits for the ones issued before it on the same
+// communicator).
 struct ProgramTime {
   bundle::ProgramKind kind = bundle::ProgramKind();
   double ms = 0;
   double joinWaitMs = 0;
+  double mainCollectiveMs = 0;
 };
 
 // A kind's runs of the timed steps: the medians of both times.
@@ -29,12 +33,14 @@ struct ProgramTimeSummary {
   int64_t runs = 0;
   double medianMs = 0;
   double medianJoinWaitMs = 0;
+  double medianMainCollectiveMs = 0;
 };
 
 // `runs` are every timed run of `steps` training steps in order, the last
 // `timedSteps` of which are summarized: of each kind that ran the same
 // number of times in every step (the train microbatch, the optimizer
-// step), its last timedSteps × (its runs / steps) runs. A kind whose runs
+// step), its last timedSteps × (its runs / steps) runs; each time's own
+// median. A kind whose runs
 // do not divide by the steps (an evaluation every few steps, the
 // initialization) is left out. In the order the kinds first ran.
 std::vector<ProgramTimeSummary>

@@ -508,9 +508,7 @@ Runtime::load(const Bundle &bundle, const RuntimeOptions &options) {
 
 Runtime::~Runtime() {
   for (TimedRun &t : timedRuns_)
-    for (CUevent e : {t.begin, t.computed, t.end})
-      if (e)
-        cuEventDestroy(e);
+    destroyTimedRun(t);
   pipeline_.reset();
   programs_.clear();
   gemms_.clear();
@@ -1138,6 +1136,16 @@ Status Runtime::runPrepared(PreparedProgram &prepared, bool lastMicrobatch,
     if (collective && !lastMicrobatch && s.collective->last_microbatch())
       continue;
     bool grouped = collective && (inGroup || s.groupedWithNext);
+    // A collective on the compute stream, timed from before its waits to
+    // its group's end: what it waited for is time the compute stream lost.
+    bool timedCollective = timed && collective && s.stream == 0;
+    if (timedCollective && !inGroup) {
+      auto pair = timedPair();
+      if (!pair)
+        return pair.status();
+      timed->mainCollectives.push_back(*pair);
+      OCTET_CHECK_CUDA(cuEventRecord(pair->first, mainStream()));
+    }
     if (grouped && !inGroup) {
       if (!nccl_)
         return Status::error("in " + s.label +
@@ -1155,6 +1163,9 @@ Status Runtime::runPrepared(PreparedProgram &prepared, bool lastMicrobatch,
       if (s.waitedOn)
         OCTET_CHECK_CUDA(cuEventRecord(p->events[i], streams_[s.stream]->handle()));
     }
+    if (timedCollective && !inGroup)
+      OCTET_CHECK_CUDA(
+          cuEventRecord(timed->mainCollectives.back().second, mainStream()));
   }
   if (inGroup)
     return Status::error("program '" + p->program->name() +
@@ -1173,15 +1184,34 @@ Status Runtime::runPrepared(PreparedProgram &prepared, bool lastMicrobatch,
   return Status::ok();
 }
 
+StatusOr<std::pair<CUevent, CUevent>> Runtime::timedPair() {
+  CUevent begin = nullptr, end = nullptr;
+  OCTET_CHECK_CUDA(cuEventCreate(&begin, CU_EVENT_DEFAULT));
+  if (CUresult r = cuEventCreate(&end, CU_EVENT_DEFAULT); r != CUDA_SUCCESS) {
+    cuEventDestroy(begin);
+    OCTET_CHECK_CUDA(r);
+  }
+  return std::make_pair(begin, end);
+}
+
+void Runtime::destroyTimedRun(TimedRun &t) {
+  for (CUevent e : {t.begin, t.computed, t.end})
+    if (e)
+      cuEventDestroy(e);
+  for (auto [begin, end] : t.mainCollectives) {
+    cuEventDestroy(begin);
+    cuEventDestroy(end);
+  }
+  t = TimedRun{};
+}
+
 StatusOr<Runtime::TimedRun *> Runtime::beginTimedRun(ProgramKind kind) {
   // Bounded, for a long run with timing on: the oldest runs go first.
   constexpr size_t kMaxTimedRuns = 4096;
   if (timedRuns_.size() == kMaxTimedRuns) {
-    TimedRun &old = timedRuns_.front();
     // The oldest run was enqueued thousands of runs ago; its events are
-    // long complete, but destroying a pending event is also allowed.
-    for (CUevent e : {old.begin, old.computed, old.end})
-      cuEventDestroy(e);
+    // long complete, and destroying a pending event is allowed anyway.
+    destroyTimedRun(timedRuns_.front());
     timedRuns_.pop_front();
   }
   TimedRun t;
@@ -1209,7 +1239,13 @@ StatusOr<std::vector<ProgramTime>> Runtime::programTimes() {
     OCTET_CHECK_CUDA(cuEventElapsedTime(&computed, t.begin, t.computed));
     // Both from the same start; event times have a resolution of about
     // half a microsecond.
-    out.push_back({t.kind, double(ms), std::max(0.0, double(ms - computed))});
+    ProgramTime time{t.kind, double(ms), std::max(0.0, double(ms - computed))};
+    for (auto [begin, end] : t.mainCollectives) {
+      float c = 0;
+      OCTET_CHECK_CUDA(cuEventElapsedTime(&c, begin, end));
+      time.mainCollectiveMs += double(c);
+    }
+    out.push_back(time);
   }
   return out;
 }

@@ -239,12 +239,16 @@ private:
   // RuntimeOptions.programTimes: each timed run's events (begin, after the
   // main stream's last step, after the join).
   struct TimedRun {
-    bundle::ProgramKind kind;
+    bundle::ProgramKind kind = bundle::ProgramKind();
     CUevent begin = nullptr, computed = nullptr, end = nullptr;
+    // Around each collective (or group) on the compute stream.
+    std::vector<std::pair<CUevent, CUevent>> mainCollectives;
   };
   bool timePrograms_ = false;
   std::deque<TimedRun> timedRuns_;
   StatusOr<TimedRun *> beginTimedRun(bundle::ProgramKind kind);
+  StatusOr<std::pair<CUevent, CUevent>> timedPair();
+  static void destroyTimedRun(TimedRun &t);
   GemmTuningReport tuning_;
   uint64_t fixedCost_ = 0;
 };

@@ -397,6 +397,7 @@ TEST(Runtime, TimesEachProgramRunWhenAsked) {
     EXPECT_GT(t.ms, 0.0);
     EXPECT_GE(t.joinWaitMs, 0.0);
     EXPECT_LE(t.joinWaitMs, t.ms);
+    EXPECT_EQ(t.mainCollectiveMs, 0.0) << "the program has no collectives";
   }
 }
 

@@ -9,11 +9,13 @@ using bundle::ProgramKind;
 
 namespace {
 
-ProgramTime run(ProgramKind kind, double ms, double wait = 0) {
+ProgramTime run(ProgramKind kind, double ms, double wait = 0,
+                double collectives = 0) {
   ProgramTime t;
   t.kind = kind;
   t.ms = ms;
   t.joinWaitMs = wait;
+  t.mainCollectiveMs = collectives;
   return t;
 }
 
@@ -26,8 +28,8 @@ TEST(ProgramTimes, TakesTheTimedStepsRunsOfEachKind) {
   double train[4][2] = {{90, 91}, {80, 81}, {10, 12}, {11, 13}};
   double opt[4] = {70, 60, 5, 7};
   for (int s = 0; s < 4; ++s) {
-    runs.push_back(run(bundle::TRAIN_MICROBATCH, train[s][0], 1));
-    runs.push_back(run(bundle::TRAIN_MICROBATCH, train[s][1], 2));
+    runs.push_back(run(bundle::TRAIN_MICROBATCH, train[s][0], 1, 4 - s));
+    runs.push_back(run(bundle::TRAIN_MICROBATCH, train[s][1], 2, 8 - s));
     runs.push_back(run(bundle::OPTIMIZER_STEP, opt[s], s >= 2 ? 3 : 40));
   }
   auto summary = summarizeProgramTimes(runs, 4, 2);
@@ -38,6 +40,8 @@ TEST(ProgramTimes, TakesTheTimedStepsRunsOfEachKind) {
   // 10, 11, 12, 13: the upper median.
   EXPECT_DOUBLE_EQ(summary[0].medianMs, 12);
   EXPECT_DOUBLE_EQ(summary[0].medianJoinWaitMs, 2);
+  // 2, 6, 1, 5.
+  EXPECT_DOUBLE_EQ(summary[0].medianMainCollectiveMs, 5);
   EXPECT_EQ(summary[1].kind, bundle::OPTIMIZER_STEP);
   EXPECT_EQ(summary[1].runs, 2);
   EXPECT_DOUBLE_EQ(summary[1].medianMs, 7);
