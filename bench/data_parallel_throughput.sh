@@ -39,6 +39,9 @@ R=${1:?octet-run}; D=${2:?bundle directory}; O=${3:?output directory}
 B=$(cd "$(dirname "$0")" && pwd); W=$(mktemp -d); mkdir -p "$O"
 STEPS=${STEPS:-20}; WARMUP=${WARMUP:-4}; BUDGET_S=${BUDGET_S:-540}; export LAUNCH2_TIMEOUT=200
 MODELS=${MODELS:-"llama3-8b-8l-fp8 llama3.2-1b-fp8"}
+# PEERS=0 leaves the PyTorch peers out (octet alone, e.g. two octet-run
+# builds on the same bundles in one call).
+PEERS=${PEERS:-1}
 . "$B/launch2.sh"
 clocks() { nvidia-smi --query-gpu=index,clocks.sm,clocks.mem,power.draw,temperature.gpu --format=csv,noheader | tr '\n' ' '; }
 : > "$W/skipped"
@@ -81,7 +84,7 @@ for m in $MODELS; do
   done
   for dp in one fsdp2; do
     note "$m: PyTorch peer ($dp)"
-    fits "$m peer $dp" 45 && peer peer-$m-$dp $m $dp
+    [ "$PEERS" = 1 ] && fits "$m peer $dp" 45 && peer peer-$m-$dp $m $dp
   done
 done
 for m in $MODELS; do
@@ -95,7 +98,7 @@ for m in $MODELS; do
 done
 for m in $MODELS; do
   note "$m: PyTorch peer (ddp)"
-  fits "$m peer ddp" 45 && peer peer-$m-ddp $m ddp
+  [ "$PEERS" = 1 ] && fits "$m peer ddp" 45 && peer peer-$m-ddp $m ddp
 done
 note "summary"
 python3 - "$W" "$O/data-parallel-throughput.json" "$BUDGET_S" $MODELS <<'PY'
