@@ -1130,6 +1130,8 @@ Status Runtime::runPrepared(PreparedProgram &prepared, bool lastMicrobatch,
   // A bucket's collectives go to NCCL as one group; what waits for the
   // bucket waits for the event recorded after the group is enqueued.
   bool inGroup = false;
+  // A timed collective (or group) whose end is not recorded yet.
+  bool collectiveOpen = false;
   for (size_t i = 0; i < p->steps.size(); ++i) {
     const PreparedStep &s = p->steps[i];
     bool collective = s.kind == PreparedStep::Kind::Collective;
@@ -1145,6 +1147,7 @@ Status Runtime::runPrepared(PreparedProgram &prepared, bool lastMicrobatch,
         return pair.status();
       timed->mainCollectives.push_back(*pair);
       OCTET_CHECK_CUDA(cuEventRecord(pair->first, mainStream()));
+      collectiveOpen = true;
     }
     if (grouped && !inGroup) {
       if (!nccl_)
@@ -1163,9 +1166,11 @@ Status Runtime::runPrepared(PreparedProgram &prepared, bool lastMicrobatch,
       if (s.waitedOn)
         OCTET_CHECK_CUDA(cuEventRecord(p->events[i], streams_[s.stream]->handle()));
     }
-    if (timedCollective && !inGroup)
+    if (collectiveOpen && !inGroup) {
       OCTET_CHECK_CUDA(
           cuEventRecord(timed->mainCollectives.back().second, mainStream()));
+      collectiveOpen = false;
+    }
   }
   if (inGroup)
     return Status::error("program '" + p->program->name() +
