@@ -39,6 +39,9 @@ R=${1:?octet-run}; D=${2:?bundle directory}; O=${3:?output directory}
 B=$(cd "$(dirname "$0")" && pwd); W=$(mktemp -d); mkdir -p "$O"
 STEPS=${STEPS:-20}; WARMUP=${WARMUP:-4}; BUDGET_S=${BUDGET_S:-540}; export LAUNCH2_TIMEOUT=200
 MODELS=${MODELS:-"llama3-8b-8l-fp8 llama3.2-1b-fp8"}
+# PEERS=0 leaves the PyTorch peers out (octet alone, e.g. two octet-run
+# builds on the same bundles in one call).
+PEERS=${PEERS:-1}
 . "$B/launch2.sh"
 clocks() { nvidia-smi --query-gpu=index,clocks.sm,clocks.mem,power.draw,temperature.gpu --format=csv,noheader | tr '\n' ' '; }
 : > "$W/skipped"
@@ -81,7 +84,7 @@ for m in $MODELS; do
   done
   for dp in one fsdp2; do
     note "$m: PyTorch peer ($dp)"
-    fits "$m peer $dp" 45 && peer peer-$m-$dp $m $dp
+    [ "$PEERS" = 1 ] && fits "$m peer $dp" 45 && peer peer-$m-$dp $m $dp
   done
 done
 for m in $MODELS; do
@@ -95,7 +98,7 @@ for m in $MODELS; do
 done
 for m in $MODELS; do
   note "$m: PyTorch peer (ddp)"
-  fits "$m peer ddp" 45 && peer peer-$m-ddp $m ddp
+  [ "$PEERS" = 1 ] && fits "$m peer ddp" 45 && peer peer-$m-ddp $m ddp
 done
 note "summary"
 python3 - "$W" "$O/data-parallel-throughput.json" "$BUDGET_S" $MODELS <<'PY'
@@ -107,6 +110,8 @@ def load(name):
         return json.load(open(p))
     except Exception as e:
         return {"error": f"{name}: {e}"}
+def programs(j):
+    return {p["program"]: p for p in j.get("programs", [])}
 def cmd(name):
     p = os.path.join(w, name + ".cmd")
     return open(p).read().strip() if os.path.exists(p) else None
@@ -128,6 +133,17 @@ for m in models:
             if "median_ms" in alone:
                 r["comm_alone_ms"] = alone["median_ms"]
                 r["hidden_share"] = 1 - max(0.0, r["exposed_ms"]) / alone["median_ms"]
+        # Where the exposed time is: each program's median device time on
+        # one GPU and on each rank, and how long each rank's compute stream
+        # waited at the program's end for the communication stream.
+        onep = programs(one)
+        r["programs"] = {k: {"one_gpu_ms": onep.get(k, {}).get("median_ms"),
+                             "ms_by_rank": [programs(x).get(k, {}).get("median_ms") for x in ranks],
+                             "join_wait_ms_by_rank": [programs(x).get(k, {}).get("median_join_wait_ms") for x in ranks],
+                             "main_collective_ms_by_rank": [programs(x).get(k, {}).get("median_main_collective_ms") for x in ranks]}
+                         for k in programs(ranks[0])}
+        r["outside_programs_ms"] = {"one_gpu": one.get("outside_programs_ms"),
+                                    "by_rank": [x.get("outside_programs_ms") for x in ranks]}
         row["octet"][v] = r
     pone = load(f"peer-{m}-one.json")
     row["peer"]["one_gpu"] = dict(pone, command=cmd(f"peer-{m}-one"))
@@ -145,6 +161,13 @@ for m in models:
     short.update({f"peer {dp}": round(row["peer"][dp]["per_gpu_ratio"], 4)
                   for dp in ("fsdp2", "ddp") if "per_gpu_ratio" in row["peer"][dp]})
     print(m, "one GPU", base, "tok/s;", short)
+    for v in ("dp2-zero1", "dp2"):
+        for k, p in row["octet"][v].get("programs", {}).items():
+            print(f"  {v} {k}: one GPU {p['one_gpu_ms']} ms, by rank {p['ms_by_rank']} ms, "
+                  f"end wait for communication {p['join_wait_ms_by_rank']} ms, "
+                  f"in compute-stream collectives {p['main_collective_ms_by_rank']} ms")
+        if "outside_programs_ms" in row["octet"][v]:
+            print(f"  {v} outside the programs (host turns): {row['octet'][v]['outside_programs_ms']} ms")
 skipped = [l.strip() for l in open(os.path.join(w, "skipped")) if l.strip()]
 json.dump({"command": "bash bench/data_parallel_throughput.sh OCTET_RUN BUNDLES OUT",
            "host": socket.gethostname(), "budget_s": budget, "skipped": skipped,
@@ -152,7 +175,9 @@ json.dump({"command": "bash bench/data_parallel_throughput.sh OCTET_RUN BUNDLES 
                "per_gpu_ratio_by_rank": "each rank's tokens/s per GPU (the job's tokens over that rank's median step) over one GPU's",
                "exposed_ms": "median step at data 2 (the slower rank's) minus median step on one GPU: what data 2 adds to a step",
                "comm_alone_ms": "the bundle's NCCL calls of one step (octet inspect --collectives, rank 0) issued alone with torch.distributed on the same GPUs (bench/collectives_time.py)",
-               "hidden_share": "1 - max(0, exposed_ms) / comm_alone_ms"},
+               "hidden_share": "1 - max(0, exposed_ms) / comm_alone_ms",
+               "programs": "per program kind, the median device time of its runs in the timed steps (octet-run --json), on one GPU and on each rank; join_wait: the part after the compute stream's last instruction, waiting for the communication stream; main_collective: the time the compute stream spent in its own collectives (the embedding gradient's gathers, the norm's), waits for earlier calls on the communicator included",
+               "outside_programs_ms": "the median step minus the programs' median times: the host's turn between programs and steps"},
            "rows": rows}, open(out, "w"), indent=1)
 PY
 for f in $W/*.log $W/*.r0 $W/*.r1; do [ -e "$f" ] && { echo "== $(basename $f)"; tail -n 15 "$f"; }; done > "$O/data-parallel-throughput.log" 2>/dev/null

@@ -128,8 +128,9 @@ const RunOption kRunOptions[] = {
      +[](RunArgs &a) -> bool & { return a.bench; }},
     {"--warmup", "N", "untimed steps of --bench (default 2)",
      +[](RunArgs &a) -> int64_t & { return a.warmup; }, 0},
-    {"--json", "FILE", "write throughput and memory as JSON (rank R > 0\n"
-                       "of a job writes FILE.rankR, its own step times)",
+    {"--json", "FILE", "write throughput, memory and each program's\n"
+                       "device time as JSON (rank R > 0 of a job writes\n"
+                       "FILE.rankR, its own step times)",
      +[](RunArgs &a) -> std::string & { return a.json; }},
     {"--gpus", "N",
      "start N ranks of this command on this host, as\n"

@@ -373,6 +373,7 @@ Runtime::load(const Bundle &bundle, const RuntimeOptions &options) {
                          " -- octet-run ...)");
   rt->rank_ = rank;
   rt->pipelineTimeline_ = options.pipelineTimeline;
+  rt->timePrograms_ = options.programTimes;
   auto dev = Device::open(options.device);
   if (!dev)
     return dev.status();
@@ -506,6 +507,8 @@ Runtime::load(const Bundle &bundle, const RuntimeOptions &options) {
 }
 
 Runtime::~Runtime() {
+  for (TimedRun &t : timedRuns_)
+    destroyTimedRun(t);
   pipeline_.reset();
   programs_.clear();
   gemms_.clear();
@@ -1106,6 +1109,13 @@ Status Runtime::run(ProgramKind kind, bool lastMicrobatch,
 Status Runtime::runPrepared(PreparedProgram &prepared, bool lastMicrobatch,
                             bool firstMicrobatch) {
   PreparedProgram *p = &prepared;
+  TimedRun *timed = nullptr;
+  if (timePrograms_) {
+    auto t = beginTimedRun(p->kind);
+    if (!t)
+      return t.status();
+    timed = *t;
+  }
   // Side streams start after what the main stream holds (the host's input
   // copies) and join it at the end, so the program is ordered between
   // whatever the host enqueued before and after it.
@@ -1120,12 +1130,25 @@ Status Runtime::runPrepared(PreparedProgram &prepared, bool lastMicrobatch,
   // A bucket's collectives go to NCCL as one group; what waits for the
   // bucket waits for the event recorded after the group is enqueued.
   bool inGroup = false;
+  // A timed collective (or group) whose end is not recorded yet.
+  bool collectiveOpen = false;
   for (size_t i = 0; i < p->steps.size(); ++i) {
     const PreparedStep &s = p->steps[i];
     bool collective = s.kind == PreparedStep::Kind::Collective;
     if (collective && !lastMicrobatch && s.collective->last_microbatch())
       continue;
     bool grouped = collective && (inGroup || s.groupedWithNext);
+    // A collective on the compute stream, timed from before its waits to
+    // its group's end: what it waited for is time the compute stream lost.
+    bool timedCollective = timed && collective && s.stream == 0;
+    if (timedCollective && !inGroup) {
+      auto pair = timedPair();
+      if (!pair)
+        return pair.status();
+      timed->mainCollectives.push_back(*pair);
+      OCTET_CHECK_CUDA(cuEventRecord(pair->first, mainStream()));
+      collectiveOpen = true;
+    }
     if (grouped && !inGroup) {
       if (!nccl_)
         return Status::error("in " + s.label +
@@ -1143,10 +1166,17 @@ Status Runtime::runPrepared(PreparedProgram &prepared, bool lastMicrobatch,
       if (s.waitedOn)
         OCTET_CHECK_CUDA(cuEventRecord(p->events[i], streams_[s.stream]->handle()));
     }
+    if (collectiveOpen && !inGroup) {
+      OCTET_CHECK_CUDA(
+          cuEventRecord(timed->mainCollectives.back().second, mainStream()));
+      collectiveOpen = false;
+    }
   }
   if (inGroup)
     return Status::error("program '" + p->program->name() +
                          "' ends inside a group of collectives");
+  if (timed)
+    OCTET_CHECK_CUDA(cuEventRecord(timed->computed, mainStream()));
   for (size_t s = 1; s < streams_.size(); ++s) {
     CUevent e = nullptr;
     OCTET_CHECK_CUDA(cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
@@ -1154,7 +1184,75 @@ Status Runtime::runPrepared(PreparedProgram &prepared, bool lastMicrobatch,
     OCTET_CHECK_CUDA(cuStreamWaitEvent(streams_[0]->handle(), e, 0));
     cuEventDestroy(e);
   }
+  if (timed)
+    OCTET_CHECK_CUDA(cuEventRecord(timed->end, mainStream()));
   return Status::ok();
+}
+
+StatusOr<std::pair<CUevent, CUevent>> Runtime::timedPair() {
+  CUevent begin = nullptr, end = nullptr;
+  OCTET_CHECK_CUDA(cuEventCreate(&begin, CU_EVENT_DEFAULT));
+  if (CUresult r = cuEventCreate(&end, CU_EVENT_DEFAULT); r != CUDA_SUCCESS) {
+    cuEventDestroy(begin);
+    OCTET_CHECK_CUDA(r);
+  }
+  return std::make_pair(begin, end);
+}
+
+void Runtime::destroyTimedRun(TimedRun &t) {
+  for (CUevent e : {t.begin, t.computed, t.end})
+    if (e)
+      cuEventDestroy(e);
+  for (auto [begin, end] : t.mainCollectives) {
+    cuEventDestroy(begin);
+    cuEventDestroy(end);
+  }
+  t = TimedRun{};
+}
+
+StatusOr<Runtime::TimedRun *> Runtime::beginTimedRun(ProgramKind kind) {
+  // Bounded, for a long run with timing on: the oldest runs go first.
+  constexpr size_t kMaxTimedRuns = 4096;
+  if (timedRuns_.size() == kMaxTimedRuns) {
+    // The oldest run was enqueued thousands of runs ago; its events are
+    // long complete, and destroying a pending event is allowed anyway.
+    destroyTimedRun(timedRuns_.front());
+    timedRuns_.pop_front();
+  }
+  TimedRun t;
+  t.kind = kind;
+  for (CUevent *e : {&t.begin, &t.computed, &t.end}) {
+    CUresult r = cuEventCreate(e, CU_EVENT_DEFAULT);
+    if (r != CUDA_SUCCESS) {
+      for (CUevent made : {t.begin, t.computed, t.end})
+        if (made)
+          cuEventDestroy(made);
+      OCTET_CHECK_CUDA(r);
+    }
+  }
+  timedRuns_.push_back(t);
+  OCTET_CHECK_CUDA(cuEventRecord(t.begin, mainStream()));
+  return &timedRuns_.back();
+}
+
+StatusOr<std::vector<ProgramTime>> Runtime::programTimes() {
+  OCTET_RETURN_IF_ERROR(synchronize());
+  std::vector<ProgramTime> out;
+  for (const TimedRun &t : timedRuns_) {
+    float ms = 0, computed = 0;
+    OCTET_CHECK_CUDA(cuEventElapsedTime(&ms, t.begin, t.end));
+    OCTET_CHECK_CUDA(cuEventElapsedTime(&computed, t.begin, t.computed));
+    // Both from the same start; event times have a resolution of about
+    // half a microsecond.
+    ProgramTime time{t.kind, double(ms), std::max(0.0, double(ms - computed))};
+    for (auto [begin, end] : t.mainCollectives) {
+      float c = 0;
+      OCTET_CHECK_CUDA(cuEventElapsedTime(&c, begin, end));
+      time.mainCollectiveMs += double(c);
+    }
+    out.push_back(time);
+  }
+  return out;
 }
 
 StatusOr<std::vector<double>> Runtime::timeSteps(ProgramKind kind) {
@@ -1220,7 +1318,19 @@ Status Runtime::runGraph(ProgramKind kind, bool lastMicrobatch,
                                     programKindName(kind));
     graph = std::move(*g);
   }
-  return graph->launch(mainStream());
+  TimedRun *timed = nullptr;
+  if (timePrograms_) {
+    auto t = beginTimedRun(kind);
+    if (!t)
+      return t.status();
+    timed = *t;
+  }
+  OCTET_RETURN_IF_ERROR(graph->launch(mainStream()));
+  if (timed) {
+    OCTET_CHECK_CUDA(cuEventRecord(timed->computed, mainStream()));
+    OCTET_CHECK_CUDA(cuEventRecord(timed->end, mainStream()));
+  }
+  return Status::ok();
 }
 
 Status Runtime::connect(const comm::NcclLibrary &nccl,

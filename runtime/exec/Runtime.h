@@ -13,8 +13,10 @@
 #include "runtime/core/Graph.h"
 #include "runtime/core/Launch.h"
 #include "runtime/core/Module.h"
+#include "runtime/exec/ProgramTimes.h"
 
 #include <chrono>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
@@ -74,6 +76,10 @@ struct RuntimeOptions {
   // A pipeline rank times each instruction of its step with CUDA events
   // (pipelineTimings).
   bool pipelineTimeline = false;
+  // Every program run by run or runGraph is timed with CUDA events on the
+  // main stream (programTimes): where a data-parallel step loses time to
+  // communication that its compute did not hide.
+  bool programTimes = false;
 };
 
 class Runtime {
@@ -115,6 +121,9 @@ public:
   Status runGraph(bundle::ProgramKind kind, bool lastMicrobatch = true,
                   bool firstMicrobatch = true);
   Status synchronize();
+  // The timed runs so far, oldest first (at most the last 4096), once the
+  // device has finished them; empty unless RuntimeOptions.programTimes.
+  StatusOr<std::vector<ProgramTime>> programTimes();
 
   // A pipeline bundle (Bundle.pipeline): enqueues this rank's step, its
   // instruction list (runtime/exec/PipelineExecutor.h) over its CHUNK_*
@@ -227,6 +236,19 @@ private:
   std::unique_ptr<PipelineRankPlan> pipelinePlan_;
   std::unique_ptr<PipelineStream> pipeline_;
   bool pipelineTimeline_ = false;
+  // RuntimeOptions.programTimes: each timed run's events (begin, after the
+  // main stream's last step, after the join).
+  struct TimedRun {
+    bundle::ProgramKind kind = bundle::ProgramKind();
+    CUevent begin = nullptr, computed = nullptr, end = nullptr;
+    // Around each collective (or group) on the compute stream.
+    std::vector<std::pair<CUevent, CUevent>> mainCollectives;
+  };
+  bool timePrograms_ = false;
+  std::deque<TimedRun> timedRuns_;
+  StatusOr<TimedRun *> beginTimedRun(bundle::ProgramKind kind);
+  StatusOr<std::pair<CUevent, CUevent>> timedPair();
+  static void destroyTimedRun(TimedRun &t);
   GemmTuningReport tuning_;
   uint64_t fixedCost_ = 0;
 };

@@ -51,7 +51,7 @@ int64_t tokensPerStep(const Bundle &b, int gpus) {
   return sched.micro_batch_size() * sched.seq_len() * microbatches * replicas;
 }
 
-void writeJson(const std::string &path, const Bundle &b, const Runtime &rt,
+void writeJson(const std::string &path, const Bundle &b, Runtime &rt,
                const TrainResult &result, int64_t warmup, int gpus) {
   const Schedule &sched = b.schedule();
   std::vector<double> seconds;
@@ -89,7 +89,36 @@ void writeJson(const std::string &path, const Bundle &b, const Runtime &rt,
      << ",\n \"plan_bytes\": " << rt.arenaBytes()
      << ",\n \"fixed_cost_bytes\": " << rt.fixedCostBytes()
      << ",\n \"peak_mem_used_gib\": "
-     << double(result.peakDeviceBytes) / double(uint64_t(1) << 30) << "\n}\n";
+     << double(result.peakDeviceBytes) / double(uint64_t(1) << 30);
+  // Each program's device time over the timed steps, how much of it the
+  // main stream spent at the program's end waiting for the communication
+  // stream and in its own collectives (RuntimeOptions.programTimes), and
+  // what of the step no program accounts for (the host's turn between
+  // programs and steps).
+  auto runs = rt.programTimes();
+  if (runs) {
+    auto summary = summarizeProgramTimes(
+        *runs, int64_t(result.steps.size()), int64_t(seconds.size()));
+    double inPrograms = 0;
+    js << ",\n \"programs\": [";
+    for (size_t i = 0; i < summary.size(); ++i) {
+      const ProgramTimeSummary &p = summary[i];
+      inPrograms += p.medianMs * double(p.runs) / double(seconds.size());
+      js << (i ? "," : "") << "\n  {\"program\": \""
+         << programKindName(p.kind) << "\", \"runs\": " << p.runs
+         << ", \"median_ms\": " << p.medianMs
+         << ", \"median_join_wait_ms\": " << p.medianJoinWaitMs
+         << ", \"median_main_collective_ms\": " << p.medianMainCollectiveMs
+         << "}";
+    }
+    js << "\n ]";
+    if (!summary.empty())
+      js << ",\n \"outside_programs_ms\": " << median * 1e3 - inPrograms;
+  } else {
+    std::fprintf(stderr, "octet-run: note: no program times: %s\n",
+                 runs.status().message().c_str());
+  }
+  js << "\n}\n";
 }
 
 int run(RunArgs &args) {
@@ -151,6 +180,7 @@ int run(RunArgs &args) {
   runtimeOptions.gemmTuning.configurations = args.gemmConfigs;
   runtimeOptions.gemmTuning.cacheFile = gemmCachePath(args);
   runtimeOptions.pipelineTimeline = args.trainer.pipelineTimeline;
+  runtimeOptions.programTimes = !args.json.empty();
   if (job) {
     runtimeOptions.rank = env->rank;
     runtimeOptions.device.ordinal = env->localRank;

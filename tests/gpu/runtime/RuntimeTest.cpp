@@ -375,6 +375,32 @@ TEST(Runtime, RunsAHandWrittenBundleEagerlyAndAsAGraph) {
   EXPECT_EQ(rt->recordAlgorithms(recorded), 0);
 }
 
+TEST(Runtime, TimesEachProgramRunWhenAsked) {
+  const int n = 5000;
+  bundle::Bundle b = handBundle(n);
+  {
+    auto rt = unwrap(Runtime::load(b, RuntimeOptions{}));
+    ASSERT_OK(rt->run(bundle::TRAIN_MICROBATCH));
+    auto none = unwrap(rt->programTimes());
+    EXPECT_TRUE(none.empty()) << "timing is off by default";
+  }
+  RuntimeOptions opts;
+  opts.programTimes = true;
+  auto rt = unwrap(Runtime::load(b, opts));
+  ASSERT_OK(rt->run(bundle::TRAIN_MICROBATCH));
+  ASSERT_OK(rt->runGraph(bundle::TRAIN_MICROBATCH)); // captures, then runs
+  ASSERT_OK(rt->runGraph(bundle::TRAIN_MICROBATCH));
+  auto runs = unwrap(rt->programTimes());
+  ASSERT_EQ(runs.size(), 3u) << "eager, and each graph launch";
+  for (const ProgramTime &t : runs) {
+    EXPECT_EQ(t.kind, bundle::TRAIN_MICROBATCH);
+    EXPECT_GT(t.ms, 0.0);
+    EXPECT_GE(t.joinWaitMs, 0.0);
+    EXPECT_LE(t.joinWaitMs, t.ms);
+    EXPECT_EQ(t.mainCollectiveMs, 0.0) << "the program has no collectives";
+  }
+}
+
 TEST(Runtime, RefusesARankOutsideTheWorld) {
   bundle::Bundle b = handBundle(256);
   RuntimeOptions opts;
