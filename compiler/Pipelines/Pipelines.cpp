@@ -187,6 +187,7 @@ void addPipelinePasses(OpPassManager &pm, const TrainingPipelineOptions &o) {
   if (!o.splitStages.layerSplit.empty()) {
     pm.addPass(createOctetSplitStages(o.splitStages));
     pm.addPass(createOctetSplitOptimizer(o.splitOptimizer));
+    pm.addPass(createOctetStageEvalFunctions());
     if (o.splitWeightGradients)
       pm.addPass(createOctetSplitWeightGradients());
   }
