@@ -215,7 +215,8 @@ const CompileStage kCompileStages[] = {
      addParallelizePasses},
     {"pipeline",
      "pipeline stage chunks: a forward and a backward function each "
-     "(under ZB-H1 the backward as input- and weight-gradient functions)",
+     "(under ZB-H1 the backward as input- and weight-gradient functions), "
+     "and an evaluation forward where the forward writes state",
      addPipelinePasses},
 };
 
