@@ -636,6 +636,8 @@ const char *programKindName(ProgramKind kind) {
     return "chunk-input-grad";
   case CHUNK_WEIGHT_GRADIENT:
     return "chunk-weight-grad";
+  case CHUNK_EVAL_FORWARD:
+    return "chunk-eval";
   default:
     return "?";
   }

@@ -477,7 +477,8 @@ void describePrograms(const Bundle &b, std::ostream &os) {
       }
       bool chunk = p.kind() == CHUNK_FORWARD || p.kind() == CHUNK_BACKWARD ||
                    p.kind() == CHUNK_INPUT_GRADIENT ||
-                   p.kind() == CHUNK_WEIGHT_GRADIENT;
+                   p.kind() == CHUNK_WEIGHT_GRADIENT ||
+                   p.kind() == CHUNK_EVAL_FORWARD;
       std::string name =
           p.name() +
           (chunk ? " (chunk " + std::to_string(p.chunk()) + ")" : "");

@@ -524,6 +524,38 @@ Status checkTransferTensors(const Bundle &b, const PipelineRank &rank,
   return Status::ok();
 }
 
+// A chunk's evaluation forward stands in for its forward on a forward-only
+// list, whose feeds and transfers are the forward's: it reads the same
+// inputs in the same slots, and a chunk has one at most.
+Status checkEvalForwards(const RankProgram &rank, const std::string &at) {
+  std::set<uint32_t> chunks;
+  for (const Program &eval : rank.programs()) {
+    if (eval.kind() != CHUNK_EVAL_FORWARD)
+      continue;
+    std::string what = at + " program '" + eval.name() + "' (" +
+                       programKindName(CHUNK_EVAL_FORWARD) + " of chunk " +
+                       std::to_string(eval.chunk()) + ")";
+    if (!chunks.insert(eval.chunk()).second)
+      return Status::error(what + " is the chunk's second; a chunk has one "
+                                  "evaluation forward at most");
+    const Program *forward = chunkProgram(rank, CHUNK_FORWARD, eval.chunk());
+    if (!forward)
+      return Status::error(what + " stands in for a forward the rank does "
+                                  "not have");
+    bool same = eval.inputs_size() == forward->inputs_size();
+    for (int i = 0; same && i < eval.inputs_size(); ++i) {
+      const NamedSlot &e = eval.inputs(i), &f = forward->inputs(i);
+      same = e.name() == f.name() && e.slot() == f.slot() &&
+             e.stash_stride() == f.stash_stride();
+    }
+    if (!same)
+      return Status::error(what + " does not read the inputs of '" +
+                           forward->name() + "' in its slots; evaluation "
+                           "feeds it as the forward");
+  }
+  return Status::ok();
+}
+
 } // namespace
 
 Status validatePipeline(const Bundle &b) {
@@ -582,6 +614,8 @@ Status validatePipeline(const Bundle &b) {
       const RankProgram &rank = b.ranks(group[size_t(pr)]);
       const PipelineRank &pipe = rank.pipeline();
       std::string at = where + " rank " + std::to_string(group[size_t(pr)]);
+      if (Status st = checkEvalForwards(rank, at); !st)
+        return st;
       StashAssignment stash = assignStashEntries(*schedule, pr);
       if (int(pipe.stash_entries()) < stash.entries)
         return Status::error(

@@ -166,7 +166,8 @@ bundle::ProgramKind programKindOf(llvm::StringRef name) {
 bool isChunkProgram(bundle::ProgramKind kind) {
   return kind == bundle::CHUNK_FORWARD || kind == bundle::CHUNK_BACKWARD ||
          kind == bundle::CHUNK_INPUT_GRADIENT ||
-         kind == bundle::CHUNK_WEIGHT_GRADIENT;
+         kind == bundle::CHUNK_WEIGHT_GRADIENT ||
+         kind == bundle::CHUNK_EVAL_FORWARD;
 }
 
 void addShape(google::protobuf::RepeatedField<int64_t> *out,
@@ -885,7 +886,10 @@ LogicalResult emitPipelineRanks(ModuleOp module, bundle::Bundle &b,
           (f.weightGradient &&
            failed(emitter.emitProgram(f.weightGradient,
                                       bundle::CHUNK_WEIGHT_GRADIENT,
-                                      uint32_t(chunk), rank))))
+                                      uint32_t(chunk), rank))) ||
+          (f.eval && failed(emitter.emitProgram(f.eval,
+                                                bundle::CHUNK_EVAL_FORWARD,
+                                                uint32_t(chunk), rank))))
         return failure();
     }
     auto optimizer = module.lookupSymbol<func::FuncOp>(rankOptimizerName(p));

@@ -115,6 +115,23 @@ FailureOr<std::vector<StageFunctions>> findStageFunctions(ModuleOp module,
     for (unsigned i = 0; i < backRet->getNumOperands(); ++i)
       (i + forW < backRet->getNumOperands() ? f.sendGradient : f.weightStash)
           .push_back(backRet->getOperand(i));
+    f.eval = module.lookupSymbol<func::FuncOp>(stageEvalName(s));
+    if (f.eval) {
+      // Evaluation moves the forward's edges: the same arguments, and the
+      // loss and sent edge as the forward returns them.
+      unsigned evalResults = at + nEdges;
+      if (f.eval.getArgumentTypes() != f.forward.getArgumentTypes() ||
+          f.eval.getNumResults() != evalResults ||
+          llvm::any_of(llvm::seq(0u, evalResults), [&](unsigned i) {
+            return f.eval.getResultTypes()[i] !=
+                   f.forward.getResultTypes()[i];
+          }))
+        return f.eval.emitError("bundle: @")
+               << f.eval.getSymName() << " does not take @"
+               << f.forward.getSymName() << "'s arguments and return its "
+               << (f.loss ? "loss and " : "") << nEdges
+               << " edge results (octet-stage-eval-functions makes it so)";
+    }
     out.push_back(std::move(f));
   }
   return out;
@@ -139,19 +156,25 @@ LogicalResult addPipelineLossSum(ModuleOp module, const StageFunctions &last,
                                        one, "state", "zeros", FloatAttr(),
                                        StringAttr());
   sum->setAttr("pipeline_rank", b.getI64IntegerAttr(lastRank));
-  b.setInsertionPoint(ret);
-  Location loc = ret->getLoc();
-  Value before = graph::LoadOp::create(b, loc, one, kPipelineLossSum);
-  auto add = kernel::FusedOp::create(b, loc, TypeRange{one},
-                                     ValueRange{before, loss},
-                                     "pipeline.loss_sum", "elementwise");
-  OpBuilder inner = OpBuilder::atBlockEnd(&add.getBodyBlock());
-  Value total = graph::AddOp::create(inner, loc, add.getBodyBlock().getArgument(0),
-                                     add.getBodyBlock().getArgument(1));
-  kernel::YieldOp::create(inner, loc, ValueRange{total});
-  add->setAttr("layer", b.getI64IntegerAttr(-1));
-  add->setAttr("section", b.getStringAttr("loss"));
-  graph::StoreOp::create(b, loc, add.getResult(0), kPipelineLossSum);
+  for (func::FuncOp func : {last.forward, last.eval}) {
+    if (!func)
+      continue;
+    Operation *end = func.getBody().front().getTerminator();
+    b.setInsertionPoint(end);
+    Location loc = end->getLoc();
+    Value before = graph::LoadOp::create(b, loc, one, kPipelineLossSum);
+    auto add = kernel::FusedOp::create(b, loc, TypeRange{one},
+                                       ValueRange{before, end->getOperand(0)},
+                                       "pipeline.loss_sum", "elementwise");
+    OpBuilder inner = OpBuilder::atBlockEnd(&add.getBodyBlock());
+    Value total =
+        graph::AddOp::create(inner, loc, add.getBodyBlock().getArgument(0),
+                             add.getBodyBlock().getArgument(1));
+    kernel::YieldOp::create(inner, loc, ValueRange{total});
+    add->setAttr("layer", b.getI64IntegerAttr(-1));
+    add->setAttr("section", b.getStringAttr("loss"));
+    graph::StoreOp::create(b, loc, add.getResult(0), kPipelineLossSum);
+  }
   return success();
 }
 
@@ -191,15 +214,19 @@ LogicalResult planStashSlots(ArrayRef<StageFunctions> stages,
   };
   // `reader`'s `arg` reads what `writer`'s `v` is.
   auto shareOf = [&](func::FuncOp writer, Value v, func::FuncOp reader,
-                     BlockArgument arg) -> LogicalResult {
+                     Value arg) -> LogicalResult {
     FailureOr<std::pair<unsigned, uint64_t>> from = slotOf(writer, v);
     FailureOr<std::pair<unsigned, uint64_t>> to = slotOf(reader, arg);
     if (failed(from) || failed(to))
       return failure();
     if (to->second != 0 || from->second + plan.slots[to->first].bytes >
                                plan.slots[from->first].bytes)
-      return reader.emitError("bundle: argument ")
-             << arg.getArgNumber() << " of @" << reader.getSymName()
+      return reader.emitError("bundle: ")
+             << (isa<BlockArgument>(arg)
+                     ? "argument " +
+                           std::to_string(cast<BlockArgument>(arg).getArgNumber())
+                     : std::string("a result"))
+             << " of @" << reader.getSymName()
              << " does not fit @" << writer.getSymName() << "'s slot '"
              << plan.slots[from->first].name << "'";
     moved[to->first] = *from;
@@ -239,6 +266,21 @@ LogicalResult planStashSlots(ArrayRef<StageFunctions> stages,
       if (failed(keep(f.forward, v, rank, false)) ||
           failed(share(f, v, f.backward.getArgument(f.inputs + i - first))))
         return failure();
+    }
+    // Evaluation's forward reads the inputs and received edge where the
+    // forward reads them and writes its sent edge where the forward
+    // writes it, so a forward-only list moves the same slots.
+    if (f.eval) {
+      for (unsigned i = 0; i < f.forward.getNumArguments(); ++i)
+        if (failed(shareOf(f.forward, f.forward.getArgument(i), f.eval,
+                           f.eval.getArgument(i))))
+          return failure();
+      Operation *evalRet = f.eval.getBody().front().getTerminator();
+      for (auto [i, v] : llvm::enumerate(f.sendActivation))
+        if (failed(shareOf(f.forward, v, f.eval,
+                           evalRet->getOperand((f.loss ? 1 : 0) +
+                                               unsigned(i)))))
+          return failure();
     }
     if (!f.weightGradient)
       continue;
@@ -345,6 +387,8 @@ planPipelineArenas(ModuleOp module, const PipelineSchedule &schedule,
       rank.functions.push_back(f.backward.getSymName().str());
       if (f.weightGradient)
         rank.functions.push_back(f.weightGradient.getSymName().str());
+      if (f.eval)
+        rank.functions.push_back(f.eval.getSymName().str());
     }
     rank.functions.push_back(rankOptimizerName(p));
     // The rank's part of what runs once before the first step (its FP8

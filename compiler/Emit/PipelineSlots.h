@@ -34,6 +34,10 @@ struct StageFunctions {
   // Under ZB-H1 `backward` is the input gradient (B) and this its weight
   // gradient (W, octet-split-weight-gradients); null otherwise.
   mutable mlir::func::FuncOp weightGradient;
+  // Evaluation's forward where `forward` writes state
+  // (octet-stage-eval-functions); null otherwise. Its arguments and edge
+  // results are the forward's, moved onto the forward's slots.
+  mutable mlir::func::FuncOp eval;
   // The leading arguments of both that the host writes for the
   // microbatch, named (graph.name) as @train_microbatch names them.
   unsigned inputs = 0;
@@ -57,7 +61,8 @@ findStageFunctions(mlir::ModuleOp module, int64_t stages);
 // step.
 inline constexpr const char kPipelineLossSum[] = "pipeline.loss_sum";
 // Before codegen, so that the addition is a kernel; the variable is
-// `lastRank`'s (pipeline_rank).
+// `lastRank`'s (pipeline_rank). The last stage's evaluation forward, where
+// it has one, adds into it too: evaluation's losses are summed there.
 mlir::LogicalResult addPipelineLossSum(mlir::ModuleOp module,
                                        const StageFunctions &last,
                                        int64_t lastRank);

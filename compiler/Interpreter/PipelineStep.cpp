@@ -16,13 +16,14 @@ public:
   RankRun(const PipelineSchedule &schedule, int rank, Interpreter &interpreter,
           VariableStore &variables,
           const std::vector<std::vector<Tensor>> &microbatches,
+          const std::vector<std::string> &forwardNames,
           const std::vector<int64_t> &edgeResults,
           const std::vector<int64_t> &weightStashResults,
           PipeChannels &channels)
       : schedule_(schedule), rank_(rank), interpreter_(interpreter),
         variables_(variables), microbatches_(microbatches),
-        edgeResults_(edgeResults), weightStashResults_(weightStashResults),
-        channels_(channels) {
+        forwardNames_(forwardNames), edgeResults_(edgeResults),
+        weightStashResults_(weightStashResults), channels_(channels) {
     // As the runtime's PipelineExecutor: a chunk function's first run of
     // the step makes its accumulators (first_microbatch_overwrites), its
     // last runs the collectives marked last_microbatch, the data group's
@@ -63,7 +64,7 @@ private:
     int stage = op.chunk * schedule_.ranks + rank_;
     switch (op.kind) {
     case PipeOpKind::F:
-      return stageForwardName(stage);
+      return forwardNames_[size_t(stage)];
     case PipeOpKind::B:
       return stageInputGradientName(stage);
     case PipeOpKind::W:
@@ -104,8 +105,7 @@ private:
         for (Tensor &t : take(activations_, {stage - 1, op.microbatch}))
           args.push_back(std::move(t));
       }
-      StatusOr<std::vector<Tensor>> out =
-          call(stageForwardName(stage), std::move(args));
+      StatusOr<std::vector<Tensor>> out = call(functionOf(op), std::move(args));
       if (!out)
         return out.status();
       size_t at = 0;
@@ -117,8 +117,12 @@ private:
         return Status::error(stageForwardName(stage) +
                              " returns fewer results than its edge");
       std::vector<Tensor> edge(out->begin() + at, out->begin() + at + edges);
-      stash_[key] = std::vector<Tensor>(out->begin() + at + edges, out->end());
-      peakStash = std::max<int>(peakStash, int(stash_.size()));
+      // No backward reads a forward-only schedule's stash.
+      if (!schedule_.forwardOnly) {
+        stash_[key] =
+            std::vector<Tensor>(out->begin() + at + edges, out->end());
+        peakStash = std::max<int>(peakStash, int(stash_.size()));
+      }
       if (!last)
         outgoing_[key] = std::move(edge);
       return Status::ok();
@@ -207,6 +211,7 @@ private:
   Interpreter &interpreter_;
   VariableStore &variables_;
   const std::vector<std::vector<Tensor>> &microbatches_;
+  const std::vector<std::string> &forwardNames_;
   const std::vector<int64_t> &edgeResults_;
   const std::vector<int64_t> &weightStashResults_;
   PipeChannels &channels_;
@@ -244,6 +249,16 @@ runPipelineStep(mlir::ModuleOp module, const PipelineSchedule &schedule,
                          std::to_string(microbatches.size()) +
                          " microbatches");
   std::vector<int64_t> edgeResults(stages, 0);
+  // A forward-only schedule (evaluation) runs each chunk's evaluation
+  // forward where octet-stage-eval-functions made one (its training
+  // forward writes state), as the runtime's forward-only list does.
+  std::vector<std::string> forwardNames;
+  for (int s = 0; s < stages; ++s)
+    forwardNames.push_back(
+        schedule.forwardOnly &&
+                module.lookupSymbol<mlir::func::FuncOp>(stageEvalName(s))
+            ? stageEvalName(s)
+            : stageForwardName(s));
   for (int s = 0; s < stages; ++s) {
     auto fn = module.lookupSymbol<mlir::func::FuncOp>(stageForwardName(s));
     auto edges = fn ? fn->getAttrOfType<mlir::IntegerAttr>(
@@ -282,8 +297,8 @@ runPipelineStep(mlir::ModuleOp module, const PipelineSchedule &schedule,
   runs.reserve(ranks);
   for (int r = 0; r < ranks; ++r)
     runs.emplace_back(schedule, r, *interpreters[r], *variables[r],
-                      microbatches, edgeResults, weightStashResults,
-                      channels);
+                      microbatches, forwardNames, edgeResults,
+                      weightStashResults, channels);
   // The ranks run as the collectives' ranks do; a failing rank releases
   // the others' receives, which then report its error.
   RankExchange exchange(RankLayout{1, 1, ranks});

@@ -24,9 +24,12 @@ struct PipelineStepResult {
   std::vector<int> peakStash;
 };
 
-// Runs one step's forward and backward passes: `microbatches[m]` are the
-// batch tensors of microbatch m, `interpreters[r]` and `variables[r]`
-// pipeline rank r's. Each rank writes only the gradients of its own chunks
+// Runs one step's forward and backward passes, or, for a forward-only
+// schedule (PipelineSchedule.forwardOnly: evaluation), its forwards alone,
+// each chunk's @stage<s>_eval where its training forward writes state
+// (octet-stage-eval-functions), as the runtime's evaluation does.
+// `microbatches[m]` are the batch tensors of microbatch m,
+// `interpreters[r]` and `variables[r]` pipeline rank r's. Each rank writes only the gradients of its own chunks
 // and reduces them over its data group where the chunk functions hold the
 // collectives (a chunk's last backward runs those marked last_microbatch);
 // the optimizer step is the caller's. `collectives`, the exchange the

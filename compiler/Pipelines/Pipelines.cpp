@@ -187,6 +187,7 @@ void addPipelinePasses(OpPassManager &pm, const TrainingPipelineOptions &o) {
   if (!o.splitStages.layerSplit.empty()) {
     pm.addPass(createOctetSplitStages(o.splitStages));
     pm.addPass(createOctetSplitOptimizer(o.splitOptimizer));
+    pm.addPass(createOctetStageEvalFunctions());
     if (o.splitWeightGradients)
       pm.addPass(createOctetSplitWeightGradients());
   }
@@ -214,7 +215,8 @@ const CompileStage kCompileStages[] = {
      addParallelizePasses},
     {"pipeline",
      "pipeline stage chunks: a forward and a backward function each "
-     "(under ZB-H1 the backward as input- and weight-gradient functions)",
+     "(under ZB-H1 the backward as input- and weight-gradient functions), "
+     "and an evaluation forward where the forward writes state",
      addPipelinePasses},
 };
 

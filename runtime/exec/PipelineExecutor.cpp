@@ -83,6 +83,12 @@ StatusOr<PipelineRankPlan> planInstructions(const bundle::Bundle &b,
     std::vector<int> touched;
     if (stream == 0) {
       bundle::ProgramKind kind = bundle::programKindOf(w.instruction->kind());
+      // Evaluation runs a chunk's evaluation forward where its training
+      // forward writes state (delayed scaling's scale updates).
+      if (forwardOnly && kind == bundle::CHUNK_FORWARD &&
+          bundle::chunkProgram(rank, bundle::CHUNK_EVAL_FORWARD,
+                               w.instruction->chunk()))
+        kind = bundle::CHUNK_EVAL_FORWARD;
       w.program = bundle::chunkProgram(rank, kind, w.instruction->chunk());
       if (!w.program)
         return Status::error("rank " + std::to_string(worldRank) +
@@ -132,12 +138,16 @@ bool writtenBy(const bundle::Step &step, uint32_t slot) {
   return false;
 }
 
-// Evaluation runs the chunks' forwards only, so one that writes training
-// state would change the run it evaluates. A forward may read parameters
-// and weight caches (written by the optimizer step and INIT alone), but
-// not address gradients, optimizer moments or FP8 scale state (delayed
-// scaling's amax histories and scales, which its forward updates), nor
-// write a parameter or weight cache in a step that says it writes.
+// Evaluation runs the chunks' forwards only (each chunk's
+// CHUNK_EVAL_FORWARD where it has one, else its CHUNK_FORWARD: the programs
+// the plan's work names), so one that writes training state would change
+// the run it evaluates. A forward may read parameters and weight caches
+// (written by the optimizer step and INIT alone) and, in an evaluation
+// forward, FP8 scale state (the compiler makes one, without the updates,
+// where the training forward updates it), but not address gradients or
+// optimizer moments, nor FP8 scale state from a training forward (delayed
+// scaling's amax histories and scales, which it updates), nor write a
+// variable in a step that says it writes.
 Status checkForwardsWriteNoState(const bundle::Bundle &b,
                                  const PipelineRankPlan &plan) {
   std::set<const bundle::Program *> seen;
@@ -152,15 +162,18 @@ Status checkForwardsWriteNoState(const bundle::Bundle &b,
         const bundle::Slot &s = b.plan().slots(int(slot));
         if (!s.program().empty() || int(slot) == plan.lossSumSlot)
           return;
+        bool evalForward = w.program->kind() == bundle::CHUNK_EVAL_FORWARD;
         bool state = s.kind() == bundle::GRADIENT ||
                      s.kind() == bundle::OPTIMIZER_STATE ||
-                     s.kind() == bundle::FP8_STATE;
-        bool variable =
-            s.kind() == bundle::PARAMETER || s.kind() == bundle::WEIGHT_CACHE;
+                     (s.kind() == bundle::FP8_STATE && !evalForward);
+        bool variable = s.kind() == bundle::PARAMETER ||
+                        s.kind() == bundle::WEIGHT_CACHE ||
+                        s.kind() == bundle::FP8_STATE;
         if (state || (variable && writtenBy(step, slot)))
           bad = Status::error(
               "evaluation of this pipeline bundle would run program '" +
-              w.program->name() + "' (CHUNK_FORWARD), whose step '" +
+              w.program->name() + "' (" +
+              bundle::ProgramKind_Name(w.program->kind()) + "), whose step '" +
               step.label() + "' " + (state ? "addresses" : "writes") +
               " slot '" + s.name() + "' (" + bundle::SlotKind_Name(s.kind()) +
               "), state that training's forward updates (as delayed "

@@ -248,7 +248,8 @@ uint64_t alignTable(uint64_t bytes) { return (bytes + 15) / 16 * 16; }
 
 bool isChunkProgram(ProgramKind kind) {
   return kind == CHUNK_FORWARD || kind == CHUNK_BACKWARD ||
-         kind == CHUNK_INPUT_GRADIENT || kind == CHUNK_WEIGHT_GRADIENT;
+         kind == CHUNK_INPUT_GRADIENT || kind == CHUNK_WEIGHT_GRADIENT ||
+         kind == CHUNK_EVAL_FORWARD;
 }
 
 StatusOr<octet::DType> gemmType(bundle::DType t, const std::string &what) {

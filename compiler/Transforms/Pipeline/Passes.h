@@ -27,6 +27,9 @@ std::string stageBackwardName(int64_t stage);
 // Its backward split in two (octet-split-weight-gradients, for ZB-H1).
 std::string stageInputGradientName(int64_t stage);
 std::string stageWeightGradientName(int64_t stage);
+// Its forward for evaluation, where the training forward writes state
+// (octet-stage-eval-functions).
+std::string stageEvalName(int64_t stage);
 // The optimizer step of pipeline rank `rank` (octet-split-optimizer).
 std::string rankOptimizerName(int64_t rank);
 // Pipeline rank `rank`'s part of init function `name` (octet.init_functions).

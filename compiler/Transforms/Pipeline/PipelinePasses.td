@@ -110,4 +110,29 @@ def OctetSplitWeightGradients
                            "octet::graph::GraphDialect"];
 }
 
+def OctetStageEvalFunctions
+    : Pass<"octet-stage-eval-functions", "mlir::ModuleOp"> {
+  let summary = "per pipeline chunk whose forward writes state, an evaluation forward that writes none";
+  let description = [{
+    After octet-split-stages, each @stage<s>_forward that stores into a
+    variable (delayed scaling's amax histories and scales) gets a copy,
+
+      @stage<s>_eval(batch..., edge...) -> ([loss,] edge...)
+
+    without its stores and its stash results, and without what only those
+    read: the scale updates, the copies of scales kept for the backward,
+    and the results of a fused kernel nobody reads (a quantize's
+    transposed copy and amax). It reads the state the forward reads, as it
+    was before the forward's own update, so it computes the edge and the
+    loss the training forward computes and one rank's @forward would,
+    and leaves the state as it found it: what evaluation of a pipeline
+    runs on every stage. A forward that stores nothing (BF16, blockwise and
+    current scaling) gets none: evaluation runs it as it is. Each copy
+    carries the forward's `octet.stage` and `octet.edge_results`, and
+    `octet.phase` "eval".
+  }];
+  let dependentDialects = ["octet::kernel::KernelDialect",
+                           "octet::graph::GraphDialect"];
+}
+
 #endif

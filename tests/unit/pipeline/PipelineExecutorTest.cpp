@@ -40,7 +40,15 @@ enum Edge { ActIn, ActOut, GradIn, GradOut };
 struct ToyLayout {
   PipelineScheduleKind kind = PipelineScheduleKind::OneFOneB;
   int ranks = 2, virtualStages = 1, microbatches = 4, data = 1;
+  // Each chunk forward also writes its stage's FP8 state (as delayed
+  // scaling's amax histories are) and has a CHUNK_EVAL_FORWARD that only
+  // reads it.
+  bool forwardWritesState = false;
 };
+
+std::string stateSlotName(int stage) {
+  return "fp8.s" + std::to_string(stage) + ".amax_history";
+}
 
 std::string slotName(Edge e, int stage) {
   return std::string(kEdgeNames[e]) + ".s" + std::to_string(stage);
@@ -82,6 +90,9 @@ bundle::Bundle makeToyPipelineBundle(const ToyLayout &layout) {
       addSlot(slotName(e, s), bundle::STASH, kStride * uint64_t(entries));
   }
   addSlot("loss_sum", bundle::IO, 4);
+  if (layout.forwardWritesState)
+    for (int s = 0; s < stages; ++s)
+      addSlot(stateSlotName(s), bundle::FP8_STATE, 16);
   arena->set_bytes(offset);
 
   auto entryRef = [&](Edge e, int stage) {
@@ -104,9 +115,14 @@ bundle::Bundle makeToyPipelineBundle(const ToyLayout &layout) {
   for (bundle::RankProgram &rank : *b.mutable_ranks())
     for (int k = 0; k < layout.virtualStages; ++k) {
       int stage = k * layout.ranks + int(rank.stage());
-      for (bundle::ProgramKind kind :
-           {bundle::CHUNK_FORWARD, bundle::CHUNK_BACKWARD,
-            bundle::CHUNK_INPUT_GRADIENT, bundle::CHUNK_WEIGHT_GRADIENT}) {
+      std::vector<bundle::ProgramKind> kinds = {
+          bundle::CHUNK_FORWARD, bundle::CHUNK_BACKWARD,
+          bundle::CHUNK_INPUT_GRADIENT, bundle::CHUNK_WEIGHT_GRADIENT};
+      if (layout.forwardWritesState)
+        kinds.push_back(bundle::CHUNK_EVAL_FORWARD);
+      for (bundle::ProgramKind kind : kinds) {
+        bool forward = kind == bundle::CHUNK_FORWARD ||
+                       kind == bundle::CHUNK_EVAL_FORWARD;
         bundle::Program *program = rank.add_programs();
         program->set_kind(kind);
         program->set_chunk(uint32_t(k));
@@ -114,11 +130,27 @@ bundle::Bundle makeToyPipelineBundle(const ToyLayout &layout) {
                           std::to_string(k));
         // Markers: the slots the toy's C++ reads and writes.
         for (Edge e : {ActIn, ActOut, GradIn, GradOut}) {
+          if (kind == bundle::CHUNK_EVAL_FORWARD && (e == GradIn || e == GradOut))
+            continue;
           bundle::Copy *c = program->add_steps()->mutable_copy();
           *c->mutable_src() = entryRef(e, stage);
           *c->mutable_dst() = entryRef(e, stage);
         }
-        if (kind == bundle::CHUNK_FORWARD && stage == stages - 1) {
+        if (forward && layout.forwardWritesState) {
+          // The training forward updates its state; the evaluation
+          // forward reads it (a kernel's argument).
+          bundle::Step *step = program->add_steps();
+          step->set_label("stage" + std::to_string(stage) + " amax");
+          if (kind == bundle::CHUNK_FORWARD) {
+            step->mutable_memset()->mutable_dst()->set_slot(
+                slotOf[stateSlotName(stage)]);
+            step->mutable_memset()->set_bytes(16);
+          } else {
+            step->mutable_launch()->add_args()->mutable_slot()->set_slot(
+                slotOf[stateSlotName(stage)]);
+          }
+        }
+        if (forward && stage == stages - 1) {
           bundle::Memset *m = program->add_steps()->mutable_memset();
           m->mutable_dst()->set_slot(slotOf["loss_sum"]);
           m->set_bytes(4);
@@ -203,6 +235,11 @@ public:
     float *gradIn = at(GradIn, chunk, w.entry), *gradOut = at(GradOut, chunk, w.entry);
     switch (ins.kind()) {
     case bundle::PIPE_FORWARD: {
+      // The training forward of a bundle whose forwards write state moves
+      // the state (an amax history's roll), which evaluation must not.
+      if (w.program->kind() == bundle::CHUNK_FORWARD &&
+          writesState(*w.program))
+        ++stateUpdates;
       if (stage == 0)
         for (int j = 0; j < kWidth; ++j)
           actIn[j] = inputOf(m, replica_, j);
@@ -272,6 +309,15 @@ public:
   Status endStep(const PipelineRankPlan &) override { return Status::ok(); }
 
   void setPipelineRank(int p) { pipelineRank_ = p; }
+  bool writesState(const bundle::Program &p) const {
+    for (const bundle::Step &s : p.steps())
+      if (s.has_memset() &&
+          b_.plan().slots(int(s.memset().dst().slot())).kind() ==
+              bundle::FP8_STATE)
+        return true;
+    return false;
+  }
+  int stateUpdates = 0;
   float lossSum() const {
     float v;
     std::memcpy(&v, &arena_[offsetOf(b_.pipeline().loss_sum_slot())], 4);
@@ -341,6 +387,7 @@ void expectOrdered(const PipelineRankPlan &plan) {
 struct Case {
   PipelineScheduleKind kind;
   int ranks, virtualStages, microbatches, data;
+  bool forwardWritesState = false;
 };
 
 // One step of every world rank's plan, each rank in a thread.
@@ -463,9 +510,13 @@ void runEvaluationCase(const Case &c) {
                " P=" + std::to_string(c.ranks) +
                " V=" + std::to_string(c.virtualStages) + " m=" +
                std::to_string(c.microbatches) + " D=" + std::to_string(c.data));
-  ToyLayout layout{c.kind, c.ranks, c.virtualStages, c.microbatches, c.data};
+  ToyLayout layout{c.kind,         c.ranks, c.virtualStages,
+                   c.microbatches, c.data,  c.forwardWritesState};
   bundle::Bundle b = makeToyPipelineBundle(layout);
-  ASSERT_TRUE(bundle::validatePipeline(b).isOk());
+  {
+    Status valid = bundle::validatePipeline(b);
+    ASSERT_TRUE(valid.isOk()) << valid.message();
+  }
   const int world = c.ranks * c.data;
   for (const std::vector<int> &group : bundle::pipelineGroups(b)) {
     auto training = bundle::scheduleOf(b, group);
@@ -508,9 +559,13 @@ void runEvaluationCase(const Case &c) {
     auto plan = planPipelineEvaluation(b, w);
     ASSERT_TRUE(plan.isOk()) << plan.status().message();
     EXPECT_EQ(plan->stashEntries, int(b.ranks(w).pipeline().stash_entries()));
+    // Where a chunk's forward writes state, its evaluation forward runs.
+    bundle::ProgramKind forwardKind = c.forwardWritesState
+                                          ? bundle::CHUNK_EVAL_FORWARD
+                                          : bundle::CHUNK_FORWARD;
     for (const PipeWork &work : plan->work)
-      EXPECT_TRUE(work.communicate() ||
-                  work.program->kind() == bundle::CHUNK_FORWARD);
+      EXPECT_TRUE(work.communicate() || work.program->kind() == forwardKind)
+          << "rank " << w << " runs " << work.program->name();
     expectOrdered(*plan);
     plans.push_back(std::move(*plan));
   }
@@ -541,6 +596,7 @@ void runEvaluationCase(const Case &c) {
   }
   for (const auto &dev : devices) {
     EXPECT_EQ(dev->lastRuns, 0);
+    EXPECT_EQ(dev->stateUpdates, 0);
     for (const auto &grads : dev->weightGrads_)
       for (float g : grads)
         EXPECT_EQ(g, 0.0f);
@@ -555,6 +611,73 @@ TEST(PipelineEvaluation, ForwardOnlyListsRunEveryForwardOnceWithinTheStash) {
   runEvaluationCase({PipelineScheduleKind::ZeroBubbleH1, 3, 1, 6, 1});
   runEvaluationCase({PipelineScheduleKind::OneFOneB, 2, 1, 4, 2});
   runEvaluationCase({PipelineScheduleKind::Interleaved, 2, 2, 4, 2});
+}
+
+// Chunk forwards that write state (delayed scaling's amax histories):
+// evaluation runs each chunk's CHUNK_EVAL_FORWARD, which reads the state
+// and writes none, never the training forward; training still runs the
+// training forward. Without the evaluation forwards the bundle is refused
+// for evaluation, naming the training forward's step.
+TEST(PipelineEvaluation, RunsTheEvalForwardsOfForwardsThatWriteState) {
+  runEvaluationCase({PipelineScheduleKind::OneFOneB, 2, 1, 4, 1, true});
+  runEvaluationCase({PipelineScheduleKind::Interleaved, 2, 2, 4, 1, true});
+  runEvaluationCase({PipelineScheduleKind::ZeroBubbleH1, 3, 1, 6, 1, true});
+  runEvaluationCase({PipelineScheduleKind::Interleaved, 2, 2, 4, 2, true});
+
+  ToyLayout layout;
+  layout.forwardWritesState = true;
+  bundle::Bundle b = makeToyPipelineBundle(layout);
+  auto training = planPipelineRank(b, 0);
+  ASSERT_TRUE(training.isOk()) << training.status().message();
+  for (const PipeWork &work : training->work)
+    if (!work.communicate() &&
+        work.instruction->kind() == bundle::PIPE_FORWARD)
+      EXPECT_EQ(work.program->kind(), bundle::CHUNK_FORWARD);
+  for (bundle::RankProgram &rank : *b.mutable_ranks()) {
+    auto *programs = rank.mutable_programs();
+    for (int i = programs->size(); i-- > 0;)
+      if (programs->Get(i).kind() == bundle::CHUNK_EVAL_FORWARD)
+        programs->DeleteSubrange(i, 1);
+  }
+  auto plan = planPipelineEvaluation(b, 0);
+  ASSERT_FALSE(plan.isOk());
+  EXPECT_NE(plan.status().message().find(
+                "program 'chunk-forward0' (CHUNK_FORWARD), whose step "
+                "'stage0 amax' addresses slot 'fp8.s0.amax_history' (FP8_STATE)"),
+            std::string::npos)
+      << plan.status().message();
+}
+
+// An evaluation forward stands in for its chunk's forward: without one, or
+// reading its inputs elsewhere, the bundle is refused by name.
+TEST(PipelineBundleValidate, RefusesAnEvalForwardThatIsNotItsForwards) {
+  ToyLayout layout;
+  layout.forwardWritesState = true;
+  bundle::Bundle b = makeToyPipelineBundle(layout);
+  for (bundle::Program &p : *b.mutable_ranks(0)->mutable_programs())
+    if (p.kind() == bundle::CHUNK_FORWARD) {
+      bundle::NamedSlot *in = p.add_inputs();
+      in->set_name("tokens");
+      in->set_slot(0);
+      in->set_stash_stride(kStride);
+    }
+  Status st = bundle::validatePipeline(b);
+  ASSERT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("program 'chunk-eval0' (chunk-eval of chunk 0) "
+                              "does not read the inputs of 'chunk-forward0'"),
+            std::string::npos)
+      << st.message();
+
+  b = makeToyPipelineBundle(layout);
+  for (bundle::Program &p : *b.mutable_ranks(1)->mutable_programs())
+    if (p.kind() == bundle::CHUNK_EVAL_FORWARD)
+      p.set_chunk(1);
+  st = bundle::validatePipeline(b);
+  ASSERT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("stands in for a forward the rank does not "
+                              "have"),
+            std::string::npos)
+      << st.message();
 }
 
 // A forward-only schedule is held to its forwards: every one once, and

@@ -49,9 +49,13 @@ int slotIndex(const Bundle &b, const std::string &name) {
 // element, stays whole). Each chunk program's steps are markers: they
 // address the slots the C++ below reads, with the stash stride of the
 // stash-strided ones, which is what the trainer learns the inputs' entries
-// and each rank's variables from.
+// and each rank's variables from. With `forwardWritesState`, each rank's
+// forward also writes FP8 state (as delayed scaling's forwards update
+// their amax histories) and the rank has a CHUNK_EVAL_FORWARD, the forward
+// without that write, for evaluation to run.
 Bundle makePipelineToyBundle(const ToyShape &shape, int data,
-                             bool shardW = false) {
+                             bool shardW = false,
+                             bool forwardWritesState = false) {
   Bundle b = makeToyBundle(shape);
   if (shardW)
     for (StateTensor &st : *b.mutable_state())
@@ -91,6 +95,9 @@ Bundle makePipelineToyBundle(const ToyShape &shape, int data,
   uint32_t act = addSlot("act", STASH, F32, true);
   uint32_t gradAct = addSlot("grad.act", STASH, F32, true);
   uint32_t lossSum = addSlot("loss_sum", IO, F32, false);
+  uint32_t state = forwardWritesState
+                       ? addSlot("fp8.amax_history", FP8_STATE, F32, false)
+                       : 0;
   plan->mutable_arenas(0)->set_bytes(offset);
   plan->set_peak_live_bytes(offset);
 
@@ -155,6 +162,19 @@ Bundle makePipelineToyBundle(const ToyShape &shape, int data,
       marker(*backward, {stashRef(labels), stashRef(mask), stashRef(act),
                          stashRef(gradAct), ref("b"), ref("grad.b")});
       marker(*opt, {ref("b"), ref("grad.b"), ref("adam_m.b"), ref("adam_v.b")});
+    }
+    if (forwardWritesState) {
+      // The evaluation forward: the forward's inputs and markers, reading
+      // the state the forward writes (a kernel's argument).
+      Program *eval = program(CHUNK_EVAL_FORWARD, "stage_eval");
+      *eval->mutable_inputs() = forward->inputs();
+      *eval->mutable_steps() = forward->steps();
+      eval->add_steps()->mutable_launch()->add_args()->mutable_slot()->set_slot(
+          state);
+      Step *update = forward->add_steps();
+      update->set_label("amax history update");
+      update->mutable_memset()->mutable_dst()->set_slot(state);
+      update->mutable_memset()->set_bytes(4);
     }
   }
   // Each stage's parameter and moments are its rank's, as
@@ -305,6 +325,9 @@ private:
     const float vocab = float(b_.schedule().vocab_size());
     int e = w.entry;
     bool forward = w.instruction->kind() == PIPE_FORWARD;
+    if (forward)
+      ++(w.program->kind() == CHUNK_EVAL_FORWARD ? evalForwards
+                                                 : trainingForwards);
     if (first_ && forward) {
       const int32_t *tok = entry<int32_t>("tokens.stash", e);
       float *a = entry<float>("act", e);
@@ -418,6 +441,12 @@ private:
   HostRank &norms_;
   HostRank *grads_;
   bool shardW_ = false;
+
+public:
+  // The forwards this rank ran, by program: training's and evaluation's.
+  int trainingForwards = 0, evalForwards = 0;
+
+private:
   RankMemory memory_;
   std::vector<uint8_t> arena_;
   PipelineRankPlan plan_;
@@ -440,9 +469,10 @@ struct PipelineJob {
 std::unique_ptr<PipelineJob> runPipeline(const ToyShape &shape, int data,
                                          const TrainerOptions &options,
                                          const std::string &printDir,
-                                         bool shardW = false) {
+                                         bool shardW = false,
+                                         bool forwardWritesState = false) {
   auto job = std::make_unique<PipelineJob>();
-  Bundle b = makePipelineToyBundle(shape, data, shardW);
+  Bundle b = makePipelineToyBundle(shape, data, shardW, forwardWritesState);
   for (int d = 0; d < data; ++d) {
     job->pipelines.push_back(std::make_unique<HostRanks>(2));
     job->norms.push_back(std::make_unique<HostRanks>(2));
@@ -764,6 +794,54 @@ TEST(PipelineTrainer, EvaluatesHeldOutBatchesAsOneRank) {
     for (size_t r = 1; r < job->printed.size(); ++r)
       EXPECT_EQ(job->printed[r], "") << "rank " << r;
   }
+}
+
+// Where a stage's forward writes state (delayed scaling's amax histories),
+// evaluation runs its CHUNK_EVAL_FORWARD: one rank's eval losses, and the
+// training forward runs only for training's microbatches (it would move
+// the state otherwise); without the evaluation forwards the trainer
+// refuses to evaluate, naming the forward's step.
+TEST(PipelineTrainer, EvaluatesThroughEvalForwardsWhereForwardsWriteState) {
+  ToyShape shape;
+  shape.accum = 4;
+  shape.steps = 4;
+  TrainerOptions o;
+  o.evalInterval = 2;
+  o.evalBatches = 16;
+  ToyRun a = makeToyRun(shape, o);
+  ASSERT_OK(a.status);
+  auto want = a.trainer->run();
+  ASSERT_TRUE(want.isOk()) << want.status().message();
+  ASSERT_EQ(want->evals.size(), 2u);
+
+  auto job = runPipeline(shape, 1, o, temp("pipe-eval-state"), false,
+                         /*forwardWritesState=*/true);
+  expectFinished(*job);
+  for (size_t r = 0; r < job->results.size(); ++r) {
+    const TrainResult &got = *job->results[r];
+    ASSERT_EQ(got.evals.size(), 2u) << "rank " << r;
+    for (size_t i = 0; i < got.evals.size(); ++i)
+      EXPECT_NEAR(got.evals[i].loss, want->evals[i].loss,
+                  1e-6 * std::fabs(want->evals[i].loss))
+          << "rank " << r << " eval " << i;
+    EXPECT_EQ(job->backends[r]->trainingForwards, 4 * 4) << "rank " << r;
+    EXPECT_EQ(job->backends[r]->evalForwards, 2 * 16) << "rank " << r;
+  }
+
+  Bundle b = makePipelineToyBundle(shape, 1, false, true);
+  for (RankProgram &rank : *b.mutable_ranks()) {
+    auto *programs = rank.mutable_programs();
+    for (int i = programs->size(); i-- > 0;)
+      if (programs->Get(i).kind() == CHUNK_EVAL_FORWARD)
+        programs->DeleteSubrange(i, 1);
+  }
+  auto plan = planPipelineEvaluation(b, 0);
+  ASSERT_FALSE(plan.isOk());
+  EXPECT_NE(plan.status().message().find(
+                "'stage_forward' (CHUNK_FORWARD), whose step 'amax history "
+                "update' addresses slot 'fp8.amax_history' (FP8_STATE)"),
+            std::string::npos)
+      << plan.status().message();
 }
 
 // Without --eval-batches, a pipeline evaluates whole steps: the default
