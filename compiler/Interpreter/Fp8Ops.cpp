@@ -256,6 +256,9 @@ float fp8ScaleFromAmax(float amax, float fp8Max, int64_t margin,
 OpObserver Fp8StatsCollector::observer() {
   return [this](Operation *op, ExecContext &ctx) {
     Fp8TensorStats s;
+    // A cast repeated in the backward (octet-recompute-kmajor) counts once.
+    if (op->hasAttr("recomputed"))
+      return;
     if (auto q = dyn_cast<fp8::QuantizeOp>(op)) {
       const Tensor &x = ctx.operand(op, 0);
       Type type = q.getResult().getType().getElementType();

@@ -150,6 +150,9 @@ void addFusedPasses(OpPassManager &pm, const TrainingPipelineOptions &o) {
   pm.addPass(createOctetFuseAdamW());
   pm.addPass(createOctetFuseElementwise());
   pm.addPass(createOctetRecomputeCast());
+  // Before the canonicalizer, which drops the casts the forward kernels no
+  // longer yield.
+  pm.addPass(createOctetRecomputeKMajor());
   pm.addPass(mlir::createCanonicalizerPass());
   // After the other fusions, which would fold the sum of the chunks' losses
   // into the first chunk's loss kernel (and move it behind the chunks), and

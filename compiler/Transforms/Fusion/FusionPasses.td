@@ -496,6 +496,49 @@ def OctetRecomputeCast : Pass<"octet-recompute-cast", "mlir::ModuleOp"> {
   let dependentDialects = ["octet::fp8::Fp8Dialect"];
 }
 
+def OctetRecomputeKMajor : Pass<"octet-recompute-kmajor", "mlir::ModuleOp"> {
+  let summary = "a K-major FP8 copy saved for a wgrad GEMM is cast again in the backward kernel that reads its saved sources";
+  let description = [{
+    The forward kernel that casts a tensor for its fprop GEMM also writes
+    the K-major (transposed) FP8 copy the backward's wgrad GEMM reads, and
+    that copy is kept from the forward to the backward. Where the copy is
+    made by elementwise ops, views and a tensorwise cast from tensors the
+    backward reads anyway (saved by the autodiff pass) and a scale loaded
+    from state, and a backward kernel already reads every one of those
+    saved tensors, that kernel casts the copy again, the wgrad GEMM moves
+    after it, and the forward stops writing it. SwiGLU's output is the
+    case: the SwiGLU gradient kernel reads the saved gate and up halves, so
+    the copy for w_down's wgrad ([tokens, intermediate] FP8 a layer) is no
+    longer live through the forward. Exact under delayed scaling: the same
+    scale, the same inputs, the same rounding; the repeated cast's amax is
+    read by nothing (the forward's is the step's). Codegen transposes FP8
+    from memory, so the kernel also yields the row-major cast for its
+    transpose launch: 1 B an element more written a step than when the
+    forward wrote the copy, no kernel or GEMM added.
+
+    Before:
+    ```mlir
+    %g, %u, %q, %a, %qT, %s = kernel.fused "layers.0.swiglu" ins(%gu, %scale) {
+      slices ; %y = graph.swiglu ; fp8.quantize %y, %scale ; fp8.transpose }
+    %gs = graph.save %g  ;  %us = graph.save %u  ;  %qTs = graph.save %qT
+    ...
+    %dw = kernel.gemm %dyT, %qTs ... {role = "wgrad"}
+    %dgu = kernel.fused "layers.0.swiglu_grad" ins(%dh, %gs, %us, %dyscale) {...}
+    ```
+    After:
+    ```mlir
+    %g, %u, %q, %a = kernel.fused "layers.0.swiglu" ins(%gu, %scale) {...}
+    %gs = graph.save %g  ;  %us = graph.save %u
+    ...
+    %qT2, %dgu = kernel.fused "layers.0.swiglu_grad" ins(%gs, %us, %scale, %dh, %dyscale) {
+      %y = graph.swiglu ; fp8.quantize %y, %scale {recomputed} ; fp8.transpose ;
+      graph.swiglu_grad ... }
+    %dw = kernel.gemm %dyT, %qT2 ... {role = "wgrad"}
+    ```
+  }];
+  let dependentDialects = ["octet::fp8::Fp8Dialect"];
+}
+
 def OctetOverwriteGradients : Pass<"octet-overwrite-gradients", "mlir::ModuleOp"> {
   let summary = "the first microbatch's wgrad GEMM writes its gradient accumulator, so the optimizer step does not clear it";
   let description = [{

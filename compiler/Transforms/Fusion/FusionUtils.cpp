@@ -229,6 +229,39 @@ bool pullViewsFrom(kernel::FusedOp consumer, Operation *producer) {
   return changed;
 }
 
+void dropUnusedResults(kernel::FusedOp fused) {
+  SmallVector<unsigned> kept;
+  for (OpResult r : fused->getResults())
+    if (!r.use_empty())
+      kept.push_back(r.getResultNumber());
+  if (kept.size() == fused->getNumResults())
+    return;
+  Block &body = fused.getBodyBlock();
+  auto yield = cast<kernel::YieldOp>(body.getTerminator());
+  SmallVector<Type> types;
+  SmallVector<Value> values;
+  for (unsigned i : kept) {
+    types.push_back(fused->getResult(i).getType());
+    values.push_back(yield.getValues()[i]);
+  }
+  OpBuilder b(fused);
+  auto rebuilt =
+      kernel::FusedOp::create(b, fused.getLoc(), types, fused.getInputs(),
+                              fused.getName(), fused.getKind());
+  rebuilt->setAttrs(fused->getAttrs());
+  Block &newBody = rebuilt.getBodyBlock();
+  for (auto [oldArg, newArg] :
+       llvm::zip(body.getArguments(), newBody.getArguments()))
+    oldArg.replaceAllUsesWith(newArg);
+  newBody.getOperations().splice(newBody.end(), body.getOperations());
+  b.setInsertionPoint(yield);
+  kernel::YieldOp::create(b, yield.getLoc(), values);
+  yield.erase();
+  for (auto [j, i] : llvm::enumerate(kept))
+    fused->getResult(i).replaceAllUsesWith(rebuilt->getResult(j));
+  fused.erase();
+}
+
 kernel::FusedOp mergeFused(kernel::FusedOp first, kernel::FusedOp second,
                            StringRef name, StringRef kindOverride) {
   if (first == second || first->getBlock() != second->getBlock())

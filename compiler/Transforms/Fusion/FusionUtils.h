@@ -57,6 +57,10 @@ kernel::FusedOp wrapInFused(mlir::OpBuilder &builder, mlir::Operation *op,
 // consumer reads the producer's result directly. Returns true if it moved any.
 bool pullViewsFrom(kernel::FusedOp consumer, mlir::Operation *producer);
 
+// `fused` rebuilt without the results nothing reads (the ops that made
+// them stay in its body, for the canonicalizer to drop).
+void dropUnusedResults(kernel::FusedOp fused);
+
 // Merges `first` and `second` (same block, `first` before `second`) into one
 // kernel.fused at the position of one of them, where every value stays
 // defined before its uses; `second` may read results of `first`. Results of

@@ -97,40 +97,6 @@ std::optional<unsigned> castOnlyInput(kernel::FusedOp fused) {
   return arg.getArgNumber();
 }
 
-// `fused` without the results nothing reads.
-void dropUnusedResults(kernel::FusedOp fused) {
-  SmallVector<unsigned> kept;
-  for (OpResult r : fused->getResults())
-    if (!r.use_empty())
-      kept.push_back(r.getResultNumber());
-  if (kept.size() == fused->getNumResults())
-    return;
-  Block &body = fused.getBodyBlock();
-  auto yield = cast<kernel::YieldOp>(body.getTerminator());
-  SmallVector<Type> types;
-  SmallVector<Value> values;
-  for (unsigned i : kept) {
-    types.push_back(fused->getResult(i).getType());
-    values.push_back(yield.getValues()[i]);
-  }
-  OpBuilder b(fused);
-  auto rebuilt =
-      kernel::FusedOp::create(b, fused.getLoc(), types, fused.getInputs(),
-                              fused.getName(), fused.getKind());
-  rebuilt->setAttrs(fused->getAttrs());
-  Block &newBody = rebuilt.getBodyBlock();
-  for (auto [oldArg, newArg] :
-       llvm::zip(body.getArguments(), newBody.getArguments()))
-    oldArg.replaceAllUsesWith(newArg);
-  newBody.getOperations().splice(newBody.end(), body.getOperations());
-  b.setInsertionPoint(yield);
-  kernel::YieldOp::create(b, yield.getLoc(), values);
-  yield.erase();
-  for (auto [j, i] : llvm::enumerate(kept))
-    fused->getResult(i).replaceAllUsesWith(rebuilt->getResult(j));
-  fused.erase();
-}
-
 struct RecomputeCast
     : public octet::impl::OctetRecomputeCastBase<RecomputeCast> {
   void runOnOperation() override {
@@ -191,7 +157,7 @@ struct RecomputeCast
       copy.erase();
       return;
     }
-    dropUnusedResults(producer);
+    fusion::dropUnusedResults(producer);
   }
 };
 
