@@ -143,10 +143,17 @@ DenseSet<Operation *> setAsideForTiles(Block &body) {
   for (auto q : body.getOps<fp8::BlockQuantizeOp>()) {
     if (!throughReshapes(q.getInput()).getDefiningOp<graph::RMSNormOp>())
       continue;
-    out.insert(q);
+    // The scales' factors in cuBLASLt's layout are written with them.
+    auto withFactors = [&](Operation *op) {
+      out.insert(op);
+      for (Operation *user : op->getUsers())
+        if (isa<fp8::BlockFactorsOp>(user))
+          out.insert(user);
+    };
+    withFactors(q);
     for (Operation *user : q->getUsers())
       if (isa<fp8::TransposeOp>(user))
-        out.insert(user);
+        withFactors(user);
     Value v = q.getInput();
     while (auto r = v.getDefiningOp<graph::ReshapeOp>()) {
       out.insert(r);

@@ -172,6 +172,49 @@ private:
         fused.getBodyBlock().getTerminator()->getOperands(), v);
   }
   static bool fitsTiles(ArrayRef<TileQuantization> qs);
+  // The fp8.block_factors of block scales that the kernel yields
+  // (octet-fuse-block-factors).
+  SmallVector<fp8::BlockFactorsOp, 1> yieldedFactors(Value scales) {
+    SmallVector<fp8::BlockFactorsOp, 1> out;
+    for (Operation *user : scales.getUsers())
+      if (auto f = dyn_cast<fp8::BlockFactorsOp>(user);
+          f && isYielded(f.getFactors()))
+        out.push_back(f);
+    return out;
+  }
+  bool writesScales(Value scales) {
+    return isYielded(scales) || !yieldedFactors(scales).empty();
+  }
+  // Block (r, kb) of `scales` ([rows, cols]) has `scale`: stored where the
+  // kernel yields the scales, and 1 / scale at its place in each of their
+  // factors the kernel yields (cuBLASLt's layout, fp8.block_factors), so
+  // that the GEMM reads them with no launch in between. The thread of a
+  // 128x128 row's last block writes the row's padding (0).
+  void writeBlockScale(Value scales, Value r, Value kb, Value scale) {
+    auto shape = cast<RankedTensorType>(scales.getType()).getShape();
+    int64_t rows = shape[0], cols = shape[1];
+    if (isYielded(scales))
+      writeF32(scales, addI(mulI(r, cols), kb), scale);
+    for (fp8::BlockFactorsOp factors : yieldedFactors(scales)) {
+      ArrayRef<int64_t> block = factors.getBlock();
+      int64_t stride = fp8::BlockFactorsOp::factorStride(rows, cols, block);
+      bool tiles = block[0] == 1;
+      Value at = tiles ? addI(mulI(kb, stride), r) : addI(mulI(r, stride), kb);
+      writeF32(factors.getFactors(), at, divF(f32c(1), scale));
+      if (!tiles && stride > cols)
+        ifThen(cmpI(arith::CmpIPredicate::eq, kb, idx(cols - 1)), [&] {
+          for (int64_t p = cols; p < stride; ++p)
+            writeF32(factors.getFactors(), addI(mulI(r, stride), idx(p)),
+                     f32c(0));
+        });
+    }
+  }
+  // Marks the factors of a quantization's scales as written with them.
+  void factorsDone(Value scales, DenseSet<Operation *> &done) {
+    for (Operation *user : scales.getUsers())
+      if (isa<fp8::BlockFactorsOp>(user))
+        done.insert(user);
+  }
   // A value with a buffer of the kernel: an input or a result.
   bool isBuffer(Value v) { return isa<BlockArgument>(v) || isYielded(v); }
   // The ops that compute a tile kernel's input inside the kernel (the
@@ -503,7 +546,8 @@ LogicalResult WholeOpBuilder::blockQuantize(fp8::BlockQuantizeOp o,
         transposed = t;
     auto readers = [&](Value v) {
       for (Operation *user : v.getUsers())
-        if (user != transposed.getOperation() && !isa<kernel::YieldOp>(user))
+        if (user != transposed.getOperation() &&
+            !isa<kernel::YieldOp, fp8::BlockFactorsOp>(user))
           return true;
       return false;
     };
@@ -532,8 +576,11 @@ LogicalResult WholeOpBuilder::blockQuantize(fp8::BlockQuantizeOp o,
     group.erase(std::next(group.begin()), group.end());
   for (TileQuantization q : group) {
     done.insert(q.op);
-    if (q.transposed)
+    factorsDone(q.op.getScales(), done);
+    if (q.transposed) {
       done.insert(q.transposed);
+      factorsDone(q.transposed.getResultScale(), done);
+    }
   }
   if (fitsTiles(group)) {
     blockQuantizeTiles(group, mod, name, launches);
@@ -577,13 +624,11 @@ LogicalResult WholeOpBuilder::blockQuantize(fp8::BlockQuantizeOp o,
                                      o.getEps().convertToDouble()),
                        f32c(1));
   ifThen(thread0(f), [&] {
-    if (yielded(o.getScales()))
-      writeF32(o.getScales(), f.block, scale);
+    writeBlockScale(o.getScales(), tr, tc, scale);
     // The transposed scales: tile (tr, tc) is tile (tc, tr) of the
     // transposed tensor.
-    if (transposed && yielded(transposed.getResultScale()))
-      writeF32(transposed.getResultScale(),
-               addI(mulI(tc, idx(tileRows)), tr), scale);
+    if (transposed)
+      writeBlockScale(transposed.getResultScale(), tc, tr, scale);
   });
   scf::ForOp::create(
       b, loc, f.tid, idx(br * bc), idx(kWholeThreads), ValueRange{},
@@ -873,11 +918,10 @@ void WholeOpBuilder::blockQuantizeTiles(ArrayRef<TileQuantization> qs,
           m = maximumF(m, shuffleXor(m, off));
         Value scale = scaleOf(o, m);
         quantized.push_back(cast8(mulF(x[j], broadcast(f32x8, scale)), dtype));
-        if (isYielded(o.getScales()))
+        if (writesScales(o.getScales()))
           ifThen(cmpI(arith::CmpIPredicate::eq, squareCol, idx(0)), [&] {
-            writeF32(o.getScales(),
-                     addI(mulI(addI(firstRow, idx(j)), tileCols), tileCol),
-                     scale);
+            writeBlockScale(o.getScales(), addI(firstRow, idx(j)), tileCol,
+                            scale);
           });
       }
     } else if (kind == TileKind::Columns) {
@@ -906,12 +950,10 @@ void WholeOpBuilder::blockQuantizeTiles(ArrayRef<TileQuantization> qs,
           amax = maximumF(amax, load(maxima, addI(t, idx(w * kTileSide))));
         Value scale = scaleOf(o, amax);
         store(scale, scales, t);
-        if (isYielded(o.getScales()))
-          writeF32(o.getScales(), addI(mulI(tileRow, cols), addI(c0, t)),
-                   scale);
-        if (q.transposed && isYielded(q.transposed.getResultScale()))
-          writeF32(q.transposed.getResultScale(),
-                   addI(mulI(addI(c0, t), tileRows), tileRow), scale);
+        writeBlockScale(o.getScales(), tileRow, addI(c0, t), scale);
+        if (q.transposed)
+          writeBlockScale(q.transposed.getResultScale(), addI(c0, t),
+                          tileRow, scale);
       });
       barrier();
       Value scale = vload(f32x8, scales, mulI(squareCol, kSquareSide), 16);
@@ -924,11 +966,10 @@ void WholeOpBuilder::blockQuantizeTiles(ArrayRef<TileQuantization> qs,
       Value amax = blockReduce(f, m, true);
       Value scale = scaleOf(o, amax);
       ifThen(thread0(f), [&] {
-        if (isYielded(o.getScales()))
-          writeF32(o.getScales(), f.block, scale);
-        if (q.transposed && isYielded(q.transposed.getResultScale()))
-          writeF32(q.transposed.getResultScale(),
-                   addI(mulI(tileCol, tileRows), tileRow), scale);
+        writeBlockScale(o.getScales(), tileRow, tileCol, scale);
+        if (q.transposed)
+          writeBlockScale(q.transposed.getResultScale(), tileCol, tileRow,
+                          scale);
       });
       Value splatScale = broadcast(f32x8, scale);
       for (int64_t j = 0; j < kSquareSide; ++j)

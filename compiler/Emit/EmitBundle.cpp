@@ -736,7 +736,9 @@ private:
       }
     }
     unsigned dequantSlot = 0;
-    if (blocks) {
+    // The quantize kernels wrote the factors already (fp8.block_factors).
+    bool factorsMade = blocks && plan::takesBlockFactors(gemm);
+    if (blocks && !factorsMade) {
       auto slot = current->gemmScaleSlots.find(gemm);
       if (slot == current->gemmScaleSlots.end())
         return gemm.emitError("bundle: the memory plan has no dequantization "
@@ -777,7 +779,10 @@ private:
       *call->mutable_bias() = ref(gemm.getBias());
     if (!gemm.getAux().empty())
       *call->mutable_aux() = ref(gemm.getAux()[0]);
-    if (blocks) {
+    if (factorsMade) {
+      *call->mutable_a_scale() = ref(gemm.getAScale());
+      *call->mutable_b_scale() = ref(gemm.getBScale());
+    } else if (blocks) {
       *call->mutable_a_scale() = slotRef(dequantSlot);
       bundle::SlotRef factors = slotRef(dequantSlot);
       factors.set_byte_offset(plan::dequantFactorOffsetB(gemm));

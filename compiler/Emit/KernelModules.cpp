@@ -69,7 +69,7 @@ namespace {
 void addBlockFactorKernels(ModuleOp module) {
   SmallVector<kernel::GemmOp> gemms;
   module.walk([&](kernel::GemmOp gemm) {
-    if (gemm.getABlock())
+    if (gemm.getABlock() && !plan::takesBlockFactors(gemm))
       gemms.push_back(gemm);
   });
   if (gemms.empty() || module.lookupSymbol(kGemmBlockFactorModule))
@@ -157,7 +157,9 @@ void addGemmBlockFactorKernels(ModuleOp module) {
   ctx->getOrLoadDialect<memref::MemRefDialect>();
   ctx->getOrLoadDialect<scf::SCFDialect>();
   bool blocks = false;
-  module.walk([&](kernel::GemmOp gemm) { blocks |= bool(gemm.getABlock()); });
+  module.walk([&](kernel::GemmOp gemm) {
+    blocks |= gemm.getABlock() && !plan::takesBlockFactors(gemm);
+  });
   if (!blocks)
     return;
   module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),

@@ -147,6 +147,51 @@ std::vector<float> dequantizeBlocks(const Tensor &q, const Tensor &scales,
   return out;
 }
 
+namespace {
+
+// Where the factor of block (r, kb) of scales [rows, cols] lies in
+// fp8.block_factors' layout.
+int64_t factorAt(int64_t r, int64_t kb, int64_t rows, int64_t cols,
+                 ArrayRef<int64_t> block) {
+  int64_t stride = fp8::BlockFactorsOp::factorStride(rows, cols, block);
+  return block[0] == 1 ? kb * stride + r : r * stride + kb;
+}
+
+} // namespace
+
+Error blockFactors(fp8::BlockFactorsOp op, ExecContext &ctx) {
+  const Tensor &scales = ctx.operand(op, 0);
+  int64_t rows = scales.dim(0), cols = scales.dim(1);
+  Tensor out = likeResult(op.getFactors());
+  // The padding of a 128x128 row is never read; 0 keeps it defined.
+  std::fill(out.f(), out.f() + out.numel(), 0.0f);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t kb = 0; kb < cols; ++kb)
+      out.f()[factorAt(r, kb, rows, cols, op.getBlock())] =
+          1.0f / scales.f()[r * cols + kb];
+  ctx.setResult(op, 0, std::move(out));
+  return Error::success();
+}
+
+std::vector<float> dequantizeBlockFactors(const Tensor &q,
+                                          const Tensor &factors,
+                                          ArrayRef<int64_t> block) {
+  int64_t rows = q.dim(0), cols = q.dim(1);
+  int64_t scaleRows = (rows + block[0] - 1) / block[0];
+  int64_t scaleCols = (cols + block[1] - 1) / block[1];
+  std::vector<float> out(q.numel());
+  forEachBlock(rows, cols, block,
+               [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1, int64_t b) {
+                 float factor = factors.f()[factorAt(
+                     b / scaleCols, b % scaleCols, scaleRows, scaleCols,
+                     block)];
+                 for (int64_t r = r0; r < r1; ++r)
+                   for (int64_t c = c0; c < c1; ++c)
+                     out[r * cols + c] = q.f()[r * cols + c] * factor;
+               });
+  return out;
+}
+
 Error blockDequantize(fp8::BlockDequantizeOp op, ExecContext &ctx) {
   std::vector<float> x =
       dequantizeBlocks(ctx.operand(op, 0), ctx.operand(op, 1), op.getBlock());

@@ -34,6 +34,13 @@ llvm::Error blockDequantize(fp8::BlockDequantizeOp op, ExecContext &ctx);
 // multiply.
 std::vector<float> dequantizeBlocks(const Tensor &q, const Tensor &scales,
                                     llvm::ArrayRef<int64_t> block);
+llvm::Error blockFactors(fp8::BlockFactorsOp op, ExecContext &ctx);
+// q · factor, block by block, of a [rows, cols] tensor and its
+// dequantization factors in cuBLASLt's layout (fp8.block_factors): what a
+// kernel.gemm that takes factors multiplies, as cuBLASLt does.
+std::vector<float> dequantizeBlockFactors(const Tensor &q,
+                                          const Tensor &factors,
+                                          llvm::ArrayRef<int64_t> block);
 // FP32 accumulation of the FP8 values, one 1/(sa·sb) at the end when both
 // scales are tensorwise (what cuBLASLt does); blockwise operands are widened
 // block by block first.

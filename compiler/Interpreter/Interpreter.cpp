@@ -752,10 +752,19 @@ llvm::Error kernelGemm(kernel::GemmOp op, Frame &f) {
     // Block scales: each block widened by its own scale, then an f32
     // product (cuBLASLt promotes the FP8 partial sums of each 128-wide K
     // block to f32 and scales them there: the same sum up to f32 order).
-    std::vector<float> wideA = dequantizeBlocks(
-        f.operand(op, 0), f.operand(op, 2), *op.getABlock());
-    std::vector<float> wideB = dequantizeBlocks(
-        f.operand(op, 1), f.operand(op, 3), *op.getBBlock());
+    // Scales of rank 1 are cuBLASLt's factors (fp8.block_factors), which
+    // multiply, as on the GPU; quantize scales divide. The two agree bit
+    // for bit where the scales are powers of two, the only scales whose
+    // factors octet-fuse-block-factors makes.
+    auto widen = [&](unsigned data, unsigned scales,
+                     ArrayRef<int64_t> block) {
+      const Tensor &s = f.operand(op, scales);
+      return s.rank() == 1
+                 ? dequantizeBlockFactors(f.operand(op, data), s, block)
+                 : dequantizeBlocks(f.operand(op, data), s, block);
+    };
+    std::vector<float> wideA = widen(0, 2, *op.getABlock());
+    std::vector<float> wideB = widen(1, 3, *op.getBBlock());
     const Tensor &a = f.operand(op, 0), &b = f.operand(op, 1);
     int64_t m = ta ? a.dim(1) : a.dim(0), k = ta ? a.dim(0) : a.dim(1);
     int64_t n = op.getTransposeB() ? b.dim(0) : b.dim(1);
@@ -1115,6 +1124,7 @@ llvm::Error execute(Operation *op, Frame &f) {
       .Case([&](fp8::ScaleUpdateOp o) { return scaleUpdate(o, f); })
       .Case([&](fp8::BlockQuantizeOp o) { return blockQuantize(o, f); })
       .Case([&](fp8::BlockDequantizeOp o) { return blockDequantize(o, f); })
+      .Case([&](fp8::BlockFactorsOp o) { return blockFactors(o, f); })
       .Case([&](fp8::MatmulOp o) { return fp8Matmul(o, f); })
       .Case([&](fp8::TransposeOp o) { return fp8Transpose(o, f); })
       .Case([&](kernel::GemmOp o) { return kernelGemm(o, f); })

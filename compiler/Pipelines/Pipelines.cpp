@@ -153,6 +153,9 @@ void addFusedPasses(OpPassManager &pm, const TrainingPipelineOptions &o) {
   // Before the canonicalizer, which drops the casts the forward kernels no
   // longer yield.
   pm.addPass(createOctetRecomputeKMajor());
+  // After every fusion that joins quantize kernels: the factors go into
+  // the kernel that finally writes the scales.
+  pm.addPass(createOctetFuseBlockFactors());
   pm.addPass(mlir::createCanonicalizerPass());
   // After the other fusions, which would fold the sum of the chunks' losses
   // into the first chunk's loss kernel (and move it behind the chunks), and

@@ -28,6 +28,11 @@ int64_t dequantFactorFloats(kernel::GemmOp gemm) {
   return dequantFactorOffsetB(gemm) / 4 + gemm.getDequantFactorCount(true);
 }
 
+bool takesBlockFactors(kernel::GemmOp gemm) {
+  return gemm.getABlock() && gemm.getAScale() &&
+         cast<RankedTensorType>(gemm.getAScale().getType()).getRank() == 1;
+}
+
 const char *slotKindName(SlotKind kind) {
   switch (kind) {
   case SlotKind::Parameter:
@@ -662,7 +667,8 @@ LogicalResult planTimeline(ArrayRef<func::FuncOp> funcs, MemoryPlan &plan,
         launched && launched.getWorkspaceBytesOrZero() > 0)
       scratch((launched.getWorkspaceBytesOrZero() + 3) / 4, "workspace",
               program.workspaceSlots);
-    if (auto gemm = dyn_cast<kernel::GemmOp>(op); gemm && gemm.getABlock())
+    if (auto gemm = dyn_cast<kernel::GemmOp>(op); gemm && gemm.getABlock() &&
+                                                  !takesBlockFactors(gemm))
       scratch(dequantFactorFloats(gemm), "block factors",
               program.gemmScaleSlots);
   }

@@ -128,6 +128,10 @@ struct ProgramPlan {
 // dequantFactorOffsetB, 256-byte aligned as cuBLASLt's pointers like.
 int64_t dequantFactorOffsetB(kernel::GemmOp gemm);
 int64_t dequantFactorFloats(kernel::GemmOp gemm);
+// A block-scaled kernel.gemm whose scale operands are already cuBLASLt's
+// factors (rank 1, from fp8.block_factors in the quantize kernels): it needs
+// neither that slot nor a launch to fill it.
+bool takesBlockFactors(kernel::GemmOp gemm);
 
 struct MemoryPlan {
   std::vector<Slot> slots;

@@ -168,6 +168,32 @@ LogicalResult BlockQuantizeOp::verify() {
                      cast<ShapedType>(getScales().getType()), "input");
 }
 
+int64_t BlockFactorsOp::factorStride(int64_t rows, int64_t cols,
+                                     ArrayRef<int64_t> block) {
+  return block[0] == 1 ? rows : (cols + 3) / 4 * 4;
+}
+
+int64_t BlockFactorsOp::factorCount(int64_t rows, int64_t cols,
+                                    ArrayRef<int64_t> block) {
+  return (block[0] == 1 ? cols : rows) * factorStride(rows, cols, block);
+}
+
+LogicalResult BlockFactorsOp::verify() {
+  ArrayRef<int64_t> block = getBlock();
+  if (block.size() != 2 || !((block[0] == 1 && block[1] == 128) ||
+                             (block[0] == 128 && block[1] == 128)))
+    return emitOpError("block must be [1, 128] (VEC128) or [128, 128] "
+                       "(BLK128x128), the layouts cuBLASLt reads on sm_90");
+  auto scales = cast<ShapedType>(getScales().getType());
+  if (failed(expectRank(*this, "scales", scales, 2)) ||
+      !scales.hasStaticShape())
+    return emitOpError("scales must be a static 2-D tensor");
+  int64_t count = factorCount(scales.getDimSize(0), scales.getDimSize(1),
+                              block);
+  return expectShape(*this, "factors",
+                     cast<ShapedType>(getFactors().getType()), {count});
+}
+
 LogicalResult BlockDequantizeOp::verify() {
   auto in = cast<ShapedType>(getInput().getType());
   if (failed(expectShape(*this, "result",

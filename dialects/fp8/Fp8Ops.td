@@ -250,6 +250,36 @@ def Fp8_BlockQuantizeOp : Fp8_Op<"block_quantize", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Fp8_BlockFactorsOp : Fp8_Op<"block_factors", [Pure]> {
+  let summary = "a block-scaled GEMM operand's dequantization factors, in cuBLASLt's layout";
+  let description = [{
+    The scales [Rs, Ks] of an operand stored [R, K] (K-major) as the
+    factors cuBLASLt multiplies by on sm_90 (bundle.proto GemmScaleMode):
+    1 / scale, flat. `block` = [1, 128] (VEC128): [Ks, Rs], the Rs factors
+    of one K tile contiguous. `block` = [128, 128] (BLK128x128): [Rs,
+    ceil4(Ks)], the row stride rounded up to 4 factors, the padding 0.
+    The quantize kernel that makes the scales writes these beside them
+    (octet-fuse-block-factors), so that no launch runs between it and the
+    GEMM.
+
+    ```mlir
+    %f = fp8.block_factors %s {block = array<i64: 1, 128>} : (tensor<16x2xf32>) -> tensor<32xf32>
+    ```
+  }];
+  let arguments = (ins Fp8F32Tensor:$scales, DenseI64ArrayAttr:$block);
+  let results = (outs Fp8F32Tensor:$factors);
+  let assemblyFormat = "$scales attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    // Factors for scales [rows, cols] in `block`'s layout, and the row
+    // stride of that layout.
+    static int64_t factorCount(int64_t rows, int64_t cols,
+                               ::llvm::ArrayRef<int64_t> block);
+    static int64_t factorStride(int64_t rows, int64_t cols,
+                                ::llvm::ArrayRef<int64_t> block);
+  }];
+}
+
 def Fp8_BlockDequantizeOp : Fp8_Op<"block_dequantize", [Pure]> {
   let summary = "widen a blockwise-quantized tensor, dividing each block by its scale";
   let description = [{

@@ -299,9 +299,24 @@ LogicalResult GemmOp::verifyBlockScales(int64_t m, int64_t n, int64_t k) {
     if (!ShapedType::isDynamic(dim) && dim % 128)
       return emitOpError("block-scaled GEMM needs ")
              << name << " a multiple of 128; got " << dim;
+  auto rank = [](Value v) {
+    return cast<RankedTensorType>(v.getType()).getRank();
+  };
+  // Rank 1: cuBLASLt's dequantization factors (fp8.block_factors), read as
+  // they are; rank 2: the quantize scales, turned into factors before the
+  // call.
+  bool factors = rank(getAScale()) == 1;
+  if (factors != (rank(getBScale()) == 1))
+    return emitOpError("a_scale and b_scale must both be quantize scales "
+                       "(2-D) or both dequantization factors (1-D)");
   auto expectScale = [&](StringRef what, Value scale, Value data,
                          ArrayRef<int64_t> block) -> LogicalResult {
     auto shape = cast<RankedTensorType>(data.getType()).getShape();
+    if (factors) {
+      int64_t count = getDequantFactorCount(data == getB());
+      return expectShape(*this, what, cast<RankedTensorType>(scale.getType()),
+                         {count});
+    }
     SmallVector<int64_t, 2> want;
     for (int i = 0; i < 2; ++i)
       want.push_back(ShapedType::isDynamic(shape[i])

@@ -154,6 +154,14 @@ def Kernel_GemmOp : Kernel_Op<"gemm", [Pure, AttrSizedOperandSegments]> {
     ```mlir
     %d = kernel.gemm %x, %w scales(%sx, %sw) {a_block = array<i64: 1, 128>, b_block = array<i64: 128, 128>, transpose_b, role = "fprop"} : (tensor<256x512xf8E4M3FN>, tensor<384x512xf8E4M3FN>, tensor<256x4xf32>, tensor<3x4xf32>) -> tensor<256x384xbf16>
     ```
+    The scales may instead be both operands' dequantization factors as
+    cuBLASLt reads them (rank 1, fp8.block_factors, which the quantize
+    kernels write: octet-fuse-block-factors); each block is then
+    multiplied by its factor, and the bundle runs no kernel before the
+    call:
+    ```mlir
+    %d = kernel.gemm %x, %w scales(%fx, %fw) {a_block = array<i64: 1, 128>, b_block = array<i64: 128, 128>, transpose_b, role = "fprop"} : (tensor<256x512xf8E4M3FN>, tensor<384x512xf8E4M3FN>, tensor<1024xf32>, tensor<12xf32>) -> tensor<256x384xbf16>
+    ```
 
     The cuBLASLt epilogue, applied to P = op(a)·op(b) (scaled) before the
     single rounding to the result type:

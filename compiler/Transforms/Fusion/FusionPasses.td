@@ -456,6 +456,48 @@ def OctetShardOptimizer : Pass<"octet-shard-optimizer", "mlir::ModuleOp"> {
                            "octet::graph::GraphDialect"];
 }
 
+def OctetFuseBlockFactors : Pass<"octet-fuse-block-factors", "mlir::ModuleOp"> {
+  let dependentDialects = ["octet::fp8::Fp8Dialect"];
+  let summary = "the kernels that block-quantize a GEMM's operands also write its dequantization factors in cuBLASLt's layout";
+  let description = [{
+    cuBLASLt's block-scaled GEMMs on sm_90 multiply by f32 factors
+    (1 / scale) in a layout of their own: [K/128, R] for 1x128 tiles,
+    [R/128, ceil4(K/128)] for 128x128 blocks (fp8.block_factors). Without
+    this pass the bundle launches a small kernel before each such GEMM to
+    write them from the quantize scales. Here, for every block-scaled
+    kernel.gemm whose two operands' scales come from kernels that
+    block-quantize them with power-of-two scales (their
+    fp8.block_quantize scales or the scales of its fp8.transpose, possibly
+    through a graph.save), an
+    fp8.block_factors of those scales joins the producing kernel, whose
+    codegen writes each factor where it writes the scale, and the GEMM
+    reads the factors (scale operands of rank 1). A scales result that
+    nothing else reads then leaves the kernel. One factors result per
+    scales and layout, whatever the number of GEMMs that read it. Only
+    power-of-two scales: their factors are exact, so multiplying by them
+    gives the bits of dividing by the scales (the interpreter's meaning of
+    a GEMM on quantize scales); other GEMMs keep the factors launch.
+
+    Before:
+    ```mlir
+    %q:2 = kernel.fused "quantize" kind("elementwise") ins(%x : tensor<256x256xbf16>) {
+      %a, %s = fp8.block_quantize ...
+      kernel.yield %a, %s
+    }
+    %y = kernel.gemm %q#0, %w scales(%q#1, %ws) {a_block = array<i64: 1, 128>, ...}
+    ```
+    After:
+    ```mlir
+    %q:2 = kernel.fused "quantize" kind("elementwise") ins(%x : tensor<256x256xbf16>) {
+      %a, %s = fp8.block_quantize ...
+      %f = fp8.block_factors %s {block = array<i64: 1, 128>} : (tensor<256x2xf32>) -> tensor<512xf32>
+      kernel.yield %a, %f
+    }
+    %y = kernel.gemm %q#0, %w scales(%q#1, %wf) {a_block = array<i64: 1, 128>, ...}
+    ```
+  }];
+}
+
 def OctetRecomputeCast : Pass<"octet-recompute-cast", "mlir::ModuleOp"> {
   let summary = "a cast-only kernel recomputes its input from the producer's inputs where that moves fewer bytes";
   let description = [{

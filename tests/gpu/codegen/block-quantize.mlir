@@ -104,5 +104,58 @@ func.func @block_quantize(%x: tensor<256x384xbf16>, %dy: tensor<384x200xf32>, %g
     %q, %s = fp8.block_quantize %a {block = array<i64: 128, 128>, dtype = f8E4M3FN} : (tensor<384x300xf32>) -> (tensor<384x300xf8E4M3FN>, tensor<3x3xf32>)
     kernel.yield %q, %s : tensor<384x300xf8E4M3FN>, tensor<3x3xf32>
   } : tensor<384x300xf8E4M3FN>, tensor<3x3xf32>
+  // The GEMM's dequantization factors written with the scales
+  // (octet-fuse-block-factors): 1x128 tiles in cuBLASLt's VEC128 layout
+  // with no scales kept, 128x128 blocks in BLK128x128 (a row of 3 blocks
+  // padded to 4) beside their K-major copy's, the transposed 128x1 tiles'
+  // factors, in the tile kernel, in the block-per-tile kernel, and after a
+  // norm's row kernel.
+  %tiles_factors:2 = kernel.fused "tiles_1x128_factors" kind("elementwise") ins(%x : tensor<256x384xbf16>) {
+  ^bb0(%a: tensor<256x384xbf16>):
+    %q, %s = fp8.block_quantize %a {block = array<i64: 1, 128>, dtype = f8E4M3FN, power_of_two} : (tensor<256x384xbf16>) -> (tensor<256x384xf8E4M3FN>, tensor<256x3xf32>)
+    %f = fp8.block_factors %s {block = array<i64: 1, 128>} : (tensor<256x3xf32>) -> tensor<768xf32>
+    kernel.yield %q, %f : tensor<256x384xf8E4M3FN>, tensor<768xf32>
+  } : tensor<256x384xf8E4M3FN>, tensor<768xf32>
+  %weight_factors:4 = kernel.fused "blocks_128x128_transposed_factors" kind("elementwise") ins(%wa : tensor<256x384xf32>) {
+  ^bb0(%a: tensor<256x384xf32>):
+    %q, %s = fp8.block_quantize %a {block = array<i64: 128, 128>, dtype = f8E4M3FN} : (tensor<256x384xf32>) -> (tensor<256x384xf8E4M3FN>, tensor<2x3xf32>)
+    %qt, %st = fp8.transpose %q, %s {block = array<i64: 128, 128>} : (tensor<256x384xf8E4M3FN>, tensor<2x3xf32>) -> (tensor<384x256xf8E4M3FN>, tensor<3x2xf32>)
+    %f = fp8.block_factors %s {block = array<i64: 128, 128>} : (tensor<2x3xf32>) -> tensor<8xf32>
+    %ft = fp8.block_factors %st {block = array<i64: 128, 128>} : (tensor<3x2xf32>) -> tensor<12xf32>
+    kernel.yield %q, %f, %qt, %ft : tensor<256x384xf8E4M3FN>, tensor<8xf32>, tensor<384x256xf8E4M3FN>, tensor<12xf32>
+  } : tensor<256x384xf8E4M3FN>, tensor<8xf32>, tensor<384x256xf8E4M3FN>, tensor<12xf32>
+  %dual_factors:5 = kernel.fused "tiles_1x128_and_128x1_factors" kind("elementwise") ins(%xa : tensor<256x384xbf16>) {
+  ^bb0(%a: tensor<256x384xbf16>):
+    %q, %s = fp8.block_quantize %a {block = array<i64: 128, 1>, dtype = f8E4M3FN} : (tensor<256x384xbf16>) -> (tensor<256x384xf8E4M3FN>, tensor<2x384xf32>)
+    %qt, %st = fp8.transpose %q, %s {block = array<i64: 128, 1>} : (tensor<256x384xf8E4M3FN>, tensor<2x384xf32>) -> (tensor<384x256xf8E4M3FN>, tensor<384x2xf32>)
+    %ft = fp8.block_factors %st {block = array<i64: 1, 128>} : (tensor<384x2xf32>) -> tensor<768xf32>
+    %r, %rs = fp8.block_quantize %a {block = array<i64: 1, 128>, dtype = f8E4M3FN} : (tensor<256x384xbf16>) -> (tensor<256x384xf8E4M3FN>, tensor<256x3xf32>)
+    %fr = fp8.block_factors %rs {block = array<i64: 1, 128>} : (tensor<256x3xf32>) -> tensor<768xf32>
+    kernel.yield %qt, %ft, %r, %rs, %fr : tensor<384x256xf8E4M3FN>, tensor<768xf32>, tensor<256x384xf8E4M3FN>, tensor<256x3xf32>, tensor<768xf32>
+  } : tensor<384x256xf8E4M3FN>, tensor<768xf32>, tensor<256x384xf8E4M3FN>, tensor<256x3xf32>, tensor<768xf32>
+  %both_factors:2 = kernel.fused "tiles_128x1_transposed_factors_untiled" kind("elementwise") ins(%g : tensor<300x256xf32>) {
+  ^bb0(%a: tensor<300x256xf32>):
+    %q, %s = fp8.block_quantize %a {block = array<i64: 128, 1>, dtype = f8E4M3FN} : (tensor<300x256xf32>) -> (tensor<300x256xf8E4M3FN>, tensor<3x256xf32>)
+    %qt, %st = fp8.transpose %q, %s {block = array<i64: 128, 1>} : (tensor<300x256xf8E4M3FN>, tensor<3x256xf32>) -> (tensor<256x300xf8E4M3FN>, tensor<256x3xf32>)
+    %ft = fp8.block_factors %st {block = array<i64: 1, 128>} : (tensor<256x3xf32>) -> tensor<768xf32>
+    kernel.yield %qt, %ft : tensor<256x300xf8E4M3FN>, tensor<768xf32>
+  } : tensor<256x300xf8E4M3FN>, tensor<768xf32>
+  %blocks_factors:2 = kernel.fused "blocks_128x128_factors_untiled" kind("elementwise") ins(%w : tensor<384x300xf32>) {
+  ^bb0(%a: tensor<384x300xf32>):
+    %q, %s = fp8.block_quantize %a {block = array<i64: 128, 128>, dtype = f8E4M3FN} : (tensor<384x300xf32>) -> (tensor<384x300xf8E4M3FN>, tensor<3x3xf32>)
+    %f = fp8.block_factors %s {block = array<i64: 128, 128>} : (tensor<3x3xf32>) -> tensor<12xf32>
+    kernel.yield %q, %f : tensor<384x300xf8E4M3FN>, tensor<12xf32>
+  } : tensor<384x300xf8E4M3FN>, tensor<12xf32>
+  %norm_factors:5 = kernel.fused "add_rms_norm_tiles_factors" kind("row") ins(%xa, %x, %nw : tensor<256x384xbf16>, tensor<256x384xbf16>, tensor<384xf32>) {
+  ^bb0(%a: tensor<256x384xbf16>, %b: tensor<256x384xbf16>, %c: tensor<384xf32>):
+    %h = graph.add %a, %b : tensor<256x384xbf16>
+    %y = graph.rms_norm %h, %c {eps = 1.0e-5 : f64} : (tensor<256x384xbf16>, tensor<384xf32>) -> tensor<256x384xbf16>
+    %q, %s = fp8.block_quantize %y {block = array<i64: 128, 1>, dtype = f8E4M3FN, power_of_two} : (tensor<256x384xbf16>) -> (tensor<256x384xf8E4M3FN>, tensor<2x384xf32>)
+    %qt, %st = fp8.transpose %q, %s {block = array<i64: 128, 1>} : (tensor<256x384xf8E4M3FN>, tensor<2x384xf32>) -> (tensor<384x256xf8E4M3FN>, tensor<384x2xf32>)
+    %ft = fp8.block_factors %st {block = array<i64: 1, 128>} : (tensor<384x2xf32>) -> tensor<768xf32>
+    %r, %rs = fp8.block_quantize %y {block = array<i64: 1, 128>, dtype = f8E4M3FN, power_of_two} : (tensor<256x384xbf16>) -> (tensor<256x384xf8E4M3FN>, tensor<256x3xf32>)
+    %fr = fp8.block_factors %rs {block = array<i64: 1, 128>} : (tensor<256x3xf32>) -> tensor<768xf32>
+    kernel.yield %h, %qt, %ft, %r, %fr : tensor<256x384xbf16>, tensor<384x256xf8E4M3FN>, tensor<768xf32>, tensor<256x384xf8E4M3FN>, tensor<768xf32>
+  } : tensor<256x384xbf16>, tensor<384x256xf8E4M3FN>, tensor<768xf32>, tensor<256x384xf8E4M3FN>, tensor<768xf32>
   return
 }

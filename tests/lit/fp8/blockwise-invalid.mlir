@@ -93,3 +93,20 @@ func.func @transpose_type(%q: tensor<16x256xf8E4M3FN>, %s: tensor<f32>) {
   %t, %ts = fp8.transpose %q, %s : (tensor<16x256xf8E4M3FN>, tensor<f32>) -> (tensor<256x16xf8E5M2>, tensor<f32>)
   return
 }
+
+// -----
+
+func.func @factors_block(%s: tensor<16x2xf32>) {
+  // expected-error @below {{block must be [1, 128] (VEC128) or [128, 128] (BLK128x128), the layouts cuBLASLt reads on sm_90}}
+  %f = fp8.block_factors %s {block = array<i64: 128, 1>} : (tensor<16x2xf32>) -> tensor<32xf32>
+  return
+}
+
+// -----
+
+func.func @factors_count(%s: tensor<2x3xf32>) {
+  // 128x128 blocks: rows of 3 factors padded to 4.
+  // expected-error @below {{factors}}
+  %f = fp8.block_factors %s {block = array<i64: 128, 128>} : (tensor<2x3xf32>) -> tensor<6xf32>
+  return
+}

@@ -27,3 +27,14 @@ func.func @tensorwise_gemm(%dy: tensor<16x32xf8E5M2>, %sdy: tensor<f32>, %x: ten
   %t, %ts = fp8.transpose %x, %sx : (tensor<16x64xf8E4M3FN>, tensor<f32>) -> (tensor<64x16xf8E4M3FN>, tensor<f32>)
   return %dw, %t : tensor<32x64xf32>, tensor<64x16xf8E4M3FN>
 }
+
+// A GEMM operand's dequantization factors in cuBLASLt's layout: [K/128, R]
+// for 1x128 tiles, [R/128, ceil4(K/128)] for 128x128 blocks.
+// CHECK-LABEL: func.func @block_factors
+func.func @block_factors(%st: tensor<16x2xf32>, %sb: tensor<4x3xf32>) -> (tensor<32xf32>, tensor<16xf32>) {
+  // CHECK: fp8.block_factors %{{.*}} {block = array<i64: 1, 128>} : (tensor<16x2xf32>) -> tensor<32xf32>
+  %ft = fp8.block_factors %st {block = array<i64: 1, 128>} : (tensor<16x2xf32>) -> tensor<32xf32>
+  // CHECK: fp8.block_factors %{{.*}} {block = array<i64: 128, 128>} : (tensor<4x3xf32>) -> tensor<16xf32>
+  %fb = fp8.block_factors %sb {block = array<i64: 128, 128>} : (tensor<4x3xf32>) -> tensor<16xf32>
+  return %ft, %fb : tensor<32xf32>, tensor<16xf32>
+}

@@ -126,3 +126,21 @@ func.func @overwrite_without_accumulator(%a: tensor<16x64xbf16>, %b: tensor<16x3
   %d = kernel.gemm %a, %b {first_microbatch_overwrites, role = "wgrad", transpose_a} : (tensor<16x64xbf16>, tensor<16x32xbf16>) -> tensor<64x32xf32>
   return
 }
+
+// -----
+
+// Factors for one operand and quantize scales for the other.
+func.func @block_factors_mixed(%a: tensor<256x512xf8E4M3FN>, %b: tensor<384x512xf8E4M3FN>, %fa: tensor<1024xf32>, %sb: tensor<3x4xf32>) {
+  // expected-error @below {{a_scale and b_scale must both be quantize scales (2-D) or both dequantization factors (1-D)}}
+  %d = kernel.gemm %a, %b scales(%fa, %sb) {a_block = array<i64: 1, 128>, b_block = array<i64: 128, 128>, transpose_b} : (tensor<256x512xf8E4M3FN>, tensor<384x512xf8E4M3FN>, tensor<1024xf32>, tensor<3x4xf32>) -> tensor<256x384xbf16>
+  return
+}
+
+// -----
+
+// B's 3 x 4 blocks are 12 factors in cuBLASLt's layout.
+func.func @block_factors_count(%a: tensor<256x512xf8E4M3FN>, %b: tensor<384x512xf8E4M3FN>, %fa: tensor<1024xf32>, %fb: tensor<16xf32>) {
+  // expected-error @below {{b_scale}}
+  %d = kernel.gemm %a, %b scales(%fa, %fb) {a_block = array<i64: 1, 128>, b_block = array<i64: 128, 128>, transpose_b} : (tensor<256x512xf8E4M3FN>, tensor<384x512xf8E4M3FN>, tensor<1024xf32>, tensor<16xf32>) -> tensor<256x384xbf16>
+  return
+}

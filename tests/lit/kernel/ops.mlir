@@ -25,3 +25,12 @@ func.func @block_scaled(%x: tensor<256x512xf8E4M3FN>, %sx: tensor<256x4xf32>, %w
   %d = kernel.gemm %x, %w scales(%sx, %sw) accumulate(%c) {a_block = array<i64: 1, 128>, b_block = array<i64: 128, 128>, transpose_b, role = "fprop"} : (tensor<256x512xf8E4M3FN>, tensor<384x512xf8E4M3FN>, tensor<256x4xf32>, tensor<3x4xf32>, tensor<256x384xf32>) -> tensor<256x384xf32>
   return %d : tensor<256x384xf32>
 }
+
+// The same GEMM on the factors cuBLASLt reads (fp8.block_factors): 1024
+// for x's 256 x 4 tiles, 3 rows of 4 for w's blocks.
+// CHECK-LABEL: func.func @block_factors
+func.func @block_factors(%x: tensor<256x512xf8E4M3FN>, %fx: tensor<1024xf32>, %w: tensor<384x512xf8E4M3FN>, %fw: tensor<12xf32>) -> tensor<256x384xbf16> {
+  // CHECK: kernel.gemm %{{.*}}, %{{.*}} scales(%{{.*}}, %{{.*}}) {a_block = array<i64: 1, 128>, b_block = array<i64: 128, 128>, role = "fprop", transpose_b} : (tensor<256x512xf8E4M3FN>, tensor<384x512xf8E4M3FN>, tensor<1024xf32>, tensor<12xf32>)
+  %d = kernel.gemm %x, %w scales(%fx, %fw) {a_block = array<i64: 1, 128>, b_block = array<i64: 128, 128>, transpose_b, role = "fprop"} : (tensor<256x512xf8E4M3FN>, tensor<384x512xf8E4M3FN>, tensor<1024xf32>, tensor<12xf32>) -> tensor<256x384xbf16>
+  return %d : tensor<256x384xbf16>
+}

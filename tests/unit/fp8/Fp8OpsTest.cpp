@@ -4,6 +4,7 @@
 #include "compiler/Interpreter/Interpreter.h"
 #include "dialects/fp8/Fp8Dialect.h"
 #include "dialects/graph/GraphDialect.h"
+#include "dialects/kernel/KernelDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -24,7 +25,7 @@ protected:
   Fp8Ops() {
     DialectRegistry registry;
     registry.insert<octet::graph::GraphDialect, octet::fp8::Fp8Dialect,
-                    func::FuncDialect>();
+                    octet::kernel::KernelDialect, func::FuncDialect>();
     ctx = std::make_unique<MLIRContext>(registry);
     ctx->loadAllAvailableDialects();
   }
@@ -213,6 +214,65 @@ func.func @f(%x: tensor<4x3xf32>) -> (tensor<3x4xf32>, tensor<4x3xf32>) {
   for (int r = 0; r < 4; ++r)
     for (int c = 0; c < 3; ++c)
       EXPECT_EQ(out[0].f()[c * 4 + r], out[1].f()[r * 3 + c]);
+}
+
+// cuBLASLt's layouts: 1x128 tiles [K/128, R] (the R factors of a K tile
+// contiguous), 128x128 blocks [R/128, ceil4(K/128)] with the row's padding
+// 0; each factor 1 / scale.
+TEST_F(Fp8Ops, BlockFactorsAreInverseScalesInCublasLtLayout) {
+  std::vector<float> tiles = {1, 2, 4, 8, 16, 32}; // scales [3 rows, 2 tiles]
+  std::vector<float> blocks = {1, 2, 4, 8, 16, 32}; // [2 row blocks, 3]
+  auto out = run(R"(
+func.func @f(%t: tensor<3x2xf32>, %b: tensor<2x3xf32>) -> (tensor<6xf32>, tensor<8xf32>) {
+  %ft = fp8.block_factors %t {block = array<i64: 1, 128>} : (tensor<3x2xf32>) -> tensor<6xf32>
+  %fb = fp8.block_factors %b {block = array<i64: 128, 128>} : (tensor<2x3xf32>) -> tensor<8xf32>
+  return %ft, %fb : tensor<6xf32>, tensor<8xf32>
+})",
+                 {Tensor::fromFloats({3, 2}, tiles),
+                  Tensor::fromFloats({2, 3}, blocks)});
+  ASSERT_EQ(out.size(), 2u);
+  std::vector<float> wantTiles = {1, 1.0f / 4, 1.0f / 16,
+                                  1.0f / 2, 1.0f / 8, 1.0f / 32};
+  std::vector<float> wantBlocks = {1, 1.0f / 2, 1.0f / 4, 0,
+                                   1.0f / 8, 1.0f / 16, 1.0f / 32, 0};
+  for (int i = 0; i < 6; ++i)
+    EXPECT_EQ(out[0].f()[i], wantTiles[i]) << i;
+  for (int i = 0; i < 8; ++i)
+    EXPECT_EQ(out[1].f()[i], wantBlocks[i]) << i;
+}
+
+// A block-scaled kernel.gemm that reads the factors gives the product of
+// one that reads the quantize scales, bit for bit where the scales are
+// powers of two (1 / scale exact), and to f32 rounding otherwise.
+TEST_F(Fp8Ops, KernelGemmOnFactorsEqualsGemmOnScales) {
+  for (bool powerOfTwo : {true, false}) {
+    std::string pow2 = powerOfTwo ? ", power_of_two" : "";
+    auto out = run(R"(
+func.func @f(%x: tensor<256x384xf32>, %w: tensor<128x384xf32>) -> (tensor<256x128xf32>, tensor<256x128xf32>) {
+  %qx, %sx = fp8.block_quantize %x {block = array<i64: 1, 128>, dtype = f8E4M3FN)" +
+                       pow2 + R"(} : (tensor<256x384xf32>) -> (tensor<256x384xf8E4M3FN>, tensor<256x3xf32>)
+  %qw, %sw = fp8.block_quantize %w {block = array<i64: 128, 128>, dtype = f8E4M3FN)" +
+                       pow2 + R"(} : (tensor<128x384xf32>) -> (tensor<128x384xf8E4M3FN>, tensor<1x3xf32>)
+  %fx = fp8.block_factors %sx {block = array<i64: 1, 128>} : (tensor<256x3xf32>) -> tensor<768xf32>
+  %fw = fp8.block_factors %sw {block = array<i64: 128, 128>} : (tensor<1x3xf32>) -> tensor<4xf32>
+  %ys = kernel.gemm %qx, %qw scales(%sx, %sw) {a_block = array<i64: 1, 128>, b_block = array<i64: 128, 128>, transpose_b} : (tensor<256x384xf8E4M3FN>, tensor<128x384xf8E4M3FN>, tensor<256x3xf32>, tensor<1x3xf32>) -> tensor<256x128xf32>
+  %yf = kernel.gemm %qx, %qw scales(%fx, %fw) {a_block = array<i64: 1, 128>, b_block = array<i64: 128, 128>, transpose_b} : (tensor<256x384xf8E4M3FN>, tensor<128x384xf8E4M3FN>, tensor<768xf32>, tensor<4xf32>) -> tensor<256x128xf32>
+  return %ys, %yf : tensor<256x128xf32>, tensor<256x128xf32>
+})",
+                   {Tensor::fromFloats({256, 384},
+                                       randomValues(256 * 384, 3.0f, 11)),
+                    Tensor::fromFloats({128, 384},
+                                       randomValues(128 * 384, 0.05f, 12))});
+    ASSERT_EQ(out.size(), 2u);
+    for (int64_t i = 0; i < 256 * 128; ++i) {
+      if (powerOfTwo)
+        ASSERT_EQ(out[0].f()[i], out[1].f()[i]) << i;
+      else
+        ASSERT_NEAR(out[0].f()[i], out[1].f()[i],
+                    1e-5f * (1 + std::fabs(out[0].f()[i])))
+            << i;
+    }
+  }
 }
 
 TEST_F(Fp8Ops, StatisticsCountUnderflowAndSaturation) {
