@@ -229,21 +229,11 @@ bool pullViewsFrom(kernel::FusedOp consumer, Operation *producer) {
   return changed;
 }
 
-void dropUnusedResults(kernel::FusedOp fused) {
-  SmallVector<unsigned> kept;
-  for (OpResult r : fused->getResults())
-    if (!r.use_empty())
-      kept.push_back(r.getResultNumber());
-  if (kept.size() == fused->getNumResults())
-    return;
+kernel::FusedOp rebuildYielding(kernel::FusedOp fused, ValueRange values) {
   Block &body = fused.getBodyBlock();
   auto yield = cast<kernel::YieldOp>(body.getTerminator());
-  SmallVector<Type> types;
-  SmallVector<Value> values;
-  for (unsigned i : kept) {
-    types.push_back(fused->getResult(i).getType());
-    values.push_back(yield.getValues()[i]);
-  }
+  SmallVector<Type> types(values.getTypes());
+  SmallVector<Value> yielded(values);
   OpBuilder b(fused);
   auto rebuilt =
       kernel::FusedOp::create(b, fused.getLoc(), types, fused.getInputs(),
@@ -255,8 +245,23 @@ void dropUnusedResults(kernel::FusedOp fused) {
     oldArg.replaceAllUsesWith(newArg);
   newBody.getOperations().splice(newBody.end(), body.getOperations());
   b.setInsertionPoint(yield);
-  kernel::YieldOp::create(b, yield.getLoc(), values);
+  kernel::YieldOp::create(b, yield.getLoc(), yielded);
   yield.erase();
+  return rebuilt;
+}
+
+void dropUnusedResults(kernel::FusedOp fused) {
+  SmallVector<unsigned> kept;
+  for (OpResult r : fused->getResults())
+    if (!r.use_empty())
+      kept.push_back(r.getResultNumber());
+  if (kept.size() == fused->getNumResults())
+    return;
+  auto yield = cast<kernel::YieldOp>(fused.getBodyBlock().getTerminator());
+  SmallVector<Value> values;
+  for (unsigned i : kept)
+    values.push_back(yield.getValues()[i]);
+  kernel::FusedOp rebuilt = rebuildYielding(fused, values);
   for (auto [j, i] : llvm::enumerate(kept))
     fused->getResult(i).replaceAllUsesWith(rebuilt->getResult(j));
   fused.erase();

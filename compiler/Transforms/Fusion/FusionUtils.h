@@ -61,6 +61,11 @@ bool pullViewsFrom(kernel::FusedOp consumer, mlir::Operation *producer);
 // them stay in its body, for the canonicalizer to drop).
 void dropUnusedResults(kernel::FusedOp fused);
 
+// A copy of `fused` with its body moved in, yielding `values` (the body's
+// values) as its results; `fused` is left empty for the caller to map its
+// results and erase it.
+kernel::FusedOp rebuildYielding(kernel::FusedOp fused, mlir::ValueRange values);
+
 // Merges `first` and `second` (same block, `first` before `second`) into one
 // kernel.fused at the position of one of them, where every value stays
 // defined before its uses; `second` may read results of `first`. Results of

@@ -97,27 +97,12 @@ bool isScalar(Value v) {
 // row kernel, from memory. Nothing else reads it; its buffer lives for that
 // one kernel.
 kernel::FusedOp withRowMajorResult(kernel::FusedOp merged) {
-  Block &body = merged.getBodyBlock();
-  auto yield = cast<kernel::YieldOp>(body.getTerminator());
+  auto yield = cast<kernel::YieldOp>(merged.getBodyBlock().getTerminator());
   Value rowMajor =
       yield.getValues()[0].getDefiningOp<fp8::TransposeOp>().getInput();
-  SmallVector<Type> types(merged->getResultTypes());
-  types.push_back(rowMajor.getType());
   SmallVector<Value> values(yield.getValues());
   values.push_back(rowMajor);
-  OpBuilder b(merged);
-  auto rebuilt =
-      kernel::FusedOp::create(b, merged.getLoc(), types, merged.getInputs(),
-                              merged.getName(), merged.getKind());
-  rebuilt->setAttrs(merged->getAttrs());
-  Block &newBody = rebuilt.getBodyBlock();
-  for (auto [oldArg, newArg] :
-       llvm::zip(body.getArguments(), newBody.getArguments()))
-    oldArg.replaceAllUsesWith(newArg);
-  newBody.getOperations().splice(newBody.end(), body.getOperations());
-  b.setInsertionPoint(yield);
-  kernel::YieldOp::create(b, yield.getLoc(), values);
-  yield.erase();
+  kernel::FusedOp rebuilt = fusion::rebuildYielding(merged, values);
   for (auto [oldResult, newResult] :
        llvm::zip(merged->getResults(), rebuilt->getResults()))
     oldResult.replaceAllUsesWith(newResult);
