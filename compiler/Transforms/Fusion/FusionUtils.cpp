@@ -229,6 +229,49 @@ bool pullViewsFrom(kernel::FusedOp consumer, Operation *producer) {
   return changed;
 }
 
+std::optional<RecomputeCone>
+recomputeCone(kernel::FusedOp producer, Value inner,
+              ArrayRef<StringRef> recomputable,
+              function_ref<Value(Value)> readAs) {
+  Block &body = producer.getBodyBlock();
+  auto yield = cast<kernel::YieldOp>(body.getTerminator());
+  RecomputeCone cone;
+  llvm::SmallPtrSet<Operation *, 16> seen;
+  SmallVector<Value> work = {inner};
+  auto leaf = [&](Value outer, Value innerValue) {
+    Value read = readAs(outer);
+    if (!read)
+      return false;
+    cone.inputs.insert(read);
+    cone.innerOf[read] = innerValue;
+    return true;
+  };
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    if (auto arg = dyn_cast<BlockArgument>(v)) {
+      if (!leaf(producer.getInputs()[arg.getArgNumber()], v))
+        return std::nullopt;
+      continue;
+    }
+    // A value the producer writes anyway is read back, not recomputed.
+    if (v != inner)
+      if (auto it = llvm::find(yield.getValues(), v);
+          it != yield.getValues().end())
+        if (leaf(producer->getResult(it - yield.getValues().begin()), v))
+          continue;
+    Operation *op = v.getDefiningOp();
+    if (!llvm::is_contained(recomputable, op->getName().getStringRef()))
+      return std::nullopt;
+    if (!seen.insert(op).second)
+      continue;
+    llvm::append_range(work, op->getOperands());
+  }
+  for (Operation &op : body)
+    if (seen.contains(&op))
+      cone.ops.push_back(&op);
+  return cone;
+}
+
 kernel::FusedOp rebuildYielding(kernel::FusedOp fused, ValueRange values) {
   Block &body = fused.getBodyBlock();
   auto yield = cast<kernel::YieldOp>(body.getTerminator());

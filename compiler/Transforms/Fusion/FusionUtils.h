@@ -9,6 +9,9 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Operation.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringRef.h"
 
 #include <optional>
@@ -60,6 +63,22 @@ bool pullViewsFrom(kernel::FusedOp consumer, mlir::Operation *producer);
 // `fused` rebuilt without the results nothing reads (the ops that made
 // them stay in its body, for the canonicalizer to drop).
 void dropUnusedResults(kernel::FusedOp fused);
+
+// What a kernel would compute again of `producer`: the body ops that make
+// `inner`, in body order, and the outer values it reads in their place
+// with the body value each stands for. An op outside `recomputable` ends
+// the walk with nothing. `readAs` gives, for an input of `producer` or a
+// result it writes anyway, the value the recomputing kernel reads instead
+// (null: an input cannot be read, so nothing; a result is recomputed).
+struct RecomputeCone {
+  llvm::SmallVector<mlir::Operation *> ops;
+  llvm::SetVector<mlir::Value> inputs;
+  llvm::DenseMap<mlir::Value, mlir::Value> innerOf;
+};
+std::optional<RecomputeCone>
+recomputeCone(kernel::FusedOp producer, mlir::Value inner,
+              llvm::ArrayRef<llvm::StringRef> recomputable,
+              llvm::function_ref<mlir::Value(mlir::Value)> readAs);
 
 // A copy of `fused` with its body moved in, yielding `values` (the body's
 // values) as its results; `fused` is left empty for the caller to map its

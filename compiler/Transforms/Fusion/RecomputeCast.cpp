@@ -33,50 +33,6 @@ int64_t bytesOf(Value v) {
          std::max<int64_t>(1, t.getElementTypeBitWidth() / 8);
 }
 
-// What the cast kernel would compute again: the ops of `producer` that
-// make `inner` (a value of its body), from the producer's inputs or from
-// values it writes anyway (other results), and those outer values.
-struct Cone {
-  SmallVector<Operation *> ops; // in body order
-  llvm::SetVector<Value> inputs; // outer values
-  DenseMap<Value, Value> innerOf; // outer input → the body value it stands for
-};
-
-std::optional<Cone> coneOf(kernel::FusedOp producer, Value inner) {
-  Block &body = producer.getBodyBlock();
-  auto yield = cast<kernel::YieldOp>(body.getTerminator());
-  Cone cone;
-  llvm::SmallPtrSet<Operation *, 16> seen;
-  SmallVector<Value> work = {inner};
-  while (!work.empty()) {
-    Value v = work.pop_back_val();
-    if (auto arg = dyn_cast<BlockArgument>(v)) {
-      Value outer = producer.getInputs()[arg.getArgNumber()];
-      cone.inputs.insert(outer);
-      cone.innerOf[outer] = v;
-      continue;
-    }
-    // A value the producer stores anyway is read back, not recomputed.
-    if (v != inner)
-      if (auto it = llvm::find(yield.getValues(), v);
-          it != yield.getValues().end()) {
-        Value outer = producer->getResult(it - yield.getValues().begin());
-        cone.inputs.insert(outer);
-        cone.innerOf[outer] = v;
-        continue;
-      }
-    Operation *op = v.getDefiningOp();
-    if (!llvm::is_contained(kRecomputable, op->getName().getStringRef()))
-      return std::nullopt;
-    if (!seen.insert(op).second)
-      continue;
-    llvm::append_range(work, op->getOperands());
-  }
-  for (Operation &op : body)
-    if (seen.contains(&op))
-      cone.ops.push_back(&op);
-  return cone;
-}
 
 // The kernel's input the quantize reads, through views, if the kernel
 // does nothing but cast it (and transpose the result).
@@ -121,7 +77,9 @@ struct RecomputeCast
       return;
     Value inner = producer.getBodyBlock().getTerminator()->getOperand(
         x.getResultNumber());
-    std::optional<Cone> cone = coneOf(producer, inner);
+    // The cast kernel reads the producer's inputs and results as they are.
+    std::optional<fusion::RecomputeCone> cone = fusion::recomputeCone(
+        producer, inner, kRecomputable, [](Value outer) { return outer; });
     if (!cone)
       return;
     // Written once and read once (2 · x) against the cone's inputs read

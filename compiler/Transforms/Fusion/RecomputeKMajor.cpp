@@ -36,56 +36,15 @@ graph::SaveOp saveOf(Value v) {
   return nullptr;
 }
 
-// The ops of `producer` that make `inner`, and for each outer value they
-// read the value the backward reads in its place: the save of a tensor the
-// producer reads or writes anyway, or the state load of a scale.
-struct Cone {
-  SmallVector<Operation *> ops; // in body order
-  llvm::SetVector<Value> inputs; // backward values
-  DenseMap<Value, Value> innerOf; // backward value → the body value
-};
-
-std::optional<Cone> coneOf(kernel::FusedOp producer, Value inner) {
-  Block &body = producer.getBodyBlock();
-  auto yield = cast<kernel::YieldOp>(body.getTerminator());
-  Cone cone;
-  llvm::SmallPtrSet<Operation *, 16> seen;
-  SmallVector<Value> work = {inner};
-  auto leaf = [&](Value outer, Value innerValue) -> bool {
-    Value backward;
-    if (outer.getDefiningOp<graph::LoadOp>())
-      backward = outer;
-    else if (graph::SaveOp save = saveOf(outer))
-      backward = save.getResult();
-    else
-      return false;
-    cone.inputs.insert(backward);
-    cone.innerOf[backward] = innerValue;
-    return true;
-  };
-  while (!work.empty()) {
-    Value v = work.pop_back_val();
-    if (auto arg = dyn_cast<BlockArgument>(v)) {
-      if (!leaf(producer.getInputs()[arg.getArgNumber()], v))
-        return std::nullopt;
-      continue;
-    }
-    if (v != inner)
-      if (auto it = llvm::find(yield.getValues(), v);
-          it != yield.getValues().end())
-        if (leaf(producer->getResult(it - yield.getValues().begin()), v))
-          continue;
-    Operation *op = v.getDefiningOp();
-    if (!llvm::is_contained(kRecomputable, op->getName().getStringRef()))
-      return std::nullopt;
-    if (!seen.insert(op).second)
-      continue;
-    llvm::append_range(work, op->getOperands());
-  }
-  for (Operation &op : body)
-    if (seen.contains(&op))
-      cone.ops.push_back(&op);
-  return cone;
+// The value the backward reads for an outer value of the producer: the
+// save of a tensor it reads or writes anyway, or the state load of a
+// scale; null for anything else.
+Value backwardValueOf(Value outer) {
+  if (outer.getDefiningOp<graph::LoadOp>())
+    return outer;
+  if (graph::SaveOp save = saveOf(outer))
+    return save.getResult();
+  return nullptr;
 }
 
 bool isScalar(Value v) {
@@ -141,7 +100,8 @@ struct RecomputeKMajor
           saved.getResultNumber());
       if (!inner.getDefiningOp<fp8::TransposeOp>())
         continue;
-      std::optional<Cone> cone = coneOf(producer, inner);
+      std::optional<fusion::RecomputeCone> cone = fusion::recomputeCone(
+          producer, inner, kRecomputable, backwardValueOf);
       if (!cone)
         continue;
       // The backward kernel that reads every saved tensor of the cone
