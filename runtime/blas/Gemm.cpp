@@ -118,7 +118,7 @@ std::string GemmDesc::key() const {
   add(auxLd), add(fastAccum), add(accumulate), add(aScale), add(bScale);
   add(dScale), add(amaxD), add(int64_t(workspaceBytes)), add(batch);
   add(strideA), add(strideB), add(strideD);
-  add(int(aScaleMode)), add(int(bScaleMode)), add(smCountTarget);
+  add(int(aScaleMode)), add(int(bScaleMode));
   return s;
 }
 
@@ -234,11 +234,6 @@ Status Gemm::build() {
     int32_t bMode = cublasScaleMode(g.aScaleMode);
     OCTET_CHECK_CUBLAS(setAttr(op_, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, aMode));
     OCTET_CHECK_CUBLAS(setAttr(op_, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, bMode));
-  }
-  if (g.smCountTarget > 0) {
-    int32_t sms = g.smCountTarget;
-    OCTET_CHECK_CUBLAS(
-        setAttr(op_, CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET, sms));
   }
   OCTET_CHECK_CUBLAS(
       setAttr(op_, CUBLASLT_MATMUL_DESC_EPILOGUE, cublasEpilogue(g.epilogue)));

@@ -86,10 +86,6 @@ struct GemmDesc {
            bScaleMode != ScaleMode::Tensorwise;
   }
   uint64_t workspaceBytes = 0;
-  // SMs the algorithm is chosen and run for (cuBLASLt's SM count target);
-  // 0: all of them. Fewer where collectives take SMs beside the GEMM, so
-  // that a grid sized for the whole GPU does not leave a last partial wave.
-  int smCountTarget = 0;
   int64_t batch = 1, strideA = 0, strideB = 0, strideD = 0;
 
   int64_t packedLda() const { return lda ? lda : (transposeA ? m : k); }

@@ -130,8 +130,6 @@ Communicator::init(const NcclLibrary &nccl, const std::string &uniqueId,
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;
   config.commName = c->options_.name.c_str();
-  if (options.maxCtas > 0)
-    config.maxCTAs = options.maxCtas;
   ncclResult_t result;
   {
     std::lock_guard<std::mutex> lock(c->mutex_);
@@ -255,8 +253,6 @@ Communicator::split(SplitKey key, const CommOptions &options) {
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;
   config.commName = child->options_.name.c_str();
-  if (options.maxCtas > 0)
-    config.maxCTAs = options.maxCtas;
   ncclResult_t result;
   {
     std::lock_guard<std::mutex> lock(mutex_);

@@ -59,9 +59,6 @@ struct CommOptions {
   std::chrono::milliseconds initTimeout{std::chrono::minutes(2)};
   // One call waiting for NCCL to accept it (connection setup on first use).
   std::chrono::milliseconds callTimeout{std::chrono::minutes(5)};
-  // At most this many CTAs (SMs) per collective (ncclConfig_t.maxCTAs);
-  // 0: NCCL's choice.
-  int maxCtas = 0;
 };
 
 class Communicator final : public Abortable {

@@ -6,7 +6,6 @@
 #include "runtime/comm/Watchdog.h"
 #include "runtime/core/CudaCheck.h"
 #include "runtime/core/Device.h"
-#include "runtime/exec/CommOverlap.h"
 #include "runtime/exec/Runtime.h"
 #include "support/Sha256.h"
 
@@ -194,35 +193,14 @@ Status RankJob::connect(Runtime &runtime) {
     commOf[kind] = split->get();
     j.splits.push_back(std::move(*split));
   }
-  // The same groups again with fewer CTAs, for the collectives that run
-  // beside compute. Splits are collective over the world: every rank
-  // decides from the whole bundle (same bundle, same options), so every
-  // rank makes the same splits in the same order.
-  std::map<std::string, comm::Communicator *> besideOf;
-  if (j.options.commSms > 0 && anyCollectiveBesideCompute(bundle))
-    for (const std::string &kind : kinds) {
-      auto key = comm::splitKeyFor(groupsOf[kind], b.rank());
-      if (!key)
-        return key.status().withContext("bundle group '" + kind + "'");
-      comm::CommOptions o;
-      o.name = kind + " beside compute";
-      o.maxCtas = j.options.commSms;
-      auto split = j.world->split(*key, o);
-      if (!split)
-        return split.status();
-      besideOf[kind] = split->get();
-      j.splits.push_back(std::move(*split));
-    }
-  std::vector<comm::Communicator *> byGroup, besideByGroup;
+  std::vector<comm::Communicator *> byGroup;
   for (const bundle::Group &g : bundle.groups()) {
     bool member = false;
     for (uint32_t r : g.ranks())
       member |= int(r) == b.rank();
     byGroup.push_back(member ? commOf[g.name()] : nullptr);
-    if (!besideOf.empty())
-      besideByGroup.push_back(member ? besideOf[g.name()] : nullptr);
   }
-  OCTET_RETURN_IF_ERROR(runtime.connect(*j.nccl, byGroup, besideByGroup));
+  OCTET_RETURN_IF_ERROR(runtime.connect(*j.nccl, byGroup));
 
   comm::WatchdogOptions wo;
   wo.rank = b.rank();

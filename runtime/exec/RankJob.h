@@ -31,10 +31,6 @@ class Runtime;
 struct RankJobOptions {
   // No progress for this long is a hang, which ends every rank.
   std::chrono::milliseconds stepTimeout{std::chrono::minutes(10)};
-  // --comm-sms N: each group kind whose collectives run beside compute
-  // (runtime/exec/CommOverlap.h) gets a second communicator of at most N
-  // CTAs for them; 0: none.
-  int commSms = 0;
 };
 
 class RankJob {

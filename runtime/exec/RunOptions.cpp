@@ -123,12 +123,6 @@ const RunOption kRunOptions[] = {
      "there, keyed by GPU, cuBLASLt version and GEMM\n"
      "(default: $OCTET_GEMM_CACHE, else BUNDLE.gemms)",
      +[](RunArgs &a) -> std::string & { return a.gemmCache; }},
-    {"--comm-sms", "N",
-     "a job of several GPUs: collectives that run beside\n"
-     "compute (a backward's reduce-scatters) take at most\n"
-     "N SMs, and the GEMMs after them are chosen for the\n"
-     "other SMs (default 0: NCCL's and cuBLASLt's choice)",
-     +[](RunArgs &a) -> int & { return a.commSms; }, 0},
     {"--bench", nullptr,
      "synthetic data, --warmup steps untimed, no\ncheckpoints",
      +[](RunArgs &a) -> bool & { return a.bench; }},

@@ -39,9 +39,6 @@ struct RunArgs {
   int gemmConfigs = 0;
   // --gemm-cache FILE; empty: $OCTET_GEMM_CACHE, else BUNDLE.gemms.
   std::string gemmCache;
-  // --comm-sms N: SMs set aside for the collectives that run beside
-  // compute (runtime/exec/CommOverlap.h); 0: NCCL and cuBLASLt choose.
-  int commSms = 0;
   // --bench: synthetic data, `warmup` extra steps left out of the timing,
   // and the throughput written to `json`.
   bool bench = false;

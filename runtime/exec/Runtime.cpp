@@ -1,11 +1,9 @@
 #include "runtime/exec/Runtime.h"
-#include "runtime/exec/CommOverlap.h"
 
 #include "bundle/Bundle.h"
 #include "bundle/PipelineBundle.h"
 #include "runtime/blas/GemmTuningCache.h"
 #include "runtime/comm/Communicator.h"
-#include "runtime/exec/CommOverlap.h"
 #include "runtime/exec/PipelineExecutor.h"
 
 #include <algorithm>
@@ -39,9 +37,6 @@ struct Runtime::PreparedStep {
   ncclDataType_t ncclType = ncclFloat32;
   std::vector<uint32_t> waits;
   bool waitedOn = false;
-  // A collective beside compute (CommOverlap.h): on the communicator of
-  // fewer CTAs where there is one.
-  bool besideCompute = false;
 };
 
 struct Runtime::PreparedProgram {
@@ -482,23 +477,10 @@ Runtime::load(const Bundle &bundle, const RuntimeOptions &options) {
       return h.status();
     rt->blas_ = std::move(*h);
   }
-  std::vector<bool> beside;
-  if (options.commSms > 0) {
-    int sms = rt->device_->multiprocessors();
-    if (options.commSms >= sms)
-      return Status::error("--comm-sms " + std::to_string(options.commSms) +
-                           " leaves no SM of this GPU's " +
-                           std::to_string(sms) +
-                           " to the GEMMs: set aside fewer");
-    beside = gemmsBesideCollectives(bundle, rank);
-  }
-  for (int i = 0; i < bundle.gemms_size(); ++i) {
-    const GemmDescriptor &g = bundle.gemms(i);
+  for (const GemmDescriptor &g : bundle.gemms()) {
     auto desc = toGemmDesc(g);
     if (!desc)
       return desc.status();
-    if (!beside.empty() && beside[size_t(i)])
-      desc->smCountTarget = rt->device_->multiprocessors() - options.commSms;
     std::string note;
     auto gemm = blas::Gemm::create(
         rt->blas_->get(), *desc, g.algorithm(), &note,
@@ -924,7 +906,6 @@ Status Runtime::prepareProgram(const Program &prog, int stashEntry) {
     pp->program = &prog;
     pp->chunk = prog.chunk();
     pp->stashEntry = stashEntry;
-    std::vector<bool> beside = collectivesBesideCompute(prog);
     for (int i = 0; i < prog.steps_size(); ++i) {
       auto st = prepareStep(prog.steps(i),
                             "program '" + prog.name() + "' step " +
@@ -932,7 +913,6 @@ Status Runtime::prepareProgram(const Program &prog, int stashEntry) {
                             stashEntry);
       if (!st)
         return st.status();
-      st->besideCompute = beside[size_t(i)];
       pp->collectives |= st->kind == PreparedStep::Kind::Collective;
       pp->overwrites |= st->overwriteFirst;
       pp->steps.push_back(std::move(*st));
@@ -1073,9 +1053,6 @@ Status Runtime::runStep(const PreparedStep &s, const PreparedProgram &prog,
   case PreparedStep::Kind::Collective: {
     uint32_t group = s.collective->group();
     comm::Communicator *c = group < comms_.size() ? comms_[group] : nullptr;
-    if (s.besideCompute && group < commsBesideCompute_.size() &&
-        commsBesideCompute_[group])
-      c = commsBesideCompute_[group];
     if (!c)
       return Status::error(
           "this rank has no communicator for group '" +
@@ -1358,16 +1335,12 @@ Status Runtime::runGraph(ProgramKind kind, bool lastMicrobatch,
 }
 
 Status Runtime::connect(const comm::NcclLibrary &nccl,
-                        std::vector<comm::Communicator *> groups,
-                        std::vector<comm::Communicator *> besideCompute) {
-  size_t groupCount = size_t(bundle_.groups_size());
-  if (groups.size() != groupCount ||
-      (!besideCompute.empty() && besideCompute.size() != groupCount))
-    return Status::error("the bundle has " + std::to_string(groupCount) +
+                        std::vector<comm::Communicator *> groups) {
+  if (groups.size() != size_t(bundle_.groups_size()))
+    return Status::error("the bundle has " +
+                         std::to_string(bundle_.groups_size()) +
                          " groups, but " + std::to_string(groups.size()) +
-                         " communicators (and " +
-                         std::to_string(besideCompute.size()) +
-                         " beside compute) were given");
+                         " communicators were given");
   for (auto &prog : programs_)
     for (PreparedStep &s : prog->steps) {
       if (s.kind != PreparedStep::Kind::Collective)
@@ -1381,12 +1354,10 @@ Status Runtime::connect(const comm::NcclLibrary &nccl,
       s.ncclType = *type;
     }
   comms_ = std::move(groups);
-  commsBesideCompute_ = std::move(besideCompute);
   nccl_ = &nccl;
-  for (const auto *list : {&comms_, &commsBesideCompute_})
-    for (comm::Communicator *c : *list)
-      if (c)
-        groupTimeout_ = std::max(groupTimeout_, c->callTimeout());
+  for (comm::Communicator *c : comms_)
+    if (c)
+      groupTimeout_ = std::max(groupTimeout_, c->callTimeout());
   return Status::ok();
 }
 

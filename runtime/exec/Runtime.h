@@ -80,11 +80,6 @@ struct RuntimeOptions {
   // main stream (programTimes): where a data-parallel step loses time to
   // communication that its compute did not hide.
   bool programTimes = false;
-  // SMs set aside for the collectives that run beside compute
-  // (runtime/exec/CommOverlap.h): the GEMMs called after such a collective
-  // target the device's SMs less these; 0 leaves every GEMM the whole GPU.
-  // The communicators of at most this many CTAs are RankJob's.
-  int commSms = 0;
 };
 
 class Runtime {
@@ -113,12 +108,8 @@ public:
   // this rank is in none): a program's collectives run on them. NCCL's
   // types are chosen for `nccl`'s version. They must outlive the runtime's
   // last run.
-  // `besideCompute`, by group index too (empty, or null entries: none),
-  // takes the collectives that run beside compute
-  // (collectivesBesideCompute), with fewer CTAs than `groups`' (--comm-sms).
   Status connect(const comm::NcclLibrary &nccl,
-                 std::vector<comm::Communicator *> groups,
-                 std::vector<comm::Communicator *> besideCompute = {});
+                 std::vector<comm::Communicator *> groups);
   // Runs the program eagerly with an event pair around every step and
   // waits for it: per-step device times in step order, for profiles. The
   // events serialize nothing the program does not already order.
@@ -234,7 +225,7 @@ private:
   std::unique_ptr<blas::BlasHandle> blas_;
   std::vector<std::unique_ptr<blas::Gemm>> gemms_;
   std::vector<std::unique_ptr<PreparedProgram>> programs_;
-  std::vector<comm::Communicator *> comms_, commsBesideCompute_;
+  std::vector<comm::Communicator *> comms_;
   const comm::NcclLibrary *nccl_ = nullptr;
   // How long enqueueing a group of collectives may take (NCCL connects on
   // first use).

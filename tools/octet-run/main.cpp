@@ -166,9 +166,7 @@ int run(RunArgs &args) {
   // Every rank meets the others (and compares bundles) before the GPU is
   // set up; a failure after that is told to them, so they stop naming this
   // rank rather than wait for it.
-  RankJobOptions jobOptions;
-  jobOptions.commSms = args.commSms;
-  auto joined = RankJob::join(b, *env, jobOptions);
+  auto joined = RankJob::join(b, *env);
   if (!joined)
     return fail(joined.status());
   std::unique_ptr<RankJob> job = std::move(*joined);
@@ -181,7 +179,6 @@ int run(RunArgs &args) {
   runtimeOptions.gemmTuning.timed = !args.gemmHeuristic;
   runtimeOptions.gemmTuning.configurations = args.gemmConfigs;
   runtimeOptions.gemmTuning.cacheFile = gemmCachePath(args);
-  runtimeOptions.commSms = args.commSms;
   runtimeOptions.pipelineTimeline = args.trainer.pipelineTimeline;
   runtimeOptions.programTimes = !args.json.empty();
   if (job) {
