@@ -315,8 +315,12 @@ void describeCollectives(const Bundle &b, const Program &p, std::ostream &os) {
     std::string key = op + " " + (reduces ? c.reduce() + " " : "") +
                       dtypeName(c.dtype()) + " over '" + group + "'" +
                       groupRanks(b, c.group());
-    if (c.op() == REDUCE_SCATTER && c.send().slot() == c.recv().slot() &&
-        c.send().byte_offset() == c.recv().byte_offset())
+    // In place: a reduce-scatter sends its whole receive buffer, an
+    // all-gather the rank's part of it (sendbuff = recvbuff + rank × part).
+    bool sameBuffer = c.send().slot() == c.recv().slot() &&
+                      c.send().byte_offset() == c.recv().byte_offset();
+    if (sameBuffer && (c.op() == REDUCE_SCATTER ||
+                       (c.op() == ALL_GATHER && c.send().rank_stride() > 0)))
       key += ", in place";
     if (s.stream() > 0)
       key += ", stream " + std::to_string(s.stream());
