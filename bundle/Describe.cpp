@@ -289,6 +289,16 @@ std::string groupRanks(const Bundle &b, uint32_t index) {
   return " (ranks " + ranks + ")";
 }
 
+// In place: a reduce-scatter sends its whole receive buffer, an all-gather
+// the rank's part of it (sendbuff = recvbuff + rank × part).
+bool inPlace(const Collective &c) {
+  bool sameBuffer = c.send().slot() == c.recv().slot() &&
+                    c.send().byte_offset() == c.recv().byte_offset();
+  return sameBuffer &&
+         (c.op() == REDUCE_SCATTER ||
+          (c.op() == ALL_GATHER && c.send().rank_stride() > 0));
+}
+
 } // namespace
 
 // A program's collectives, one line per kind of call: how many calls
@@ -315,8 +325,7 @@ void describeCollectives(const Bundle &b, const Program &p, std::ostream &os) {
     std::string key = op + " " + (reduces ? c.reduce() + " " : "") +
                       dtypeName(c.dtype()) + " over '" + group + "'" +
                       groupRanks(b, c.group());
-    if (c.op() == REDUCE_SCATTER && c.send().slot() == c.recv().slot() &&
-        c.send().byte_offset() == c.recv().byte_offset())
+    if (inPlace(c))
       key += ", in place";
     if (s.stream() > 0)
       key += ", stream " + std::to_string(s.stream());
@@ -334,7 +343,7 @@ void describeCollectives(const Bundle &b, const Program &p, std::ostream &os) {
 
 void listCollectives(const Bundle &b, std::ostream &os) {
   os << "rank\tprogram\top\treduce\tdtype\tgroup\tgroup_size\tstream\t"
-        "last_microbatch\ttensors\tcount\n";
+        "last_microbatch\ttensors\tcount\tin_place\n";
   for (const RankProgram &rp : b.ranks())
     for (const Program &p : rp.programs()) {
       int tensors = 0;
@@ -359,7 +368,8 @@ void listCollectives(const Bundle &b, std::ostream &os) {
                      : "group " + std::to_string(c.group()))
            << "\t" << (known ? b.groups(int(c.group())).ranks_size() : 0)
            << "\t" << s.stream() << "\t" << (c.last_microbatch() ? 1 : 0)
-           << "\t" << tensors << "\t" << count << "\n";
+           << "\t" << tensors << "\t" << count << "\t"
+           << (inPlace(c) ? 1 : 0) << "\n";
         tensors = 0;
         count = 0;
       }

@@ -188,6 +188,9 @@ struct Buffer {
   uint64_t bytes = 0;
   int64_t def = 0, lastUse = 0;
   bool inPlace = false;
+  // Placed in place as a rank's part of its slot (an in-place all-gather's
+  // operand): bytes added per index in the data group.
+  uint64_t rankStride = 0;
   bool io = false;
   bool workspace = false;
   // Bumped by each kernel that writes a new value over the buffer
@@ -474,6 +477,81 @@ LogicalResult planTimeline(ArrayRef<func::FuncOp> funcs, MemoryPlan &plan,
   // that reads a value loaded before it would see the new value on the GPU
   // while the interpreter (SSA) gives it the old one.
   llvm::StringMap<llvm::SmallVector<graph::StoreOp, 1>> storesOf;
+  // The stores of an in-place all-gather's results: the gather wrote them.
+  llvm::SmallPtrSet<Operation *, 16> gatheredStores;
+
+  // An in-place all-gather (octet-shard-optimizer's, of the updated
+  // parameter parts): each result is stored into a parameter, and its
+  // operand, a kernel's result made in this program, is placed in the
+  // rank's part of that parameter's slot, so the kernel writes it there and
+  // NCCL gathers in place (sendbuff = recvbuff + rank × the part's bytes).
+  // The result is the variable's bytes from here on, as its store would
+  // make them.
+  auto gatherInPlace = [&](kernel::CollectiveOp coll,
+                           int64_t at) -> LogicalResult {
+    auto fail = [&](const Twine &why) {
+      return coll.emitError("memory plan: an in-place all-gather ") << why;
+    };
+    for (auto [in, out] : llvm::zip(coll.getInputs(), coll.getResults())) {
+      graph::StoreOp store;
+      for (Operation *user : out.getUsers())
+        if (auto s = dyn_cast<graph::StoreOp>(user);
+            s && plan.variableSlots.count(s.getVariable()))
+          store = s;
+      if (!store)
+        return fail("whose result is stored into no variable: its operand "
+                    "has no parameter slot to be placed in");
+      StringRef var = store.getVariable();
+      const Slot &slot = plan.slots[plan.variableSlots.lookup(var)];
+      FailureOr<uint64_t> partBytes = tensorBytes(in.getType());
+      Root r = roots.lookup(in);
+      auto result = dyn_cast<OpResult>(in);
+      if (failed(partBytes) || r.buffer < 0 || r.offset || r.rankStride ||
+          !result || !isa<kernel::FusedOp>(result.getOwner()))
+        return fail("needs each operand to be a kernel's result of its own, "
+                    "which it places in the rank's part of @")
+               << var;
+      Buffer &b = buffers[r.buffer];
+      if (b.inPlace || b.io || b.def <= base ||
+          b.bytes * uint64_t(coll.getGroupSize()) != slot.bytes ||
+          r.version != b.version)
+        return fail("cannot place its operand ")
+               << b.name << " in the rank's part of @" << var
+               << ": it is written in place elsewhere, returned, made "
+                  "outside this program or not 1/"
+               << coll.getGroupSize() << " of the variable's bytes";
+      // The kernel writes the part over the variable's old value: nothing
+      // may read that after it, and the kernel itself only the same part,
+      // element by element (AdamW's new parameter from the old).
+      llvm::DenseSet<unsigned> readers;
+      for (OpOperand &operand : result.getOwner()->getOpOperands()) {
+        auto it = roots.find(operand.get());
+        if (it == roots.end() || it->second.buffer >= 0 ||
+            it->second.variable != var)
+          continue;
+        if (it->second.offset || it->second.rankStride != b.bytes)
+          return fail("operand's kernel reads @")
+                 << var << " other than as the rank's part it writes";
+        readers.insert(operand.getOperandNumber());
+      }
+      auto read = lastVariableRead.find(var);
+      if ((read != lastVariableRead.end() && read->second > b.def) ||
+          (!readers.empty() && !computedInPlaceFrom(result, readers)))
+        return fail("writes @")
+               << var << " while its old value is still read after the "
+                         "kernel that makes the rank's part";
+      b.inPlace = true;
+      b.slot = plan.variableSlots.lookup(var);
+      b.rankStride = b.bytes;
+      b.lastUse = std::max(b.lastUse, at);
+      Root whole{-1, var, 0};
+      storesOf[var].push_back(store);
+      gatheredStores.insert(store);
+      whole.variableStores = storesOf[var].size();
+      roots[out] = whole;
+    }
+    return success();
+  };
   for (Operation &op : body) {
     int64_t at = index[&op];
     for (Value operand : op.getOperands()) {
@@ -530,10 +608,17 @@ LogicalResult planTimeline(ArrayRef<func::FuncOp> funcs, MemoryPlan &plan,
       });
     };
     if (auto coll = dyn_cast<kernel::CollectiveOp>(op);
-        coll && (coll.getKind() == "all_reduce" || coll.getInPlace()) &&
+        coll && (coll.getKind() == "all_reduce" ||
+                 (coll.getInPlace() && coll.getKind() == "reduce_scatter")) &&
         llvm::none_of(coll.getInputs(), readLater)) {
       for (auto [in, out] : llvm::zip(coll.getInputs(), coll.getResults()))
         roots[out] = roots.lookup(in);
+      continue;
+    }
+    if (auto coll = dyn_cast<kernel::CollectiveOp>(op);
+        coll && coll.getInPlace() && coll.getKind() == "all_gather") {
+      if (failed(gatherInPlace(coll, at)))
+        return failure();
       continue;
     }
     if (auto part = dyn_cast<kernel::RankPartOp>(op)) {
@@ -578,6 +663,11 @@ LogicalResult planTimeline(ArrayRef<func::FuncOp> funcs, MemoryPlan &plan,
     if (auto store = dyn_cast<graph::StoreOp>(op)) {
       Root r = roots.lookup(store.getValue());
       llvm::StringRef var = store.getVariable();
+      // An in-place all-gather wrote the variable's bytes (gatherInPlace
+      // counted this store there).
+      if (r.buffer < 0 && r.variable == var && r.offset == 0 &&
+          !r.rankStride && gatheredStores.contains(store))
+        continue;
       storesOf[var].push_back(store);
       // A step-local variable's bytes are its own from the first write
       // (the memset of a cleared accumulator) on.
@@ -801,8 +891,14 @@ LogicalResult planTimeline(ArrayRef<func::FuncOp> funcs, MemoryPlan &plan,
     else if (auto it = plan.variableSlots.find(root.variable);
              it != plan.variableSlots.end())
       program->valueSlots[value] = {it->second, root.offset};
-    if (root.rankStride)
-      program->rankStrides[value] = root.rankStride;
+    uint64_t stride =
+        root.buffer >= 0 ? buffers[root.buffer].rankStride : 0;
+    if (root.rankStride && stride)
+      return emitError(value.getLoc(),
+          "memory plan: a rank's part of a value the plan placed as a "
+          "rank's part of a parameter (an in-place all-gather's operand)");
+    if (root.rankStride || stride)
+      program->rankStrides[value] = root.rankStride + stride;
   }
   for (ProgramPlan &program : programs)
     plan.programs.push_back(std::move(program));

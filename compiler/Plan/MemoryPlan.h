@@ -15,7 +15,12 @@
 // (graph.load) take no memory of their own; they extend the lifetime of the
 // buffer they view. A result that
 // is written back to a variable (graph.store) is computed in place in the
-// variable's slot when no later op reads the variable's old value.
+// variable's slot when no later op reads the variable's old value. An
+// in-place all-gather (ZeRO-1's gather of the updated parameter parts) puts
+// its operand in this rank's part of the slot its result is stored in: the
+// kernel that makes the part writes it there, and NCCL gathers the rest
+// around it; the plan errs where it cannot (the part read elsewhere, the
+// old value read after it).
 //
 // Once codegen has run, an op's scratch memory is planned too, live at that
 // op's step only: the f32 workspace of a generated kernel (its

@@ -578,10 +578,10 @@ LogicalResult CollectiveOp::verify() {
     if (failed(expectSameElementType(*this, "result", ot, "operand", it)))
       return failure();
     SmallVector<int64_t> expected(it.getShape());
-    if (getInPlace()) {
-      if (kind != "reduce_scatter")
-        return emitOpError("in_place is a reduce_scatter's; got kind '")
-               << kind << "'";
+    if (getInPlace() && kind == "all_reduce")
+      return emitOpError("in_place is a reduce_scatter's or an "
+                         "all_gather's; an all_reduce keeps its shape");
+    if (getInPlace() && kind == "reduce_scatter") {
       if (failed(expectMinRank(*this, "operand", it, 1)))
         return failure();
       if (expected[0] % size)

@@ -415,6 +415,12 @@ def Kernel_CollectiveOp : Kernel_Op<"collective", []> {
     reduction and the other parts keep this rank's own values, as NCCL
     leaves an in-place reduce-scatter's send buffer. Only the rank's part
     may be read afterwards (octet-shard-optimizer reads nothing else).
+    `in_place` on an all_gather: each operand is written in this rank's
+    part of dimension 0 of its result's buffer (the memory plan places it
+    there), so NCCL gathers with sendbuff = recvbuff + rank × the part's
+    bytes and nothing else holds the part (octet-shard-optimizer's gathers
+    of the updated parameters: the AdamW kernel writes the rank's part of
+    the parameter's slot).
 
     Example (octet-reduce-gradients, data=8): a gradient bucket summed while
     the backward goes on.

@@ -521,6 +521,10 @@ struct ShardOptimizer
                                                "all_gather", kDataGroup,
                                                dataParallel, "sum");
     gather->setAttr("comm_stream", b.getUnitAttr());
+    // The AdamW kernel writes each new part into the rank's part of its
+    // parameter's slot, and the gather fills the rest of that slot: nothing
+    // of it lives in the activation region, which the next program reuses.
+    gather.setInPlace(true);
     gather->setAttr("layer", b.getI64IntegerAttr(-1));
     gather->setAttr("section", b.getStringAttr("optimizer"));
     for (auto [store, whole] : llvm::zip(stores, gather.getResults())) {

@@ -102,7 +102,7 @@ module {
 // CHECK: kernel.fused "clip_scale" kind("elementwise") ins(%[[NORM]] : tensor<f32>)
 // CHECK: %[[U:.*]]:6 = kernel.fused "optimizer.adamw" kind("multi_tensor") ins(%[[PP]], %[[GP]], {{.*}} : tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<f32>, tensor<i64>, tensor<f32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
 // CHECK: graph.adamw_update {{.*}} -> (tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>)
-// CHECK: %[[W:.*]]:2 = kernel.collective %[[U]]#0, %[[U]]#3 {comm_stream, group = "data", group_size = 2 : i64, kind = "all_gather", {{.*}}} : (tensor<8x8xf32>, tensor<4xf32>) -> (tensor<16x8xf32>, tensor<8xf32>)
+// CHECK: %[[W:.*]]:2 = kernel.collective %[[U]]#0, %[[U]]#3 {comm_stream, group = "data", group_size = 2 : i64, in_place, kind = "all_gather", {{.*}}} : (tensor<8x8xf32>, tensor<4xf32>) -> (tensor<16x8xf32>, tensor<8xf32>)
 // CHECK: graph.store %[[W]]#0, @w : tensor<16x8xf32>
 // CHECK: graph.store %[[U]]#1, @adam_m.w : tensor<8x8xf32>
 // CHECK: graph.store %[[W]]#1, @n : tensor<8xf32>
@@ -125,7 +125,7 @@ module {
 // FP8: %[[NEW:.*]]:3 = kernel.fused "optimizer.adamw" kind("multi_tensor") ins(%[[PART]],
 // FP8-NOT: fp8.quantize
 // FP8: kernel.yield
-// FP8: %[[WHOLE:.*]] = kernel.collective %[[NEW]]#0 {comm_stream, {{.*}}kind = "all_gather"{{.*}} : (tensor<8x8xf32>) -> tensor<16x8xf32>
+// FP8: %[[WHOLE:.*]] = kernel.collective %[[NEW]]#0 {comm_stream, {{.*}}in_place, kind = "all_gather"{{.*}} : (tensor<8x8xf32>) -> tensor<16x8xf32>
 // FP8: %[[CAST:.*]]:3 = kernel.fused "optimizer.fp8_weights" kind("elementwise") ins(%[[WHOLE]], %{{.*}} : tensor<16x8xf32>, tensor<f32>)
 // FP8: fp8.quantize
 // FP8: fp8.transpose
