@@ -173,24 +173,25 @@ module {
 // -----
 
 // Two gradient buckets (two reduce-scatters) and FP8 weights: one AdamW
-// kernel per bucket, the smaller bucket's first, each followed by its
+// kernel per bucket, the larger bucket's first, each followed by its
 // all-gather on the communication stream; the casts of the whole weights
 // come after every AdamW kernel, so the compute stream never waits for a
-// gather before the last update.
+// gather before the last update, and in the gathers' order, so that the
+// first cast waits for the first gather.
 // FP8: func.func @optimizer_step
-// FP8: %[[A1:.*]]:3 = kernel.fused "optimizer.adamw" kind("multi_tensor") ins({{.*}} : tensor<4x8xf32>,
+// FP8: %[[A1:.*]]:3 = kernel.fused "optimizer.adamw" kind("multi_tensor") ins({{.*}} : tensor<8x8xf32>,
 // FP8-NOT: fp8.quantize
-// FP8: graph.adamw_update {{.*}} -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
-// FP8-NEXT: kernel.yield
-// FP8: %[[G1:.*]] = kernel.collective %[[A1]]#0 {comm_stream, {{.*}}kind = "all_gather"{{.*}} : (tensor<4x8xf32>) -> tensor<8x8xf32>
-// FP8: %[[A2:.*]]:3 = kernel.fused "optimizer.adamw" kind("multi_tensor") ins({{.*}} : tensor<8x8xf32>,
 // FP8: graph.adamw_update {{.*}} -> (tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>)
 // FP8-NEXT: kernel.yield
-// FP8: %[[G2:.*]] = kernel.collective %[[A2]]#0 {comm_stream, {{.*}}kind = "all_gather"{{.*}} : (tensor<8x8xf32>) -> tensor<16x8xf32>
-// FP8: kernel.fused "optimizer.fp8_weights" kind("elementwise") ins(%[[G2]], %{{.*}} : tensor<16x8xf32>, tensor<f32>)
-// FP8: kernel.fused "optimizer.fp8_weights" kind("elementwise") ins(%[[G1]], %{{.*}} : tensor<8x8xf32>, tensor<f32>)
-// FP8: graph.store %[[G2]], @w : tensor<16x8xf32>
-// FP8: graph.store %[[G1]], @u : tensor<8x8xf32>
+// FP8: %[[G1:.*]] = kernel.collective %[[A1]]#0 {comm_stream, {{.*}}kind = "all_gather"{{.*}} : (tensor<8x8xf32>) -> tensor<16x8xf32>
+// FP8: %[[A2:.*]]:3 = kernel.fused "optimizer.adamw" kind("multi_tensor") ins({{.*}} : tensor<4x8xf32>,
+// FP8: graph.adamw_update {{.*}} -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
+// FP8-NEXT: kernel.yield
+// FP8: %[[G2:.*]] = kernel.collective %[[A2]]#0 {comm_stream, {{.*}}kind = "all_gather"{{.*}} : (tensor<4x8xf32>) -> tensor<8x8xf32>
+// FP8: kernel.fused "optimizer.fp8_weights" kind("elementwise") ins(%[[G1]], %{{.*}} : tensor<16x8xf32>, tensor<f32>)
+// FP8: kernel.fused "optimizer.fp8_weights" kind("elementwise") ins(%[[G2]], %{{.*}} : tensor<8x8xf32>, tensor<f32>)
+// FP8: graph.store %[[G1]], @w : tensor<16x8xf32>
+// FP8: graph.store %[[G2]], @u : tensor<8x8xf32>
 module {
   graph.variable @w : tensor<16x8xf32> {init = "normal", init_std = 2.000000e-02 : f64, kind = "weight"}
   graph.variable @u : tensor<8x8xf32> {init = "normal", init_std = 2.000000e-02 : f64, kind = "weight"}
