@@ -219,25 +219,30 @@ struct ShardOptimizer
     // The casts of the whole weights come after every AdamW kernel, so the
     // compute stream updates the next bucket while the communication stream
     // gathers the last; each cast waits only for its own bucket's gather,
-    // and they come in the gathers' order (`casts` is in bucket order), so
-    // that no cast waits for a later gather while an earlier one's weights
-    // are there to cast.
+    // and those that read only the gathered weights and values made before
+    // (delayed scaling's casts, current scaling's amaxes) come in the
+    // gathers' order (`casts` is in bucket order), so that no cast waits
+    // for a later gather while an earlier one's weights are there to cast.
+    // Current scaling's casts read the scale made from every amax after
+    // the gathers: they stay after it, in their order.
     if (!gathers.empty()) {
-      Operation *last = gathers.front();
+      Operation *lastGather = gathers.front();
       for (Operation *gather : gathers)
-        if (last->isBeforeInBlock(gather))
-          last = gather;
-      for (Operation *castKernel : casts) {
-        for (Value operand : castKernel->getOperands())
-          if (Operation *def = operand.getDefiningOp();
-              def && def->getBlock() == last->getBlock() &&
-              last->isBeforeInBlock(def))
-            return castKernel->emitError(
-                "octet-shard-optimizer: a weight cast reads a value made "
-                "after the last all-gather");
-        castKernel->moveAfter(last);
-        last = castKernel;
-      }
+        if (lastGather->isBeforeInBlock(gather))
+          lastGather = gather;
+      auto readsOnlyBefore = [&](Operation *op) {
+        return llvm::all_of(op->getOperands(), [&](Value v) {
+          Operation *def = v.getDefiningOp();
+          return !def || def->getBlock() != lastGather->getBlock() ||
+                 def == lastGather || def->isBeforeInBlock(lastGather);
+        });
+      };
+      Operation *last = lastGather;
+      for (Operation *castKernel : casts)
+        if (readsOnlyBefore(castKernel)) {
+          castKernel->moveAfter(last);
+          last = castKernel;
+        }
     }
     for (kernel::FusedOp norm : norms)
       if (failed(shardNorm(norm, scattered, parts)))

@@ -242,3 +242,66 @@ module {
     return
   }
 }
+
+// -----
+
+// The same, with the smaller weight's update first in the kernel: the
+// casts still come in the gathers' order (the larger bucket's first),
+// whatever order the weights had.
+// FP8: func.func @optimizer_step
+// FP8: %[[B1:.*]]:3 = kernel.fused "optimizer.adamw" kind("multi_tensor") ins({{.*}} : tensor<8x8xf32>,
+// FP8: %[[H1:.*]] = kernel.collective %[[B1]]#0 {comm_stream, {{.*}}kind = "all_gather"{{.*}} : (tensor<8x8xf32>) -> tensor<16x8xf32>
+// FP8: %[[B2:.*]]:3 = kernel.fused "optimizer.adamw" kind("multi_tensor") ins({{.*}} : tensor<4x8xf32>,
+// FP8: %[[H2:.*]] = kernel.collective %[[B2]]#0 {comm_stream, {{.*}}kind = "all_gather"{{.*}} : (tensor<4x8xf32>) -> tensor<8x8xf32>
+// FP8: kernel.fused "optimizer.fp8_weights" kind("elementwise") ins(%[[H1]], %{{.*}} : tensor<16x8xf32>, tensor<f32>)
+// FP8: kernel.fused "optimizer.fp8_weights" kind("elementwise") ins(%[[H2]], %{{.*}} : tensor<8x8xf32>, tensor<f32>)
+module {
+  graph.variable @w : tensor<16x8xf32> {init = "normal", init_std = 2.000000e-02 : f64, kind = "weight"}
+  graph.variable @u : tensor<8x8xf32> {init = "normal", init_std = 2.000000e-02 : f64, kind = "weight"}
+  graph.variable @grad.w : tensor<16x8xf32> {init = "zeros", kind = "state"}
+  graph.variable @grad.u : tensor<8x8xf32> {init = "zeros", kind = "state"}
+  graph.variable @adam_m.w : tensor<16x8xf32> {init = "zeros", kind = "state"}
+  graph.variable @adam_v.w : tensor<16x8xf32> {init = "zeros", kind = "state"}
+  graph.variable @adam_m.u : tensor<8x8xf32> {init = "zeros", kind = "state"}
+  graph.variable @adam_v.u : tensor<8x8xf32> {init = "zeros", kind = "state"}
+  graph.variable @fp8.w.scale : tensor<f32> {init = "ones", kind = "state"}
+  graph.variable @fp8.u.scale : tensor<f32> {init = "ones", kind = "state"}
+  graph.variable @fp8w.w : tensor<16x8xf8E4M3FN> {init = "zeros", kind = "state"}
+  graph.variable @fp8w.u : tensor<8x8xf8E4M3FN> {init = "zeros", kind = "state"}
+  func.func @train_microbatch(%g: tensor<16x8xf32>, %h: tensor<8x8xf32>) {
+    %s = kernel.collective %g {comm_stream, group = "data", group_size = 2 : i64, kind = "all_reduce", last_microbatch, reduction = "sum"} : (tensor<16x8xf32>) -> tensor<16x8xf32>
+    graph.store %s, @grad.w : tensor<16x8xf32>
+    %t = kernel.collective %h {comm_stream, group = "data", group_size = 2 : i64, kind = "all_reduce", last_microbatch, reduction = "sum"} : (tensor<8x8xf32>) -> tensor<8x8xf32>
+    graph.store %t, @grad.u : tensor<8x8xf32>
+    return
+  }
+  func.func @optimizer_step(%lr: tensor<f32>, %step: tensor<i64>, %mult: tensor<f32>) {
+    %p = graph.load @w : tensor<16x8xf32>
+    %m = graph.load @adam_m.w : tensor<16x8xf32>
+    %v = graph.load @adam_v.w : tensor<16x8xf32>
+    %g = graph.load @grad.w : tensor<16x8xf32>
+    %pu = graph.load @u : tensor<8x8xf32>
+    %mu = graph.load @adam_m.u : tensor<8x8xf32>
+    %vu = graph.load @adam_v.u : tensor<8x8xf32>
+    %gu = graph.load @grad.u : tensor<8x8xf32>
+    %scale = graph.load @fp8.w.scale : tensor<f32>
+    %scaleu = graph.load @fp8.u.scale : tensor<f32>
+    %r:8 = kernel.fused "optimizer.adamw" kind("multi_tensor") ins(%p, %g, %m, %v, %lr, %step, %mult, %scale, %pu, %gu, %mu, %vu, %scaleu : tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<f32>, tensor<i64>, tensor<f32>, tensor<f32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<f32>) {
+    ^bb0(%a0: tensor<16x8xf32>, %a1: tensor<16x8xf32>, %a2: tensor<16x8xf32>, %a3: tensor<16x8xf32>, %a4: tensor<f32>, %a5: tensor<i64>, %a6: tensor<f32>, %a7: tensor<f32>, %b0: tensor<8x8xf32>, %b1: tensor<8x8xf32>, %b2: tensor<8x8xf32>, %b3: tensor<8x8xf32>, %b7: tensor<f32>):
+      %p2, %m2, %v2 = graph.adamw_update %b0, %b1, %b2, %b3, %a4, %a5, %a6 {beta1 = 9.000000e-01 : f64, beta2 = 9.500000e-01 : f64, eps = 1.000000e-08 : f64, weight_decay = 1.000000e-01 : f64} : (tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<f32>, tensor<i64>, tensor<f32>) -> (tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>)
+      %qu, %amaxu = fp8.quantize %p2, %b7 {tensor = "u.w"} : (tensor<8x8xf32>, tensor<f32>) -> (tensor<8x8xf8E4M3FN>, tensor<f32>)
+      %p1, %m1, %v1 = graph.adamw_update %a0, %a1, %a2, %a3, %a4, %a5, %a6 {beta1 = 9.000000e-01 : f64, beta2 = 9.500000e-01 : f64, eps = 1.000000e-08 : f64, weight_decay = 1.000000e-01 : f64} : (tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<f32>, tensor<i64>, tensor<f32>) -> (tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>)
+      %q, %amax = fp8.quantize %p1, %a7 {tensor = "w.w"} : (tensor<16x8xf32>, tensor<f32>) -> (tensor<16x8xf8E4M3FN>, tensor<f32>)
+      kernel.yield %p1, %m1, %v1, %q, %p2, %m2, %v2, %qu : tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf8E4M3FN>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf8E4M3FN>
+    } {layer = -1 : i64, section = "optimizer"} : tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf8E4M3FN>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf8E4M3FN>
+    graph.store %r#3, @fp8w.w : tensor<16x8xf8E4M3FN>
+    graph.store %r#7, @fp8w.u : tensor<8x8xf8E4M3FN>
+    graph.store %r#0, @w : tensor<16x8xf32>
+    graph.store %r#1, @adam_m.w : tensor<16x8xf32>
+    graph.store %r#2, @adam_v.w : tensor<16x8xf32>
+    graph.store %r#4, @u : tensor<8x8xf32>
+    graph.store %r#5, @adam_m.u : tensor<8x8xf32>
+    graph.store %r#6, @adam_v.u : tensor<8x8xf32>
+    return
+  }
+}
