@@ -34,7 +34,10 @@ namespace octet::bundle {
 // 6: each pipeline rank's own arena (PipelineRank.arena_bytes and slots),
 // which a runtime of format 5 would ignore, allocating the whole plan on
 // every rank.
-constexpr uint32_t kBundleFormatVersion = 6;
+// 7: a parameter's slot may hold one data-parallel rank's part
+// (Parameter.data_shards), which a runtime of format 6 would fill with the
+// whole parameter.
+constexpr uint32_t kBundleFormatVersion = 7;
 
 // Deterministic serialization of `bundle` as it is (content_hash included).
 std::string serializeDeterministic(const Bundle &bundle);

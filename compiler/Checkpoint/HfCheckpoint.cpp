@@ -19,7 +19,11 @@ bool hasHfName(graph::VariableOp var) {
 // of one HF tensor (GPT-2's c_attn holds q, k and v side by side).
 StatusOr<HfParameterLayout> hfLayoutOf(graph::VariableOp var) {
   std::string name = var.getSymName().str();
-  ArrayRef<int64_t> shape = var.getTensorType().getShape();
+  // A sharded master (octet-shard-optimizer's `data_shards`) is laid out in
+  // HF tensors as the whole parameter.
+  SmallVector<int64_t> shape(var.getTensorType().getShape());
+  if (auto parts = var->getAttrOfType<IntegerAttr>("data_shards"))
+    shape[0] *= parts.getInt();
   std::vector<std::string> hfNames;
   std::vector<int64_t> rows;
   auto fusedNames = var->getAttrOfType<ArrayAttr>("hf_names");

@@ -1031,7 +1031,15 @@ FailureOr<bundle::Bundle> compileBundle(ModuleOp module,
     if (var.isTrainable()) {
       bundle::Parameter *p = b.add_parameters();
       p->set_name(name.str());
-      addShape(p->mutable_shape(), type);
+      // The whole parameter's shape; a sharded master's slot holds a part.
+      RankedTensorType whole = type;
+      if (auto shards = var->getAttrOfType<IntegerAttr>("data_shards")) {
+        SmallVector<int64_t> shape(type.getShape());
+        shape[0] *= shards.getInt();
+        whole = RankedTensorType::get(shape, type.getElementType());
+        p->set_data_shards(uint32_t(shards.getInt()));
+      }
+      addShape(p->mutable_shape(), whole);
       p->set_dtype(dtypeOf(type.getElementType()));
       *p->mutable_init() = initOf(var, source.schedule.seed());
       if (hasHfName(var)) {

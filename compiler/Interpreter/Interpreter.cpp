@@ -1298,7 +1298,13 @@ void VariableStore::initialize(ModuleOp module, uint64_t seed) {
       return;
     auto type = var.getTensorType();
     DType dtype = cantFail(dtypeOf(type.getElementType()));
-    Tensor t(dtype, shapeOf(type));
+    // A variable the data-parallel ranks share out (`data_shards`) starts
+    // whole, drawn as at one rank; the trainer keeps each rank's part.
+    std::vector<int64_t> shape = shapeOf(type);
+    if (auto parts = var->getAttrOfType<IntegerAttr>("data_shards");
+        parts && !shape.empty())
+      shape[0] *= parts.getInt();
+    Tensor t(dtype, shape);
     llvm::StringRef init = var.getInit();
     if (!isFloat(dtype)) {
       if (init == "ones")

@@ -73,10 +73,15 @@ TrainingPipelineOptions trainingOptionsFromSpec(const spec::Spec &spec) {
   // chunk like the all-reduces, and octet-split-optimizer gives each
   // pipeline rank the per-bucket updates and all-gathers of its own
   // parameters, so each rank's moments are sharded over its data group.
-  if (train.parallel().shard_optimizer() && dataParallel > 1)
-    o.shardOptimizer.emplace().dataParallel = dataParallel;
-  autodiff.dataParallel = dataParallel;
   std::vector<int64_t> layerSplit = pipelineLayerSplit(spec);
+  if (train.parallel().shard_optimizer() && dataParallel > 1) {
+    OctetShardOptimizerOptions &shard = o.shardOptimizer.emplace();
+    shard.dataParallel = dataParallel;
+    // The pipeline executor's stages keep whole f32 masters (DESIGN,
+    // "ZeRO-1").
+    shard.shardCastWeights = layerSplit.empty();
+  }
+  autodiff.dataParallel = dataParallel;
   o.splitStages.layerSplit.assign(layerSplit.begin(), layerSplit.end());
   o.splitOptimizer.ranks = std::max<int64_t>(1, train.parallel().pipeline());
   o.splitWeightGradients = !layerSplit.empty() &&

@@ -448,11 +448,16 @@ struct Trainer::Impl {
       if (!layout)
         return layout.status().withContext("parameter '" + p.name() + "'");
       bool whole = *layout && hf::isWholeTensor(**layout);
+      // A sharded master's slot holds this rank's part of dimension 0.
+      int64_t shards = std::max<int64_t>(1, int64_t(p.data_shards()));
+      std::vector<int64_t> shape(p.shape().begin(), p.shape().end());
+      if (shards > 1 && !shape.empty())
+        shape[0] /= shards;
       auto e = entryFor(whole ? (*layout)->pieces[0].hfName : p.name(),
-                        p.slot(), p.dtype(), {p.shape().begin(), p.shape().end()},
-                        "parameter");
+                        p.slot(), p.dtype(), std::move(shape), "parameter");
       if (!e)
         return e.status();
+      e->dataShards = shards;
       if (*layout && !whole)
         e->layout = std::move(**layout);
       modelEntries.push_back(std::move(*e));
@@ -929,14 +934,9 @@ struct Trainer::Impl {
         } else {
           bytes.assign(found->data, found->data + stored);
         }
-        if (e.dataShards > 1) {
-          // This rank's part of dimension 0.
-          size_t part = bytes.size() / size_t(e.dataShards);
-          bytes = std::vector<uint8_t>(
-              bytes.begin() + ptrdiff_t(part * size_t(dpRank)),
-              bytes.begin() + ptrdiff_t(part * size_t(dpRank + 1)));
-        }
       }
+      if (e.dataShards > 1)
+        bytes = rankPart(bytes, e.dataShards);
       if (bytes.size() != e.bytes)
         return Status::error(
             origin + ": tensor '" + e.name + "' has " +
@@ -970,6 +970,14 @@ struct Trainer::Impl {
   // Init: computed on the host as the reference interpreter computes it,
   // tensors in parallel (a large model's normal draws take minutes on one
   // core).
+  // This data-parallel rank's part of dimension 0 of a whole tensor's bytes.
+  template <typename Bytes>
+  Bytes rankPart(const Bytes &whole, int64_t parts) const {
+    size_t part = whole.size() / size_t(parts);
+    return Bytes(whole.begin() + ptrdiff_t(part * size_t(dpRank)),
+                 whole.begin() + ptrdiff_t(part * size_t(dpRank + 1)));
+  }
+
   Status writeInitialValues(bool parameters) {
     struct Job {
       const Init *init;
@@ -977,6 +985,9 @@ struct Trainer::Impl {
       uint64_t elements;
       uint32_t slot;
       std::string what;
+      // A sharded master draws the whole parameter and keeps its part, so
+      // every layout starts from the same values.
+      int64_t parts = 1;
     };
     std::vector<Job> jobs;
     auto elementsOf = [](const auto &shape) {
@@ -990,7 +1001,8 @@ struct Trainer::Impl {
       for (const Parameter &p : bundle.parameters())
         if (holdsSlot(p.slot()))
           jobs.push_back({&p.init(), p.dtype(), elementsOf(p.shape()),
-                          p.slot(), "parameter '" + p.name() + "'"});
+                          p.slot(), "parameter '" + p.name() + "'",
+                          std::max<int64_t>(1, int64_t(p.data_shards()))});
     for (const StateTensor &st : bundle.state())
       if (holdsSlot(st.slot()))
         jobs.push_back({&st.init(), st.dtype(), elementsOf(st.shape()),
@@ -1012,6 +1024,8 @@ struct Trainer::Impl {
         StatusOr<std::string> &v = values[j - first];
         if (!v)
           return v.status();
+        if (jobs[j].parts > 1)
+          *v = rankPart(*v, jobs[j].parts);
         uint64_t slotBytes = bundle.plan().slots(int(jobs[j].slot)).bytes();
         if (v->size() != slotBytes)
           return Status::error(

@@ -227,8 +227,8 @@ StatusOr<CpuResume> loadCpuCheckpoint(const CpuCheckpointRun &run,
   if (!params)
     return params.status();
   // Every variable that is not a parameter comes from the state file, with
-  // the shape the program declares (whole, for a sharded one).
-  std::map<std::string, int64_t> sharded = shardedVariables(module);
+  // the shape the store holds (whole, for a sharded one: the trainer keeps
+  // each rank's part afterwards).
   std::map<std::string, const hf::NamedTensor *> saved;
   for (const hf::NamedTensor &t : c->state)
     saved[t.name] = &t;
@@ -243,8 +243,6 @@ StatusOr<CpuResume> loadCpuCheckpoint(const CpuCheckpointRun &run,
     const hf::NamedTensor &t = *it->second;
     bool floats = isFloat(value.dtype());
     std::vector<int64_t> shape = value.shape();
-    if (auto part = sharded.find(name); part != sharded.end())
-      shape[0] *= part->second;
     if (t.shape != shape ||
         t.dtype != (floats ? DType::F32 : DType::I64))
       return Status::error(stepDir + ": state tensor '" + name + "' is " +

@@ -299,29 +299,52 @@ int runTrainCommand(const TrainOptions &opts) {
                                    uint64_t(startStep * ranks * microbatches));
         !st)
       return inputError(resumeFrom + ": " + st.message());
-  } else if (auto inits = m->getAttrOfType<ArrayAttr>("octet.init_functions")) {
-    // What the step needs run once first, after the parameters hold their
-    // initial (or loaded) values: the FP8 weight casts of @fp8_weight_init.
-    // A checkpoint holds their results already.
+  }
+  // What the step needs run once first, after the parameters hold their
+  // initial (or loaded) values: the FP8 weight casts of @fp8_weight_init.
+  // A checkpoint holds their results already. Casts of sharded masters
+  // gather their parts: those run on every rank, below.
+  std::vector<StringRef> initFunctions;
+  if (auto inits = m->getAttrOfType<ArrayAttr>("octet.init_functions");
+      inits && resumeFrom.empty())
     for (StringRef name : inits.getAsValueRange<StringAttr>())
+      initFunctions.push_back(name);
+  bool initsOnRanks = llvm::any_of(initFunctions, [&](StringRef name) {
+    bool collective = false;
+    if (auto f = m.lookupSymbol<func::FuncOp>(name))
+      f.walk([&](Operation *op) {
+        collective |= op->getName().getStringRef() == "kernel.collective";
+      });
+    return collective;
+  });
+  if (!initsOnRanks)
+    for (StringRef name : initFunctions)
       if (auto result = interpreters[0].run(name, {}, vars[0]); !result)
         return inputError(llvm::toString(result.takeError()));
-  }
   // Every rank starts from the same values (their storage is shared until
   // a rank writes a variable).
   vars.resize(ranks * pipelineRanks, vars[0]);
-  // A checkpoint holds a sharded optimizer state whole, at any layout.
+  // Sharded variables start whole, drawn or read as at one rank (or from a
+  // checkpoint, which holds them whole at any layout).
   std::map<std::string, int64_t> sharded = shardedVariables(m);
   std::map<std::string, int64_t> notInStep = sharded;
   for (const std::string &name : rankLocalVariables(m))
     notInStep[name] = 0;
-  if (!resumeFrom.empty())
-    keepRankParts(m, vars);
+  keepRankParts(m, vars);
   // A pipeline rank holds its own chunks' variables only.
   keepPipelineRankVariables(m, ranks, vars);
   if (ranks * pipelineRanks > 1)
     for (int r = 0; r < ranks * pipelineRanks; ++r)
       interpreters[r].setRank(exchange, r);
+  if (initsOnRanks)
+    if (Status st = interp::runRanks(exchange, [&](int r) -> Status {
+          for (StringRef name : initFunctions)
+            if (auto result = interpreters[r].run(name, {}, vars[r]); !result)
+              return Status::error(llvm::toString(result.takeError()));
+          return Status::ok();
+        });
+        !st)
+      return inputError(st.message());
 
   // What the interpreter rounds to: variables are f32 either way.
   std::string activations = pipeline.activations.activationDtype == "bf16"

@@ -430,6 +430,17 @@ def OctetShardOptimizer : Pass<"octet-shard-optimizer", "mlir::ModuleOp"> {
     does not divide, or an AdamW kernel computing from its updates what is
     not a function of one updated weight, is an error.
 
+    With `shard-cast-weights` (the default; the pipeline table turns it
+    off for pipeline layouts) a weight whose cast reads only the new
+    weight and a scale loaded from the state (delayed scaling), and whose
+    f32 values nothing else reads, keeps its f32 master sharded: the
+    variable holds the rank's part (`data_shards`), the cast quantizes
+    that part right after its AdamW kernel, the FP8 parts are all-gathered
+    in place instead of the f32 weight, one all-reduce (max) joins the
+    parts' amaxes, and a kernel after the last AdamW kernel transposes
+    the gathered copy into the K-major one. @fp8_weight_init's casts of
+    such a weight are rewritten the same way.
+
     Before (data = 2, one parameter):
     ```mlir
     %r = kernel.collective %g {comm_stream, group = "data", group_size = 2 : i64, kind = "all_reduce", last_microbatch, reduction = "sum"} : (tensor<64x16xf32>) -> tensor<64x16xf32>
@@ -451,9 +462,13 @@ def OctetShardOptimizer : Pass<"octet-shard-optimizer", "mlir::ModuleOp"> {
   let options = [
     Option<"dataParallel", "data-parallel", "int64_t", "1",
            "data-parallel ranks: > 1 shards the optimizer over them">,
+    Option<"shardCastWeights", "shard-cast-weights", "bool", "true",
+           "keep the f32 master of each weight cast with a state scale "
+           "(delayed FP8) sharded, and all-gather its FP8 parts">,
   ];
   let dependentDialects = ["octet::kernel::KernelDialect",
-                           "octet::graph::GraphDialect"];
+                           "octet::graph::GraphDialect",
+                           "octet::fp8::Fp8Dialect"];
 }
 
 def OctetFuseBlockFactors : Pass<"octet-fuse-block-factors", "mlir::ModuleOp"> {

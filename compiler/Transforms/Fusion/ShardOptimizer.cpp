@@ -49,7 +49,8 @@ struct ShardOptimizer
     }
     llvm::StringMap<unsigned> scattered;
     if (failed(scatterGradients(train, scattered)) ||
-        failed(shardStep(module, optimizer, scattered)))
+        failed(shardStep(module, optimizer, scattered)) ||
+        (shardCastWeights && failed(narrowCastWeights(module, optimizer))))
       signalPassFailure();
   }
 
@@ -561,6 +562,344 @@ struct ShardOptimizer
         casts.push_back(castKernel);
     }
     return success();
+  }
+
+  // A tensorwise weight cast with a scale from the state (delayed
+  // scaling): its body quantizes input `weight` with input `scale` and
+  // transposes the FP8 result with the same scale, yielding the FP8 copy,
+  // the K-major copy and the amax. Returns the input indices of the weight
+  // and the scale.
+  static std::optional<std::pair<unsigned, unsigned>>
+  matchStateScaledCast(kernel::FusedOp castKernel) {
+    if (castKernel->getNumResults() != 3 ||
+        !fusion::bodyOnly(castKernel, {"fp8.quantize", "fp8.transpose"}))
+      return std::nullopt;
+    Block &body = castKernel.getBodyBlock();
+    auto quantizes = body.getOps<fp8::QuantizeOp>();
+    auto transposes = body.getOps<fp8::TransposeOp>();
+    if (std::distance(quantizes.begin(), quantizes.end()) != 1 ||
+        std::distance(transposes.begin(), transposes.end()) != 1)
+      return std::nullopt;
+    fp8::QuantizeOp quantize = *quantizes.begin();
+    fp8::TransposeOp transpose = *transposes.begin();
+    auto weight = dyn_cast<BlockArgument>(quantize.getInput());
+    auto scale = dyn_cast<BlockArgument>(quantize.getScale());
+    if (!weight || !scale || weight.getOwner() != &body ||
+        scale.getOwner() != &body ||
+        transpose.getInput() != quantize.getResult() ||
+        transpose.getScale() != scale || transpose.getBlock() ||
+        cast<RankedTensorType>(scale.getType()).getRank() != 0)
+      return std::nullopt;
+    auto yield = cast<kernel::YieldOp>(body.getTerminator());
+    if (yield.getOperand(0) != quantize.getResult() ||
+        yield.getOperand(1) != transpose.getResult() ||
+        yield.getOperand(2) != quantize.getAmax())
+      return std::nullopt;
+    if (!castKernel.getInputs()[scale.getArgNumber()]
+             .getDefiningOp<graph::LoadOp>())
+      return std::nullopt;
+    return std::make_pair(weight.getArgNumber(), scale.getArgNumber());
+  }
+
+  // The cast `castKernel` made of this rank's part `part` of its weight
+  // instead of the whole: the rank quantizes its part (the same bytes as
+  // that part of the whole's cast, the scale being the same on every
+  // rank), the FP8 parts are all-gathered in place into the FP8 copy, a
+  // kernel of its own transposes the gathered copy into the K-major one,
+  // and the parts' amaxes go to `amaxParts` (their maximum over the ranks
+  // is the whole's, `amaxWholes`). With `placedAfter` the cast goes right
+  // after what made the part, else where `castKernel` is. Returns the
+  // gather; `kmajor` gets the transposing kernel.
+  kernel::CollectiveOp castPart(kernel::FusedOp castKernel, unsigned weightIn,
+                                unsigned scaleIn, Value part,
+                                SmallVectorImpl<Value> &amaxParts,
+                                SmallVectorImpl<Value> &amaxWholes,
+                                kernel::FusedOp &kmajor,
+                                llvm::DenseMap<Operation *, Operation *>
+                                    *placedAfter) {
+    Block &body = castKernel.getBodyBlock();
+    auto quantize = *body.getOps<fp8::QuantizeOp>().begin();
+    Value scale = castKernel.getInputs()[scaleIn];
+    auto whole = cast<RankedTensorType>(quantize.getResult().getType());
+    RankedTensorType fp8Part = partType(whole, dataParallel);
+    Location loc = castKernel.getLoc();
+    // Right after what made the part (and the casts placed there before),
+    // so its gather starts while the compute stream goes on.
+    OpBuilder b(castKernel);
+    Operation *def = part.getDefiningOp();
+    if (placedAfter && def && def->getBlock() == castKernel->getBlock()) {
+      Operation *&at = (*placedAfter)[def];
+      if (!at)
+        at = def;
+      b.setInsertionPointAfter(at);
+    }
+
+    auto partCast = kernel::FusedOp::create(
+        b, loc, TypeRange{fp8Part, quantize.getAmax().getType()},
+        ValueRange{part, scale}, castKernel.getName(), castKernel.getKind());
+    partCast->setAttrs(castKernel->getAttrs());
+    {
+      Block &inner = partCast.getBodyBlock();
+      OpBuilder ib = OpBuilder::atBlockEnd(&inner);
+      auto q = fp8::QuantizeOp::create(
+          ib, loc, TypeRange{fp8Part, quantize.getAmax().getType()},
+          inner.getArgument(0), inner.getArgument(1),
+          quantize.getAmaxReduceAttr());
+      q->setDiscardableAttrs(quantize->getDiscardableAttrDictionary());
+      kernel::YieldOp::create(ib, loc,
+                              ValueRange{q.getResult(), q.getAmax()});
+    }
+    b.setInsertionPointAfter(partCast);
+    auto gather = kernel::CollectiveOp::create(
+        b, loc, TypeRange{whole}, ValueRange{partCast->getResult(0)},
+        "all_gather", kDataGroup, dataParallel, "sum");
+    gather->setAttr("comm_stream", b.getUnitAttr());
+    gather.setInPlace(true);
+    gather->setAttr("layer", b.getI64IntegerAttr(-1));
+    gather->setAttr("section", castKernel->getAttr("section"));
+    if (placedAfter && def && placedAfter->count(def))
+      (*placedAfter)[def] = gather;
+
+    auto transpose = *body.getOps<fp8::TransposeOp>().begin();
+    kmajor = kernel::FusedOp::create(
+        b, loc, TypeRange{transpose.getResult().getType()},
+        ValueRange{gather.getResult(0), scale}, "optimizer.fp8_weight_kmajor",
+        "elementwise");
+    kmajor->setAttr("layer", b.getI64IntegerAttr(-1));
+    kmajor->setAttr("section", castKernel->getAttr("section"));
+    {
+      Block &inner = kmajor.getBodyBlock();
+      OpBuilder ib = OpBuilder::atBlockEnd(&inner);
+      auto t = fp8::TransposeOp::create(
+          ib, loc, transpose->getResultTypes(), inner.getArgument(0),
+          inner.getArgument(1), transpose.getBlockAttr());
+      kernel::YieldOp::create(ib, loc, ValueRange{t.getResult()});
+    }
+    castKernel->getResult(0).replaceAllUsesWith(gather.getResult(0));
+    castKernel->getResult(1).replaceAllUsesWith(kmajor->getResult(0));
+    amaxParts.push_back(partCast->getResult(1));
+    amaxWholes.push_back(castKernel->getResult(2));
+    return gather;
+  }
+
+  // The amaxes of the weights' parts, their maximum over the ranks in one
+  // small all-reduce after `after`, stored where the whole casts' were.
+  void joinAmaxes(Operation *after, ArrayRef<Value> parts,
+                  ArrayRef<Value> wholes) {
+    if (parts.empty())
+      return;
+    OpBuilder b(after->getContext());
+    b.setInsertionPointAfter(after);
+    SmallVector<Type> types;
+    for (Value v : parts)
+      types.push_back(v.getType());
+    auto reduce = kernel::CollectiveOp::create(
+        b, after->getLoc(), types, parts, "all_reduce", kDataGroup,
+        dataParallel, "max");
+    reduce->setAttr("comm_stream", b.getUnitAttr());
+    reduce->setAttr("layer", b.getI64IntegerAttr(-1));
+    reduce->setAttr("section", after->getAttr("section")
+                                   ? after->getAttr("section")
+                                   : b.getStringAttr("optimizer"));
+    for (auto [whole, joined] : llvm::zip(wholes, reduce.getResults()))
+      Value(whole).replaceAllUsesWith(joined);
+  }
+
+  // Stores (and the ops of the block that read nothing else) that now read
+  // a value made after them move after it.
+  static void storesAfterValues(Block &block) {
+    for (Operation &op : llvm::make_early_inc_range(block)) {
+      auto store = dyn_cast<graph::StoreOp>(op);
+      if (!store)
+        continue;
+      Operation *def = store.getValue().getDefiningOp();
+      if (def && def->getBlock() == &block && store->isBeforeInBlock(def))
+        store->moveAfter(def);
+    }
+  }
+
+  // Delayed scaling's weights keep their f32 master sharded: each rank
+  // holds and updates its part of the parameter only (`data_shards`, as
+  // the moments), casts that part with the step's scale, and the FP8
+  // parts are what is all-gathered: 1 byte an element instead of the f32
+  // parameter's 4. Each rank then transposes the gathered FP8 copy into
+  // the K-major one, and the parts' amaxes meet in one all-reduce (max).
+  // The bytes each rank holds are the same as one rank's: a part quantized
+  // with the same scale is that part of the whole's cast. Only a weight
+  // whose f32 values nothing else reads qualifies (the forward reads its
+  // FP8 copies; the init cast is rewritten the same way); the others
+  // (embedding, LM head, norms, BF16 layers, current scaling's weights,
+  // whose scale is made from the whole weight's amax) keep the f32 gather.
+  LogicalResult narrowCastWeights(ModuleOp module, func::FuncOp step) {
+    auto initNames = module->getAttrOfType<ArrayAttr>("octet.init_functions");
+    auto isInit = [&](func::FuncOp f) {
+      return initNames && llvm::any_of(initNames, [&](Attribute a) {
+               return cast<StringAttr>(a).getValue() == f.getSymName();
+             });
+    };
+    struct Candidate {
+      kernel::FusedOp cast;
+      kernel::CollectiveOp gather;
+      unsigned gathered; // the f32 gather's result the cast reads
+      graph::StoreOp store;
+    };
+    llvm::MapVector<StringRef, Candidate> candidates;
+    for (kernel::FusedOp castKernel : fusion::fusedOps(step)) {
+      auto match = matchStateScaledCast(castKernel);
+      if (!match)
+        continue;
+      Value weight = castKernel.getInputs()[match->first];
+      auto gather = weight.getDefiningOp<kernel::CollectiveOp>();
+      if (!gather || gather.getKind() != "all_gather" || !gather.getInPlace())
+        continue;
+      graph::StoreOp store;
+      bool other = false;
+      for (Operation *user : weight.getUsers()) {
+        if (auto s = dyn_cast<graph::StoreOp>(user); s && !store)
+          store = s;
+        else if (user != castKernel.getOperation())
+          other = true;
+      }
+      if (!store || other)
+        continue;
+      candidates[store.getVariable()] = {
+          castKernel, gather, cast<OpResult>(weight).getResultNumber(),
+          store};
+    }
+    // Every other reader of the f32 weight: the step's AdamW kernel (through
+    // the rank's part) and the init functions' casts may read it.
+    module.walk([&](graph::LoadOp load) {
+      auto it = candidates.find(load.getVariable());
+      if (it == candidates.end())
+        return;
+      auto func = load->getParentOfType<func::FuncOp>();
+      bool ok = true;
+      for (Operation *user : load->getUsers()) {
+        if (func == step)
+          ok &= isa<kernel::RankPartOp>(user);
+        else if (auto k = dyn_cast<kernel::FusedOp>(user);
+                 k && isInit(func) && matchStateScaledCast(k) &&
+                 k.getInputs()[matchStateScaledCast(k)->first] ==
+                     load.getResult())
+          continue;
+        else
+          ok = false;
+      }
+      if (!ok)
+        candidates.erase(it);
+    });
+    module.walk([&](graph::StoreOp store) {
+      auto it = candidates.find(store.getVariable());
+      if (it != candidates.end() && store != it->second.store)
+        candidates.erase(it);
+    });
+    if (candidates.empty())
+      return success();
+
+    // The step: each cast reads the AdamW kernel's new part, right after
+    // that kernel, and its gather follows it; the f32 gathers lose these
+    // weights.
+    SmallVector<Value> amaxParts, amaxWholes;
+    SmallVector<kernel::FusedOp> kmajors;
+    llvm::DenseMap<Operation *, Operation *> placedAfter;
+    Operation *lastGather = nullptr;
+    llvm::MapVector<Operation *, SmallVector<unsigned>> dropped;
+    for (auto &[name, c] : candidates) {
+      Value part = c.gather.getInputs()[c.gathered];
+      auto match = *matchStateScaledCast(c.cast);
+      kernel::FusedOp kmajor;
+      kernel::CollectiveOp gather =
+          castPart(c.cast, match.first, match.second, part, amaxParts,
+                   amaxWholes, kmajor, &placedAfter);
+      kmajors.push_back(kmajor);
+      if (!lastGather || lastGather->isBeforeInBlock(gather))
+        lastGather = gather;
+      c.store.getValueMutable().assign(part);
+      dropped[c.gather].push_back(c.gathered);
+    }
+    // The transposes go last, in the gathers' order: the compute stream
+    // casts every part and updates every bucket before it waits for the
+    // first gathered copy.
+    Operation *terminator = step.getBody().front().getTerminator();
+    for (kernel::FusedOp kmajor : kmajors)
+      kmajor->moveBefore(terminator);
+    joinAmaxes(lastGather, amaxParts, amaxWholes);
+    for (auto &entry : candidates)
+      entry.second.cast.erase();
+    for (auto &[op, indices] : dropped)
+      dropGathered(cast<kernel::CollectiveOp>(op), indices);
+    storesAfterValues(step.getBody().front());
+
+    // The parameters hold the rank's part: the step's loads are that part
+    // (no view of the whole), the init functions' casts make it as above.
+    OpBuilder b(module.getContext());
+    for (auto &[name, c] : candidates) {
+      auto var = module.lookupSymbol<graph::VariableOp>(name);
+      RankedTensorType part = partType(var.getTensorType(), dataParallel);
+      var.setType(part);
+      var->setAttr("data_shards", b.getI64IntegerAttr(dataParallel));
+    }
+    SmallVector<graph::LoadOp> loads;
+    module.walk([&](graph::LoadOp load) {
+      if (candidates.contains(load.getVariable()))
+        loads.push_back(load);
+    });
+    llvm::MapVector<Operation *, SmallVector<kernel::FusedOp>> initCasts;
+    for (graph::LoadOp load : loads) {
+      load.getResult().setType(partType(
+          cast<RankedTensorType>(load.getType()), dataParallel));
+      for (Operation *user : llvm::make_early_inc_range(load->getUsers())) {
+        if (auto view = dyn_cast<kernel::RankPartOp>(user)) {
+          view.getResult().replaceAllUsesWith(load.getResult());
+          view.erase();
+        } else {
+          initCasts[load->getParentOfType<func::FuncOp>()].push_back(
+              cast<kernel::FusedOp>(user));
+        }
+      }
+    }
+    for (auto &[func, casts] : initCasts) {
+      SmallVector<Value> parts, wholes;
+      SmallVector<kernel::FusedOp> transposes;
+      for (kernel::FusedOp castKernel : casts) {
+        auto match = *matchStateScaledCast(castKernel);
+        Value part = castKernel.getInputs()[match.first];
+        kernel::FusedOp kmajor;
+        castPart(castKernel, match.first, match.second, part, parts, wholes,
+                 kmajor, nullptr);
+        transposes.push_back(kmajor);
+      }
+      joinAmaxes(transposes.back(), parts, wholes);
+      for (kernel::FusedOp castKernel : casts)
+        castKernel.erase();
+      storesAfterValues(cast<func::FuncOp>(func).getBody().front());
+    }
+    return success();
+  }
+
+  // `gather` without its results `indices` (their parts are stored as they
+  // are); erased when nothing is left to gather.
+  static void dropGathered(kernel::CollectiveOp gather,
+                           ArrayRef<unsigned> indices) {
+    SmallVector<Value> inputs;
+    SmallVector<Type> types;
+    SmallVector<unsigned> kept;
+    for (auto [i, in] : llvm::enumerate(gather.getInputs()))
+      if (!llvm::is_contained(indices, unsigned(i))) {
+        inputs.push_back(in);
+        types.push_back(gather.getResult(i).getType());
+        kept.push_back(i);
+      }
+    if (!inputs.empty()) {
+      OpBuilder b(gather);
+      auto fewer = kernel::CollectiveOp::create(
+          b, gather.getLoc(), types, inputs, gather.getKind(),
+          gather.getGroup(), gather.getGroupSize(), gather.getReduction());
+      fewer->setAttrs(gather->getAttrs());
+      for (auto [j, i] : llvm::enumerate(kept))
+        gather.getResult(i).replaceAllUsesWith(fewer.getResult(j));
+    }
+    gather.erase();
   }
 
   // The gradient norm from the ranks' parts: each rank's norm of its part,

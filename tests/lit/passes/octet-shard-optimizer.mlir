@@ -1,5 +1,6 @@
 // RUN: %octet-opt %s --split-input-file --octet-shard-optimizer="data-parallel=2" | FileCheck %s
-// RUN: %octet-opt %s --split-input-file --octet-shard-optimizer="data-parallel=2" | FileCheck %s --check-prefix=FP8
+// RUN: %octet-opt %s --split-input-file --octet-shard-optimizer="data-parallel=2 shard-cast-weights=0" | FileCheck %s --check-prefix=FP8
+// RUN: %octet-opt %s --split-input-file --octet-shard-optimizer="data-parallel=2" | FileCheck %s --check-prefix=PARTS
 // RUN: %octet-opt %s --split-input-file --octet-shard-optimizer | FileCheck %s --check-prefix=NONE
 
 // Two parameters, one gradient bucket (as octet-reduce-gradients leaves
@@ -116,9 +117,10 @@ module {
 // -----
 
 // Under an FP8 recipe the AdamW kernel also casts the weight it updates
-// (octet-fuse-adamw). A rank updates its half; the cast leaves the kernel
-// and reads the all-gathered whole weight, so every rank writes the whole
-// FP8 copy, its K-major copy and its amax.
+// (octet-fuse-adamw). A rank updates its half. With shard-cast-weights=0
+// (what pipeline layouts get) the cast leaves the kernel and reads the
+// all-gathered whole weight, so every rank writes the whole FP8 copy, its
+// K-major copy and its amax.
 // FP8: graph.variable @fp8w.w.amax
 // FP8: func.func @optimizer_step
 // FP8: %[[PART:.*]] = kernel.rank_part %{{.*}} {group = "data", group_size = 2 : i64} : tensor<16x8xf32> -> tensor<8x8xf32>
@@ -133,6 +135,33 @@ module {
 // FP8: graph.store %[[CAST]]#1, @fp8w.w.t : tensor<8x16xf8E4M3FN>
 // FP8: graph.store %[[CAST]]#2, @fp8w.w.amax : tensor<f32>
 // FP8: graph.store %[[WHOLE]], @w : tensor<16x8xf32>
+//
+// By default (shard-cast-weights) a weight whose cast reads only the new
+// weight and a state scale (delayed scaling) keeps its f32 master sharded:
+// @w holds the rank's half, AdamW reads and writes it as it is, the cast
+// quantizes that half right after the update, the FP8 halves are gathered
+// in place, their amaxes' maximum taken over the ranks, and the K-major
+// copy made from the gathered one at the end.
+// PARTS: graph.variable @w : tensor<8x8xf32> {data_shards = 2 : i64
+// PARTS: func.func @optimizer_step
+// PARTS: %[[P:.*]] = graph.load @w : tensor<8x8xf32>
+// PARTS-NOT: kernel.rank_part %[[P]]
+// PARTS: %[[NEW:.*]]:3 = kernel.fused "optimizer.adamw" kind("multi_tensor") ins(%[[P]],
+// PARTS: %[[CAST:.*]]:2 = kernel.fused "optimizer.fp8_weights" kind("elementwise") ins(%[[NEW]]#0, %[[SCALE:.*]] : tensor<8x8xf32>, tensor<f32>)
+// PARTS-NEXT: ^bb0
+// PARTS-NEXT: fp8.quantize {{.*}} -> (tensor<8x8xf8E4M3FN>, tensor<f32>)
+// PARTS-NEXT: kernel.yield
+// PARTS-NEXT: }
+// PARTS-NEXT: %[[GATHERED:.*]] = kernel.collective %[[CAST]]#0 {comm_stream, {{.*}}in_place, kind = "all_gather"{{.*}} : (tensor<8x8xf8E4M3FN>) -> tensor<16x8xf8E4M3FN>
+// PARTS-NEXT: %[[AMAX:.*]] = kernel.collective %[[CAST]]#1 {comm_stream, {{.*}}kind = "all_reduce"{{.*}}reduction = "max"
+// PARTS-DAG: graph.store %[[GATHERED]], @fp8w.w : tensor<16x8xf8E4M3FN>
+// PARTS-DAG: graph.store %[[AMAX]], @fp8w.w.amax : tensor<f32>
+// PARTS-DAG: graph.store %[[NEW]]#0, @w : tensor<8x8xf32>
+// PARTS: %[[T:.*]] = kernel.fused "optimizer.fp8_weight_kmajor" kind("elementwise") ins(%[[GATHERED]], %[[SCALE]] : tensor<16x8xf8E4M3FN>, tensor<f32>)
+// PARTS-NEXT: ^bb0
+// PARTS-NEXT: fp8.transpose
+// PARTS: graph.store %[[T]], @fp8w.w.t : tensor<8x16xf8E4M3FN>
+// PARTS-NEXT: return
 module {
   graph.variable @w : tensor<16x8xf32> {init = "normal", init_std = 2.000000e-02 : f64, kind = "weight"}
   graph.variable @grad.w : tensor<16x8xf32> {init = "zeros", kind = "state"}
