@@ -421,7 +421,7 @@ void checkGradDtype(const TrainSpec &t, Issues is) {
            "GEMMs write f32 only; set activation_dtype \"bf16\" or "
            "grad_dtype \"f32\"");
   const Parallel &par = t.parallel();
-  if (par.pipeline() > 1)
+  if (par.pipeline() > 1) {
     is.add("grad_dtype",
            "\"bf16\" is not compiled for pipeline stages "
            "(parallel.pipeline is " + std::to_string(par.pipeline()) +
@@ -429,6 +429,8 @@ void checkGradDtype(const TrainSpec &t, Issues is) {
                "microbatches in its accumulators, which in BF16 would "
                "round the running sum at every microbatch; set grad_dtype "
                "\"f32\" or parallel.pipeline 1");
+    return;
+  }
   int64_t dp = std::max<int64_t>(1, par.data());
   if (t.micro_batch_size() <= 0 || t.global_batch_size() <= 0 ||
       t.global_batch_size() % (t.micro_batch_size() * dp) != 0)
