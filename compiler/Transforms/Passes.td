@@ -101,7 +101,8 @@ def OctetBf16Activations : Pass<"octet-bf16-activations", "mlir::ModuleOp"> {
     Stays F32:
     - variables (parameters, moments, gradient accumulators, FP8 scale
       state, step) and function arguments (loss_mask);
-    - parameter gradients: wgrad GEMMs (BF16 operands, F32 result),
+    - parameter gradients: wgrad GEMMs (BF16 operands, F32 result; BF16
+      after octet-bf16-gradients, train.precision.grad_dtype "bf16"),
       `embedding_grad`, `bias_grad`, norm weight/bias gradients (column
       sums), and the sums of a parameter's gradients;
     - scalars (loss, its seed gradient, lr, norms), attention's `lse`, the
