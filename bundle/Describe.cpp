@@ -302,15 +302,18 @@ bool inPlace(const Collective &c) {
 } // namespace
 
 // A program's collectives, one line per kind of call: how many calls
-// (a bucket's tensors go to NCCL as one call), tensors and elements, over
-// which group (its ranks as the program counts them), and when: on the
-// communication stream beside compute, in the last microbatch only.
+// (a bucket's tensors go to NCCL as one call; a bucket of BF16 weight
+// gradients and f32 norm gradients counts on both element types' lines),
+// tensors and elements, over which group (its ranks as the program counts
+// them), and when: on the communication stream beside compute, in the last
+// microbatch only.
 void describeCollectives(const Bundle &b, const Program &p, std::ostream &os) {
   struct Totals {
     int calls = 0, tensors = 0;
     uint64_t elements = 0;
   };
   std::map<std::string, Totals> calls;
+  std::set<std::string> inCall;
   for (const Step &s : p.steps()) {
     if (!s.has_collective())
       continue;
@@ -332,9 +335,14 @@ void describeCollectives(const Bundle &b, const Program &p, std::ostream &os) {
     if (c.last_microbatch())
       key += ", last microbatch";
     Totals &t = calls[key];
-    t.calls += c.grouped_with_next() ? 0 : 1;
     t.tensors += 1;
     t.elements += c.count();
+    inCall.insert(key);
+    if (c.grouped_with_next())
+      continue;
+    for (const std::string &k : inCall)
+      calls[k].calls += 1;
+    inCall.clear();
   }
   for (const auto &[key, t] : calls)
     os << "    collective " << key << ": " << t.calls << " calls, "
@@ -344,16 +352,29 @@ void describeCollectives(const Bundle &b, const Program &p, std::ostream &os) {
 void listCollectives(const Bundle &b, std::ostream &os) {
   os << "rank\tprogram\top\treduce\tdtype\tgroup\tgroup_size\tstream\t"
         "last_microbatch\ttensors\tcount\tin_place\n";
+  // One line per element type of a call: a bucket of BF16 weight
+  // gradients and f32 norm gradients is one NCCL group of two lines, so
+  // that count × the type's size is the bytes each moves.
+  struct PerType {
+    DType dtype;
+    int tensors = 0;
+    uint64_t count = 0;
+  };
   for (const RankProgram &rp : b.ranks())
     for (const Program &p : rp.programs()) {
-      int tensors = 0;
-      uint64_t count = 0;
+      std::vector<PerType> types;
       for (const Step &s : p.steps()) {
         if (!s.has_collective())
           continue;
         const Collective &c = s.collective();
-        ++tensors;
-        count += c.count();
+        auto same = std::find_if(types.begin(), types.end(),
+                                 [&](const PerType &t) {
+                                   return t.dtype == c.dtype();
+                                 });
+        if (same == types.end())
+          same = types.insert(types.end(), PerType{c.dtype()});
+        ++same->tensors;
+        same->count += c.count();
         if (c.grouped_with_next())
           continue;
         std::string op = CollectiveOp_Name(c.op());
@@ -361,17 +382,17 @@ void listCollectives(const Bundle &b, std::ostream &os) {
                        [](unsigned char ch) { return std::tolower(ch); });
         bool reduces = c.op() == ALL_REDUCE || c.op() == REDUCE_SCATTER;
         bool known = c.group() < uint32_t(b.groups_size());
-        os << rp.rank() << "\t" << p.name() << "\t" << op << "\t"
-           << (reduces ? c.reduce() : "-") << "\t" << dtypeName(c.dtype())
-           << "\t"
-           << (known ? b.groups(int(c.group())).name()
-                     : "group " + std::to_string(c.group()))
-           << "\t" << (known ? b.groups(int(c.group())).ranks_size() : 0)
-           << "\t" << s.stream() << "\t" << (c.last_microbatch() ? 1 : 0)
-           << "\t" << tensors << "\t" << count << "\t"
-           << (inPlace(c) ? 1 : 0) << "\n";
-        tensors = 0;
-        count = 0;
+        for (const PerType &t : types)
+          os << rp.rank() << "\t" << p.name() << "\t" << op << "\t"
+             << (reduces ? c.reduce() : "-") << "\t" << dtypeName(t.dtype)
+             << "\t"
+             << (known ? b.groups(int(c.group())).name()
+                       : "group " + std::to_string(c.group()))
+             << "\t" << (known ? b.groups(int(c.group())).ranks_size() : 0)
+             << "\t" << s.stream() << "\t" << (c.last_microbatch() ? 1 : 0)
+             << "\t" << t.tensors << "\t" << t.count << "\t"
+             << (inPlace(c) ? 1 : 0) << "\n";
+        types.clear();
       }
     }
 }

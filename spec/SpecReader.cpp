@@ -407,6 +407,51 @@ void checkPrecision(const Precision &p, const ModelSpec &model, Issues is) {
                                   "such as \"layers.*.mlp.w_down\"");
 }
 
+// BF16 gradients are one rounding of each wgrad GEMM's f32 product only
+// where the GEMM overwrites its accumulator once a step.
+void checkGradDtype(const TrainSpec &t, Issues is) {
+  const Precision &p = t.precision();
+  if (!is.oneOf("grad_dtype", p.grad_dtype(), {"f32", "bf16"}, false) ||
+      p.grad_dtype() != "bf16")
+    return;
+  if (p.activation_dtype() == "f32")
+    is.add("grad_dtype",
+           "\"bf16\" needs activation_dtype \"bf16\": with f32 "
+           "activations the BF16 GEMMs read f32 operands, and cuBLASLt's f32 "
+           "GEMMs write f32 only; set activation_dtype \"bf16\" or "
+           "grad_dtype \"f32\"");
+  const Parallel &par = t.parallel();
+  if (par.pipeline() > 1) {
+    is.add("grad_dtype",
+           "\"bf16\" is not compiled for pipeline stages "
+           "(parallel.pipeline is " + std::to_string(par.pipeline()) +
+               "): each stage sums the gradients of the schedule's "
+               "microbatches in its accumulators, which in BF16 would "
+               "round the running sum at every microbatch; set grad_dtype "
+               "\"f32\" or parallel.pipeline 1");
+    return;
+  }
+  int64_t dp = std::max<int64_t>(1, par.data());
+  if (t.micro_batch_size() <= 0 || t.global_batch_size() <= 0 ||
+      t.global_batch_size() % (t.micro_batch_size() * dp) != 0)
+    return; // reported with global_batch_size
+  int64_t micro = t.global_batch_size() / (t.micro_batch_size() * dp);
+  if (micro > 1)
+    is.add("grad_dtype",
+           "\"bf16\" needs one microbatch a step, but global_batch_size / "
+           "(micro_batch_size × parallel.data) = " +
+               std::to_string(t.global_batch_size()) + " / (" +
+               std::to_string(t.micro_batch_size()) + " × " +
+               std::to_string(dp) + ") = " + std::to_string(micro) +
+               ": accumulating the microbatches' gradients in BF16 rounds "
+               "the running sum at every microbatch and loses precision; "
+               "set global_batch_size to micro_batch_size × parallel.data "
+               "(" + std::to_string(t.micro_batch_size() * dp) +
+               "), raise micro_batch_size to " +
+               std::to_string(t.global_batch_size() / dp) +
+               ", or use grad_dtype \"f32\"");
+}
+
 void checkData(const Data &d, const ModelSpec &model, Issues is) {
   if (!is.oneOf("kind", d.kind(), {"synthetic", "text", "indexed", "jsonl"},
                 true))
@@ -603,6 +648,7 @@ void checkTrain(const Spec &spec, Issues is) {
                             formatDouble(t.grad_clip()));
 
   checkPrecision(t.precision(), m, is.nested("precision"));
+  checkGradDtype(t, is.nested("precision"));
   checkData(t.data(), m, is.nested("data"));
   is.nested("codegen").oneOf("attention_forward",
                              t.codegen().attention_forward(),
@@ -763,6 +809,8 @@ void applyDefaults(Spec &spec) {
     p.set_recipe("delayed");
   if (p.activation_dtype().empty())
     p.set_activation_dtype("bf16");
+  if (p.grad_dtype().empty())
+    p.set_grad_dtype("f32");
   bool fp8 = p.recipe() == "delayed" || p.recipe() == "current" ||
              p.recipe() == "blockwise";
   if (fp8 && p.format().empty())

@@ -33,7 +33,7 @@
 //     precision: recipe "delayed"; format "hybrid" ("e4m3" for the blockwise
 //     recipe; none for "bf16"); the delayed recipe also gets amax_history_len
 //     1024 and amax_algorithm "max"; every FP8 recipe gets margin 0;
-//     activation_dtype "bf16";
+//     activation_dtype "bf16", grad_dtype "f32";
 //     data: kind "synthetic", eval_fraction 0;
 //     eval_interval 0 and checkpoint_interval 0 (never), log_interval 10.
 

@@ -47,20 +47,29 @@ bool sameCall(const CollectiveCall &a, const std::vector<Tensor> &x,
   return true;
 }
 
-// The ranks' values folded in group order.
+// The ranks' values folded in group order. A sum of a narrower float type
+// (BF16 gradients, train.precision.grad_dtype) is rounded to that type after
+// every addition, as NCCL's reduction kernels store each partial sum in the
+// buffer's type: for two ranks, one rounding of the f32 sum, to nearest
+// even.
 Tensor reduce(const std::vector<const Tensor *> &values,
               const std::string &reduction) {
   const Tensor &first = *values.front();
   Tensor out(first.dtype(), first.shape());
   int64_t n = first.numel();
   bool floating = isFloat(first.dtype());
+  bool narrow = floating && first.dtype() != DType::F32;
+  auto rounded = [&](float x) {
+    return narrow ? numerics::roundTo(first.dtype(), x) : x;
+  };
   for (int64_t e = 0; e < n; ++e) {
     if (floating) {
       float acc = values[0]->f()[e];
       for (size_t r = 1; r < values.size(); ++r)
         acc = reduction == "max" ? std::max(acc, values[r]->f()[e])
-                                 : acc + values[r]->f()[e];
-      out.f()[e] = reduction == "avg" ? acc / float(values.size()) : acc;
+                                 : rounded(acc + values[r]->f()[e]);
+      out.f()[e] =
+          reduction == "avg" ? rounded(acc / float(values.size())) : acc;
     } else {
       int64_t acc = values[0]->i()[e];
       for (size_t r = 1; r < values.size(); ++r)

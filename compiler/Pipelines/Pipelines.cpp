@@ -88,6 +88,12 @@ TrainingPipelineOptions trainingOptionsFromSpec(const spec::Spec &spec) {
                            train.parallel().schedule() == "zb-h1";
   if (train.codegen().has_lm_head_chunk_tokens())
     o.chunkLmHead.chunkTokens = train.codegen().lm_head_chunk_tokens();
+  // The head's wgrad over token chunks accumulates chunk after chunk: it
+  // keeps its f32 accumulator (octet-chunk-lm-head runs without pipeline
+  // stages only).
+  if (train.precision().grad_dtype() == "bf16")
+    o.gradients.emplace().headChunkTokens =
+        layerSplit.empty() ? o.chunkLmHead.chunkTokens : 0;
 
   const spec::Precision &p = train.precision();
   if (p.recipe().empty() || p.recipe() == "bf16")
@@ -127,6 +133,8 @@ void addFuseQkvPasses(OpPassManager &pm, const TrainingPipelineOptions &) {
 void addActivationsPasses(OpPassManager &pm,
                           const TrainingPipelineOptions &o) {
   pm.addPass(createOctetBf16Activations(o.activations));
+  if (o.gradients)
+    pm.addPass(createOctetBf16Gradients(*o.gradients));
 }
 
 void addPrecisionPasses(OpPassManager &pm, const TrainingPipelineOptions &o) {
@@ -211,7 +219,9 @@ const CompileStage kCompileStages[] = {
      addAutodiffPasses},
     {"fuse-qkv", "q/k/v and gate/up projections as one GEMM each",
      addFuseQkvPasses},
-    {"activations", "BF16 activations and activation gradients, f32 state",
+    {"activations",
+     "BF16 activations and activation gradients, f32 state (BF16 wgrad "
+     "gradients with train.precision.grad_dtype \"bf16\")",
      addActivationsPasses},
     {"precision", "FP8 GEMMs per the recipe and policy, K-major layout",
      addPrecisionPasses},

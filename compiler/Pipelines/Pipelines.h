@@ -32,6 +32,9 @@ struct TrainingPipelineOptions {
   OctetAutodiffOptions autodiff;
   // "f32" leaves the module as autodiff made it.
   OctetBf16ActivationsOptions activations;
+  // train.precision.grad_dtype "bf16": octet-bf16-gradients after the
+  // activations; none keeps every gradient accumulator f32.
+  std::optional<OctetBf16GradientsOptions> gradients;
   // FP8 GEMMs: octet-precision, then octet-layout. None for the bf16 recipe.
   std::optional<OctetPrecisionOptions> precision;
   OctetLowerToKernelOptions lowerToKernel;

@@ -101,7 +101,8 @@ def OctetBf16Activations : Pass<"octet-bf16-activations", "mlir::ModuleOp"> {
     Stays F32:
     - variables (parameters, moments, gradient accumulators, FP8 scale
       state, step) and function arguments (loss_mask);
-    - parameter gradients: wgrad GEMMs (BF16 operands, F32 result),
+    - parameter gradients: wgrad GEMMs (BF16 operands, F32 result; BF16
+      after octet-bf16-gradients, train.precision.grad_dtype "bf16"),
       `embedding_grad`, `bias_grad`, norm weight/bias gradients (column
       sums), and the sums of a parameter's gradients;
     - scalars (loss, its seed gradient, lr, norms), attention's `lse`, the
@@ -138,6 +139,61 @@ def OctetBf16Activations : Pass<"octet-bf16-activations", "mlir::ModuleOp"> {
   let options = [
     Option<"activationDtype", "activation-dtype", "std::string", "\"bf16\"",
            "bf16, or f32 to keep the module unchanged">,
+  ];
+  let dependentDialects = ["octet::graph::GraphDialect",
+                           "mlir::func::FuncDialect"];
+}
+
+def OctetBf16Gradients : Pass<"octet-bf16-gradients", "mlir::ModuleOp"> {
+  let summary = "weight gradients of wgrad GEMMs, and their accumulators, in BF16";
+  let description = [{
+    Runs after octet-bf16-activations when train.precision.grad_dtype is
+    "bf16". A gradient accumulator `grad.P` becomes BF16 when, in
+    `train_microbatch`, its one writer is a wgrad GEMM (the accumulator is
+    read once, into one add with the GEMM's result, which is stored back),
+    and the other functions only read it into `graph.global_norm` and
+    AdamW's gradient operand or store zeros into it. The wgrad then writes
+    BF16 (cuBLASLt rounds its f32 result once, to nearest even, as the
+    interpreter does), every load of the accumulator is BF16, and the
+    gradient norm and AdamW widen it to f32 as they read it. Everything
+    downstream follows the types: the data-parallel reduce-scatter or
+    all-reduce of the accumulator is a BF16 collective, the memory plan
+    holds half the bytes.
+
+    Stay f32: norm, bias and embedding gradients (column sums and
+    scatter-adds), a head tied to the embedding (two writers), and the head
+    of more than `head-chunk-tokens` tokens, whose wgrad
+    octet-chunk-lm-head splits into GEMMs that accumulate chunk after chunk
+    (each would round the running sum to BF16).
+
+    The spec check (train.precision.grad_dtype) refuses several microbatches
+    a step and pipeline layouts: there the accumulator would sum the
+    microbatches in BF16. Only with one microbatch a step does the wgrad
+    overwrite its accumulator (octet-overwrite-gradients), so that the
+    accumulator is one rounding of the f32 product.
+
+    Before:
+    ```mlir
+    %acc = graph.load @grad.w : tensor<32x64xf32>
+    %dw = graph.matmul %dy, %x {transpose_a, role = "wgrad", param = "w"} : (tensor<16x32xbf16>, tensor<16x64xbf16>) -> tensor<32x64xf32>
+    %sum = graph.add %acc, %dw : tensor<32x64xf32>
+    graph.store %sum, @grad.w : tensor<32x64xf32>
+    ```
+    After:
+    ```mlir
+    %acc = graph.load @grad.w : tensor<32x64xbf16>
+    %dw = graph.matmul %dy, %x {transpose_a, role = "wgrad", param = "w"} : (tensor<16x32xbf16>, tensor<16x64xbf16>) -> tensor<32x64xbf16>
+    %sum = graph.add %acc, %dw : tensor<32x64xbf16>
+    graph.store %sum, @grad.w : tensor<32x64xbf16>
+    ```
+  }];
+  let options = [
+    Option<"headChunkTokens", "head-chunk-tokens", "int64_t", "0",
+           "octet-chunk-lm-head's chunk-tokens: a head of more tokens keeps "
+           "its f32 accumulator (0: the head is never chunked)">,
+  ];
+  let statistics = [
+    Statistic<"converted", "converted", "gradient accumulators made BF16">,
   ];
   let dependentDialects = ["octet::graph::GraphDialect",
                            "mlir::func::FuncDialect"];

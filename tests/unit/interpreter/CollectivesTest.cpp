@@ -97,6 +97,47 @@ TEST(Collectives, InPlaceReduceScatterKeepsTheRestOfTheRanksBuffer) {
   }
 }
 
+// A BF16 sum is rounded to BF16, as NCCL stores it (BF16 gradients,
+// train.precision.grad_dtype): 1 + 3·2^-9 lies between BF16's 1 and
+// 1 + 2^-7 and rounds to the nearer, 1 + 2^-7; in f32 it stays exact. In
+// place too (ZeRO-1's reduce-scatter of the accumulators).
+TEST(Collectives, Bf16SumsAreRoundedToBf16) {
+  RankExchange exchange(RankLayout{2, 1, 1});
+  const float one = 1.0f, small = 3.0f / 512.0f;
+  std::vector<std::vector<float>> bf16(2), f32(2), inPlace(2);
+  Status st = runRanks(exchange, [&](int r) -> Status {
+    auto take = [&](DType dtype, bool inPlaceCall,
+                    std::vector<float> &out) -> Status {
+      CollectiveCall c =
+          call(inPlaceCall ? "reduce_scatter" : "all_reduce", "sum", 2);
+      c.inPlace = inPlaceCall;
+      float mine = r == 0 ? one : small;
+      auto result = exchange.collective(
+          r, c, {Tensor::fromFloats({2}, {mine, mine}, dtype)});
+      if (!result)
+        return result.status();
+      const Tensor &t = (*result)[0];
+      out.assign(t.f(), t.f() + t.numel());
+      return Status::ok();
+    };
+    if (Status s = take(DType::BF16, false, bf16[r]); !s)
+      return s;
+    if (Status s = take(DType::F32, false, f32[r]); !s)
+      return s;
+    return take(DType::BF16, true, inPlace[r]);
+  });
+  ASSERT_TRUE(st.isOk()) << st.message();
+  const float rounded = 1.0f + 1.0f / 128.0f;
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(bf16[r], (std::vector<float>{rounded, rounded}));
+    EXPECT_EQ(f32[r], (std::vector<float>{one + small, one + small}));
+    // Rank r's own element holds the sum, the other what it sent.
+    float sent = r == 0 ? one : small;
+    EXPECT_EQ(inPlace[r][r], rounded) << "rank " << r;
+    EXPECT_EQ(inPlace[r][1 - r], sent) << "rank " << r;
+  }
+}
+
 TEST(Collectives, RanksThatDisagreeAllFailNamingBothCalls) {
   RankExchange exchange(RankLayout{2, 1, 1});
   std::atomic<int> failed{0};

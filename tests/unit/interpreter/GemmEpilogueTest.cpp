@@ -6,6 +6,7 @@
 #include "tests/unit/interpreter/GradCheck.h"
 
 #include "compiler/Interpreter/Interpreter.h"
+#include "support/Numerics.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Parser/Parser.h"
@@ -13,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -94,6 +96,54 @@ TEST(GemmEpilogue, AccumulateBiasGeluAndBiasGradAreApplied) {
   expectNear((*results)[3], biased, "gelu_aux pre-activation");
   expectNear((*results)[4], dw, "bias_grad product");
   expectNear((*results)[5], dbias, "bias_grad bias gradient");
+}
+
+// A wgrad GEMM that writes BF16 (train.precision.grad_dtype "bf16") rounds
+// once, to nearest even, what cuBLASLt computes in f32: the product plus
+// the accumulator. Operands of the form 1 + m/128 make every product and
+// sum exact in f32, so the expected value is exact too.
+const char *kBf16Wgrad = R"mlir(
+func.func @wgrad(%dy: tensor<4x5xbf16>, %x: tensor<4x3xbf16>, %acc: tensor<5x3xbf16>) -> tensor<5x3xbf16> {
+  %dw = kernel.gemm %dy, %x accumulate(%acc) {transpose_a, role = "wgrad"} : (tensor<4x5xbf16>, tensor<4x3xbf16>, tensor<5x3xbf16>) -> tensor<5x3xbf16>
+  return %dw : tensor<5x3xbf16>
+}
+)mlir";
+
+TEST(GemmEpilogue, Bf16WgradRoundsTheF32ResultOnceToNearestEven) {
+  auto ctx = octet::testing::makeContext();
+  auto module = mlir::parseSourceString<mlir::ModuleOp>(kBf16Wgrad, ctx.get());
+  ASSERT_TRUE(module);
+  auto steps = [](std::vector<int64_t> shape, int seed) {
+    std::vector<float> v(shape[0] * shape[1]);
+    for (size_t i = 0; i < v.size(); ++i)
+      v[i] = 1.0f + float((i * 37 + seed) % 128) / 128.0f;
+    return Tensor::fromFloats(shape, v, octet::DType::BF16);
+  };
+  Tensor dy = steps({T, N}, 1), x = steps({T, K}, 5), acc = steps({N, K}, 9);
+  octet::interp::VariableStore vars;
+  octet::interp::Interpreter interpreter(*module);
+  auto results = interpreter.run("wgrad", {dy, x, acc}, vars);
+  ASSERT_TRUE(bool(results)) << llvm::toString(results.takeError());
+  const Tensor &dw = (*results)[0];
+  int notTruncations = 0;
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t k = 0; k < K; ++k) {
+      double exact = acc.f()[n * K + k];
+      for (int64_t t = 0; t < T; ++t)
+        exact += double(dy.f()[t * N + n]) * x.f()[t * K + k];
+      ASSERT_EQ(double(float(exact)), exact) << "the sum must be exact in f32";
+      float want = octet::numerics::roundToBF16(float(exact));
+      EXPECT_EQ(dw.f()[n * K + k], want) << "element " << n << ", " << k;
+      // Truncating the f32 bits would give another value here.
+      uint32_t bits;
+      float f = float(exact);
+      std::memcpy(&bits, &f, 4);
+      bits &= 0xffff0000u;
+      float truncated;
+      std::memcpy(&truncated, &bits, 4);
+      notTruncations += truncated != want;
+    }
+  EXPECT_GT(notTruncations, 0) << "no element tells rounding from truncation";
 }
 
 } // namespace
