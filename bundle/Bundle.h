@@ -36,7 +36,8 @@ namespace octet::bundle {
 // every rank.
 // 7: a parameter's slot may hold one data-parallel rank's part
 // (Parameter.data_shards), which a runtime of format 6 would fill with the
-// whole parameter.
+// whole parameter; and a state tensor may be derived (StateTensor.derived),
+// which INIT makes again on resume.
 constexpr uint32_t kBundleFormatVersion = 7;
 
 // Deterministic serialization of `bundle` as it is (content_hash included).

@@ -4,6 +4,7 @@
 #include "compiler/Emit/PipelineSlots.h"
 #include "compiler/Transforms/Pipeline/Passes.h"
 #include "dialects/graph/GraphDialect.h"
+#include "dialects/graph/WeightCache.h"
 #include "dialects/kernel/KernelDialect.h"
 #include "bundle/Bundle.h"
 #include "bundle/HfLayout.h"
@@ -117,7 +118,7 @@ uint64_t tensorBytes(Value v) {
 // The parameter a state tensor belongs to: its name without the state prefix
 // (and, for FP8 scale state, the operand and field suffixes).
 std::string ownerOf(llvm::StringRef name) {
-  for (llvm::StringRef prefix : {"adam_m.", "adam_v.", "fp8w.", "fp8."})
+  for (llvm::StringRef prefix : {"adam_m.", "adam_v.", "fp8w.", "bf16w.", "fp8."})
     if (name.consume_front(prefix))
       break;
   for (llvm::StringRef suffix :
@@ -1072,6 +1073,7 @@ FailureOr<bundle::Bundle> compileBundle(ModuleOp module,
     st->set_slot(slot);
     if (auto shards = var->getAttrOfType<IntegerAttr>("data_shards"))
       st->set_data_shards(uint32_t(shards.getInt()));
+    st->set_derived(graph::isDerivedCache(name));
     if (owner)
       st->set_pipeline_rank(uint32_t(owner.getInt()));
   }

@@ -80,6 +80,7 @@ TrainingPipelineOptions trainingOptionsFromSpec(const spec::Spec &spec) {
     // The pipeline executor's stages keep whole f32 masters (DESIGN,
     // "ZeRO-1").
     shard.shardCastWeights = layerSplit.empty();
+    o.fuseAdamW.bf16Caches = layerSplit.empty();
   }
   autodiff.dataParallel = dataParallel;
   o.splitStages.layerSplit.assign(layerSplit.begin(), layerSplit.end());
@@ -160,7 +161,7 @@ void addFusedPasses(OpPassManager &pm, const TrainingPipelineOptions &o) {
   pm.addPass(createOctetFuseRope());
   pm.addPass(createOctetFuseNormQuantize());
   pm.addPass(createOctetFuseSwigluQuantize());
-  pm.addPass(createOctetFuseAdamW());
+  pm.addPass(createOctetFuseAdamW(o.fuseAdamW));
   pm.addPass(createOctetFuseElementwise());
   pm.addPass(createOctetRecomputeCast());
   // Before the canonicalizer, which drops the casts the forward kernels no

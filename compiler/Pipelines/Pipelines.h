@@ -46,6 +46,9 @@ struct TrainingPipelineOptions {
   // ZeRO-1 (train.parallel.shard_optimizer): octet-shard-optimizer after
   // the gradient buckets; none keeps the optimizer replicated.
   std::optional<OctetShardOptimizerOptions> shardOptimizer;
+  // BF16 caches of the parameters whose readers need BF16 only, for ZeRO-1
+  // to gather (octet-fuse-adamw's bf16-caches).
+  OctetFuseAdamWOptions fuseAdamW;
   // train.parallel.pipeline × virtual_stages chunks (empty: one rank's step).
   OctetSplitStagesOptions splitStages;
   // Each pipeline rank's optimizer step over its own chunks' variables.

@@ -2,6 +2,7 @@
 
 #include "dialects/graph/GraphDialect.h"
 #include "dialects/graph/StepLocal.h"
+#include "dialects/graph/WeightCache.h"
 #include "dialects/kernel/KernelDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -97,7 +98,7 @@ SlotKind variableKind(graph::VariableOp var) {
     return SlotKind::Gradient;
   if (name.starts_with("adam_m.") || name.starts_with("adam_v."))
     return SlotKind::OptimizerState;
-  if (name.starts_with("fp8w."))
+  if (graph::isWeightCache(name))
     return SlotKind::WeightCache;
   if (name.starts_with("fp8."))
     return SlotKind::Fp8State;

@@ -105,6 +105,8 @@ struct Trainer::Impl {
   int64_t logInterval = 1, evalInterval = 0, checkpointInterval = 0;
   // This rank's place among the data-parallel ranks.
   int dpRank = 0, dpSize = 1;
+  // The bundle has state INIT derives and checkpoints leave out.
+  bool derivedState = false;
   ProgramIO train, optimizer, eval;
   std::vector<Entry> modelEntries, stateEntries;
   std::vector<std::string> notes;
@@ -463,6 +465,12 @@ struct Trainer::Impl {
       modelEntries.push_back(std::move(*e));
     }
     for (const StateTensor &st : bundle.state()) {
+      // INIT makes it again on resume; checkpoints leave it out.
+      if (st.derived()) {
+        covered.insert(st.slot());
+        derivedState = true;
+        continue;
+      }
       auto e = entryFor(st.name(), st.slot(), st.dtype(),
                         {st.shape().begin(), st.shape().end()}, "state tensor");
       if (!e)
@@ -1318,6 +1326,12 @@ Status Trainer::start(TrainResult &result) {
   }
   if (!latest.empty()) {
     OCTET_RETURN_IF_ERROR(loadCheckpoint(latest, result.startStep));
+    // Derived state is not in checkpoints: INIT makes it from the restored
+    // parameters (what it makes from them, the step made too).
+    if (t.derivedState && t.backend.hasProgram(INIT)) {
+      OCTET_RETURN_IF_ERROR(t.backend.run(INIT, {}));
+      OCTET_RETURN_IF_ERROR(t.backend.synchronize());
+    }
     t.print("resumed from " + latest + " at step " +
             std::to_string(result.startStep));
   } else {

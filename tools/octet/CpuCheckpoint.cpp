@@ -1,5 +1,7 @@
 #include "tools/octet/CpuCheckpoint.h"
+
 #include "dialects/graph/GraphDialect.h"
+#include "dialects/graph/WeightCache.h"
 
 #include "compiler/Checkpoint/HfCheckpoint.h"
 #include "runtime/checkpoint/TrainState.h"
@@ -87,7 +89,8 @@ StatusOr<std::string> saveCpuCheckpoint(const CpuCheckpointRun &run,
     return model.status();
   c.model = std::move(*model);
   for (const auto &[name, value] : store.all())
-    if (!parameters.count(name) && !isGradientAccumulator(name))
+    if (!parameters.count(name) && !isGradientAccumulator(name) &&
+        !graph::isDerivedCache(name))
       c.state.push_back(toNamed(name, value));
   return checkpoint::saveTrainCheckpoint(run.dir, c);
 }
@@ -234,7 +237,8 @@ StatusOr<CpuResume> loadCpuCheckpoint(const CpuCheckpointRun &run,
     saved[t.name] = &t;
   std::vector<std::pair<std::string, interp::Tensor>> restored;
   for (const auto &[name, value] : store.all()) {
-    if (params->count(name) || isGradientAccumulator(name))
+    if (params->count(name) || isGradientAccumulator(name) ||
+        graph::isDerivedCache(name))
       continue;
     auto it = saved.find(name);
     if (it == saved.end())

@@ -12,6 +12,8 @@
 #include "compiler/Pipelines/PipelineLayout.h"
 #include "compiler/Registration.h"
 #include "compiler/Transforms/Pipeline/Passes.h"
+#include "dialects/graph/GraphDialect.h"
+#include "dialects/graph/WeightCache.h"
 #include "runtime/checkpoint/TrainState.h"
 #include "runtime/data/ByteCorpus.h"
 #include "runtime/data/TrainBatches.h"
@@ -301,12 +303,18 @@ int runTrainCommand(const TrainOptions &opts) {
       return inputError(resumeFrom + ": " + st.message());
   }
   // What the step needs run once first, after the parameters hold their
-  // initial (or loaded) values: the FP8 weight casts of @fp8_weight_init.
-  // A checkpoint holds their results already. Casts of sharded masters
-  // gather their parts: those run on every rank, below.
+  // initial (or loaded) values: the weight casts of @cache_weights.
+  // A checkpoint holds their results already, but for derived caches
+  // (graph::isDerivedCache), which it leaves out: then they run after the
+  // resume too (what they make from the parameters, the step made too).
+  // Casts of sharded masters gather their parts: those run on every rank,
+  // below.
+  bool derivedCaches = false;
+  for (auto var : m.getOps<graph::VariableOp>())
+    derivedCaches |= graph::isDerivedCache(var.getSymName());
   std::vector<StringRef> initFunctions;
   if (auto inits = m->getAttrOfType<ArrayAttr>("octet.init_functions");
-      inits && resumeFrom.empty())
+      inits && (resumeFrom.empty() || derivedCaches))
     for (StringRef name : inits.getAsValueRange<StringAttr>())
       initFunctions.push_back(name);
   bool initsOnRanks = llvm::any_of(initFunctions, [&](StringRef name) {

@@ -6,6 +6,7 @@
 
 #include "compiler/Transforms/Fusion/FusionUtils.h"
 #include "compiler/Transforms/Fusion/Passes.h"
+#include "dialects/graph/WeightCache.h"
 
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/MapVector.h"
@@ -22,7 +23,7 @@ using namespace octet;
 
 namespace {
 
-constexpr StringLiteral kInitFunction = "fp8_weight_init";
+constexpr StringLiteral kInitFunction = "cache_weights";
 
 // A step function's FP8 cast of a weight: a one-op quantize kernel of a
 // loaded parameter, and the K-major copies of the result. Delayed scaling
@@ -109,7 +110,41 @@ std::optional<WeightCast> matchWeightCast(kernel::FusedOp fused,
   return wc;
 }
 
+// A step function's reader of a parameter that needs it in BF16 only: a
+// one-op kernel casting the loaded parameter to BF16 (what a BF16 GEMM
+// reads), or an embedding kernel whose BF16 rows are rounded from it. Either
+// reads the BF16 cast as well: a BF16 value widened and rounded again is
+// itself.
+enum class Bf16Reader { None, Cast, Embedding };
+
+Bf16Reader bf16ReaderOf(kernel::FusedOp fused, Value load) {
+  if (!fused)
+    return Bf16Reader::None;
+  Block &body = fused.getBodyBlock();
+  SmallVector<BlockArgument> args;
+  for (OpOperand &use : load.getUses())
+    if (use.getOwner() == fused.getOperation())
+      args.push_back(body.getArgument(use.getOperandNumber()));
+  auto isBf16 = [](Value v) {
+    return cast<RankedTensorType>(v.getType()).getElementType().isBF16();
+  };
+  if (auto cast = onlyOp<graph::CastOp>(fused);
+      cast && args.size() == 1 && cast.getInput() == args[0] &&
+      isBf16(cast.getResult()))
+    return Bf16Reader::Cast;
+  bool embedding = !args.empty();
+  for (BlockArgument arg : args)
+    for (OpOperand &use : arg.getUses()) {
+      auto lookup = dyn_cast<graph::EmbeddingOp>(use.getOwner());
+      embedding &= lookup && use.getOperandNumber() == 0 &&
+                   isBf16(lookup.getResult());
+    }
+  return embedding ? Bf16Reader::Embedding : Bf16Reader::None;
+}
+
 struct FuseAdamW : public octet::impl::OctetFuseAdamWBase<FuseAdamW> {
+  using OctetFuseAdamWBase::OctetFuseAdamWBase;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     if (auto optimizer = module.lookupSymbol<func::FuncOp>("optimizer_step");
@@ -298,6 +333,13 @@ struct FuseAdamW : public octet::impl::OctetFuseAdamWBase<FuseAdamW> {
       for (WeightCast &wc : list)
         replaceByLoads(wc);
     }
+    if (bf16Caches)
+      for (auto &[param, readers] :
+           bf16Readers(module, optimizer, params, casts)) {
+        any = true;
+        cacheBf16(module, b, updates.lookup(param), initReturn, param,
+                  readers);
+      }
     if (!any) {
       init.erase();
       return;
@@ -310,6 +352,97 @@ struct FuseAdamW : public octet::impl::OctetFuseAdamWBase<FuseAdamW> {
     });
     module->setAttr("octet.init_functions",
                     b.getStrArrayAttr({kInitFunction}));
+  }
+
+  // The parameters with FP8 casts of their own left out, those whose every
+  // reader in the step functions needs them in BF16 only, with those
+  // readers (in program order).
+  llvm::MapVector<StringRef, SmallVector<kernel::FusedOp>>
+  bf16Readers(ModuleOp module, func::FuncOp optimizer,
+              const llvm::StringSet<> &params,
+              const llvm::MapVector<StringRef, SmallVector<WeightCast>> &fp8) {
+    llvm::MapVector<StringRef, SmallVector<kernel::FusedOp>> readers;
+    llvm::StringSet<> refused;
+    module.walk([&](graph::LoadOp load) {
+      StringRef param = load.getVariable();
+      if (!params.contains(param) || fp8.contains(param) ||
+          refused.contains(param) ||
+          load->getParentOfType<func::FuncOp>() == optimizer)
+        return;
+      for (Operation *user : load->getUsers()) {
+        auto fused = dyn_cast<kernel::FusedOp>(user);
+        if (bf16ReaderOf(fused, load.getResult()) == Bf16Reader::None) {
+          refused.insert(param);
+          readers.erase(param);
+          return;
+        }
+        if (!llvm::is_contained(readers[param], fused))
+          readers[param].push_back(fused);
+      }
+    });
+    return readers;
+  }
+
+  // `bf16w.<param>`: the BF16 cast of the new weight, made by the optimizer
+  // kernel as it updates the weight (and by the init function from the
+  // initial one), read by `readers` instead of casting the f32 weight each
+  // time: a cast kernel's result becomes the cache's load, an embedding
+  // kernel reads its rows from the cache.
+  void cacheBf16(ModuleOp module, OpBuilder &b, graph::StoreOp update,
+                 Operation *initReturn, StringRef param,
+                 ArrayRef<kernel::FusedOp> readers) {
+    Location loc = update.getLoc();
+    auto weight = cast<RankedTensorType>(update.getValue().getType());
+    auto cacheType = weight.clone(b.getBF16Type());
+    std::string name = (graph::kBf16WeightCachePrefix + param).str();
+    {
+      OpBuilder vb = OpBuilder::atBlockBegin(module.getBody());
+      if (auto vars = llvm::to_vector(module.getOps<graph::VariableOp>());
+          !vars.empty())
+        vb.setInsertionPointAfter(vars.back());
+      graph::VariableOp::create(vb, loc, name, cacheType, "state", "zeros",
+                                FloatAttr(), StringAttr());
+    }
+    auto emit = [&](Operation *before, Value from, StringRef section) {
+      b.setInsertionPoint(before);
+      auto fused = kernel::FusedOp::create(b, loc, TypeRange{cacheType},
+                                           ValueRange{from},
+                                           "optimizer.bf16_weights",
+                                           "elementwise");
+      OpBuilder inner = OpBuilder::atBlockEnd(&fused.getBodyBlock());
+      Value cast = graph::CastOp::create(inner, loc, cacheType,
+                                         fused.getBodyBlock().getArgument(0));
+      kernel::YieldOp::create(inner, loc, cast);
+      fused->setAttr("layer", b.getI64IntegerAttr(-1));
+      fused->setAttr("section", b.getStringAttr(section));
+      graph::StoreOp::create(b, loc, fused->getResult(0), name);
+      return fused;
+    };
+    emit(update, update.getValue(), "optimizer")
+        ->setAttr("octet.weight_cast", b.getUnitAttr());
+    b.setInsertionPoint(initReturn);
+    Value initial = graph::LoadOp::create(b, loc, weight, param);
+    emit(initReturn, initial, "init");
+    for (kernel::FusedOp reader : readers) {
+      OpBuilder rb(reader);
+      Value cache = graph::LoadOp::create(rb, loc, cacheType, name);
+      if (onlyOp<graph::CastOp>(reader)) {
+        reader->getResult(0).replaceAllUsesWith(cache);
+        eraseUnused(reader);
+        continue;
+      }
+      for (OpOperand &operand : reader->getOpOperands()) {
+        auto load = operand.get().getDefiningOp<graph::LoadOp>();
+        if (!load || load.getVariable() != param)
+          continue;
+        operand.set(cache);
+        reader.getBodyBlock()
+            .getArgument(operand.getOperandNumber())
+            .setType(cacheType);
+        if (load->use_empty())
+          load->erase();
+      }
+    }
   }
 
   void declareVariables(ModuleOp module, WeightCast &wc) {

@@ -244,7 +244,7 @@ def OctetFuseAdamW : Pass<"octet-fuse-adamw", "mlir::ModuleOp"> {
     it quantizes the new weight with the scale the next step will read and
     stores the FP8 weight, its transpose and its amax in state variables
     (`fp8w.<param>`, `fp8w.<param>.t`, `fp8w.<param>.amax`) that the train
-    step loads instead. `@fp8_weight_init` casts the initial (or loaded)
+    step loads instead. `@cache_weights` casts the initial (or loaded)
     weights once; the module's `octet.init_functions` names it. The weight
     is then cast once per optimizer step, as Transformer Engine does with
     several microbatches. Under current scaling the step's cast reads the
@@ -266,7 +266,22 @@ def OctetFuseAdamW : Pass<"octet-fuse-adamw", "mlir::ModuleOp"> {
       graph.adamw_update, graph.adamw_update, fp8.quantize ...
     }
     ```
+
+    With `bf16-caches` (the pipeline table sets it for ZeRO-1 without a
+    pipeline), a parameter without an FP8 cast whose every reader in the
+    step functions needs it in BF16 only (a kernel casting it to BF16, as
+    a BF16 GEMM's weight, or an embedding kernel with BF16 rows) gets a
+    BF16 cache the same way: `bf16w.<param>`, written by the optimizer
+    kernel and by the init function, which those readers load instead
+    (the values are the same: a BF16 value widened and rounded again is
+    itself). octet-shard-optimizer then all-gathers the BF16 cache's parts
+    instead of the f32 parameter: half the bytes. At one rank the cache
+    would only add its bytes to the persistent region.
   }];
+  let options = [
+    Option<"bf16Caches", "bf16-caches", "bool", "false",
+           "cache the BF16 cast of parameters whose readers need BF16 only">,
+  ];
   let dependentDialects = ["octet::fp8::Fp8Dialect", "octet::graph::GraphDialect"];
 }
 
@@ -438,7 +453,7 @@ def OctetShardOptimizer : Pass<"octet-shard-optimizer", "mlir::ModuleOp"> {
     that part right after its AdamW kernel, the FP8 parts are all-gathered
     in place instead of the f32 weight, one all-reduce (max) joins the
     parts' amaxes, and a kernel after the last AdamW kernel transposes
-    the gathered copy into the K-major one. @fp8_weight_init's casts of
+    the gathered copy into the K-major one. @cache_weights's casts of
     such a weight are rewritten the same way.
 
     Before (data = 2, one parameter):

@@ -362,12 +362,13 @@ struct ShardOptimizer
           yielded.push_back(i);
           types.push_back(v.getType());
         }
-      bool castsWeight = llvm::any_of(
-          ops, [](Operation *op) { return isa<fp8::QuantizeOp>(op); });
+      StringRef name = "optimizer.fp8_weight_amax";
+      if (llvm::any_of(ops, [](Operation *op) { return isa<fp8::QuantizeOp>(op); }))
+        name = "optimizer.fp8_weights";
+      else if (llvm::any_of(ops, [](Operation *op) { return isa<graph::CastOp>(op); }))
+        name = "optimizer.bf16_weights";
       auto castKernel = kernel::FusedOp::create(
-          b, loc, types, outerInputs.getArrayRef(),
-          castsWeight ? "optimizer.fp8_weights" : "optimizer.fp8_weight_amax",
-          "elementwise");
+          b, loc, types, outerInputs.getArrayRef(), name, "elementwise");
       castKernel->setAttr("layer", b.getI64IntegerAttr(-1));
       castKernel->setAttr("section", b.getStringAttr("optimizer"));
       castKernel->setAttr(kWeightCast, b.getUnitAttr());
@@ -564,17 +565,34 @@ struct ShardOptimizer
     return success();
   }
 
-  // A tensorwise weight cast with a scale from the state (delayed
-  // scaling): its body quantizes input `weight` with input `scale` and
-  // transposes the FP8 result with the same scale, yielding the FP8 copy,
-  // the K-major copy and the amax. Returns the input indices of the weight
-  // and the scale.
-  static std::optional<std::pair<unsigned, unsigned>>
-  matchStateScaledCast(kernel::FusedOp castKernel) {
+  // A weight cast that a rank can make of its part alone: a tensorwise FP8
+  // cast with a scale from the state (delayed scaling), whose body
+  // quantizes input `weight` with input `scale` and transposes the FP8
+  // result with the same scale, yielding the FP8 copy, the K-major copy
+  // and the amax; or a BF16 cast (octet-fuse-adamw's bf16w cache), one
+  // graph.cast of input `weight`.
+  struct PartCast {
+    unsigned weight;
+    std::optional<unsigned> scale;
+  };
+
+  static std::optional<PartCast> matchPartCast(kernel::FusedOp castKernel) {
+    Block &body = castKernel.getBodyBlock();
+    auto yield = cast<kernel::YieldOp>(body.getTerminator());
+    if (castKernel->getNumResults() == 1 &&
+        fusion::bodyOnly(castKernel, {"graph.cast"}) &&
+        body.getOperations().size() == 2) {
+      auto bf16 = cast<graph::CastOp>(body.front());
+      auto weight = dyn_cast<BlockArgument>(bf16.getInput());
+      if (!weight || weight.getOwner() != &body ||
+          yield.getOperand(0) != bf16.getResult() ||
+          !cast<RankedTensorType>(bf16.getType()).getElementType().isBF16())
+        return std::nullopt;
+      return PartCast{weight.getArgNumber(), std::nullopt};
+    }
     if (castKernel->getNumResults() != 3 ||
         !fusion::bodyOnly(castKernel, {"fp8.quantize", "fp8.transpose"}))
       return std::nullopt;
-    Block &body = castKernel.getBodyBlock();
     auto quantizes = body.getOps<fp8::QuantizeOp>();
     auto transposes = body.getOps<fp8::TransposeOp>();
     if (std::distance(quantizes.begin(), quantizes.end()) != 1 ||
@@ -590,7 +608,6 @@ struct ShardOptimizer
         transpose.getScale() != scale || transpose.getBlock() ||
         cast<RankedTensorType>(scale.getType()).getRank() != 0)
       return std::nullopt;
-    auto yield = cast<kernel::YieldOp>(body.getTerminator());
     if (yield.getOperand(0) != quantize.getResult() ||
         yield.getOperand(1) != transpose.getResult() ||
         yield.getOperand(2) != quantize.getAmax())
@@ -598,30 +615,29 @@ struct ShardOptimizer
     if (!castKernel.getInputs()[scale.getArgNumber()]
              .getDefiningOp<graph::LoadOp>())
       return std::nullopt;
-    return std::make_pair(weight.getArgNumber(), scale.getArgNumber());
+    return PartCast{weight.getArgNumber(), scale.getArgNumber()};
   }
 
   // The cast `castKernel` made of this rank's part `part` of its weight
-  // instead of the whole: the rank quantizes its part (the same bytes as
-  // that part of the whole's cast, the scale being the same on every
-  // rank), the FP8 parts are all-gathered in place into the FP8 copy, a
-  // kernel of its own transposes the gathered copy into the K-major one,
-  // and the parts' amaxes go to `amaxParts` (their maximum over the ranks
-  // is the whole's, `amaxWholes`). With `placedAfter` the cast goes right
-  // after what made the part, else where `castKernel` is. Returns the
-  // gather; `kmajor` gets the transposing kernel.
-  kernel::CollectiveOp castPart(kernel::FusedOp castKernel, unsigned weightIn,
-                                unsigned scaleIn, Value part,
+  // instead of the whole: the rank casts its part (the same bytes as that
+  // part of the whole's cast: a BF16 rounding, or an FP8 one with the scale
+  // every rank holds), and the parts are all-gathered in place into the
+  // cache. An FP8 cast's K-major copy is made from the gathered copy by a
+  // kernel of its own (`kmajor`), and the parts' amaxes go to `amaxParts`
+  // (their maximum over the ranks is the whole's, `amaxWholes`). With
+  // `placedAfter` the cast goes right after what made the part, else where
+  // `castKernel` is. Returns the gather.
+  kernel::CollectiveOp castPart(kernel::FusedOp castKernel, PartCast match,
+                                Value part,
                                 SmallVectorImpl<Value> &amaxParts,
                                 SmallVectorImpl<Value> &amaxWholes,
                                 kernel::FusedOp &kmajor,
                                 llvm::DenseMap<Operation *, Operation *>
                                     *placedAfter) {
     Block &body = castKernel.getBodyBlock();
-    auto quantize = *body.getOps<fp8::QuantizeOp>().begin();
-    Value scale = castKernel.getInputs()[scaleIn];
-    auto whole = cast<RankedTensorType>(quantize.getResult().getType());
-    RankedTensorType fp8Part = partType(whole, dataParallel);
+    Operation *castOp = &body.front();
+    auto whole = cast<RankedTensorType>(castOp->getResult(0).getType());
+    RankedTensorType cachePart = partType(whole, dataParallel);
     Location loc = castKernel.getLoc();
     // Right after what made the part (and the casts placed there before),
     // so its gather starts while the compute stream goes on.
@@ -634,20 +650,27 @@ struct ShardOptimizer
       b.setInsertionPointAfter(at);
     }
 
-    auto partCast = kernel::FusedOp::create(
-        b, loc, TypeRange{fp8Part, quantize.getAmax().getType()},
-        ValueRange{part, scale}, castKernel.getName(), castKernel.getKind());
+    SmallVector<Value> ins = {part};
+    SmallVector<Type> types = {cachePart};
+    if (match.scale) {
+      ins.push_back(castKernel.getInputs()[*match.scale]);
+      types.push_back(castOp->getResult(1).getType());
+    }
+    auto partCast = kernel::FusedOp::create(b, loc, types, ins,
+                                            castKernel.getName(),
+                                            castKernel.getKind());
     partCast->setAttrs(castKernel->getAttrs());
     {
       Block &inner = partCast.getBodyBlock();
       OpBuilder ib = OpBuilder::atBlockEnd(&inner);
-      auto q = fp8::QuantizeOp::create(
-          ib, loc, TypeRange{fp8Part, quantize.getAmax().getType()},
-          inner.getArgument(0), inner.getArgument(1),
-          quantize.getAmaxReduceAttr());
-      q->setDiscardableAttrs(quantize->getDiscardableAttrDictionary());
-      kernel::YieldOp::create(ib, loc,
-                              ValueRange{q.getResult(), q.getAmax()});
+      IRMapping map;
+      map.map(castOp->getOperand(0), inner.getArgument(0));
+      if (match.scale)
+        map.map(castOp->getOperand(1), inner.getArgument(1));
+      Operation *clone = ib.clone(*castOp, map);
+      for (auto [result, type] : llvm::zip(clone->getResults(), types))
+        result.setType(type);
+      kernel::YieldOp::create(ib, loc, clone->getResults());
     }
     b.setInsertionPointAfter(partCast);
     auto gather = kernel::CollectiveOp::create(
@@ -659,11 +682,15 @@ struct ShardOptimizer
     gather->setAttr("section", castKernel->getAttr("section"));
     if (placedAfter && def && placedAfter->count(def))
       (*placedAfter)[def] = gather;
+    castKernel->getResult(0).replaceAllUsesWith(gather.getResult(0));
+    kmajor = nullptr;
+    if (!match.scale)
+      return gather;
 
     auto transpose = *body.getOps<fp8::TransposeOp>().begin();
     kmajor = kernel::FusedOp::create(
         b, loc, TypeRange{transpose.getResult().getType()},
-        ValueRange{gather.getResult(0), scale}, "optimizer.fp8_weight_kmajor",
+        ValueRange{gather.getResult(0), ins[1]}, "optimizer.fp8_weight_kmajor",
         "elementwise");
     kmajor->setAttr("layer", b.getI64IntegerAttr(-1));
     kmajor->setAttr("section", castKernel->getAttr("section"));
@@ -675,7 +702,6 @@ struct ShardOptimizer
           inner.getArgument(1), transpose.getBlockAttr());
       kernel::YieldOp::create(ib, loc, ValueRange{t.getResult()});
     }
-    castKernel->getResult(0).replaceAllUsesWith(gather.getResult(0));
     castKernel->getResult(1).replaceAllUsesWith(kmajor->getResult(0));
     amaxParts.push_back(partCast->getResult(1));
     amaxWholes.push_back(castKernel->getResult(2));
@@ -745,10 +771,10 @@ struct ShardOptimizer
     };
     llvm::MapVector<StringRef, Candidate> candidates;
     for (kernel::FusedOp castKernel : fusion::fusedOps(step)) {
-      auto match = matchStateScaledCast(castKernel);
+      auto match = matchPartCast(castKernel);
       if (!match)
         continue;
-      Value weight = castKernel.getInputs()[match->first];
+      Value weight = castKernel.getInputs()[match->weight];
       auto gather = weight.getDefiningOp<kernel::CollectiveOp>();
       if (!gather || gather.getKind() != "all_gather" || !gather.getInPlace())
         continue;
@@ -778,9 +804,8 @@ struct ShardOptimizer
         if (func == step)
           ok &= isa<kernel::RankPartOp>(user);
         else if (auto k = dyn_cast<kernel::FusedOp>(user);
-                 k && isInit(func) && matchStateScaledCast(k) &&
-                 k.getInputs()[matchStateScaledCast(k)->first] ==
-                     load.getResult())
+                 k && isInit(func) && matchPartCast(k) &&
+                 k.getInputs()[matchPartCast(k)->weight] == load.getResult())
           continue;
         else
           ok = false;
@@ -806,12 +831,12 @@ struct ShardOptimizer
     llvm::MapVector<Operation *, SmallVector<unsigned>> dropped;
     for (auto &[name, c] : candidates) {
       Value part = c.gather.getInputs()[c.gathered];
-      auto match = *matchStateScaledCast(c.cast);
       kernel::FusedOp kmajor;
       kernel::CollectiveOp gather =
-          castPart(c.cast, match.first, match.second, part, amaxParts,
+          castPart(c.cast, *matchPartCast(c.cast), part, amaxParts,
                    amaxWholes, kmajor, &placedAfter);
-      kmajors.push_back(kmajor);
+      if (kmajor)
+        kmajors.push_back(kmajor);
       if (!lastGather || lastGather->isBeforeInBlock(gather))
         lastGather = gather;
       c.store.getValueMutable().assign(part);
@@ -860,16 +885,17 @@ struct ShardOptimizer
     }
     for (auto &[func, casts] : initCasts) {
       SmallVector<Value> parts, wholes;
-      SmallVector<kernel::FusedOp> transposes;
+      Operation *last = nullptr;
       for (kernel::FusedOp castKernel : casts) {
-        auto match = *matchStateScaledCast(castKernel);
-        Value part = castKernel.getInputs()[match.first];
+        PartCast match = *matchPartCast(castKernel);
+        Value part = castKernel.getInputs()[match.weight];
         kernel::FusedOp kmajor;
-        castPart(castKernel, match.first, match.second, part, parts, wholes,
-                 kmajor, nullptr);
-        transposes.push_back(kmajor);
+        last = castPart(castKernel, match, part, parts, wholes, kmajor,
+                        nullptr);
+        if (kmajor)
+          last = kmajor;
       }
-      joinAmaxes(transposes.back(), parts, wholes);
+      joinAmaxes(last, parts, wholes);
       for (kernel::FusedOp castKernel : casts)
         castKernel.erase();
       storesAfterValues(cast<func::FuncOp>(func).getBody().front());

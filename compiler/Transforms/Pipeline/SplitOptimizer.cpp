@@ -11,6 +11,7 @@
 
 #include "compiler/Transforms/Fusion/FusionUtils.h"
 #include "compiler/Transforms/Pipeline/Passes.h"
+#include "dialects/graph/WeightCache.h"
 
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/BitVector.h"
@@ -154,9 +155,11 @@ struct SplitOptimizer
       // chunks read only the cast (fp8w.<param>): the parameter goes with
       // its cast.
       if (!param.empty() && it == owner.end())
-        if (auto cast = owner.find(("fp8w." + param).str());
-            cast != owner.end())
-          it = owner.try_emplace(param, cast->second).first;
+        for (StringRef prefix :
+             {graph::kFp8WeightCachePrefix, graph::kBf16WeightCachePrefix})
+          if (auto cast = owner.find((prefix + param).str());
+              cast != owner.end() && it == owner.end())
+            it = owner.try_emplace(param, cast->second).first;
       if (param.empty() || it == owner.end()) {
         update.emitError("octet-split-optimizer: an AdamW update of ")
             << (param.empty() ? StringRef("a value not loaded from a "
@@ -178,9 +181,10 @@ struct SplitOptimizer
     // the cast's K-major copy, scale and amax) goes with the parameter,
     // read by the chunks or not.
     for (auto var : step->getParentOfType<ModuleOp>().getOps<graph::VariableOp>()) {
-      StringRef name = var.getSymName();
-      if (!name.consume_front("fp8w."))
+      std::optional<StringRef> rest = graph::weightCacheRest(var.getSymName());
+      if (!rest)
         continue;
+      StringRef name = *rest;
       for (StringRef param = name; !param.empty();
            param = param.rsplit('.').first) {
         if (auto it = castOwners.find(param); it != castOwners.end()) {
@@ -194,7 +198,7 @@ struct SplitOptimizer
     return success();
   }
 
-  // Parameter -> its rank, for the FP8 state named after it.
+  // Parameter -> its rank, for the weight caches named after it.
   llvm::StringMap<int64_t> castOwners;
 
   bool othersOwn(StringRef var, int64_t rank) const {

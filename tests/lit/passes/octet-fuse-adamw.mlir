@@ -2,7 +2,7 @@
 
 // Next step's FP8 weights, their K-major copies and amaxes are state the
 // optimizer writes and an init function fills once.
-// CHECK: module attributes {{{.*}}octet.init_functions = ["fp8_weight_init"]}
+// CHECK: module attributes {{{.*}}octet.init_functions = ["cache_weights"]}
 // CHECK-DAG: graph.variable @fp8w.layers.0.attn.wqkv : tensor<32x16xf8E4M3FN> {init = "zeros", kind = "state"}
 // CHECK-DAG: graph.variable @fp8w.layers.0.attn.wqkv.t : tensor<16x32xf8E4M3FN> {init = "zeros", kind = "state"}
 // CHECK-DAG: graph.variable @fp8w.layers.0.attn.wqkv.amax : tensor<f32> {init = "zeros", kind = "state"}
@@ -29,7 +29,7 @@
 // CHECK: graph.store {{.*}}, @fp8w.layers.0.attn.wqkv.t :
 // CHECK: graph.store {{.*}}, @fp8w.layers.0.attn.wqkv.amax :
 
-// CHECK-LABEL: func.func @fp8_weight_init()
+// CHECK-LABEL: func.func @cache_weights()
 // CHECK: graph.load @layers.0.mlp.w_down : tensor<16x24xf32>
 // CHECK: kernel.fused "optimizer.fp8_weights"
 // CHECK: fp8.quantize {{.*}}tensor = "layers.0.mlp.w_down.w"
@@ -70,9 +70,38 @@
 // CUR: graph.store {{.*}}, @fp8w.layers.0.attn.wqkv.t :
 // CUR: graph.store {{.*}}, @fp8w.layers.0.attn.wqkv.scale :
 // CUR: graph.store {{.*}}, @fp8w.layers.0.attn.wqkv.scale_inv :
-// CUR-LABEL: func.func @fp8_weight_init()
+// CUR-LABEL: func.func @cache_weights()
 // CUR: kernel.fused "optimizer.fp8_weight_amax"
 // CUR: kernel.fused "optimizer.fp8_weight_scale"
 // CUR: kernel.fused "optimizer.fp8_weights"
 // CUR: graph.store {{.*}}, @fp8w.{{.*}}.scale :
 // CUR: graph.store {{.*}}, @fp8w.{{.*}}.scale_inv :
+
+// bf16-caches (what ZeRO-1 compiles with): a parameter without an FP8 cast
+// whose every reader needs it in BF16 only (here the tied embedding: the
+// embedding kernel's BF16 rows and the LM head's cast for its BF16 GEMMs)
+// gets a BF16 cache, bf16w.embed, which the optimizer kernel writes as it
+// updates the weight and @cache_weights fills once; the readers load it.
+// The norms, read in f32, get none.
+// RUN: %octet-opt %S/Inputs/one-layer-llama.mlir --octet-autodiff --cse --octet-fuse-qkv --cse --octet-bf16-activations --octet-precision="amax-history-len=4" --octet-layout --canonicalize --octet-lower-to-kernel --octet-fuse-adamw="bf16-caches=1" | FileCheck %s --check-prefix=BF16C
+// BF16C: graph.variable @bf16w.embed : tensor<32x16xbf16> {init = "zeros", kind = "state"}
+// BF16C-NOT: graph.variable @bf16w.
+// BF16C-LABEL: func.func @train_microbatch
+// BF16C-NOT: graph.load @embed
+// BF16C: %[[TABLE:.*]] = graph.load @bf16w.embed : tensor<32x16xbf16>
+// BF16C-NOT: graph.load @embed
+// BF16C: kernel.fused "embedding" kind("row") ins(%[[TABLE]], %{{.*}} : tensor<32x16xbf16>, tensor<2x4xi32>)
+// BF16C-NEXT: ^bb0
+// BF16C-NEXT: graph.embedding {{.*}} : (tensor<32x16xbf16>, tensor<2x4xi32>) -> tensor<2x4x16xbf16>
+// BF16C-NOT: graph.load @embed
+// BF16C-LABEL: func.func @optimizer_step
+// BF16C: %[[NEW:.*]]:{{[0-9]+}} = kernel.fused "optimizer.adamw"
+// BF16C: graph.cast %new_param : (tensor<32x16xf32>) -> tensor<32x16xbf16>
+// BF16C: graph.store %[[NEW]]#{{[0-9]+}}, @bf16w.embed : tensor<32x16xbf16>
+// BF16C-LABEL: func.func @cache_weights
+// BF16C: %[[INITIAL:.*]] = graph.load @embed : tensor<32x16xf32>
+// BF16C: kernel.fused "optimizer.bf16_weights" kind("elementwise") ins(%[[INITIAL]] : tensor<32x16xf32>)
+// BF16C: graph.store {{.*}}, @bf16w.embed : tensor<32x16xbf16>
+// Without the option nothing is cached in BF16.
+// RUN: %octet-opt %S/Inputs/one-layer-llama.mlir --octet-autodiff --cse --octet-fuse-qkv --cse --octet-bf16-activations --octet-precision="amax-history-len=4" --octet-layout --canonicalize --octet-lower-to-kernel --octet-fuse-adamw | FileCheck %s --check-prefix=NOCACHE
+// NOCACHE-NOT: bf16w.

@@ -334,3 +334,62 @@ module {
     return
   }
 }
+
+// -----
+
+// A BF16 cache (octet-fuse-adamw's bf16w.<param>): the f32 master stays
+// sharded, the rank casts its half to BF16 right after the update, and the
+// BF16 halves are all-gathered in place into the cache: 2 bytes an element
+// instead of the f32 parameter's 4.
+// PARTS: graph.variable @v : tensor<8x8xf32> {data_shards = 2 : i64
+// PARTS: func.func @optimizer_step
+// PARTS: %[[V:.*]] = graph.load @v : tensor<8x8xf32>
+// PARTS: %[[NEWV:.*]]:3 = kernel.fused "optimizer.adamw" kind("multi_tensor") ins(%[[V]],
+// PARTS: %[[HALF:.*]] = kernel.fused "optimizer.bf16_weights" kind("elementwise") ins(%[[NEWV]]#0 : tensor<8x8xf32>)
+// PARTS-NEXT: ^bb0
+// PARTS-NEXT: graph.cast {{.*}} : (tensor<8x8xf32>) -> tensor<8x8xbf16>
+// PARTS: %[[CACHED:.*]] = kernel.collective %[[HALF]] {comm_stream, {{.*}}in_place, kind = "all_gather"{{.*}} : (tensor<8x8xbf16>) -> tensor<16x8xbf16>
+// PARTS-DAG: graph.store %[[CACHED]], @bf16w.v : tensor<16x8xbf16>
+// PARTS-DAG: graph.store %[[NEWV]]#0, @v : tensor<8x8xf32>
+// PARTS-LABEL: func.func @cache_weights
+// PARTS: %[[INIT:.*]] = kernel.fused "optimizer.bf16_weights" kind("elementwise") ins(%{{.*}} : tensor<8x8xf32>)
+// PARTS: kernel.collective %[[INIT]] {comm_stream, {{.*}}in_place, kind = "all_gather"{{.*}} : (tensor<8x8xbf16>) -> tensor<16x8xbf16>
+module attributes {octet.init_functions = ["cache_weights"]} {
+  graph.variable @v : tensor<16x8xf32> {init = "normal", init_std = 2.000000e-02 : f64, kind = "weight"}
+  graph.variable @grad.v : tensor<16x8xf32> {init = "zeros", kind = "state"}
+  graph.variable @adam_m.v : tensor<16x8xf32> {init = "zeros", kind = "state"}
+  graph.variable @adam_v.v : tensor<16x8xf32> {init = "zeros", kind = "state"}
+  graph.variable @bf16w.v : tensor<16x8xbf16> {init = "zeros", kind = "state"}
+  func.func @train_microbatch(%g: tensor<16x8xf32>) {
+    %s = kernel.collective %g {comm_stream, group = "data", group_size = 2 : i64, kind = "all_reduce", last_microbatch, reduction = "sum"} : (tensor<16x8xf32>) -> tensor<16x8xf32>
+    graph.store %s, @grad.v : tensor<16x8xf32>
+    return
+  }
+  func.func @optimizer_step(%lr: tensor<f32>, %step: tensor<i64>, %mult: tensor<f32>) {
+    %p = graph.load @v : tensor<16x8xf32>
+    %m = graph.load @adam_m.v : tensor<16x8xf32>
+    %v = graph.load @adam_v.v : tensor<16x8xf32>
+    %g = graph.load @grad.v : tensor<16x8xf32>
+    %u:4 = kernel.fused "optimizer.adamw" kind("multi_tensor") ins(%p, %g, %m, %v, %lr, %step, %mult : tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<f32>, tensor<i64>, tensor<f32>) {
+    ^bb0(%a0: tensor<16x8xf32>, %a1: tensor<16x8xf32>, %a2: tensor<16x8xf32>, %a3: tensor<16x8xf32>, %a4: tensor<f32>, %a5: tensor<i64>, %a6: tensor<f32>):
+      %p1, %m1, %v1 = graph.adamw_update %a0, %a1, %a2, %a3, %a4, %a5, %a6 {beta1 = 9.000000e-01 : f64, beta2 = 9.500000e-01 : f64, eps = 1.000000e-08 : f64, weight_decay = 1.000000e-01 : f64} : (tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<f32>, tensor<i64>, tensor<f32>) -> (tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>)
+      %c = graph.cast %p1 : (tensor<16x8xf32>) -> tensor<16x8xbf16>
+      kernel.yield %p1, %m1, %v1, %c : tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xbf16>
+    } {layer = -1 : i64, section = "optimizer"} : tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xbf16>
+    graph.store %u#3, @bf16w.v : tensor<16x8xbf16>
+    graph.store %u#0, @v : tensor<16x8xf32>
+    graph.store %u#1, @adam_m.v : tensor<16x8xf32>
+    graph.store %u#2, @adam_v.v : tensor<16x8xf32>
+    return
+  }
+  func.func @cache_weights() {
+    %p = graph.load @v : tensor<16x8xf32>
+    %c = kernel.fused "optimizer.bf16_weights" kind("elementwise") ins(%p : tensor<16x8xf32>) {
+    ^bb0(%a0: tensor<16x8xf32>):
+      %b = graph.cast %a0 : (tensor<16x8xf32>) -> tensor<16x8xbf16>
+      kernel.yield %b : tensor<16x8xbf16>
+    } {layer = -1 : i64, section = "init"} : tensor<16x8xbf16>
+    graph.store %c, @bf16w.v : tensor<16x8xbf16>
+    return
+  }
+}

@@ -7,7 +7,7 @@
 // update, its amax in the amax kernel, its scale in the scale kernel
 // (computed from that amax), and its cast kernel whole. The init function
 // becomes one per rank, each of its own casts, and the module lists them.
-module attributes {octet.init_functions = ["fp8_weight_init"], octet.pipeline_chunks = 2 : i64} {
+module attributes {octet.init_functions = ["cache_weights"], octet.pipeline_chunks = 2 : i64} {
   graph.variable @fp8w.w0 : tensor<4xf32> {init = "zeros", kind = "state"}
   graph.variable @fp8w.w0.scale : tensor<4xf32> {init = "zeros", kind = "state"}
   graph.variable @fp8w.w1 : tensor<4xf32> {init = "zeros", kind = "state"}
@@ -116,7 +116,7 @@ module attributes {octet.init_functions = ["fp8_weight_init"], octet.pipeline_ch
     graph.store %zero, @grad.w1 : tensor<4xf32>
     return %norm, %lr : tensor<f32>, tensor<f32>
   }
-  func.func @fp8_weight_init() {
+  func.func @cache_weights() {
     %p0 = graph.load @w0 : tensor<4xf32>
     %p1 = graph.load @w1 : tensor<4xf32>
     %amax:2 = kernel.fused "optimizer.fp8_weight_amax" kind("multi_tensor") ins(%p0, %p1 : tensor<4xf32>, tensor<4xf32>) {
@@ -131,7 +131,7 @@ module attributes {octet.init_functions = ["fp8_weight_init"], octet.pipeline_ch
   }
 }
 
-// CHECK: module attributes {octet.init_functions = ["rank0_fp8_weight_init", "rank1_fp8_weight_init"]
+// CHECK: module attributes {octet.init_functions = ["rank0_cache_weights", "rank1_cache_weights"]
 // CHECK-DAG: graph.variable @fp8w.w0.scale {{.*}}pipeline_rank = 0
 // CHECK-DAG: graph.variable @fp8w.w1 {{.*}}pipeline_rank = 1
 // CHECK-DAG: graph.variable @w0 {{.*}}pipeline_rank = 0
@@ -151,12 +151,12 @@ module attributes {octet.init_functions = ["fp8_weight_init"], octet.pipeline_ch
 // CHECK-LABEL: func.func @rank1_optimizer_step
 // CHECK-NOT: @fp8w.w0
 // CHECK: graph.store {{.*}} @fp8w.w1.scale
-// CHECK-LABEL: func.func @rank0_fp8_weight_init
+// CHECK-LABEL: func.func @rank0_cache_weights
 // CHECK-NOT: @w1
 // CHECK: graph.store {{.*}} @fp8w.w0.scale
 // CHECK-NEXT: return
-// CHECK-LABEL: func.func @rank1_fp8_weight_init
+// CHECK-LABEL: func.func @rank1_cache_weights
 // CHECK-NOT: @w0
 // CHECK: graph.store {{.*}} @fp8w.w1.scale
 // CHECK-NEXT: return
-// CHECK-NOT: func.func @fp8_weight_init
+// CHECK-NOT: func.func @cache_weights

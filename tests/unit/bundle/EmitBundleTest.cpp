@@ -264,7 +264,7 @@ TEST(EmitBundle, TinyLlamaIsDeterministicAndComplete) {
   }
   EXPECT_EQ(programs, (std::vector<std::string>{"forward", "train_microbatch",
                                                 "optimizer_step",
-                                                "fp8_weight_init"}));
+                                                "cache_weights"}));
   EXPECT_GT(b.precision_size(), 0);
   EXPECT_EQ(b.plan().arenas(0).alignment(), 256u);
   for (const auto &s : b.plan().slots())
