@@ -731,8 +731,7 @@ struct ShardOptimizer
       Value(whole).replaceAllUsesWith(joined);
   }
 
-  // Stores (and the ops of the block that read nothing else) that now read
-  // a value made after them move after it.
+  // Stores that now read a value made after them move after it.
   static void storesAfterValues(Block &block) {
     for (Operation &op : llvm::make_early_inc_range(block)) {
       auto store = dyn_cast<graph::StoreOp>(op);
@@ -885,15 +884,20 @@ struct ShardOptimizer
     }
     for (auto &[func, casts] : initCasts) {
       SmallVector<Value> parts, wholes;
+      // The amaxes' all-reduce goes after the last op made here, in the
+      // block's order (the casts come in their loads' order).
       Operation *last = nullptr;
+      auto later = [&](Operation *op) {
+        if (op && (!last || last->isBeforeInBlock(op)))
+          last = op;
+      };
       for (kernel::FusedOp castKernel : casts) {
         PartCast match = *matchPartCast(castKernel);
         Value part = castKernel.getInputs()[match.weight];
         kernel::FusedOp kmajor;
-        last = castPart(castKernel, match, part, parts, wholes, kmajor,
-                        nullptr);
-        if (kmajor)
-          last = kmajor;
+        later(castPart(castKernel, match, part, parts, wholes, kmajor,
+                       nullptr));
+        later(kmajor);
       }
       joinAmaxes(last, parts, wholes);
       for (kernel::FusedOp castKernel : casts)
