@@ -113,6 +113,20 @@ void describePlan(const Bundle &b, std::ostream &os, int maxSlots) {
        << shards << " data-parallel ranks hold "
        << humanBytes(shardedBytes) << " on each (" +
               humanBytes(shardedBytes * uint64_t(shards)) + " whole)\n";
+  // The f32 masters ZeRO-1 keeps sharded (their casts are gathered).
+  uint64_t masterBytes = 0;
+  int masters = 0, masterShards = 1;
+  for (const Parameter &p : b.parameters())
+    if (p.data_shards() > 1 && p.slot() < uint32_t(plan.slots_size())) {
+      masterBytes += plan.slots(int(p.slot())).bytes();
+      masterShards = int(p.data_shards());
+      ++masters;
+    }
+  if (masters > 0)
+    os << "  per rank: " << masters << " parameters' f32 masters sharded over "
+       << masterShards << " data-parallel ranks hold "
+       << humanBytes(masterBytes) << " on each (" +
+              humanBytes(masterBytes * uint64_t(masterShards)) + " whole)\n";
   // Activations an all-gather of the train microbatch (or of a pipeline
   // chunk's backward) writes: the embedding gradient's rows of the whole
   // data group, each the data size times its rank's part.
