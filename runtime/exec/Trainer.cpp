@@ -701,6 +701,30 @@ struct Trainer::Impl {
     return Status::ok();
   }
 
+  // `entries` as a job of one rank holds them, for rank 0: every rank reads
+  // its part of each sharded tensor and the ranks join the parts (so every
+  // rank calls this); the rest is the same on every rank, and rank 0 alone
+  // reads it.
+  Status readWhole(const std::vector<Entry> &entries,
+                   std::vector<hf::NamedTensor> &out) {
+    for (const Entry &e : entries) {
+      if (e.dataShards <= 1 && dpRank != 0)
+        continue;
+      hf::NamedTensor t{e.name, e.dtype, e.shape,
+                        std::vector<uint8_t>(e.bytes)};
+      OCTET_RETURN_IF_ERROR(backend.readSlot(e.slot, t.data.data(), e.bytes));
+      if (e.dataShards > 1) {
+        OCTET_RETURN_IF_ERROR(backend.synchronize());
+        std::vector<uint8_t> whole;
+        OCTET_RETURN_IF_ERROR(options.dataParallel->gather(t.data, whole));
+        t.data = std::move(whole);
+        t.shape = wholeShape(e);
+      }
+      out.push_back(std::move(t));
+    }
+    return Status::ok();
+  }
+
   StatusOr<ckpt::TrainCheckpoint> gather(int64_t step) {
     ckpt::TrainCheckpoint c;
     c.step = step;
@@ -710,30 +734,8 @@ struct Trainer::Impl {
     c.bundleHash = hexOf(bundle.content_hash());
     if (pipe)
       return gatherPipeline(std::move(c));
-    // Every rank reads its part of each sharded tensor and the ranks join
-    // the parts; the rest is the same on every rank, and rank 0, which
-    // writes the checkpoint, alone reads it.
-    auto read = [&](const std::vector<Entry> &entries,
-                    std::vector<hf::NamedTensor> &out) -> Status {
-      for (const Entry &e : entries) {
-        if (e.dataShards <= 1 && dpRank != 0)
-          continue;
-        hf::NamedTensor t{e.name, e.dtype, e.shape,
-                          std::vector<uint8_t>(e.bytes)};
-        OCTET_RETURN_IF_ERROR(backend.readSlot(e.slot, t.data.data(), e.bytes));
-        if (e.dataShards > 1) {
-          OCTET_RETURN_IF_ERROR(backend.synchronize());
-          std::vector<uint8_t> whole;
-          OCTET_RETURN_IF_ERROR(options.dataParallel->gather(t.data, whole));
-          t.data = std::move(whole);
-          t.shape = wholeShape(e);
-        }
-        out.push_back(std::move(t));
-      }
-      return Status::ok();
-    };
-    OCTET_RETURN_IF_ERROR(read(modelEntries, c.model));
-    OCTET_RETURN_IF_ERROR(read(stateEntries, c.state));
+    OCTET_RETURN_IF_ERROR(readWhole(modelEntries, c.model));
+    OCTET_RETURN_IF_ERROR(readWhole(stateEntries, c.state));
     OCTET_RETURN_IF_ERROR(backend.synchronize());
     if (dpRank != 0)
       return c;
@@ -1123,13 +1125,12 @@ struct Trainer::Impl {
     if (!configText)
       return configText.status();
     std::string config = *configText;
+    // Every rank joins the parts of the sharded masters; rank 0 writes.
     std::vector<hf::NamedTensor> model;
-    for (const Entry &e : modelEntries) {
-      hf::NamedTensor t{e.name, e.dtype, e.shape, std::vector<uint8_t>(e.bytes)};
-      OCTET_RETURN_IF_ERROR(backend.readSlot(e.slot, t.data.data(), e.bytes));
-      model.push_back(std::move(t));
-    }
+    OCTET_RETURN_IF_ERROR(readWhole(modelEntries, model));
     OCTET_RETURN_IF_ERROR(backend.synchronize());
+    if (dpRank != 0)
+      return Status::ok();
     auto tensors = hfTensors(std::move(model));
     if (!tensors)
       return tensors.status();
@@ -1514,7 +1515,7 @@ StatusOr<TrainResult> Trainer::run() {
   result.peakDeviceBytes = t.peakUsed;
   if (t.timeline)
     OCTET_RETURN_IF_ERROR(t.reportTimeline());
-  if (!t.options.saveHf.empty() && t.dpRank == 0)
+  if (!t.options.saveHf.empty())
     OCTET_RETURN_IF_ERROR(t.saveHf(t.options.saveHf));
   return result;
 }

@@ -1,4 +1,5 @@
 #include "tests/unit/trainer/ToyBackend.h"
+#include "tests/unit/trainer/HostRanks.h"
 
 #include "support/Numerics.h"
 #include "bundle/Bundle.h"
@@ -9,6 +10,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 #include <unistd.h>
 
 namespace octet::test {
@@ -75,7 +77,7 @@ Bundle makeToyBundle(const ToyShape &t) {
   uint32_t qkv = 0, gradQkv = 0;
   if (t.fused) {
     qkv = slot("layers.0.attn.wqkv", PARAMETER, t.fusedDType,
-               {kToyQkvRows, kToyQkvCols}, "");
+               {kToyQkvRows / t.qkvShards, kToyQkvCols}, "");
     gradQkv = slot("grad.layers.0.attn.wqkv", GRADIENT, t.fusedDType,
                    {kToyQkvRows, kToyQkvCols}, "");
   }
@@ -115,6 +117,9 @@ Bundle makeToyBundle(const ToyShape &t) {
            {"model.layers.0.self_attn.k_proj.weight", 2},
            {"model.layers.0.self_attn.v_proj.weight", 2}},
           {kToyQkvRows, kToyQkvCols}, qkv, gradQkv, true, t.fusedDType);
+  if (t.fused && t.qkvShards > 1)
+    b.mutable_parameters(b.parameters_size() - 1)
+        ->set_data_shards(uint32_t(t.qkvShards));
   auto state = [&](const std::string &name, StateKind kind,
                    const std::string &owner, std::vector<int64_t> shape,
                    bundle::DType dtype, uint32_t slot) {
@@ -171,6 +176,38 @@ StatusOr<std::unique_ptr<TrainData>> openToyData(const ToyShape &shape) {
   d.seed = shape.seed;
   d.vocabSize = shape.vocab;
   return TrainData::open(d);
+}
+
+DataParallelRuns runDataParallel(int ranks, const ToyShape &shape,
+                                 const TrainerOptions &options,
+                                 const std::function<void(bundle::Bundle &)> &edit) {
+  DataParallelRuns d;
+  auto host = std::make_shared<HostRanks>(ranks);
+  for (int r = 0; r < ranks; ++r) {
+    d.groups.push_back(std::make_shared<HostRank>(*host, r));
+    TrainerOptions o = options;
+    o.dataParallel = d.groups.back();
+    d.runs.push_back(makeToyRun(shape, o, edit));
+    HostRank *group = d.groups.back().get();
+    d.runs.back().backend->reduceGradients = [group](float *g, int64_t n) {
+      std::vector<double> values(g, g + n);
+      OCTET_RETURN_IF_ERROR(group->sum(values));
+      for (int64_t i = 0; i < n; ++i)
+        g[i] = float(values[size_t(i)]);
+      return Status::ok();
+    };
+  }
+  for (int r = 0; r < ranks; ++r)
+    d.results.push_back(Status::error("not run"));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r)
+    if (d.runs[size_t(r)].status.isOk())
+      threads.emplace_back([&d, r, host] {
+        d.results[size_t(r)] = d.runs[size_t(r)].trainer->run();
+      });
+  for (std::thread &t : threads)
+    t.join();
+  return d;
 }
 
 void toyAdamStep(float *w, float *g, float *m, float *v, int64_t count,

@@ -39,6 +39,10 @@ struct ToyShape {
   // each); the toy's programs leave it as it is.
   bool fused = false;
   bundle::DType fusedDType = bundle::F32;
+  // With `fused`: the data-parallel ranks that share out the fused
+  // parameter's f32 master (ZeRO-1's Parameter.data_shards): its slot
+  // holds kToyQkvRows / qkvShards rows.
+  int64_t qkvShards = 1;
 };
 
 inline constexpr int64_t kToyQkvRows = 8, kToyQkvCols = 3;
@@ -68,6 +72,20 @@ struct ToyRun {
 };
 ToyRun makeToyRun(const ToyShape &shape, TrainerOptions options,
                   const std::function<void(bundle::Bundle &)> &edit = {});
+
+class HostRank;
+
+// Data parallelism in the toy: `ranks` trainers in threads, each rank's
+// gradients summed over the ranks before its Adam step, as the compiled
+// all-reduce does; `edit` changes each rank's bundle first.
+struct DataParallelRuns {
+  std::vector<ToyRun> runs;
+  std::vector<std::shared_ptr<HostRank>> groups;
+  std::vector<StatusOr<TrainResult>> results;
+};
+DataParallelRuns
+runDataParallel(int ranks, const ToyShape &shape, const TrainerOptions &options,
+                const std::function<void(bundle::Bundle &)> &edit = {});
 
 // The toy's optimizer, Adam without weight decay, on `count` elements at step
 // `step`: the squared gradient norm added to `squaredNorm`, the gradients

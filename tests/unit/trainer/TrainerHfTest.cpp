@@ -194,6 +194,53 @@ TEST(TrainerHf, SaveHfWritesHfNamesAndTheConfig) {
       << *config;
 }
 
+// ZeRO-1 with the fused parameter's master sharded over two ranks
+// (Parameter.data_shards): each rank's slot takes its rows of the HF
+// tensors (rank 0 q_proj's 4, rank 1 k_proj's and v_proj's 2 each), and
+// --save-hf joins the ranks' parts, so the export holds the whole tensors.
+TEST(TrainerHf, AShardedMasterLoadsItsPartAndSavesWhole) {
+  ToyShape shape = fusedShape();
+  shape.qkvShards = 2;
+  shape.accum = 1;
+  std::vector<hf::NamedTensor> weights = toyWeights(shape);
+  weights[4].name = "model.norm.weight";
+  std::string dir = writeSharded("hf-sharded-in", weights);
+  auto nameBias = [](bundle::Bundle &b) {
+    for (bundle::Parameter &p : *b.mutable_parameters())
+      if (p.name() == "b") {
+        bundle::HfPiece *piece = p.add_hf_pieces();
+        piece->set_tensor("model.norm.weight");
+        piece->set_rows(1);
+      }
+    b.mutable_build()->set_hf_config("{\"model_type\": \"llama\"}");
+    b.set_world_size(2);
+  };
+  TrainerOptions o;
+  o.initWeights = dir;
+  o.saveHf = freshTestDir("hf-sharded-out");
+  o.steps = 1;
+  DataParallelRuns d = runDataParallel(2, shape, o, nameBias);
+  std::vector<uint8_t> whole = concat({weights[0], weights[1], weights[2]});
+  size_t half = whole.size() / 2;
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_OK(d.runs[size_t(r)].status);
+    ASSERT_TRUE(d.results[size_t(r)].isOk())
+        << d.results[size_t(r)].status().message();
+    EXPECT_EQ(d.runs[size_t(r)].backend->slotBytes("layers.0.attn.wqkv"),
+              std::vector<uint8_t>(whole.begin() + ptrdiff_t(half * size_t(r)),
+                                   whole.begin() +
+                                       ptrdiff_t(half * size_t(r + 1))))
+        << "rank " << r;
+  }
+  auto reader = hf::CheckpointReader::open(o.saveHf);
+  ASSERT_TRUE(reader.isOk()) << reader.status().message();
+  for (int i = 0; i < 3; ++i) {
+    auto bytes = reader->readTensor(weights[i].name);
+    ASSERT_TRUE(bytes.isOk()) << weights[i].name;
+    EXPECT_EQ(*bytes, weights[i].data) << weights[i].name;
+  }
+}
+
 TEST(TrainerHf, SaveHfIsRefusedBeforeTrainingWhenItCannotBeLoaded) {
   TrainerOptions o;
   o.saveHf = freshTestDir("hf-save-refused");

@@ -357,45 +357,6 @@ TEST(Trainer, InitWeightsComeFromSafetensorsByHfName) {
   EXPECT_EQ(r.backend->runs(bundle::INIT), 1);
 }
 
-// Data parallelism in the toy: each rank's gradients are summed over the
-// ranks before its Adam step, as the compiled all-reduce does.
-struct DataParallelRuns {
-  std::vector<ToyRun> runs;
-  std::vector<std::shared_ptr<HostRank>> groups;
-  std::vector<StatusOr<TrainResult>> results;
-};
-
-DataParallelRuns runDataParallel(int ranks, const ToyShape &shape,
-                                 const TrainerOptions &options) {
-  DataParallelRuns d;
-  auto host = std::make_shared<HostRanks>(ranks);
-  for (int r = 0; r < ranks; ++r) {
-    d.groups.push_back(std::make_shared<HostRank>(*host, r));
-    TrainerOptions o = options;
-    o.dataParallel = d.groups.back();
-    d.runs.push_back(makeToyRun(shape, o));
-    HostRank *group = d.groups.back().get();
-    d.runs.back().backend->reduceGradients = [group](float *g, int64_t n) {
-      std::vector<double> values(g, g + n);
-      OCTET_RETURN_IF_ERROR(group->sum(values));
-      for (int64_t i = 0; i < n; ++i)
-        g[i] = float(values[size_t(i)]);
-      return Status::ok();
-    };
-  }
-  for (int r = 0; r < ranks; ++r)
-    d.results.push_back(Status::error("not run"));
-  std::vector<std::thread> threads;
-  for (int r = 0; r < ranks; ++r)
-    if (d.runs[size_t(r)].status.isOk())
-      threads.emplace_back([&d, r, host] {
-        d.results[size_t(r)] = d.runs[size_t(r)].trainer->run();
-      });
-  for (std::thread &t : threads)
-    t.join();
-  return d;
-}
-
 TEST(Trainer, TwoDataParallelRanksTrainAsOneAtTheSameGlobalBatch) {
   ToyShape one;
   one.steps = 6;
