@@ -5,6 +5,7 @@
 // checkpoint that does not fit says which tensor and what to do.
 
 #include "bundle/Bundle.h"
+#include "bundle/InitValues.h"
 #include "runtime/checkpoint/TrainState.h"
 #include "runtime/exec/Trainer.h"
 #include "support/AtomicFile.h"
@@ -238,6 +239,39 @@ TEST(TrainerHf, AShardedMasterLoadsItsPartAndSavesWhole) {
     auto bytes = reader->readTensor(weights[i].name);
     ASSERT_TRUE(bytes.isOk()) << weights[i].name;
     EXPECT_EQ(*bytes, weights[i].data) << weights[i].name;
+  }
+}
+
+// Without --init-from, a sharded master's initial values are the whole
+// parameter's draw (the same on every layout), each rank keeping its part.
+TEST(TrainerHf, AShardedMasterStartsFromItsPartOfTheWholeDraw) {
+  ToyShape shape = fusedShape();
+  shape.qkvShards = 2;
+  shape.accum = 1;
+  shape.steps = 1;
+  TrainerOptions o;
+  DataParallelRuns d = runDataParallel(
+      2, shape, o, [](bundle::Bundle &b) { b.set_world_size(2); });
+  ASSERT_OK(d.runs[0].status);
+  const bundle::Bundle &b = d.runs[0].backend->bundle();
+  const bundle::Parameter *qkv = nullptr;
+  for (const bundle::Parameter &p : b.parameters())
+    if (p.name() == "layers.0.attn.wqkv")
+      qkv = &p;
+  ASSERT_NE(qkv, nullptr);
+  auto whole = bundle::initialBytes(qkv->init(), qkv->dtype(),
+                                    uint64_t(kToyQkvRows * kToyQkvCols),
+                                    qkv->name());
+  ASSERT_TRUE(whole.isOk()) << whole.status().message();
+  size_t half = whole->size() / 2;
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_TRUE(d.results[size_t(r)].isOk())
+        << d.results[size_t(r)].status().message();
+    std::vector<uint8_t> mine = d.runs[size_t(r)].backend->slotBytes(
+        "layers.0.attn.wqkv");
+    EXPECT_EQ(std::string(mine.begin(), mine.end()),
+              whole->substr(half * size_t(r), half))
+        << "rank " << r;
   }
 }
 
