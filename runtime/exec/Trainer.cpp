@@ -1118,8 +1118,6 @@ struct Trainer::Impl {
   // The parameters as a HF model: safetensors under HF names, in the
   // dtype the bundle keeps them in, and config.json (the one beside
   // --init-from when there is one, else the bundle's).
-  // The config.json --save-hf writes: the one beside --init-from when
-  // there is one, else the bundle's.
   Status saveHf(const std::string &dir) {
     auto configText = bundle::hfConfigForExport(bundle, options.initWeights);
     if (!configText)

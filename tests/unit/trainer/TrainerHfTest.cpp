@@ -139,25 +139,28 @@ TEST(TrainerHf, ResumeRestoresTheFusedParameterFromItsHfTensors) {
   EXPECT_EQ(b.backend->slotBytes("layers.0.attn.wqkv"), qkv);
 }
 
+// Makes the toy exportable to HF: the bias under an HF name (the norm's)
+// and a config.
+void nameBiasForExport(bundle::Bundle &b) {
+  for (bundle::Parameter &p : *b.mutable_parameters())
+    if (p.name() == "b") {
+      bundle::HfPiece *piece = p.add_hf_pieces();
+      piece->set_tensor("model.norm.weight");
+      piece->set_rows(1);
+    }
+  b.mutable_build()->set_hf_config("{\"model_type\": \"llama\"}");
+}
+
 TEST(TrainerHf, SaveHfWritesHfNamesAndTheConfig) {
   ToyShape shape = fusedShape();
   std::vector<hf::NamedTensor> weights = toyWeights(shape);
   weights[4].name = "model.norm.weight";
   std::string dir = writeSharded("hf-save-in", weights);
-  auto nameBias = [](bundle::Bundle &b) {
-    for (bundle::Parameter &p : *b.mutable_parameters())
-      if (p.name() == "b") {
-        bundle::HfPiece *piece = p.add_hf_pieces();
-        piece->set_tensor("model.norm.weight");
-        piece->set_rows(1);
-      }
-    b.mutable_build()->set_hf_config("{\"model_type\": \"llama\"}");
-  };
   TrainerOptions o;
   o.initWeights = dir;
   o.saveHf = freshTestDir("hf-save-out");
   o.steps = 1;
-  ToyRun r = makeToyRun(shape, o, nameBias);
+  ToyRun r = makeToyRun(shape, o, nameBiasForExport);
   ASSERT_OK(r.status);
   ASSERT_TRUE(r.trainer->run().isOk());
   auto reader = hf::CheckpointReader::open(o.saveHf);
@@ -186,7 +189,7 @@ TEST(TrainerHf, SaveHfWritesHfNamesAndTheConfig) {
   ToyShape f32 = shape;
   f32.fusedDType = bundle::F32;
   o.saveHf = freshTestDir("hf-save-out-f32");
-  ToyRun s = makeToyRun(f32, o, nameBias);
+  ToyRun s = makeToyRun(f32, o, nameBiasForExport);
   ASSERT_OK(s.status);
   ASSERT_TRUE(s.trainer->run().isOk());
   config = readWholeFile(o.saveHf + "/config.json");
@@ -207,13 +210,7 @@ TEST(TrainerHf, AShardedMasterLoadsItsPartAndSavesWhole) {
   weights[4].name = "model.norm.weight";
   std::string dir = writeSharded("hf-sharded-in", weights);
   auto nameBias = [](bundle::Bundle &b) {
-    for (bundle::Parameter &p : *b.mutable_parameters())
-      if (p.name() == "b") {
-        bundle::HfPiece *piece = p.add_hf_pieces();
-        piece->set_tensor("model.norm.weight");
-        piece->set_rows(1);
-      }
-    b.mutable_build()->set_hf_config("{\"model_type\": \"llama\"}");
+    nameBiasForExport(b);
     b.set_world_size(2);
   };
   TrainerOptions o;
