@@ -307,8 +307,42 @@ void Communicator::abort() {
   comm_ = nullptr;
 }
 
+Status Communicator::registerBuffer(void *base, size_t bytes,
+                                    BufferRegistration how) {
+  const NcclApi &api = nccl_.api();
+  if (how == BufferRegistration::None)
+    return Status::ok();
+  if (!api.commRegister || !api.commDeregister)
+    return Status::error(nccl_.path() + " (NCCL " + nccl_.versionString() +
+                         ") has no ncclCommRegister (NCCL 2.19 and newer): "
+                         "use --nccl-buffers none, or a newer NCCL "
+                         "(OCTET_NCCL)");
+  ncclResult_t result;
+  void *handle = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    OCTET_RETURN_IF_ERROR(checkUsable());
+    result = api.commRegister(comm_, base, bytes, &handle);
+  }
+  OCTET_RETURN_IF_ERROR(settle(result, "ncclCommRegister", __FILE__, __LINE__,
+                               options_.callTimeout));
+  std::lock_guard<std::mutex> lock(mutex_);
+  registered_.push_back(handle);
+  return Status::ok();
+}
+
 Status Communicator::finalize(std::chrono::milliseconds timeout) {
   ncclResult_t result;
+  for (void *h : registered_) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      OCTET_RETURN_IF_ERROR(checkUsable());
+      result = nccl_.api().commDeregister(comm_, h);
+    }
+    OCTET_RETURN_IF_ERROR(
+        settle(result, "ncclCommDeregister", __FILE__, __LINE__, timeout));
+  }
+  registered_.clear();
   {
     std::lock_guard<std::mutex> lock(mutex_);
     OCTET_RETURN_IF_ERROR(checkUsable());

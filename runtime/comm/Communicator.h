@@ -11,6 +11,7 @@
 // Collectives go on the stream they are given (CommStream.h).
 
 #include "bundle/bundle.pb.h"
+#include "runtime/comm/NcclOptions.h"
 #include "runtime/comm/NcclLibrary.h"
 #include "runtime/comm/Watchdog.h"
 #include "support/Status.h"
@@ -51,6 +52,7 @@ StatusOr<SplitKey> splitKeyFor(const std::vector<std::vector<int>> &groups,
 
 // A new unique id (rank 0 makes it; the store carries its bytes).
 StatusOr<std::string> newUniqueId(const NcclLibrary &nccl);
+
 
 struct CommOptions {
   // For messages: "world", "dp", "pp".
@@ -102,6 +104,12 @@ public:
   Status pollAsyncError() override;
   void abort() override;
 
+  // Registers [base, base + bytes), memory from ncclMemAlloc, for the
+  // collectives that follow (nothing for None). Collective: every rank
+  // of the communicator registers, in the same order. finalize()
+  // deregisters it.
+  Status registerBuffer(void *base, size_t bytes, BufferRegistration how);
+
   // The clean end: ncclCommFinalize (waited for, up to the timeout), then
   // ncclCommDestroy.
   Status finalize(std::chrono::milliseconds timeout);
@@ -125,6 +133,7 @@ private:
   ncclComm_t comm_ = nullptr;
   int rank_ = 0, size_ = 0;
   bool aborted_ = false, finalized_ = false;
+  std::vector<void *> registered_;
 };
 
 // ncclGroupStart / ncclGroupEnd for the calls of one host thread (a

@@ -115,6 +115,11 @@ StatusOr<std::unique_ptr<NcclLibrary>> NcclLibrary::open(const Search &search) {
   resolve(handle, "ncclRecv", a.recv, missing);
   resolve(handle, "ncclGroupStart", a.groupStart, missing);
   resolve(handle, "ncclGroupEnd", a.groupEnd, missing);
+  std::string optional;
+  resolve(handle, "ncclMemAlloc", a.memAlloc, optional);
+  resolve(handle, "ncclMemFree", a.memFree, optional);
+  resolve(handle, "ncclCommRegister", a.commRegister, optional);
+  resolve(handle, "ncclCommDeregister", a.commDeregister, optional);
   if (a.getVersion)
     a.getVersion(&lib->version_);
   if (!missing.empty() || lib->version_ < kMinNcclVersion)

@@ -50,6 +50,13 @@ struct NcclApi {
   decltype(&ncclRecv) recv = nullptr;
   decltype(&ncclGroupStart) groupStart = nullptr;
   decltype(&ncclGroupEnd) groupEnd = nullptr;
+  // Optional (null where the library lacks them, before NCCL 2.19):
+  // buffers NCCL reads and writes directly instead of copying them
+  // through its own.
+  decltype(&ncclMemAlloc) memAlloc = nullptr;
+  decltype(&ncclMemFree) memFree = nullptr;
+  decltype(&ncclCommRegister) commRegister = nullptr;
+  decltype(&ncclCommDeregister) commDeregister = nullptr;
 };
 
 class NcclLibrary {

@@ -9,7 +9,8 @@ namespace octet {
 StatusOr<std::unique_ptr<Arena>> Arena::create(const Device &device,
                                                const std::string &name,
                                                uint64_t bytes,
-                                               std::vector<ArenaSlot> slots) {
+                                               std::vector<ArenaSlot> slots,
+                                               const DeviceAllocator *allocator) {
   constexpr uint64_t kGranule = uint64_t(2) << 20;
   uint64_t rounded = (std::max<uint64_t>(bytes, 1) + kGranule - 1) /
                      kGranule * kGranule;
@@ -17,11 +18,23 @@ StatusOr<std::unique_ptr<Arena>> Arena::create(const Device &device,
   a->name_ = name;
   a->bytes_ = rounded;
   a->slots_ = std::move(slots);
-  CUresult r = cuMemAlloc(&a->base_, rounded);
-  if (r == CUDA_SUCCESS)
-    return a;
-  if (r != CUDA_ERROR_OUT_OF_MEMORY)
-    OCTET_CHECK_CUDA(r);
+  if (allocator) {
+    auto base = allocator->allocate(rounded);
+    if (!base)
+      return base.status().withContext("arena '" + name + "' (" +
+                                       allocator->name + ")");
+    if (*base) {
+      a->base_ = *base;
+      a->release_ = allocator->release;
+      return a;
+    }
+  } else {
+    CUresult r = cuMemAlloc(&a->base_, rounded);
+    if (r == CUDA_SUCCESS)
+      return a;
+    if (r != CUDA_ERROR_OUT_OF_MEMORY)
+      OCTET_CHECK_CUDA(r);
+  }
   a->base_ = 0;
   size_t freeBytes = 0, total = 0;
   cuMemGetInfo(&freeBytes, &total);
@@ -49,7 +62,9 @@ StatusOr<std::unique_ptr<Arena>> Arena::create(const Device &device,
 }
 
 Arena::~Arena() {
-  if (base_)
+  if (base_ && release_)
+    release_(base_);
+  else if (base_)
     cuMemFree(base_);
 }
 

@@ -7,6 +7,7 @@
 
 #include "runtime/core/Device.h"
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,6 +21,15 @@ struct ArenaSlot {
   uint64_t bytes = 0;
 };
 
+// Where an arena's bytes come from when not from cuMemAlloc: NCCL's
+// allocator, whose memory NCCL can register for its collectives.
+struct DeviceAllocator {
+  std::string name; // for messages: "ncclMemAlloc"
+  // Null result and ok on out-of-memory, which Arena explains itself.
+  std::function<StatusOr<CUdeviceptr>(uint64_t bytes)> allocate;
+  std::function<void(CUdeviceptr)> release;
+};
+
 class Arena {
 public:
   // Allocates `bytes` (rounded up to 2 MiB). On failure the message names the
@@ -27,7 +37,8 @@ public:
   // slots, which are what to shrink.
   static StatusOr<std::unique_ptr<Arena>>
   create(const Device &device, const std::string &name, uint64_t bytes,
-         std::vector<ArenaSlot> slots);
+         std::vector<ArenaSlot> slots,
+         const DeviceAllocator *allocator = nullptr);
   ~Arena();
   Arena(const Arena &) = delete;
   Arena &operator=(const Arena &) = delete;
@@ -45,6 +56,7 @@ private:
   uint64_t bytes_ = 0;
   std::string name_;
   std::vector<ArenaSlot> slots_;
+  std::function<void(CUdeviceptr)> release_;
 };
 
 } // namespace octet

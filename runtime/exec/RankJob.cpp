@@ -103,6 +103,7 @@ struct RankJob::Impl {
   std::vector<std::unique_ptr<comm::Communicator>> splits;
   std::unique_ptr<comm::Watchdog> watchdog;
   std::shared_ptr<NcclDataGroup> data, pipeline;
+  comm::BufferRegistration arenas = comm::BufferRegistration::None;
   bool finished = false;
 };
 
@@ -126,6 +127,27 @@ StatusOr<std::unique_ptr<RankJob>> RankJob::join(const bundle::Bundle &bundle,
   bo.bundleHash = bundle::toHex(bundle.content_hash());
   bo.bundleWorldSize = bundle.world_size();
   bo.bundleLayout = bundle::parallelLayout(bundle);
+  bool dataGroup = false;
+  for (const bundle::Group &g : bundle.groups())
+    dataGroup |= g.name() == "data";
+  using comm::BufferRegistration;
+  if (options.ncclBuffers == BufferRegistration::Registered &&
+      (bundle.has_pipeline() || !dataGroup))
+    return Status::error(
+        "--nccl-buffers registered registers the plan's arenas with the "
+        "data-parallel group's communicator, which this bundle's ranks do "
+        "not share (" +
+        std::string(bundle.has_pipeline() ? "pipeline stages"
+                                          : "no data group") +
+        "): leave it out");
+  if (options.ncclBuffers) {
+    impl->arenas = *options.ncclBuffers;
+  } else if (dataGroup && !bundle.has_pipeline()) {
+    // The default only where the library has it (NCCL 2.19 and newer).
+    auto nccl = comm::NcclLibrary::get();
+    if (nccl && (*nccl)->api().memAlloc && (*nccl)->api().commRegister)
+      impl->arenas = BufferRegistration::Registered;
+  }
   auto boot = comm::Bootstrap::join(bo);
   if (!boot)
     return boot.status();
@@ -134,6 +156,10 @@ StatusOr<std::unique_ptr<RankJob>> RankJob::join(const bundle::Bundle &bundle,
 }
 
 const comm::RankEnv &RankJob::env() const { return impl_->boot->env(); }
+
+comm::BufferRegistration RankJob::arenaRegistration() const {
+  return impl_->arenas;
+}
 
 Status RankJob::connect(Runtime &runtime) {
   Impl &j = *impl_;
@@ -201,6 +227,15 @@ Status RankJob::connect(Runtime &runtime) {
     byGroup.push_back(member ? commOf[g.name()] : nullptr);
   }
   OCTET_RETURN_IF_ERROR(runtime.connect(*j.nccl, byGroup));
+  if (j.arenas != comm::BufferRegistration::None) {
+    comm::Communicator *data = commOf.count("data") ? commOf["data"] : nullptr;
+    if (!data)
+      return Status::error("this rank is in no data group: recompile the "
+                           "bundle");
+    for (const auto &arena : runtime.planArenas())
+      OCTET_RETURN_IF_ERROR(data->registerBuffer(
+          reinterpret_cast<void *>(arena->base()), arena->bytes(), j.arenas));
+  }
 
   comm::WatchdogOptions wo;
   wo.rank = b.rank();
@@ -226,6 +261,35 @@ Status RankJob::connect(Runtime &runtime) {
     OCTET_RETURN_IF_ERROR(j.pipeline->init());
   }
   return Status::ok();
+}
+
+StatusOr<DeviceAllocator> ncclAllocator() {
+  auto nccl = comm::NcclLibrary::get();
+  if (!nccl)
+    return nccl.status();
+  const comm::NcclLibrary *lib = *nccl;
+  if (!lib->api().memAlloc || !lib->api().memFree)
+    return Status::error(lib->path() + " (NCCL " + lib->versionString() +
+                         ") has no ncclMemAlloc (NCCL 2.19 and newer): use "
+                         "--nccl-buffers none, or a newer NCCL (OCTET_NCCL)");
+  DeviceAllocator a;
+  a.name = "ncclMemAlloc";
+  a.allocate = [lib](uint64_t bytes) -> StatusOr<CUdeviceptr> {
+    void *p = nullptr;
+    ncclResult_t r = lib->api().memAlloc(&p, bytes);
+    if (r == ncclSuccess)
+      return reinterpret_cast<CUdeviceptr>(p);
+    // NCCL reports an exhausted device as a CUDA error; Arena explains
+    // what to shrink when it sees no memory.
+    size_t freeBytes = 0, total = 0;
+    if (cuMemGetInfo(&freeBytes, &total) == CUDA_SUCCESS && freeBytes < bytes)
+      return CUdeviceptr(0);
+    return comm::ncclError(r, "ncclMemAlloc", __FILE__, __LINE__);
+  };
+  a.release = [lib](CUdeviceptr p) {
+    (void)lib->api().memFree(reinterpret_cast<void *>(p));
+  };
+  return a;
 }
 
 std::shared_ptr<DataParallelGroup> RankJob::dataParallel() {

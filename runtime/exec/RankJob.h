@@ -17,6 +17,7 @@
 //            failed rank, which the other ranks learn at once.
 
 #include "bundle/bundle.pb.h"
+#include "runtime/comm/NcclOptions.h"
 #include "runtime/comm/RankEnv.h"
 #include "runtime/exec/TrainerOptions.h"
 #include "support/Status.h"
@@ -27,11 +28,21 @@
 namespace octet {
 
 class Runtime;
+struct DeviceAllocator;
 
 struct RankJobOptions {
   // No progress for this long is a hang, which ends every rank.
   std::chrono::milliseconds stepTimeout{std::chrono::minutes(10)};
+  // How the data group's communicator may use the plan's arenas (which
+  // then come from ncclMemAlloc: ncclAllocator()). Unset: registered for
+  // a data-parallel layout without pipeline stages where NCCL can, else
+  // none; registered for a pipeline layout is an error.
+  std::optional<comm::BufferRegistration> ncclBuffers;
 };
+
+// ncclMemAlloc and ncclMemFree as an arena allocator (the library loaded
+// on first use), for RuntimeOptions::planAllocator.
+StatusOr<DeviceAllocator> ncclAllocator();
 
 class RankJob {
 public:
@@ -45,6 +56,9 @@ public:
   RankJob &operator=(const RankJob &) = delete;
 
   const comm::RankEnv &env() const;
+  // What RankJobOptions::ncclBuffers came to for this bundle: the plan's
+  // arenas must come from ncclAllocator() where it is not None.
+  comm::BufferRegistration arenaRegistration() const;
   Status connect(Runtime &runtime);
   // Null when the bundle has no "data" group.
   std::shared_ptr<DataParallelGroup> dataParallel();

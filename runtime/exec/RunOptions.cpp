@@ -1,5 +1,6 @@
 #include "runtime/exec/RunOptions.h"
 
+#include "runtime/comm/NcclOptions.h"
 #include "support/AtomicFile.h"
 
 #include <CLI/CLI.hpp>
@@ -136,6 +137,14 @@ const RunOption kRunOptions[] = {
      "start N ranks of this command on this host, as\n"
      "`octet launch --gpus N` does (N: the bundle's\nworld size)",
      +[](RunArgs &a) -> int & { return a.gpus; }, 1},
+    {"--nccl-buffers", "HOW",
+     "registered: the plan's arenas come from ncclMemAlloc\n"
+     "and are registered with the data group's NCCL\n"
+     "communicator, which then reads and writes them\n"
+     "directly (the default for data-parallel layouts\n"
+     "without pipeline stages); none: NCCL copies\n"
+     "through its own buffers",
+     +[](RunArgs &a) -> std::string & { return a.ncclBuffers; }},
 };
 
 constexpr const char *kMissingBundle =
@@ -251,6 +260,9 @@ cli::Outcome parseRunArgs(const std::vector<std::string> &args,
 }
 
 Status validateRunArgs(const RunArgs &a) {
+  if (!a.ncclBuffers.empty() && !comm::bufferRegistrationNamed(a.ncclBuffers))
+    return Status::error("--nccl-buffers takes none or registered; got '" +
+                         a.ncclBuffers + "'");
   bool ownData = a.dataKind != "synthetic";
   if (!a.evalPath.empty() && a.dataKind != "indexed")
     return Status::error("--eval-data is the held-out split of --data "

@@ -58,6 +58,9 @@ struct RunArgs {
   // --gpus N: start N ranks of this command on this host (as `octet launch`
   // does) unless this process already is a rank of a job.
   int gpus = 0;
+  // --nccl-buffers: "none" or "registered" (comm::BufferRegistration);
+  // empty: registered for a data-parallel layout without pipeline stages.
+  std::string ncclBuffers;
 };
 
 // The cuBLASLt algorithm cache octet-run reads and writes: --gemm-cache,

@@ -423,7 +423,8 @@ Runtime::load(const Bundle &bundle, const RuntimeOptions &options) {
       if (s.arena() == uint32_t(i))
         slots.push_back({s.name(), s.offset(), s.bytes()});
     auto a = octet::Arena::create(*rt->device_, plan.arenas(i).name(),
-                                  plan.arenas(i).bytes(), std::move(slots));
+                                  plan.arenas(i).bytes(), std::move(slots),
+                                  options.planAllocator);
     if (!a)
       return a.status();
     rt->arenas_.push_back(std::move(*a));

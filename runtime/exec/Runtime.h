@@ -80,6 +80,9 @@ struct RuntimeOptions {
   // main stream (programTimes): where a data-parallel step loses time to
   // communication that its compute did not hide.
   bool programTimes = false;
+  // Where the plan's arenas come from (null: cuMemAlloc). A data-parallel
+  // rank passes NCCL's allocator to register them for its collectives.
+  const DeviceAllocator *planAllocator = nullptr;
 };
 
 class Runtime {
@@ -178,6 +181,10 @@ public:
   // GPU, if any: the driver cannot tell them apart).
   uint64_t fixedCostBytes() const { return fixedCost_; }
   uint64_t arenaBytes() const;
+  // The plan's arenas (not the argument tables).
+  const std::vector<std::unique_ptr<Arena>> &planArenas() const {
+    return arenas_;
+  }
   CUstream mainStream() const;
 
 private:

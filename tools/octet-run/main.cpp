@@ -52,7 +52,8 @@ int64_t tokensPerStep(const Bundle &b, int gpus) {
 }
 
 void writeJson(const std::string &path, const Bundle &b, Runtime &rt,
-               const TrainResult &result, int64_t warmup, int gpus) {
+               const TrainResult &result, int64_t warmup, int gpus,
+               comm::BufferRegistration ncclBuffers) {
   const Schedule &sched = b.schedule();
   std::vector<double> seconds;
   for (const StepRecord &s : result.steps)
@@ -72,7 +73,9 @@ void writeJson(const std::string &path, const Bundle &b, Runtime &rt,
      << ",\n \"batch\": " << sched.micro_batch_size()
      << ",\n \"tokens_per_step\": " << tokens << ",\n \"device\": \""
      << rt.device().name() << "\",\n \"step_s_median\": " << median
-     << ",\n \"gpus\": " << gpus << ",\n \"tokens_per_s\": " << tps
+     << ",\n \"gpus\": " << gpus << ",\n \"nccl_buffers\": \""
+     << comm::bufferRegistrationName(ncclBuffers)
+     << "\",\n \"tokens_per_s\": " << tps
      << ",\n \"tokens_per_s_per_gpu\": " << tps / gpus
      << ",\n \"flops_per_token\": " << sched.flops_per_token()
      << ",\n \"flop_formula\": \"6*N_matmul + 6*L*H*Dh*S (causal "
@@ -166,10 +169,17 @@ int run(RunArgs &args) {
   // Every rank meets the others (and compares bundles) before the GPU is
   // set up; a failure after that is told to them, so they stop naming this
   // rank rather than wait for it.
-  auto joined = RankJob::join(b, *env);
+  RankJobOptions jobOptions;
+  if (!args.ncclBuffers.empty())
+    jobOptions.ncclBuffers = comm::bufferRegistrationNamed(args.ncclBuffers);
+  auto joined = RankJob::join(b, *env, jobOptions);
   if (!joined)
     return fail(joined.status());
   std::unique_ptr<RankJob> job = std::move(*joined);
+  if (!job && jobOptions.ncclBuffers == comm::BufferRegistration::Registered)
+    return fail(Status::error(
+        "--nccl-buffers registered is for the ranks of a job (octet launch, "
+        "or torchrun's variables); this bundle runs alone"));
   auto failJob = [&](const Status &st) {
     if (job)
       job->reportFailure(st.message());
@@ -181,9 +191,17 @@ int run(RunArgs &args) {
   runtimeOptions.gemmTuning.cacheFile = gemmCachePath(args);
   runtimeOptions.pipelineTimeline = args.trainer.pipelineTimeline;
   runtimeOptions.programTimes = !args.json.empty();
+  std::optional<DeviceAllocator> ncclArenas;
   if (job) {
     runtimeOptions.rank = env->rank;
     runtimeOptions.device.ordinal = env->localRank;
+    if (job->arenaRegistration() != comm::BufferRegistration::None) {
+      auto allocator = ncclAllocator();
+      if (!allocator)
+        return failJob(allocator.status());
+      ncclArenas = std::move(*allocator);
+      runtimeOptions.planAllocator = &*ncclArenas;
+    }
   }
   auto rtOr = Runtime::load(b, runtimeOptions);
   if (!rtOr)
@@ -253,6 +271,8 @@ int run(RunArgs &args) {
     return failJob(result.status());
   trainer->reset();
   const int gpus = job ? int(b.world_size()) : 1;
+  const comm::BufferRegistration arenas =
+      job ? job->arenaRegistration() : comm::BufferRegistration::None;
   if (job)
     if (Status st = job->finish(); !st)
       return fail(st);
@@ -261,7 +281,7 @@ int run(RunArgs &args) {
   if (env->rank != 0) {
     if (!args.json.empty())
       writeJson(args.json + ".rank" + std::to_string(env->rank), b, rt,
-                *result, args.bench ? args.warmup : 1, gpus);
+                *result, args.bench ? args.warmup : 1, gpus, arenas);
     return 0;
   }
   if (!result->steps.empty()) {
@@ -285,7 +305,8 @@ int run(RunArgs &args) {
                 humanBytes(rt.fixedCostBytes()).c_str());
   }
   if (!args.json.empty())
-    writeJson(args.json, b, rt, *result, args.bench ? args.warmup : 1, gpus);
+    writeJson(args.json, b, rt, *result, args.bench ? args.warmup : 1, gpus,
+              arenas);
   return 0;
 }
 

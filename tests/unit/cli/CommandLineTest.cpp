@@ -283,6 +283,19 @@ TEST(CommandLine, OneSpellingPerIdea) {
 
 // `octet train` on the GPU path: the options it fills are the options
 // octet-run reads, through one file, with nothing re-spelled as flags.
+TEST(CommandLine, OctetRunTakesHowNcclUsesTheArenas) {
+  RunArgs plain;
+  ASSERT_TRUE(parseRunArgs({"x.octet"}, plain).shouldRun());
+  EXPECT_EQ(plain.ncclBuffers, "");
+  RunArgs none;
+  ASSERT_TRUE(parseRunArgs({"x.octet", "--nccl-buffers", "none"}, none)
+                  .shouldRun());
+  EXPECT_EQ(none.ncclBuffers, "none");
+  expectUsageError(octetRun({"x.octet", "--nccl-buffers", "symmetric"}),
+                   "octet-run",
+                   "--nccl-buffers takes none or registered; got 'symmetric'");
+}
+
 TEST(CommandLine, TrainHandsOctetRunItsOptionsAsAStruct) {
   TrainOptions train;
   train.spec = "s.pbtxt";

@@ -68,6 +68,32 @@ TEST(Nccl, LoadsTheInstalledNcclAndTurnsNvlsOff) {
                         "an NCCL unique id of 5 bytes"));
 }
 
+// Data-parallel ranks register their arenas by default wherever NCCL has
+// the calls (2.19 and newer), so a library that new must give all four.
+TEST(Nccl, ANcclWithBufferRegistrationGivesItsFourCalls) {
+  NcclLibrary::Search search = NcclLibrary::defaultSearch();
+  search.override.reset();
+  auto lib = NcclLibrary::open(search);
+  if (!lib.isOk())
+    GTEST_SKIP() << "no NCCL on this machine: " << lib.status().message();
+  const NcclApi &api = (*lib)->api();
+  bool expected = (*lib)->version() >= 21900;
+  EXPECT_EQ(api.memAlloc != nullptr, expected);
+  EXPECT_EQ(api.memFree != nullptr, expected);
+  EXPECT_EQ(api.commRegister != nullptr, expected);
+  EXPECT_EQ(api.commDeregister != nullptr, expected);
+}
+
+TEST(Nccl, BufferRegistrationsReadByName) {
+  EXPECT_EQ(bufferRegistrationNamed("none"), BufferRegistration::None);
+  EXPECT_EQ(bufferRegistrationNamed("registered"),
+            BufferRegistration::Registered);
+  EXPECT_FALSE(bufferRegistrationNamed("symmetric").has_value());
+  EXPECT_STREQ(bufferRegistrationName(BufferRegistration::Registered),
+               "registered");
+  EXPECT_STREQ(bufferRegistrationName(BufferRegistration::None), "none");
+}
+
 TEST(Nccl, VersionCodesReadAsNcclWritesThem) {
   EXPECT_EQ(ncclVersionString(22809), "2.28.9");
   EXPECT_EQ(ncclVersionString(21803), "2.18.3");
