@@ -133,6 +133,17 @@ const RunOption kRunOptions[] = {
                        "device time as JSON (rank R > 0 of a job writes\n"
                        "FILE.rankR, its own step times)",
      +[](RunArgs &a) -> std::string & { return a.json; }},
+    {"--timeline", "FILE",
+     "record the last step (with --bench, the last\n"
+     "timed one) with a CUDA event before and after\n"
+     "every step of its programs, each on its stream,\n"
+     "and write it as a Chrome trace (chrome://tracing,\n"
+     "Perfetto; rank R > 0 of a job writes FILE.rankR);\n"
+     "rank 0 prints each program's span, each stream's\n"
+     "busy time and how much of the collectives ran\n"
+     "beside compute. That step runs eagerly (no CUDA\n"
+     "graph); the other steps record nothing",
+     +[](RunArgs &a) -> std::string & { return a.timeline; }},
     {"--gpus", "N",
      "start N ranks of this command on this host, as\n"
      "`octet launch --gpus N` does (N: the bundle's\nworld size)",
@@ -205,6 +216,10 @@ Status checkPrefix(const std::string &flag, const std::string &prefix) {
 }
 
 } // namespace
+
+std::string rankOutputPath(const std::string &path, int rank) {
+  return rank == 0 ? path : path + ".rank" + std::to_string(rank);
+}
 
 std::string gemmCachePath(const RunArgs &args) {
   if (!args.gemmCache.empty())
@@ -282,6 +297,9 @@ Status validateRunArgs(const RunArgs &a) {
     return Status::error("--golden brings its own initial values and "
                          "batches; drop --bench, --data/--text, --resume "
                          "and --init-from");
+  if (!a.timeline.empty() && !a.golden.empty())
+    return Status::error("--golden checks the first steps and records no "
+                         "timeline; drop --timeline");
   if (!a.trainer.saveHf.empty() && (a.bench || !a.golden.empty()))
     return Status::error("--save-hf writes a trained model; drop --bench "
                          "and --golden");

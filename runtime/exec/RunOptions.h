@@ -44,6 +44,9 @@ struct RunArgs {
   bool bench = false;
   int64_t warmup = 2;
   std::string json;
+  // --timeline FILE: the last step's device timeline as a Chrome trace
+  // (runtime/exec/StepTimeline.h); empty: none.
+  std::string timeline;
   // --golden DIR: check against the reference interpreter's steps
   // (runtime/exec/GoldenCheck.h) instead of training.
   std::string golden;
@@ -66,6 +69,11 @@ struct RunArgs {
 // The cuBLASLt algorithm cache octet-run reads and writes: --gemm-cache,
 // else $OCTET_GEMM_CACHE, else the bundle's path with ".gemms" added.
 std::string gemmCachePath(const RunArgs &args);
+
+// Where rank `rank` of a job writes an output file octet-run was given as
+// `path` (--json, --timeline): rank 0 `path` itself, rank R
+// `path`.rankR.
+std::string rankOutputPath(const std::string &path, int rank);
 
 // Parses the arguments after the program name into `out`.
 cli::Outcome parseRunArgs(const std::vector<std::string> &args, RunArgs &out);

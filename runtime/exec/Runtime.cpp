@@ -5,6 +5,7 @@
 #include "runtime/blas/GemmTuningCache.h"
 #include "runtime/comm/Communicator.h"
 #include "runtime/exec/PipelineExecutor.h"
+#include "runtime/exec/TimelineRecorder.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -496,6 +497,11 @@ Runtime::load(const Bundle &bundle, const RuntimeOptions &options) {
 
   OCTET_RETURN_IF_ERROR(rt->prepare());
   OCTET_RETURN_IF_ERROR(rt->chooseAlgorithms(options.gemmTuning));
+  if (options.stepTimeline) {
+    rt->timeline_ = std::make_unique<TimelineRecorder>();
+    OCTET_RETURN_IF_ERROR(
+        rt->timeline_->reserve(timelineMarksPerStep(bundle, rank)));
+  }
   auto freeAfter = rt->device_->freeMemory();
   if (!freeAfter)
     return freeAfter.status();
@@ -511,6 +517,7 @@ Runtime::load(const Bundle &bundle, const RuntimeOptions &options) {
 Runtime::~Runtime() {
   for (TimedRun &t : timedRuns_)
     destroyTimedRun(t);
+  timeline_.reset();
   pipeline_.reset();
   programs_.clear();
   gemms_.clear();
@@ -1034,8 +1041,24 @@ Runtime::PreparedProgram *Runtime::find(ProgramKind kind) {
 Status Runtime::runStep(const PreparedStep &s, const PreparedProgram &prog,
                         size_t index, bool firstMicrobatch, bool record) {
   CUstream stream = streams_[s.stream]->handle();
+  TimelineRecorder *timeline = recordingTimeline();
+  int waitBegin = -1, opBegin = -1;
+  if (timeline && !s.waits.empty())
+    OCTET_RETURN_IF_ERROR(timeline->mark(stream, waitBegin));
   for (uint32_t w : s.waits)
     OCTET_CHECK_CUDA(cuStreamWaitEvent(stream, prog.events[w], 0));
+  if (waitBegin >= 0) {
+    int waitEnd = -1;
+    OCTET_RETURN_IF_ERROR(timeline->mark(stream, waitEnd));
+    TimelineRecord r = timelineRecord(s, prog, index);
+    r.kind = TimelineKind::Wait;
+    r.label = "wait for";
+    for (size_t i = 0; i < s.waits.size(); ++i)
+      r.label += (i ? ", " : " ") + prog.steps[s.waits[i]].label;
+    timeline->add(waitBegin, waitEnd, std::move(r));
+  }
+  if (timeline && record)
+    OCTET_RETURN_IF_ERROR(timeline->mark(stream, opBegin));
   switch (s.kind) {
   case PreparedStep::Kind::Launch:
     OCTET_RETURN_IF_ERROR(s.launch->launch(stream));
@@ -1081,6 +1104,11 @@ Status Runtime::runStep(const PreparedStep &s, const PreparedProgram &prog,
     break;
   }
   }
+  if (opBegin >= 0) {
+    int opEnd = -1;
+    OCTET_RETURN_IF_ERROR(timeline->mark(stream, opEnd));
+    timeline->add(opBegin, opEnd, timelineRecord(s, prog, index));
+  }
   if (record && s.waitedOn)
     OCTET_CHECK_CUDA(cuEventRecord(prog.events[index], stream));
   return Status::ok();
@@ -1118,6 +1146,10 @@ Status Runtime::runPrepared(PreparedProgram &prepared, bool lastMicrobatch,
       return t.status();
     timed = *t;
   }
+  TimelineRecorder *timeline = recordingTimeline();
+  if (timeline)
+    OCTET_RETURN_IF_ERROR(
+        timeline->beginProgram(mainStream(), p->kind, p->program->name()));
   // Side streams start after what the main stream holds (the host's input
   // copies) and join it at the end, so the program is ordered between
   // whatever the host enqueued before and after it.
@@ -1134,6 +1166,8 @@ Status Runtime::runPrepared(PreparedProgram &prepared, bool lastMicrobatch,
   bool inGroup = false;
   // A timed collective (or group) whose end is not recorded yet.
   bool collectiveOpen = false;
+  // The recorded step's collectives of the group being issued.
+  std::vector<size_t> groupSteps;
   for (size_t i = 0; i < p->steps.size(); ++i) {
     const PreparedStep &s = p->steps[i];
     bool collective = s.kind == PreparedStep::Kind::Collective;
@@ -1161,10 +1195,27 @@ Status Runtime::runPrepared(PreparedProgram &prepared, bool lastMicrobatch,
     OCTET_RETURN_IF_ERROR(
         runStep(s, *p, i, firstMicrobatch, /*record=*/!grouped)
             .withContext("in " + s.label));
+    if (timeline && grouped)
+      groupSteps.push_back(i);
     if (inGroup && !s.groupedWithNext) {
       inGroup = false;
+      // NCCL enqueues the group's kernels at its end: the group's marks
+      // go around that, after the waits its steps enqueued.
+      CUstream groupStream = streams_[s.stream]->handle();
+      int groupBegin = -1, groupEnd = -1;
+      if (timeline)
+        OCTET_RETURN_IF_ERROR(timeline->mark(groupStream, groupBegin));
       OCTET_RETURN_IF_ERROR(
           comm::CommGroup::end(*nccl_, groupTimeout_).withContext("in " + s.label));
+      if (timeline) {
+        OCTET_RETURN_IF_ERROR(timeline->mark(groupStream, groupEnd));
+        for (size_t g : groupSteps) {
+          TimelineRecord r = timelineRecord(p->steps[g], *p, g);
+          r.ncclGroup = int(groupSteps.size());
+          timeline->add(groupBegin, groupEnd, std::move(r));
+        }
+        groupSteps.clear();
+      }
       if (s.waitedOn)
         OCTET_CHECK_CUDA(cuEventRecord(p->events[i], streams_[s.stream]->handle()));
     }
@@ -1179,6 +1230,8 @@ Status Runtime::runPrepared(PreparedProgram &prepared, bool lastMicrobatch,
                          "' ends inside a group of collectives");
   if (timed)
     OCTET_CHECK_CUDA(cuEventRecord(timed->computed, mainStream()));
+  if (timeline && streams_.size() > 1)
+    OCTET_RETURN_IF_ERROR(timeline->beginJoin(mainStream()));
   for (size_t s = 1; s < streams_.size(); ++s) {
     CUevent e = nullptr;
     OCTET_CHECK_CUDA(cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
@@ -1188,7 +1241,66 @@ Status Runtime::runPrepared(PreparedProgram &prepared, bool lastMicrobatch,
   }
   if (timed)
     OCTET_CHECK_CUDA(cuEventRecord(timed->end, mainStream()));
+  if (timeline)
+    OCTET_RETURN_IF_ERROR(timeline->endProgram(mainStream()));
   return Status::ok();
+}
+
+TimelineRecorder *Runtime::recordingTimeline() const {
+  return timeline_ && timeline_->recording() ? timeline_.get() : nullptr;
+}
+
+TimelineRecord Runtime::timelineRecord(const PreparedStep &s,
+                                       const PreparedProgram &p,
+                                       size_t index) const {
+  TimelineRecord r;
+  r.stream = int(s.stream);
+  r.label = s.label;
+  r.program = p.kind;
+  r.step = int(index);
+  switch (s.kind) {
+  case PreparedStep::Kind::Launch:
+    r.kind = TimelineKind::Launch;
+    break;
+  case PreparedStep::Kind::Gemm:
+    r.kind = TimelineKind::Gemm;
+    r.m = s.gemm->desc().m, r.n = s.gemm->desc().n, r.k = s.gemm->desc().k;
+    break;
+  case PreparedStep::Kind::Memset:
+    r.kind = TimelineKind::Memset;
+    break;
+  case PreparedStep::Kind::Copy:
+    r.kind = TimelineKind::Copy;
+    break;
+  case PreparedStep::Kind::Collective:
+    r.kind = TimelineKind::Collective;
+    describeCollective(*s.collective, bundle_, r);
+    break;
+  }
+  return r;
+}
+
+Status Runtime::beginTimeline() {
+  if (!timeline_)
+    return Status::error("the runtime records no step timeline: load it "
+                         "with RuntimeOptions.stepTimeline");
+  if (pipelinePlan_)
+    return Status::error("a pipeline rank's step runs its instruction list, "
+                         "which the step timeline does not record: time it "
+                         "with --pipeline-timeline");
+  return timeline_->begin();
+}
+
+Status Runtime::endTimeline() {
+  if (!timeline_)
+    return Status::error("the runtime records no step timeline");
+  OCTET_RETURN_IF_ERROR(synchronize());
+  return timeline_->end();
+}
+
+const std::vector<TimelineRecord> &Runtime::timeline() const {
+  static const std::vector<TimelineRecord> none;
+  return timeline_ ? timeline_->records() : none;
 }
 
 StatusOr<std::pair<CUevent, CUevent>> Runtime::timedPair() {
@@ -1305,7 +1417,9 @@ Status Runtime::runGraph(ProgramKind kind, bool lastMicrobatch,
     return run(kind, lastMicrobatch, firstMicrobatch);
   // NCCL's calls in non-blocking mode are not captured: a program with
   // collectives runs eagerly.
-  if (!p->program->capturable() || streams_.size() > 1 || p->collectives)
+  // A recorded step is marked step by step, eagerly.
+  if (!p->program->capturable() || streams_.size() > 1 || p->collectives ||
+      recordingTimeline())
     return run(kind, lastMicrobatch, firstMicrobatch);
   bool first = firstMicrobatch && p->overwrites;
   std::unique_ptr<CudaGraph> &graph = first ? p->firstGraph : p->graph;

@@ -14,6 +14,7 @@
 #include "runtime/core/Launch.h"
 #include "runtime/core/Module.h"
 #include "runtime/exec/ProgramTimes.h"
+#include "runtime/exec/StepTimeline.h"
 
 #include <chrono>
 #include <deque>
@@ -32,6 +33,7 @@ namespace octet {
 struct PipelineRankPlan;
 struct PipeWork;
 struct PipeOpTiming;
+class TimelineRecorder;
 
 // How load chooses each GEMM's cuBLASLt algorithm when the bundle records
 // none that this cuBLASLt accepts: from the cache file when it has the
@@ -83,6 +85,8 @@ struct RuntimeOptions {
   // Where the plan's arenas come from (null: cuMemAlloc). A data-parallel
   // rank passes NCCL's allocator to register them for its collectives.
   const DeviceAllocator *planAllocator = nullptr;
+  // One training step can be recorded step by step (beginTimeline).
+  bool stepTimeline = false;
 };
 
 class Runtime {
@@ -127,6 +131,16 @@ public:
   // The timed runs so far, oldest first (at most the last 4096), once the
   // device has finished them; empty unless RuntimeOptions.programTimes.
   StatusOr<std::vector<ProgramTime>> programTimes();
+  // Needs RuntimeOptions.stepTimeline (and no pipeline). Between the two
+  // calls every step of every program run (eagerly: runGraph runs eagerly
+  // meanwhile) is marked with a CUDA event before and after its waits and
+  // its operation, on its stream; endTimeline waits for the device and
+  // reads them in ms from the start of the first program run
+  // (runtime/exec/StepTimeline.h).
+  Status beginTimeline();
+  Status endTimeline();
+  // The records of the last step endTimeline ended; empty before.
+  const std::vector<TimelineRecord> &timeline() const;
 
   // A pipeline bundle (Bundle.pipeline): enqueues this rank's step, its
   // instruction list (runtime/exec/PipelineExecutor.h) over its CHUNK_*
@@ -208,9 +222,16 @@ private:
   class PipelineStream;
   Status preparePipeline();
   // `record`: record the step's event if a later step waits for it (a
-  // grouped collective's is recorded once its group is enqueued).
+  // grouped collective's is recorded once its group is enqueued). While a
+  // timeline records, its waits are marked, and its operation unless it is
+  // grouped (runPrepared marks the group).
   Status runStep(const PreparedStep &step, const PreparedProgram &program,
                  size_t index, bool firstMicrobatch, bool record = true);
+  // The recorder while it records a step, else null.
+  TimelineRecorder *recordingTimeline() const;
+  TimelineRecord timelineRecord(const PreparedStep &step,
+                                const PreparedProgram &program,
+                                size_t index) const;
   PreparedProgram *find(bundle::ProgramKind kind);
   PreparedProgram *findChunk(bundle::ProgramKind kind, uint32_t chunk,
                              int stashEntry);
@@ -256,6 +277,7 @@ private:
   StatusOr<TimedRun *> beginTimedRun(bundle::ProgramKind kind);
   StatusOr<std::pair<CUevent, CUevent>> timedPair();
   static void destroyTimedRun(TimedRun &t);
+  std::unique_ptr<TimelineRecorder> timeline_;
   GemmTuningReport tuning_;
   uint64_t fixedCost_ = 0;
 };

@@ -44,6 +44,8 @@ public:
   StatusOr<std::vector<PipeOpTiming>> pipelineTimings() override {
     return rt_.pipelineTimings();
   }
+  Status beginTimeline() override { return rt_.beginTimeline(); }
+  Status endTimeline() override { return rt_.endTimeline(); }
   Status writeSlotAt(uint32_t slot, uint64_t offset, const void *data,
                      uint64_t bytes) override {
     return rt_.writeSlotAtAsync(slot, offset, data, bytes);

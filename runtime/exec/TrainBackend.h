@@ -94,6 +94,15 @@ public:
   virtual StatusOr<std::vector<PipeOpTiming>> pipelineTimings() {
     return Status::error("this backend does not time its pipeline steps");
   }
+  // The device timeline of one training step (octet-run --timeline): the
+  // programs run between the two calls are recorded; endTimeline is
+  // called once the step has been synchronized.
+  virtual Status beginTimeline() {
+    return Status::error("this backend records no step timeline");
+  }
+  virtual Status endTimeline() {
+    return Status::error("this backend records no step timeline");
+  }
   // `bytes` at `offset` of the slot (a stash entry), enqueued like a write.
   virtual Status writeSlotAt(uint32_t slot, uint64_t offset, const void *data,
                              uint64_t bytes) {

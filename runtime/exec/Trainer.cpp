@@ -574,7 +574,12 @@ struct Trainer::Impl {
 
   Status runStep(int64_t step, int parity, bool prefetch, StepRecord &rec) {
     auto t0 = std::chrono::steady_clock::now();
-    bool graph = options.graph && stepsRunHere > 0;
+    // The last step's timeline is recorded step by step, so it runs no
+    // graph.
+    bool recorded = options.stepTimeline && step == steps;
+    bool graph = options.graph && stepsRunHere > 0 && !recorded;
+    if (recorded)
+      OCTET_RETURN_IF_ERROR(backend.beginTimeline());
     if (pipe) {
       // The last stage's accumulator holds the sum of its microbatches'
       // losses; the other stages add nothing.
@@ -616,6 +621,8 @@ struct Trainer::Impl {
     if (prefetch)
       OCTET_RETURN_IF_ERROR(prepareStep(parity ^ 1));
     OCTET_RETURN_IF_ERROR(backend.synchronize());
+    if (recorded)
+      OCTET_RETURN_IF_ERROR(backend.endTimeline());
     ++stepsRunHere;
     // The first step runs eagerly and the second captures graphs.
     if (timeline && stepsRunHere > 2) {
@@ -1192,6 +1199,11 @@ StatusOr<std::unique_ptr<Trainer>> Trainer::create(TrainBackend &backend,
   t.evalInterval = o.evalInterval >= 0 ? o.evalInterval : s.eval_interval();
   t.checkpointInterval = o.checkpointInterval >= 0 ? o.checkpointInterval
                                                    : s.checkpoint_interval();
+  if (t.bundle.has_pipeline() && o.stepTimeline)
+    return Status::error("--timeline records the programs of a "
+                         "data-parallel step; a pipeline bundle's step is "
+                         "its instruction list: time it with "
+                         "--pipeline-timeline");
   if (t.bundle.has_pipeline())
     OCTET_RETURN_IF_ERROR(t.setUpPipeline());
   else if (o.pipelineTimeline)

@@ -65,6 +65,9 @@ struct TrainerOptions {
   // predicts from those times (runtime/exec/PipelineTimeline.h). The
   // backend must time its steps (RuntimeOptions.pipelineTimeline).
   bool pipelineTimeline = false;
+  // Record the last step's device timeline (TrainBackend::beginTimeline),
+  // running it eagerly; not for a pipeline bundle.
+  bool stepTimeline = false;
   // Where the step lines go; null for none.
   std::FILE *out = stdout;
   // Null: this process trains alone.

@@ -14,9 +14,11 @@
 #include "runtime/exec/RunOptions.h"
 #include "runtime/exec/Runtime.h"
 #include "runtime/exec/RuntimeBackend.h"
+#include "runtime/exec/StepTimeline.h"
 #include "runtime/exec/TrainData.h"
 #include "runtime/exec/Trainer.h"
 #include "runtime/metrics/StepMetrics.h"
+#include "support/AtomicFile.h"
 
 #include <algorithm>
 #include <climits>
@@ -124,6 +126,32 @@ void writeJson(const std::string &path, const Bundle &b, Runtime &rt,
   js << "\n}\n";
 }
 
+// --timeline: this rank's recorded step as a Chrome trace, and rank 0's
+// summary of it.
+Status writeTimeline(const std::string &file, const Runtime &rt,
+                     const TrainResult &result, int rank, int ranks) {
+  const std::vector<TimelineRecord> &records = rt.timeline();
+  if (records.empty() || result.steps.empty()) {
+    if (rank == 0)
+      std::printf("note: --timeline: no step ran here, nothing recorded\n");
+    return Status::ok();
+  }
+  int64_t step = result.steps.back().step;
+  std::string path = rankOutputPath(file, rank);
+  OCTET_RETURN_IF_ERROR(
+      writeFileAtomically(path, stepTimelineTrace(records, rank, step))
+          .withContext("--timeline"));
+  if (rank == 0)
+    std::printf("%s  trace: %s%s\n",
+                describeStepTimeline(summarizeStepTimeline(records), step,
+                                     rank)
+                    .c_str(),
+                path.c_str(),
+                ranks > 1 ? (" (rank R > 0: " + file + ".rankR)").c_str()
+                          : "");
+  return Status::ok();
+}
+
 int run(RunArgs &args) {
   auto loaded = readBundle(args.bundle);
   if (!loaded)
@@ -191,6 +219,8 @@ int run(RunArgs &args) {
   runtimeOptions.gemmTuning.cacheFile = gemmCachePath(args);
   runtimeOptions.pipelineTimeline = args.trainer.pipelineTimeline;
   runtimeOptions.programTimes = !args.json.empty();
+  runtimeOptions.stepTimeline = !args.timeline.empty();
+  args.trainer.stepTimeline = !args.timeline.empty();
   std::optional<DeviceAllocator> ncclArenas;
   if (job) {
     runtimeOptions.rank = env->rank;
@@ -276,12 +306,17 @@ int run(RunArgs &args) {
   if (job)
     if (Status st = job->finish(); !st)
       return fail(st);
+  if (!args.timeline.empty())
+    if (Status st = writeTimeline(args.timeline, rt, *result, env->rank,
+                                  gpus);
+        !st)
+      return fail(st);
   // Each rank's own step times: a rank that waits for a slower one shows
   // it in its own JSON.
   if (env->rank != 0) {
     if (!args.json.empty())
-      writeJson(args.json + ".rank" + std::to_string(env->rank), b, rt,
-                *result, args.bench ? args.warmup : 1, gpus, arenas);
+      writeJson(rankOutputPath(args.json, env->rank), b, rt, *result,
+                args.bench ? args.warmup : 1, gpus, arenas);
     return 0;
   }
   if (!result->steps.empty()) {

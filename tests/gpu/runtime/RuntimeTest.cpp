@@ -401,6 +401,89 @@ TEST(Runtime, TimesEachProgramRunWhenAsked) {
   }
 }
 
+// --timeline: only the programs run between beginTimeline and endTimeline
+// are recorded, a graph run eagerly among them; each step's interval lies
+// after the one before it on the stream, inside its program's.
+TEST(Runtime, RecordsOneStepsTimelineWhenAsked) {
+  const int n = 5000;
+  bundle::Bundle b = handBundle(n);
+  {
+    auto rt = unwrap(Runtime::load(b, RuntimeOptions{}));
+    Status off = rt->beginTimeline();
+    ASSERT_FALSE(off.isOk());
+    EXPECT_NE(off.message().find("RuntimeOptions.stepTimeline"),
+              std::string::npos)
+        << off.message();
+    EXPECT_TRUE(rt->timeline().empty());
+  }
+  RuntimeOptions opts;
+  opts.stepTimeline = true;
+  auto rt = unwrap(Runtime::load(b, opts));
+  std::vector<float> x(n);
+  for (int i = 0; i < n; ++i)
+    x[size_t(i)] = float(i % 29) - 14.0f;
+  ASSERT_OK(rt->writeSlot(0, x.data(), x.size() * 4));
+  ASSERT_OK(rt->run(bundle::TRAIN_MICROBATCH));
+  ASSERT_OK(rt->runGraph(bundle::TRAIN_MICROBATCH)); // captured, unrecorded
+  ASSERT_OK(rt->synchronize());
+  EXPECT_TRUE(rt->timeline().empty()) << "nothing recorded before begin";
+
+  ASSERT_OK(rt->beginTimeline());
+  ASSERT_OK(rt->runGraph(bundle::TRAIN_MICROBATCH)); // eagerly, recorded
+  ASSERT_OK(rt->run(bundle::TRAIN_MICROBATCH));
+  ASSERT_OK(rt->endTimeline());
+  ASSERT_OK(rt->run(bundle::TRAIN_MICROBATCH)); // after the end: unrecorded
+  ASSERT_OK(rt->synchronize());
+  std::vector<float> y(n);
+  ASSERT_OK(rt->readSlot(1, y.data(), y.size() * 4));
+  for (int i = 0; i < n; ++i)
+    ASSERT_EQ(y[size_t(i)], 6.0f * x[size_t(i)]) << i;
+
+  const std::vector<TimelineRecord> &records = rt->timeline();
+  // Per run: the memset, two launches, the GEMM, then the program (one
+  // stream: no join).
+  const TimelineKind kinds[] = {TimelineKind::Memset, TimelineKind::Launch,
+                                TimelineKind::Launch, TimelineKind::Gemm,
+                                TimelineKind::Program};
+  const char *labels[] = {"zero y", "axpy 0", "axpy 1", "hand.fprop",
+                          "train"};
+  ASSERT_EQ(records.size(), 10u);
+  double before = 0;
+  for (size_t i = 0; i < records.size(); ++i) {
+    const TimelineRecord &r = records[i];
+    size_t inRun = i % 5;
+    EXPECT_EQ(r.run, int(i / 5)) << i;
+    EXPECT_EQ(r.kind, kinds[inRun]) << i;
+    EXPECT_EQ(r.label, labels[inRun]) << i;
+    EXPECT_EQ(r.stream, 0) << i;
+    EXPECT_EQ(r.program, bundle::TRAIN_MICROBATCH) << i;
+    EXPECT_EQ(r.step, inRun < 4 ? int(inRun) : -1) << i;
+    EXPECT_LE(r.beginMs, r.endMs) << i;
+    if (inRun < 4) {
+      // Stream order: each step starts after the one before has ended.
+      EXPECT_GE(r.beginMs, before) << i;
+      before = r.endMs;
+      continue;
+    }
+    const TimelineRecord &first = records[i - 4], &last = records[i - 1];
+    EXPECT_LE(r.beginMs, first.beginMs) << i;
+    EXPECT_GE(r.endMs, last.endMs) << i;
+  }
+  EXPECT_EQ(records[4].beginMs, 0.0) << "time zero is the first program's";
+  EXPECT_GT(records[3].endMs - records[3].beginMs, 0.0) << "the GEMM";
+  EXPECT_EQ(records[3].m, 64);
+  EXPECT_EQ(records[3].n, 64);
+  EXPECT_EQ(records[3].k, 64);
+  EXPECT_GE(records[5].beginMs, records[4].endMs) << "run 1 after run 0";
+
+  StepTimelineSummary summary = summarizeStepTimeline(records);
+  ASSERT_EQ(summary.runs.size(), 2u);
+  ASSERT_EQ(summary.step.busyMs.size(), 1u);
+  EXPECT_GT(summary.step.busyMs[0], 0.0);
+  EXPECT_LE(summary.step.busyMs[0], summary.step.spanMs);
+  EXPECT_EQ(summary.step.sideCollectiveMs, 0.0);
+}
+
 TEST(Runtime, RefusesARankOutsideTheWorld) {
   bundle::Bundle b = handBundle(256);
   RuntimeOptions opts;

@@ -386,7 +386,8 @@ TEST(CommandLine, OptionsFileIsCheckedLikeTheCommandLine) {
                             "--checkpoint-dir", "ck", "--checkpoint-interval",
                             "5", "--keep-checkpoints", "0", "--tensorboard",
                             "tb", "--no-graph", "--plan", "--all-slots",
-                            "--record-algorithms", "--json", "j.json"},
+                            "--record-algorithms", "--json", "j.json",
+                            "--timeline", "t.json"},
                            all)
                   .shouldRun());
   StatusOr<RunArgs> back = runArgsFromJson(runArgsToJson(all), "all.json");
@@ -397,6 +398,22 @@ TEST(CommandLine, OptionsFileIsCheckedLikeTheCommandLine) {
   EXPECT_EQ(back->trainer.evalInterval, 0);
   EXPECT_FALSE(back->trainer.graph);
   EXPECT_TRUE(back->planOnly && back->allSlots && back->recordAlgorithms);
+  EXPECT_EQ(back->timeline, "t.json");
+}
+
+// --json and --timeline write one file a rank: rank 0 the file named,
+// rank R > 0 FILE.rankR beside it.
+TEST(CommandLine, EachRankWritesItsOwnOutputFile) {
+  EXPECT_EQ(rankOutputPath("out/t.json", 0), "out/t.json");
+  EXPECT_EQ(rankOutputPath("out/t.json", 1), "out/t.json.rank1");
+  EXPECT_EQ(rankOutputPath("t", 12), "t.rank12");
+  RunArgs a;
+  ASSERT_TRUE(
+      parseRunArgs({"x.octet", "--bench", "--timeline", "t.json"}, a)
+          .shouldRun());
+  EXPECT_EQ(a.timeline, "t.json");
+  expectUsageError(octetRun({"x.octet", "--golden", "g", "--timeline", "t"}),
+                   "octet-run", "drop --timeline");
 }
 
 TEST(CommandLine, OctetRunLooksForItsFilesBeforeTheGpu) {

@@ -332,11 +332,32 @@ void ToyBackend::forward(bool train, float &loss) {
   loss = float(sum / std::max(1.0, count));
 }
 
+Status ToyBackend::beginTimeline() {
+  if (recording_)
+    return Status::error("the timeline is already recording");
+  recording_ = true;
+  ++timelineBegins;
+  runsBeforeTimeline = 0;
+  for (int n : runs_)
+    runsBeforeTimeline += n;
+  return Status::ok();
+}
+
+Status ToyBackend::endTimeline() {
+  if (!recording_)
+    return Status::error("the timeline was not recording");
+  recording_ = false;
+  ++timelineEnds;
+  return Status::ok();
+}
+
 Status ToyBackend::run(ProgramKind kind, RunMode mode) {
   if (!hasProgram(kind))
     return Status::error("no such program");
   ++runs_[kind];
   graphRuns_ += mode.graph;
+  if (recording_)
+    timelineRuns.push_back({kind, mode.graph});
   const int64_t v = bundle_.schedule().vocab_size();
   auto *cache =
       reinterpret_cast<uint16_t *>(at(uint32_t(findSlot(bundle_, "cache.w"))));

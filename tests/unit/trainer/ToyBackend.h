@@ -129,6 +129,17 @@ public:
   std::function<Status(float *gradients, int64_t count)> reduceGradients;
   int graphRuns() const { return graphRuns_; }
 
+  // The step timeline: what ran between beginTimeline and endTimeline
+  // (kind, and whether as a graph), and how many program runs came before.
+  Status beginTimeline() override;
+  Status endTimeline() override;
+  struct TimelineRun {
+    bundle::ProgramKind kind;
+    bool graph;
+  };
+  std::vector<TimelineRun> timelineRuns;
+  int timelineBegins = 0, timelineEnds = 0, runsBeforeTimeline = -1;
+
 private:
   float *f32(const std::string &name);
   int32_t *i32(const std::string &name);
@@ -139,6 +150,7 @@ private:
   std::vector<uint8_t> arena_;
   int runs_[8] = {};
   int graphRuns_ = 0;
+  bool recording_ = false;
 };
 
 } // namespace octet::test

@@ -49,6 +49,51 @@ TEST(Trainer, TrainsAndTheLossFalls) {
   EXPECT_FLOAT_EQ(result->steps[0].lr, 0.05f);
 }
 
+// --timeline: the last step alone is recorded, its microbatches and
+// optimizer step run eagerly; the steps before it replay their graphs.
+TEST(Trainer, RecordsTheLastStepsTimelineEagerly) {
+  ToyShape shape;
+  shape.steps = 5;
+  TrainerOptions options;
+  options.stepTimeline = true;
+  ToyRun r = makeToyRun(shape, options);
+  ASSERT_OK(r.status);
+  auto result = r.trainer->run();
+  ASSERT_TRUE(result.isOk()) << result.status().message();
+  EXPECT_EQ(r.backend->timelineBegins, 1);
+  EXPECT_EQ(r.backend->timelineEnds, 1);
+  // INIT, then 4 steps of two microbatches and an optimizer step.
+  EXPECT_EQ(r.backend->runsBeforeTimeline, 1 + 4 * 3);
+  ASSERT_EQ(r.backend->timelineRuns.size(), 3u);
+  EXPECT_EQ(r.backend->timelineRuns[0].kind, bundle::TRAIN_MICROBATCH);
+  EXPECT_EQ(r.backend->timelineRuns[1].kind, bundle::TRAIN_MICROBATCH);
+  EXPECT_EQ(r.backend->timelineRuns[2].kind, bundle::OPTIMIZER_STEP);
+  for (const auto &run : r.backend->timelineRuns)
+    EXPECT_FALSE(run.graph);
+  // Graphs in steps 2..4: step 1 runs eagerly before capture, step 5 for
+  // the timeline.
+  EXPECT_EQ(r.backend->graphRuns(), 3 * 3);
+
+  ToyRun plain = makeToyRun(shape, {});
+  ASSERT_OK(plain.status);
+  ASSERT_TRUE(plain.trainer->run().isOk());
+  EXPECT_EQ(plain.backend->timelineBegins, 0);
+  EXPECT_EQ(plain.backend->graphRuns(), 4 * 3);
+}
+
+TEST(Trainer, APipelineBundleHasNoStepTimeline) {
+  TrainerOptions options;
+  options.stepTimeline = true;
+  ToyRun r = makeToyRun(ToyShape{}, options, [](bundle::Bundle &b) {
+    b.mutable_pipeline()->set_ranks(2);
+    b.set_world_size(2);
+  });
+  ASSERT_FALSE(r.status.isOk());
+  EXPECT_NE(r.status.message().find("time it with --pipeline-timeline"),
+            std::string::npos)
+      << r.status.message();
+}
+
 TEST(Trainer, EvaluatesAtTheIntervalWithoutRaisingMemory) {
   ToyShape shape;
   shape.steps = 6;
