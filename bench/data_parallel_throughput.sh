@@ -39,6 +39,8 @@ R=${1:?octet-run}; D=${2:?bundle directory}; O=${3:?output directory}
 B=$(cd "$(dirname "$0")" && pwd); W=$(mktemp -d); mkdir -p "$O"
 STEPS=${STEPS:-20}; WARMUP=${WARMUP:-4}; BUDGET_S=${BUDGET_S:-540}; export LAUNCH2_TIMEOUT=200
 MODELS=${MODELS:-"llama3-8b-8l-fp8 llama3.2-1b-fp8"}
+# The data-2 layouts run for each model (bundles MODEL-VARIANT.octet).
+export VARIANTS=${VARIANTS:-"dp2-zero1 dp2"}
 # PEERS=0 leaves the PyTorch peers out (octet alone, e.g. two octet-run
 # builds on the same bundles in one call).
 PEERS=${PEERS:-1}
@@ -76,7 +78,7 @@ for m in $MODELS; do
       || { echo "one GPU failed:"; tail -5 $W/$m-one.log; }
     tail -1 $W/$m-one.log; echo "clocks: $(clocks)"
   fi
-  for v in dp2-zero1 dp2; do
+  for v in $VARIANTS; do
     note "$m: octet data 2 ($v)"
     fits "$m octet $v" $c || continue
     launch2 $W/$m-$v.log $D/$m-$v.octet --bench --warmup $WARMUP --steps $STEPS --json $W/$m-$v.json
@@ -88,7 +90,7 @@ for m in $MODELS; do
   done
 done
 for m in $MODELS; do
-  for v in dp2-zero1 dp2; do
+  for v in $VARIANTS; do
     note "$m $v: collectives alone"
     [ -s $D/$m-$v.collectives ] || { echo "no $D/$m-$v.collectives (see the header)"; continue; }
     fits "$m $v collectives alone" 20 || continue
@@ -104,6 +106,7 @@ note "summary"
 python3 - "$W" "$O/data-parallel-throughput.json" "$BUDGET_S" $MODELS <<'PY'
 import json, os, socket, sys
 w, out, budget, models = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:]
+variants = os.environ["VARIANTS"].split()
 def load(name):
     p = os.path.join(w, name)
     try:
@@ -120,7 +123,7 @@ for m in models:
     one = load(f"{m}-one.json")
     row = {"model": m, "octet": {"one_gpu": one}, "peer": {}}
     base = one.get("tokens_per_s_per_gpu")
-    for v in ("dp2-zero1", "dp2"):
+    for v in variants:
         ranks = [load(f"{m}-{v}.json"), load(f"{m}-{v}.json.rank1")]
         alone = load(f"{m}-{v}-alone.json")
         r = {"ranks": ranks, "collectives_alone": alone}
@@ -154,14 +157,14 @@ for m in models:
             p["per_gpu_ratio"] = p["tokens_per_s_per_gpu"] / pone["tokens_per_s_per_gpu"]
         row["peer"][dp] = p
     rows.append(row)
-    short = {f"octet {v} rank{i}": round(x, 4) for v in ("dp2-zero1", "dp2")
+    short = {f"octet {v} rank{i}": round(x, 4) for v in variants
              for i, x in enumerate(row["octet"][v].get("per_gpu_ratio_by_rank", []))}
-    short.update({f"octet {v} {k}": round(row["octet"][v][k], 3) for v in ("dp2-zero1", "dp2")
+    short.update({f"octet {v} {k}": round(row["octet"][v][k], 3) for v in variants
                   for k in ("exposed_ms", "comm_alone_ms", "hidden_share") if k in row["octet"][v]})
     short.update({f"peer {dp}": round(row["peer"][dp]["per_gpu_ratio"], 4)
                   for dp in ("fsdp2", "ddp") if "per_gpu_ratio" in row["peer"][dp]})
     print(m, "one GPU", base, "tok/s;", short)
-    for v in ("dp2-zero1", "dp2"):
+    for v in variants:
         for k, p in row["octet"][v].get("programs", {}).items():
             print(f"  {v} {k}: one GPU {p['one_gpu_ms']} ms, by rank {p['ms_by_rank']} ms, "
                   f"end wait for communication {p['join_wait_ms_by_rank']} ms, "

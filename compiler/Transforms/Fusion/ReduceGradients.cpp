@@ -40,7 +40,7 @@ struct ReduceGradients
       return;
     if (failed(reduce(func)))
       return signalPassFailure();
-    deferAmaxReduce(func.getBody().front());
+    overlapAmaxReduce(func.getBody().front());
   }
 
   // The delayed recipe's amax all-reduce (octet-lower-to-kernel: one
@@ -48,12 +48,15 @@ struct ReduceGradients
   // updates) shares the communicator with the buckets, whose calls NCCL
   // runs in issue order: issued on the compute stream in the backward, it
   // would hold the compute stream there until the buckets issued before it
-  // are done. It goes last on the communication stream instead, with the
-  // scale updates it feeds and their stores at the program's end, where the
-  // compute stream waits for the communication stream anyway. Left where it
-  // is when the updates feed more than stores, or when the program loads
+  // are done. It goes on the communication stream as soon as its amaxes
+  // are made, ahead of the buckets that fill later, and the scale updates
+  // it feeds and their stores go to the program's end: there the compute
+  // stream finds it done and updates the scales while the last buckets
+  // (a tied embedding's, made by the backward's last kernel) are still
+  // being reduced, instead of waiting for them first. Left where it is
+  // when the updates feed more than stores, or when the program loads
   // their state after they store it (it would read the old value).
-  void deferAmaxReduce(Block &body) {
+  void overlapAmaxReduce(Block &body) {
     for (auto coll :
          llvm::make_early_inc_range(body.getOps<kernel::CollectiveOp>())) {
       if (coll.getKind() != "all_reduce" || coll.getReduction() != "max" ||
@@ -95,9 +98,18 @@ struct ReduceGradients
         });
         return sorted;
       };
-      Operation *end = body.getTerminator();
-      coll->moveBefore(end);
+      Operation *ready = nullptr;
+      for (Value operand : coll->getOperands())
+        if (Operation *def = operand.getDefiningOp())
+          if (Operation *top = body.findAncestorOpInBlock(*def);
+              top && (!ready || ready->isBeforeInBlock(top)))
+            ready = top;
+      if (ready)
+        coll->moveAfter(ready);
+      else
+        coll->moveBefore(&body.front());
       coll.setCommStream(true);
+      Operation *end = body.getTerminator();
       for (Operation *op : inOrder(updates))
         op->moveBefore(end);
       for (Operation *op : inOrder(stores))

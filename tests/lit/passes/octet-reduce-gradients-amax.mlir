@@ -2,17 +2,18 @@
 // RUN: %octet-opt %s --split-input-file --octet-reduce-gradients | FileCheck %s --check-prefix=NONE
 
 // Delayed scaling: the amax all-reduce octet-lower-to-kernel placed in the
-// backward, before the scale update and its stores, moves after the
-// gradient bucket to the program's end, on the communication stream, the
-// update and its stores after it; the backward's kernels that came after it
-// come before it now.
+// backward, before the scale update and its stores, goes on the
+// communication stream right after its amax is made (ahead of the bucket
+// made later); the update and its stores move to the program's end, after
+// the backward's kernels and the bucket's all-reduce.
 // CHECK-LABEL: func.func @train_microbatch
 // CHECK: kernel.gemm {{.*}}role = "dgrad"
-// CHECK: %[[W:.*]] = kernel.gemm {{.*}}role = "wgrad"
+// CHECK-NEXT: %[[A:.*]] = graph.fill
+// CHECK-NEXT: %[[MAX:.*]] = kernel.collective %[[A]] {comm_stream, group = "data", group_size = 2 : i64, kind = "all_reduce", reduction = "max"} : (tensor<f32>) -> tensor<f32>
+// CHECK-NEXT: %[[W:.*]] = kernel.gemm {{.*}}role = "wgrad"
 // CHECK-NEXT: %[[B:.*]] = kernel.collective %[[W]] {comm_stream, {{.*}}kind = "all_reduce", last_microbatch
 // CHECK-NEXT: graph.store %[[B]], @grad.w
-// CHECK: %[[MAX:.*]] = kernel.collective %{{.*}} {comm_stream, group = "data", group_size = 2 : i64, kind = "all_reduce", reduction = "max"} : (tensor<f32>) -> tensor<f32>
-// CHECK-NEXT: %[[UP:.*]]:2 = kernel.fused "fp8.scale_updates" kind("multi_tensor") ins(%{{.*}}, %[[MAX]], %{{.*}} :
+// CHECK: %[[UP:.*]]:2 = kernel.fused "fp8.scale_updates" kind("multi_tensor") ins(%{{.*}}, %[[MAX]], %{{.*}} :
 // CHECK-NEXT: ^bb0
 // CHECK-NEXT: fp8.scale_update
 // CHECK-NEXT: kernel.yield
@@ -24,10 +25,13 @@ module {
   graph.variable @grad.w : tensor<8x8xf32> {init = "zeros", kind = "state"}
   graph.variable @fp8.x.amax_history : tensor<4xf32> {init = "zeros", kind = "state"}
   graph.variable @fp8.x.scale : tensor<f32> {init = "ones", kind = "state"}
-  func.func @train_microbatch(%x: tensor<4x8xbf16>, %dy: tensor<4x8xbf16>, %amax: tensor<f32>) -> tensor<f32> {
+  func.func @train_microbatch(%x: tensor<4x8xbf16>, %dy: tensor<4x8xbf16>) -> tensor<f32> {
     %gw = graph.load @grad.w : tensor<8x8xf32>
     %hist = graph.load @fp8.x.amax_history : tensor<4xf32>
     %scale = graph.load @fp8.x.scale : tensor<f32>
+    %dx = kernel.gemm %dy, %x {layer = 0 : i64, param = "w", role = "dgrad", section = "backward", transpose_b} : (tensor<4x8xbf16>, tensor<4x8xbf16>) -> tensor<4x4xbf16>
+    %amax = graph.fill {value = 2.0 : f64} : tensor<f32>
+    %w = kernel.gemm %dy, %x accumulate(%gw) {layer = 0 : i64, param = "w", role = "wgrad", section = "backward", transpose_a} : (tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<8x8xf32>) -> tensor<8x8xf32>
     %m = kernel.collective %amax {group = "data", group_size = 2 : i64, kind = "all_reduce", reduction = "max"} : (tensor<f32>) -> tensor<f32>
     %u:2 = kernel.fused "fp8.scale_updates" kind("multi_tensor") ins(%hist, %m, %scale : tensor<4xf32>, tensor<f32>, tensor<f32>) {
     ^bb0(%h: tensor<4xf32>, %a: tensor<f32>, %s: tensor<f32>):
@@ -36,8 +40,6 @@ module {
     } {layer = -1 : i64, section = "backward"} : tensor<4xf32>, tensor<f32>
     graph.store %u#0, @fp8.x.amax_history : tensor<4xf32>
     graph.store %u#1, @fp8.x.scale : tensor<f32>
-    %dx = kernel.gemm %dy, %x {layer = 0 : i64, param = "w", role = "dgrad", section = "backward", transpose_b} : (tensor<4x8xbf16>, tensor<4x8xbf16>) -> tensor<4x4xbf16>
-    %w = kernel.gemm %dy, %x accumulate(%gw) {layer = 0 : i64, param = "w", role = "wgrad", section = "backward", transpose_a} : (tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<8x8xf32>) -> tensor<8x8xf32>
     graph.store %w, @grad.w : tensor<8x8xf32>
     %loss = graph.fill {value = 1.0 : f64} : tensor<f32>
     return %loss : tensor<f32>
