@@ -206,6 +206,10 @@ private:
   struct PreparedStep;
   struct PreparedProgram;
   Status prepare();
+  // One blas::Gemm per bundle GEMM (runtime/exec/RuntimeGemms.cpp): the
+  // algorithm the bundle records if cuBLASLt accepts it, else the
+  // heuristic's candidates that chooseAlgorithms picks from.
+  Status createGemms(const GemmTuningOptions &options);
   // After prepare(), before anything is written to the arena: the GEMMs'
   // timing calls write their outputs there.
   Status chooseAlgorithms(const GemmTuningOptions &options);
