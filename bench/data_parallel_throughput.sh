@@ -9,7 +9,9 @@
 #     torch._scaled_mm, per-block torch.compile) on one GPU and over both
 #     with FSDP2, then, as far as the time budget goes, with DDP;
 #   - each data-2 bundle's collectives alone (bench/collectives_time.py,
-#     the NCCL calls `octet inspect --collectives` lists).
+#     the NCCL calls `octet inspect --collectives` lists);
+#   - each data-2 run's last step recorded (octet-run --timeline): how much
+#     of the collectives ran beside compute.
 # The summary JSON (OUT/data-parallel-throughput.json) gives per model:
 # tokens/s per GPU on one GPU and of each rank at data 2, their ratio, and
 # how much communication the step hid: exposed_ms = step(data 2) - step(one
@@ -81,7 +83,8 @@ for m in $MODELS; do
   for v in $VARIANTS; do
     note "$m: octet data 2 ($v)"
     fits "$m octet $v" $c || continue
-    launch2 $W/$m-$v.log $D/$m-$v.octet --bench --warmup $WARMUP --steps $STEPS --json $W/$m-$v.json
+    launch2 $W/$m-$v.log $D/$m-$v.octet --bench --warmup $WARMUP --steps $STEPS --json $W/$m-$v.json \
+      --timeline $W/$m-$v.trace.json
     tail -1 $W/$m-$v.log; echo "clocks: $(clocks)"
   done
   for dp in one fsdp2; do
@@ -127,6 +130,10 @@ for m in models:
         ranks = [load(f"{m}-{v}.json"), load(f"{m}-{v}.json.rank1")]
         alone = load(f"{m}-{v}-alone.json")
         r = {"ranks": ranks, "collectives_alone": alone}
+        # The last timed step, recorded (octet-run --timeline): how long
+        # each rank's communication stream ran collectives and how much of
+        # it its compute stream hid.
+        r["timeline_by_rank"] = [x.get("timeline") for x in ranks]
         tps = [x.get("tokens_per_s_per_gpu") for x in ranks]
         if base and all(tps):
             r["per_gpu_ratio_by_rank"] = [t / base for t in tps]
@@ -165,6 +172,10 @@ for m in models:
                   for dp in ("fsdp2", "ddp") if "per_gpu_ratio" in row["peer"][dp]})
     print(m, "one GPU", base, "tok/s;", short)
     for v in variants:
+        for i, t in enumerate(row["octet"][v].get("timeline_by_rank", [])):
+            if t and "hidden_share" in t:
+                print(f"  {v} rank {i}, step {t['step']}: collectives {t['side_collective_ms']:.1f} ms, "
+                      f"{t['hidden_collective_ms']:.1f} ms ({100 * t['hidden_share']:.0f}%) beside compute")
         for k, p in row["octet"][v].get("programs", {}).items():
             print(f"  {v} {k}: one GPU {p['one_gpu_ms']} ms, by rank {p['ms_by_rank']} ms, "
                   f"end wait for communication {p['join_wait_ms_by_rank']} ms, "
@@ -179,6 +190,7 @@ json.dump({"command": "bash bench/data_parallel_throughput.sh OCTET_RUN BUNDLES 
                "exposed_ms": "median step at data 2 (the slower rank's) minus median step on one GPU: what data 2 adds to a step",
                "comm_alone_ms": "the bundle's NCCL calls of one step (octet inspect --collectives, rank 0) issued alone with torch.distributed on the same GPUs (bench/collectives_time.py)",
                "hidden_share": "1 - max(0, exposed_ms) / comm_alone_ms",
+               "timeline_by_rank": "each rank's last timed step, recorded with CUDA events (octet-run --timeline, trace in MODEL-VARIANT.trace.json[.rank1]): side_collective_ms, how long the communication stream ran collectives; hidden_collective_ms, how much of that the compute stream spent on work of its own; hidden_share, their ratio",
                "programs": "per program kind, the median device time of its runs in the timed steps (octet-run --json), on one GPU and on each rank; join_wait: the part after the compute stream's last instruction, waiting for the communication stream; main_collective: the time the compute stream spent in its own collectives (the embedding gradient's gathers, the norm's), waits for earlier calls on the communicator included",
                "outside_programs_ms": "the median step minus the programs' median times: the host's turn between programs and steps"},
            "rows": rows}, open(out, "w"), indent=1)

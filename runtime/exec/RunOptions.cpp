@@ -130,8 +130,9 @@ const RunOption kRunOptions[] = {
     {"--warmup", "N", "untimed steps of --bench (default 2)",
      +[](RunArgs &a) -> int64_t & { return a.warmup; }, 0},
     {"--json", "FILE", "write throughput, memory and each program's\n"
-                       "device time as JSON (rank R > 0 of a job writes\n"
-                       "FILE.rankR, its own step times)",
+                       "device time as JSON, with --timeline's step in\n"
+                       "numbers (rank R > 0 of a job writes FILE.rankR,\n"
+                       "its own step times)",
      +[](RunArgs &a) -> std::string & { return a.json; }},
     {"--timeline", "FILE",
      "record the last step (with --bench, the last\n"

@@ -123,6 +123,22 @@ void writeJson(const std::string &path, const Bundle &b, Runtime &rt,
     std::fprintf(stderr, "octet-run: note: no program times: %s\n",
                  runs.status().message().c_str());
   }
+  // --timeline's recorded step in numbers: how long the communication
+  // streams ran collectives, and how much of that the compute stream hid
+  // behind work of its own.
+  if (!rt.timeline().empty() && !result.steps.empty()) {
+    StepTimelineSummary tl = summarizeStepTimeline(rt.timeline());
+    js << ",\n \"timeline\": {\"step\": " << result.steps.back().step
+       << ", \"span_ms\": " << tl.step.spanMs << ", \"busy_ms_by_stream\": [";
+    for (size_t i = 0; i < tl.step.busyMs.size(); ++i)
+      js << (i ? ", " : "") << tl.step.busyMs[i];
+    js << "], \"side_collective_ms\": " << tl.step.sideCollectiveMs
+       << ", \"hidden_collective_ms\": " << tl.step.overlappedMs;
+    if (tl.step.sideCollectiveMs > 0)
+      js << ", \"hidden_share\": "
+         << tl.step.overlappedMs / tl.step.sideCollectiveMs;
+    js << "}";
+  }
   js << "\n}\n";
 }
 
