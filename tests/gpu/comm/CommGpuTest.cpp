@@ -301,6 +301,77 @@ void checkSplit(Rank &r) {
   }
 }
 
+// The data group's use of a rank's arenas: memory from ncclMemAlloc,
+// registered with the communicator (ncclCommRegister), then the in-place
+// reduce-scatter and all-gather ZeRO-1 issues into it, and the
+// deregistration in finalize before the memory is freed.
+void checkRegisteredInPlace(Rank &r) {
+  const std::string name = "registered in-place reduce_scatter + all_gather";
+  if (!r.nccl->api().memAlloc || !r.nccl->api().commRegister) {
+    report(name, "NCCL " + r.nccl->versionString() +
+                     " has no ncclMemAlloc / ncclCommRegister");
+    return;
+  }
+  std::vector<std::vector<int>> together(1);
+  for (int q = 0; q < r.world; ++q)
+    together[0].push_back(q);
+  auto key = splitKeyFor(together, r.rank);
+  CHECK_OK(name, key.status());
+  CommOptions o;
+  o.name = "data";
+  auto sub = r.comm->split(*key, o);
+  CHECK_OK(name, sub.status());
+  const size_t m = 1 << 18, total = m * size_t(r.world);
+  void *raw = nullptr;
+  if (r.nccl->api().memAlloc(&raw, total * sizeof(float)) != ncclSuccess) {
+    report(name, "ncclMemAlloc failed");
+    return;
+  }
+  auto base = CUdeviceptr(raw);
+  auto part = base + CUdeviceptr(size_t(r.rank) * m * sizeof(float));
+  std::string problem;
+  auto run = [&]() -> Status {
+    OCTET_RETURN_IF_ERROR((*sub)->registerBuffer(
+        raw, total * sizeof(float), BufferRegistration::Registered));
+    std::vector<float> host(total), want(m);
+    float ranksSum = float(r.world * (r.world + 1) / 2);
+    for (size_t j = 0; j < total; ++j)
+      host[j] = float(r.rank + 1) * float(j % 97);
+    for (size_t i = 0; i < m; ++i)
+      want[i] = ranksSum * float((size_t(r.rank) * m + i) % 97);
+    OCTET_CHECK_CUDA(cuMemcpyHtoD(base, host.data(), total * sizeof(float)));
+    OCTET_RETURN_IF_ERROR((*sub)->reduceScatter(
+        raw, reinterpret_cast<void *>(part), m, ncclFloat32, ReduceOp::Sum,
+        r.stream));
+    sync(r);
+    std::vector<float> got(m);
+    OCTET_CHECK_CUDA(cuMemcpyDtoH(got.data(), part, m * sizeof(float)));
+    problem = firstMismatch(got, want);
+    if (!problem.empty())
+      return Status::error("reduce_scatter: " + problem);
+    // Each rank's part, then every part everywhere.
+    for (size_t i = 0; i < m; ++i)
+      got[i] = float(r.rank * 1000 + int(i % 13));
+    OCTET_CHECK_CUDA(cuMemcpyHtoD(part, got.data(), m * sizeof(float)));
+    OCTET_RETURN_IF_ERROR((*sub)->allGather(reinterpret_cast<void *>(part),
+                                            raw, m, ncclFloat32, r.stream));
+    sync(r);
+    std::vector<float> all(total), wantAll(total);
+    OCTET_CHECK_CUDA(cuMemcpyDtoH(all.data(), base, total * sizeof(float)));
+    for (size_t j = 0; j < total; ++j)
+      wantAll[j] = float(int(j / m) * 1000 + int((j % m) % 13));
+    problem = firstMismatch(all, wantAll);
+    if (!problem.empty())
+      return Status::error("all_gather: " + problem);
+    return (*sub)->finalize(60s);
+  };
+  Status s = run();
+  if (!s) // the registration goes with the communicator, before the memory
+    (*sub)->abort();
+  r.nccl->api().memFree(raw);
+  report(name, s ? "" : s.message());
+}
+
 int runRank(int steps) {
   auto env = rankEnvFromProcess();
   if (!env) {
@@ -391,6 +462,7 @@ int runRank(int steps) {
     checkBroadcast(r);
     checkSendRecvRing(r);
     checkSplit(r);
+    checkRegisteredInPlace(r);
   }
   dog->unwatch(world->get());
   dog->stop();
