@@ -3,29 +3,20 @@
 #include "bundle/Bundle.h"
 #include "bundle/HfLayout.h"
 #include "bundle/InitValues.h"
-#include "bundle/PipelineBundle.h"
-#include "hf/HfWeights.h"
-#include "hf/Safetensors.h"
-#include "runtime/exec/PipelineTimeline.h"
-#include "runtime/exec/PipelineTraining.h"
-#include "support/AtomicFile.h"
+#include "runtime/exec/TrainerImpl.h"
 #include "support/LrSchedule.h"
-#include "support/Numerics.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstring>
-#include <sys/stat.h>
-#include <map>
-#include <optional>
 #include <set>
 #include <thread>
 
 namespace octet {
 
 using namespace octet::bundle;
+using namespace octet::trainer;
 namespace ckpt = octet::checkpoint;
 
 double scheduledLearningRate(const Schedule &s, int64_t step,
@@ -34,1131 +25,629 @@ double scheduledLearningRate(const Schedule &s, int64_t step,
       {s.lr(), s.warmup_steps(), totalSteps, s.min_lr_ratio()}, step);
 }
 
-namespace {
-
-enum class Feed { Tokens, Labels, LossMask, Positions, CuSeqlens, Lr, Step };
-
-struct Binding {
-  Feed feed;
-  std::string name;
-  uint32_t slot = 0;
-  uint64_t bytes = 0;
-  bundle::DType dtype = DTYPE_UNSPECIFIED;
-  uint64_t stageOffset = 0;
-};
-
-struct ProgramIO {
-  std::vector<Binding> inputs;
-  uint64_t stageBytes = 0;
-  int loss = -1, gradNorm = -1, lr = -1;
-};
-
-// One tensor of a checkpoint and the slot it comes from.
-struct Entry {
-  std::string name;
-  uint32_t slot = 0;
-  octet::DType dtype = octet::DType::U8;
-  std::vector<int64_t> shape;
-  uint64_t bytes = 0;
-  // A parameter that is not one HF tensor as it is (a fused QKV or gate/up
-  // weight): saved as, and loaded from, the HF tensors this says.
-  std::optional<hf::HfParameterLayout> layout;
-  // A state tensor the data-parallel ranks share out along dimension 0
-  // (ZeRO-1): the slot holds this rank's part, `shape` is the part's, and
-  // checkpoints hold the whole tensor.
-  int64_t dataShards = 1;
-};
-
-std::vector<int64_t> wholeShape(const Entry &e) {
-  std::vector<int64_t> shape = e.shape;
-  if (e.dataShards > 1 && !shape.empty())
-    shape[0] *= e.dataShards;
-  return shape;
-}
-
-std::string hexOf(const std::string &bytes) {
-  static const char *digits = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : bytes) {
-    out.push_back(digits[c >> 4]);
-    out.push_back(digits[c & 15]);
-  }
-  return out;
-}
-
-std::string shapeText(const std::vector<int64_t> &shape) {
+std::string trainer::shapeText(const std::vector<int64_t> &shape) {
   std::string out = "[";
   for (size_t i = 0; i < shape.size(); ++i)
     out += (i ? ", " : "") + std::to_string(shape[i]);
   return out + "]";
 }
 
-} // namespace
-
-struct Trainer::Impl {
-  TrainBackend &backend;
-  TrainData &data;
-  TrainerOptions options;
-  const Bundle &bundle;
-  Schedule schedule;
-  int64_t rows = 0, seq = 0, accum = 1, steps = 0;
-  int64_t logInterval = 1, evalInterval = 0, checkpointInterval = 0;
-  // This rank's place among the data-parallel ranks.
-  int dpRank = 0, dpSize = 1;
-  // The bundle has state INIT derives and checkpoints leave out.
-  bool derivedState = false;
-  ProgramIO train, optimizer, eval;
-  std::vector<Entry> modelEntries, stateEntries;
-  std::vector<std::string> notes;
-  std::optional<metrics::GpuPeak> peak;
-  std::unique_ptr<metrics::EventWriter> events;
-  // Staging: [parity][microbatch] for training, one for evaluation, and
-  // the scalars the loop reads back (losses, grad norm, lr).
-  std::vector<std::unique_ptr<HostBuffer>> stages[2];
-  std::unique_ptr<HostBuffer> evalStage, optimizerStage, scalars;
-  // Data position after the batches of the stage at each parity.
-  std::string stagedPosition[2];
-  // Data position after the batches of the last step that ran.
-  std::string checkpointPosition;
-  std::optional<double> checkpointLoss; // the last step's
-  int64_t stepsRunHere = 0;
-  uint64_t peakUsed = 0;
-  // A pipeline bundle's rank: its plan, which microbatch input each of its
-  // compute instructions reads where, its index in its pipeline and the
-  // pipeline's length, and the ranks whose programs use each slot (the
-  // checkpoint takes a variable from the first).
-  const PipelineRankPlan *pipe = nullptr;
-  PipelineFeedPlan pipeFeeds;
-  // Evaluation of a pipeline bundle: the rank's forward-only plan, its
-  // feeds, and a staging buffer per microbatch of its steps (set up only
-  // when the run evaluates).
-  std::optional<PipelineRankPlan> evalPipe;
-  PipelineFeedPlan evalPipeFeeds;
-  std::vector<std::unique_ptr<HostBuffer>> evalPipeStages;
-  int pipeRank = 0, pipeSize = 1;
-  std::map<uint32_t, std::set<int>> slotUsers;
-  // --pipeline-timeline: the steps' instruction times so far.
-  std::unique_ptr<PipelineTimeline> timeline;
-  // A pipeline rank's own arena: the slots it holds (every slot without a
-  // pipeline).
-  std::optional<bundle::RankMemory> rankMemory;
-  bool holdsSlot(uint32_t slot) const {
-    return !rankMemory || rankMemory->holds(slot);
-  }
-
-  Impl(TrainBackend &b, TrainData &d, const TrainerOptions &o)
-      : backend(b), data(d), options(o), bundle(b.bundle()),
-        schedule(b.bundle().schedule()) {}
-
-  // The job's liveness, through whichever group this rank is in (a
-  // pipeline of one data replica may have no data group).
-  void heartbeat(int64_t step) {
-    if (options.dataParallel)
-      options.dataParallel->heartbeat(step);
-    else if (options.pipeline)
-      options.pipeline->heartbeat(step);
-  }
-
-  // Rank 0 speaks for the job.
-  void print(const std::string &line) {
-    if (options.out && dpRank == 0 && pipeRank == 0) {
-      std::fprintf(options.out, "%s\n", line.c_str());
-      std::fflush(options.out);
-    }
-  }
-
-  Status bind(ProgramKind kind, ProgramIO &io, bool batchInputs) {
-    const Program *p = backend.program(kind);
-    if (!p)
-      return Status::ok();
-    std::string where =
-        std::string(programKindName(kind)) + " program '" + p->name() + "'";
-    const MemoryPlan &plan = bundle.plan();
-    for (const NamedSlot &in : p->inputs()) {
-      const Slot &s = plan.slots(int(in.slot()));
-      OCTET_RETURN_IF_ERROR(
-          bindInput(where, in.name(), in.slot(), s.bytes(), io, batchInputs));
-    }
-    for (const NamedSlot &out : p->outputs()) {
-      const Slot &s = plan.slots(int(out.slot()));
-      int *target = out.name() == "loss"        ? &io.loss
-                    : out.name() == "grad_norm" ? &io.gradNorm
-                    : out.name() == "lr"        ? &io.lr
-                                                : nullptr;
-      if (!target)
-        continue;
-      if (s.dtype() != F32 || s.bytes() < 4)
-        return Status::error(where + " output '" + out.name() + "' (slot '" +
-                             s.name() + "') is " + dtypeName(s.dtype()) +
-                             " of " + std::to_string(s.bytes()) +
-                             " bytes; the trainer reads an f32 scalar");
-      *target = int(out.slot());
-    }
+Status Trainer::Impl::bind(ProgramKind kind, ProgramIO &io, bool batchInputs) {
+  const Program *p = backend.program(kind);
+  if (!p)
     return Status::ok();
-  }
-
-  // One input of `where`, of `bytes` a run (a microbatch's, for a batch
-  // input), in `io`'s staging.
-  Status bindInput(const std::string &where, const std::string &name,
-                   uint32_t slot, uint64_t bytes, ProgramIO &io,
-                   bool batchInputs) {
-    const Slot &s = bundle.plan().slots(int(slot));
-    uint64_t tokens = uint64_t(rows * seq);
-    Binding b;
-    b.name = name;
-    b.slot = slot;
-    b.dtype = s.dtype();
-    b.bytes = bytes;
-    uint64_t want = 0;
-    bundle::DType wantType = I32;
-    bool atLeast = false;
-    if (batchInputs && name == "tokens")
-      b.feed = Feed::Tokens, want = tokens * 4;
-    else if (batchInputs && name == "labels")
-      b.feed = Feed::Labels, want = tokens * 4;
-    else if (batchInputs && name == "positions")
-      b.feed = Feed::Positions, want = tokens * 4;
-    else if (batchInputs && name == "loss_mask")
-      b.feed = Feed::LossMask, want = tokens * 4, wantType = F32;
-    else if (batchInputs && name == "cu_seqlens")
-      b.feed = Feed::CuSeqlens, want = uint64_t(rows + 1) * 4, atLeast = true;
-    else if (!batchInputs && name == "lr")
-      b.feed = Feed::Lr, want = 4, wantType = F32;
-    else if (!batchInputs && name == "step")
-      b.feed = Feed::Step, want = 4, wantType = I32;
-    else
-      return Status::error(
-          where + " takes input '" + name + "' (slot '" + s.name() +
-          "'), which the trainer cannot fill: it fills " +
-          (batchInputs ? "tokens, labels, loss_mask, positions and "
-                         "cu_seqlens"
-                       : "lr and step") +
-          "; recompile the bundle with this release");
-    if (b.dtype != wantType)
-      return Status::error(where + " input '" + name + "' is " +
-                           dtypeName(b.dtype) + "; the trainer writes " +
-                           dtypeName(wantType));
-    if (atLeast ? b.bytes < want : b.bytes != want)
-      return Status::error(
-          where + " input '" + name + "' (slot '" + s.name() + "') has " +
-          std::to_string(b.bytes) + " bytes, but the schedule (" +
-          std::to_string(rows) + " rows of " + std::to_string(seq) +
-          " tokens) needs " + (atLeast ? "at least " : "") +
-          std::to_string(want) + ": the bundle is inconsistent; recompile");
-    b.stageOffset = io.stageBytes;
-    io.stageBytes += (b.bytes + 63) / 64 * 64;
-    io.inputs.push_back(b);
-    return Status::ok();
-  }
-
-  // A pipeline rank trains through its instruction list: the
-  // microbatches' inputs go into the stash entries of the instructions that
-  // read them (planPipelineFeeds), the loss is the last stage's
-  // accumulator, and `train` stages every input any chunk program takes.
-  // Every rank of the pipeline adds its steps' times to the group's, and
-  // rank 0 prints the measured and the predicted bubble.
-  Status reportTimeline() {
-    if (stepsRunHere <= 2) {
-      print("note: --pipeline-timeline times the steps after the second; "
-            "this run had " + std::to_string(stepsRunHere));
-      return Status::ok();
-    }
-    OCTET_RETURN_IF_ERROR(options.pipeline->sum(timeline->sums()));
-    std::vector<int> group;
-    for (const auto &g : bundle::pipelineGroups(bundle))
-      if (std::find(g.begin(), g.end(), pipe->worldRank) != g.end())
-        group = g;
-    auto sched = bundle::scheduleOf(bundle, group);
-    if (!sched)
-      return sched.status();
-    auto summary = timeline->summarize(*sched);
-    if (!summary)
-      return summary.status();
-    print(describeTimeline(*summary));
-    return Status::ok();
-  }
-
-  Status setUpPipeline() {
-    pipe = backend.pipelinePlan();
-    if (!pipe)
-      return Status::error("the bundle is pipeline parallel (" +
-                           parallelLayout(bundle) +
-                           ") but this backend runs no pipeline step");
-    const Pipeline &pl = bundle.pipeline();
-    pipeRank = pipe->pipelineRank;
-    pipeSize = int(pl.ranks());
-    int64_t microbatches = int64_t(pl.microbatches());
-    if (schedule.grad_accum_steps() > 1 &&
-        schedule.grad_accum_steps() != microbatches)
-      return Status::error(
-          "the bundle's schedule has grad_accum_steps " +
-          std::to_string(schedule.grad_accum_steps()) +
-          " but its pipeline runs " + std::to_string(microbatches) +
-          " microbatches a replica: the bundle is inconsistent; recompile");
-    accum = std::max<int64_t>(1, microbatches);
-    if (pipeSize > 1 && !options.pipeline)
-      return Status::error(
-          "the bundle is pipeline parallel (" + parallelLayout(bundle) +
-          "): its ranks start under a launcher (octet launch --gpus " +
-          std::to_string(bundle.world_size()) + " -- octet-run ...)");
-    if (options.pipeline && options.pipeline->size() != pipeSize)
-      return Status::error("the bundle's pipeline has " +
-                           std::to_string(pipeSize) +
-                           " ranks but this rank's pipeline group has " +
-                           std::to_string(options.pipeline->size()));
-    if (options.pipeline && options.pipeline->rank() != pipeRank)
-      return Status::error(
-          "this rank is pipeline rank " + std::to_string(pipeRank) +
-          " of the bundle but rank " +
-          std::to_string(options.pipeline->rank()) + " of its pipeline group");
-    if (!options.saveHf.empty())
-      return Status::error(
-          "--save-hf with a pipeline bundle is not done yet (each rank "
-          "holds its own stages' parameters): checkpoint with "
-          "--checkpoint-dir and export the checkpoint (octet export-hf)");
-    if (options.pipelineTimeline)
-      timeline = std::make_unique<PipelineTimeline>(
-          pipeSize, int(std::max<uint32_t>(1, pl.virtual_stages())));
-    auto feeds = planPipelineFeeds(bundle, *pipe);
-    if (!feeds)
-      return feeds.status();
-    pipeFeeds = std::move(*feeds);
-    std::string where = "the pipeline's chunk programs";
-    for (const auto &[name, bytes] : pipeFeeds.inputs) {
-      uint32_t slot = 0;
-      for (const auto &list : pipeFeeds.feeds)
-        for (const PipelineFeed &f : list)
-          if (f.name == name)
-            slot = f.slot;
-      OCTET_RETURN_IF_ERROR(
-          bindInput(where, name, slot, bytes, train, /*batchInputs=*/true));
-    }
-    if (pipe->lossSumSlot >= 0) {
-      const Slot &s = bundle.plan().slots(pipe->lossSumSlot);
-      if (s.dtype() != F32 || s.bytes() < 4)
-        return Status::error("the pipeline's loss accumulator (slot '" +
-                             s.name() + "') is " + dtypeName(s.dtype()) +
-                             " of " + std::to_string(s.bytes()) +
-                             " bytes; the trainer reads an f32 scalar");
-      train.loss = pipe->lossSumSlot;
-    }
-    slotUsers = pipelineSlotUsers(bundle);
-    auto memory = pipelineRankMemory(bundle, pipe->worldRank);
-    if (!memory)
-      return memory.status();
-    rankMemory = std::move(*memory);
-    return Status::ok();
-  }
-
-  // Whether the run evaluates at its eval interval.
-  bool evaluates() const {
-    bool program = pipe ? evalPipe.has_value() : backend.hasProgram(EVAL);
-    return evalInterval > 0 && program && data.hasEval();
-  }
-
-  StatusOr<int64_t> evalBatches() const {
-    return evaluationBatches(options.evalBatches, data.evalBatchCount(),
-                             pipe ? accum : 0, dpSize);
-  }
-
-  // Evaluation runs each rank's forward-only list (planPipelineEvaluation)
-  // over held-out microbatches, staged and fed like training's. Asked for
-  // where the run evaluates, so that a bundle evaluation cannot run on is
-  // refused before training starts.
-  Status setUpPipelineEvaluation() {
-    auto plan = planPipelineEvaluation(bundle, pipe->worldRank);
-    if (!plan)
-      return plan.status();
-    auto feeds = planPipelineFeeds(bundle, *plan);
-    if (!feeds)
-      return feeds.status();
-    for (const auto &[name, bytes] : feeds->inputs) {
-      auto bound =
-          std::find_if(train.inputs.begin(), train.inputs.end(),
-                       [&](const Binding &b) { return b.name == name; });
-      if (bound == train.inputs.end() || bound->bytes != bytes)
-        return Status::error("evaluation's chunk forwards take input '" + name +
-                             "' of " + std::to_string(bytes) +
-                             " bytes, which training's do not: the bundle is "
-                             "inconsistent; recompile");
-    }
-    evalPipe = std::move(*plan);
-    evalPipeFeeds = std::move(*feeds);
-    return Status::ok();
-  }
-
-  // The compute instruction's microbatch inputs, from the step's staging,
-  // into its stash entry.
-  Status feedPipeline(const PipeWork &w, int parity) {
-    return feedPipelineFrom(pipeFeeds, stages[parity], w);
-  }
-  Status
-  feedPipelineFrom(const PipelineFeedPlan &plan,
-                   const std::vector<std::unique_ptr<HostBuffer>> &staged,
-                   const PipeWork &w) {
-    const auto &feeds = plan.feeds[w.index];
-    if (feeds.empty())
-      return Status::ok();
-    int64_t m = int64_t(w.instruction->microbatch());
-    if (m < 0 || m >= accum)
-      return Status::error("instruction " + std::to_string(w.index) +
-                           " runs microbatch " + std::to_string(m) +
-                           " of a step of " + std::to_string(accum));
-    auto *base = static_cast<uint8_t *>(staged[size_t(m)]->data());
-    for (const PipelineFeed &f : feeds)
-      for (const Binding &b : train.inputs)
-        if (b.name == f.name)
-          OCTET_RETURN_IF_ERROR(backend.writeSlotAt(
-              f.slot, f.offset, base + b.stageOffset, f.bytes));
-    return Status::ok();
-  }
-
-  Status planEntries() {
-    const MemoryPlan &plan = bundle.plan();
-    std::set<uint32_t> covered;
-    auto entryFor = [&](const std::string &name, uint32_t slot,
-                        bundle::DType dtype, std::vector<int64_t> shape,
-                        const std::string &what) -> StatusOr<Entry> {
-      const Slot &s = plan.slots(int(slot));
-      Entry e;
-      e.name = name;
-      e.slot = slot;
-      e.bytes = s.bytes();
-      e.dtype = dtypeFromProto(dtype).value_or(octet::DType::U8);
-      uint64_t element = octet::dtypeBytes(e.dtype);
-      uint64_t count = 1;
-      for (int64_t d : shape)
-        count *= uint64_t(d);
-      if (shape.empty() && e.bytes != element) {
-        if (e.bytes % element)
-          e.dtype = octet::DType::U8, element = 1;
-        shape = {int64_t(e.bytes / element)};
-      } else if (count * element != e.bytes) {
-        return Status::error(what + " '" + name + "' is " + shapeText(shape) +
-                             " " + dtypeName(dtype) + " but its slot '" +
-                             s.name() + "' has " + std::to_string(e.bytes) +
-                             " bytes: the bundle is inconsistent");
-      }
-      e.shape = std::move(shape);
-      covered.insert(slot);
-      return e;
-    };
-    for (const Parameter &p : bundle.parameters()) {
-      // Checkpoints hold a parameter under its HF names when the bundle
-      // gives them, else under its octet name.
-      auto layout = hfLayoutOf(p);
-      if (!layout)
-        return layout.status().withContext("parameter '" + p.name() + "'");
-      bool whole = *layout && hf::isWholeTensor(**layout);
-      // A sharded master's slot holds this rank's part of dimension 0.
-      int64_t shards = std::max<int64_t>(1, int64_t(p.data_shards()));
-      std::vector<int64_t> shape(p.shape().begin(), p.shape().end());
-      if (shards > 1 && !shape.empty())
-        shape[0] /= shards;
-      auto e = entryFor(whole ? (*layout)->pieces[0].hfName : p.name(),
-                        p.slot(), p.dtype(), std::move(shape), "parameter");
-      if (!e)
-        return e.status();
-      e->dataShards = shards;
-      if (*layout && !whole)
-        e->layout = std::move(**layout);
-      modelEntries.push_back(std::move(*e));
-    }
-    for (const StateTensor &st : bundle.state()) {
-      // INIT makes it again on resume; checkpoints leave it out.
-      if (st.derived()) {
-        covered.insert(st.slot());
-        derivedState = true;
-        continue;
-      }
-      auto e = entryFor(st.name(), st.slot(), st.dtype(),
-                        {st.shape().begin(), st.shape().end()}, "state tensor");
-      if (!e)
-        return e.status();
-      e->dataShards = std::max<int64_t>(1, int64_t(st.data_shards()));
-      stateEntries.push_back(std::move(*e));
-    }
-    // Persistent slots outside the tables (weight caches the optimizer
-    // step writes, FP8 scales it keeps) are state too: resuming without
-    // them would not be bit-exact.
-    for (int i = 0; i < plan.slots_size(); ++i) {
-      const Slot &s = plan.slots(i);
-      bool persistent = s.kind() == OPTIMIZER_STATE || s.kind() == FP8_STATE ||
-                        s.kind() == WEIGHT_CACHE || s.kind() == PARAMETER;
-      if (!persistent || !s.program().empty() || covered.count(uint32_t(i)))
-        continue;
-      auto e = entryFor(s.name(), uint32_t(i), s.dtype(),
-                        {s.shape().begin(), s.shape().end()}, "slot");
-      if (!e)
-        return e.status();
-      stateEntries.push_back(std::move(*e));
-    }
-    return Status::ok();
-  }
-
-  Status stage(const ProgramIO &io, HostBuffer &buffer,
-               const data::PackedBatch &batch, const char *what) {
-    auto *base = static_cast<uint8_t *>(buffer.data());
-    const int64_t vocab = schedule.vocab_size();
-    for (size_t i = 0; i < batch.inputs.size(); ++i)
-      if (batch.inputs[i] < 0 || batch.inputs[i] >= vocab ||
-          batch.targets[i] >= vocab)
-        return Status::error(
-            std::string(what) + " batch holds token id " +
-            std::to_string(batch.inputs[i] < 0 || batch.inputs[i] >= vocab
-                               ? batch.inputs[i]
-                               : batch.targets[i]) +
-            " at position " + std::to_string(i) +
-            ", outside the model's vocabulary of " + std::to_string(vocab) +
-            ": the data was made with another tokenizer");
-    for (const Binding &b : io.inputs) {
-      uint8_t *dst = base + b.stageOffset;
-      switch (b.feed) {
-      case Feed::Tokens:
-        std::memcpy(dst, batch.inputs.data(), b.bytes);
-        break;
-      case Feed::Labels:
-        std::memcpy(dst, batch.targets.data(), b.bytes);
-        break;
-      case Feed::Positions:
-        std::memcpy(dst, batch.positionIds.data(), b.bytes);
-        break;
-      case Feed::LossMask:
-        std::memcpy(dst, batch.lossMask.data(), b.bytes);
-        break;
-      case Feed::CuSeqlens: {
-        auto padded = data::padCuSeqlens(batch.cuSeqlens, b.bytes / 4);
-        if (!padded)
-          return Status::error(std::string(what) + " " +
-                               padded.status().message());
-        std::memcpy(dst, padded->data(), b.bytes);
-        break;
-      }
-      case Feed::Lr:
-      case Feed::Step:
-        break;
-      }
-    }
-    return Status::ok();
-  }
-
-  Status enqueueInputs(const ProgramIO &io, HostBuffer &buffer) {
-    auto *base = static_cast<uint8_t *>(buffer.data());
-    for (const Binding &b : io.inputs)
-      OCTET_RETURN_IF_ERROR(
-          backend.writeSlot(b.slot, base + b.stageOffset, b.bytes));
-    return Status::ok();
-  }
-
-  // Every rank reads the whole global batch and stages its own share.
-  Status prepareStep(int parity) {
-    for (int64_t g = 0; g < accum * dpSize; ++g) {
-      data::PackedBatch batch;
-      OCTET_RETURN_IF_ERROR(data.next(batch));
-      if (g / accum != dpRank)
-        continue;
-      OCTET_RETURN_IF_ERROR(
-          stage(train, *stages[parity][size_t(g % accum)], batch, "training"));
-    }
-    stagedPosition[parity] = data.position();
-    return Status::ok();
-  }
-
-  float *scalar(size_t i) { return static_cast<float *>(scalars->data()) + i; }
-
-  uint64_t usedNow() {
-    uint64_t used = backend.memory().used;
-    peakUsed = std::max(peakUsed, used);
-    return used;
-  }
-
-  Status runStep(int64_t step, int parity, bool prefetch, StepRecord &rec) {
-    auto t0 = std::chrono::steady_clock::now();
-    // The last step's timeline is recorded step by step, so it runs no
-    // graph.
-    bool recorded = options.stepTimeline && step == steps;
-    bool graph = options.graph && stepsRunHere > 0 && !recorded;
-    if (recorded)
-      OCTET_RETURN_IF_ERROR(backend.beginTimeline());
-    if (pipe) {
-      // The last stage's accumulator holds the sum of its microbatches'
-      // losses; the other stages add nothing.
-      OCTET_RETURN_IF_ERROR(backend.runPipelineStep(
-          *pipe, [&](const PipeWork &w) { return feedPipeline(w, parity); }));
-      *scalar(0) = 0;
-      if (train.loss >= 0)
-        OCTET_RETURN_IF_ERROR(
-            backend.readSlot(uint32_t(train.loss), scalar(0), 4));
-    }
-    for (int64_t m = 0; !pipe && m < accum; ++m) {
-      OCTET_RETURN_IF_ERROR(enqueueInputs(train, *stages[parity][size_t(m)]));
-      OCTET_RETURN_IF_ERROR(backend.run(TRAIN_MICROBATCH, {graph, m + 1 == accum, m == 0}));
-      OCTET_RETURN_IF_ERROR(
-          backend.readSlot(uint32_t(train.loss), scalar(size_t(m)), 4));
-    }
-    if (!optimizer.inputs.empty()) {
-      auto *base = static_cast<uint8_t *>(optimizerStage->data());
-      for (const Binding &b : optimizer.inputs) {
-        if (b.feed == Feed::Lr) {
-          float lr = float(scheduledLearningRate(schedule, step, steps));
-          std::memcpy(base + b.stageOffset, &lr, 4);
-        } else {
-          int32_t s = int32_t(step);
-          std::memcpy(base + b.stageOffset, &s, 4);
-        }
-      }
-      OCTET_RETURN_IF_ERROR(enqueueInputs(optimizer, *optimizerStage));
-    }
-    if (backend.hasProgram(OPTIMIZER_STEP))
-      OCTET_RETURN_IF_ERROR(backend.run(OPTIMIZER_STEP, {graph}));
-    if (optimizer.gradNorm >= 0)
-      OCTET_RETURN_IF_ERROR(backend.readSlot(uint32_t(optimizer.gradNorm),
-                                             scalar(size_t(accum)), 4));
-    if (optimizer.lr >= 0)
-      OCTET_RETURN_IF_ERROR(backend.readSlot(uint32_t(optimizer.lr),
-                                             scalar(size_t(accum) + 1), 4));
-    // The next step's batches are read and staged while this one runs.
-    if (prefetch)
-      OCTET_RETURN_IF_ERROR(prepareStep(parity ^ 1));
-    OCTET_RETURN_IF_ERROR(backend.synchronize());
-    if (recorded)
-      OCTET_RETURN_IF_ERROR(backend.endTimeline());
-    ++stepsRunHere;
-    // The first step runs eagerly and the second captures graphs.
-    if (timeline && stepsRunHere > 2) {
-      auto timings = backend.pipelineTimings();
-      if (!timings)
-        return timings.status();
-      OCTET_RETURN_IF_ERROR(timeline->add(*pipe, *timings));
-    }
-    rec.seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
-            .count();
-    rec.step = step;
-    std::vector<double> sum = {0};
-    for (int64_t m = 0; m < (pipe ? 1 : accum); ++m)
-      sum[0] += *scalar(size_t(m));
-    // Summed over the ranks before any rank judges it, so that all of them
-    // stop at the same step: over the data replicas, then over the stages
-    // (only the last one's is not 0).
-    if (options.dataParallel)
-      OCTET_RETURN_IF_ERROR(options.dataParallel->sum(sum));
-    if (options.pipeline)
-      OCTET_RETURN_IF_ERROR(options.pipeline->sum(sum));
-    if (!std::isfinite(sum[0])) {
-      std::string where;
-      for (int64_t m = 0; !pipe && m < accum && where.empty(); ++m)
-        if (!std::isfinite(*scalar(size_t(m))))
-          where = ", microbatch " + std::to_string(dpRank * accum + m) +
-                  " of the global batch";
-      return Status::error(
-          "stopped: the loss is " + std::to_string(sum[0]) + " at step " +
-          std::to_string(step) + where +
-          "; lower the learning rate or check the data (the last "
-          "checkpoint, if any, is from before this step)");
-    }
-    rec.loss = float(sum[0] / double(accum * dpSize));
-    rec.gradNorm = optimizer.gradNorm >= 0 ? *scalar(size_t(accum)) : NAN;
-    rec.lr = optimizer.lr >= 0
-                 ? *scalar(size_t(accum) + 1)
-                 : float(scheduledLearningRate(schedule, step, steps));
-    if (optimizer.gradNorm >= 0 && !std::isfinite(rec.gradNorm))
-      return Status::error("stopped: the gradient norm is " +
-                           std::to_string(rec.gradNorm) + " at step " +
-                           std::to_string(step) +
-                           "; lower the learning rate or check the data");
-    rec.deviceBytesUsed = usedNow();
-    return Status::ok();
-  }
-
-  Status report(const StepRecord &rec) {
-    metrics::StepMetrics m;
-    m.step = rec.step;
-    m.steps = steps;
-    m.loss = rec.loss;
-    m.gradNorm = rec.gradNorm;
-    m.lr = rec.lr;
-    m.seconds = rec.seconds;
-    m.tokens = rows * seq * accum * dpSize;
-    m.gpus = dpSize * pipeSize;
-    m.flopsPerToken = schedule.flops_per_token();
-    m.deviceBytesUsed = rec.deviceBytesUsed;
-    bool log =
-        rec.step % logInterval == 0 || rec.step == steps || stepsRunHere == 1;
-    if (log)
-      print(metrics::formatStepLine(m, peak) +
-            (stepsRunHere == 1 ? "  (eager, before graph capture)" : ""));
-    if (events) {
-      std::vector<std::pair<std::string, double>> values = {
-          {"loss", rec.loss},
-          {"grad_norm", rec.gradNorm},
-          {"lr", rec.lr},
-          {"tokens_per_s", m.tokensPerSecond()},
-          {"model_tflops", m.modelTflops()}};
-      if (peak) {
-        values.push_back({"mfu", m.modelTflops() / peak->bf16Tflops});
-        values.push_back({"mfu_fp8", m.modelTflops() / peak->fp8Tflops});
-      }
-      if (rec.deviceBytesUsed)
-        values.push_back({"memory_gib", double(rec.deviceBytesUsed) /
-                                            double(uint64_t(1) << 30)});
-      OCTET_RETURN_IF_ERROR(events->scalars(rec.step, values));
-      OCTET_RETURN_IF_ERROR(events->flush());
-    }
-    return Status::ok();
-  }
-
-  // `entries` as a job of one rank holds them, for rank 0: every rank reads
-  // its part of each sharded tensor and the ranks join the parts (so every
-  // rank calls this); the rest is the same on every rank, and rank 0 alone
-  // reads it.
-  Status readWhole(const std::vector<Entry> &entries,
-                   std::vector<hf::NamedTensor> &out) {
-    for (const Entry &e : entries) {
-      if (e.dataShards <= 1 && dpRank != 0)
-        continue;
-      hf::NamedTensor t{e.name, e.dtype, e.shape,
-                        std::vector<uint8_t>(e.bytes)};
-      OCTET_RETURN_IF_ERROR(backend.readSlot(e.slot, t.data.data(), e.bytes));
-      if (e.dataShards > 1) {
-        OCTET_RETURN_IF_ERROR(backend.synchronize());
-        std::vector<uint8_t> whole;
-        OCTET_RETURN_IF_ERROR(options.dataParallel->gather(t.data, whole));
-        t.data = std::move(whole);
-        t.shape = wholeShape(e);
-      }
-      out.push_back(std::move(t));
-    }
-    return Status::ok();
-  }
-
-  StatusOr<ckpt::TrainCheckpoint> gather(int64_t step) {
-    ckpt::TrainCheckpoint c;
-    c.step = step;
-    c.seed = schedule.seed();
-    c.dataPosition = checkpointPosition;
-    c.loss = checkpointLoss;
-    c.bundleHash = hexOf(bundle.content_hash());
-    if (pipe)
-      return gatherPipeline(std::move(c));
-    OCTET_RETURN_IF_ERROR(readWhole(modelEntries, c.model));
-    OCTET_RETURN_IF_ERROR(readWhole(stateEntries, c.state));
-    OCTET_RETURN_IF_ERROR(backend.synchronize());
-    if (dpRank != 0)
-      return c;
-    auto split = hfTensors(std::move(c.model));
-    if (!split)
-      return split.status();
-    c.model = std::move(*split);
-    return c;
-  }
-
-  // Each stage's own variables, sent to pipeline rank 0 and joined there
-  // into what a job of one rank would save; the data replicas' are the
-  // same but for the parts of a sharded state (ZeRO-1), which every rank
-  // of a stage's data group hands its replica 0 first, so replica 0's
-  // pipeline alone joins the stages.
-  StatusOr<ckpt::TrainCheckpoint> gatherPipeline(ckpt::TrainCheckpoint c) {
-    auto join = [&](const std::vector<Entry> &entries)
-        -> StatusOr<std::vector<hf::NamedTensor>> {
-      std::vector<hf::NamedTensor> mine;
-      std::vector<std::string> order;
-      for (const Entry &e : entries) {
-        order.push_back(e.name);
-        if (!ownsPipelineVariable(slotUsers, e.slot, pipeRank))
-          continue;
-        if (e.dataShards <= 1 && dpRank != 0)
-          continue;
-        mine.push_back(
-            {e.name, e.dtype, e.shape, std::vector<uint8_t>(e.bytes)});
-        OCTET_RETURN_IF_ERROR(
-            backend.readSlot(e.slot, mine.back().data.data(), e.bytes));
-        if (e.dataShards > 1) {
-          OCTET_RETURN_IF_ERROR(backend.synchronize());
-          std::vector<uint8_t> whole;
-          OCTET_RETURN_IF_ERROR(
-              options.dataParallel->gather(mine.back().data, whole));
-          mine.back().data = std::move(whole);
-          mine.back().shape = wholeShape(e);
-        }
-      }
-      OCTET_RETURN_IF_ERROR(backend.synchronize());
-      if (dpRank != 0)
-        return std::vector<hf::NamedTensor>();
-      std::vector<std::vector<hf::NamedTensor>> parts;
-      if (!options.pipeline) {
-        parts.push_back(std::move(mine));
-      } else {
-        // Parts differ in size: their sizes first, then each padded to
-        // the largest.
-        std::vector<uint8_t> packed = packTensors(mine);
-        mine.clear();
-        std::vector<uint8_t> size(8), sizes;
-        for (int i = 0; i < 8; ++i)
-          size[size_t(i)] = uint8_t(uint64_t(packed.size()) >> (8 * i));
-        OCTET_RETURN_IF_ERROR(options.pipeline->gather(size, sizes));
-        std::vector<uint64_t> bytes(size_t(pipeSize), 0);
-        uint64_t largest = 0;
-        for (size_t p = 0; p < bytes.size(); ++p) {
-          for (int i = 0; i < 8; ++i)
-            bytes[p] |= uint64_t(sizes[p * 8 + size_t(i)]) << (8 * i);
-          largest = std::max(largest, bytes[p]);
-        }
-        packed.resize(largest);
-        std::vector<uint8_t> all;
-        OCTET_RETURN_IF_ERROR(options.pipeline->gather(packed, all));
-        if (pipeRank != 0)
-          return std::vector<hf::NamedTensor>();
-        for (size_t p = 0; p < bytes.size(); ++p) {
-          auto first = all.begin() + ptrdiff_t(p * largest);
-          auto part = unpackTensors(
-              std::vector<uint8_t>(first, first + ptrdiff_t(bytes[p])));
-          if (!part)
-            return part.status().withContext("pipeline rank " +
-                                             std::to_string(p));
-          parts.push_back(std::move(*part));
-        }
-      }
-      return joinPipelineParts(order, std::move(parts));
-    };
-    auto model = join(modelEntries);
-    if (!model)
-      return model.status();
-    auto state = join(stateEntries);
-    if (!state)
-      return state.status();
-    if (pipeRank != 0 || dpRank != 0)
-      return c;
-    auto split = hfTensors(std::move(*model));
-    if (!split)
-      return split.status();
-    c.model = std::move(*split);
-    c.state = std::move(*state);
-    return c;
-  }
-
-  // The parameters `model` holds (modelEntries' bytes, in order) as HF
-  // tensors: a parameter of one HF tensor as it is, a fused one through
-  // its layout. Parameters that share a HF tensor (parts of one) are
-  // assembled together.
-  StatusOr<std::vector<hf::NamedTensor>>
-  hfTensors(std::vector<hf::NamedTensor> model) {
-    std::vector<hf::NamedTensor> out;
-    std::map<std::string, std::vector<float>> shared;
-    std::vector<hf::HfParameterLayout> sharedLayouts;
-    std::map<std::string, octet::DType> sharedDTypes;
-    for (size_t i = 0; i < modelEntries.size(); ++i) {
-      const Entry &e = modelEntries[i];
-      if (!e.layout) {
-        out.push_back(std::move(model[i]));
-        continue;
-      }
-      const hf::HfParameterLayout &layout = *e.layout;
-      auto values = hf::widenParameter(model[i].data, e.dtype,
-                                       "parameter '" + e.name + "'");
-      if (!values)
-        return values.status();
-      model[i].data = {};
-      std::map<std::string, octet::DType> dtypes;
-      for (const hf::HfPiece &piece : layout.pieces)
-        dtypes[piece.hfName] = e.dtype;
-      if (!layout.hfRows.empty()) {
-        shared[layout.name] = std::move(*values);
-        sharedLayouts.push_back(layout);
-        sharedDTypes.insert(dtypes.begin(), dtypes.end());
-        continue;
-      }
-      auto tensors =
-          hf::exportHfTensors({{layout.name, std::move(*values)}}, {layout}, dtypes);
-      if (!tensors)
-        return tensors.status();
-      for (hf::NamedTensor &t : *tensors)
-        out.push_back(std::move(t));
-    }
-    if (!sharedLayouts.empty()) {
-      auto tensors = hf::exportHfTensors(shared, sharedLayouts, sharedDTypes);
-      if (!tensors)
-        return tensors.status();
-      for (hf::NamedTensor &t : *tensors)
-        out.push_back(std::move(t));
-    }
-    return out;
-  }
-
-  // Writes `entries` from the tensors `lookup` finds in `origin`: an entry
-  // with a layout from its HF tensors, any other by its name. Tensors of
-  // another dtype are converted when `convert`, else refused (a checkpoint
-  // holds this bundle's dtypes). Host copies are released as they are
-  // written, about a gigabyte at a time.
-  Status restoreEntries(const std::vector<Entry> &entries,
-                        const std::string &origin,
-                        const hf::HfTensorLookup &lookup, bool convert) {
-    std::vector<std::vector<uint8_t>> keep;
-    uint64_t kept = 0;
-    for (const Entry &e : entries) {
-      // Another pipeline rank's variable, which that rank restores.
-      if (!holdsSlot(e.slot))
-        continue;
-      std::vector<uint8_t> bytes;
-      auto refuse = [&](const std::string &name, octet::DType dtype) {
-        return Status::error(origin + ": tensor '" + name + "' is " +
-                             hf::safetensorsDTypeName(dtype) +
-                             " but the bundle keeps it as " +
-                             hf::safetensorsDTypeName(e.dtype) +
-                             ": it was saved by another bundle");
-      };
-      if (e.layout) {
-        std::map<std::string, octet::DType> dtypes;
-        auto values = hf::loadHfParameter(*e.layout, lookup, &dtypes);
-        if (!values)
-          return values.status().withContext(origin);
-        for (const auto &[name, dtype] : dtypes)
-          if (dtype != e.dtype && !convert)
-            return refuse(name, dtype);
-        if (e.dtype != octet::DType::F32 && e.dtype != octet::DType::BF16)
-          return Status::error("parameter '" + e.name + "' is " +
-                               hf::safetensorsDTypeName(e.dtype) +
-                               ": only F32/BF16 parameters load from HF "
-                               "tensors");
-        bytes = hf::narrowParameter(*values, e.dtype);
-      } else {
-        std::optional<hf::HfTensorView> found = lookup(e.name);
-        if (!found)
-          return Status::error(origin + " has no tensor '" + e.name +
-                               "': it was saved for another model");
-        // A sharded tensor is saved whole, at any number of ranks.
-        if (found->shape != wholeShape(e))
-          return Status::error(
-              found->file + ": tensor '" + e.name + "' has shape " +
-              shapeText(found->shape) + ", but the bundle's is " +
-              shapeText(wholeShape(e)) +
-              ": it belongs to another model (for HF weights, one whose "
-              "config.json differs from the spec the bundle was compiled "
-              "from)");
-        uint64_t count = 1;
-        for (int64_t d : found->shape)
-          count *= uint64_t(d);
-        uint64_t stored = count * octet::dtypeBytes(found->dtype);
-        if (found->dtype != e.dtype) {
-          if (!convert)
-            return refuse(e.name, found->dtype);
-          auto converted = hf::convertParameterFloats(
-              found->data, found->dtype, e.dtype, count,
-              origin + ": tensor '" + e.name + "'");
-          if (!converted)
-            return converted.status();
-          bytes = std::move(*converted);
-        } else {
-          bytes.assign(found->data, found->data + stored);
-        }
-      }
-      if (e.dataShards > 1)
-        bytes = rankPart(bytes, e.dataShards);
-      if (bytes.size() != e.bytes)
-        return Status::error(
-            origin + ": tensor '" + e.name + "' has " +
-            std::to_string(bytes.size()) + " bytes, but the bundle's is " +
-            shapeText(e.shape) + " " + hf::safetensorsDTypeName(e.dtype) +
-            " (" + std::to_string(e.bytes) +
-            " bytes): it belongs to another model");
-      kept += bytes.size();
-      keep.push_back(std::move(bytes));
-      OCTET_RETURN_IF_ERROR(
-          backend.writeSlot(e.slot, keep.back().data(), e.bytes));
-      if (kept > (uint64_t(1) << 30)) {
-        OCTET_RETURN_IF_ERROR(backend.synchronize());
-        keep.clear();
-        kept = 0;
-      }
-    }
-    return backend.synchronize();
-  }
-
-  Status zeroGradients() {
-    const MemoryPlan &plan = bundle.plan();
-    for (int i = 0; i < plan.slots_size(); ++i)
-      if (plan.slots(i).kind() == GRADIENT && plan.slots(i).program().empty() &&
-          holdsSlot(uint32_t(i)))
-        OCTET_RETURN_IF_ERROR(backend.zeroSlot(uint32_t(i)));
-    return backend.synchronize();
-  }
-
-  // Every state tensor, and every parameter when `parameters`, from its
-  // Init: computed on the host as the reference interpreter computes it,
-  // tensors in parallel (a large model's normal draws take minutes on one
-  // core).
-  // This data-parallel rank's part of dimension 0 of a whole tensor's bytes.
-  template <typename Bytes>
-  Bytes rankPart(const Bytes &whole, int64_t parts) const {
-    size_t part = whole.size() / size_t(parts);
-    return Bytes(whole.begin() + ptrdiff_t(part * size_t(dpRank)),
-                 whole.begin() + ptrdiff_t(part * size_t(dpRank + 1)));
-  }
-
-  Status writeInitialValues(bool parameters) {
-    struct Job {
-      const Init *init;
-      bundle::DType dtype;
-      uint64_t elements;
-      uint32_t slot;
-      std::string what;
-      // A sharded master draws the whole parameter and keeps its part, so
-      // every layout starts from the same values.
-      int64_t parts = 1;
-    };
-    std::vector<Job> jobs;
-    auto elementsOf = [](const auto &shape) {
-      uint64_t n = 1;
-      for (int64_t d : shape)
-        n *= uint64_t(d);
-      return n;
-    };
-    // A pipeline rank initializes the variables its arena holds.
-    if (parameters)
-      for (const Parameter &p : bundle.parameters())
-        if (holdsSlot(p.slot()))
-          jobs.push_back({&p.init(), p.dtype(), elementsOf(p.shape()),
-                          p.slot(), "parameter '" + p.name() + "'",
-                          std::max<int64_t>(1, int64_t(p.data_shards()))});
-    for (const StateTensor &st : bundle.state())
-      if (holdsSlot(st.slot()))
-        jobs.push_back({&st.init(), st.dtype(), elementsOf(st.shape()),
-                        st.slot(), "state tensor '" + st.name() + "'"});
-    unsigned workers = std::max(1u, std::thread::hardware_concurrency());
-    for (size_t first = 0; first < jobs.size(); first += workers) {
-      size_t last = std::min(jobs.size(), first + workers);
-      std::vector<StatusOr<std::string>> values(last - first,
-                                                Status::error(""));
-      std::vector<std::thread> threads;
-      for (size_t j = first; j < last; ++j)
-        threads.emplace_back([&, j] {
-          values[j - first] = initialBytes(*jobs[j].init, jobs[j].dtype,
-                                           jobs[j].elements, jobs[j].what);
-        });
-      for (std::thread &th : threads)
-        th.join();
-      for (size_t j = first; j < last; ++j) {
-        StatusOr<std::string> &v = values[j - first];
-        if (!v)
-          return v.status();
-        if (jobs[j].parts > 1)
-          *v = rankPart(*v, jobs[j].parts);
-        uint64_t slotBytes = bundle.plan().slots(int(jobs[j].slot)).bytes();
-        if (v->size() != slotBytes)
-          return Status::error(
-              jobs[j].what + " holds " + std::to_string(v->size()) +
-              " bytes but its slot has " + std::to_string(slotBytes) +
-              ": the bundle is inconsistent");
-        OCTET_RETURN_IF_ERROR(
-            backend.writeSlot(jobs[j].slot, v->data(), v->size()));
-      }
-      // The host values are freed once copied.
-      OCTET_RETURN_IF_ERROR(backend.synchronize());
-    }
-    return Status::ok();
-  }
-
-  // Parameters from a HF model directory (model.safetensors, or shards
-  // and model.safetensors.index.json) or a safetensors file: each by its
-  // HF tensors, or by its octet name where the file holds that name (a
-  // file of octet names, or a parameter HF has no name for). Every tensor
-  // a parameter needs must be there, and every tensor there must be taken.
-  Status loadWeights(const std::string &path) {
-    // The config.json beside the weights must be the bundle's model: same
-    // shapes could still differ in heads, rotary theta or norm epsilon.
-    std::string config = path + "/config.json";
-    if (isDirectory(path) && isRegularFile(config) &&
-        !bundle.build().hf_config().empty()) {
-      auto text = readWholeFile(config);
-      if (!text)
-        return text.status();
-      OCTET_RETURN_IF_ERROR(hf::checkSameHfConfig(
-          bundle.build().hf_config(), "the bundle (its spec's HF config)",
-          *text, config));
-    }
-    auto reader = hf::CheckpointReader::open(path);
-    if (!reader)
-      return reader.status().withContext("--init-from");
-    std::vector<Entry> entries = modelEntries;
-    std::vector<hf::HfParameterLayout> layouts;
-    std::vector<std::string> byOctetName;
-    for (size_t i = 0; i < entries.size(); ++i) {
-      Entry &e = entries[i];
-      const Parameter &p = bundle.parameters(int(i));
-      auto layout = hfLayoutOf(p);
-      if (!layout)
-        return layout.status();
-      if (*layout && !reader->find(p.name())) {
-        layouts.push_back(**layout);
-        continue;
-      }
-      if (!reader->find(p.name())) {
-        auto names = reader->tensorNames();
-        std::string some;
-        for (size_t j = 0; j < std::min<size_t>(3, names.size()); ++j)
-          some += (j ? ", " : "") + names[j];
-        return Status::error(
-            path + " has no tensor '" + p.name() +
-            "' (the parameter has no HF name in this bundle); it holds " +
-            std::to_string(names.size()) + " tensors (" + some +
-            ", ...): pass weights of this model, saved under octet's names");
-      }
-      e.name = p.name();
-      e.layout.reset();
-      byOctetName.push_back(p.name());
-    }
-    auto skipped = hf::checkHfCoverage(*reader, layouts, path, byOctetName);
-    if (!skipped)
-      return skipped.status();
+  std::string where =
+      std::string(programKindName(kind)) + " program '" + p->name() + "'";
+  const MemoryPlan &plan = bundle.plan();
+  for (const NamedSlot &in : p->inputs()) {
+    const Slot &s = plan.slots(int(in.slot()));
     OCTET_RETURN_IF_ERROR(
-        restoreEntries(entries, path, hf::lookupIn(*reader), /*convert=*/true));
-    std::string line = "parameters from " + path + " (" +
-                       std::to_string(layouts.size()) + " by HF name, " +
-                       std::to_string(byOctetName.size()) + " by octet name";
-    if (!skipped->empty())
-      line += "; skipped " + std::to_string(skipped->size()) + ": " +
-              skipped->begin()->first + ", " + skipped->begin()->second;
-    print(line + ")");
-    return Status::ok();
+        bindInput(where, in.name(), in.slot(), s.bytes(), io, batchInputs));
   }
+  for (const NamedSlot &out : p->outputs()) {
+    const Slot &s = plan.slots(int(out.slot()));
+    int *target = out.name() == "loss"        ? &io.loss
+                  : out.name() == "grad_norm" ? &io.gradNorm
+                  : out.name() == "lr"        ? &io.lr
+                                              : nullptr;
+    if (!target)
+      continue;
+    if (s.dtype() != F32 || s.bytes() < 4)
+      return Status::error(where + " output '" + out.name() + "' (slot '" +
+                           s.name() + "') is " + dtypeName(s.dtype()) + " of " +
+                           std::to_string(s.bytes()) +
+                           " bytes; the trainer reads an f32 scalar");
+    *target = int(out.slot());
+  }
+  return Status::ok();
+}
 
-  // The parameters as a HF model: safetensors under HF names, in the
-  // dtype the bundle keeps them in, and config.json (the one beside
-  // --init-from when there is one, else the bundle's).
-  Status saveHf(const std::string &dir) {
-    auto configText = bundle::hfConfigForExport(bundle, options.initWeights);
-    if (!configText)
-      return configText.status();
-    std::string config = *configText;
-    // Every rank joins the parts of the sharded masters; rank 0 writes.
-    std::vector<hf::NamedTensor> model;
-    OCTET_RETURN_IF_ERROR(readWhole(modelEntries, model));
-    OCTET_RETURN_IF_ERROR(backend.synchronize());
-    if (dpRank != 0)
-      return Status::ok();
-    auto tensors = hfTensors(std::move(model));
-    if (!tensors)
-      return tensors.status();
-    if (::mkdir(dir.c_str(), 0777) != 0 && errno != EEXIST)
-      return Status::error("--save-hf " + dir + ": cannot create it: " +
-                           std::strerror(errno));
-    OCTET_RETURN_IF_ERROR(hf::writeCheckpoint(dir, *tensors));
-    // The config names the weights' dtype when they have one.
-    bool oneDType = !tensors->empty();
-    for (const hf::NamedTensor &t : *tensors)
-      oneDType &= t.dtype == tensors->front().dtype;
-    if (oneDType)
-      config = hf::configWithDType(config, tensors->front().dtype);
-    OCTET_RETURN_IF_ERROR(writeFileAtomically(dir + "/config.json", config));
-    print("saved the model in HF format: " + dir + " (" +
-          std::to_string(tensors->size()) + " tensors" +
-          (oneDType ? std::string(", ") +
-                          hf::safetensorsDTypeName(tensors->front().dtype)
-                    : std::string()) +
-          ")");
+// One input of `where`, of `bytes` a run (a microbatch's, for a batch
+// input), in `io`'s staging.
+Status Trainer::Impl::bindInput(const std::string &where,
+                                const std::string &name, uint32_t slot,
+                                uint64_t bytes, ProgramIO &io,
+                                bool batchInputs) {
+  const Slot &s = bundle.plan().slots(int(slot));
+  uint64_t tokens = uint64_t(rows * seq);
+  Binding b;
+  b.name = name;
+  b.slot = slot;
+  b.dtype = s.dtype();
+  b.bytes = bytes;
+  uint64_t want = 0;
+  bundle::DType wantType = I32;
+  bool atLeast = false;
+  if (batchInputs && name == "tokens")
+    b.feed = Feed::Tokens, want = tokens * 4;
+  else if (batchInputs && name == "labels")
+    b.feed = Feed::Labels, want = tokens * 4;
+  else if (batchInputs && name == "positions")
+    b.feed = Feed::Positions, want = tokens * 4;
+  else if (batchInputs && name == "loss_mask")
+    b.feed = Feed::LossMask, want = tokens * 4, wantType = F32;
+  else if (batchInputs && name == "cu_seqlens")
+    b.feed = Feed::CuSeqlens, want = uint64_t(rows + 1) * 4, atLeast = true;
+  else if (!batchInputs && name == "lr")
+    b.feed = Feed::Lr, want = 4, wantType = F32;
+  else if (!batchInputs && name == "step")
+    b.feed = Feed::Step, want = 4, wantType = I32;
+  else
+    return Status::error(
+        where + " takes input '" + name + "' (slot '" + s.name() +
+        "'), which the trainer cannot fill: it fills " +
+        (batchInputs ? "tokens, labels, loss_mask, positions and "
+                       "cu_seqlens"
+                     : "lr and step") +
+        "; recompile the bundle with this release");
+  if (b.dtype != wantType)
+    return Status::error(where + " input '" + name + "' is " +
+                         dtypeName(b.dtype) + "; the trainer writes " +
+                         dtypeName(wantType));
+  if (atLeast ? b.bytes < want : b.bytes != want)
+    return Status::error(where + " input '" + name + "' (slot '" + s.name() +
+                         "') has " + std::to_string(b.bytes) +
+                         " bytes, but the schedule (" + std::to_string(rows) +
+                         " rows of " + std::to_string(seq) + " tokens) needs " +
+                         (atLeast ? "at least " : "") + std::to_string(want) +
+                         ": the bundle is inconsistent; recompile");
+  b.stageOffset = io.stageBytes;
+  io.stageBytes += (b.bytes + 63) / 64 * 64;
+  io.inputs.push_back(b);
+  return Status::ok();
+}
+
+// A pipeline rank trains through its instruction list: the
+// microbatches' inputs go into the stash entries of the instructions that
+// read them (planPipelineFeeds), the loss is the last stage's
+// accumulator, and `train` stages every input any chunk program takes.
+// Every rank of the pipeline adds its steps' times to the group's, and
+// rank 0 prints the measured and the predicted bubble.
+Status Trainer::Impl::reportTimeline() {
+  if (stepsRunHere <= 2) {
+    print("note: --pipeline-timeline times the steps after the second; "
+          "this run had " +
+          std::to_string(stepsRunHere));
     return Status::ok();
   }
-};
+  OCTET_RETURN_IF_ERROR(options.pipeline->sum(timeline->sums()));
+  std::vector<int> group;
+  for (const auto &g : bundle::pipelineGroups(bundle))
+    if (std::find(g.begin(), g.end(), pipe->worldRank) != g.end())
+      group = g;
+  auto sched = bundle::scheduleOf(bundle, group);
+  if (!sched)
+    return sched.status();
+  auto summary = timeline->summarize(*sched);
+  if (!summary)
+    return summary.status();
+  print(describeTimeline(*summary));
+  return Status::ok();
+}
+
+Status Trainer::Impl::setUpPipeline() {
+  pipe = backend.pipelinePlan();
+  if (!pipe)
+    return Status::error("the bundle is pipeline parallel (" +
+                         parallelLayout(bundle) +
+                         ") but this backend runs no pipeline step");
+  const Pipeline &pl = bundle.pipeline();
+  pipeRank = pipe->pipelineRank;
+  pipeSize = int(pl.ranks());
+  int64_t microbatches = int64_t(pl.microbatches());
+  if (schedule.grad_accum_steps() > 1 &&
+      schedule.grad_accum_steps() != microbatches)
+    return Status::error(
+        "the bundle's schedule has grad_accum_steps " +
+        std::to_string(schedule.grad_accum_steps()) +
+        " but its pipeline runs " + std::to_string(microbatches) +
+        " microbatches a replica: the bundle is inconsistent; recompile");
+  accum = std::max<int64_t>(1, microbatches);
+  if (pipeSize > 1 && !options.pipeline)
+    return Status::error(
+        "the bundle is pipeline parallel (" + parallelLayout(bundle) +
+        "): its ranks start under a launcher (octet launch --gpus " +
+        std::to_string(bundle.world_size()) + " -- octet-run ...)");
+  if (options.pipeline && options.pipeline->size() != pipeSize)
+    return Status::error("the bundle's pipeline has " +
+                         std::to_string(pipeSize) +
+                         " ranks but this rank's pipeline group has " +
+                         std::to_string(options.pipeline->size()));
+  if (options.pipeline && options.pipeline->rank() != pipeRank)
+    return Status::error("this rank is pipeline rank " +
+                         std::to_string(pipeRank) + " of the bundle but rank " +
+                         std::to_string(options.pipeline->rank()) +
+                         " of its pipeline group");
+  if (!options.saveHf.empty())
+    return Status::error(
+        "--save-hf with a pipeline bundle is not done yet (each rank "
+        "holds its own stages' parameters): checkpoint with "
+        "--checkpoint-dir and export the checkpoint (octet export-hf)");
+  if (options.pipelineTimeline)
+    timeline = std::make_unique<PipelineTimeline>(
+        pipeSize, int(std::max<uint32_t>(1, pl.virtual_stages())));
+  auto feeds = planPipelineFeeds(bundle, *pipe);
+  if (!feeds)
+    return feeds.status();
+  pipeFeeds = std::move(*feeds);
+  std::string where = "the pipeline's chunk programs";
+  for (const auto &[name, bytes] : pipeFeeds.inputs) {
+    uint32_t slot = 0;
+    for (const auto &list : pipeFeeds.feeds)
+      for (const PipelineFeed &f : list)
+        if (f.name == name)
+          slot = f.slot;
+    OCTET_RETURN_IF_ERROR(
+        bindInput(where, name, slot, bytes, train, /*batchInputs=*/true));
+  }
+  if (pipe->lossSumSlot >= 0) {
+    const Slot &s = bundle.plan().slots(pipe->lossSumSlot);
+    if (s.dtype() != F32 || s.bytes() < 4)
+      return Status::error("the pipeline's loss accumulator (slot '" +
+                           s.name() + "') is " + dtypeName(s.dtype()) + " of " +
+                           std::to_string(s.bytes()) +
+                           " bytes; the trainer reads an f32 scalar");
+    train.loss = pipe->lossSumSlot;
+  }
+  slotUsers = pipelineSlotUsers(bundle);
+  auto memory = pipelineRankMemory(bundle, pipe->worldRank);
+  if (!memory)
+    return memory.status();
+  rankMemory = std::move(*memory);
+  return Status::ok();
+}
+
+// Whether the run evaluates at its eval interval.
+bool Trainer::Impl::evaluates() const {
+  bool program = pipe ? evalPipe.has_value() : backend.hasProgram(EVAL);
+  return evalInterval > 0 && program && data.hasEval();
+}
+
+StatusOr<int64_t> Trainer::Impl::evalBatches() const {
+  return evaluationBatches(options.evalBatches, data.evalBatchCount(),
+                           pipe ? accum : 0, dpSize);
+}
+
+// Evaluation runs each rank's forward-only list (planPipelineEvaluation)
+// over held-out microbatches, staged and fed like training's. Asked for
+// where the run evaluates, so that a bundle evaluation cannot run on is
+// refused before training starts.
+Status Trainer::Impl::setUpPipelineEvaluation() {
+  auto plan = planPipelineEvaluation(bundle, pipe->worldRank);
+  if (!plan)
+    return plan.status();
+  auto feeds = planPipelineFeeds(bundle, *plan);
+  if (!feeds)
+    return feeds.status();
+  for (const auto &[name, bytes] : feeds->inputs) {
+    auto bound = std::find_if(train.inputs.begin(), train.inputs.end(),
+                              [&](const Binding &b) { return b.name == name; });
+    if (bound == train.inputs.end() || bound->bytes != bytes)
+      return Status::error("evaluation's chunk forwards take input '" + name +
+                           "' of " + std::to_string(bytes) +
+                           " bytes, which training's do not: the bundle is "
+                           "inconsistent; recompile");
+  }
+  evalPipe = std::move(*plan);
+  evalPipeFeeds = std::move(*feeds);
+  return Status::ok();
+}
+
+// The compute instruction's microbatch inputs, from the step's staging,
+// into its stash entry.
+Status Trainer::Impl::feedPipeline(const PipeWork &w, int parity) {
+  return feedPipelineFrom(pipeFeeds, stages[parity], w);
+}
+
+Status Trainer::Impl::feedPipelineFrom(
+    const PipelineFeedPlan &plan,
+    const std::vector<std::unique_ptr<HostBuffer>> &staged, const PipeWork &w) {
+  const auto &feeds = plan.feeds[w.index];
+  if (feeds.empty())
+    return Status::ok();
+  int64_t m = int64_t(w.instruction->microbatch());
+  if (m < 0 || m >= accum)
+    return Status::error("instruction " + std::to_string(w.index) +
+                         " runs microbatch " + std::to_string(m) +
+                         " of a step of " + std::to_string(accum));
+  auto *base = static_cast<uint8_t *>(staged[size_t(m)]->data());
+  for (const PipelineFeed &f : feeds)
+    for (const Binding &b : train.inputs)
+      if (b.name == f.name)
+        OCTET_RETURN_IF_ERROR(backend.writeSlotAt(
+            f.slot, f.offset, base + b.stageOffset, f.bytes));
+  return Status::ok();
+}
+
+Status Trainer::Impl::planEntries() {
+  const MemoryPlan &plan = bundle.plan();
+  std::set<uint32_t> covered;
+  auto entryFor = [&](const std::string &name, uint32_t slot,
+                      bundle::DType dtype, std::vector<int64_t> shape,
+                      const std::string &what) -> StatusOr<Entry> {
+    const Slot &s = plan.slots(int(slot));
+    Entry e;
+    e.name = name;
+    e.slot = slot;
+    e.bytes = s.bytes();
+    e.dtype = dtypeFromProto(dtype).value_or(octet::DType::U8);
+    uint64_t element = octet::dtypeBytes(e.dtype);
+    uint64_t count = 1;
+    for (int64_t d : shape)
+      count *= uint64_t(d);
+    if (shape.empty() && e.bytes != element) {
+      if (e.bytes % element)
+        e.dtype = octet::DType::U8, element = 1;
+      shape = {int64_t(e.bytes / element)};
+    } else if (count * element != e.bytes) {
+      return Status::error(what + " '" + name + "' is " + shapeText(shape) +
+                           " " + dtypeName(dtype) + " but its slot '" +
+                           s.name() + "' has " + std::to_string(e.bytes) +
+                           " bytes: the bundle is inconsistent");
+    }
+    e.shape = std::move(shape);
+    covered.insert(slot);
+    return e;
+  };
+  for (const Parameter &p : bundle.parameters()) {
+    // Checkpoints hold a parameter under its HF names when the bundle
+    // gives them, else under its octet name.
+    auto layout = hfLayoutOf(p);
+    if (!layout)
+      return layout.status().withContext("parameter '" + p.name() + "'");
+    bool whole = *layout && hf::isWholeTensor(**layout);
+    // A sharded master's slot holds this rank's part of dimension 0.
+    int64_t shards = std::max<int64_t>(1, int64_t(p.data_shards()));
+    std::vector<int64_t> shape(p.shape().begin(), p.shape().end());
+    if (shards > 1 && !shape.empty())
+      shape[0] /= shards;
+    auto e = entryFor(whole ? (*layout)->pieces[0].hfName : p.name(), p.slot(),
+                      p.dtype(), std::move(shape), "parameter");
+    if (!e)
+      return e.status();
+    e->dataShards = shards;
+    if (*layout && !whole)
+      e->layout = std::move(**layout);
+    modelEntries.push_back(std::move(*e));
+  }
+  for (const StateTensor &st : bundle.state()) {
+    // INIT makes it again on resume; checkpoints leave it out.
+    if (st.derived()) {
+      covered.insert(st.slot());
+      derivedState = true;
+      continue;
+    }
+    auto e = entryFor(st.name(), st.slot(), st.dtype(),
+                      {st.shape().begin(), st.shape().end()}, "state tensor");
+    if (!e)
+      return e.status();
+    e->dataShards = std::max<int64_t>(1, int64_t(st.data_shards()));
+    stateEntries.push_back(std::move(*e));
+  }
+  // Persistent slots outside the tables (weight caches the optimizer
+  // step writes, FP8 scales it keeps) are state too: resuming without
+  // them would not be bit-exact.
+  for (int i = 0; i < plan.slots_size(); ++i) {
+    const Slot &s = plan.slots(i);
+    bool persistent = s.kind() == OPTIMIZER_STATE || s.kind() == FP8_STATE ||
+                      s.kind() == WEIGHT_CACHE || s.kind() == PARAMETER;
+    if (!persistent || !s.program().empty() || covered.count(uint32_t(i)))
+      continue;
+    auto e = entryFor(s.name(), uint32_t(i), s.dtype(),
+                      {s.shape().begin(), s.shape().end()}, "slot");
+    if (!e)
+      return e.status();
+    stateEntries.push_back(std::move(*e));
+  }
+  return Status::ok();
+}
+
+Status Trainer::Impl::stage(const ProgramIO &io, HostBuffer &buffer,
+                            const data::PackedBatch &batch, const char *what) {
+  auto *base = static_cast<uint8_t *>(buffer.data());
+  const int64_t vocab = schedule.vocab_size();
+  for (size_t i = 0; i < batch.inputs.size(); ++i)
+    if (batch.inputs[i] < 0 || batch.inputs[i] >= vocab ||
+        batch.targets[i] >= vocab)
+      return Status::error(
+          std::string(what) + " batch holds token id " +
+          std::to_string(batch.inputs[i] < 0 || batch.inputs[i] >= vocab
+                             ? batch.inputs[i]
+                             : batch.targets[i]) +
+          " at position " + std::to_string(i) +
+          ", outside the model's vocabulary of " + std::to_string(vocab) +
+          ": the data was made with another tokenizer");
+  for (const Binding &b : io.inputs) {
+    uint8_t *dst = base + b.stageOffset;
+    switch (b.feed) {
+    case Feed::Tokens:
+      std::memcpy(dst, batch.inputs.data(), b.bytes);
+      break;
+    case Feed::Labels:
+      std::memcpy(dst, batch.targets.data(), b.bytes);
+      break;
+    case Feed::Positions:
+      std::memcpy(dst, batch.positionIds.data(), b.bytes);
+      break;
+    case Feed::LossMask:
+      std::memcpy(dst, batch.lossMask.data(), b.bytes);
+      break;
+    case Feed::CuSeqlens: {
+      auto padded = data::padCuSeqlens(batch.cuSeqlens, b.bytes / 4);
+      if (!padded)
+        return Status::error(std::string(what) + " " +
+                             padded.status().message());
+      std::memcpy(dst, padded->data(), b.bytes);
+      break;
+    }
+    case Feed::Lr:
+    case Feed::Step:
+      break;
+    }
+  }
+  return Status::ok();
+}
+
+Status Trainer::Impl::enqueueInputs(const ProgramIO &io, HostBuffer &buffer) {
+  auto *base = static_cast<uint8_t *>(buffer.data());
+  for (const Binding &b : io.inputs)
+    OCTET_RETURN_IF_ERROR(
+        backend.writeSlot(b.slot, base + b.stageOffset, b.bytes));
+  return Status::ok();
+}
+
+// Every rank reads the whole global batch and stages its own share.
+Status Trainer::Impl::prepareStep(int parity) {
+  for (int64_t g = 0; g < accum * dpSize; ++g) {
+    data::PackedBatch batch;
+    OCTET_RETURN_IF_ERROR(data.next(batch));
+    if (g / accum != dpRank)
+      continue;
+    OCTET_RETURN_IF_ERROR(
+        stage(train, *stages[parity][size_t(g % accum)], batch, "training"));
+  }
+  stagedPosition[parity] = data.position();
+  return Status::ok();
+}
+
+uint64_t Trainer::Impl::usedNow() {
+  uint64_t used = backend.memory().used;
+  peakUsed = std::max(peakUsed, used);
+  return used;
+}
+
+Status Trainer::Impl::runStep(int64_t step, int parity, bool prefetch,
+                              StepRecord &rec) {
+  auto t0 = std::chrono::steady_clock::now();
+  // The last step's timeline is recorded step by step, so it runs no
+  // graph.
+  bool recorded = options.stepTimeline && step == steps;
+  bool graph = options.graph && stepsRunHere > 0 && !recorded;
+  if (recorded)
+    OCTET_RETURN_IF_ERROR(backend.beginTimeline());
+  if (pipe) {
+    // The last stage's accumulator holds the sum of its microbatches'
+    // losses; the other stages add nothing.
+    OCTET_RETURN_IF_ERROR(backend.runPipelineStep(
+        *pipe, [&](const PipeWork &w) { return feedPipeline(w, parity); }));
+    *scalar(0) = 0;
+    if (train.loss >= 0)
+      OCTET_RETURN_IF_ERROR(
+          backend.readSlot(uint32_t(train.loss), scalar(0), 4));
+  }
+  for (int64_t m = 0; !pipe && m < accum; ++m) {
+    OCTET_RETURN_IF_ERROR(enqueueInputs(train, *stages[parity][size_t(m)]));
+    OCTET_RETURN_IF_ERROR(
+        backend.run(TRAIN_MICROBATCH, {graph, m + 1 == accum, m == 0}));
+    OCTET_RETURN_IF_ERROR(
+        backend.readSlot(uint32_t(train.loss), scalar(size_t(m)), 4));
+  }
+  if (!optimizer.inputs.empty()) {
+    auto *base = static_cast<uint8_t *>(optimizerStage->data());
+    for (const Binding &b : optimizer.inputs) {
+      if (b.feed == Feed::Lr) {
+        float lr = float(scheduledLearningRate(schedule, step, steps));
+        std::memcpy(base + b.stageOffset, &lr, 4);
+      } else {
+        int32_t s = int32_t(step);
+        std::memcpy(base + b.stageOffset, &s, 4);
+      }
+    }
+    OCTET_RETURN_IF_ERROR(enqueueInputs(optimizer, *optimizerStage));
+  }
+  if (backend.hasProgram(OPTIMIZER_STEP))
+    OCTET_RETURN_IF_ERROR(backend.run(OPTIMIZER_STEP, {graph}));
+  if (optimizer.gradNorm >= 0)
+    OCTET_RETURN_IF_ERROR(backend.readSlot(uint32_t(optimizer.gradNorm),
+                                           scalar(size_t(accum)), 4));
+  if (optimizer.lr >= 0)
+    OCTET_RETURN_IF_ERROR(
+        backend.readSlot(uint32_t(optimizer.lr), scalar(size_t(accum) + 1), 4));
+  // The next step's batches are read and staged while this one runs.
+  if (prefetch)
+    OCTET_RETURN_IF_ERROR(prepareStep(parity ^ 1));
+  OCTET_RETURN_IF_ERROR(backend.synchronize());
+  if (recorded)
+    OCTET_RETURN_IF_ERROR(backend.endTimeline());
+  ++stepsRunHere;
+  // The first step runs eagerly and the second captures graphs.
+  if (timeline && stepsRunHere > 2) {
+    auto timings = backend.pipelineTimings();
+    if (!timings)
+      return timings.status();
+    OCTET_RETURN_IF_ERROR(timeline->add(*pipe, *timings));
+  }
+  rec.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+          .count();
+  rec.step = step;
+  std::vector<double> sum = {0};
+  for (int64_t m = 0; m < (pipe ? 1 : accum); ++m)
+    sum[0] += *scalar(size_t(m));
+  // Summed over the ranks before any rank judges it, so that all of them
+  // stop at the same step: over the data replicas, then over the stages
+  // (only the last one's is not 0).
+  if (options.dataParallel)
+    OCTET_RETURN_IF_ERROR(options.dataParallel->sum(sum));
+  if (options.pipeline)
+    OCTET_RETURN_IF_ERROR(options.pipeline->sum(sum));
+  if (!std::isfinite(sum[0])) {
+    std::string where;
+    for (int64_t m = 0; !pipe && m < accum && where.empty(); ++m)
+      if (!std::isfinite(*scalar(size_t(m))))
+        where = ", microbatch " + std::to_string(dpRank * accum + m) +
+                " of the global batch";
+    return Status::error(
+        "stopped: the loss is " + std::to_string(sum[0]) + " at step " +
+        std::to_string(step) + where +
+        "; lower the learning rate or check the data (the last "
+        "checkpoint, if any, is from before this step)");
+  }
+  rec.loss = float(sum[0] / double(accum * dpSize));
+  rec.gradNorm = optimizer.gradNorm >= 0 ? *scalar(size_t(accum)) : NAN;
+  rec.lr = optimizer.lr >= 0
+               ? *scalar(size_t(accum) + 1)
+               : float(scheduledLearningRate(schedule, step, steps));
+  if (optimizer.gradNorm >= 0 && !std::isfinite(rec.gradNorm))
+    return Status::error("stopped: the gradient norm is " +
+                         std::to_string(rec.gradNorm) + " at step " +
+                         std::to_string(step) +
+                         "; lower the learning rate or check the data");
+  rec.deviceBytesUsed = usedNow();
+  return Status::ok();
+}
+
+Status Trainer::Impl::report(const StepRecord &rec) {
+  metrics::StepMetrics m;
+  m.step = rec.step;
+  m.steps = steps;
+  m.loss = rec.loss;
+  m.gradNorm = rec.gradNorm;
+  m.lr = rec.lr;
+  m.seconds = rec.seconds;
+  m.tokens = rows * seq * accum * dpSize;
+  m.gpus = dpSize * pipeSize;
+  m.flopsPerToken = schedule.flops_per_token();
+  m.deviceBytesUsed = rec.deviceBytesUsed;
+  bool log =
+      rec.step % logInterval == 0 || rec.step == steps || stepsRunHere == 1;
+  if (log)
+    print(metrics::formatStepLine(m, peak) +
+          (stepsRunHere == 1 ? "  (eager, before graph capture)" : ""));
+  if (events) {
+    std::vector<std::pair<std::string, double>> values = {
+        {"loss", rec.loss},
+        {"grad_norm", rec.gradNorm},
+        {"lr", rec.lr},
+        {"tokens_per_s", m.tokensPerSecond()},
+        {"model_tflops", m.modelTflops()}};
+    if (peak) {
+      values.push_back({"mfu", m.modelTflops() / peak->bf16Tflops});
+      values.push_back({"mfu_fp8", m.modelTflops() / peak->fp8Tflops});
+    }
+    if (rec.deviceBytesUsed)
+      values.push_back({"memory_gib", double(rec.deviceBytesUsed) /
+                                          double(uint64_t(1) << 30)});
+    OCTET_RETURN_IF_ERROR(events->scalars(rec.step, values));
+    OCTET_RETURN_IF_ERROR(events->flush());
+  }
+  return Status::ok();
+}
+
+Status Trainer::Impl::zeroGradients() {
+  const MemoryPlan &plan = bundle.plan();
+  for (int i = 0; i < plan.slots_size(); ++i)
+    if (plan.slots(i).kind() == GRADIENT && plan.slots(i).program().empty() &&
+        holdsSlot(uint32_t(i)))
+      OCTET_RETURN_IF_ERROR(backend.zeroSlot(uint32_t(i)));
+  return backend.synchronize();
+}
+
+// Every state tensor, and every parameter when `parameters`, from its
+// Init: computed on the host as the reference interpreter computes it,
+// tensors in parallel (a large model's normal draws take minutes on one
+// core).
+Status Trainer::Impl::writeInitialValues(bool parameters) {
+  struct Job {
+    const Init *init;
+    bundle::DType dtype;
+    uint64_t elements;
+    uint32_t slot;
+    std::string what;
+    // A sharded master draws the whole parameter and keeps its part, so
+    // every layout starts from the same values.
+    int64_t parts = 1;
+  };
+  std::vector<Job> jobs;
+  auto elementsOf = [](const auto &shape) {
+    uint64_t n = 1;
+    for (int64_t d : shape)
+      n *= uint64_t(d);
+    return n;
+  };
+  // A pipeline rank initializes the variables its arena holds.
+  if (parameters)
+    for (const Parameter &p : bundle.parameters())
+      if (holdsSlot(p.slot()))
+        jobs.push_back({&p.init(), p.dtype(), elementsOf(p.shape()), p.slot(),
+                        "parameter '" + p.name() + "'",
+                        std::max<int64_t>(1, int64_t(p.data_shards()))});
+  for (const StateTensor &st : bundle.state())
+    if (holdsSlot(st.slot()))
+      jobs.push_back({&st.init(), st.dtype(), elementsOf(st.shape()), st.slot(),
+                      "state tensor '" + st.name() + "'"});
+  unsigned workers = std::max(1u, std::thread::hardware_concurrency());
+  for (size_t first = 0; first < jobs.size(); first += workers) {
+    size_t last = std::min(jobs.size(), first + workers);
+    std::vector<StatusOr<std::string>> values(last - first, Status::error(""));
+    std::vector<std::thread> threads;
+    for (size_t j = first; j < last; ++j)
+      threads.emplace_back([&, j] {
+        values[j - first] = initialBytes(*jobs[j].init, jobs[j].dtype,
+                                         jobs[j].elements, jobs[j].what);
+      });
+    for (std::thread &th : threads)
+      th.join();
+    for (size_t j = first; j < last; ++j) {
+      StatusOr<std::string> &v = values[j - first];
+      if (!v)
+        return v.status();
+      if (jobs[j].parts > 1)
+        *v = rankPart(*v, jobs[j].parts);
+      uint64_t slotBytes = bundle.plan().slots(int(jobs[j].slot)).bytes();
+      if (v->size() != slotBytes)
+        return Status::error(
+            jobs[j].what + " holds " + std::to_string(v->size()) +
+            " bytes but its slot has " + std::to_string(slotBytes) +
+            ": the bundle is inconsistent");
+      OCTET_RETURN_IF_ERROR(
+          backend.writeSlot(jobs[j].slot, v->data(), v->size()));
+    }
+    // The host values are freed once copied.
+    OCTET_RETURN_IF_ERROR(backend.synchronize());
+  }
+  return Status::ok();
+}
 
 Trainer::Trainer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Trainer::~Trainer() = default;
@@ -1178,7 +667,8 @@ StatusOr<std::unique_ptr<Trainer>> Trainer::create(TrainBackend &backend,
       return Status::error(
           "the bundle was compiled for " + std::to_string(g.ranks_size()) +
           " data-parallel ranks (train.parallel.data) but this rank is one "
-          "of " + std::to_string(t.dpSize) +
+          "of " +
+          std::to_string(t.dpSize) +
           ": start as many ranks as the bundle's world size (octet launch "
           "--gpus N), or recompile the spec for this number");
   t.rows = s.micro_batch_size();
@@ -1239,7 +729,8 @@ StatusOr<std::unique_ptr<Trainer>> Trainer::create(TrainBackend &backend,
           "state tensor '" + st.name() + "' is sharded over " +
           std::to_string(st.data_shards()) +
           " data-parallel ranks (train.parallel.shard_optimizer), but this "
-          "job has " + std::to_string(t.dpSize) +
+          "job has " +
+          std::to_string(t.dpSize) +
           ": start as many ranks as the bundle was compiled for");
   OCTET_RETURN_IF_ERROR(t.bind(TRAIN_MICROBATCH, t.train, true));
   OCTET_RETURN_IF_ERROR(t.bind(OPTIMIZER_STEP, t.optimizer, false));
@@ -1431,58 +922,6 @@ Status Trainer::evaluate(int64_t step, TrainResult &result) {
     OCTET_RETURN_IF_ERROR(t.events->flush());
   }
   result.evals.push_back(rec);
-  return Status::ok();
-}
-
-StatusOr<std::string> Trainer::saveCheckpoint(int64_t step) {
-  Impl &t = *impl_;
-  // The ranks hold the same parameters and state but for the parts of a
-  // sharded state, which every rank hands rank 0; rank 0 writes them.
-  // A pipeline's stages each hold their own variables, which they hand
-  // pipeline rank 0.
-  bool sharded = t.pipe != nullptr;
-  for (const Entry &e : t.stateEntries)
-    sharded |= e.dataShards > 1;
-  bool dataShards = false;
-  for (const Entry &e : t.stateEntries)
-    dataShards |= e.dataShards > 1;
-  if (t.dpRank != 0 && (t.pipe ? !dataShards : !sharded))
-    return std::string();
-  auto c = t.gather(step);
-  if (!c)
-    return c.status();
-  if (t.dpRank != 0 || t.pipeRank != 0)
-    return std::string();
-  ckpt::SaveOptions so;
-  so.keep = t.options.keepCheckpoints;
-  so.afterFile = t.options.checkpointAfterFile;
-  auto path = ckpt::saveTrainCheckpoint(t.options.checkpointDir, *c, so);
-  if (path)
-    t.print("checkpoint: " + *path);
-  return path;
-}
-
-Status Trainer::loadCheckpoint(const std::string &stepDir, int64_t &step) {
-  Impl &t = *impl_;
-  auto c = ckpt::loadTrainCheckpoint(stepDir);
-  if (!c)
-    return c.status();
-  std::string hash = hexOf(t.bundle.content_hash());
-  if (!c->bundleHash.empty() && c->bundleHash != hash)
-    t.print("note: " + stepDir + " was saved by another bundle (hash " +
-            c->bundleHash.substr(0, 12) + ", this one " + hash.substr(0, 12) +
-            "); its tensors match this bundle's, so the run continues");
-  if (c->seed != t.schedule.seed())
-    return Status::error(stepDir + " was saved by a run with seed " +
-                         std::to_string(c->seed) + ", this bundle's is " +
-                         std::to_string(t.schedule.seed()) +
-                         ": resuming would not continue that run");
-  OCTET_RETURN_IF_ERROR(t.restoreEntries(
-      t.modelEntries, stepDir, hf::lookupAmong(c->model, stepDir), false));
-  OCTET_RETURN_IF_ERROR(t.restoreEntries(
-      t.stateEntries, stepDir, hf::lookupAmong(c->state, stepDir), false));
-  OCTET_RETURN_IF_ERROR(t.data.restore(c->dataPosition));
-  step = c->step;
   return Status::ok();
 }
 
