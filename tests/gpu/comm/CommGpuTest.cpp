@@ -172,14 +172,25 @@ void checkNarrowAllReduces(Rank &r) {
       [](size_t i) { return i % 2 ? 0.5f : 1.0f; });
 }
 
-void checkReduceScatter(Rank &r) {
-  const size_t m = 1 << 18, total = m * size_t(r.world);
-  std::vector<float> host(total), want(m);
+// A reduce-scatter of m elements a rank: each rank's input of world × m
+// elements, and the block it must receive.
+struct ScatterCase {
+  std::vector<float> host, want;
+};
+ScatterCase scatterCase(const Rank &r, size_t m) {
+  const size_t total = m * size_t(r.world);
+  ScatterCase c{std::vector<float>(total), std::vector<float>(m)};
   float ranksSum = float(r.world * (r.world + 1) / 2);
   for (size_t j = 0; j < total; ++j)
-    host[j] = float(r.rank + 1) * float(j % 97);
+    c.host[j] = float(r.rank + 1) * float(j % 97);
   for (size_t i = 0; i < m; ++i)
-    want[i] = ranksSum * float((size_t(r.rank) * m + i) % 97);
+    c.want[i] = ranksSum * float((size_t(r.rank) * m + i) % 97);
+  return c;
+}
+
+void checkReduceScatter(Rank &r) {
+  const size_t m = 1 << 18, total = m * size_t(r.world);
+  auto [host, want] = scatterCase(r, m);
   auto send = DeviceBuffer::allocate(total * sizeof(float));
   auto recv = DeviceBuffer::allocate(m * sizeof(float));
   CHECK_OK("reduce_scatter", send.status());
@@ -333,12 +344,7 @@ void checkRegisteredInPlace(Rank &r) {
   auto run = [&]() -> Status {
     OCTET_RETURN_IF_ERROR((*sub)->registerBuffer(
         raw, total * sizeof(float), BufferRegistration::Registered));
-    std::vector<float> host(total), want(m);
-    float ranksSum = float(r.world * (r.world + 1) / 2);
-    for (size_t j = 0; j < total; ++j)
-      host[j] = float(r.rank + 1) * float(j % 97);
-    for (size_t i = 0; i < m; ++i)
-      want[i] = ranksSum * float((size_t(r.rank) * m + i) % 97);
+    auto [host, want] = scatterCase(r, m);
     OCTET_CHECK_CUDA(cuMemcpyHtoD(base, host.data(), total * sizeof(float)));
     OCTET_RETURN_IF_ERROR((*sub)->reduceScatter(
         raw, reinterpret_cast<void *>(part), m, ncclFloat32, ReduceOp::Sum,
