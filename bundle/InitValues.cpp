@@ -10,12 +10,12 @@
 namespace octet::bundle {
 namespace {
 
-template <typename T> void put(std::string &out, uint64_t i, T value) {
-  std::memcpy(&out[i * sizeof(T)], &value, sizeof(T));
+template <typename T> void put(char *out, uint64_t i, T value) {
+  std::memcpy(out + i * sizeof(T), &value, sizeof(T));
 }
 
 // Stores one float value in `dtype`, rounded to nearest even.
-void store(std::string &out, octet::DType dtype, uint64_t i, float v) {
+void store(char *out, octet::DType dtype, uint64_t i, float v) {
   switch (dtype) {
   case octet::DType::I32:
     return put(out, i, static_cast<int32_t>(v));
@@ -24,7 +24,7 @@ void store(std::string &out, octet::DType dtype, uint64_t i, float v) {
   case octet::DType::U8:
     return put(out, i, static_cast<uint8_t>(v));
   default:
-    return numerics::encodeFloat(dtype, v, &out[i * octet::dtypeBytes(dtype)]);
+    return numerics::encodeFloat(dtype, v, out + i * octet::dtypeBytes(dtype));
   }
 }
 
@@ -34,33 +34,40 @@ uint64_t initSeed(uint64_t specSeed, std::string_view name) {
   return numerics::initSeed(specSeed, name);
 }
 
-StatusOr<std::string> initialBytes(const Init &init, DType wireDType,
-                                   uint64_t elements, const std::string &what) {
+StatusOr<uint64_t> initialElementBytes(DType wireDType,
+                                       const std::string &what) {
+  std::optional<octet::DType> known = dtypeFromProto(wireDType);
+  if (!known)
+    return Status::error(what + " has no element type; recompile the bundle");
+  return uint64_t(octet::dtypeBytes(*known));
+}
+
+Status initialRange(const Init &init, DType wireDType, uint64_t first,
+                    uint64_t count, char *out, const std::string &what) {
   std::optional<octet::DType> known = dtypeFromProto(wireDType);
   if (!known)
     return Status::error(what + " has no element type; recompile the bundle");
   octet::DType dtype = *known;
-  uint64_t width = octet::dtypeBytes(dtype);
-  std::string out(elements * width, '\0');
   switch (init.kind()) {
   case Init::ZEROS:
-    return out;
+    std::memset(out, 0, count * octet::dtypeBytes(dtype));
+    return Status::ok();
   case Init::ONES:
   case Init::CONSTANT: {
     float v = init.kind() == Init::ONES ? 1.0f : float(init.value());
-    for (uint64_t i = 0; i < elements; ++i)
+    for (uint64_t i = 0; i < count; ++i)
       store(out, dtype, i, v);
-    return out;
+    return Status::ok();
   }
   case Init::NORMAL: {
     if (!octet::isFloat(dtype))
       return Status::error(what + " is " + octet::dtypeName(dtype) +
                            " but its init is normal; only floating-point "
                            "tensors draw normal values");
-    numerics::NormalDraws draws(init.seed());
-    for (uint64_t i = 0; i < elements; ++i)
+    numerics::NormalDraws draws(init.seed(), first);
+    for (uint64_t i = 0; i < count; ++i)
       store(out, dtype, i, float(init.mean() + draws.next() * init.std()));
-    return out;
+    return Status::ok();
   }
   default:
     return Status::error(what + " has init kind " +
@@ -68,6 +75,17 @@ StatusOr<std::string> initialBytes(const Init &init, DType wireDType,
                          ", which this runtime does not know: use the octet-run "
                          "of the release that compiled the bundle");
   }
+}
+
+StatusOr<std::string> initialBytes(const Init &init, DType wireDType,
+                                   uint64_t elements, const std::string &what) {
+  auto width = initialElementBytes(wireDType, what);
+  if (!width)
+    return width.status();
+  std::string out(elements * *width, '\0');
+  OCTET_RETURN_IF_ERROR(
+      initialRange(init, wireDType, 0, elements, out.data(), what));
+  return out;
 }
 
 } // namespace octet::bundle

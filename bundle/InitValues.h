@@ -24,6 +24,16 @@ uint64_t initSeed(uint64_t specSeed, std::string_view name);
 StatusOr<std::string> initialBytes(const Init &init, DType dtype,
                                    uint64_t elements, const std::string &what);
 
+// The bytes of one element of `dtype` (an error naming `what` for a type
+// this runtime does not know).
+StatusOr<uint64_t> initialElementBytes(DType dtype, const std::string &what);
+
+// Elements [first, first + count) of that value into `out` (count ×
+// initialElementBytes): the same bytes initialBytes has there, so that
+// ranges filled apart (by threads, or a rank's part alone) join into it.
+Status initialRange(const Init &init, DType dtype, uint64_t first,
+                    uint64_t count, char *out, const std::string &what);
+
 } // namespace octet::bundle
 
 #endif

@@ -25,7 +25,12 @@ inline uint64_t initSeed(uint64_t seed, std::string_view name) {
 
 class NormalDraws {
 public:
-  explicit NormalDraws(uint64_t tensorSeed) : state_(tensorSeed) {}
+  // Positioned at value `first` of the tensor's sequence: each value takes
+  // two draws of SplitMix64, whose state only ever adds its constant, so a
+  // range of a tensor (a thread's, a data-parallel rank's part) starts
+  // where the whole sequence would be and gives the same bits.
+  explicit NormalDraws(uint64_t tensorSeed, uint64_t first = 0)
+      : state_(tensorSeed + first * 2 * kStep) {}
 
   // One standard normal value (Box-Muller, two uniform draws).
   double next() {
@@ -35,8 +40,10 @@ public:
   }
 
 private:
+  static constexpr uint64_t kStep = 0x9e3779b97f4a7c15ull;
+
   uint64_t mix() {
-    uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
+    uint64_t z = (state_ += kStep);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);

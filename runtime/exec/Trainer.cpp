@@ -584,9 +584,9 @@ Status Trainer::Impl::zeroGradients() {
 }
 
 // Every state tensor, and every parameter when `parameters`, from its
-// Init: computed on the host as the reference interpreter computes it,
-// tensors in parallel (a large model's normal draws take minutes on one
-// core).
+// Init: computed on the host as the reference interpreter computes it, a
+// tensor's ranges in parallel (a large model's normal draws take minutes on
+// one core), zeros by the device.
 Status Trainer::Impl::writeInitialValues(bool parameters) {
   struct Job {
     const Init *init;
@@ -617,35 +617,46 @@ Status Trainer::Impl::writeInitialValues(bool parameters) {
       jobs.push_back({&st.init(), st.dtype(), elementsOf(st.shape()), st.slot(),
                       "state tensor '" + st.name() + "'"});
   unsigned workers = std::max(1u, std::thread::hardware_concurrency());
-  for (size_t first = 0; first < jobs.size(); first += workers) {
-    size_t last = std::min(jobs.size(), first + workers);
-    std::vector<StatusOr<std::string>> values(last - first, Status::error(""));
+  // Ranges this long or longer go to threads of their own.
+  constexpr uint64_t kRange = uint64_t(1) << 20;
+  for (const Job &job : jobs) {
+    auto width = bundle::initialElementBytes(job.dtype, job.what);
+    if (!width)
+      return width.status();
+    // A sharded master's part of the whole parameter's values.
+    uint64_t count = job.elements / uint64_t(job.parts);
+    uint64_t first = job.parts > 1 ? count * uint64_t(dpRank) : 0;
+    uint64_t slotBytes = bundle.plan().slots(int(job.slot)).bytes();
+    if (count * *width != slotBytes)
+      return Status::error(job.what + " holds " +
+                           std::to_string(count * *width) +
+                           " bytes but its slot has " +
+                           std::to_string(slotBytes) +
+                           ": the bundle is inconsistent");
+    if (job.init->kind() == Init::ZEROS) {
+      OCTET_RETURN_IF_ERROR(backend.zeroSlot(job.slot));
+      continue;
+    }
+    std::string bytes(slotBytes, '\0');
+    uint64_t ranges = std::clamp<uint64_t>(count / kRange, 1, workers);
+    uint64_t per = (count + ranges - 1) / ranges;
+    std::vector<Status> done(ranges, Status::ok());
+    auto fill = [&](uint64_t r) {
+      uint64_t begin = r * per, n = std::min(count, begin + per) - begin;
+      done[r] = bundle::initialRange(*job.init, job.dtype, first + begin, n,
+                                     bytes.data() + begin * *width, job.what);
+    };
     std::vector<std::thread> threads;
-    for (size_t j = first; j < last; ++j)
-      threads.emplace_back([&, j] {
-        values[j - first] = initialBytes(*jobs[j].init, jobs[j].dtype,
-                                         jobs[j].elements, jobs[j].what);
-      });
+    for (uint64_t r = 1; r < ranges; ++r)
+      threads.emplace_back(fill, r);
+    fill(0);
     for (std::thread &th : threads)
       th.join();
-    for (size_t j = first; j < last; ++j) {
-      StatusOr<std::string> &v = values[j - first];
-      if (!v)
-        return v.status();
-      if (jobs[j].parts > 1)
-        *v = rankPart(*v, jobs[j].parts);
-      uint64_t slotBytes = bundle.plan().slots(int(jobs[j].slot)).bytes();
-      if (v->size() != slotBytes)
-        return Status::error(
-            jobs[j].what + " holds " + std::to_string(v->size()) +
-            " bytes but its slot has " + std::to_string(slotBytes) +
-            ": the bundle is inconsistent");
-      OCTET_RETURN_IF_ERROR(
-          backend.writeSlot(jobs[j].slot, v->data(), v->size()));
-    }
-    // The host values are freed once copied.
-    OCTET_RETURN_IF_ERROR(backend.synchronize());
+    for (const Status &st : done)
+      OCTET_RETURN_IF_ERROR(st);
+    OCTET_RETURN_IF_ERROR(backend.writeSlot(job.slot, bytes.data(), slotBytes));
   }
+  OCTET_RETURN_IF_ERROR(backend.synchronize());
   return Status::ok();
 }
 

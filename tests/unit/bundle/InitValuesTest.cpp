@@ -68,4 +68,42 @@ TEST(InitValues, TinyLlamaBundleStartsWhereTheInterpreterDoes) {
   EXPECT_GT(checked, 100);
 }
 
+// octet-run fills a tensor's ranges on several threads, and a sharded
+// master only its rank's part: every range, wherever it starts, holds the
+// bytes of the whole value there.
+TEST(InitValues, RangesFilledApartJoinIntoTheWholeValue) {
+  bundle::Init normal;
+  normal.set_kind(bundle::Init::NORMAL);
+  normal.set_seed(0x5eedull);
+  normal.set_mean(0.25);
+  normal.set_std(0.02);
+  bundle::Init constant;
+  constant.set_kind(bundle::Init::CONSTANT);
+  constant.set_value(-3.5);
+  for (const bundle::Init &init : {normal, constant})
+    for (bundle::DType dtype : {bundle::F32, bundle::BF16}) {
+      const uint64_t n = 1001;
+      auto whole = bundle::initialBytes(init, dtype, n, "w");
+      ASSERT_TRUE(whole) << whole.status().message();
+      auto width = bundle::initialElementBytes(dtype, "w");
+      ASSERT_TRUE(width) << width.status().message();
+      ASSERT_EQ(whole->size(), n * *width);
+      std::string joined(whole->size(), '\x7f');
+      // Uneven ranges, the last one short.
+      for (uint64_t first = 0; first < n; first += 333) {
+        uint64_t count = std::min<uint64_t>(333, n - first);
+        ASSERT_TRUE(bundle::initialRange(init, dtype, first, count,
+                                         joined.data() + first * *width, "w"));
+      }
+      EXPECT_EQ(joined, *whole) << "dtype " << int(dtype);
+    }
+  bundle::Init ints = normal;
+  auto refused = bundle::initialRange(ints, bundle::I32, 0, 4,
+                                      std::string(16, '\0').data(), "ids");
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.message().find("ids is i32 but its init is normal"),
+            std::string::npos)
+      << refused.message();
+}
+
 } // namespace
