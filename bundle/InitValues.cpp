@@ -4,8 +4,11 @@
 #include "support/InitDraws.h"
 #include "support/Numerics.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <thread>
+#include <vector>
 
 namespace octet::bundle {
 namespace {
@@ -75,6 +78,35 @@ Status initialRange(const Init &init, DType wireDType, uint64_t first,
                          ", which this runtime does not know: use the octet-run "
                          "of the release that compiled the bundle");
   }
+}
+
+StatusOr<std::string> initialPart(const Init &init, DType wireDType,
+                                  uint64_t first, uint64_t count,
+                                  const std::string &what, unsigned threads) {
+  auto width = initialElementBytes(wireDType, what);
+  if (!width)
+    return width.status();
+  std::string out(count * *width, '\0');
+  constexpr uint64_t kRange = uint64_t(1) << 20;
+  uint64_t ranges =
+      std::clamp<uint64_t>(count / kRange, 1, std::max(1u, threads));
+  uint64_t per = (count + ranges - 1) / ranges;
+  std::vector<Status> done(ranges, Status::ok());
+  auto fill = [&](uint64_t r) {
+    uint64_t begin = std::min(count, r * per);
+    uint64_t n = std::min(count, begin + per) - begin;
+    done[r] = initialRange(init, wireDType, first + begin, n,
+                           out.data() + begin * *width, what);
+  };
+  std::vector<std::thread> pool;
+  for (uint64_t r = 1; r < ranges; ++r)
+    pool.emplace_back(fill, r);
+  fill(0);
+  for (std::thread &t : pool)
+    t.join();
+  for (const Status &st : done)
+    OCTET_RETURN_IF_ERROR(st);
+  return out;
 }
 
 StatusOr<std::string> initialBytes(const Init &init, DType wireDType,

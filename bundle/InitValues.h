@@ -34,6 +34,13 @@ StatusOr<uint64_t> initialElementBytes(DType dtype, const std::string &what);
 Status initialRange(const Init &init, DType dtype, uint64_t first,
                     uint64_t count, char *out, const std::string &what);
 
+// Elements [first, first + count) as bytes, filled by up to `threads`
+// threads (ranges of at least a million elements each): a large model's
+// normal draws take minutes on one core.
+StatusOr<std::string> initialPart(const Init &init, DType dtype,
+                                  uint64_t first, uint64_t count,
+                                  const std::string &what, unsigned threads);
+
 } // namespace octet::bundle
 
 #endif

@@ -11,6 +11,7 @@
 #include <cstdarg>
 #include <cstring>
 #include <map>
+#include <thread>
 #include <vector>
 
 namespace octet {
@@ -98,7 +99,8 @@ Status Checker::writeInitialValues(bool &ok) {
                    uint32_t slot) -> Status {
     const Slot &s = plan.slots(int(slot));
     uint64_t elements = s.bytes() / std::max<uint64_t>(1, dtypeBytes(s.dtype()));
-    auto bytes = initialBytes(init, s.dtype(), elements, name);
+    auto bytes = initialPart(init, s.dtype(), 0, elements, name,
+                             std::thread::hardware_concurrency());
     if (!bytes)
       return bytes.status();
     auto it = hashes->find(name);

@@ -617,8 +617,6 @@ Status Trainer::Impl::writeInitialValues(bool parameters) {
       jobs.push_back({&st.init(), st.dtype(), elementsOf(st.shape()), st.slot(),
                       "state tensor '" + st.name() + "'"});
   unsigned workers = std::max(1u, std::thread::hardware_concurrency());
-  // Ranges this long or longer go to threads of their own.
-  constexpr uint64_t kRange = uint64_t(1) << 20;
   for (const Job &job : jobs) {
     auto width = bundle::initialElementBytes(job.dtype, job.what);
     if (!width)
@@ -637,24 +635,11 @@ Status Trainer::Impl::writeInitialValues(bool parameters) {
       OCTET_RETURN_IF_ERROR(backend.zeroSlot(job.slot));
       continue;
     }
-    std::string bytes(slotBytes, '\0');
-    uint64_t ranges = std::clamp<uint64_t>(count / kRange, 1, workers);
-    uint64_t per = (count + ranges - 1) / ranges;
-    std::vector<Status> done(ranges, Status::ok());
-    auto fill = [&](uint64_t r) {
-      uint64_t begin = r * per, n = std::min(count, begin + per) - begin;
-      done[r] = bundle::initialRange(*job.init, job.dtype, first + begin, n,
-                                     bytes.data() + begin * *width, job.what);
-    };
-    std::vector<std::thread> threads;
-    for (uint64_t r = 1; r < ranges; ++r)
-      threads.emplace_back(fill, r);
-    fill(0);
-    for (std::thread &th : threads)
-      th.join();
-    for (const Status &st : done)
-      OCTET_RETURN_IF_ERROR(st);
-    OCTET_RETURN_IF_ERROR(backend.writeSlot(job.slot, bytes.data(), slotBytes));
+    auto bytes = bundle::initialPart(*job.init, job.dtype, first, count,
+                                     job.what, workers);
+    if (!bytes)
+      return bytes.status();
+    OCTET_RETURN_IF_ERROR(backend.writeSlot(job.slot, bytes->data(), slotBytes));
   }
   OCTET_RETURN_IF_ERROR(backend.synchronize());
   return Status::ok();

@@ -96,7 +96,23 @@ TEST(InitValues, RangesFilledApartJoinIntoTheWholeValue) {
                                          joined.data() + first * *width, "w"));
       }
       EXPECT_EQ(joined, *whole) << "dtype " << int(dtype);
+      // And as initialPart's threads fill a rank's half.
+      auto half = bundle::initialPart(init, dtype, 500, 501, "w", 3);
+      ASSERT_TRUE(half) << half.status().message();
+      EXPECT_EQ(*half, whole->substr(500 * *width));
     }
+  // Long enough for initialPart's threads to take a range each.
+  const uint64_t big = 3 * (uint64_t(1) << 20) + 7;
+  auto whole = bundle::initialBytes(normal, bundle::F32, big, "w");
+  ASSERT_TRUE(whole) << whole.status().message();
+  auto threaded = bundle::initialPart(normal, bundle::F32, 0, big, "w", 3);
+  ASSERT_TRUE(threaded) << threaded.status().message();
+  EXPECT_TRUE(*threaded == *whole);
+  auto tail = bundle::initialPart(normal, bundle::F32, big / 2, big - big / 2,
+                                  "w", 2);
+  ASSERT_TRUE(tail) << tail.status().message();
+  EXPECT_TRUE(*tail == whole->substr(big / 2 * 4));
+
   bundle::Init ints = normal;
   auto refused = bundle::initialRange(ints, bundle::I32, 0, 4,
                                       std::string(16, '\0').data(), "ids");
