@@ -105,9 +105,10 @@ public:
   void abort() override;
 
   // Registers [base, base + bytes), memory from ncclMemAlloc, for the
-  // collectives that follow (nothing for None). Collective: every rank
-  // of the communicator registers, in the same order. finalize()
-  // deregisters it.
+  // collectives that follow (nothing for None); finalize() deregisters
+  // it. NCCL's rule: a collective's buffers are registered on every rank
+  // of the communicator or on none (mixing is undefined), so every rank
+  // registers the same arenas, whose slots sit at the same offsets.
   Status registerBuffer(void *base, size_t bytes, BufferRegistration how);
 
   // The clean end: ncclCommFinalize (waited for, up to the timeout), then
