@@ -225,8 +225,12 @@ int run(RunArgs &args) {
         "--nccl-buffers registered is for the ranks of a job (octet launch, "
         "or torchrun's variables); this bundle runs alone"));
   auto failJob = [&](const Status &st) {
-    if (job)
+    if (job) {
       job->reportFailure(st.message());
+      // The communicators go first (an unfinished job aborts them), then
+      // the runtime's arenas that they may hold registered.
+      job.reset();
+    }
     return fail(st);
   };
   RuntimeOptions runtimeOptions;
