@@ -453,8 +453,12 @@ def OctetShardOptimizer : Pass<"octet-shard-optimizer", "mlir::ModuleOp"> {
     that part right after its AdamW kernel, the FP8 parts are all-gathered
     in place instead of the f32 weight, one all-reduce (max) joins the
     parts' amaxes, and a kernel after the last AdamW kernel transposes
-    the gathered copy into the K-major one. @cache_weights's casts of
-    such a weight are rewritten the same way.
+    the gathered copy into the K-major one. A current-scaled weight (its
+    scale made from its amax in the step) is sharded the same way: each
+    rank takes its part's amax right after the AdamW kernel, one
+    all-reduce (max) per AdamW kernel joins them before its gathers, and
+    the scale made from the joined amax casts the part. @cache_weights's
+    casts of such a weight are rewritten the same way.
 
     Before (data = 2, one parameter):
     ```mlir
@@ -478,8 +482,8 @@ def OctetShardOptimizer : Pass<"octet-shard-optimizer", "mlir::ModuleOp"> {
     Option<"dataParallel", "data-parallel", "int64_t", "1",
            "data-parallel ranks: > 1 shards the optimizer over them">,
     Option<"shardCastWeights", "shard-cast-weights", "bool", "true",
-           "keep the f32 master of each weight cast with a state scale "
-           "(delayed FP8) sharded, and all-gather its FP8 parts">,
+           "keep the f32 master of each FP8 weight (delayed or current "
+           "scaling) sharded, and all-gather its FP8 parts">,
   ];
   let dependentDialects = ["octet::kernel::KernelDialect",
                            "octet::graph::GraphDialect",

@@ -571,9 +571,20 @@ struct ShardOptimizer
   // result with the same scale, yielding the FP8 copy, the K-major copy
   // and the amax; or a BF16 cast (octet-fuse-adamw's bf16w cache), one
   // graph.cast of input `weight`.
+  //
+  // Or current scaling's cast, which reads `scale` made (`computeScale`, in
+  // kernel `scales`, which may make other weights' scales too) from the
+  // amax that kernel `amax` takes of the same weight, and yields the FP8
+  // copy and the K-major copy. The rank then takes the amax of its part,
+  // and the scale is made from the parts' amaxes' maximum over the ranks
+  // (the whole's amax): the same scale on every rank as one rank's.
   struct PartCast {
     unsigned weight;
     std::optional<unsigned> scale;
+    kernel::FusedOp amax = nullptr;
+    kernel::FusedOp scales = nullptr;
+    fp8::ComputeScaleOp computeScale = nullptr;
+    bool current() const { return bool(amax); }
   };
 
   static std::optional<PartCast> matchPartCast(kernel::FusedOp castKernel) {
@@ -590,7 +601,8 @@ struct ShardOptimizer
         return std::nullopt;
       return PartCast{weight.getArgNumber(), std::nullopt};
     }
-    if (castKernel->getNumResults() != 3 ||
+    bool current = castKernel->getNumResults() == 2;
+    if ((castKernel->getNumResults() != 3 && !current) ||
         !fusion::bodyOnly(castKernel, {"fp8.quantize", "fp8.transpose"}))
       return std::nullopt;
     auto quantizes = body.getOps<fp8::QuantizeOp>();
@@ -610,12 +622,38 @@ struct ShardOptimizer
       return std::nullopt;
     if (yield.getOperand(0) != quantize.getResult() ||
         yield.getOperand(1) != transpose.getResult() ||
-        yield.getOperand(2) != quantize.getAmax())
+        (!current && yield.getOperand(2) != quantize.getAmax()))
       return std::nullopt;
-    if (!castKernel.getInputs()[scale.getArgNumber()]
-             .getDefiningOp<graph::LoadOp>())
+    PartCast match{weight.getArgNumber(), scale.getArgNumber()};
+    Value scaleIn = castKernel.getInputs()[scale.getArgNumber()];
+    if (!current)
+      return scaleIn.getDefiningOp<graph::LoadOp>() ? std::optional(match)
+                                                    : std::nullopt;
+    auto scales = scaleIn.getDefiningOp<kernel::FusedOp>();
+    if (!scales)
       return std::nullopt;
-    return PartCast{weight.getArgNumber(), scale.getArgNumber()};
+    Block &scaleBody = scales.getBodyBlock();
+    Value made = cast<kernel::YieldOp>(scaleBody.getTerminator())
+                     .getOperand(cast<OpResult>(scaleIn).getResultNumber());
+    auto computeScale = made.getDefiningOp<fp8::ComputeScaleOp>();
+    if (!computeScale || made != computeScale.getResult())
+      return std::nullopt;
+    auto amaxArg = dyn_cast<BlockArgument>(computeScale.getAmax());
+    if (!amaxArg || amaxArg.getOwner() != &scaleBody)
+      return std::nullopt;
+    auto amax = scales.getInputs()[amaxArg.getArgNumber()]
+                    .getDefiningOp<kernel::FusedOp>();
+    // (the scale alone reads the amax: the rewrite erases its kernel)
+    if (!amax || amax->getNumResults() != 1 ||
+        !amax->getResult(0).hasOneUse() || amax.getInputs().size() != 1 ||
+        !fusion::bodyOnly(amax, {"fp8.amax"}) ||
+        amax.getBodyBlock().getOperations().size() != 2 ||
+        amax.getInputs()[0] != castKernel.getInputs()[match.weight])
+      return std::nullopt;
+    match.amax = amax;
+    match.scales = scales;
+    match.computeScale = computeScale;
+    return match;
   }
 
   // The cast `castKernel` made of this rank's part `part` of its weight
@@ -624,11 +662,12 @@ struct ShardOptimizer
   // every rank holds), and the parts are all-gathered in place into the
   // cache. An FP8 cast's K-major copy is made from the gathered copy by a
   // kernel of its own (`kmajor`), and the parts' amaxes go to `amaxParts`
-  // (their maximum over the ranks is the whole's, `amaxWholes`). With
-  // `placedAfter` the cast goes right after what made the part, else where
-  // `castKernel` is. Returns the gather.
+  // (their maximum over the ranks is the whole's, `amaxWholes`; current
+  // scaling's were joined before its scale: `scale` is made from them).
+  // With `placedAfter` the cast goes right after what made the part (or
+  // what was placed there), else where `castKernel` is. Returns the gather.
   kernel::CollectiveOp castPart(kernel::FusedOp castKernel, PartCast match,
-                                Value part,
+                                Value part, Value scale,
                                 SmallVectorImpl<Value> &amaxParts,
                                 SmallVectorImpl<Value> &amaxWholes,
                                 kernel::FusedOp &kmajor,
@@ -653,8 +692,9 @@ struct ShardOptimizer
     SmallVector<Value> ins = {part};
     SmallVector<Type> types = {cachePart};
     if (match.scale) {
-      ins.push_back(castKernel.getInputs()[*match.scale]);
-      types.push_back(castOp->getResult(1).getType());
+      ins.push_back(scale);
+      if (!match.current())
+        types.push_back(castOp->getResult(1).getType());
     }
     auto partCast = kernel::FusedOp::create(b, loc, types, ins,
                                             castKernel.getName(),
@@ -670,7 +710,8 @@ struct ShardOptimizer
       Operation *clone = ib.clone(*castOp, map);
       for (auto [result, type] : llvm::zip(clone->getResults(), types))
         result.setType(type);
-      kernel::YieldOp::create(ib, loc, clone->getResults());
+      kernel::YieldOp::create(ib, loc,
+                              clone->getResults().take_front(types.size()));
     }
     b.setInsertionPointAfter(partCast);
     auto gather = kernel::CollectiveOp::create(
@@ -703,8 +744,10 @@ struct ShardOptimizer
       kernel::YieldOp::create(ib, loc, ValueRange{t.getResult()});
     }
     castKernel->getResult(1).replaceAllUsesWith(kmajor->getResult(0));
-    amaxParts.push_back(partCast->getResult(1));
-    amaxWholes.push_back(castKernel->getResult(2));
+    if (!match.current()) {
+      amaxParts.push_back(partCast->getResult(1));
+      amaxWholes.push_back(castKernel->getResult(2));
+    }
     return gather;
   }
 
@@ -731,6 +774,136 @@ struct ShardOptimizer
       Value(whole).replaceAllUsesWith(joined);
   }
 
+  // Current scaling's scales for the casts `casts` of the parts `parts`,
+  // made after `after`: each part's amax (a copy of the whole's amax
+  // kernel), their maximum over the ranks in one all-reduce (max) on the
+  // communication stream, and the scales of those maxima (the whole
+  // weights' amaxes) in one kernel, whose scales and inverse scales replace
+  // the whole weights'. `scales` gets each cast's scale. Returns the scale
+  // kernel, the last op made.
+  Operation *joinCurrentAmaxes(Operation *after, ArrayRef<PartCast> casts,
+                               ArrayRef<Value> parts,
+                               SmallVectorImpl<Value> &scales) {
+    OpBuilder b(after->getContext());
+    b.setInsertionPointAfter(after);
+    PartCast first = casts.front();
+    Location loc = first.amax.getLoc();
+    Attribute section = first.amax->getAttr("section");
+    SmallVector<Value> amaxes;
+    for (auto [match, part] : llvm::zip(casts, parts)) {
+      kernel::FusedOp whole = PartCast(match).amax;
+      auto amax = kernel::FusedOp::create(b, whole.getLoc(),
+                                          whole->getResultTypes(),
+                                          ValueRange{part}, whole.getName(),
+                                          whole.getKind());
+      amax->setAttrs(whole->getAttrs());
+      Block &inner = amax.getBodyBlock();
+      OpBuilder ib = OpBuilder::atBlockEnd(&inner);
+      IRMapping map;
+      map.map(whole.getBodyBlock().getArgument(0), inner.getArgument(0));
+      for (Operation &op : whole.getBodyBlock())
+        ib.clone(op, map);
+      amaxes.push_back(amax->getResult(0));
+    }
+    auto reduce = kernel::CollectiveOp::create(
+        b, loc, ValueRange(amaxes).getTypes(), amaxes, "all_reduce",
+        kDataGroup, dataParallel, "max");
+    reduce->setAttr("comm_stream", b.getUnitAttr());
+    reduce->setAttr("layer", b.getI64IntegerAttr(-1));
+    reduce->setAttr("section", section);
+    SmallVector<Type> types;
+    for (const PartCast &match : casts)
+      llvm::append_range(types, match.computeScale->getResultTypes());
+    bool many = casts.size() > 1;
+    auto scaleKernel = kernel::FusedOp::create(
+        b, loc, types, reduce.getResults(),
+        many ? "fp8.scale_updates" : "optimizer.fp8_weight_scale",
+        many ? "multi_tensor" : "elementwise");
+    scaleKernel->setAttr("layer", b.getI64IntegerAttr(-1));
+    scaleKernel->setAttr("section", section);
+    Block &inner = scaleKernel.getBodyBlock();
+    OpBuilder ib = OpBuilder::atBlockEnd(&inner);
+    SmallVector<Value> yields;
+    for (auto [i, each] : llvm::enumerate(casts)) {
+      PartCast match = each;
+      IRMapping map;
+      map.map(match.computeScale.getAmax(), inner.getArgument(i));
+      llvm::append_range(yields, ib.clone(*match.computeScale, map)
+                                     ->getResults());
+    }
+    kernel::YieldOp::create(ib, loc, yields);
+    for (auto [i, each] : llvm::enumerate(casts)) {
+      PartCast match = each;
+      auto yield =
+          cast<kernel::YieldOp>(match.scales.getBodyBlock().getTerminator());
+      for (auto [j, made] : llvm::enumerate(yield.getOperands()))
+        for (auto [k, whole] :
+             llvm::enumerate(match.computeScale->getResults()))
+          if (made == whole)
+            match.scales->getResult(j).replaceAllUsesWith(
+                scaleKernel->getResult(2 * i + k));
+      scales.push_back(scaleKernel->getResult(2 * i));
+    }
+    return scaleKernel;
+  }
+
+  // After the casts `casts` are erased: current scaling's kernels that
+  // made their scales from the whole weights' amaxes lose those scales
+  // (erased when nothing else is left), and the amax kernels go.
+  static void eraseWholeAmaxes(ArrayRef<PartCast> casts) {
+    llvm::SetVector<Operation *> scales, amaxes;
+    for (const PartCast &match : casts)
+      if (match.current()) {
+        scales.insert(match.scales);
+        amaxes.insert(match.amax);
+      }
+    for (Operation *op : scales)
+      pruneKernel(cast<kernel::FusedOp>(op));
+    for (Operation *op : amaxes)
+      op->erase();
+  }
+
+  // `fused` without the results nothing reads, the body ops that made only
+  // those, and the inputs nothing left reads; erased when nothing is read.
+  static void pruneKernel(kernel::FusedOp fused) {
+    if (fused->use_empty()) {
+      fused.erase();
+      return;
+    }
+    Block &body = fused.getBodyBlock();
+    auto yield = cast<kernel::YieldOp>(body.getTerminator());
+    SmallVector<unsigned> kept;
+    SmallVector<Value> values;
+    for (OpResult r : fused->getResults())
+      if (!r.use_empty()) {
+        kept.push_back(r.getResultNumber());
+        values.push_back(yield.getOperand(r.getResultNumber()));
+      }
+    yield->setOperands(values);
+    for (Operation &op : llvm::make_early_inc_range(llvm::reverse(body)))
+      if (&op != yield.getOperation() && op.use_empty())
+        op.erase();
+    SmallVector<Value> inputs;
+    SmallVector<BlockArgument> used;
+    for (BlockArgument arg : body.getArguments())
+      if (!arg.use_empty()) {
+        inputs.push_back(fused.getInputs()[arg.getArgNumber()]);
+        used.push_back(arg);
+      }
+    OpBuilder b(fused);
+    auto rebuilt = kernel::FusedOp::create(
+        b, fused.getLoc(), ValueRange(values).getTypes(), inputs,
+        fused.getName(), fused.getKind());
+    rebuilt->setAttrs(fused->getAttrs());
+    Block &newBody = rebuilt.getBodyBlock();
+    for (auto [old, now] : llvm::zip(used, newBody.getArguments()))
+      old.replaceAllUsesWith(now);
+    newBody.getOperations().splice(newBody.end(), body.getOperations());
+    for (auto [j, i] : llvm::enumerate(kept))
+      fused->getResult(i).replaceAllUsesWith(rebuilt->getResult(j));
+    fused.erase();
+  }
+
   // Stores that now read a value made after them move after it.
   static void storesAfterValues(Block &block) {
     for (Operation &op : llvm::make_early_inc_range(block)) {
@@ -743,18 +916,20 @@ struct ShardOptimizer
     }
   }
 
-  // Delayed scaling's weights keep their f32 master sharded: each rank
-  // holds and updates its part of the parameter only (`data_shards`, as
-  // the moments), casts that part with the step's scale, and the FP8
-  // parts are what is all-gathered: 1 byte an element instead of the f32
+  // FP8 weights keep their f32 master sharded: each rank holds and
+  // updates its part of the parameter only (`data_shards`, as the
+  // moments), casts that part with the step's scale, and the FP8 parts are
+  // what is all-gathered: 1 byte an element instead of the f32
   // parameter's 4. Each rank then transposes the gathered FP8 copy into
-  // the K-major one, and the parts' amaxes meet in one all-reduce (max).
-  // The bytes each rank holds are the same as one rank's: a part quantized
-  // with the same scale is that part of the whole's cast. Only a weight
-  // whose f32 values nothing else reads qualifies (the forward reads its
-  // FP8 copies; the init cast is rewritten the same way); the others
-  // (embedding, LM head, norms, BF16 layers, current scaling's weights,
-  // whose scale is made from the whole weight's amax) keep the f32 gather.
+  // the K-major one. Delayed scaling's parts' amaxes meet in one
+  // all-reduce (max) at the end; current scaling's meet before the scale
+  // that is made from them (joinCurrentAmaxes). The bytes each rank holds
+  // are the same as one rank's: a part quantized with the same scale is
+  // that part of the whole's cast, and the maximum of the parts' amaxes is
+  // the whole's. Only a weight whose f32 values nothing else reads
+  // qualifies (the forward reads its FP8 copies; the init cast is
+  // rewritten the same way); BF16 caches are cast the same way, and the
+  // others (norms) keep the f32 gather.
   LogicalResult narrowCastWeights(ModuleOp module, func::FuncOp step) {
     auto initNames = module->getAttrOfType<ArrayAttr>("octet.init_functions");
     auto isInit = [&](func::FuncOp f) {
@@ -764,6 +939,7 @@ struct ShardOptimizer
     };
     struct Candidate {
       kernel::FusedOp cast;
+      PartCast match;
       kernel::CollectiveOp gather;
       unsigned gathered; // the f32 gather's result the cast reads
       graph::StoreOp store;
@@ -782,17 +958,26 @@ struct ShardOptimizer
       for (Operation *user : weight.getUsers()) {
         if (auto s = dyn_cast<graph::StoreOp>(user); s && !store)
           store = s;
-        else if (user != castKernel.getOperation())
+        else if (user != castKernel.getOperation() &&
+                 user != match->amax.getOperation())
           other = true;
       }
       if (!store || other)
         continue;
       candidates[store.getVariable()] = {
-          castKernel, gather, cast<OpResult>(weight).getResultNumber(),
-          store};
+          castKernel, *match, gather,
+          cast<OpResult>(weight).getResultNumber(), store};
     }
     // Every other reader of the f32 weight: the step's AdamW kernel (through
-    // the rank's part) and the init functions' casts may read it.
+    // the rank's part) and the init functions' casts (and current scaling's
+    // amaxes for them) may read it.
+    auto castOf = [](Operation *op, Value weight) -> std::optional<PartCast> {
+      auto k = dyn_cast<kernel::FusedOp>(op);
+      std::optional<PartCast> match = k ? matchPartCast(k) : std::nullopt;
+      if (match && k.getInputs()[match->weight] == weight)
+        return match;
+      return std::nullopt;
+    };
     module.walk([&](graph::LoadOp load) {
       auto it = candidates.find(load.getVariable());
       if (it == candidates.end())
@@ -800,14 +985,16 @@ struct ShardOptimizer
       auto func = load->getParentOfType<func::FuncOp>();
       bool ok = true;
       for (Operation *user : load->getUsers()) {
-        if (func == step)
+        if (func == step) {
           ok &= isa<kernel::RankPartOp>(user);
-        else if (auto k = dyn_cast<kernel::FusedOp>(user);
-                 k && isInit(func) && matchPartCast(k) &&
-                 k.getInputs()[matchPartCast(k)->weight] == load.getResult())
           continue;
-        else
-          ok = false;
+        }
+        ok &= isInit(func) &&
+              (castOf(user, load) ||
+               llvm::any_of(load->getUsers(), [&](Operation *reader) {
+                 std::optional<PartCast> match = castOf(reader, load);
+                 return match && match->amax.getOperation() == user;
+               }));
       }
       if (!ok)
         candidates.erase(it);
@@ -828,12 +1015,46 @@ struct ShardOptimizer
     llvm::DenseMap<Operation *, Operation *> placedAfter;
     Operation *lastGather = nullptr;
     llvm::MapVector<Operation *, SmallVector<unsigned>> dropped;
+    // Current scaling: the scale each rank casts its part with needs every
+    // part's amax first. The amaxes meet in one all-reduce per AdamW kernel
+    // (a bucket), right after it and before its gathers: NCCL runs the
+    // data group's calls in issue order, so a single all-reduce after the
+    // last AdamW kernel would wait for every gather issued before it (or,
+    // issued before them, hold every FP8 gather until all buckets are
+    // updated), while one per bucket waits only for the earlier buckets'
+    // gathers, which ran beside this bucket's update (each FP8 part is 1 B
+    // an element against AdamW's 28 B of memory traffic), so each bucket's
+    // FP8 gather still runs beside the next bucket's AdamW kernel, as
+    // delayed scaling's do.
+    llvm::MapVector<Operation *, SmallVector<StringRef>> currentByKernel;
+    for (auto &[name, c] : candidates)
+      if (c.match.current())
+        currentByKernel[c.gather.getInputs()[c.gathered].getDefiningOp()]
+            .push_back(name);
+    llvm::StringMap<Value> currentScales;
+    for (auto &[adam, names] : currentByKernel) {
+      SmallVector<PartCast> matches;
+      SmallVector<Value> parts, scales;
+      for (StringRef name : names) {
+        Candidate &c = candidates[name];
+        matches.push_back(c.match);
+        parts.push_back(c.gather.getInputs()[c.gathered]);
+      }
+      placedAfter[adam] = joinCurrentAmaxes(adam, matches, parts, scales);
+      for (auto [name, scale] : llvm::zip(names, scales))
+        currentScales[name] = scale;
+    }
     for (auto &[name, c] : candidates) {
       Value part = c.gather.getInputs()[c.gathered];
+      Value scale;
+      if (c.match.current())
+        scale = currentScales.lookup(name);
+      else if (c.match.scale)
+        scale = c.cast.getInputs()[*c.match.scale];
       kernel::FusedOp kmajor;
       kernel::CollectiveOp gather =
-          castPart(c.cast, *matchPartCast(c.cast), part, amaxParts,
-                   amaxWholes, kmajor, &placedAfter);
+          castPart(c.cast, c.match, part, scale, amaxParts, amaxWholes,
+                   kmajor, &placedAfter);
       if (kmajor)
         kmajors.push_back(kmajor);
       if (!lastGather || lastGather->isBeforeInBlock(gather))
@@ -848,8 +1069,12 @@ struct ShardOptimizer
     for (kernel::FusedOp kmajor : kmajors)
       kmajor->moveBefore(terminator);
     joinAmaxes(lastGather, amaxParts, amaxWholes);
-    for (auto &entry : candidates)
+    SmallVector<PartCast> erased;
+    for (auto &entry : candidates) {
       entry.second.cast.erase();
+      erased.push_back(entry.second.match);
+    }
+    eraseWholeAmaxes(erased);
     for (auto &[op, indices] : dropped)
       dropGathered(cast<kernel::CollectiveOp>(op), indices);
     storesAfterValues(step.getBody().front());
@@ -876,9 +1101,11 @@ struct ShardOptimizer
         if (auto view = dyn_cast<kernel::RankPartOp>(user)) {
           view.getResult().replaceAllUsesWith(load.getResult());
           view.erase();
-        } else {
+        } else if (auto castKernel = cast<kernel::FusedOp>(user);
+                   matchPartCast(castKernel)) {
+          // (current scaling's amax kernels go with their casts)
           initCasts[load->getParentOfType<func::FuncOp>()].push_back(
-              cast<kernel::FusedOp>(user));
+              castKernel);
         }
       }
     }
@@ -891,17 +1118,46 @@ struct ShardOptimizer
         if (op && (!last || last->isBeforeInBlock(op)))
           last = op;
       };
+      SmallVector<PartCast> matches, current;
+      SmallVector<Value> currentParts, currentScales;
+      Operation *loaded = nullptr;
       for (kernel::FusedOp castKernel : casts) {
-        PartCast match = *matchPartCast(castKernel);
+        matches.push_back(*matchPartCast(castKernel));
+        if (!matches.back().current())
+          continue;
+        current.push_back(matches.back());
+        currentParts.push_back(castKernel.getInputs()[matches.back().weight]);
+        Operation *def = currentParts.back().getDefiningOp();
+        if (!loaded || loaded->isBeforeInBlock(def))
+          loaded = def;
+      }
+      // Current scaling's scales, from one all-reduce of every part's amax
+      // after the last part is loaded (the init program has no update to
+      // overlap), before the casts that read them.
+      llvm::DenseMap<Operation *, Operation *> placedAfter;
+      if (!current.empty()) {
+        Operation *scales =
+            joinCurrentAmaxes(loaded, current, currentParts, currentScales);
+        for (Value part : currentParts)
+          placedAfter[part.getDefiningOp()] = scales;
+      }
+      unsigned nextScale = 0;
+      for (auto [castKernel, match] : llvm::zip(casts, matches)) {
         Value part = castKernel.getInputs()[match.weight];
+        Value scale;
+        if (match.current())
+          scale = currentScales[nextScale++];
+        else if (match.scale)
+          scale = castKernel.getInputs()[*match.scale];
         kernel::FusedOp kmajor;
-        later(castPart(castKernel, match, part, parts, wholes, kmajor,
-                       nullptr));
+        later(castPart(castKernel, match, part, scale, parts, wholes, kmajor,
+                       match.current() ? &placedAfter : nullptr));
         later(kmajor);
       }
       joinAmaxes(last, parts, wholes);
       for (kernel::FusedOp castKernel : casts)
         castKernel.erase();
+      eraseWholeAmaxes(matches);
       storesAfterValues(cast<func::FuncOp>(func).getBody().front());
     }
     return success();

@@ -2,6 +2,7 @@
 // RUN: %octet-opt %s --split-input-file --octet-shard-optimizer="data-parallel=2 shard-cast-weights=0" | FileCheck %s --check-prefix=FP8
 // RUN: %octet-opt %s --split-input-file --octet-shard-optimizer="data-parallel=2" | FileCheck %s --check-prefix=PARTS
 // RUN: %octet-opt %s --split-input-file --octet-shard-optimizer | FileCheck %s --check-prefix=NONE
+// RUN: %octet-opt %s --split-input-file --octet-shard-optimizer="data-parallel=2" | FileCheck %s --check-prefix=CURRENT
 
 // Two parameters, one gradient bucket (as octet-reduce-gradients leaves
 // it). Sharded over two ranks: the bucket is reduce-scattered in place;
@@ -390,6 +391,134 @@ module attributes {octet.init_functions = ["cache_weights"]} {
       kernel.yield %b : tensor<16x8xbf16>
     } {layer = -1 : i64, section = "init"} : tensor<16x8xbf16>
     graph.store %c, @bf16w.v : tensor<16x8xbf16>
+    return
+  }
+}
+
+// -----
+
+// Current scaling (the scale made from the weight's amax in the step):
+// the f32 master stays sharded too. Each rank takes the amax of its half
+// right after the AdamW kernel, one all-reduce (max) per AdamW kernel
+// joins the halves' amaxes (the whole's) before that kernel's gathers, the
+// scale is made from it as before, the rank quantizes its half with that
+// scale, the FP8 halves are gathered in place, and the K-major copy is
+// transposed from the gathered one at the end. @cache_weights does the
+// same with one all-reduce for its weights.
+// CURRENT-LABEL: graph.variable @fp8w.w.scale_inv
+// CURRENT: graph.variable @w : tensor<8x8xf32> {data_shards = 2 : i64
+// CURRENT-LABEL: func.func @optimizer_step
+// CURRENT: %[[P:.*]] = graph.load @w : tensor<8x8xf32>
+// CURRENT-NOT: kernel.rank_part %[[P]]
+// CURRENT: %[[NEW:.*]]:3 = kernel.fused "optimizer.adamw" kind("multi_tensor") ins(%[[P]],
+// CURRENT-NOT: fp8.amax
+// CURRENT: kernel.yield
+// CURRENT-NEXT: }
+// CURRENT-NEXT: %[[AMAX:.*]] = kernel.fused "optimizer.fp8_weight_amax" kind("elementwise") ins(%[[NEW]]#0 : tensor<8x8xf32>)
+// CURRENT-NEXT: ^bb0
+// CURRENT-NEXT: fp8.amax {{.*}} : (tensor<8x8xf32>) -> tensor<f32>
+// CURRENT-NEXT: kernel.yield
+// CURRENT-NEXT: }
+// CURRENT-NEXT: %[[JOINED:.*]] = kernel.collective %[[AMAX]] {comm_stream, {{.*}}kind = "all_reduce"{{.*}}reduction = "max"{{.*}} : (tensor<f32>) -> tensor<f32>
+// CURRENT-NEXT: %[[SCALE:.*]]:2 = kernel.fused "optimizer.fp8_weight_scale" kind("elementwise") ins(%[[JOINED]] : tensor<f32>)
+// CURRENT-NEXT: ^bb0
+// CURRENT-NEXT: fp8.compute_scale
+// CURRENT-NEXT: kernel.yield
+// CURRENT-NEXT: }
+// CURRENT-NEXT: %[[CAST:.*]] = kernel.fused "optimizer.fp8_weights" kind("elementwise") ins(%[[NEW]]#0, %[[SCALE]]#0 : tensor<8x8xf32>, tensor<f32>)
+// CURRENT-NEXT: ^bb0
+// CURRENT-NEXT: fp8.quantize {{.*}} -> (tensor<8x8xf8E4M3FN>, tensor<f32>)
+// CURRENT-NEXT: kernel.yield %{{[^,]*}} : tensor<8x8xf8E4M3FN>
+// CURRENT-NEXT: }
+// CURRENT-NEXT: %[[GATHERED:.*]] = kernel.collective %[[CAST]] {comm_stream, {{.*}}in_place, kind = "all_gather"{{.*}} : (tensor<8x8xf8E4M3FN>) -> tensor<16x8xf8E4M3FN>
+// CURRENT-NOT: fp8.amax
+// CURRENT-NOT: kind = "all_gather"
+// CURRENT-DAG: graph.store %[[GATHERED]], @fp8w.w : tensor<16x8xf8E4M3FN>
+// CURRENT-DAG: graph.store %[[SCALE]]#0, @fp8w.w.scale : tensor<f32>
+// CURRENT-DAG: graph.store %[[SCALE]]#1, @fp8w.w.scale_inv : tensor<f32>
+// CURRENT-DAG: graph.store %[[NEW]]#0, @w : tensor<8x8xf32>
+// CURRENT: %[[T:.*]] = kernel.fused "optimizer.fp8_weight_kmajor" kind("elementwise") ins(%[[GATHERED]], %[[SCALE]]#0 : tensor<16x8xf8E4M3FN>, tensor<f32>)
+// CURRENT-NEXT: ^bb0
+// CURRENT-NEXT: fp8.transpose
+// CURRENT: graph.store %[[T]], @fp8w.w.t : tensor<8x16xf8E4M3FN>
+// CURRENT-NEXT: return
+// CURRENT-LABEL: func.func @cache_weights
+// CURRENT-NEXT: %[[IP:.*]] = graph.load @w : tensor<8x8xf32>
+// CURRENT-NEXT: %[[IA:.*]] = kernel.fused "optimizer.fp8_weight_amax" kind("elementwise") ins(%[[IP]] : tensor<8x8xf32>)
+// CURRENT: %[[IJ:.*]] = kernel.collective %[[IA]] {comm_stream, {{.*}}kind = "all_reduce"{{.*}}reduction = "max"
+// CURRENT-NEXT: %[[IS:.*]]:2 = kernel.fused "optimizer.fp8_weight_scale" kind("elementwise") ins(%[[IJ]] : tensor<f32>)
+// CURRENT: %[[IC:.*]] = kernel.fused "optimizer.fp8_weights" kind("elementwise") ins(%[[IP]], %[[IS]]#0 : tensor<8x8xf32>, tensor<f32>)
+// CURRENT: %[[IG:.*]] = kernel.collective %[[IC]] {comm_stream, {{.*}}in_place, kind = "all_gather"{{.*}} : (tensor<8x8xf8E4M3FN>) -> tensor<16x8xf8E4M3FN>
+// CURRENT-NEXT: kernel.fused "optimizer.fp8_weight_kmajor" kind("elementwise") ins(%[[IG]], %[[IS]]#0 : tensor<16x8xf8E4M3FN>, tensor<f32>)
+// CURRENT-NOT: fp8.amax
+// CURRENT: return
+module attributes {octet.init_functions = ["cache_weights"]} {
+  graph.variable @fp8w.w : tensor<16x8xf8E4M3FN> {init = "zeros", kind = "state"}
+  graph.variable @fp8w.w.t : tensor<8x16xf8E4M3FN> {init = "zeros", kind = "state"}
+  graph.variable @fp8w.w.scale : tensor<f32> {init = "ones", kind = "state"}
+  graph.variable @fp8w.w.scale_inv : tensor<f32> {init = "ones", kind = "state"}
+  graph.variable @w : tensor<16x8xf32> {init = "normal", init_std = 2.000000e-02 : f64, kind = "weight"}
+  graph.variable @grad.w : tensor<16x8xf32> {init = "zeros", kind = "state"}
+  graph.variable @adam_m.w : tensor<16x8xf32> {init = "zeros", kind = "state"}
+  graph.variable @adam_v.w : tensor<16x8xf32> {init = "zeros", kind = "state"}
+  func.func @train_microbatch(%g: tensor<16x8xf32>) {
+    %s = kernel.collective %g {comm_stream, group = "data", group_size = 2 : i64, kind = "all_reduce", last_microbatch, reduction = "sum"} : (tensor<16x8xf32>) -> tensor<16x8xf32>
+    graph.store %s, @grad.w : tensor<16x8xf32>
+    return
+  }
+  func.func @optimizer_step(%lr: tensor<f32>, %step: tensor<i64>, %mult: tensor<f32>) {
+    %p = graph.load @w : tensor<16x8xf32>
+    %m = graph.load @adam_m.w : tensor<16x8xf32>
+    %v = graph.load @adam_v.w : tensor<16x8xf32>
+    %g = graph.load @grad.w : tensor<16x8xf32>
+    %u:4 = kernel.fused "optimizer.adamw" kind("multi_tensor") ins(%p, %g, %m, %v, %lr, %step, %mult : tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<f32>, tensor<i64>, tensor<f32>) {
+    ^bb0(%a0: tensor<16x8xf32>, %a1: tensor<16x8xf32>, %a2: tensor<16x8xf32>, %a3: tensor<16x8xf32>, %a4: tensor<f32>, %a5: tensor<i64>, %a6: tensor<f32>):
+      %p1, %m1, %v1 = graph.adamw_update %a0, %a1, %a2, %a3, %a4, %a5, %a6 {beta1 = 9.000000e-01 : f64, beta2 = 9.500000e-01 : f64, eps = 1.000000e-08 : f64, weight_decay = 1.000000e-01 : f64} : (tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<f32>, tensor<i64>, tensor<f32>) -> (tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>)
+      %amax = fp8.amax %p1 {amax_reduce = ["tensor"]} : (tensor<16x8xf32>) -> tensor<f32>
+      kernel.yield %p1, %m1, %v1, %amax : tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<f32>
+    } {layer = -1 : i64, section = "optimizer"} : tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<f32>
+    %sc:2 = kernel.fused "optimizer.fp8_weight_scale" kind("elementwise") ins(%u#3 : tensor<f32>) {
+    ^bb0(%a0: tensor<f32>):
+      %s, %si = fp8.compute_scale %a0 {dtype = f8E4M3FN} : tensor<f32>
+      kernel.yield %s, %si : tensor<f32>, tensor<f32>
+    } {layer = -1 : i64, section = "optimizer"} : tensor<f32>, tensor<f32>
+    %c:2 = kernel.fused "optimizer.fp8_weights" kind("elementwise") ins(%u#0, %sc#0 : tensor<16x8xf32>, tensor<f32>) {
+    ^bb0(%a0: tensor<16x8xf32>, %a1: tensor<f32>):
+      %q, %qa = fp8.quantize %a0, %a1 {tensor = "w.w"} : (tensor<16x8xf32>, tensor<f32>) -> (tensor<16x8xf8E4M3FN>, tensor<f32>)
+      %qt, %qs = fp8.transpose %q, %a1 : (tensor<16x8xf8E4M3FN>, tensor<f32>) -> (tensor<8x16xf8E4M3FN>, tensor<f32>)
+      kernel.yield %q, %qt : tensor<16x8xf8E4M3FN>, tensor<8x16xf8E4M3FN>
+    } {layer = -1 : i64, section = "optimizer"} : tensor<16x8xf8E4M3FN>, tensor<8x16xf8E4M3FN>
+    graph.store %c#0, @fp8w.w : tensor<16x8xf8E4M3FN>
+    graph.store %c#1, @fp8w.w.t : tensor<8x16xf8E4M3FN>
+    graph.store %sc#0, @fp8w.w.scale : tensor<f32>
+    graph.store %sc#1, @fp8w.w.scale_inv : tensor<f32>
+    graph.store %u#0, @w : tensor<16x8xf32>
+    graph.store %u#1, @adam_m.w : tensor<16x8xf32>
+    graph.store %u#2, @adam_v.w : tensor<16x8xf32>
+    return
+  }
+  func.func @cache_weights() {
+    %p = graph.load @w : tensor<16x8xf32>
+    %a = kernel.fused "optimizer.fp8_weight_amax" kind("elementwise") ins(%p : tensor<16x8xf32>) {
+    ^bb0(%a0: tensor<16x8xf32>):
+      %r = fp8.amax %a0 {amax_reduce = ["tensor"]} : (tensor<16x8xf32>) -> tensor<f32>
+      kernel.yield %r : tensor<f32>
+    } {layer = -1 : i64, section = "init"} : tensor<f32>
+    %sc:2 = kernel.fused "optimizer.fp8_weight_scale" kind("elementwise") ins(%a : tensor<f32>) {
+    ^bb0(%a0: tensor<f32>):
+      %s, %si = fp8.compute_scale %a0 {dtype = f8E4M3FN} : tensor<f32>
+      kernel.yield %s, %si : tensor<f32>, tensor<f32>
+    } {layer = -1 : i64, section = "init"} : tensor<f32>, tensor<f32>
+    %c:2 = kernel.fused "optimizer.fp8_weights" kind("elementwise") ins(%p, %sc#0 : tensor<16x8xf32>, tensor<f32>) {
+    ^bb0(%a0: tensor<16x8xf32>, %a1: tensor<f32>):
+      %q, %qa = fp8.quantize %a0, %a1 {tensor = "w.w"} : (tensor<16x8xf32>, tensor<f32>) -> (tensor<16x8xf8E4M3FN>, tensor<f32>)
+      %qt, %qs = fp8.transpose %q, %a1 : (tensor<16x8xf8E4M3FN>, tensor<f32>) -> (tensor<8x16xf8E4M3FN>, tensor<f32>)
+      kernel.yield %q, %qt : tensor<16x8xf8E4M3FN>, tensor<8x16xf8E4M3FN>
+    } {layer = -1 : i64, section = "init"} : tensor<16x8xf8E4M3FN>, tensor<8x16xf8E4M3FN>
+    graph.store %c#0, @fp8w.w : tensor<16x8xf8E4M3FN>
+    graph.store %c#1, @fp8w.w.t : tensor<8x16xf8E4M3FN>
+    graph.store %sc#0, @fp8w.w.scale : tensor<f32>
+    graph.store %sc#1, @fp8w.w.scale_inv : tensor<f32>
     return
   }
 }

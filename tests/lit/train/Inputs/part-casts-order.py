@@ -20,7 +20,10 @@ for i, (name, op, rest) in enumerate(ops):
         if source not in position or position[source] not in adams:
             problems.append(f"cast %{name} reads no AdamW result")
         nxt = ops[i + 1] if i + 1 < len(ops) else None
-        if not nxt or "all_gather" not in nxt[2] or f"%{name}#0 " not in nxt[2]:
+        # (delayed scaling's cast also yields its part's amax: #0 is the
+        # FP8 part; current scaling's yields the FP8 part alone)
+        if not nxt or "all_gather" not in nxt[2] or not (
+                f"%{name}#0 " in nxt[2] or nxt[2].startswith(f"%{name} ")):
             problems.append(f"cast %{name} is not followed by its gather")
         else:
             gathers.append(nxt[0])
