@@ -1,7 +1,8 @@
 #!/bin/bash
-# ZeRO-1 with delayed FP8 on two GPUs, on the GPU host:
-#   - 20 steps of tiny-llama and of 2 layers of Llama 3 8B (delayed FP8) on
-#     one GPU, at data 2 replicated and at data 2 with the optimizer
+# ZeRO-1 with FP8 on two GPUs, on the GPU host:
+#   - 20 steps of tiny-llama (delayed and current FP8) and of 2 layers of
+#     Llama 3 8B (delayed FP8) on one GPU, at data 2 replicated and at
+#     data 2 with the optimizer
 #     sharded, at the same global batch: each step's loss and grad norm
 #     against one GPU's within the golden FP8 tolerances (step 1: loss
 #     2e-3, grad norm 2e-2 relative; step s allows 1 + 0.1 (s - 1) times
@@ -18,6 +19,7 @@
 #
 # Here (bundles compiled where MLIR is; about 18 MiB in all with octet-run):
 #   mkdir -p carry/z1 carry/bin && for s in tiny-fp8-dp1 tiny-fp8-dp2 tiny-fp8-dp2-zero1 \
+#       tiny-fp8current-dp1 tiny-fp8current-dp2 tiny-fp8current-dp2-zero1 \
 #       l8b2-fp8-dp1 l8b2-fp8-dp2 l8b2-fp8-dp2-zero1 llama3-8b-8l-fp8-dp2 llama3-8b-8l-fp8-dp2-zero1; do
 #     build/tools/octet/octet compile bench/specs/data-parallel/$s.pbtxt -o carry/z1/$s.octet; done
 #   cp build/tools/octet-run/octet-run carry/bin/
@@ -27,7 +29,7 @@ R=${1:?octet-run}; D=${2:?bundle directory}; O=${3:?output directory}
 W=$(mktemp -d); mkdir -p "$O"; bad=0; LOSS_TOL=2e-3; NORM_TOL=2e-2
 . "$(dirname "$0")/launch2.sh"
 . "$(dirname "$0")/zero1_common.sh"
-for m in tiny-fp8 l8b2-fp8; do zero1_against_one $m; done
+for m in tiny-fp8 tiny-fp8current l8b2-fp8; do zero1_against_one $m; done
 log "checkpoint: ZeRO-1 data 2 to step 10, one GPU resumes to 15, ZeRO-1 data 2 resumes to 20"
 m=tiny-fp8; c=$W/moved-ckpt
 launch2 $W/moved-a.log $D/$m-dp2-zero1.octet --text data/corpus.txt --steps 10 --checkpoint-dir $c || bad=1
