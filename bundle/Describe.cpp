@@ -99,34 +99,24 @@ void describePlan(const Bundle &b, std::ostream &os, int maxSlots) {
     e.second += 1;
   }
   // ZeRO-1: the plan is every rank's, with each rank's part of the
-  // sharded state.
-  uint64_t shardedBytes = 0;
-  int sharded = 0, shards = 1;
-  for (const StateTensor &st : b.state())
-    if (st.data_shards() > 1 && st.slot() < uint32_t(plan.slots_size())) {
-      shardedBytes += plan.slots(int(st.slot())).bytes();
-      shards = int(st.data_shards());
-      ++sharded;
-    }
-  if (sharded > 0)
-    os << "  per rank: " << sharded << " state tensors sharded over "
-       << shards << " data-parallel ranks hold "
-       << humanBytes(shardedBytes) << " on each (" +
-              humanBytes(shardedBytes * uint64_t(shards)) + " whole)\n";
-  // The f32 masters ZeRO-1 keeps sharded (their casts are gathered).
-  uint64_t masterBytes = 0;
-  int masters = 0, masterShards = 1;
-  for (const Parameter &p : b.parameters())
-    if (p.data_shards() > 1 && p.slot() < uint32_t(plan.slots_size())) {
-      masterBytes += plan.slots(int(p.slot())).bytes();
-      masterShards = int(p.data_shards());
-      ++masters;
-    }
-  if (masters > 0)
-    os << "  per rank: " << masters << " parameters' f32 masters sharded over "
-       << masterShards << " data-parallel ranks hold "
-       << humanBytes(masterBytes) << " on each (" +
-              humanBytes(masterBytes * uint64_t(masterShards)) + " whole)\n";
+  // sharded state and of the f32 masters it keeps sharded (their casts
+  // are gathered): a line each, what a rank holds and the whole.
+  auto shardedLine = [&](const auto &tensors, const char *what) {
+    uint64_t bytes = 0;
+    int count = 0, shards = 1;
+    for (const auto &t : tensors)
+      if (t.data_shards() > 1 && t.slot() < uint32_t(plan.slots_size())) {
+        bytes += plan.slots(int(t.slot())).bytes();
+        shards = int(t.data_shards());
+        ++count;
+      }
+    if (count > 0)
+      os << "  per rank: " << count << " " << what << " sharded over "
+         << shards << " data-parallel ranks hold " << humanBytes(bytes)
+         << " on each (" + humanBytes(bytes * uint64_t(shards)) + " whole)\n";
+  };
+  shardedLine(b.state(), "state tensors");
+  shardedLine(b.parameters(), "parameters' f32 masters");
   // Activations an all-gather of the train microbatch (or of a pipeline
   // chunk's backward) writes: the embedding gradient's rows of the whole
   // data group, each the data size times its rank's part.
