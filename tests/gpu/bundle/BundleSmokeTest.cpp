@@ -317,9 +317,12 @@ TEST(BundleOnGpu, FirstMicrobatchWritesStaleGradientAccumulators) {
     ASSERT_OK(rt.readSlot(uint32_t(i), bytes.data(), bytes.size()));
     persistent[uint32_t(i)] = std::move(bytes);
   }
+  // The batch too: input slots live only within the program, so a run's
+  // later activations take their bytes.
   auto restore = [&] {
     for (auto &[slot, bytes] : persistent)
       ASSERT_OK(rt.writeSlot(slot, bytes.data(), bytes.size()));
+    ASSERT_OK(writeBatch(rt));
   };
   auto fill = [&](float value) {
     for (uint32_t slot : overwritten) {
@@ -429,10 +432,12 @@ TEST(BundleOnGpu, InverseScalesAreOneOverTheScales) {
   Runtime &rt = *loaded;
   ASSERT_OK(writeInitialValues(rt));
   ASSERT_OK(rt.run(INIT));
-  ASSERT_OK(writeBatch(rt));
-  for (int step = 0; step < 2; ++step)
+  for (int step = 0; step < 2; ++step) {
+    // Each run: the previous one's activations took the input slots' bytes.
+    ASSERT_OK(writeBatch(rt));
     ASSERT_OK(rt.run(TRAIN_MICROBATCH, /*lastMicrobatch=*/true,
                      /*firstMicrobatch=*/true));
+  }
   ASSERT_OK(rt.synchronize());
   int checked = 0, moved = 0;
   for (const StateTensor &st : rt.bundle().state()) {
