@@ -323,16 +323,24 @@ def sdpa_context(name):
     return sdpa_kernel([getattr(SDPBackend, SDPA_BACKENDS[name])])
 
 
-def attention_kernels(step):
-    """Names of the attention kernels one step launches, from the profiler."""
+def step_kernels(step, top=40):
+    """One step under the profiler: the names of its attention kernels, and
+    its `top` kernels by device time (name, calls, ms), for comparing where
+    the step goes with octet-profile's table."""
     from torch.profiler import ProfilerActivity, profile
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         step()
         torch.cuda.synchronize()
+    events = prof.key_averages()
     words = ("flash", "fmha", "cudnn", "attention", "sdpa", "efficient")
-    names = {e.key for e in prof.key_averages()
+    names = {e.key for e in events
              if any(w in e.key.lower() for w in words)}
-    return sorted(n[:160] for n in names)
+    timed = sorted(((e.key, e.count, e.device_time_total / 1e3)
+                    for e in events if e.device_time_total > 0),
+                   key=lambda k: -k[2])
+    kernels = [dict(name=n[:160], calls=c, ms=round(ms, 3))
+               for n, c, ms in timed[:top]]
+    return sorted(n[:160] for n in names), kernels
 
 
 def matmul_params(cfg):
@@ -540,7 +548,8 @@ def run(args, ranks):
         dist.all_reduce(mem, op=dist.ReduceOp.MAX)
     losses = losses.tolist()
     times = step_s.tolist()
-    sdpa_kernels = attention_kernels(step) if dev.type == "cuda" else []
+    sdpa_kernels, top_kernels = (step_kernels(step) if dev.type == "cuda"
+                                 else ([], []))
     ordered = sorted(times)
     median = ordered[len(ordered) // 2]
     tokens = global_batch * args.seq
@@ -551,7 +560,8 @@ def run(args, ranks):
     res = dict(
         peer="torch.compile" if args.compile else "torch eager",
         mode=args.mode, torchao=torchao_version, sdpa=args.sdpa,
-        sdpa_kernels=sdpa_kernels, model=args.model, seq=args.seq, batch=args.batch,
+        sdpa_kernels=sdpa_kernels, top_kernels=top_kernels,
+        model=args.model, seq=args.seq, batch=args.batch,
         world_size=ranks.world, dp=dp, micro_batch_per_rank=args.batch,
         global_batch=global_batch, grad_accum_steps=accum,
         tokens_per_step=tokens, params=total_params,
