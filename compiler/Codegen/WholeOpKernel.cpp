@@ -1090,6 +1090,210 @@ WholeOpBuilder::buildNormTiles(gpu::GPUModuleOp mod, StringRef sym,
   return success();
 }
 
+// A token's row of the vocabulary in the cross-entropy kernels: a block of
+// kVocabThreads threads streams it in 16-byte pieces. The row starts at
+// element row · width, which is 16-byte aligned only when the width is a
+// multiple of the piece (buffers are: the plan's slots are 256-byte
+// aligned), so the `head` elements before the first 16-byte boundary and
+// those after the last whole piece are read one at a time, by a thread
+// each (fewer than two pieces' worth, fewer than the threads).
+// 1024 threads, which ptxas gives 64 registers each (the register file):
+// one row in flight per SM, so that the gradient's second read of a row
+// (132 rows of Llama 3's 250 KB bf16 vocabulary: 33 MB, under H100's 50 MB
+// L2) can find much of it still in L2.
+constexpr int64_t kVocabThreads = 1024;
+// Pieces a thread loads before it uses any: the loads of an SM's block
+// (1024 threads x 4 x 16 bytes) cover the memory's latency at full rate.
+constexpr int64_t kVocabUnroll = 4;
+constexpr double kLog2e = 1.4426950408889634;
+
+class VocabRow {
+public:
+  VocabRow(Emitter &e, Value tid, Value row, int64_t width, Type elem)
+      : e(e), tid(tid), width(width),
+        lanes(16 / (int64_t)(elem.getIntOrFloatBitWidth() / 8)), elem(elem) {
+    start = e.mulI(row, e.idx(width));
+    if (width % lanes == 0) {
+      head = e.idx(0);
+      pieces = e.idx(width / lanes);
+      return;
+    }
+    Value misaligned = e.remUI(start, lanes);
+    head = e.minSI(e.remUI(e.subI(e.idx(lanes), misaligned), lanes),
+                   e.idx(width));
+    pieces = e.divUI(e.subI(e.idx(width), head), lanes);
+  }
+
+  // The scratch of the block's reductions: (max, sum) of each of the
+  // 32 warps.
+  static MemRefType scratchType(Emitter &e) {
+    return MemRefType::get({kMaxReduced * kWarp}, e.f32,
+                           MemRefLayoutAttrInterface(),
+                           e.b.getI64IntegerAttr(kSharedSpace));
+  }
+
+  // The row's maximum and sum of exp(x - max), in every thread, from one
+  // read of the row: each thread keeps a running maximum and rescales its
+  // running sum by exp(old - new) when the maximum grows, and the block
+  // merges the threads' pairs the same way. The sum's terms are
+  // ex2.approx((x - max) · log2 e).
+  std::pair<Value, Value> maxAndSumExp(Value mem, Value scratchMem) {
+    auto vecType = VectorType::get({lanes}, e.f32);
+    Value minusInf = e.f32c(-INFINITY);
+    ValueRange loop = e.forLoop(
+        tid, pieces, kVocabThreads * kVocabUnroll, {minusInf, e.f32c(0)},
+        [&](Value i, ValueRange acc) -> SmallVector<Value> {
+          // The step's loads first, then a piece at a time: its maximum
+          // and the sum rescaled to it. One rescale a piece rather than a
+          // step keeps one piece in f32 at a time (62 registers where a
+          // step's 32 floats took the cap of 64: ptxas -v, bf16 rows).
+          SmallVector<std::pair<Value, Value>> loaded;
+          for (int64_t u = 0; u < kVocabUnroll; ++u) {
+            auto [at, valid] = piece(i, u, /*reversed=*/false);
+            loaded.push_back({loadPiece(mem, at), valid});
+          }
+          Value mx = acc[0], sum = acc[1];
+          for (auto [raw, valid] : loaded) {
+            Value x = e.toF32(raw);
+            if (valid)
+              x = e.select(valid, x, e.splat(vecType, -INFINITY));
+            Value grown = e.maximumF(mx, e.reduceMaximumF(x));
+            Value shift = finiteShift(grown);
+            sum = e.mulF(sum, expShifted(mx, shift));
+            Value shiftV = e.broadcast(vecType, shift);
+            sum = e.addF(sum, e.reduceAdd(e.perLane(
+                                  e.mulF(e.subF(x, shiftV),
+                                         e.splat(vecType, kLog2e)),
+                                  [&](Value t) { return e.exp2(t); })));
+            mx = grown;
+          }
+          return {mx, sum};
+        });
+    SmallVector<Value> acc{loop[0], loop[1]};
+    if (Value mine = singles()) {
+      // (x, 1) where this thread has an element outside the pieces,
+      // (-inf, 0) (which merges as nothing) where it has none.
+      Value x = e.toF32(e.load(mem, e.addI(start, singleAt(mine))));
+      x = e.select(mine, x, minusInf);
+      acc = merge(acc, {x, e.select(mine, e.f32c(1), e.f32c(0))});
+    }
+    ReductionScratch scratch;
+    scratch.shared = scratchMem;
+    scratch.warps = kVocabThreads / kWarp;
+    scratch.barrierFirst = true;
+    scratch.tid = tid;
+    auto combine = [&](ArrayRef<Value> p, ArrayRef<Value> q, int64_t) {
+      return merge(p, q);
+    };
+    SmallVector<Value> r = blockReduce(e, scratch, acc, combine, combine);
+    return {r[0], r[1]};
+  }
+
+  // Writes f(x, at, lanes) over every element of the row of `out` (of
+  // `outElem`): x the f32 values of `in`'s elements [at, at + lanes) of
+  // the row (null when `in` is), f's result as many f32. A thread loads its
+  // pieces before it stores any and stores only what it has loaded: `out`
+  // may be `in`. The pieces go from the row's end to its start: the end
+  // was read last by the reductions before, so more of the row is still in
+  // L2.
+  void write(Value in, Value out, Type outElem,
+             function_ref<Value(Value, Value, int64_t)> f) {
+    int64_t outBytes = outElem.getIntOrFloatBitWidth() / 8;
+    int64_t align = std::min<int64_t>(16, lanes * outBytes);
+    e.forLoop(tid, pieces, kVocabThreads * kVocabUnroll, {},
+              [&](Value i, ValueRange) -> SmallVector<Value> {
+                SmallVector<std::pair<Value, Value>> places;
+                SmallVector<Value> xs;
+                for (int64_t u = 0; u < kVocabUnroll; ++u) {
+                  places.push_back(piece(i, u, /*reversed=*/true));
+                  xs.push_back(in ? e.toF32(loadPiece(in, places.back().first))
+                                  : Value());
+                }
+                for (int64_t u = 0; u < kVocabUnroll; ++u) {
+                  auto [at, valid] = places[u];
+                  Value g = f(xs[u], at, lanes);
+                  auto storeIt = [&] {
+                    e.vstore(e.fromF32(g, outElem), out, e.addI(start, at),
+                             align);
+                  };
+                  if (valid)
+                    e.ifThen(valid, storeIt);
+                  else
+                    storeIt();
+                }
+                return {};
+              });
+    if (Value mine = singles())
+      e.ifThen(mine, [&] {
+        Value at = singleAt(mine);
+        Value x;
+        if (in)
+          x = e.broadcast(VectorType::get({1}, e.f32),
+                          e.toF32(e.load(in, e.addI(start, at))));
+        Value g = f(x, at, 1);
+        e.store(e.fromF32(e.extract(g, 0), outElem), out, e.addI(start, at));
+      });
+  }
+
+private:
+  // Piece u of loop step i: the row-relative element it starts at and
+  // whether it is in the row (null: always). A piece past the row reads
+  // the step's first piece, which is this thread's own.
+  std::pair<Value, Value> piece(Value i, int64_t u, bool reversed) {
+    Value j = e.addI(i, e.idx(u * kVocabThreads));
+    Value valid;
+    if (u > 0) {
+      valid = e.cmpI(arith::CmpIPredicate::ult, j, pieces);
+      j = e.select(valid, j, i);
+    }
+    if (reversed)
+      j = e.subI(e.subI(pieces, e.idx(1)), j);
+    return {e.addI(head, e.mulI(j, lanes)), valid};
+  }
+  Value loadPiece(Value mem, Value at) {
+    return e.vload(VectorType::get({lanes}, elem), mem, e.addI(start, at),
+                   16);
+  }
+  // Whether this thread has one of the elements outside the pieces (null
+  // when the width is a multiple of the piece), and where it is: thread k
+  // takes the k-th of the head then the tail.
+  Value singles() {
+    if (width % lanes == 0)
+      return Value();
+    Value count = e.subI(e.idx(width), e.mulI(pieces, lanes));
+    return e.cmpI(arith::CmpIPredicate::ult, tid, count);
+  }
+  Value singleAt(Value mine) {
+    Value inHead = e.cmpI(arith::CmpIPredicate::ult, tid, head);
+    Value at = e.select(inHead, tid, e.addI(tid, e.mulI(pieces, lanes)));
+    return e.select(mine, at, e.idx(0));
+  }
+  // The shift of the exponentials under maximum mx: mx, or 0 where mx is
+  // -inf (nothing seen yet, or every element -inf), so that exp(-inf -
+  // shift) is 0, not NaN.
+  Value finiteShift(Value mx) {
+    Value none = e.cmpF(arith::CmpFPredicate::OEQ, mx, e.f32c(-INFINITY));
+    return e.select(none, e.f32c(0), mx);
+  }
+  Value expShifted(Value x, Value shift) {
+    return e.exp2(e.mulF(e.subF(x, shift), e.f32c(kLog2e)));
+  }
+  // Two (max, sum of exp(x - max)) pairs as one; symmetric, so that a
+  // warp's butterfly leaves the same bits in every lane.
+  SmallVector<Value> merge(ArrayRef<Value> p, ArrayRef<Value> q) {
+    Value mx = e.maximumF(p[0], q[0]);
+    Value shift = finiteShift(mx);
+    return {mx, e.addF(e.mulF(p[1], expShifted(p[0], shift)),
+                       e.mulF(q[1], expShifted(q[0], shift)))};
+  }
+
+  Emitter &e;
+  Value tid;
+  int64_t width, lanes;
+  Type elem;
+  Value start, head, pieces;
+};
+
 LogicalResult WholeOpBuilder::build(gpu::GPUModuleOp mod, StringRef sym,
                                     LaunchList &launches) {
   Block &body = fused.getBodyBlock();
@@ -1280,28 +1484,34 @@ LogicalResult WholeOpBuilder::build(gpu::GPUModuleOp mod, StringRef sym,
     } else if (auto o = dyn_cast<graph::CrossEntropyOp>(op)) {
       auto [rows, width] = rowsOf(o.getLogits());
       {
-        // A block per token: max, then the sum of exponentials, streamed
-        // over the vocabulary row.
-        Func f = begin(mod, name + "_rows", kWholeThreads);
-        Value rowStart = mulI(f.block, idx(width));
-        auto z = [&](Value j) {
-          return readF32(o.getLogits(), addI(rowStart, j));
-        };
-        Value mx = stride(f, width, f32c(-INFINITY), true, z);
-        Value sum = stride(f, width, f32c(0), false,
-                           [&](Value j) { return exp(subF(z(j), mx)); });
-        ifThen(thread0(f), [&] {
-          Value m = readF32(o.getLossMask(), f.block);
-          Value keep = cmpF(arith::CmpFPredicate::UNE, m, f32c(0));
-          Value label = indexCast(readAt(o.getLabels(), f.block));
-          Value inRow = cmpI(arith::CmpIPredicate::ult, label, idx(width));
-          Value safe = select(inRow, label, idx(0));
-          Value nll = subF(addF(mx, log(sum)), z(safe));
-          Value term = select(keep, mulF(nll, m), f32c(0));
-          store(term, workspace, f.block);
-          store(m, workspace, addI(f.block, idx(rows)));
-        });
-        launches.add(f.func.getName(), rows, kWholeThreads);
+        // A block per token: the row's max and sum of exponentials from
+        // one read of it (VocabRow); a masked token's row is not read.
+        Func f = begin(mod, name + "_rows", kVocabThreads,
+                       {VocabRow::scratchType(*this)});
+        Value m = readF32(o.getLossMask(), f.block);
+        Value keep = cmpF(arith::CmpFPredicate::UNE, m, f32c(0));
+        auto ifKeep = scf::IfOp::create(b, loc, keep, /*withElseRegion=*/true);
+        {
+          OpBuilder::InsertionGuard g(b);
+          b.setInsertionPoint(ifKeep.thenBlock()->getTerminator());
+          VocabRow row(*this, f.tid, f.block, width,
+                       elementType(o.getLogits()));
+          auto [mx, sum] = row.maxAndSumExp(mem(o.getLogits()), f.extra[0]);
+          ifThen(thread0(f), [&] {
+            Value label = indexCast(readAt(o.getLabels(), f.block));
+            Value inRow = cmpI(arith::CmpIPredicate::ult, label, idx(width));
+            Value safe = select(inRow, label, idx(0));
+            Value z = readF32(o.getLogits(),
+                              addI(mulI(f.block, idx(width)), safe));
+            Value nll = subF(addF(mx, log(sum)), z);
+            store(mulF(nll, m), workspace, f.block);
+          });
+          b.setInsertionPoint(ifKeep.elseBlock()->getTerminator());
+          ifThen(thread0(f), [&] { store(f32c(0), workspace, f.block); });
+        }
+        ifThen(thread0(f),
+               [&] { store(m, workspace, addI(f.block, idx(rows))); });
+        launches.add(f.func.getName(), rows, kVocabThreads);
       }
       b.setInsertionPointToEnd(mod.getBody());
       Func f = begin(mod, name, kWholeThreads);
@@ -1336,38 +1546,60 @@ LogicalResult WholeOpBuilder::build(gpu::GPUModuleOp mod, StringRef sym,
         launches.add(f.func.getName(), 1, kWholeThreads);
       }
       b.setInsertionPointToEnd(mod.getBody());
-      Func f = begin(mod, name, kWholeThreads);
-      Value rowStart = mulI(f.block, idx(width));
-      auto z = [&](Value j) {
-        return readF32(o.getLogits(), addI(rowStart, j));
-      };
-      Value m = readF32(o.getLossMask(), f.block);
-      Value norm = divF(readF32(o.getGrad(), idx(0)),
-                        maximumF(load(workspace, idx(0)), f32c(1)));
-      Value scale = mulF(norm, m);
-      Value mx = stride(f, width, f32c(-INFINITY), true, z);
-      Value sum = stride(f, width, f32c(0), false,
-                         [&](Value j) { return exp(subF(z(j), mx)); });
-      Value lse = addF(mx, log(sum));
-      Value label = indexCast(readAt(o.getLabels(), f.block));
-      Value keep = cmpF(arith::CmpFPredicate::UNE, m, f32c(0));
-      // Each thread reads element j and then writes its gradient, and the
-      // reductions above have read the row whole: the gradient may be
+      // A block per token: one read of the row for its max and sum of
+      // exponentials, then one read + write of the gradient (VocabRow). The
+      // reductions have read the row whole before any thread writes, and
+      // each thread writes only what it has just read: the gradient may be
       // written over the logits (checkOverwritesLowered).
-      scf::ForOp::create(b, loc, f.tid, idx(width), idx(kWholeThreads),
-                         ValueRange{},
-                         [&](OpBuilder &, Location, Value j, ValueRange) {
-                           Value p = mulF(scale, exp(subF(z(j), lse)));
-                           Value isLabel =
-                               cmpI(arith::CmpIPredicate::eq, j, label);
-                           Value g = select(isLabel, subF(p, scale), p);
-                           // Masked tokens get zeros, as the interpreter leaves
-                           // them.
-                           g = select(keep, g, f32c(0));
-                           writeF32(o.getResult(), addI(rowStart, j), g);
-                           scf::YieldOp::create(b, loc);
-                         });
-      launches.add(f.func.getName(), rows, kWholeThreads);
+      Func f = begin(mod, name, kVocabThreads, {VocabRow::scratchType(*this)});
+      Value logits = mem(o.getLogits()), out = mem(o.getResult());
+      Type outElem = elementType(o.getResult());
+      VocabRow row(*this, f.tid, f.block, width, elementType(o.getLogits()));
+      Value m = readF32(o.getLossMask(), f.block);
+      Value keep = cmpF(arith::CmpFPredicate::UNE, m, f32c(0));
+      auto ifKeep = scf::IfOp::create(b, loc, keep, /*withElseRegion=*/true);
+      {
+        OpBuilder::InsertionGuard g(b);
+        b.setInsertionPoint(ifKeep.thenBlock()->getTerminator());
+        Value norm = divF(readF32(o.getGrad(), idx(0)),
+                          maximumF(load(workspace, idx(0)), f32c(1)));
+        Value scale = mulF(norm, m);
+        auto [mx, sum] = row.maxAndSumExp(logits, f.extra[0]);
+        Value lse = addF(mx, log(sum));
+        Value label = indexCast(readAt(o.getLabels(), f.block));
+        row.write(logits, out, outElem, [&](Value x, Value at, int64_t lanes) {
+          auto type = VectorType::get({lanes}, f32);
+          Value t = mulF(subF(x, broadcast(type, lse)), splat(type, kLog2e));
+          Value p = mulF(perLane(t, [&](Value y) { return exp2(y); }),
+                         broadcast(type, scale));
+          // The label's lane, if this piece has it: a label outside the
+          // row is in none, and the gradient ignores it as the interpreter
+          // does.
+          Value lane = subI(label, at);
+          Value hit = cmpI(arith::CmpIPredicate::ult, lane, idx(lanes));
+          auto ifHit = scf::IfOp::create(b, loc, TypeRange{type}, hit,
+                                         /*withElseRegion=*/true);
+          OpBuilder::InsertionGuard gh(b);
+          b.setInsertionPointToStart(ifHit.thenBlock());
+          Value fixed = p;
+          for (int64_t k = 0; k < lanes; ++k) {
+            Value pk = extract(p, k);
+            Value isLabel = cmpI(arith::CmpIPredicate::eq, lane, idx(k));
+            fixed = insert(select(isLabel, subF(pk, scale), pk), fixed, k);
+          }
+          scf::YieldOp::create(b, loc, ValueRange{fixed});
+          b.setInsertionPointToStart(ifHit.elseBlock());
+          scf::YieldOp::create(b, loc, ValueRange{p});
+          return ifHit.getResult(0);
+        });
+        // Masked tokens get zeros, as the interpreter leaves them; their
+        // rows are not read.
+        b.setInsertionPoint(ifKeep.elseBlock()->getTerminator());
+        row.write(Value(), out, outElem, [&](Value, Value, int64_t lanes) {
+          return splat(VectorType::get({lanes}, f32), 0);
+        });
+      }
+      launches.add(f.func.getName(), rows, kVocabThreads);
     } else {
       return op->emitOpError("has no GPU lowering in octet-fused-to-gpu"),
              failure();

@@ -130,6 +130,8 @@ struct InputKind {
   enum {
     Normal,     // N(mean, std), rounded to the dtype
     Index,      // integers in [0, bound)
+    Labels,     // integers in [0, bound), but one in 16 outside it (-100
+                // or bound): a gradient's labels no loss reads
     Step,       // optimizer step counter
     Mask,       // loss mask: 0 or 1, mostly 1
     Constant,   // `value`
@@ -173,8 +175,14 @@ InputKind classify(BlockArgument arg) {
     if (auto c = dyn_cast<graph::CrossEntropyGradOp>(op)) {
       if (n == 0)
         return {InputKind::Constant, 0, 0, 1.0};
+      // The loss refuses a label outside the row where the mask is not 0;
+      // the gradient ignores it.
+      bool lossReads = llvm::any_of(uses, [](OpOperand *u) {
+        return isa<graph::CrossEntropyOp>(u->getOwner());
+      });
       if (n == 2)
-        return {InputKind::Index, 0, 0, 0, 0, 0, lastDim(c.getLogits())};
+        return {lossReads ? InputKind::Index : InputKind::Labels, 0, 0, 0, 0,
+                0, lastDim(c.getLogits())};
       if (n == 3)
         return {InputKind::Mask};
       return {InputKind::Normal, 0, 2};
@@ -258,10 +266,14 @@ Tensor makeInput(BlockArgument arg, std::mt19937_64 &rng) {
   int64_t n = t.numel();
   if (!isFloat(dtype)) {
     // Integers no op bounds (an index kind with a bound) stay in [0, 1000).
-    int64_t bound = k.kind == InputKind::Index && k.bound > 0 ? k.bound : 1000;
-    for (int64_t i = 0; i < n; ++i)
+    bool bounded = k.kind == InputKind::Index || k.kind == InputKind::Labels;
+    int64_t bound = bounded && k.bound > 0 ? k.bound : 1000;
+    for (int64_t i = 0; i < n; ++i) {
       t.i()[i] = k.kind == InputKind::Step ? 1 + (int64_t)(rng() % 1000)
                                           : (int64_t)(rng() % bound);
+      if (k.kind == InputKind::Labels && i % 16 == 7)
+        t.i()[i] = i % 32 == 7 ? -100 : bound;
+    }
     return t;
   }
   for (int64_t i = 0; i < n; ++i) {
@@ -269,6 +281,7 @@ Tensor makeInput(BlockArgument arg, std::mt19937_64 &rng) {
     switch (k.kind) {
     case InputKind::Normal:
     case InputKind::Index:
+    case InputKind::Labels:
     case InputKind::Step:
       x = k.mean + k.std * normal(rng);
       break;

@@ -1,5 +1,6 @@
 // RUN: %octet-opt %s --octet-fused-to-gpu | FileCheck %s
 // RUN: %octet-opt %s --octet-fused-to-gpu | FileCheck %s --check-prefix=MORE
+// RUN: %octet-opt %s --octet-fused-to-gpu | FileCheck %s --check-prefix=GRAD
 // RUN: %octet-opt %s --octet-fused-to-gpu | FileCheck %s --check-prefix=NARROW
 // RUN: %octet-opt %s --octet-fused-to-gpu="num-sms=1 row-blocks-per-sm=2" | FileCheck %s --check-prefix=PERSIST
 // RUN: %octet-opt %s --octet-fused-to-gpu="num-sms=1" | FileCheck %s --check-prefix=MULTI
@@ -201,15 +202,25 @@ func.func @narrow_join(%k: tensor<4x128xf32>, %v: tensor<4x128xf32>) -> tensor<4
   return %y : tensor<4x256xf32>
 }
 
-// Cross-entropy: a block per token over the vocabulary row into per-token
-// partials, then one block adds them in order (8 + 8 floats of workspace).
+// Cross-entropy: a block of 1024 threads per token reads the vocabulary row
+// once, in 16-byte pieces (4 f32, 4 a thread per loop step), for its max and
+// sum of exponentials together (a masked token's row is not read: scf.if),
+// into per-token partials; then one block adds them in order (8 + 8 floats
+// of workspace).
 // MORE-LABEL: func.func @loss
-// MORE: launch = [#kernel.launch<@ce::@ce_0_rows, grid = 8, block = 256>, #kernel.launch<@ce::@ce_0, grid = 1, block = 256>]
+// MORE: launch = [#kernel.launch<@ce::@ce_0_rows, grid = 8, block = 1024>, #kernel.launch<@ce::@ce_0, grid = 1, block = 256>]
 // MORE-SAME: workspace_bytes = 64
 // MORE: gpu.module @ce
 // MORE: gpu.func @ce_0_rows
-// MORE: math.exp
+// MORE: scf.if
+// MORE: scf.for
+// MORE-COUNT-4: vector.load {{.*}} : memref<8192xf32, 1>, vector<4xf32>
+// MORE: ex2.approx.ftz.f32
+// MORE: gpu.barrier
+// MORE-NOT: vector.load
 // MORE: math.log
+// MORE-NOT: vector.load
+// MORE: gpu.func @ce_0(
 func.func @loss(%z: tensor<8x1024xf32>, %l: tensor<8xi32>, %m: tensor<8xf32>) -> tensor<f32> {
   %y = kernel.fused "ce" kind("row") ins(%z, %l, %m : tensor<8x1024xf32>, tensor<8xi32>, tensor<8xf32>) {
   ^bb0(%a: tensor<8x1024xf32>, %b: tensor<8xi32>, %c: tensor<8xf32>):
@@ -235,4 +246,42 @@ func.func @chunk_loss(%z: tensor<8x1024xf32>, %l: tensor<8xi32>, %m: tensor<8xf3
     kernel.yield %loss : tensor<f32>
   } : tensor<f32>
   return %y : tensor<f32>
+}
+
+// The gradient, written over the logits: one read of the row for its max
+// and sum of exponentials, then one read and write of the row (16-byte
+// pieces of 8 bf16; the vocabulary, 1001, is no multiple of 8, so each row's
+// elements before its first 16-byte boundary and after its last piece go one
+// at a time); a masked token's row is only written (zeros).
+// GRAD-LABEL: func.func @loss_grad
+// GRAD: launch = [#kernel.launch<@ceg::@ceg_0_count, grid = 1, block = 256>, #kernel.launch<@ceg::@ceg_0, grid = 8, block = 1024>]
+// GRAD-SAME: overwrites = array<i64: 1>
+// GRAD: gpu.func @ceg_0(
+// GRAD: scf.if
+// GRAD: scf.for
+// GRAD-COUNT-4: vector.load {{.*}} : memref<8008xbf16, 1>, vector<8xbf16>
+// GRAD-NOT: vector.store
+// GRAD: gpu.barrier
+// GRAD-NOT: vector.load
+// GRAD: math.log
+// GRAD: scf.for
+// GRAD-COUNT-4: vector.load {{.*}} : memref<8008xbf16, 1>, vector<8xbf16>
+// GRAD-NOT: vector.load
+// GRAD-COUNT-4: vector.store {{.*}} : memref<8008xbf16, 1>, vector<8xbf16>
+// GRAD-NOT: vector.load
+// GRAD: memref.store {{.*}} : memref<8008xbf16, 1>
+// GRAD: } else {
+// GRAD-NOT: vector.load
+// GRAD: scf.for
+// GRAD-NOT: vector.load
+// GRAD-COUNT-4: vector.store {{.*}} : memref<8008xbf16, 1>, vector<8xbf16>
+// GRAD-NOT: vector.load
+// GRAD: gpu.return
+func.func @loss_grad(%d: tensor<f32>, %z: tensor<8x1001xbf16>, %l: tensor<8xi32>, %m: tensor<8xf32>) -> tensor<8x1001xbf16> {
+  %y = kernel.fused "ceg" kind("row") ins(%d, %z, %l, %m : tensor<f32>, tensor<8x1001xbf16>, tensor<8xi32>, tensor<8xf32>) {
+  ^bb0(%a: tensor<f32>, %b: tensor<8x1001xbf16>, %c: tensor<8xi32>, %e: tensor<8xf32>):
+    %g = graph.cross_entropy_grad %a, %b, %c, %e : (tensor<f32>, tensor<8x1001xbf16>, tensor<8xi32>, tensor<8xf32>) -> tensor<8x1001xbf16>
+    kernel.yield %g : tensor<8x1001xbf16>
+  } {overwrites = array<i64: 1>} : tensor<8x1001xbf16>
+  return %y : tensor<8x1001xbf16>
 }
