@@ -264,9 +264,9 @@ private:
   // Global norm: thread f.tid's sum of squares over its share of the
   // `count` elements from `lo` of `mem` (a buffer of `elem`): `loads` loads
   // of `lanes` elements, the j-th at element first + (j * threads + tid) *
-  // lanes of them, those past `count` read at `lo` and dropped; with
-  // lanes > 1, the last count % lanes elements one a thread. A fixed
-  // order: the same bits every run.
+  // lanes of them, those past `count` read at `lo` (count >= lanes) and
+  // dropped; with lanes > 1, the last count % lanes elements one a thread.
+  // A fixed order: the same bits every run.
   Value sumOfSquares(const Func &f, Value mem, Type elem, Value lo, Value first,
                      Value count, int64_t lanes, int64_t loads);
 
@@ -1352,8 +1352,7 @@ LogicalResult WholeOpBuilder::build(gpu::GPUModuleOp mod, StringRef sym,
           return at(recordOf, addI(mulI(tensor, kFields), k));
         };
         Value cls = field(0), len = field(1), entry = field(2);
-        // 16-byte loads where the tensor's address allows (a view into a
-        // larger buffer may start anywhere), else one element a load.
+        // A view into a larger buffer may start anywhere.
         Value aligned = cmpI(arith::CmpIPredicate::eq,
                              andI(indexCast(load(table, entry)), 15), idx(0));
         auto ifElse = [&](Value cond, function_ref<Value()> then,
@@ -1387,8 +1386,12 @@ LogicalResult WholeOpBuilder::build(gpu::GPUModuleOp mod, StringRef sym,
             };
             if (lanes == 1)
               return scalars();
+            // 16-byte loads where the address allows and the chunk holds
+            // one (the loads past its end read its first), else one
+            // element a load.
+            Value whole = cmpI(arith::CmpIPredicate::uge, count, idx(lanes));
             return ifElse(
-                aligned,
+                andI(aligned, whole),
                 [&] {
                   return sumOfSquares(f, mem, elem, lo, idx(0), count, lanes,
                                       kNormLoads);

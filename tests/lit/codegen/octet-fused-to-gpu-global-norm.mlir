@@ -25,10 +25,12 @@
 // CHECK: %[[ADDRESS:.*]] = memref.load %[[TABLE]]
 // CHECK: %[[LOW:.*]] = arith.index_cast %[[ADDRESS]]
 // CHECK: arith.andi %[[LOW]], %c15
-// The f32 tensors: 16-byte loads where the address is aligned, else one
-// element a load.
+// The f32 tensors: 16-byte loads where the address is aligned and the
+// chunk holds one, else one element a load.
 // CHECK: scf.if %{{.*}} -> (f32) {
-// CHECK: scf.if %{{.*}} -> (f32) {
+// CHECK: %[[WHOLE:.*]] = arith.cmpi uge, %{{.*}}, %c4
+// CHECK: %[[VECTORS:.*]] = arith.andi %{{.*}}, %[[WHOLE]]
+// CHECK: scf.if %[[VECTORS]] -> (f32) {
 // CHECK-COUNT-16: vector.load %{{.*}} {alignment = 16 : i64} : memref<?xf32, 1>, vector<4xf32>
 // CHECK-COUNT-16: math.fma %{{.*}} : vector<4xf32>
 // CHECK: vector.reduction <add>
@@ -37,7 +39,9 @@
 // CHECK-COUNT-16: memref.load %{{.*}} : memref<?xf32, 1>
 // CHECK: } else {
 // The bf16 tensors.
-// CHECK: scf.if %{{.*}} -> (f32) {
+// CHECK: %[[WHOLE8:.*]] = arith.cmpi uge, %{{.*}}, %c8
+// CHECK: %[[VECTORS8:.*]] = arith.andi %{{.*}}, %[[WHOLE8]]
+// CHECK: scf.if %[[VECTORS8]] -> (f32) {
 // CHECK-COUNT-16: vector.load %{{.*}} {alignment = 16 : i64} : memref<?xbf16, 1>, vector<8xbf16>
 // CHECK: } else {
 // CHECK: scf.for
