@@ -88,6 +88,40 @@ namespace {
 
 constexpr int64_t kWholeThreads = 256;
 
+// Global norm: a block reads one chunk of one tensor, kNormLoads 16-byte
+// loads a thread, all issued before their squares are added (64 KiB a
+// block): enough bytes in flight to keep HBM busy, and few enough blocks
+// (76 K for Llama 3.2 1B's 1.24 G gradients, 605 K at 8 elements a thread)
+// that one block adds their partial sums quickly.
+constexpr int64_t kNormLoads = 16;
+constexpr int64_t kNormFinishUnroll = 8;
+
+// Elements of a 16-byte load of `elem` (1 for elements wider than that).
+int64_t normLanes(Type elem) {
+  int64_t bytes = ceilDiv(elem.getIntOrFloatBitWidth(), 8);
+  return std::max<int64_t>(1, 16 / bytes);
+}
+int64_t normChunk(Type elem) {
+  return kWholeThreads * kNormLoads * normLanes(elem);
+}
+// Blocks of the partial-sum kernel over tensor `v`.
+int64_t normBlocks(Value v) {
+  auto type = cast<RankedTensorType>(v.getType());
+  return ceilDiv(type.getNumElements(), normChunk(type.getElementType()));
+}
+// Blocks of the partial-sum kernel of global norm `op`: its workspace.
+int64_t normBlocks(graph::GlobalNormOp op) {
+  int64_t blocks = 0;
+  for (Value in : op->getOperands())
+    blocks += normBlocks(in);
+  return blocks;
+}
+bool isLoneGlobalNorm(Block &body) {
+  auto ops = body.without_terminator();
+  return std::distance(ops.begin(), ops.end()) == 1 &&
+         isa<graph::GlobalNormOp>(*ops.begin());
+}
+
 class WholeOpBuilder : public Emitter {
 public:
   WholeOpBuilder(kernel::FusedOp fused, OpBuilder &b)
@@ -227,6 +261,14 @@ private:
   SmallVector<Value, 8> squareOf(Value v, Value firstRow, Value col);
   void blockQuantizeTiles(ArrayRef<TileQuantization> qs, gpu::GPUModuleOp mod,
                           StringRef name, LaunchList &launches);
+  // Global norm: thread f.tid's sum of squares over its share of the
+  // `count` elements from `lo` of `mem` (a buffer of `elem`): `loads` loads
+  // of `lanes` elements, the j-th at element first + (j * threads + tid) *
+  // lanes of them, those past `count` read at `lo` (count >= lanes) and
+  // dropped; with lanes > 1, the last count % lanes elements one a thread.
+  // A fixed order: the same bits every run.
+  Value sumOfSquares(const Func &f, Value mem, Type elem, Value lo, Value first,
+                     Value count, int64_t lanes, int64_t loads);
 
   // One memref argument per input and per result, in the kernel ABI's
   // order.
@@ -1045,6 +1087,35 @@ void WholeOpBuilder::blockQuantizeTiles(ArrayRef<TileQuantization> qs,
                waitsForRowKernel);
 }
 
+Value WholeOpBuilder::sumOfSquares(const Func &f, Value mem, Type elem,
+                                   Value lo, Value first, Value count,
+                                   int64_t lanes, int64_t loads) {
+  auto vectorType = VectorType::get({lanes}, elem);
+  Value acc = lanes > 1 ? zeros(VectorType::get({lanes}, f32)) : f32c(0);
+  Value none = acc;
+  // Loaded first, squared after: the loads are independent, so they are
+  // all in flight at once.
+  SmallVector<Value> xs;
+  for (int64_t j = 0; j < loads; ++j) {
+    Value e = addI(first, mulI(addI(f.tid, j * kWholeThreads), lanes));
+    Value ok = cmpI(arith::CmpIPredicate::ule, addI(e, lanes), count);
+    Value at = addI(lo, select(ok, e, idx(0)));
+    Value x = lanes > 1 ? toF32(vload(vectorType, mem, at, 16))
+                        : toF32(load(mem, at));
+    xs.push_back(select(ok, x, none));
+  }
+  for (Value x : xs)
+    acc = fma(x, x, acc);
+  if (lanes == 1)
+    return acc;
+  Value s = reduceAdd(acc);
+  // The tensor's last elements, short of a whole load.
+  Value i = addI(subI(count, remUI(count, lanes)), f.tid);
+  Value ok = cmpI(arith::CmpIPredicate::ult, i, count);
+  Value x = toF32(load(mem, addI(lo, select(ok, i, idx(0)))));
+  return addF(s, select(ok, mulF(x, x), f32c(0)));
+}
+
 void WholeOpBuilder::setBufferTypes() {
   Block &body = fused.getBodyBlock();
   auto memrefOf = [&](Value v) {
@@ -1304,6 +1375,10 @@ LogicalResult WholeOpBuilder::build(gpu::GPUModuleOp mod, StringRef sym,
              llvm::all_of(ops, [](Operation &op) {
                return isa<fp8::ScaleUpdateOp>(op);
              });
+  // A global norm over a model's gradients (a hundred tensors and more)
+  // looks each block's tensor up in the table instead of a branch per
+  // tensor.
+  argTable = argTable || isLoneGlobalNorm(body);
   if (argTable)
     argTypes = {argTableType(b, argTypes.size())};
   // Workspace: per-row partial sums of the reductions, fixed below.
@@ -1312,12 +1387,8 @@ LogicalResult WholeOpBuilder::build(gpu::GPUModuleOp mod, StringRef sym,
       wsFloats = std::max(wsFloats, 2 * rowsOf(o.getLogits()).first);
     else if (auto o = dyn_cast<graph::CrossEntropyGradOp>(&op))
       wsFloats = std::max<int64_t>(wsFloats, 1);
-    else if (auto o = dyn_cast<graph::GlobalNormOp>(&op)) {
-      int64_t blocks = 0;
-      for (Value in : o->getOperands())
-        blocks += ceilDiv(numElements(in.getType()), kWholeThreads * kVec);
-      wsFloats = std::max(wsFloats, blocks);
-    }
+    else if (auto o = dyn_cast<graph::GlobalNormOp>(&op))
+      wsFloats = std::max(wsFloats, normBlocks(o));
   }
   if (wsFloats)
     argTypes.push_back(MemRefType::get({wsFloats}, f32,
@@ -1428,56 +1499,147 @@ LogicalResult WholeOpBuilder::build(gpu::GPUModuleOp mod, StringRef sym,
       launches.add(f.func.getName(), ceilDiv(tokens * width, kWholeThreads),
                    kWholeThreads);
     } else if (auto o = dyn_cast<graph::GlobalNormOp>(op)) {
+      if (!argTable)
+        return o.emitOpError("must be the only op of its kernel.fused "
+                             "region: its kernel reads the tensors through "
+                             "an argument table"),
+               failure();
       // Per-block partial sums of squares, then one block adds them in
-      // order: deterministic.
-      int64_t chunk = kWholeThreads * kVec;
-      SmallVector<int64_t> starts;
-      int64_t blocks = 0;
-      for (Value in : o->getOperands()) {
-        starts.push_back(blocks);
-        blocks += ceilDiv(numElements(in.getType()), chunk);
-      }
-      {
+      // order: deterministic. Block b reads a chunk of the last tensor
+      // whose first block is at or before b (a binary search over the
+      // tensors' first blocks); tensors of the same element type share
+      // code, which reads the tensor's table entry and length from its
+      // record.
+      int64_t blocks = normBlocks(o);
+      if (blocks > 0) {
         Func f = begin(mod, name + "_partial", kWholeThreads);
-        Value partial = f32c(0);
-        // Dispatch on the block's tensor: a chain of ifs on block ranges.
-        for (auto [k, in] : llvm::enumerate(o->getOperands())) {
+        SmallVector<Type> classes;
+        SmallVector<int64_t> starts, records;
+        constexpr int64_t kFields = 3; // class, elements, table entry
+        int64_t first = 0;
+        for (Value in : o->getOperands()) {
           int64_t len = numElements(in.getType());
-          Value lo = idx(starts[k]), hi = idx(starts[k] + ceilDiv(len, chunk));
-          Value mine = andI(cmpI(arith::CmpIPredicate::uge, f.block, lo),
-                            cmpI(arith::CmpIPredicate::ult, f.block, hi));
-          auto ifOp = scf::IfOp::create(b, loc, TypeRange{f32}, mine, true);
-          {
-            OpBuilder::InsertionGuard g(b);
-            b.setInsertionPointToStart(ifOp.thenBlock());
-            Value base = mulI(subI(f.block, lo), idx(chunk));
-            Value s = f32c(0);
-            for (int64_t e = 0; e < kVec; ++e) {
-              Value at = addI(base, addI(f.tid, idx(e * kWholeThreads)));
-              Value ok = cmpI(arith::CmpIPredicate::ult, at, idx(len));
-              Value safe = select(ok, at, idx(0));
-              Value x = readF32(in, safe);
-              s = addF(s, select(ok, mulF(x, x), f32c(0)));
-            }
-            scf::YieldOp::create(b, loc, ValueRange{s});
-            b.setInsertionPointToStart(ifOp.elseBlock());
-            scf::YieldOp::create(b, loc, ValueRange{f32c(0)});
-          }
-          partial = addF(partial, ifOp.getResult(0));
+          if (len == 0)
+            continue;
+          auto it = llvm::find(classes, elementType(in));
+          if (it == classes.end())
+            it = classes.insert(it, elementType(in));
+          starts.push_back(first);
+          llvm::append_range(
+              records, ArrayRef<int64_t>{std::distance(classes.begin(), it),
+                                         len, tableIndex.lookup(in)});
+          first += normBlocks(in);
         }
-        Value sum = blockReduce(f, partial, false);
+        auto i64Array = [&](StringRef suffix, ArrayRef<int64_t> values) {
+          auto type =
+              RankedTensorType::get({(int64_t)values.size()}, b.getI64Type());
+          return constantArray(*this, mod, (name + suffix).str(),
+                               DenseElementsAttr::get(type, values));
+        };
+        Value startOf = i64Array("_starts", starts);
+        Value recordOf = i64Array("_records", records);
+        auto at = [&](Value array, Value i) {
+          return indexCast(load(array, i));
+        };
+        int64_t n = starts.size();
+        ValueRange bounds = forLoop(
+            idx(0), idx(llvm::Log2_64_Ceil(n)), 1, ValueRange{idx(0), idx(n)},
+            [&](Value, ValueRange lh) -> SmallVector<Value> {
+              Value mid = divUI(addI(lh[0], lh[1]), 2);
+              Value below =
+                  cmpI(arith::CmpIPredicate::ule, at(startOf, mid), f.block);
+              return {select(below, mid, lh[0]), select(below, lh[1], mid)};
+            });
+        Value tensor = bounds[0];
+        Value local = subI(f.block, at(startOf, tensor));
+        auto field = [&](int64_t k) {
+          return at(recordOf, addI(mulI(tensor, kFields), k));
+        };
+        Value cls = field(0), len = field(1), entry = field(2);
+        // A view into a larger buffer may start anywhere.
+        Value aligned = cmpI(arith::CmpIPredicate::eq,
+                             andI(indexCast(load(table, entry)), 15), idx(0));
+        auto ifElse = [&](Value cond, function_ref<Value()> then,
+                          function_ref<Value()> otherwise) {
+          auto ifOp = scf::IfOp::create(b, loc, TypeRange{f32}, cond, true);
+          OpBuilder::InsertionGuard g(b);
+          b.setInsertionPointToStart(ifOp.thenBlock());
+          scf::YieldOp::create(b, loc, ValueRange{then()});
+          b.setInsertionPointToStart(ifOp.elseBlock());
+          scf::YieldOp::create(b, loc, ValueRange{otherwise()});
+          return ifOp.getResult(0);
+        };
+        std::function<Value(size_t)> classFrom = [&](size_t c) -> Value {
+          Type elem = classes[c];
+          auto sum = [&] {
+            Value mem = tableEntry(table, entry, elem);
+            int64_t lanes = normLanes(elem), chunk = normChunk(elem);
+            Value lo = mulI(local, chunk);
+            Value count = minSI(subI(len, lo), idx(chunk));
+            // One element a load: the chunk in `lanes` rounds of
+            // kNormLoads loads, not all at once (registers).
+            auto scalars = [&]() -> Value {
+              int64_t round = kWholeThreads * kNormLoads;
+              return forLoop(
+                  idx(0), idx(lanes), 1, ValueRange{f32c(0)},
+                  [&](Value r, ValueRange acc) -> SmallVector<Value> {
+                    Value s = sumOfSquares(f, mem, elem, lo, mulI(r, round),
+                                           count, 1, kNormLoads);
+                    return {addF(acc[0], s)};
+                  })[0];
+            };
+            if (lanes == 1)
+              return scalars();
+            // 16-byte loads where the address allows and the chunk holds
+            // one (the loads past its end read its first), else one
+            // element a load.
+            Value whole = cmpI(arith::CmpIPredicate::uge, count, idx(lanes));
+            return ifElse(
+                andI(aligned, whole),
+                [&] {
+                  return sumOfSquares(f, mem, elem, lo, idx(0), count, lanes,
+                                      kNormLoads);
+                },
+                scalars);
+          };
+          if (c + 1 == classes.size())
+            return sum();
+          return ifElse(cmpI(arith::CmpIPredicate::eq, cls, idx(c)), sum,
+                        [&] { return classFrom(c + 1); });
+        };
+        Value sum = blockReduce(f, classFrom(0), false);
         ifThen(thread0(f), [&] { store(sum, workspace, f.block); });
         launches.add(f.func.getName(), blocks, kWholeThreads);
+        b.setInsertionPointToEnd(mod.getBody());
       }
-      b.setInsertionPointToEnd(mod.getBody());
+      // The partials in a fixed order: thread t adds t, t + threads, ...,
+      // kNormFinishUnroll loads in flight at a time.
       Func f = begin(mod, name, kWholeThreads);
-      Value total = stride(f, blocks, f32c(0), false,
-                           [&](Value i) { return load(workspace, i); });
+      int64_t step = kWholeThreads * kNormFinishUnroll;
+      Value partial = f32c(0);
+      if (blocks > 0)
+        partial = forLoop(
+            f.tid, idx(blocks), step, ValueRange{f32c(0)},
+            [&](Value i, ValueRange acc) -> SmallVector<Value> {
+              SmallVector<Value> xs;
+              for (int64_t u = 0; u < kNormFinishUnroll; ++u) {
+                Value j = addI(i, u * kWholeThreads);
+                Value ok = cmpI(arith::CmpIPredicate::ult, j, idx(blocks));
+                xs.push_back(select(ok, load(workspace, select(ok, j, idx(0))),
+                                    f32c(0)));
+              }
+              Value s = acc[0];
+              for (Value x : xs)
+                s = addF(s, x);
+              return {s};
+            })[0];
+      Value total = blockReduce(f, partial, false);
       ifThen(thread0(f), [&] {
         writeF32(o.getResult(), idx(0),
                  mulF(f32c(o.getScale().convertToDouble()), sqrt(total)));
       });
       launches.add(f.func.getName(), 1, kWholeThreads);
+      launches.useArgTable();
     } else if (auto o = dyn_cast<fp8::BlockQuantizeOp>(op)) {
       if (failed(blockQuantize(o, mod, name, launches, done)))
         return failure();

@@ -5,7 +5,10 @@
 // with its gradient (the per-chunk kernel of the LM head), a forward RoPE
 // (llama3 scaling, f32) joined after a plain piece, quantized and
 // transposed in one launch, the global
-// gradient norm, the optimizer's scalar ops and the delayed FP8 scale
+// gradient norm (twice: over three f32 tensors, and over f32 and bf16
+// tensors interleaved, of odd lengths, multiples of 8 and one element past
+// a block's chunk, whose blocks share code by element type and read the
+// last chunk of each tensor part-full), the optimizer's scalar ops and the delayed FP8 scale
 // update with its inverse, current scaling's scales and their inverses
 // (both formats, margin and power-of-two
 // rounding; amaxes of either sign from 2^-27 to 2^12, a negative one
@@ -15,7 +18,7 @@
 // kernel's blocks loop over its slices (the FP8 cast's amax carried across
 // them, the last slice partial). Vocabulary 1000 (no power of two) and 300
 // (ids repeat, so the embedding gradient's atomic adds collide).
-func.func @whole_ops(%pos: tensor<2x32xi32>, %qkv: tensor<64x1024xbf16>, %dk: tensor<2x32x2x128xbf16>, %dq: tensor<2x32x4x128xbf16>, %dv: tensor<64x256xbf16>, %dscale: tensor<f32>, %table: tensor<300x256xbf16>, %ids: tensor<2x32xi32>, %dy: tensor<2x32x256xf32>, %acc_a: tensor<300x256xf32>, %acc_b: tensor<300x256xf32>, %logits: tensor<2x32x1000xf32>, %labels: tensor<2x32xi32>, %mask: tensor<2x32xf32>, %dloss: tensor<f32>, %g0: tensor<300x256xf32>, %g1: tensor<1000xf32>, %g2: tensor<7x3xf32>, %step: tensor<i64>, %norm: tensor<f32>, %hist: tensor<16xf32>, %amax: tensor<f32>, %camax: tensor<f32>, %scale: tensor<f32>, %ndy: tensor<2x32x1024xf32>, %nx: tensor<2x32x1024xf32>, %nw: tensor<1024xf32>, %nacc: tensor<1024xf32>, %ndres: tensor<2x32x1024xf32>, %ap: tensor<600x1000xf32>, %apg: tensor<600x1000xf32>, %apm: tensor<600x1000xf32>, %apv: tensor<600x1000xf32>, %ab: tensor<256xf32>, %abg: tensor<256xf32>, %abm: tensor<256xf32>, %abv: tensor<256xf32>, %alr: tensor<f32>, %agscale: tensor<f32>, %aqs: tensor<f32>, %fq: tensor<2x32x4x128xf32>, %fv: tensor<64x256xf32>) {
+func.func @whole_ops(%pos: tensor<2x32xi32>, %qkv: tensor<64x1024xbf16>, %dk: tensor<2x32x2x128xbf16>, %dq: tensor<2x32x4x128xbf16>, %dv: tensor<64x256xbf16>, %dscale: tensor<f32>, %table: tensor<300x256xbf16>, %ids: tensor<2x32xi32>, %dy: tensor<2x32x256xf32>, %acc_a: tensor<300x256xf32>, %acc_b: tensor<300x256xf32>, %logits: tensor<2x32x1000xf32>, %labels: tensor<2x32xi32>, %mask: tensor<2x32xf32>, %dloss: tensor<f32>, %g0: tensor<300x256xf32>, %g1: tensor<1000xf32>, %g2: tensor<7x3xf32>, %step: tensor<i64>, %norm: tensor<f32>, %hist: tensor<16xf32>, %amax: tensor<f32>, %camax: tensor<f32>, %scale: tensor<f32>, %ndy: tensor<2x32x1024xf32>, %nx: tensor<2x32x1024xf32>, %nw: tensor<1024xf32>, %nacc: tensor<1024xf32>, %ndres: tensor<2x32x1024xf32>, %ap: tensor<600x1000xf32>, %apg: tensor<600x1000xf32>, %apm: tensor<600x1000xf32>, %apv: tensor<600x1000xf32>, %ab: tensor<256xf32>, %abg: tensor<256xf32>, %abm: tensor<256xf32>, %abv: tensor<256xf32>, %alr: tensor<f32>, %agscale: tensor<f32>, %aqs: tensor<f32>, %fq: tensor<2x32x4x128xf32>, %fv: tensor<64x256xf32>, %n0: tensor<40000xf32>, %n1: tensor<37000xbf16>, %n2: tensor<3x333xf32>, %n3: tensor<17x3xbf16>, %n4: tensor<16385xf32>, %n5: tensor<5xf32>, %n6: tensor<2048xf32>) {
   %rope_split:2 = kernel.fused "rope_split" kind("elementwise") ins(%pos, %qkv : tensor<2x32xi32>, tensor<64x1024xbf16>) {
   ^bb0(%p: tensor<2x32xi32>, %x: tensor<64x1024xbf16>):
     %x3 = graph.reshape %x : (tensor<64x1024xbf16>) -> tensor<2x32x1024xbf16>
@@ -105,5 +108,10 @@ func.func @whole_ops(%pos: tensor<2x32xi32>, %qkv: tensor<64x1024xbf16>, %dk: te
     %r_z1 = graph.fill {value = 0.000000e+00 : f64} : tensor<256xf32>
     kernel.yield %r_np0, %r_nm0, %r_nv0, %r_q0, %r_a0, %r_z0, %r_np1, %r_nm1, %r_nv1, %r_z1 : tensor<600x1000xf32>, tensor<600x1000xf32>, tensor<600x1000xf32>, tensor<600x1000xf8E4M3FN>, tensor<f32>, tensor<600x1000xf32>, tensor<256xf32>, tensor<256xf32>, tensor<256xf32>, tensor<256xf32>
   } : tensor<600x1000xf32>, tensor<600x1000xf32>, tensor<600x1000xf32>, tensor<600x1000xf8E4M3FN>, tensor<f32>, tensor<600x1000xf32>, tensor<256xf32>, tensor<256xf32>, tensor<256xf32>, tensor<256xf32>
+  %gnorm_mixed = kernel.fused "global_norm_mixed" kind("elementwise") ins(%n0, %n1, %n2, %n3, %n4, %n5, %n6 : tensor<40000xf32>, tensor<37000xbf16>, tensor<3x333xf32>, tensor<17x3xbf16>, tensor<16385xf32>, tensor<5xf32>, tensor<2048xf32>) {
+  ^bb0(%a: tensor<40000xf32>, %b: tensor<37000xbf16>, %c: tensor<3x333xf32>, %d: tensor<17x3xbf16>, %e: tensor<16385xf32>, %f: tensor<5xf32>, %g: tensor<2048xf32>):
+    %n = graph.global_norm %a, %b, %c, %d, %e, %f, %g {scale = 5.000000e-01 : f64} : (tensor<40000xf32>, tensor<37000xbf16>, tensor<3x333xf32>, tensor<17x3xbf16>, tensor<16385xf32>, tensor<5xf32>, tensor<2048xf32>) -> tensor<f32>
+    kernel.yield %n : tensor<f32>
+  } : tensor<f32>
   return
 }

@@ -36,6 +36,21 @@ func.func @long_row(%x: tensor<2x200000xf32>, %w: tensor<200000xf32>) -> tensor<
 
 // -----
 
+// The global norm's kernel looks its tensors up in an argument table of the
+// region's buffers: it takes a region of its own.
+func.func @norm_not_alone(%g: tensor<1024xf32>) -> (tensor<f32>, tensor<f32>) {
+  %n:2 = kernel.fused "norm_clip" kind("elementwise") ins(%g : tensor<1024xf32>) {
+  ^bb0(%a: tensor<1024xf32>):
+    // expected-error @below {{must be the only op of its kernel.fused region: its kernel reads the tensors through an argument table}}
+    %r = graph.global_norm %a : (tensor<1024xf32>) -> tensor<f32>
+    %c = graph.clip_scale %r {max_norm = 1.000000e+00 : f64} : tensor<f32>
+    kernel.yield %r, %c : tensor<f32>, tensor<f32>
+  } : tensor<f32>, tensor<f32>
+  return %n#0, %n#1 : tensor<f32>, tensor<f32>
+}
+
+// -----
+
 // A block-quantized tensor computed in the kernel by an op the tile kernel
 // does not evaluate.
 func.func @tiles_of_silu(%x: tensor<128x128xbf16>) -> (tensor<128x128xf8E4M3FN>, tensor<128x1xf32>) {
