@@ -337,6 +337,11 @@ Value Emitter::perLane(Value v, function_ref<Value(Value)> f) {
     out = insert(f(extract(v, k)), out, k);
   return out;
 }
+Value Emitter::rcpApprox(Value x) {
+  return perLane(x, [&](Value s) -> Value {
+    return NVVM::RcpApproxFtzF32Op::create(b, loc, f32, s);
+  });
+}
 Value Emitter::logistic2(Value y) {
   return perLane(y, [&](Value s) -> Value {
     return NVVM::RcpApproxFtzF32Op::create(b, loc, f32,

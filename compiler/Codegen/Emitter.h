@@ -194,6 +194,9 @@ public:
   // f applied to every lane of a vector (a scalar: f of it).
   mlir::Value perLane(mlir::Value v,
                       llvm::function_ref<mlir::Value(mlir::Value)> f);
+  // 1 / x by rcp.approx.ftz.f32 (at most 1 ulp, PTX ISA; subnormal inputs
+  // and results flush to zero), lane by lane.
+  mlir::Value rcpApprox(mlir::Value x);
   // 1 / (1 + 2^y) through the SFU: ex2.approx.ftz (at most 2 ulp, PTX ISA)
   // and rcp.approx.ftz (1 ulp). Four instructions a lane where libdevice's
   // expf and a correctly rounded division take about twenty, which made the

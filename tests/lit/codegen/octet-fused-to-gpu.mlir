@@ -5,6 +5,7 @@
 // RUN: %octet-opt %s --octet-fused-to-gpu="num-sms=1 row-blocks-per-sm=2" | FileCheck %s --check-prefix=PERSIST
 // RUN: %octet-opt %s --octet-fused-to-gpu="num-sms=1" | FileCheck %s --check-prefix=MULTI
 // RUN: %octet-opt %s --octet-fused-to-gpu="num-sms=1 multi-tensor-blocks-per-sm=0" | FileCheck %s --check-prefix=SLICES
+// RUN: %octet-opt %s --octet-fused-to-gpu="num-sms=1" | FileCheck %s --check-prefix=ADAMW
 
 // A row kernel: one block per row, 8-element vectors, a shuffle reduction,
 // one atomic per block for the amax.
@@ -74,6 +75,22 @@ func.func @backward(%dy: tensor<4x256xbf16>, %x: tensor<4x256xbf16>, %w: tensor<
 // MULTI: scf.if
 // MULTI: scf.for
 // MULTI: gpu.return
+// AdamW divides only once a thread: the step size lr / (1 - beta1^t) and
+// 1 / sqrt(1 - beta2^t), each 1 - beta^t an expm1. An element takes a sqrt
+// and an approximate reciprocal.
+// ADAMW-LABEL: gpu.func @adamw(
+// ADAMW: math.expm1
+// ADAMW-NEXT: arith.negf
+// ADAMW-NEXT: arith.divf {{.*}} : f32
+// ADAMW: math.expm1
+// ADAMW: math.sqrt {{.*}} : f32
+// ADAMW: arith.divf {{.*}} : f32
+// ADAMW-NOT: arith.divf
+// ADAMW: math.sqrt {{.*}} : vector<8xf32>
+// ADAMW-NOT: arith.divf
+// ADAMW-COUNT-8: nvvm.rcp.approx.ftz.f
+// ADAMW-NOT: arith.divf
+// ADAMW: memref.atomic_rmw maxu
 // With no looping, a block per slice of 2 chunks: 16384 / 4096 + 1; the
 // only loop is the search.
 // SLICES-LABEL: func.func @optimizer
