@@ -461,9 +461,12 @@ cli::Outcome parseProfileArgs(const std::vector<std::string> &args,
             "Where a bundle's step spends its device time: runs the train\n"
             "microbatch and the optimizer step eagerly with an event pair\n"
             "around every step, after one untimed run, and prints the time\n"
-            "by kind of work and by kernel or GEMM shape. The arena holds\n"
-            "whatever the plan's memory holds (no INIT, no data): kernel\n"
-            "times do not depend on it, so this measures speed only.",
+            "by kind of work and by kernel or GEMM shape. A bundle of one\n"
+            "rank starts as a fresh training run does (parameters and state\n"
+            "from their Init, then INIT) and every run takes a synthetic\n"
+            "batch, every token's loss counted (the cross-entropy kernels\n"
+            "skip a masked token's vocabulary row); a data-parallel or\n"
+            "pipeline bundle runs on whatever the plan's memory holds.",
             ""});
   std::vector<std::string> bundles;
   cli::addPositionals(app, "BUNDLE", bundles,

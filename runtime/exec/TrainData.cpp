@@ -1,5 +1,7 @@
 #include "runtime/exec/TrainData.h"
 
+#include "bundle/bundle.pb.h"
+
 #include "runtime/data/ByteCorpus.h"
 #include "runtime/data/IndexedDataset.h"
 #include "runtime/data/Random.h"
@@ -276,6 +278,15 @@ StatusOr<TokenRange> scanTokenIds(const std::string &prefix) {
     }
   }
   return range;
+}
+
+TrainDataOptions scheduledDataOptions(const bundle::Schedule &schedule) {
+  TrainDataOptions o;
+  o.rows = uint32_t(schedule.micro_batch_size());
+  o.sequenceLength = uint32_t(schedule.seq_len());
+  o.seed = schedule.seed();
+  o.vocabSize = schedule.vocab_size();
+  return o;
 }
 
 StatusOr<std::unique_ptr<TrainData>>

@@ -21,6 +21,10 @@
 #include <memory>
 #include <string>
 
+namespace octet::bundle {
+class Schedule;
+} // namespace octet::bundle
+
 namespace octet {
 
 struct TrainDataOptions {
@@ -36,6 +40,11 @@ struct TrainDataOptions {
   // "text": share of the file held out for evaluation.
   double evalFraction = 0.05;
 };
+
+// Synthetic batches in the shape of the bundle's schedule (its micro
+// batch size, sequence length, seed and vocabulary): what octet-run
+// --synthetic trains on. Another kind of data sets kind and path.
+TrainDataOptions scheduledDataOptions(const bundle::Schedule &schedule);
 
 class TrainData {
 public:

@@ -416,6 +416,23 @@ Status Trainer::Impl::enqueueInputs(const ProgramIO &io, HostBuffer &buffer) {
   return Status::ok();
 }
 
+// The OPTIMIZER_STEP inputs of `step`: its learning rate and number.
+Status Trainer::Impl::enqueueOptimizerInputs(int64_t step) {
+  if (optimizer.inputs.empty())
+    return Status::ok();
+  auto *base = static_cast<uint8_t *>(optimizerStage->data());
+  for (const Binding &b : optimizer.inputs) {
+    if (b.feed == Feed::Lr) {
+      float lr = float(scheduledLearningRate(schedule, step, steps));
+      std::memcpy(base + b.stageOffset, &lr, 4);
+    } else {
+      int32_t s = int32_t(step);
+      std::memcpy(base + b.stageOffset, &s, 4);
+    }
+  }
+  return enqueueInputs(optimizer, *optimizerStage);
+}
+
 // Every rank reads the whole global batch and stages its own share.
 Status Trainer::Impl::prepareStep(int parity) {
   for (int64_t g = 0; g < accum * dpSize; ++g) {
@@ -462,19 +479,7 @@ Status Trainer::Impl::runStep(int64_t step, int parity, bool prefetch,
     OCTET_RETURN_IF_ERROR(
         backend.readSlot(uint32_t(train.loss), scalar(size_t(m)), 4));
   }
-  if (!optimizer.inputs.empty()) {
-    auto *base = static_cast<uint8_t *>(optimizerStage->data());
-    for (const Binding &b : optimizer.inputs) {
-      if (b.feed == Feed::Lr) {
-        float lr = float(scheduledLearningRate(schedule, step, steps));
-        std::memcpy(base + b.stageOffset, &lr, 4);
-      } else {
-        int32_t s = int32_t(step);
-        std::memcpy(base + b.stageOffset, &s, 4);
-      }
-    }
-    OCTET_RETURN_IF_ERROR(enqueueInputs(optimizer, *optimizerStage));
-  }
+  OCTET_RETURN_IF_ERROR(enqueueOptimizerInputs(step));
   if (backend.hasProgram(OPTIMIZER_STEP))
     OCTET_RETURN_IF_ERROR(backend.run(OPTIMIZER_STEP, {graph}));
   if (optimizer.gradNorm >= 0)
@@ -919,6 +924,30 @@ Status Trainer::evaluate(int64_t step, TrainResult &result) {
   }
   result.evals.push_back(rec);
   return Status::ok();
+}
+
+Status Trainer::writeInputs(ProgramKind kind, int64_t step) {
+  Impl &t = *impl_;
+  if (t.pipe)
+    return Status::error("a pipeline bundle's programs take their inputs in "
+                         "the stash entries of its instruction list; "
+                         "writeInputs fills those of TRAIN_MICROBATCH and "
+                         "OPTIMIZER_STEP");
+  if (kind == TRAIN_MICROBATCH) {
+    data::PackedBatch batch;
+    OCTET_RETURN_IF_ERROR(t.data.next(batch));
+    HostBuffer &stage = *t.stages[0][0];
+    OCTET_RETURN_IF_ERROR(t.stage(t.train, stage, batch, "training"));
+    OCTET_RETURN_IF_ERROR(t.enqueueInputs(t.train, stage));
+  } else if (kind == OPTIMIZER_STEP) {
+    OCTET_RETURN_IF_ERROR(t.enqueueOptimizerInputs(step));
+  } else {
+    return Status::error("writeInputs fills the inputs of "
+                         "TRAIN_MICROBATCH and OPTIMIZER_STEP, not " +
+                         ProgramKind_Name(kind));
+  }
+  // The staging buffer is written again by the next call.
+  return t.backend.synchronize();
 }
 
 StatusOr<TrainResult> Trainer::run() {

@@ -92,6 +92,15 @@ public:
   // 0, which writes none.
   StatusOr<std::string> saveCheckpoint(int64_t step);
   Status loadCheckpoint(const std::string &stepDir, int64_t &step);
+  // For a tool that runs the programs itself (octet-profile), after
+  // start(): writes the inputs of one run of `kind` as step `step`
+  // (1-based) gives them, and waits for the copies. TRAIN_MICROBATCH takes
+  // the data's next batch (tokens, labels, loss_mask, positions,
+  // cu_seqlens: whichever it reads), OPTIMIZER_STEP the step's learning
+  // rate and number. A program's input slots are its own only while it
+  // runs (later activations reuse their bytes), so every run needs them
+  // written again.
+  Status writeInputs(bundle::ProgramKind kind, int64_t step);
 
 private:
   struct Impl;

@@ -164,6 +164,7 @@ struct Trainer::Impl {
   Status stage(const trainer::ProgramIO &io, HostBuffer &buffer,
                const data::PackedBatch &batch, const char *what);
   Status enqueueInputs(const trainer::ProgramIO &io, HostBuffer &buffer);
+  Status enqueueOptimizerInputs(int64_t step);
   Status prepareStep(int parity);
   uint64_t usedNow();
   Status runStep(int64_t step, int parity, bool prefetch, StepRecord &rec);

@@ -197,14 +197,10 @@ int run(RunArgs &args) {
   const Schedule &sched = b.schedule();
   StatusOr<std::unique_ptr<TrainData>> data = Status::error("no data");
   if (args.golden.empty()) {
-    TrainDataOptions dataOptions;
+    TrainDataOptions dataOptions = scheduledDataOptions(sched);
     dataOptions.kind = args.dataKind;
     dataOptions.path = args.dataPath;
     dataOptions.evalPath = args.evalPath;
-    dataOptions.rows = uint32_t(sched.micro_batch_size());
-    dataOptions.sequenceLength = uint32_t(sched.seq_len());
-    dataOptions.seed = sched.seed();
-    dataOptions.vocabSize = sched.vocab_size();
     data = TrainData::open(dataOptions);
     if (!data)
       return fail(data.status());

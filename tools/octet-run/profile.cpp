@@ -1,19 +1,31 @@
 // octet-profile: where a bundle's step spends its device time. Runs the
 // train microbatch and the optimizer step eagerly with an event pair around
 // every step, after one untimed run (module loading, cuBLASLt's first calls),
-// and prints the time by kind of work and by kernel or GEMM shape. The
-// values in the arena are whatever the plan's memory holds (no INIT, no
-// data): kernel times do not depend on them, so this measures speed only.
+// and prints the time by kind of work and by kernel or GEMM shape.
+// Kernel times depend on the values: the cross-entropy kernels skip the
+// vocabulary row of a token whose loss is masked. So a bundle of one rank
+// starts as a fresh training run does (runtime/exec/Trainer.h, start):
+// parameters and state from their Init, INIT, gradient accumulators zeroed;
+// and before every run the program's inputs are written again (a program's
+// input slots are its own only while it runs): TRAIN_MICROBATCH takes the
+// next batch of octet-run --synthetic's data (random tokens below the
+// vocabulary, every token's loss counted), OPTIMIZER_STEP step 1's learning
+// rate. A data-parallel or pipeline bundle runs on whatever the plan's
+// memory holds (no INIT, no data).
 //
 //   octet-profile X.octet [--top N] [--repeat R]
 
 #include "bundle/Bundle.h"
 #include "runtime/exec/RunOptions.h"
 #include "runtime/exec/Runtime.h"
+#include "runtime/exec/RuntimeBackend.h"
+#include "runtime/exec/TrainData.h"
+#include "runtime/exec/Trainer.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -93,6 +105,39 @@ int main(int argc, char **argv) {
               rt.gemmTuning().cached,
               options.gemmTuning.cacheFile.c_str());
 
+  RuntimeBackend backend(rt);
+  std::unique_ptr<TrainData> data;
+  std::unique_ptr<Trainer> trainer;
+  auto fail = [](const Status &st) {
+    std::fprintf(stderr, "octet-profile: %s\n", st.message().c_str());
+    return 1;
+  };
+  if (b.world_size() <= 1 && !b.has_pipeline()) {
+    auto opened = TrainData::open(scheduledDataOptions(b.schedule()));
+    if (!opened)
+      return fail(opened.status());
+    data = std::move(*opened);
+    TrainerOptions trainerOptions;
+    trainerOptions.out = nullptr;
+    trainerOptions.steps = 1;
+    trainerOptions.evalInterval = 0;
+    trainerOptions.checkpointInterval = 0;
+    auto created = Trainer::create(backend, *data, trainerOptions);
+    if (!created)
+      return fail(created.status());
+    trainer = std::move(*created);
+    TrainResult started;
+    if (Status st = trainer->start(started); !st)
+      return fail(st);
+    std::printf("inputs: %s, every token's loss counted (loss_mask 1), "
+                "written before every run; parameters and state from their "
+                "Init, then INIT\n",
+                data->describe().c_str());
+  } else {
+    std::printf("inputs: whatever the plan's memory holds (a data-parallel "
+                "or pipeline bundle: no INIT, no data)\n");
+  }
+
   for (ProgramKind kind : {TRAIN_MICROBATCH, OPTIMIZER_STEP}) {
     const Program *program = rt.program(kind);
     if (!program)
@@ -101,6 +146,9 @@ int main(int argc, char **argv) {
     // median of `repeat` runs per step.
     std::vector<std::vector<double>> runs;
     for (int r = 0; r <= repeat; ++r) {
+      if (trainer)
+        if (Status st = trainer->writeInputs(kind, 1); !st)
+          return fail(st);
       auto ms = rt.timeSteps(kind);
       if (!ms) {
         std::fprintf(stderr, "octet-profile: %s: %s\n",

@@ -10,6 +10,7 @@
 // (bench/hf_oracle_gpu.sh checks that against transformers on a GPU).
 
 #include "bundle/Bundle.h"
+#include "bundle/InitValues.h"
 #include "runtime/checkpoint/TrainState.h"
 #include "runtime/exec/Trainer.h"
 #include "tests/unit/trainer/ToyBackend.h"
@@ -79,15 +80,25 @@ std::string tempPath(const std::string &name) {
          "-" + name;
 }
 
-void roundTrip(const std::string &model, size_t fusedExpected) {
-  std::string fixture =
-      std::string(OCTET_SOURCE_DIR) + "/tests/fixtures/hf_roundtrip/" + model;
+std::string fixtureDir(const std::string &model) {
+  return std::string(OCTET_SOURCE_DIR) + "/tests/fixtures/hf_roundtrip/" +
+         model;
+}
+
+// The fixture's config.json compiled into a bundle.
+StatusOr<bundle::Bundle> compileFixture(const std::string &model) {
   std::string bundlePath = tempPath(model + ".octet");
-  std::string cmd = std::string(OCTET_BINARY) + " compile " + fixture +
-                    "/config.json -o " + bundlePath + " > " + bundlePath +
-                    ".log 2>&1";
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
-  auto b = bundle::readBundle(bundlePath);
+  std::string cmd = std::string(OCTET_BINARY) + " compile " +
+                    fixtureDir(model) + "/config.json -o " + bundlePath +
+                    " > " + bundlePath + ".log 2>&1";
+  if (std::system(cmd.c_str()) != 0)
+    return Status::error("failed: " + cmd);
+  return bundle::readBundle(bundlePath);
+}
+
+void roundTrip(const std::string &model, size_t fusedExpected) {
+  std::string fixture = fixtureDir(model);
+  auto b = compileFixture(model);
   ASSERT_TRUE(b.isOk()) << b.status().message();
   auto reader = hf::CheckpointReader::open(fixture);
   ASSERT_TRUE(reader.isOk()) << reader.status().message();
@@ -154,6 +165,76 @@ TEST(BundleHf, UntiedShardedModelLoadsIntoFusedParametersAndBack) {
 
 TEST(BundleHf, TiedModelLoadsIntoFusedParametersAndBack) {
   roundTrip("tied", 4);
+}
+
+// What octet-profile runs a compiled bundle's TRAIN_MICROBATCH on: the
+// plan's memory as a fresh training run starts (every parameter and state
+// tensor from its Init, gradient accumulators zero) and, written over the
+// input slots before each run, a synthetic batch whose every token's loss
+// counts (a masked token's cross-entropy skips its vocabulary row).
+TEST(BundleHf, ACompiledBundleStartsFromItsInitAndTakesASyntheticBatch) {
+  auto b = compileFixture("tied");
+  ASSERT_TRUE(b.isOk()) << b.status().message();
+  ArenaBackend backend(*b);
+  auto data = TrainData::open(scheduledDataOptions(b->schedule()));
+  ASSERT_TRUE(data.isOk()) << data.status().message();
+  TrainerOptions o;
+  o.out = nullptr;
+  o.steps = 1;
+  auto trainer = Trainer::create(backend, **data, o);
+  ASSERT_TRUE(trainer.isOk()) << trainer.status().message();
+  TrainResult result;
+  Status started = (*trainer)->start(result);
+  ASSERT_TRUE(started.isOk()) << started.message();
+
+  const bundle::MemoryPlan &plan = b->plan();
+  for (const bundle::Parameter &p : b->parameters()) {
+    uint64_t elements = 1;
+    for (int64_t d : p.shape())
+      elements *= uint64_t(d);
+    auto init = bundle::initialBytes(p.init(), p.dtype(), elements, p.name());
+    ASSERT_TRUE(init.isOk()) << init.status().message();
+    EXPECT_TRUE(backend.slotBytes(p.slot()) ==
+                std::vector<uint8_t>(init->begin(), init->end()))
+        << p.name() << " does not hold its Init";
+  }
+  for (int i = 0; i < plan.slots_size(); ++i)
+    if (plan.slots(i).kind() == bundle::GRADIENT &&
+        plan.slots(i).program().empty())
+      EXPECT_EQ(backend.slotBytes(uint32_t(i)),
+                std::vector<uint8_t>(plan.slots(i).bytes(), 0))
+          << plan.slots(i).name();
+
+  const bundle::Program *train = backend.program(bundle::TRAIN_MICROBATCH);
+  ASSERT_NE(train, nullptr);
+  const int64_t vocab = b->schedule().vocab_size();
+  bool mask = false, tokens = false;
+  for (int run = 0; run < 2; ++run) {
+    // What the program's later activations leave in its input slots.
+    for (const bundle::NamedSlot &in : train->inputs())
+      ASSERT_TRUE(backend.zeroSlot(in.slot()).isOk());
+    Status written = (*trainer)->writeInputs(bundle::TRAIN_MICROBATCH, 1);
+    ASSERT_TRUE(written.isOk()) << written.message();
+    for (const bundle::NamedSlot &in : train->inputs()) {
+      std::vector<uint8_t> bytes = backend.slotBytes(in.slot());
+      ASSERT_EQ(bytes.size() % 4, 0u) << in.name();
+      for (size_t at = 0; at < bytes.size(); at += 4) {
+        if (in.name() == "loss_mask") {
+          float one = 0;
+          std::memcpy(&one, &bytes[at], 4);
+          ASSERT_EQ(one, 1.0f) << "loss_mask element " << at / 4;
+          mask = true;
+        } else if (in.name() == "tokens" || in.name() == "labels") {
+          int32_t id = -1;
+          std::memcpy(&id, &bytes[at], 4);
+          ASSERT_TRUE(id >= 0 && id < vocab) << in.name() << " " << id;
+          tokens = true;
+        }
+      }
+    }
+  }
+  EXPECT_TRUE(mask) << "the TRAIN_MICROBATCH program takes no loss_mask";
+  EXPECT_TRUE(tokens) << "the TRAIN_MICROBATCH program takes no tokens";
 }
 
 } // namespace

@@ -4,6 +4,7 @@
 // messages that say what to do.
 
 #include "runtime/exec/Trainer.h"
+#include "bundle/InitValues.h"
 #include "runtime/checkpoint/TrainState.h"
 #include "runtime/data/IndexedDataset.h"
 #include "runtime/exec/RunOptions.h"
@@ -367,6 +368,72 @@ TEST(Trainer, RefusesAnInputItCannotFill) {
   ASSERT_FALSE(t.isOk());
   EXPECT_NE(t.status().message().find("'image_patches'"), std::string::npos)
       << t.status().message();
+}
+
+// A tool that runs the programs itself (octet-profile) starts as training
+// does and, before each run, writes the program's inputs over whatever
+// later activations left in them: the batches octet-run --synthetic trains
+// on, every token's loss counted, and the step's learning rate.
+TEST(Trainer, WritesAProgramsInputsBeforeEachRunOfATool) {
+  ToyShape shape;
+  TrainerOptions o;
+  o.steps = 1;
+  ToyRun r = makeToyRun(shape, o, [](bundle::Bundle &b) {
+    bundle::MemoryPlan *plan = b.mutable_plan();
+    bundle::Slot *lr = plan->add_slots();
+    lr->set_name("lr.in");
+    lr->set_kind(bundle::IO);
+    lr->set_dtype(bundle::F32);
+    lr->set_bytes(4);
+    lr->set_offset(plan->arenas(0).bytes());
+    lr->set_program("optimizer");
+    plan->mutable_arenas(0)->set_bytes(plan->arenas(0).bytes() + 256);
+    for (bundle::Program &p : *b.mutable_ranks(0)->mutable_programs())
+      if (p.kind() == bundle::OPTIMIZER_STEP) {
+        bundle::NamedSlot *in = p.add_inputs();
+        in->set_name("lr");
+        in->set_slot(uint32_t(plan->slots_size() - 1));
+      }
+  });
+  ASSERT_OK(r.status);
+  TrainResult started;
+  ASSERT_OK(r.trainer->start(started));
+  EXPECT_EQ(r.backend->runs(bundle::INIT), 1);
+  EXPECT_EQ(r.backend->slotBytes("grad.w"),
+            std::vector<uint8_t>(size_t(shape.vocab) * 4, 0));
+  const bundle::Bundle &b = r.backend->bundle();
+  auto w = bundle::initialBytes(b.parameters(0).init(), bundle::F32,
+                                uint64_t(shape.vocab), "w");
+  ASSERT_TRUE(w.isOk()) << w.status().message();
+  EXPECT_EQ(r.backend->slotBytes("w"), std::vector<uint8_t>(w->begin(), w->end()));
+
+  auto expected = openToyData(shape);
+  ASSERT_TRUE(expected.isOk()) << expected.status().message();
+  auto bytesOf = [](const auto &v) {
+    auto *p = reinterpret_cast<const uint8_t *>(v.data());
+    return std::vector<uint8_t>(p, p + v.size() * sizeof(v[0]));
+  };
+  for (int run = 0; run < 2; ++run) {
+    for (int i = 0; i < b.plan().slots_size(); ++i)
+      if (b.plan().slots(i).program() == "train")
+        ASSERT_OK(r.backend->zeroSlot(uint32_t(i)));
+    ASSERT_OK(r.trainer->writeInputs(bundle::TRAIN_MICROBATCH, 1));
+    data::PackedBatch batch;
+    ASSERT_OK((*expected)->next(batch));
+    EXPECT_EQ(r.backend->slotBytes("tokens"), bytesOf(batch.inputs));
+    EXPECT_EQ(r.backend->slotBytes("labels"), bytesOf(batch.targets));
+    EXPECT_EQ(r.backend->slotBytes("positions"), bytesOf(batch.positionIds));
+    EXPECT_EQ(r.backend->slotBytes("loss_mask"),
+              bytesOf(std::vector<float>(size_t(shape.rows * shape.seq), 1)));
+  }
+  ASSERT_OK(r.trainer->writeInputs(bundle::OPTIMIZER_STEP, 1));
+  std::vector<uint8_t> lr = r.backend->slotBytes("lr.in");
+  float rate = 0;
+  std::memcpy(&rate, lr.data(), 4);
+  EXPECT_FLOAT_EQ(rate, float(shape.lr));
+  Status eval = r.trainer->writeInputs(bundle::EVAL, 1);
+  EXPECT_FALSE(eval.isOk());
+  EXPECT_NE(eval.message().find("EVAL"), std::string::npos) << eval.message();
 }
 
 TEST(Trainer, InitWeightsComeFromSafetensorsByHfName) {
