@@ -35,10 +35,12 @@ struct AttnShape {
   int64_t group() const { return qHeads / kvHeads; }
 };
 
-// Workspace of the backward pass, in 4-byte words: the f32 dQ accumulator
-// [B,S,Hq,Dh], D = rowsum(dO∘O) [B,Hq,S], and with documents each token's
-// document bounds within its row (i32 [B·S] twice). The prep kernel fills
-// it, the main kernel adds into dq, the `_dq` kernel rounds dq to bf16.
+// Workspace of the backward pass, in 4-byte words: the f32 dQ accumulator,
+// D = rowsum(dO∘O) [B,Hq,S], and with documents each token's document
+// bounds within its row (i32 [B·S] twice). The prep kernel fills it, the
+// main kernel adds into dq, the `_dq` kernel rounds dq to bf16. The dQ
+// accumulator is [B,S,Hq,Dh] for the mma.sync backward; the Hopper
+// backward's is in tiles (dqTileWord) that one bulk reduction adds whole.
 struct BwdWorkspace {
   int64_t dq = 0, delta = 0, docLo = 0, docHi = 0, words = 0;
   explicit BwdWorkspace(const AttnShape &s) {
@@ -49,6 +51,15 @@ struct BwdWorkspace {
     words = docHi + (s.cuLen ? tokens : 0);
   }
 };
+
+// The Hopper backward's dQ accumulator: tiles of 64 query rows × 64
+// columns, [B][Hq][S/64][Dh/64] of them, each row-major with its 32-byte
+// pieces (8 columns) swizzled, piece p of row r at p ^ (r % 8). `i0` is
+// the tile's first row within its batch row; the result is the tile's
+// first word.
+constexpr int64_t kDqTileRows = 64, kDqTileCols = 64;
+mlir::Value dqTileWord(Emitter &e, const AttnShape &s, mlir::Value batch,
+                       mlir::Value head, mlir::Value i0, mlir::Value colTile);
 
 // Byte offset of (row, 16-byte chunk) in a swizzled tile of `rowBytes`.
 mlir::Value swizzled(Emitter &e, mlir::Value row, mlir::Value chunk,

@@ -118,6 +118,15 @@ Value swizzled(Emitter &e, Value row, Value chunk, int64_t rowBytes) {
   return e.addI(e.mulI(row, rowBytes), e.shLI(e.xOrI(chunk, e.andI(row, 7)), 4));
 }
 
+Value dqTileWord(Emitter &e, const AttnShape &s, Value batch, Value head,
+                 Value i0, Value colTile) {
+  int64_t rowTiles = s.seq / kDqTileRows, colTiles = s.headDim / kDqTileCols;
+  Value tile = e.addI(e.mulI(e.addI(e.mulI(batch, s.qHeads), head), rowTiles),
+                      e.divUI(i0, kDqTileRows));
+  return e.mulI(e.addI(e.mulI(tile, colTiles), colTile),
+                kDqTileRows * kDqTileCols);
+}
+
 // The row and the chunk parity each lane addresses in an ldmatrix.x4 over a
 // 16x16 slab: `a` for an A operand (and for a transposed B read from a
 // row-major [k, n] tile), `b` for a B operand from a row-major [n, k] tile.
@@ -600,7 +609,7 @@ int64_t buildPrep(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
 
 // dQ = scale · accumulator, to bf16; 8 elements per thread.
 int64_t buildConvert(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
-                     const AttnShape &s, Location loc) {
+                     const AttnShape &s, bool tiledDq, Location loc) {
   bool docs = s.cuLen > 0;
   gpu::GPUFuncOp f =
       makeKernel(b, mod, name, docs ? 11 : 10, kConvertThreads, loc);
@@ -615,8 +624,22 @@ int64_t buildConvert(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
     auto v8f = VectorType::get({8}, e.f32);
     Type v8bf = VectorType::get({8}, e.bf16);
     Value at = e.mulI(idx, 8);
-    Value lo = e.loadPtr(v4f, e.gep(a.ws, e.f32, at), 16);
-    Value hi = e.loadPtr(v4f, e.gep(a.ws, e.f32, e.addI(at, 4)), 16);
+    // The thread's 8 columns are one 32-byte piece of a tile row in the
+    // Hopper backward's layout.
+    Value from = at;
+    if (tiledDq) {
+      Value column = e.remUI(at, s.headDim);
+      Value headRow = e.divUI(at, s.headDim);
+      Value head = e.remUI(headRow, s.qHeads), token = e.divUI(headRow, s.qHeads);
+      Value batch = e.divUI(token, s.seq), t = e.remUI(token, s.seq);
+      Value r = e.remUI(t, kDqTileRows), c = e.remUI(column, kDqTileCols);
+      Value piece = e.xOrI(e.divUI(c, 8), e.andI(r, 7));
+      from = e.addI(dqTileWord(e, s, batch, head, e.subI(t, r),
+                               e.divUI(column, kDqTileCols)),
+                    e.addI(e.mulI(r, kDqTileCols), e.mulI(piece, 8)));
+    }
+    Value lo = e.loadPtr(v4f, e.gep(a.ws, e.f32, from), 16);
+    Value hi = e.loadPtr(v4f, e.gep(a.ws, e.f32, e.addI(from, 4)), 16);
     Value both = e.shuffle(lo, hi, {0, 1, 2, 3, 4, 5, 6, 7});
     Value scale = e.broadcast(v8f, e.f32c(s.scale));
     Value scaled = e.mulF(both, scale);
@@ -1071,7 +1094,8 @@ struct AttentionToGpuPass
                  shared);
         }
         int64_t groups = rows * s.headDim / 8;
-        buildConvert(b, mod, sym + "_dq", s, op->getLoc());
+        buildConvert(b, mod, sym + "_dq", s, /*tiledDq=*/whyNot.empty() && hopperBackward,
+                     op->getLoc());
         record(sym + "_dq", (groups + kConvertThreads - 1) / kConvertThreads,
                kConvertThreads, 0);
       }

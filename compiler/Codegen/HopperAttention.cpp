@@ -112,6 +112,14 @@ void wgmmaRS(Emitter &e, MutableArrayRef<Value> acc, ArrayRef<Value> a,
   unpackStruct(e, r, acc);
 }
 
+// Two f32 as one vector<2xf32> (an 8-byte store).
+Value pairF32(Emitter &e, Value x, Value y) {
+  auto type = VectorType::get({2}, e.f32);
+  Value v = LLVM::UndefOp::create(e.b, e.loc, type);
+  v = LLVM::InsertElementOp::create(e.b, e.loc, v, x, e.i32c(0));
+  return LLVM::InsertElementOp::create(e.b, e.loc, v, y, e.i32c(1));
+}
+
 struct Mbarriers {
   Emitter &e;
   Value smem, pad;
@@ -196,10 +204,12 @@ void copyBox(Emitter &e, Value dst, Value map, Value col, Value head, Value row,
 }
 
 // Warp specialisation: warpgroup 0 gives registers back (setmaxnreg) and
-// its first thread runs `load`; the builder is left in the other
-// warpgroups' branch, after they take what was given back.
+// its first thread runs `load` (its warps 1-3 `otherLoaderWarps`, if any);
+// the builder is left in the other warpgroups' branch, after they take
+// what was given back.
 void splitRoles(Emitter &e, Value tid, int64_t loaderRegs, int64_t consumerRegs,
-                function_ref<void()> load) {
+                function_ref<void()> load,
+                function_ref<void()> otherLoaderWarps = nullptr) {
   OpBuilder &b = e.b;
   auto setMax = [&](int64_t regs, NVVM::SetMaxRegisterAction action) {
     NVVM::SetMaxRegisterOp::create(
@@ -213,6 +223,9 @@ void splitRoles(Emitter &e, Value tid, int64_t loaderRegs, int64_t consumerRegs,
     b.setInsertionPointToStart(roles.thenBlock());
     setMax(loaderRegs, NVVM::SetMaxRegisterAction::decrease);
     e.ifThen(e.cmpI(arith::CmpIPredicate::eq, tid, e.i32c(0)), load);
+    if (otherLoaderWarps)
+      e.ifThen(e.cmpI(arith::CmpIPredicate::uge, tid, e.i32c(32)),
+               otherLoaderWarps);
   }
   b.setInsertionPointToStart(roles.elseBlock());
   setMax(consumerRegs, NVVM::SetMaxRegisterAction::increase);
@@ -596,9 +609,12 @@ int64_t buildHopperBackward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
   // swizzled row of K).
   const bool splitDq = D == 128;
   const int64_t dqCols = splitDq ? D / 2 : D;
-  // f32 rows padded by 16 bytes: the accumulator's eight rows a store
-  // touches fall in different banks.
-  const int64_t dqRowBytes = dqCols * 4 + 16, dqBytes = Bm * dqRowBytes;
+  // The f32 dQ tile as the accumulator holds it (dqTileWord: 64 query
+  // rows × 64 columns, 32-byte pieces swizzled by row), so that one bulk
+  // reduction adds it all; the swizzle also spreads a store's eight rows
+  // over the banks.
+  const int64_t dqRowBytes = dqCols * 4, dqBytes = Bm * dqRowBytes;
+  assert(Bm == kDqTileRows && dqCols == kDqTileCols);
   const int64_t offK = 0, offV = kvBytes, offQ = 2 * kvBytes,
                 offDo = offQ + S * qBytes, offSide = offDo + S * qBytes,
                 offDs = offSide + S * sideStage, offDq = offDs + 2 * dsBytes,
@@ -626,6 +642,19 @@ int64_t buildHopperBackward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
 
   SwizzledShared sh(e, mod);
   Value aligned = sh.aligned;
+  auto namedBarrier = [&](Value id, int64_t threads) {
+    NVVM::BarrierOp::create(b, loc, Type(), id, e.i32c(threads),
+                            NVVM::BarrierReductionAttr(), Value());
+  };
+  auto namedArrive = [&](Value id, int64_t threads) {
+    NVVM::BarrierArriveOp::create(b, loc, id, e.i32c(threads));
+  };
+  // Named barriers: 1 both consumer warpgroups; for consumer c, 2 + c its
+  // warpgroup, 4 + c its dQ tile written (the consumer arrives, its writer
+  // warp waits) and 6 + c its dQ tile read (the other way round).
+  const int64_t dqThreads = 128 + 32;
+  auto dqFull = [&](Value c) { return e.addI(c, e.i32c(4)); };
+  auto dqEmpty = [&](Value c) { return e.addI(c, e.i32c(6)); };
   Mbarriers bars{e, sh.smem, sh.pad};
   e.ifThen(e.cmpI(arith::CmpIPredicate::eq, tid, e.i32c(0)), [&] {
     bars.init(e.i32c(offBar), 1);
@@ -680,6 +709,43 @@ int64_t buildHopperBackward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
       }
       return SmallVector<Value>{};
     });
+  }, [&] {
+    // Warps 1 and 2: the dQ writers of consumer warpgroups 1 and 2. Each
+    // step's f32 tile goes to the accumulator as one bulk reduction of
+    // 16 KiB, issued here: the consumers' wgmmas are warpgroup-wide, so a
+    // consumer lane issuing copies (a bulk copy a query row, as before)
+    // held all four warps; and the copy engine takes one large copy far
+    // sooner than 64 small ones.
+    e.ifThen(e.cmpI(arith::CmpIPredicate::ult, tid, e.i32c(96)), [&] {
+      Value writerOf = e.subI(e.shRUI(tid, 5), e.i32c(1));
+      Value lane = e.andI(tid, 31);
+      Value tileAt =
+          e.addI(aligned, e.addI(e.i32c(offDq), e.mulI(writerOf, dqBytes)));
+      Value colTile = splitDq ? writerOf : e.i32c(0);
+      namedArrive(dqEmpty(writerOf), dqThreads);
+      e.forLoop(e.i32c(0), steps, 1, {}, [&](Value step, ValueRange) {
+        Value head = stepHead(step), i0 = stepRow(step);
+        namedBarrier(dqFull(writerOf), dqThreads);
+        e.ifThen(e.cmpI(arith::CmpIPredicate::eq, lane, e.i32c(0)), [&] {
+          Value first = dqTileWord(e, s, batch, head, i0, colTile);
+          Value dst = LLVM::PtrToIntOp::create(b, loc, b.getI64Type(),
+                                               wsAt(w.dq, first, e.f32));
+          e.asmVoid("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 "
+                    "[$0], [$1], " + std::to_string(dqBytes) + ";",
+                    "l,r,~{memory}", {dst, tileAt});
+          NVVM::CpAsyncBulkCommitGroupOp::create(b, loc);
+        });
+        // The tile may be written again once its reads are done.
+        NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, b.getI32IntegerAttr(0),
+                                             b.getUnitAttr());
+        namedArrive(dqEmpty(writerOf), dqThreads);
+        return SmallVector<Value>{};
+      });
+      // The reductions are written, not only read, before the `_dq`
+      // kernel reads the accumulator.
+      NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, b.getI32IntegerAttr(0),
+                                           UnitAttr());
+    });
   });
   // Consumer warpgroups: key rows [keyBase, +64) of the tile each.
   Value consumer = e.subI(group, e.i32c(1));
@@ -707,10 +773,6 @@ int64_t buildHopperBackward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
     NVVM::WgmmaWaitGroupSyncOp::create(b, loc, b.getI64IntegerAttr(pending));
   };
   auto commit = [&] { NVVM::WgmmaGroupSyncAlignedOp::create(b, loc); };
-  auto namedBarrier = [&](Value id, int64_t threads) {
-    NVVM::BarrierOp::create(b, loc, Type(), id, e.i32c(threads),
-                            NVVM::BarrierReductionAttr(), Value());
-  };
   // Shared memory written by threads, read next by wgmma or a bulk copy
   // (the async proxy).
   auto fenceAsyncProxy = [&] { e.asmVoid("fence.proxy.async.shared::cta;", "", {}); };
@@ -869,19 +931,15 @@ int64_t buildHopperBackward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
           }
         fenceAsyncProxy();
 
-        // Both halves of dSᵀ are written and the last step's dQ tiles have
-        // left shared memory (each thread that reduced one waits for its
-        // copy's reads); dV may still be in flight.
-        NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, b.getI32IntegerAttr(0),
-                                             b.getUnitAttr());
+        // Both halves of dSᵀ are written; dV may still be in flight.
         namedBarrier(e.i32c(1), 256);
 
         // dQ = dS·K: dSᵀ as an MN-major A, K as an MN-major B (16 keys a
         // k-step). Dh 128: the tile's 128 keys, this warpgroup's 64
         // columns; Dh 64: its own 64 keys, all columns (both warpgroups add
-        // into the same rows). Then through padded shared rows to the f32
-        // accumulator, a bulk reduction a query row, while dK += dSᵀ·Q
-        // (issued after dQ, as dV) keeps the tensor cores busy.
+        // into the same rows). Then through the shared tile to the writer
+        // warp, while dK += dSᵀ·Q (issued after dQ, as dV) keeps the
+        // tensor cores busy.
         SmallVector<Value> dqAcc(dqCols / 2, zero);
         Value dsTile = e.addI(aligned, dsOff);
         const int64_t dqKeys = splitDq ? Bn : Bn / 2;
@@ -898,28 +956,23 @@ int64_t buildHopperBackward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
         commit();
         gradient(dkAcc, dsFrag, qSlot);
         waitGroups(1);
+        // The writer warp has read the last tile out; this one goes in as
+        // pairs (8-byte stores), then the writer reduces it into the
+        // accumulator while dK runs.
+        namedBarrier(dqEmpty(consumer), dqThreads);
         for (int64_t nt = 0; nt < dqCols / 8; ++nt)
           for (int64_t half = 0; half < 2; ++half) {
             Value row = e.addI(e.mulI(warpInGroup, 16), e.addI(g, 8 * half));
+            // Piece nt of the row sits at nt ^ (row % 8) = nt ^ g.
+            Value piece = e.xOrI(g, e.i32c(nt));
             Value at = e.addI(dqTile, e.addI(e.mulI(row, dqRowBytes),
-                                             e.addI(e.shLI(t4, 3), nt * 32)));
-            e.storePtr(dqAcc[nt * 4 + half * 2], sh.at(at), 4);
-            e.storePtr(dqAcc[nt * 4 + half * 2 + 1], sh.at(e.addI(at, 4)), 4);
+                                             e.addI(e.shLI(t4, 3), e.shLI(piece, 5))));
+            e.storePtr(pairF32(e, dqAcc[nt * 4 + half * 2],
+                               dqAcc[nt * 4 + half * 2 + 1]),
+                       sh.at(at), 8);
           }
         fenceAsyncProxy();
-        namedBarrier(e.addI(consumer, 2), 128);
-        e.ifThen(e.cmpI(arith::CmpIPredicate::slt, local, e.i32c(Bm)), [&] {
-          Value token = e.addI(rowStart, e.addI(i0, local));
-          Value element = e.addI(e.mulI(e.addI(e.mulI(token, s.qHeads), head), D),
-                                 dqCol0);
-          Value dst = LLVM::PtrToIntOp::create(b, loc, b.getI64Type(),
-                                               wsAt(w.dq, element, e.f32));
-          Value src = e.addI(aligned, e.addI(dqTile, e.mulI(local, dqRowBytes)));
-          e.asmVoid("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 "
-                    "[$0], [$1], " + std::to_string(dqCols * 4) + ";",
-                    "l,r,~{memory}", {dst, src});
-          NVVM::CpAsyncBulkCommitGroupOp::create(b, loc);
-        });
+        namedArrive(dqFull(consumer), dqThreads);
         // dK is done: Q and dO may go.
         waitGroups(0);
         e.ifThen(e.cmpI(arith::CmpIPredicate::eq, lane, e.i32c(0)),
@@ -928,10 +981,6 @@ int64_t buildHopperBackward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
         out.append(dvAcc);
         return out;
       });
-  // The dQ reductions are done (written, not only read) before the `_dq`
-  // kernel reads the accumulator.
-  NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, b.getI32IntegerAttr(0), UnitAttr());
-
   // dK = scale · Σ dSᵀ·Q, dV, to bf16.
   Place me = placeOf(tid);
   Value threadKey = me.threadKey, t4 = me.t4;
