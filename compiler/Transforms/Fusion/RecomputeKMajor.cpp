@@ -26,9 +26,9 @@ namespace {
 // repeat only with the same scale, which the cone takes from a state load
 // (delayed scaling: the step's scale is fixed before the forward).
 constexpr StringRef kRecomputable[] = {
-    "graph.add",     "graph.mul",     "graph.cast",   "graph.silu",
-    "graph.gelu",    "graph.swiglu",  "graph.rms_norm", "graph.reshape",
-    "graph.slice",   "fp8.quantize",  "fp8.transpose"};
+    "graph.add",   "graph.mul",    "graph.cast",     "graph.silu",
+    "graph.gelu",  "graph.swiglu", "graph.rms_norm", "graph.reshape",
+    "graph.slice", "fp8.quantize", "fp8.transpose"};
 
 // The graph.save of `v`, if the autodiff pass routed it to the backward.
 graph::SaveOp saveOf(Value v) {
@@ -105,9 +105,9 @@ struct RecomputeKMajor
     Value rowMajorCast = inner.getDefiningOp<fp8::TransposeOp>().getInput();
     if (rowMajor)
       types.push_back(rowMajorCast.getType());
-    auto copy = kernel::FusedOp::create(b, producer.getLoc(), types,
-                                        cone.inputs.getArrayRef(), name,
-                                        "elementwise");
+    auto copy =
+        kernel::FusedOp::create(b, producer.getLoc(), types,
+                                cone.inputs.getArrayRef(), name, "elementwise");
     Block &body = copy.getBodyBlock();
     IRMapping map;
     OpBuilder innerBuilder = OpBuilder::atBlockEnd(&body);
