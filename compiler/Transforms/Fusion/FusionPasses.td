@@ -573,24 +573,30 @@ def OctetRecomputeCast : Pass<"octet-recompute-cast", "mlir::ModuleOp"> {
 }
 
 def OctetRecomputeKMajor : Pass<"octet-recompute-kmajor", "mlir::ModuleOp"> {
-  let summary = "a K-major FP8 copy saved for a wgrad GEMM is cast again in the backward kernel that reads its saved sources";
+  let summary = "a K-major FP8 copy saved for a wgrad GEMM is cast again in the backward, in the kernel that reads its saved sources or just before the GEMM";
   let description = [{
     The forward kernel that casts a tensor for its fprop GEMM also writes
     the K-major (transposed) FP8 copy the backward's wgrad GEMM reads, and
     that copy is kept from the forward to the backward. Where the copy is
-    made by elementwise ops, views and a tensorwise cast from tensors the
-    backward reads anyway (saved by the autodiff pass) and a scale loaded
-    from state, and a backward kernel already reads every one of those
-    saved tensors, that kernel casts the copy again, the wgrad GEMM moves
-    after it, and the forward stops writing it. SwiGLU's output is the
-    case: the SwiGLU gradient kernel reads the saved gate and up halves, so
-    the copy for w_down's wgrad ([tokens, intermediate] FP8 a layer) is no
-    longer live through the forward. Exact under delayed scaling: the same
-    scale, the same inputs, the same rounding; the repeated cast's amax is
-    read by nothing (the forward's is the step's). Codegen transposes FP8
-    from memory, so the kernel also yields the row-major cast for its
-    transpose launch: 1 B an element more written a step than when the
-    forward wrote the copy, no kernel or GEMM added.
+    made by elementwise ops, RMSNorm, views and a tensorwise cast from
+    tensors the backward reads anyway (saved by the autodiff pass, or
+    reshapes of them), state loads (a norm weight) and a scale loaded from
+    state, the backward makes it again and the forward stops writing it. If
+    a backward kernel already reads every one of those saved tensors, that
+    kernel casts the copy again and the wgrad GEMM moves after it: SwiGLU's
+    output (the SwiGLU gradient kernel reads the saved gate and up halves;
+    w_down's wgrad) and the norms' outputs (the RMSNorm gradient kernel
+    reads the saved norm input and the weight; the QKV and gate_up
+    wgrads). Otherwise a kernel of its own casts the saved tensor again
+    just before the GEMM: the attention output (read in the backward by
+    the attention kernel only; wo's wgrad). Exact under delayed scaling:
+    the same scale, the same inputs, the same ops; the repeated cast's amax
+    is read by nothing (the forward's is the step's). Codegen transposes
+    FP8 from memory, so the kernel also yields the row-major cast for its
+    transpose launch (or writes both in one launch, quantizing as it
+    transposes): 1 B an element more written a step than when the forward
+    wrote the copy where a kernel reads the sources already, and a launch
+    that reads the saved tensor again where none does.
 
     Before:
     ```mlir
