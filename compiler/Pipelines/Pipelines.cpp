@@ -203,6 +203,17 @@ void addParallelizePasses(OpPassManager &pm,
   pm.addPass(createOctetOverwriteGradients(overwrite));
 }
 
+// After the parallelize passes, so that ZeRO-1's transposes of the
+// gathered FP8 weights are among the copies that go; before the pipeline
+// split, which takes each transpose to the chunk of the GEMM that reads it.
+// Every recipe runs it: delayed and current scaling keep FP8 weight caches,
+// at every layout; blockwise casts its weights in the step and keeps none,
+// nor does the bf16 recipe, so there it finds nothing to do.
+void addKMajorWeightsPasses(OpPassManager &pm,
+                            const TrainingPipelineOptions &) {
+  pm.addPass(createOctetStepLocalKMajorWeights());
+}
+
 void addPipelinePasses(OpPassManager &pm, const TrainingPipelineOptions &o) {
   if (!o.splitStages.layerSplit.empty()) {
     pm.addPass(createOctetSplitStages(o.splitStages));
@@ -235,6 +246,11 @@ const CompileStage kCompileStages[] = {
      "ZeRO-1's sharded optimizer; the first microbatch's wgrad GEMMs "
      "write their accumulators",
      addParallelizePasses},
+    {"kmajor-weights",
+     "each FP8 weight's K-major copy transposed from its row-major cache "
+     "right before the GEMM that reads it, instead of kept as optimizer "
+     "state",
+     addKMajorWeightsPasses},
     {"pipeline",
      "pipeline stage chunks: a forward and a backward function each "
      "(under ZB-H1 the backward as input- and weight-gradient functions), "

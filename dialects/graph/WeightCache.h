@@ -3,8 +3,9 @@
 
 // A weight cache is state the optimizer step (and the init program) writes
 // from one parameter for the steps to read instead of the f32 parameter:
-// its FP8 cast (`fp8w.<param>`, with the K-major copy `.t`, the amax or the
-// scales) or its BF16 cast (`bf16w.<param>`), made by octet-fuse-adamw. The
+// its FP8 cast (`fp8w.<param>`, with the amax or the scales, and the
+// K-major copy `.t` until octet-step-local-kmajor-weights makes that in the
+// step) or its BF16 cast (`bf16w.<param>`), made by octet-fuse-adamw. The
 // memory plan holds them in WEIGHT_CACHE slots, a pipeline rank keeps them
 // with their parameter, and checkpoints save them (a resume is bit-exact).
 
@@ -27,6 +28,16 @@ inline bool isWeightCache(llvm::StringRef name) {
 // parameters (INIT); the FP8 caches, present at every layout, are saved.
 inline bool isDerivedCache(llvm::StringRef name) {
   return name.starts_with(kBf16WeightCachePrefix);
+}
+
+// The K-major (transposed) copy of an FP8 cache, `fp8w.<param>.t`: state
+// that octet-fuse-adamw makes and octet-step-local-kmajor-weights turns
+// into a transpose in the step, where only the row-major cache is kept.
+inline constexpr llvm::StringLiteral kKMajorCacheSuffix = ".t";
+
+inline bool isKMajorCache(llvm::StringRef name) {
+  return name.starts_with(kFp8WeightCachePrefix) &&
+         name.ends_with(kKMajorCacheSuffix);
 }
 
 // The cache's name without its prefix (the parameter's name, followed by a

@@ -270,6 +270,16 @@ StatusOr<CpuResume> loadCpuCheckpoint(const CpuCheckpointRun &run,
     }
     saved.erase(it);
   }
+  // A checkpoint saved while the FP8 weights' K-major copies were state
+  // holds them too: each the transpose of the FP8 weight restored beside
+  // it, which the step now makes itself.
+  for (auto it = saved.begin(); it != saved.end();) {
+    llvm::StringRef name = it->first;
+    bool stepLocal =
+        graph::isKMajorCache(name) && !store.has(it->first) &&
+        store.has(name.drop_back(graph::kKMajorCacheSuffix.size()).str());
+    it = stepLocal ? saved.erase(it) : std::next(it);
+  }
   if (!saved.empty())
     return Status::error(stepDir + " holds state tensor '" +
                          saved.begin()->first +

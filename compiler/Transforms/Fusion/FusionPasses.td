@@ -244,7 +244,9 @@ def OctetFuseAdamW : Pass<"octet-fuse-adamw", "mlir::ModuleOp"> {
     it quantizes the new weight with the scale the next step will read and
     stores the FP8 weight, its transpose and its amax in state variables
     (`fp8w.<param>`, `fp8w.<param>.t`, `fp8w.<param>.amax`) that the train
-    step loads instead. `@cache_weights` casts the initial (or loaded)
+    step loads instead (a later stage, octet-step-local-kmajor-weights,
+    makes the K-major copy in the step again, transposed from
+    `fp8w.<param>`, so that it is no state). `@cache_weights` casts the initial (or loaded)
     weights once; the module's `octet.init_functions` names it. The weight
     is then cast once per optimizer step, as Transformer Engine does with
     several microbatches. Under current scaling the step's cast reads the
@@ -488,6 +490,63 @@ def OctetShardOptimizer : Pass<"octet-shard-optimizer", "mlir::ModuleOp"> {
   let dependentDialects = ["octet::kernel::KernelDialect",
                            "octet::graph::GraphDialect",
                            "octet::fp8::Fp8Dialect"];
+}
+
+def OctetStepLocalKMajorWeights : Pass<"octet-step-local-kmajor-weights", "mlir::ModuleOp"> {
+  let summary = "an FP8 weight's K-major copy is transposed from its row-major cache right before the GEMM that reads it, instead of kept as state";
+  let description = [{
+    After octet-fuse-adamw (and octet-shard-optimizer, which transposes
+    the gathered FP8 copy after the AdamW kernels), the optimizer step and
+    @cache_weights write two FP8 caches of a weight: the row-major
+    `fp8w.<param>` the forward's fprop GEMM reads, and its transpose
+    `fp8w.<param>.t` (K-major), which only the backward's dgrad GEMM reads.
+    Both are persistent, so at the start of the backward, where the
+    activations peak, every K-major copy sits in memory unread. Here the
+    optimizer and @cache_weights stop writing the copy (the variable goes),
+    and each GEMM that read it reads instead a kernel right before it
+    that loads the row-major cache and transposes it (fp8.transpose, a
+    tiled transpose launch from memory): a step-local buffer, dead after
+    that GEMM. The row-major cache holds the very bytes the copy was
+    transposed from, so the GEMM reads the same copy as before. Each
+    microbatch transposes again: 1 B read and 1 B written an element a
+    microbatch, where the optimizer wrote 1 B an element a step.
+
+    Only a copy that every write makes as a tensorwise transpose of what
+    the same function stores to the row-major cache, and that only GEMMs
+    read (their inverse scale rides along: a tensorwise scale passes a
+    transpose unchanged), is made in the step; any other stays state.
+
+    Before:
+    ```mlir
+    func.func @train_microbatch(...) {
+      %wt = graph.load @fp8w.w.t : tensor<64x128xf8E4M3FN>
+      ...
+      %dx = kernel.gemm %dy, %wt scales_inv(%sdy, %sw) {role = "dgrad", transpose_b} : ...
+    }
+    func.func @optimizer_step() {
+      %p, %q, %qt, %a = kernel.fused "optimizer.adamw" kind("multi_tensor") ... {
+        ... %q = fp8.quantize ... ; %qt = fp8.transpose %q ... }
+      graph.store %q, @fp8w.w : tensor<128x64xf8E4M3FN>
+      graph.store %qt, @fp8w.w.t : tensor<64x128xf8E4M3FN>
+    }
+    ```
+    After:
+    ```mlir
+    func.func @train_microbatch(...) {
+      ...
+      %w = graph.load @fp8w.w : tensor<128x64xf8E4M3FN>
+      %wt = kernel.fused "w.kmajor" kind("elementwise") ins(%w, %sw) {
+        %t, %s = fp8.transpose %arg0, %arg1 ... ; kernel.yield %t }
+      %dx = kernel.gemm %dy, %wt scales_inv(%sdy, %sw) {role = "dgrad", transpose_b} : ...
+    }
+    func.func @optimizer_step() {
+      %p, %q, %a = kernel.fused "optimizer.adamw" kind("multi_tensor") ... {
+        ... %q = fp8.quantize ... }
+      graph.store %q, @fp8w.w : tensor<128x64xf8E4M3FN>
+    }
+    ```
+  }];
+  let dependentDialects = ["octet::fp8::Fp8Dialect", "octet::kernel::KernelDialect"];
 }
 
 def OctetFuseBlockFactors : Pass<"octet-fuse-block-factors", "mlir::ModuleOp"> {
