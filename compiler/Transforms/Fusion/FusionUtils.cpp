@@ -293,13 +293,13 @@ kernel::FusedOp rebuildYielding(kernel::FusedOp fused, ValueRange values) {
   return rebuilt;
 }
 
-void dropUnusedResults(kernel::FusedOp fused) {
+kernel::FusedOp dropUnusedResults(kernel::FusedOp fused) {
   SmallVector<unsigned> kept;
   for (OpResult r : fused->getResults())
     if (!r.use_empty())
       kept.push_back(r.getResultNumber());
   if (kept.size() == fused->getNumResults())
-    return;
+    return fused;
   auto yield = cast<kernel::YieldOp>(fused.getBodyBlock().getTerminator());
   SmallVector<Value> values;
   for (unsigned i : kept)
@@ -308,6 +308,7 @@ void dropUnusedResults(kernel::FusedOp fused) {
   for (auto [j, i] : llvm::enumerate(kept))
     fused->getResult(i).replaceAllUsesWith(rebuilt->getResult(j));
   fused.erase();
+  return rebuilt;
 }
 
 kernel::FusedOp mergeFused(kernel::FusedOp first, kernel::FusedOp second,

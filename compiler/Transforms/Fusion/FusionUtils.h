@@ -61,8 +61,9 @@ kernel::FusedOp wrapInFused(mlir::OpBuilder &builder, mlir::Operation *op,
 bool pullViewsFrom(kernel::FusedOp consumer, mlir::Operation *producer);
 
 // `fused` rebuilt without the results nothing reads (the ops that made
-// them stay in its body, for the canonicalizer to drop).
-void dropUnusedResults(kernel::FusedOp fused);
+// them stay in its body, for the canonicalizer to drop); returns the
+// kernel that holds the rest (`fused` itself when every result is read).
+kernel::FusedOp dropUnusedResults(kernel::FusedOp fused);
 
 // What a kernel would compute again of `producer`: the body ops that make
 // `inner`, in body order, and the outer values it reads in their place

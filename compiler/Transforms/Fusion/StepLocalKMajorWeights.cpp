@@ -71,20 +71,7 @@ void dropUnread(kernel::FusedOp fused) {
     fused.erase();
     return;
   }
-  SmallVector<unsigned> kept;
-  for (OpResult r : fused->getResults())
-    if (!r.use_empty())
-      kept.push_back(r.getResultNumber());
-  if (kept.size() == fused->getNumResults())
-    return;
-  auto yield = cast<kernel::YieldOp>(fused.getBodyBlock().getTerminator());
-  SmallVector<Value> values;
-  for (unsigned i : kept)
-    values.push_back(yield.getValues()[i]);
-  kernel::FusedOp rebuilt = fusion::rebuildYielding(fused, values);
-  for (auto [j, i] : llvm::enumerate(kept))
-    fused->getResult(i).replaceAllUsesWith(rebuilt->getResult(j));
-  fused.erase();
+  kernel::FusedOp rebuilt = fusion::dropUnusedResults(fused);
   Block &body = rebuilt.getBodyBlock();
   for (Operation &op : llvm::make_early_inc_range(llvm::reverse(body)))
     if (isOpTriviallyDead(&op))
