@@ -34,6 +34,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <thread>
 
 using namespace octet;
 using namespace octet::gputest;
@@ -192,6 +193,31 @@ std::vector<float> randomBf16(size_t n, std::mt19937 &rng) {
   for (float &x : v)
     x = roundBf16(dist(rng));
   return v;
+}
+
+// The bench's inputs: N(0, 1) values as BF16 bytes, drawn on every core
+// in pieces with their own generators (seeded from `seed` and the piece),
+// since one generator took seconds a tensor on the GPU host.
+std::vector<uint8_t> randomBf16Bytes(size_t n, uint32_t seed) {
+  std::vector<uint8_t> out(n * 2);
+  const size_t piece = 1 << 20;
+  const size_t pieces = (n + piece - 1) / piece;
+  unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] {
+      for (size_t p = t; p < pieces; p += threads) {
+        std::mt19937 rng(seed * 1000003u + static_cast<uint32_t>(p));
+        std::normal_distribution<float> dist(0.0f, 1.0f);
+        for (size_t i = p * piece; i < std::min(n, (p + 1) * piece); ++i) {
+          uint16_t b = numerics::encodeBF16(dist(rng));
+          std::memcpy(&out[2 * i], &b, 2);
+        }
+      }
+    });
+  for (std::thread &t : pool)
+    t.join();
+  return out;
 }
 
 // cu_seqlens over B·S tokens: random cuts, some of them repeated (empty
@@ -504,7 +530,6 @@ int runTests(const std::string &dir, unsigned seed, const std::string &golden) {
 int runBench(const std::string &dir, int iterations) {
   Device device;
   auto kernels = loadAttention(dir);
-  std::mt19937 rng(1);
   std::printf("[\n");
   for (size_t i = 0; i < kernels.size(); ++i) {
     AttnKernel &k = kernels[i];
@@ -543,7 +568,7 @@ int runBench(const std::string &dir, int iterations) {
       if (k.args[a].dtype == "i32")
         bufs.upload(a, rawBytes(cuts));
       else if (k.args[a].dtype == "bf16")
-        bufs.upload(a, encodeBf16(randomBf16(k.args[a].elements(), rng)));
+        bufs.upload(a, randomBf16Bytes(k.args[a].elements(), 1 + a));
       else if (k.args[a].dtype == "f32") // lse: about log(S) for N(0,1) scores
         bufs.upload(a, rawBytes(std::vector<float>(k.args[a].elements(),
                                                    std::log((float)s.seq))));
