@@ -7,7 +7,8 @@
 // microbatch a step, the other accumulators the optimizer clears (the
 // embedding's scatter, the norms' column sums) are cleared at the start of
 // the train program instead, just before their first access, and are
-// step-local as well.
+// step-local as well; the embedding's scatter then starts from zero in its
+// own kernel, without reading the accumulator.
 
 #include "compiler/Transforms/Fusion/Passes.h"
 #include "dialects/graph/StepLocal.h"
@@ -140,6 +141,39 @@ struct OverwriteGradients
     }
   }
 
+  // With one microbatch a step, an embedding's table gradient that only
+  // adds its scatter to the accumulator's one load (acc + scatter-add(dy))
+  // starts from zero: the kernel makes it without the accumulator (its
+  // first launch writes the table's zeros rather than reading a cleared
+  // table, after a memset, and writing it again: 3 passes over the f32
+  // table become one). The column sums of the norms keep their memset:
+  // a few KiB.
+  static bool dropZeroStart(const VariableUses &uses) {
+    if (uses.loads.size() != 1 || !uses.loads[0]->hasOneUse())
+      return false;
+    graph::LoadOp load = uses.loads[0];
+    auto fused = dyn_cast<kernel::FusedOp>(*load->getUsers().begin());
+    if (!fused)
+      return false;
+    unsigned index = load->getUses().begin()->getOperandNumber();
+    BlockArgument start = fused.getBodyBlock().getArgument(index);
+    if (!start.hasOneUse())
+      return false;
+    auto add = dyn_cast<graph::AddOp>(*start.getUsers().begin());
+    if (!add)
+      return false;
+    Value scatter = add.getLhs() == start ? add.getRhs() : add.getLhs();
+    if (!scatter.getDefiningOp<graph::EmbeddingGradOp>() ||
+        scatter.getType() != add.getType())
+      return false;
+    add.getResult().replaceAllUsesWith(scatter);
+    add.erase();
+    fused->eraseOperand(index);
+    fused.getBodyBlock().eraseArgument(index);
+    load.erase();
+    return true;
+  }
+
   // With one microbatch a step, clearing an accumulator at the start of
   // the train program is clearing it once a step: `clear` (a memset) is
   // copied just before the first op that reads a load of the variable or
@@ -148,6 +182,8 @@ struct OverwriteGradients
   // from the end of the backward on rather than through the forward.
   static bool clearInTrain(func::FuncOp train, const VariableUses &uses,
                            graph::StoreOp clear) {
+    if (dropZeroStart(uses))
+      return true;
     Block &body = train.getBody().front();
     Operation *first = nullptr;
     auto consider = [&](Operation *access) {

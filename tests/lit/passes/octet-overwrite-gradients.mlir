@@ -19,7 +19,8 @@ module {
   graph.variable @grad.late : tensor<8x8xf32> {init = "zeros", kind = "state"}
   graph.variable @grad.eval : tensor<8x8xf32> {init = "zeros", kind = "state"}
   graph.variable @grad.chunks : tensor<8x8xf32> {init = "zeros", kind = "state"}
-  func.func @train_microbatch(%x: tensor<4x8xbf16>, %dy: tensor<4x8xbf16>, %dz: tensor<4x16xbf16>) -> tensor<f32> {
+  graph.variable @grad.embed : tensor<16x8xf32> {init = "zeros", kind = "state"}
+  func.func @train_microbatch(%x: tensor<4x8xbf16>, %dy: tensor<4x8xbf16>, %dz: tensor<4x16xbf16>, %de: tensor<1x4x8xbf16>, %ids: tensor<1x4xi32>) -> tensor<f32> {
     %gw = graph.load @grad.w : tensor<16x8xf32>
     %w = kernel.gemm %dz, %x accumulate(%gw) {param = "w", role = "wgrad", transpose_a} : (tensor<4x16xbf16>, tensor<4x8xbf16>, tensor<16x8xf32>) -> tensor<16x8xf32>
     graph.store %w, @grad.w : tensor<16x8xf32>
@@ -48,6 +49,14 @@ module {
     %c1 = kernel.gemm %dy, %x accumulate(%gc) {param = "chunks", role = "wgrad", transpose_a} : (tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<8x8xf32>) -> tensor<8x8xf32>
     %c2 = kernel.gemm %x, %dy accumulate(%c1) {param = "chunks", role = "wgrad", transpose_a} : (tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<8x8xf32>) -> tensor<8x8xf32>
     graph.store %c2, @grad.chunks : tensor<8x8xf32>
+    %gemb = graph.load @grad.embed : tensor<16x8xf32>
+    %emb = kernel.fused "embedding_grad" kind("row") ins(%de, %ids, %gemb : tensor<1x4x8xbf16>, tensor<1x4xi32>, tensor<16x8xf32>) {
+    ^bb0(%a: tensor<1x4x8xbf16>, %i: tensor<1x4xi32>, %acc: tensor<16x8xf32>):
+      %rows = graph.embedding_grad %a, %i : (tensor<1x4x8xbf16>, tensor<1x4xi32>) -> tensor<16x8xf32>
+      %sum = graph.add %acc, %rows : tensor<16x8xf32>
+      kernel.yield %sum : tensor<16x8xf32>
+    } : tensor<16x8xf32>
+    graph.store %emb, @grad.embed : tensor<16x8xf32>
     %loss = graph.fill {value = 1.0 : f64} : tensor<f32>
     return %loss : tensor<f32>
   }
@@ -63,6 +72,7 @@ module {
     graph.store %z, @grad.late : tensor<8x8xf32>
     graph.store %z, @grad.chunks : tensor<8x8xf32>
     graph.store %z, @grad.eval : tensor<8x8xf32>
+    graph.store %zw, @grad.embed : tensor<16x8xf32>
     %after = graph.load @grad.late : tensor<8x8xf32>
     return %after : tensor<8x8xf32>
   }
@@ -88,6 +98,8 @@ module {
 // CHECK: kernel.gemm {{.*}}accumulate(%{{.*}}) {param = "eval"
 // CHECK: kernel.gemm {{.*}}accumulate(%{{.*}}) {first_microbatch_overwrites, param = "chunks"
 // CHECK: kernel.gemm {{.*}}accumulate(%{{.*}}) {param = "chunks"
+// CHECK: kernel.fused "embedding_grad" kind("row") ins(%{{.*}}, %{{.*}}, %{{.*}} : tensor<1x4x8xbf16>, tensor<1x4xi32>, tensor<16x8xf32>)
+// CHECK: graph.add
 // CHECK-LABEL: func.func @optimizer_step
 // CHECK-NOT: graph.store {{.*}}@grad.w
 // CHECK-NOT: graph.store {{.*}}@grad.head
@@ -96,6 +108,7 @@ module {
 // CHECK-NEXT: graph.store %{{.*}}, @grad.tied
 // CHECK-NEXT: graph.store %{{.*}}, @grad.late
 // CHECK-NEXT: graph.store %{{.*}}, @grad.eval
+// CHECK-NEXT: graph.store %{{.*}}, @grad.embed
 // CHECK-NOT: graph.store
 // CHECK: return
 
@@ -103,13 +116,16 @@ module {
 // grad.tied, which the optimizer clears and nothing else reads, are
 // cleared at the start of the train program instead, just before their
 // first access, and are step-local. grad.late (read after its clearing)
-// and grad.eval (read by @forward) stay as they were.
+// and grad.eval (read by @forward) stay as they were. grad.embed, the
+// embedding's scatter added to its accumulator, starts from zero in its own
+// kernel: no clearing, no load.
 // ONE: graph.variable @grad.w : tensor<16x8xf32> {init = "zeros", kind = "state", step_local}
 // ONE: graph.variable @grad.head : tensor<8x8xf32> {init = "zeros", kind = "state", step_local}
 // ONE: graph.variable @grad.norm : tensor<8xf32> {init = "zeros", kind = "state", step_local}
 // ONE: graph.variable @grad.tied : tensor<8x8xf32> {init = "zeros", kind = "state", step_local}
 // ONE: graph.variable @grad.late : tensor<8x8xf32> {init = "zeros", kind = "state"}
 // ONE: graph.variable @grad.eval : tensor<8x8xf32> {init = "zeros", kind = "state"}
+// ONE: graph.variable @grad.embed : tensor<16x8xf32> {init = "zeros", kind = "state", step_local}
 // ONE-LABEL: func.func @train_microbatch
 // ONE: kernel.gemm {{.*}}accumulate(%{{.*}}) {first_microbatch_overwrites, param = "w"
 // ONE: kernel.gemm {{.*}}accumulate(%{{.*}}) {first_microbatch_overwrites, param = "head"
@@ -123,9 +139,16 @@ module {
 // ONE: kernel.gemm {{.*}}accumulate(%{{.*}}) {param = "tied.other"
 // ONE-NOT: graph.store {{.*}}@grad.late
 // ONE: kernel.gemm {{.*}}accumulate(%{{.*}}) {param = "late"
+// ONE-NOT: @grad.embed
+// ONE: kernel.fused "embedding_grad" kind("row") ins(%{{.*}}, %{{.*}} : tensor<1x4x8xbf16>, tensor<1x4xi32>) {
+// ONE-NEXT: ^bb0(%{{.*}}: tensor<1x4x8xbf16>, %{{.*}}: tensor<1x4xi32>):
+// ONE-NEXT: %[[ROWS:.*]] = graph.embedding_grad
+// ONE-NEXT: kernel.yield %[[ROWS]] : tensor<16x8xf32>
+// ONE: graph.store %{{.*}}, @grad.embed
 // ONE-LABEL: func.func @optimizer_step
 // ONE-NOT: graph.store {{.*}}@grad.norm
 // ONE-NOT: graph.store {{.*}}@grad.tied
+// ONE-NOT: graph.store {{.*}}@grad.embed
 // ONE: graph.store %{{.*}}, @grad.late
 // ONE-NEXT: graph.store %{{.*}}, @grad.eval
 // ONE-NOT: graph.store
