@@ -566,7 +566,12 @@ struct BwdArgs {
 };
 
 // D = rowsum(dO∘O) per (token, head), the dQ accumulator zeroed, and each
-// token's document bounds. A thread per (token, head).
+// token's document bounds. D / 8 lanes per (token, head) row, 8 elements
+// each, so that a warp's loads and stores are whole consecutive rows: a
+// thread a row read and zeroed 256- and 512-byte strided pieces (Dh 128),
+// and ran at a quarter of the bandwidth.
+int64_t prepLanes(const AttnShape &s) { return s.headDim / 8; }
+
 int64_t buildPrep(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
                   const AttnShape &s, Location loc) {
   bool docs = s.cuLen > 0;
@@ -576,33 +581,43 @@ int64_t buildPrep(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
   Emitter e(b, loc);
   BwdArgs a(f, docs);
   BwdWorkspace ws(s);
+  const int64_t lanes = prepLanes(s);
+  assert(lanes >= 1 && lanes <= 32 && kPrepThreads % lanes == 0);
   int64_t rows = s.batch * s.seq * s.qHeads, D = s.headDim;
-  Value idx = e.addI(e.mulI(e.blockId32(), kPrepThreads), e.threadId32());
-  e.ifThen(e.cmpI(arith::CmpIPredicate::slt, idx, e.i32c(rows)), [&] {
+  Value thread = e.addI(e.mulI(e.blockId32(), kPrepThreads), e.threadId32());
+  Value part = e.remUI(thread, lanes);
+  Value wanted = e.divUI(thread, lanes);
+  // The shuffles take the whole warp: every thread sums a row (the last
+  // one, past the end) and only those of real rows store.
+  Value inBounds = e.cmpI(arith::CmpIPredicate::slt, wanted, e.i32c(rows));
+  Value idx = e.select(inBounds, wanted, e.i32c(rows - 1));
+  Type v8bf = VectorType::get({8}, e.bf16);
+  Value at = e.addI(e.mulI(idx, D), e.mulI(part, 8));
+  Value x = e.toF32(e.loadPtr(v8bf, e.gep(a.dout, e.bf16, at), 16));
+  Value y = e.toF32(e.loadPtr(v8bf, e.gep(a.out, e.bf16, at), 16));
+  Value sum = e.f32c(0.0);
+  for (int64_t i = 0; i < 8; ++i)
+    sum = e.fma(e.extract(x, i), e.extract(y, i), sum);
+  sum = warpSum(e, sum, lanes);
+  e.ifThen(inBounds, [&] {
     Value token = e.divUI(idx, s.qHeads), head = e.remUI(idx, s.qHeads);
     Value batch = e.divUI(token, s.seq), pos = e.remUI(token, s.seq);
-    Type v8bf = VectorType::get({8}, e.bf16);
     auto v4f = VectorType::get({4}, e.f32);
-    Value sum = e.f32c(0.0);
     Value zero4 = e.splat(v4f, 0.0);
-    for (int64_t c = 0; c < D / 8; ++c) {
-      Value at = e.addI(e.mulI(idx, D), c * 8);
-      Value x = e.toF32(e.loadPtr(v8bf, e.gep(a.dout, e.bf16, at), 16));
-      Value y = e.toF32(e.loadPtr(v8bf, e.gep(a.out, e.bf16, at), 16));
-      for (int64_t i = 0; i < 8; ++i)
-        sum = e.fma(e.extract(x, i), e.extract(y, i), sum);
-      e.storePtr(zero4, e.gep(a.ws, e.f32, e.addI(at, ws.dq)), 16);
-      e.storePtr(zero4, e.gep(a.ws, e.f32, e.addI(at, ws.dq + 4)), 16);
-    }
-    Value deltaAt = e.addI(e.mulI(e.addI(e.mulI(batch, s.qHeads), head), s.seq), pos);
-    e.storePtr(sum, e.gep(a.ws, e.f32, e.addI(deltaAt, ws.delta)), 4);
-    if (docs)
-      e.ifThen(e.cmpI(arith::CmpIPredicate::eq, head, e.i32c(0)), [&] {
-        auto [lo, hi] =
-            documentBounds(e, s, a.cu, token, e.mulI(batch, s.seq));
-        e.storePtr(lo, e.gep(a.ws, e.i32, e.addI(token, ws.docLo)), 4);
-        e.storePtr(hi, e.gep(a.ws, e.i32, e.addI(token, ws.docHi)), 4);
-      });
+    e.storePtr(zero4, e.gep(a.ws, e.f32, e.addI(at, ws.dq)), 16);
+    e.storePtr(zero4, e.gep(a.ws, e.f32, e.addI(at, ws.dq + 4)), 16);
+    e.ifThen(e.cmpI(arith::CmpIPredicate::eq, part, e.i32c(0)), [&] {
+      Value deltaAt =
+          e.addI(e.mulI(e.addI(e.mulI(batch, s.qHeads), head), s.seq), pos);
+      e.storePtr(sum, e.gep(a.ws, e.f32, e.addI(deltaAt, ws.delta)), 4);
+      if (docs)
+        e.ifThen(e.cmpI(arith::CmpIPredicate::eq, head, e.i32c(0)), [&] {
+          auto [lo, hi] =
+              documentBounds(e, s, a.cu, token, e.mulI(batch, s.seq));
+          e.storePtr(lo, e.gep(a.ws, e.i32, e.addI(token, ws.docLo)), 4);
+          e.storePtr(hi, e.gep(a.ws, e.i32, e.addI(token, ws.docHi)), 4);
+        });
+    });
   });
   return 0;
 }
@@ -1062,7 +1077,8 @@ struct AttentionToGpuPass
         workspaceBytes = ws.words * 4;
         int64_t rows = s.batch * s.seq * s.qHeads;
         buildPrep(b, mod, sym + "_prep", s, op->getLoc());
-        record(sym + "_prep", (rows + kPrepThreads - 1) / kPrepThreads,
+        int64_t prepThreads = rows * prepLanes(s);
+        record(sym + "_prep", (prepThreads + kPrepThreads - 1) / kPrepThreads,
                kPrepThreads, 0);
         std::string whyNot;
         if (hopperBackward && !hopperBackwardCovers(s, whyNot))

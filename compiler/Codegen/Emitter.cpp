@@ -405,10 +405,11 @@ void Emitter::cpAsyncWaitAll() { NVVM::CpAsyncWaitGroupOp::create(b, loc, 0); }
 //===----------------------------------------------------------------------===//
 
 SmallVector<Value> warpReduce(Emitter &e, SmallVector<Value> xs,
-                              Combine combine) {
+                              Combine combine, int64_t lanes) {
+  assert(lanes >= 1 && lanes <= kWarp && (lanes & (lanes - 1)) == 0);
   Value width =
       arith::ConstantOp::create(e.b, e.loc, e.b.getI32IntegerAttr(kWarp));
-  for (int64_t off = kWarp / 2, level = 0; off >= 1; off /= 2, ++level) {
+  for (int64_t off = lanes / 2, level = 0; off >= 1; off /= 2, ++level) {
     Value o = arith::ConstantOp::create(e.b, e.loc, e.b.getI32IntegerAttr(off));
     SmallVector<Value> other;
     for (Value x : xs)
@@ -534,8 +535,8 @@ void blockMaxInThread0(Emitter &e, ReductionScratch &scratch, Value x,
               [&](ArrayRef<Value> r) { use(r.front()); });
 }
 
-Value warpSum(Emitter &e, Value x) {
-  return warpReduce(e, {x}, pairwise(e, &Emitter::addF)).front();
+Value warpSum(Emitter &e, Value x, int64_t lanes) {
+  return warpReduce(e, {x}, pairwise(e, &Emitter::addF), lanes).front();
 }
 
 Value warpMax(Emitter &e, Value x) {

@@ -267,11 +267,13 @@ mlir::Value blockMax(Emitter &e, ReductionScratch &scratch, mlir::Value x);
 void blockMaxInThread0(Emitter &e, ReductionScratch &scratch, mlir::Value x,
                        llvm::function_ref<void(mlir::Value)> use);
 // The butterfly alone (gpu.shuffle xor; `combine` must be symmetric, so
-// that every lane ends with the same bits): every lane gets the warp's
-// reduction.
+// that every lane ends with the same bits): every lane gets the reduction
+// over its aligned group of `lanes` lanes (a power of two; the warp by
+// default).
 llvm::SmallVector<mlir::Value>
-warpReduce(Emitter &e, llvm::SmallVector<mlir::Value> xs, Combine combine);
-mlir::Value warpSum(Emitter &e, mlir::Value x);
+warpReduce(Emitter &e, llvm::SmallVector<mlir::Value> xs, Combine combine,
+           int64_t lanes = 32);
+mlir::Value warpSum(Emitter &e, mlir::Value x, int64_t lanes = 32);
 mlir::Value warpMax(Emitter &e, mlir::Value x);
 
 // A kernel `name` of arguments `args`, workgroup buffers `workgroup` and

@@ -2,8 +2,8 @@
 
 // Forward: a CTA of 4 warps per (128-row query tile, head, batch row), so
 // 2·4·(256/128) = 16 CTAs; 64 KiB of dynamic shared memory (Q 128 rows, K and
-// V 64 rows, of 128 bf16). Backward: the prep kernel (a thread per token and
-// head), the main kernel (a CTA per 64-row key tile and kv head: 2·2·4;
+// V 64 rows, of 128 bf16). Backward: the prep kernel (16 threads per token
+// and head, 8 elements each: 2·256·4·16 / 128 = 256 blocks), the main kernel (a CTA per 64-row key tile and kv head: 2·2·4;
 // K and V, two stages of Q, dO, lse and D, and dSᵀ: 105 KiB) and the dQ
 // conversion (8 elements per thread).
 // CHECK-LABEL: func.func @gqa
@@ -13,7 +13,7 @@
 // CHECK-SAME: workspace_bytes = 0
 // CHECK: kernel.attention_bwd
 // CHECK-SAME: kernels = [@attention_bwd_1::@attention_bwd_1_prep, @attention_bwd_1::@attention_bwd_1, @attention_bwd_1::@attention_bwd_1_dq]
-// CHECK-SAME: launch = [#kernel.launch<@attention_bwd_1::@attention_bwd_1_prep, grid = 16, block = 128>, #kernel.launch<@attention_bwd_1::@attention_bwd_1, grid = 16, block = 128, shared_bytes = 107520>, #kernel.launch<@attention_bwd_1::@attention_bwd_1_dq, grid = 128, block = 256>]
+// CHECK-SAME: launch = [#kernel.launch<@attention_bwd_1::@attention_bwd_1_prep, grid = 256, block = 128>, #kernel.launch<@attention_bwd_1::@attention_bwd_1, grid = 16, block = 128, shared_bytes = 107520>, #kernel.launch<@attention_bwd_1::@attention_bwd_1_dq, grid = 128, block = 256>]
 // The workspace: the f32 dQ accumulator (2·256·4·128 words) and D (2·4·256).
 // CHECK-SAME: workspace_bytes = 1056768
 func.func @gqa(%q: tensor<2x256x4x128xbf16>, %k: tensor<2x256x2x128xbf16>, %v: tensor<2x256x2x128xbf16>, %do: tensor<2x256x4x128xbf16>) -> (tensor<2x256x4x128xbf16>, tensor<2x256x2x128xbf16>, tensor<2x256x2x128xbf16>) {
