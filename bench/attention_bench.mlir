@@ -19,3 +19,10 @@ func.func @attention_documents(%q: tensor<1x8192x32x128xbf16>, %k: tensor<1x8192
   %dq, %dk, %dv = kernel.attention_bwd %do, %q, %k, %v, %o, %lse, %cu {causal, scale = 0.08838834764831845 : f64} : (tensor<1x8192x32x128xbf16>, tensor<1x8192x32x128xbf16>, tensor<1x8192x8x128xbf16>, tensor<1x8192x8x128xbf16>, tensor<1x8192x32x128xbf16>, tensor<1x32x8192xf32>, tensor<9xi32>) -> (tensor<1x8192x32x128xbf16>, tensor<1x8192x8x128xbf16>, tensor<1x8192x8x128xbf16>)
   return %dq, %dk, %dv : tensor<1x8192x32x128xbf16>, tensor<1x8192x8x128xbf16>, tensor<1x8192x8x128xbf16>
 }
+
+// Llama 3.2 1B's heads (32 query, 8 kv, head dim 64) at sequence 8192.
+func.func @attention_d64(%q: tensor<1x8192x32x64xbf16>, %k: tensor<1x8192x8x64xbf16>, %v: tensor<1x8192x8x64xbf16>, %do: tensor<1x8192x32x64xbf16>) -> (tensor<1x8192x32x64xbf16>, tensor<1x8192x8x64xbf16>, tensor<1x8192x8x64xbf16>) {
+  %o, %lse = kernel.attention_fwd %q, %k, %v {causal, scale = 0.125 : f64} : (tensor<1x8192x32x64xbf16>, tensor<1x8192x8x64xbf16>, tensor<1x8192x8x64xbf16>) -> (tensor<1x8192x32x64xbf16>, tensor<1x32x8192xf32>)
+  %dq, %dk, %dv = kernel.attention_bwd %do, %q, %k, %v, %o, %lse {causal, scale = 0.125 : f64} : (tensor<1x8192x32x64xbf16>, tensor<1x8192x32x64xbf16>, tensor<1x8192x8x64xbf16>, tensor<1x8192x8x64xbf16>, tensor<1x8192x32x64xbf16>, tensor<1x32x8192xf32>) -> (tensor<1x8192x32x64xbf16>, tensor<1x8192x8x64xbf16>, tensor<1x8192x8x64xbf16>)
+  return %dq, %dk, %dv : tensor<1x8192x32x64xbf16>, tensor<1x8192x8x64xbf16>, tensor<1x8192x8x64xbf16>
+}
