@@ -1205,7 +1205,7 @@ LogicalResult WholeOpBuilder::build(gpu::GPUModuleOp mod, StringRef sym,
         if (quantize)
           scf::YieldOp::create(b, loc, ValueRange{masked});
       }
-      if (quantize) {
+      if (quantize && isYielded(quantize.getAmax())) {
         // The block's largest |gradient| into the amax: one atomic max of
         // the float bits a block (non-negative or NaN, whose bits exceed
         // every finite value's; zeroed before the launch).
