@@ -452,6 +452,29 @@ void checkGradDtype(const TrainSpec &t, Issues is) {
                ", or use grad_dtype \"f32\"");
 }
 
+// An FP8 head is compiled where the cross-entropy gradient kernel that
+// casts the logits gradient has GPU code; under another recipe the field
+// would be dropped on the GPU, so it is an error that says so.
+void checkLmHeadFp8(const Precision &p, Issues is) {
+  if (!p.lm_head_fp8())
+    return;
+  if (p.recipe() == "bf16") {
+    is.add("lm_head_fp8", "is true, but recipe is \"bf16\", so no GEMM is "
+                          "FP8; set recipe \"delayed\" or remove the field");
+    return;
+  }
+  if (p.recipe() != "delayed")
+    is.add("lm_head_fp8",
+           "is true, but recipe is " + quoted(p.recipe()) +
+               ": an FP8 head is compiled for \"delayed\" only, whose "
+               "scale for the logits gradient is known before the "
+               "cross-entropy gradient kernel casts it (" +
+               quoted(p.recipe()) +
+               " derives the gradient's scales from the gradient itself, "
+               "which that kernel does not do); set recipe \"delayed\" or "
+               "remove the field");
+}
+
 void checkData(const Data &d, const ModelSpec &model, Issues is) {
   if (!is.oneOf("kind", d.kind(), {"synthetic", "text", "indexed", "jsonl"},
                 true))
@@ -649,6 +672,7 @@ void checkTrain(const Spec &spec, Issues is) {
 
   checkPrecision(t.precision(), m, is.nested("precision"));
   checkGradDtype(t, is.nested("precision"));
+  checkLmHeadFp8(t.precision(), is.nested("precision"));
   checkData(t.data(), m, is.nested("data"));
   is.nested("codegen").oneOf("attention_forward",
                              t.codegen().attention_forward(),

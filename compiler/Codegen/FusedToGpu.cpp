@@ -132,15 +132,16 @@ struct FusedToGpuPass : impl::FusedToGpuBase<FusedToGpuPass> {
           signalPassFailure();
       };
       if (hasWholeOps(fused)) {
+        SmallVector<int64_t> zeroed;
         FailureOr<int64_t> workspaceBytes =
-            buildWholeOpKernels(fused, b, mod, sym, launches);
+            buildWholeOpKernels(fused, b, mod, sym, launches, zeroed);
         if (failed(workspaceBytes)) {
           giveUp();
           if (!keepGoing)
             return;
           continue;
         }
-        launches.apply(fused, *workspaceBytes, ArrayRef<int64_t>{});
+        launches.apply(fused, *workspaceBytes, ArrayRef<int64_t>(zeroed));
         continue;
       }
       if (clusterNormTranspose) {

@@ -48,6 +48,9 @@ public:
                  const mlir::DenseMap<mlir::Value, int64_t> &inverseAt,
                  int64_t workspaceFloats);
   int64_t workspaceFloats() const { return wsFloats; }
+  // The results the runtime zeroes before the launches (amaxes that blocks
+  // add to by atomic maxima).
+  llvm::ArrayRef<int64_t> zeroedResults() const { return zeroed; }
 
 private:
   struct Func {
@@ -193,8 +196,30 @@ private:
                            int64_t lanes, int64_t loads);
 
   // One memref argument per input and per result, in the kernel ABI's
-  // order.
+  // order (an amax that blocks add to by atomic maxima as i32, its float
+  // bits).
   void setBufferTypes();
+  // An FP8 LM head's logits gradient (octet-precision with the head in
+  // FP8): the cross-entropy gradient feeds, through reshapes, one
+  // fp8.quantize and maybe its fp8.transpose, and the region yields the
+  // FP8 tensors instead of the gradient. Null ops when it yields the
+  // gradient itself; failure, naming the op, for any other use of it.
+  struct Fp8LogitsGrad {
+    fp8::QuantizeOp quantize;
+    fp8::TransposeOp transpose;
+  };
+  mlir::FailureOr<Fp8LogitsGrad>
+  fp8LogitsGradOf(mlir::Operation *crossEntropyGrad,
+                  mlir::DenseSet<mlir::Operation *> &done);
+  // A launch of kTransposeThreads that writes `t`'s copies (the FP8 data
+  // and its scale) from the kernel's buffers.
+  mlir::LogicalResult transposeLaunch(mlir::gpu::GPUModuleOp mod,
+                                      std::string name, fp8::TransposeOp t,
+                                      LaunchList &launches);
+  int64_t resultIndex(mlir::Value v) {
+    auto results = fused.getBodyBlock().getTerminator()->getOperands();
+    return std::distance(results.begin(), llvm::find(results, v));
+  }
 
   kernel::FusedOp fused;
   mlir::SmallVector<mlir::Type> argTypes;
@@ -211,6 +236,7 @@ private:
   mlir::DenseMap<mlir::Value, mlir::Value> classEntry;
   mlir::Value workspace;
   int64_t wsFloats = 0;
+  mlir::SmallVector<int64_t> zeroed;
 };
 
 } // namespace octet::codegen::detail

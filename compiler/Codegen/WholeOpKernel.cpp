@@ -14,6 +14,7 @@
 #include "compiler/Codegen/Emitter.h"
 #include "compiler/Codegen/KernelPlan.h"
 #include "compiler/Codegen/Launches.h"
+#include "compiler/Codegen/TransposeKernel.h"
 #include "compiler/Codegen/WholeOpBuilder.h"
 
 #include "dialects/fp8/Fp8Dialect.h"
@@ -211,6 +212,7 @@ LogicalResult WholeOpBuilder::scalarOps(gpu::GPUModuleOp mod, StringRef sym,
                                         LaunchList &launches) {
   OpBuilder::InsertionGuard guard(b);
   DenseMap<Value, Value> scalars; // values computed in this kernel
+  DenseMap<Value, SmallVector<Value>> joined; // concatenations of scalars
   auto read = [&](Value v) -> Value {
     if (Value s = scalars.lookup(v))
       return s;
@@ -374,6 +376,27 @@ LogicalResult WholeOpBuilder::scalarOps(gpu::GPUModuleOp mod, StringRef sym,
     } else if (auto o = dyn_cast<fp8::ScaleUpdateOp>(op)) {
       if (failed(scaleUpdate(o, f.tid, 1)))
         return failure();
+    } else if (auto o = dyn_cast<graph::ReshapeOp>(op);
+               o && numElements(o.getResult().getType()) == 1) {
+      scalars[o.getResult()] = read(o.getInput());
+    } else if (auto o = dyn_cast<graph::ConcatOp>(op)) {
+      // Scalars side by side: what an amax of them reads.
+      joined[o.getResult()] = SmallVector<Value>(o->getOperands());
+    } else if (auto o = dyn_cast<fp8::AmaxOp>(op)) {
+      // The largest of a few amaxes (a chunked FP8 head's gradient: one
+      // per chunk), NaN propagating as the interpreter's.
+      auto it = joined.find(o.getInput());
+      SmallVector<Value> parts =
+          it != joined.end() ? it->second : SmallVector<Value>{o.getInput()};
+      Value m = f32c(0);
+      for (Value part : parts) {
+        if (numElements(part.getType()) != 1)
+          return o.emitOpError("reads more than scalars; GPU codegen takes "
+                               "an amax of scalars here"),
+                 failure();
+        m = maximumF(m, absF(read(part)));
+      }
+      write(o.getResult(), m);
     } else if (auto o = dyn_cast<fp8::ComputeScaleOp>(op)) {
       // Current scaling: this step's amax, no previous scale to fall back
       // on, so a non-finite amax gives 1 (as the interpreter does).
@@ -425,14 +448,79 @@ Value WholeOpBuilder::sumOfSquares(const Func &f, Value mem, Type elem,
 void WholeOpBuilder::setBufferTypes() {
   Block &body = fused.getBodyBlock();
   auto memrefOf = [&](Value v) {
+    auto q = v.getDefiningOp<fp8::QuantizeOp>();
+    Type elem = q && q.getAmax() == v ? b.getI32Type() : elementType(v);
     return MemRefType::get({std::max<int64_t>(numElements(v.getType()), 1)},
-                           elementType(v), MemRefLayoutAttrInterface(),
+                           elem, MemRefLayoutAttrInterface(),
                            b.getI64IntegerAttr(kGlobalSpace));
   };
   for (Value v : body.getArguments())
     argTypes.push_back(memrefOf(v));
   for (Value v : body.getTerminator()->getOperands())
     argTypes.push_back(memrefOf(v));
+}
+
+FailureOr<WholeOpBuilder::Fp8LogitsGrad>
+WholeOpBuilder::fp8LogitsGradOf(Operation *crossEntropyGrad,
+                                DenseSet<Operation *> &done) {
+  Fp8LogitsGrad out;
+  Value v = crossEntropyGrad->getResult(0);
+  if (isYielded(v))
+    return out;
+  SmallVector<Operation *> taken;
+  while (v.hasOneUse() && isa<graph::ReshapeOp>(*v.user_begin())) {
+    taken.push_back(*v.user_begin());
+    v = taken.back()->getResult(0);
+  }
+  auto quantize = v.hasOneUse() ? dyn_cast<fp8::QuantizeOp>(*v.user_begin())
+                                : fp8::QuantizeOp();
+  auto fail = [&](const Twine &why) {
+    crossEntropyGrad->emitOpError(why);
+    return failure();
+  };
+  if (!quantize)
+    return fail("result must be a kernel result or be cast to FP8 "
+                "(fp8.quantize) through reshapes alone");
+  if (!isa<BlockArgument>(quantize.getScale()))
+    return fail("is cast to FP8 with a scale computed in the kernel; GPU "
+                "codegen needs it in a kernel input");
+  if (!isYielded(quantize.getResult()))
+    return fail("is cast to FP8, but the FP8 tensor is not a kernel result");
+  taken.push_back(quantize);
+  out.quantize = quantize;
+  for (Operation *user : quantize.getResult().getUsers()) {
+    if (isa<kernel::YieldOp>(user))
+      continue;
+    auto t = dyn_cast<fp8::TransposeOp>(user);
+    if (!t || out.transpose || t.getScale() != quantize.getScale() ||
+        !isYielded(t.getResult()))
+      return fail("is cast to FP8, which only an fp8.transpose that the "
+                  "kernel yields may read");
+    out.transpose = t;
+    taken.push_back(t);
+  }
+  done.insert(taken.begin(), taken.end());
+  return out;
+}
+
+LogicalResult WholeOpBuilder::transposeLaunch(gpu::GPUModuleOp mod,
+                                              std::string name,
+                                              fp8::TransposeOp t,
+                                              LaunchList &launches) {
+  OpBuilder::InsertionGuard guard(b);
+  Func f = begin(mod, name, kTransposeThreads);
+  auto type = cast<RankedTensorType>(t.getInput().getType());
+  int64_t rows = type.getRank() == 2 ? type.getDimSize(0) : 1;
+  SmallVector<TransposeCopy> copies;
+  copies.push_back(TransposeCopy{mem(t.getInput()), mem(t.getResult()), rows,
+                                 type.getNumElements() / rows});
+  // The tensorwise scale passes through, as a 1 x 1 copy.
+  if (isYielded(t.getResultScale()))
+    copies.push_back(TransposeCopy{mem(t.getScale()),
+                                   mem(t.getResultScale()), 1, 1});
+  int64_t grid = emitTransposeCopies(b, loc, f.func, copies);
+  launches.add(f.func.getName(), grid, kTransposeThreads);
+  return success();
 }
 
 namespace {
@@ -543,43 +631,83 @@ public:
   // may be `in`. The pieces go from the row's end to its start: the end
   // was read last by the reductions before, so more of the row is still in
   // L2.
-  void write(Value in, Value out, Type outElem,
-             function_ref<Value(Value, Value, int64_t)> f) {
+  //
+  // With `fp8Scale` (an f32 scalar), what is stored is f's result times the
+  // scale cast to the FP8 `outElem` (round to nearest even, saturating, as
+  // fp8.quantize does), and the result is this thread's largest |f| over
+  // what it wrote (NaN propagating); without, null.
+  Value write(Value in, Value out, Type outElem,
+              function_ref<Value(Value, Value, int64_t)> f,
+              Value fp8Scale = Value()) {
     int64_t outBytes = outElem.getIntOrFloatBitWidth() / 8;
     int64_t align = std::min<int64_t>(16, lanes * outBytes);
-    e.forLoop(tid, pieces, kVocabThreads * kVocabUnroll, {},
-              [&](Value i, ValueRange) -> SmallVector<Value> {
-                SmallVector<std::pair<Value, Value>> places;
-                SmallVector<Value> xs;
-                for (int64_t u = 0; u < kVocabUnroll; ++u) {
-                  places.push_back(piece(i, u, /*reversed=*/true));
-                  xs.push_back(in ? e.toF32(loadPiece(in, places.back().first))
-                                  : Value());
-                }
-                for (int64_t u = 0; u < kVocabUnroll; ++u) {
-                  auto [at, valid] = places[u];
-                  Value g = f(xs[u], at, lanes);
-                  auto storeIt = [&] {
-                    e.vstore(e.fromF32(g, outElem), out, e.addI(start, at),
-                             align);
-                  };
-                  if (valid)
-                    e.ifThen(valid, storeIt);
-                  else
-                    storeIt();
-                }
-                return {};
-              });
-    if (Value mine = singles())
-      e.ifThen(mine, [&] {
-        Value at = singleAt(mine);
-        Value x;
-        if (in)
-          x = e.broadcast(VectorType::get({1}, e.f32),
-                          e.toF32(e.load(in, e.addI(start, at))));
-        Value g = f(x, at, 1);
-        e.store(e.fromF32(e.extract(g, 0), outElem), out, e.addI(start, at));
-      });
+    bool quantize = static_cast<bool>(fp8Scale);
+    SmallVector<Value> init;
+    if (quantize)
+      init.push_back(e.f32c(0));
+    // g as stored: cast as it is, or scaled and cast to FP8.
+    auto stored = [&](Value g, int64_t n) {
+      if (!quantize)
+        return e.fromF32(g, outElem);
+      auto type = VectorType::get({n}, e.f32);
+      return e.fromF32(e.mulF(g, e.broadcast(type, fp8Scale)), outElem);
+    };
+    ValueRange loop = e.forLoop(
+        tid, pieces, kVocabThreads * kVocabUnroll, init,
+        [&](Value i, ValueRange acc) -> SmallVector<Value> {
+          SmallVector<std::pair<Value, Value>> places;
+          SmallVector<Value> xs;
+          for (int64_t u = 0; u < kVocabUnroll; ++u) {
+            places.push_back(piece(i, u, /*reversed=*/true));
+            xs.push_back(in ? e.toF32(loadPiece(in, places.back().first))
+                            : Value());
+          }
+          Value amax = quantize ? acc[0] : Value();
+          for (int64_t u = 0; u < kVocabUnroll; ++u) {
+            auto [at, valid] = places[u];
+            Value g = f(xs[u], at, lanes);
+            auto storeIt = [&] {
+              e.vstore(stored(g, lanes), out, e.addI(start, at), align);
+            };
+            if (valid)
+              e.ifThen(valid, storeIt);
+            else
+              storeIt();
+            if (quantize) {
+              Value m = e.reduceMaximumF(e.absF(g));
+              if (valid)
+                m = e.select(valid, m, e.f32c(0));
+              amax = e.maximumF(amax, m);
+            }
+          }
+          return quantize ? SmallVector<Value>{amax} : SmallVector<Value>{};
+        });
+    Value amax = quantize ? loop[0] : Value();
+    if (Value mine = singles()) {
+      auto ifMine = scf::IfOp::create(e.b, e.loc,
+                                      quantize ? TypeRange{e.f32} : TypeRange{},
+                                      mine, /*withElseRegion=*/quantize);
+      OpBuilder::InsertionGuard g(e.b);
+      e.b.setInsertionPointToStart(ifMine.thenBlock());
+      Value at = singleAt(mine);
+      Value x;
+      if (in)
+        x = e.broadcast(VectorType::get({1}, e.f32),
+                        e.toF32(e.load(in, e.addI(start, at))));
+      Value gv = f(x, at, 1);
+      e.store(e.extract(stored(gv, 1), 0), out, e.addI(start, at));
+      if (quantize) {
+        scf::YieldOp::create(e.b, e.loc,
+                             ValueRange{e.absF(e.extract(gv, 0))});
+        e.b.setInsertionPointToStart(ifMine.elseBlock());
+        scf::YieldOp::create(e.b, e.loc, ValueRange{e.f32c(0)});
+      }
+      if (quantize) {
+        e.b.setInsertionPointAfter(ifMine);
+        amax = e.maximumF(amax, ifMine.getResult(0));
+      }
+    }
+    return amax;
   }
 
 private:
@@ -683,6 +811,11 @@ LogicalResult WholeOpBuilder::build(gpu::GPUModuleOp mod, StringRef sym,
 
   SmallVector<Operation *> scalarList;
   DenseSet<Operation *> done;
+  // Scalars in, scalars out: every op is the one thread's, whatever it
+  // makes in between (a join of scalars, say).
+  bool scalarRegion =
+      llvm::all_of(fused.getInputs(), [](Value v) { return isScalarTensor(v); }) &&
+      llvm::all_of(fused.getResults(), [](Value v) { return isScalarTensor(v); });
   // What the tile kernels compute from the kernel's inputs before they
   // quantize (octet-fuse-swiglu-quantize's SwiGLU and SwiGLU gradient).
   DenseSet<Operation *> evaluated;
@@ -696,8 +829,9 @@ LogicalResult WholeOpBuilder::build(gpu::GPUModuleOp mod, StringRef sym,
     if (done.contains(op))
       continue;
     std::string name = (sym + "_" + Twine(n++)).str();
-    bool scalarOnly = llvm::all_of(op->getResults(),
-                                   [](Value v) { return isScalarTensor(v); }) &&
+    bool scalarOnly = (scalarRegion ||
+                       llvm::all_of(op->getResults(),
+                                    [](Value v) { return isScalarTensor(v); })) &&
                       !isa<graph::GlobalNormOp, graph::CrossEntropyOp>(op);
     if (scalarOnly || isa<fp8::ScaleUpdateOp>(op)) {
       scalarList.push_back(op);
@@ -971,7 +1105,12 @@ LogicalResult WholeOpBuilder::build(gpu::GPUModuleOp mod, StringRef sym,
       });
       launches.add(f.func.getName(), 1, kWholeThreads);
     } else if (auto o = dyn_cast<graph::CrossEntropyGradOp>(op)) {
-      if (!yielded(o.getResult()))
+      // An FP8 LM head's logits gradient: the kernel writes it cast, with
+      // its amax, and the transpose launch after it the K-major copy.
+      FailureOr<Fp8LogitsGrad> fp8Grad = fp8LogitsGradOf(o, done);
+      if (failed(fp8Grad))
+        return failure();
+      if (!fp8Grad->quantize && !yielded(o.getResult()))
         return o.emitOpError("result must be a kernel result"), failure();
       auto [rows, width] = rowsOf(o.getLogits());
       {
@@ -992,22 +1131,42 @@ LogicalResult WholeOpBuilder::build(gpu::GPUModuleOp mod, StringRef sym,
       // each thread writes only what it has just read: the gradient may be
       // written over the logits (checkOverwritesLowered).
       Func f = begin(mod, name, kVocabThreads, {VocabRow::scratchType(*this)});
-      Value logits = mem(o.getLogits()), out = mem(o.getResult());
-      Type outElem = elementType(o.getResult());
+      fp8::QuantizeOp quantize = fp8Grad->quantize;
+      Value logits = mem(o.getLogits());
+      Value out = mem(quantize ? quantize.getResult() : o.getResult());
+      Type outElem =
+          elementType(quantize ? quantize.getResult() : o.getResult());
+      // The gradient as the interpreter quantizes it: rounded to the
+      // element type cross_entropy_grad returns, then scaled and cast.
+      Type gradElem = elementType(o.getResult());
+      Value fp8Scale =
+          quantize ? readF32(quantize.getScale(), idx(0)) : Value();
       VocabRow row(*this, f.tid, f.block, width, elementType(o.getLogits()));
       Value m = readF32(o.getLossMask(), f.block);
       Value keep = cmpF(arith::CmpFPredicate::UNE, m, f32c(0));
-      auto ifKeep = scf::IfOp::create(b, loc, keep, /*withElseRegion=*/true);
+      // Quantizing, each branch yields this thread's largest |gradient|.
+      SmallVector<Type> partialType;
+      if (quantize)
+        partialType.push_back(f32);
+      auto ifKeep = scf::IfOp::create(b, loc, partialType, keep,
+                                      /*withElseRegion=*/true);
+      auto enter = [&](Block *block) {
+        if (quantize)
+          b.setInsertionPointToEnd(block);
+        else
+          b.setInsertionPoint(block->getTerminator());
+      };
       {
         OpBuilder::InsertionGuard g(b);
-        b.setInsertionPoint(ifKeep.thenBlock()->getTerminator());
+        enter(ifKeep.thenBlock());
         Value norm = divF(readF32(o.getGrad(), idx(0)),
                           maximumF(load(workspace, idx(0)), f32c(1)));
         Value scale = mulF(norm, m);
         auto [mx, sum] = row.maxAndSumExp(logits, f.extra[0]);
         Value lse = addF(mx, log(sum));
         Value label = indexCast(readAt(o.getLabels(), f.block));
-        row.write(logits, out, outElem, [&](Value x, Value at, int64_t lanes) {
+        Value kept = row.write(logits, out, outElem, [&](Value x, Value at,
+                                                          int64_t lanes) {
           auto type = VectorType::get({lanes}, f32);
           Value t = mulF(subF(x, broadcast(type, lse)), splat(type, kLog2e));
           Value p = mulF(perLane(t, [&](Value y) { return exp2(y); }),
@@ -1030,16 +1189,44 @@ LogicalResult WholeOpBuilder::build(gpu::GPUModuleOp mod, StringRef sym,
           scf::YieldOp::create(b, loc, ValueRange{fixed});
           b.setInsertionPointToStart(ifHit.elseBlock());
           scf::YieldOp::create(b, loc, ValueRange{p});
-          return ifHit.getResult(0);
-        });
+          b.setInsertionPointAfter(ifHit);
+          return quantize ? roundTo(ifHit.getResult(0), gradElem)
+                          : ifHit.getResult(0);
+        }, fp8Scale);
+        if (quantize)
+          scf::YieldOp::create(b, loc, ValueRange{kept});
         // Masked tokens get zeros, as the interpreter leaves them; their
         // rows are not read.
-        b.setInsertionPoint(ifKeep.elseBlock()->getTerminator());
-        row.write(Value(), out, outElem, [&](Value, Value, int64_t lanes) {
-          return splat(VectorType::get({lanes}, f32), 0);
+        enter(ifKeep.elseBlock());
+        Value masked =
+            row.write(Value(), out, outElem, [&](Value, Value, int64_t lanes) {
+              return splat(VectorType::get({lanes}, f32), 0);
+            }, fp8Scale);
+        if (quantize)
+          scf::YieldOp::create(b, loc, ValueRange{masked});
+      }
+      if (quantize && isYielded(quantize.getAmax())) {
+        // The block's largest |gradient| into the amax: one atomic max of
+        // the float bits a block (non-negative or NaN, whose bits exceed
+        // every finite value's; zeroed before the launch).
+        ReductionScratch scratch;
+        scratch.shared = f.extra[0];
+        scratch.warps = kVocabThreads / kWarp;
+        scratch.barrierFirst = true;
+        scratch.tid = f.tid;
+        blockMaxInThread0(*this, scratch, ifKeep.getResult(0), [&](Value mx) {
+          atomicMaxU(bitcast(b.getI32Type(), mx), mem(quantize.getAmax()),
+                     idx(0));
         });
+        zeroed.push_back(resultIndex(quantize.getAmax()));
       }
       launches.add(f.func.getName(), rows, kVocabThreads);
+      if (fp8Grad->transpose) {
+        b.setInsertionPointToEnd(mod.getBody());
+        if (failed(transposeLaunch(mod, name + "_t", fp8Grad->transpose,
+                                   launches)))
+          return failure();
+      }
     } else {
       return op->emitOpError("has no GPU lowering in octet-fused-to-gpu"),
              failure();
@@ -1056,10 +1243,12 @@ using detail::WholeOpBuilder;
 
 FailureOr<int64_t> buildWholeOpKernels(kernel::FusedOp fused, OpBuilder &b,
                                        gpu::GPUModuleOp mod, StringRef sym,
-                                       LaunchList &launches) {
+                                       LaunchList &launches,
+                                       SmallVectorImpl<int64_t> &zeroResults) {
   WholeOpBuilder builder(fused, b);
   if (failed(builder.build(mod, sym, launches)))
     return failure();
+  llvm::append_range(zeroResults, builder.zeroedResults());
   return builder.workspaceFloats() * 4;
 }
 

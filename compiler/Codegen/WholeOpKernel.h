@@ -29,13 +29,14 @@ mlir::LogicalResult checkOverwritesLowered(kernel::FusedOp fused);
 
 // Builds the region's kernels into `mod` (named `sym`_0, `sym`_1, ...,
 // `sym`_scalars) and records their launches in order. Returns the
-// workspace bytes they need; fails, naming the op, on anything it cannot
-// lower.
-mlir::FailureOr<int64_t> buildWholeOpKernels(kernel::FusedOp fused,
-                                             mlir::OpBuilder &b,
-                                             mlir::gpu::GPUModuleOp mod,
-                                             llvm::StringRef sym,
-                                             LaunchList &launches);
+// workspace bytes they need, and appends to `zeroResults` the results the
+// runtime must zero before the launches (amaxes taken by atomic maxima);
+// fails, naming the op, on anything it cannot lower.
+mlir::FailureOr<int64_t>
+buildWholeOpKernels(kernel::FusedOp fused, mlir::OpBuilder &b,
+                    mlir::gpu::GPUModuleOp mod, llvm::StringRef sym,
+                    LaunchList &launches,
+                    llvm::SmallVectorImpl<int64_t> &zeroResults);
 
 // The tile kernel after the row kernel of an RMSNorm whose result the
 // region block-quantizes (octet-fuse-norm-quantize, blockwise): it

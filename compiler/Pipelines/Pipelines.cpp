@@ -114,6 +114,7 @@ TrainingPipelineOptions trainingOptionsFromSpec(const spec::Spec &spec) {
   precision.lastLayersBf16 = p.first_last_layers_bf16().last();
   for (const std::string &pattern : p.bf16_patterns())
     precision.bf16Patterns.push_back(pattern);
+  precision.keepHeadBf16 = !p.lm_head_fp8();
   return o;
 }
 

@@ -87,7 +87,8 @@ def OctetPrecision : Pass<"octet-precision", "mlir::ModuleOp"> {
     ListOption<"bf16Patterns", "bf16-patterns", "std::string",
                "globs on parameter names to keep in BF16">,
     Option<"keepHeadBf16", "keep-head-bf16", "bool", "true",
-           "keep GEMMs outside the transformer layers (LM head) in BF16">,
+           "keep GEMMs outside the transformer layers (LM head) in BF16 "
+           "(the spec: not train.precision.lm_head_fp8)">,
     ListOption<"evalFunctions", "eval-functions", "std::string",
                "functions that read FP8 scale state but do not update it "
                "(default: forward)">,

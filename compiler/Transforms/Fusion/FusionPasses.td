@@ -506,7 +506,8 @@ def OctetStepLocalKMajorWeights : Pass<"octet-step-local-kmajor-weights", "mlir:
     and each GEMM that read it reads instead a kernel right before it
     that loads the row-major cache and transposes it (fp8.transpose, a
     tiled transpose launch from memory): a step-local buffer, dead after
-    that GEMM. The row-major cache holds the very bytes the copy was
+    that GEMM. GEMMs that read one load of the copy (the dgrads of an FP8
+    LM head over token chunks) share one kernel, before the first of them. The row-major cache holds the very bytes the copy was
     transposed from, so the GEMM reads the same copy as before. Each
     microbatch transposes again: 1 B read and 1 B written an element a
     microbatch, where the optimizer wrote 1 B an element a step.
@@ -759,6 +760,17 @@ def OctetChunkLmHead : Pass<"octet-chunk-lm-head", "mlir::ModuleOp"> {
     are computed as before; the wgrad's sum over tokens and the loss's are
     regrouped by chunk (f32). A head of `chunk-tokens` tokens or fewer, or
     `chunk-tokens` 0, is left whole.
+
+    A head in FP8 (octet-precision with keep-head-bf16=false, tensorwise
+    scales) chunks the same way, its GEMMs keeping their inverse scales:
+    the fprop reads the chunk's rows of the quantized input; the gradient
+    kernel is the head's own (cross_entropy_grad, the E5M2 cast with the
+    step's scale and its transpose) over the chunk; a kernel transposes
+    the chunk's input for the wgrad (the backward's whole K-major copy of
+    it, which only the replaced wgrad read, is dropped from its kernel);
+    and one scalar kernel takes the largest of the chunks' amaxes (a
+    concat and an fp8.amax with the cast's amax_reduce), which replaces
+    the gradient's amax where the scale update reads it.
 
     Before (8 tokens, chunk-tokens=4):
     ```mlir

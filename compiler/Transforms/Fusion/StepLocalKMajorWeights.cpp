@@ -3,7 +3,8 @@
 // cache right before the GEMM that reads it, instead of being written by
 // the optimizer and kept from step to step. The backward's dgrad GEMMs are
 // its only readers, and the activations peak as the backward starts, when
-// every persistent K-major copy would sit there unread.
+// every persistent K-major copy would sit there unread. GEMMs that read one
+// load (a chunked FP8 head's dgrads) share one copy.
 
 #include "compiler/Transforms/Fusion/FusionUtils.h"
 #include "compiler/Transforms/Fusion/Passes.h"
@@ -162,7 +163,22 @@ struct StepLocalKMajorWeights
     std::string kernelName =
         (*graph::weightCacheRest(rowMajor) + ".kmajor").str();
     for (graph::LoadOp load : cache.loads) {
-      for (OpOperand &use : llvm::make_early_inc_range(load->getUses())) {
+      // One copy for every GEMM of the load, made before the first: the
+      // dgrads of a head split over token chunks (octet-chunk-lm-head)
+      // read the whole weight each.
+      SmallVector<OpOperand *> uses;
+      for (OpOperand &use : load->getUses())
+        uses.push_back(&use);
+      llvm::sort(uses, [](OpOperand *x, OpOperand *y) {
+        return x->getOwner()->isBeforeInBlock(y->getOwner());
+      });
+      Value shared;
+      for (OpOperand *usePtr : uses) {
+        OpOperand &use = *usePtr;
+        if (shared) {
+          use.set(shared);
+          continue;
+        }
         auto gemm = cast<kernel::GemmOp>(use.getOwner());
         Value scaleInv = scaleInvOf(gemm, use);
         Location loc = gemm.getLoc();
@@ -185,6 +201,7 @@ struct StepLocalKMajorWeights
             body.getArgument(0), body.getArgument(1), DenseI64ArrayAttr());
         kernel::YieldOp::create(inner, loc, transpose.getResult());
         use.set(fused->getResult(0));
+        shared = fused->getResult(0);
       }
       load.erase();
     }

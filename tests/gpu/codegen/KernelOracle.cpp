@@ -150,6 +150,14 @@ int64_t lastDim(Value v) {
   return t.getRank() ? t.getShape().back() : 1;
 }
 
+// A cross-entropy gradient, through reshapes: an FP8 LM head's logits
+// gradient when it is cast.
+bool isLogitsGradient(Value v) {
+  while (auto reshape = v.getDefiningOp<graph::ReshapeOp>())
+    v = reshape.getInput();
+  return static_cast<bool>(v.getDefiningOp<graph::CrossEntropyGradOp>());
+}
+
 InputKind classify(BlockArgument arg) {
   SmallVector<OpOperand *> uses;
   readers(arg, uses);
@@ -242,12 +250,22 @@ InputKind classify(BlockArgument arg) {
       Value x = q.getInput();
       if (x.getDefiningOp<graph::AdamWUpdateOp>())
         return {InputKind::Constant, 0, 0, 448.0 / 0.08};
+      // An FP8 LM head's logits gradient: about -1 / tokens at the label,
+      // which 2^22 takes past E5M2's maximum (the cast saturates), the
+      // other elements p / tokens well inside the range.
+      if (isLogitsGradient(x))
+        return {InputKind::Constant, 0, 0, std::ldexp(1.0, 22)};
       if (isa<BlockArgument>(x))
         return {InputKind::Constant, 0, 0, e4m3 ? 0.75 : 1.5};
       return {InputKind::Constant, 0, 0, 96.0};
     }
-    if (isa<fp8::TransposeOp>(op) && n == 1)
+    if (isa<fp8::TransposeOp>(op) && n == 1) {
+      // The cast's own scale, which the cast above sets.
+      auto q = op->getOperand(0).getDefiningOp<fp8::QuantizeOp>();
+      if (q && isLogitsGradient(q.getInput()))
+        continue;
       return {InputKind::Constant, 0, 0, 96.0};
+    }
   }
   if (isScalar && isFloat && k.kind == InputKind::Normal)
     return {InputKind::Constant, 0, 0, 1.0};

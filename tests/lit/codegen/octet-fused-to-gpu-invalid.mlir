@@ -94,3 +94,20 @@ func.func @partial_tiles(%g: tensor<64x128xbf16>, %u: tensor<64x128xbf16>) -> (t
   } : tensor<64x128xf8E4M3FN>, tensor<64x1xf32>
   return %q#0, %q#1 : tensor<64x128xf8E4M3FN>, tensor<64x1xf32>
 }
+
+// -----
+
+// An FP8 LM head's gradient kernel writes the cast gradient itself: a cast
+// whose FP8 tensor is not a kernel result (only its transpose is) has no
+// lowering.
+func.func @ce_grad_fp8_unstored(%g: tensor<f32>, %z: tensor<8x1024xbf16>, %l: tensor<8xi32>, %m: tensor<8xf32>, %s: tensor<f32>) -> tensor<1024x8xf8E5M2> {
+  %r = kernel.fused "cross_entropy_grad" kind("row") ins(%g, %z, %l, %m, %s : tensor<f32>, tensor<8x1024xbf16>, tensor<8xi32>, tensor<8xf32>, tensor<f32>) {
+  ^bb0(%a: tensor<f32>, %b: tensor<8x1024xbf16>, %c: tensor<8xi32>, %d: tensor<8xf32>, %e: tensor<f32>):
+    // expected-error @below {{is cast to FP8, but the FP8 tensor is not a kernel result}}
+    %dz = graph.cross_entropy_grad %a, %b, %c, %d : (tensor<f32>, tensor<8x1024xbf16>, tensor<8xi32>, tensor<8xf32>) -> tensor<8x1024xbf16>
+    %q, %amax = fp8.quantize %dz, %e : (tensor<8x1024xbf16>, tensor<f32>) -> (tensor<8x1024xf8E5M2>, tensor<f32>)
+    %qt, %st = fp8.transpose %q, %e : (tensor<8x1024xf8E5M2>, tensor<f32>) -> (tensor<1024x8xf8E5M2>, tensor<f32>)
+    kernel.yield %qt : tensor<1024x8xf8E5M2>
+  } : tensor<1024x8xf8E5M2>
+  return %r : tensor<1024x8xf8E5M2>
+}

@@ -132,3 +132,21 @@ module {
     return
   }
 }
+
+// GEMMs that read one load share one copy, made before the first: the
+// dgrads of an FP8 head in token chunks (train.precision.lm_head_fp8,
+// octet-chunk-lm-head) read the whole weight each.
+// RUN: rm -rf %t && mkdir -p %t
+// RUN: sed -e 's/    margin: 0/    margin: 0\n    lm_head_fp8: true/' -e 's/  log_interval: 10/  log_interval: 10\n  codegen { lm_head_chunk_tokens: 256 }/' %examples/tiny-llama.pbtxt > %t/chunked-head.pbtxt
+// RUN: %octet compile %t/chunked-head.pbtxt --dump-ir=kmajor-weights | FileCheck %s --check-prefix=SHARED
+// SHARED-LABEL: func.func @train_microbatch
+// SHARED: %[[T:.*]] = kernel.fused "lm_head.kmajor" kind("elementwise")
+// SHARED: kernel.gemm %{{.*}}, %[[T]] {{.*}}param = "lm_head", role = "dgrad"
+// SHARED-NOT: kernel.fused "lm_head.kmajor"
+// SHARED: kernel.gemm %{{.*}}, %[[T]] {{.*}}param = "lm_head", role = "dgrad"
+// SHARED-NOT: kernel.fused "lm_head.kmajor"
+// SHARED: kernel.gemm %{{.*}}, %[[T]] {{.*}}param = "lm_head", role = "dgrad"
+// SHARED-NOT: kernel.fused "lm_head.kmajor"
+// SHARED: kernel.gemm %{{.*}}, %[[T]] {{.*}}param = "lm_head", role = "dgrad"
+// SHARED-NOT: kernel.fused "lm_head.kmajor"
+// SHARED-LABEL: func.func @optimizer_step

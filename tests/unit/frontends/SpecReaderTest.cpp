@@ -280,6 +280,42 @@ TEST(SpecReader, TrainContradictions) {
               HasSubstr("train.seq_len: 16 exceeds model.sliding_window (8)"));
 }
 
+TEST(SpecReader, Fp8LmHeadNeedsTheDelayedRecipe) {
+  // Default: the head stays BF16.
+  StatusOr<Spec> plain = resolveText(specText());
+  ASSERT_TRUE(plain.isOk()) << plain.status().message();
+  EXPECT_FALSE(plain->train().precision().lm_head_fp8());
+  StatusOr<Spec> delayed = resolveText(
+      specText({}, {{"precision", "{ recipe: \"delayed\" lm_head_fp8: true }"}}));
+  ASSERT_TRUE(delayed.isOk()) << delayed.status().message();
+  EXPECT_TRUE(delayed->train().precision().lm_head_fp8());
+  // A tied head is the embedding table's GEMMs: they go FP8 the same way.
+  StatusOr<Spec> tied = resolveText(specText(
+      {{"tie_word_embeddings", "true"}},
+      {{"precision", "{ lm_head_fp8: true }"}}));
+  EXPECT_TRUE(tied.isOk()) << tied.status().message();
+  EXPECT_THAT(
+      errorOf({}, {{"precision", "{ recipe: \"bf16\" lm_head_fp8: true }"}}),
+      HasSubstr("train.precision.lm_head_fp8: is true, but recipe is "
+                "\"bf16\", so no GEMM is FP8; set recipe \"delayed\" or "
+                "remove the field"));
+  for (const char *recipe : {"current", "blockwise"}) {
+    std::string error = errorOf(
+        {}, {{"precision", std::string("{ recipe: \"") + recipe +
+                               "\" lm_head_fp8: true }"}});
+    EXPECT_THAT(error, HasSubstr(std::string("train.precision.lm_head_fp8: is "
+                                             "true, but recipe is \"") +
+                                 recipe + "\": an FP8 head is compiled for "
+                                          "\"delayed\" only"));
+    EXPECT_THAT(error, HasSubstr("set recipe \"delayed\" or remove the field"));
+  }
+  // false is the default spelled out: valid under any recipe.
+  EXPECT_TRUE(resolveText(specText({}, {{"precision",
+                                         "{ recipe: \"current\" "
+                                         "lm_head_fp8: false }"}}))
+                  .isOk());
+}
+
 TEST(SpecReader, PipelineLayoutsNameTheFieldAndTheFix) {
   // The base model has 2 layers; a global batch of 8 rows is 4 microbatches.
   Fields pp2 = {{"global_batch_size", "8"}, {"parallel", "{ pipeline: 2 }"}};
