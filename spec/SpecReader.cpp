@@ -588,6 +588,35 @@ void checkPipeline(const TrainSpec &t, const ModelSpec &m, Issues pis) {
             std::to_string(pp * t.micro_batch_size() * dp));
 }
 
+// train.codegen.fp8_weight_cast: a value, and a layout that can honour it.
+void checkFp8WeightCast(const TrainSpec &t, Issues is) {
+  const std::string &cast = t.codegen().fp8_weight_cast();
+  is.oneOf("fp8_weight_cast", cast, {"step", "optimizer"}, false);
+  const Parallel &par = t.parallel();
+  if (cast == "step" && par.shard_optimizer() && par.data() > 1)
+    is.add("fp8_weight_cast",
+           "\"step\" cannot be honoured with train.parallel.shard_optimizer "
+           "(ZeRO-1 casts each rank's shard of the f32 master in the "
+           "optimizer and gathers the FP8 copy); remove the field or set "
+           "it to \"optimizer\"");
+  if (cast == "step" && par.pipeline() > 1)
+    is.add("fp8_weight_cast",
+           "\"step\" cannot be honoured with train.parallel.pipeline > 1 "
+           "(each stage reads the FP8 copies its rank's optimizer step "
+           "writes); remove the field or set it to \"optimizer\"");
+  const std::string &recipe = t.precision().recipe();
+  if (cast == "optimizer" && recipe == "blockwise")
+    is.add("fp8_weight_cast",
+           "\"optimizer\" cannot be honoured with train.precision.recipe "
+           "\"blockwise\", which casts its weights in the step in 128x128 "
+           "blocks and keeps no FP8 copy; remove the field");
+  if (cast == "optimizer" && recipe == "bf16")
+    is.add("fp8_weight_cast",
+           "\"optimizer\" asks for FP8 weight copies, but "
+           "train.precision.recipe is bf16, which has none; remove the field "
+           "or choose an FP8 recipe");
+}
+
 void checkTrain(const Spec &spec, Issues is) {
   const TrainSpec &t = spec.train();
   const ModelSpec &m = spec.model();
@@ -682,6 +711,7 @@ void checkTrain(const Spec &spec, Issues is) {
                              {"hopper", "mma_sync"}, false);
   is.nested("codegen").nonNegative("lm_head_chunk_tokens",
                                     t.codegen().lm_head_chunk_tokens());
+  checkFp8WeightCast(t, is.nested("codegen"));
   is.nonNegative("eval_interval", t.eval_interval());
   is.nonNegative("checkpoint_interval", t.checkpoint_interval());
   is.nonNegative("log_interval", t.log_interval());

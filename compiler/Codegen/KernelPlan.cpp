@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Codegen/KernelPlan.h"
+#include "compiler/Codegen/TransposeKernel.h"
 
 #include "dialects/graph/GraphDialect.h"
 #include "dialects/kernel/KernelDialect.h"
@@ -46,8 +47,37 @@ bool isColumnSum(Value v) {
   return isa_and_nonnull<graph::BiasGradOp>(def);
 }
 
+// Whether the transpose launch can quantize `t`'s input itself where no
+// result keeps it row-major (a weight's K-major cast,
+// octet-step-local-fp8-weights): the region is that one tensorwise
+// quantize of a kernel input (through reshapes) and the transpose, in
+// whole tiles (RowKernelBuilder::quantizeInTranspose).
+bool castsInTransposeLaunch(fp8::TransposeOp t, kernel::YieldOp yield) {
+  auto q = t.getInput().getDefiningOp<fp8::QuantizeOp>();
+  if (!q || !t.getInput().hasOneUse() || !isa<BlockArgument>(q.getScale()) ||
+      !isa<BlockArgument>(t.getScale()) || !isScalarTensor(q.getScale()))
+    return false;
+  Value source = q.getInput();
+  while (auto r = source.getDefiningOp<graph::ReshapeOp>())
+    source = r.getInput();
+  auto type = cast<RankedTensorType>(q.getInput().getType());
+  if (!isa<BlockArgument>(source) || type.getRank() != 2 ||
+      !canQuantizeInTranspose(type.getDimSize(0), type.getDimSize(1)))
+    return false;
+  return llvm::all_of(yield->getBlock()->without_terminator(),
+                      [&](Operation &op) {
+                        return &op == q.getOperation() ||
+                               &op == t.getOperation() ||
+                               (isa<graph::ReshapeOp>(op) &&
+                                !llvm::is_contained(yield.getValues(),
+                                                    op.getResult(0)));
+                      });
+}
+
 // A transpose can trail the row kernel when its operands are in memory by
-// then (kernel inputs or results) and only the kernel's results read it.
+// then (kernel inputs or results) and only the kernel's results read it,
+// or when the transpose launch quantizes its input itself
+// (castsInTransposeLaunch).
 bool isTrailingTranspose(Operation *op, kernel::YieldOp yield) {
   auto t = dyn_cast<fp8::TransposeOp>(op);
   if (!t || t.getInput().getType().getRank() != 2)
@@ -55,7 +85,8 @@ bool isTrailingTranspose(Operation *op, kernel::YieldOp yield) {
   auto inMemory = [&](Value v) {
     return isa<BlockArgument>(v) || llvm::is_contained(yield.getValues(), v);
   };
-  if (!inMemory(t.getInput()) || !inMemory(t.getScale()))
+  if ((!inMemory(t.getInput()) && !castsInTransposeLaunch(t, yield)) ||
+      !inMemory(t.getScale()))
     return false;
   return llvm::all_of(t->getUsers(),
                       [&](Operation *user) { return user == yield; });
@@ -321,7 +352,8 @@ FailureOr<KernelPlan> planKernel(kernel::FusedOp fused,
     int64_t rows = type.getDimSize(0), cols = type.getDimSize(1);
     Segment *home = nullptr;
     if (transposeTileRows > 0 && plan.segments.size() == 1 &&
-        isa<OpResult>(in) && isa<BlockArgument>(t.getScale()) &&
+        isa<OpResult>(in) && llvm::is_contained(yield.getValues(), in) &&
+        isa<BlockArgument>(t.getScale()) &&
         numElements(t.getScale().getType()) == 1 &&
         rows % transposeTileRows == 0)
       for (Segment &seg : plan.segments) {

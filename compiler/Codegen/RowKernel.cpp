@@ -766,6 +766,17 @@ buildRowKernels(kernel::FusedOp fused, const KernelPlan &plan, OpBuilder &b,
   bool argTable = RowKernelBuilder::usesArgTable(fused, plan);
   RowKernelBuilder kb(fused, plan, b, argTable);
   fp8::QuantizeOp quantizeInTranspose = kb.quantizeInTranspose();
+  // A transpose of a quantize that no result keeps row-major is planned
+  // only where the transpose launch quantizes it (castsInTransposeLaunch).
+  assert(llvm::all_of(plan.transposes,
+                      [&](fp8::TransposeOp t) {
+                        return isa<BlockArgument>(t.getInput()) ||
+                               llvm::is_contained(yield.getValues(),
+                                                  t.getInput()) ||
+                               (quantizeInTranspose &&
+                                t.getInput() == quantizeInTranspose.getResult());
+                      }) &&
+         "a transpose of a tensor nothing writes");
   if (argTable)
     launches.useArgTable();
   // The launch after the row kernel is its programmatic dependent (H100,

@@ -52,11 +52,11 @@ fp8::QuantizeOp RowKernelBuilder::quantizeInTranspose() {
   if (type.getRank() != 2)
     return fail();
   int64_t rows = type.getDimSize(0);
-  // Both layouts must be results: the row-major one is what the launch
-  // writes as it goes.
+  // The K-major layout must be a result; the row-major one the launch
+  // writes as it goes where it is one too (a weight's K-major cast keeps
+  // only its transpose).
   auto yield = cast<kernel::YieldOp>(fused.getBodyBlock().getTerminator());
-  if (!llvm::is_contained(yield.getValues(), q.getResult()) ||
-      !llvm::is_contained(yield.getValues(), t.getResult()))
+  if (!llvm::is_contained(yield.getValues(), t.getResult()))
     return fail();
   // An input, as it is or through reshapes (views of its one buffer), and
   // nothing else in the region (under current scaling the producer wrote

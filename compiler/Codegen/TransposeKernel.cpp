@@ -52,7 +52,7 @@ static_assert(kSquaresPerSide * kSquaresPerSide == kTransposeThreads,
               "a thread per square of the tile");
 
 bool isTiled(const TransposeCopy &c) {
-  auto type = cast<MemRefType>(c.from.getType());
+  auto type = cast<MemRefType>(c.to.getType());
   return type.getElementType().getIntOrFloatBitWidth() == 8 &&
          c.rows % kTile == 0 && c.cols % kTile == 0;
 }
@@ -160,7 +160,7 @@ TransposeEmitter::Square TransposeEmitter::placeSquare(Value tile,
 
 void TransposeEmitter::emitTiled(const TransposeCopy &c, Value tile,
                                  Value shared) {
-  Type elem = cast<MemRefType>(c.from.getType()).getElementType();
+  Type elem = cast<MemRefType>(c.to.getType()).getElementType();
   auto wordType = VectorType::get({kSquare}, elem);
   int64_t tileCols = c.cols / kTile;
   // The last rows first: they are the ones the row kernel before this
@@ -200,7 +200,7 @@ Value TransposeEmitter::loadRaw(Value source, Value row, int64_t cols,
 SmallVector<Value, 4> TransposeEmitter::quantizeRows(const TransposeCopy &c,
                                                      ArrayRef<Value> values,
                                                      Value firstRow, Value col) {
-  Type elem = cast<MemRefType>(c.from.getType()).getElementType();
+  Type elem = cast<MemRefType>(c.to.getType()).getElementType();
   auto wordType = VectorType::get({kSquare}, elem);
   Value scale = broadcast(f32Vector(), load(c.scale, idx(0)));
   SmallVector<Value, kSquare> rows;
@@ -209,7 +209,8 @@ SmallVector<Value, 4> TransposeEmitter::quantizeRows(const TransposeCopy &c,
     amaxPartial = amaxPartial ? Value(maximumF(amaxPartial, m)) : m;
     Value q = fromF32(mulF(x, scale), elem);
     Value at = addI(mulI(addI(firstRow, idx(i)), c.cols), col);
-    vstore(q, c.from, at, kSquare);
+    if (c.from)
+      vstore(q, c.from, at, kSquare);
     rows.push_back(q);
   }
   return rows;
@@ -240,7 +241,7 @@ void TransposeEmitter::turnOver(ArrayRef<Value> rows, Value squareRow,
 void TransposeEmitter::writeTransposed(const TransposeCopy &c, Value shared,
                                        Value sharedBase, Value row0, Value col0,
                                        Value squareRow, Value squareCol) {
-  Type elem = cast<MemRefType>(c.from.getType()).getElementType();
+  Type elem = cast<MemRefType>(c.to.getType()).getElementType();
   auto wordType = VectorType::get({kSquare}, elem);
   auto sharedWordType = VectorType::get({kSquare}, b.getIntegerType(8));
   // The output rows (tile columns), kSquaresPerSide threads a row.

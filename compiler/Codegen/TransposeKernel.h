@@ -46,6 +46,8 @@ struct TransposePiece {
 };
 
 struct TransposeCopy {
+  // `from` is null for a quantizing copy whose row-major FP8 tensor is no
+  // result: the copy then writes the transposed one alone.
   mlir::Value from, to;
   int64_t rows, cols;
   mlir::Value source = {}, scale = {}, amax = {};

@@ -1074,6 +1074,11 @@ FailureOr<bundle::Bundle> compileBundle(ModuleOp module,
     if (auto shards = var->getAttrOfType<IntegerAttr>("data_shards"))
       st->set_data_shards(uint32_t(shards.getInt()));
     st->set_derived(graph::isDerivedCache(name));
+    if (std::optional<StringRef> param = graph::weightCacheRest(name);
+        param && name.starts_with(graph::kFp8WeightCachePrefix))
+      if (auto weight = module.lookupSymbol<graph::VariableOp>(*param))
+        st->set_remade_by_init(weight.isTrainable() &&
+                               graph::isFp8WeightCopyOf(name, *param));
     if (owner)
       st->set_pipeline_rank(uint32_t(owner.getInt()));
   }

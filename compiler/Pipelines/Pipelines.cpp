@@ -89,6 +89,14 @@ TrainingPipelineOptions trainingOptionsFromSpec(const spec::Spec &spec) {
                            train.parallel().schedule() == "zb-h1";
   if (train.codegen().has_lm_head_chunk_tokens())
     o.chunkLmHead.chunkTokens = train.codegen().lm_head_chunk_tokens();
+  // The FP8 weight casts in the step where the layout keeps whole f32
+  // masters beside their readers: not ZeRO-1's, which casts each rank's
+  // shard and gathers the FP8 copy, nor a pipeline's (the spec reader
+  // refuses "step" for those).
+  const std::string &weightCast = train.codegen().fp8_weight_cast();
+  bool zero1 = train.parallel().shard_optimizer() && dataParallel > 1;
+  o.stepLocalFp8Weights =
+      weightCast.empty() ? !zero1 && layerSplit.empty() : weightCast == "step";
   // The head's wgrad over token chunks accumulates chunk after chunk: it
   // keeps its f32 accumulator (octet-chunk-lm-head runs without pipeline
   // stages only).
@@ -207,12 +215,18 @@ void addParallelizePasses(OpPassManager &pm,
 // After the parallelize passes, so that ZeRO-1's transposes of the
 // gathered FP8 weights are among the copies that go; before the pipeline
 // split, which takes each transpose to the chunk of the GEMM that reads it.
-// Every recipe runs it: delayed and current scaling keep FP8 weight caches,
-// at every layout; blockwise casts its weights in the step and keeps none,
-// nor does the bf16 recipe, so there it finds nothing to do.
-void addKMajorWeightsPasses(OpPassManager &pm,
-                            const TrainingPipelineOptions &) {
+// Every recipe runs the K-major pass: delayed and current scaling keep FP8
+// weight caches, at every layout; blockwise casts its weights in the step
+// and keeps none, nor does the bf16 recipe, so there it finds nothing to
+// do. Then, with train.codegen.fp8_weight_cast "step", the row-major cache
+// goes too: each fprop casts the f32 master and each K-major transpose
+// becomes a cast-transpose of it (after the K-major pass, so that its
+// transposes are the dgrad readers this pass rewrites).
+void addFp8WeightsPasses(OpPassManager &pm,
+                         const TrainingPipelineOptions &o) {
   pm.addPass(createOctetStepLocalKMajorWeights());
+  if (o.stepLocalFp8Weights)
+    pm.addPass(createOctetStepLocalFp8Weights());
 }
 
 void addPipelinePasses(OpPassManager &pm, const TrainingPipelineOptions &o) {
@@ -250,8 +264,10 @@ const CompileStage kCompileStages[] = {
     {"kmajor-weights",
      "each FP8 weight's K-major copy transposed from its row-major cache "
      "right before the GEMM that reads it, instead of kept as optimizer "
-     "state",
-     addKMajorWeightsPasses},
+     "state; with train.codegen.fp8_weight_cast \"step\" (the default "
+     "without ZeRO-1 or a pipeline) the FP8 weights themselves cast from "
+     "the f32 masters right before their GEMMs",
+     addFp8WeightsPasses},
     {"pipeline",
      "pipeline stage chunks: a forward and a backward function each "
      "(under ZB-H1 the backward as input- and weight-gradient functions), "

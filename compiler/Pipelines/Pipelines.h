@@ -64,6 +64,9 @@ struct TrainingPipelineOptions {
   // The LM head, loss and gradients as GEMMs and loss kernels over chunks
   // of tokens (octet-chunk-lm-head), so the logits are never live whole.
   OctetChunkLmHeadOptions chunkLmHead;
+  // The FP8 weights cast in the step from their f32 masters
+  // (octet-step-local-fp8-weights; train.codegen.fp8_weight_cast).
+  bool stepLocalFp8Weights = false;
 };
 
 // The options a resolved spec (defaults applied, checked: spec::loadSpecFile)
@@ -89,7 +92,7 @@ struct CompileStage {
 };
 
 // import, autodiff, fuse-qkv, activations, precision, kernel, fused,
-// parallelize, pipeline: the order every tool runs. Bundles record the names, so a
+// parallelize, kmajor-weights, pipeline: the order every tool runs. Bundles record the names, so a
 // stage is only ever added, with its line here.
 llvm::ArrayRef<CompileStage> compileStages();
 

@@ -342,6 +342,7 @@ Status Trainer::Impl::planEntries() {
     if (!e)
       return e.status();
     e->dataShards = std::max<int64_t>(1, int64_t(st.data_shards()));
+    e->remadeByInit = st.remade_by_init();
     stateEntries.push_back(std::move(*e));
   }
   // Persistent slots outside the tables (weight caches the optimizer
@@ -830,8 +831,9 @@ Status Trainer::start(TrainResult &result) {
   if (!latest.empty()) {
     OCTET_RETURN_IF_ERROR(loadCheckpoint(latest, result.startStep));
     // Derived state is not in checkpoints: INIT makes it from the restored
-    // parameters (what it makes from them, the step made too).
-    if (t.derivedState && t.backend.hasProgram(INIT)) {
+    // parameters (what it makes from them, the step made too); so are FP8
+    // weight copies a checkpoint was saved without.
+    if ((t.derivedState || t.remakeByInit) && t.backend.hasProgram(INIT)) {
       OCTET_RETURN_IF_ERROR(t.backend.run(INIT, {}));
       OCTET_RETURN_IF_ERROR(t.backend.synchronize());
     }

@@ -258,6 +258,10 @@ Status Trainer::Impl::restoreEntries(const std::vector<Entry> &entries,
       bytes = hf::narrowParameter(*values, e.dtype);
     } else {
       std::optional<hf::HfTensorView> found = lookup(e.name);
+      if (!found && e.remadeByInit) {
+        remakeByInit = true;
+        continue;
+      }
       if (!found)
         return Status::error(origin + " has no tensor '" + e.name +
                              "': it was saved for another model");

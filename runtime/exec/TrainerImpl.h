@@ -55,6 +55,9 @@ struct Entry {
   // (ZeRO-1): the slot holds this rank's part, `shape` is the part's, and
   // checkpoints hold the whole tensor.
   int64_t dataShards = 1;
+  // A state tensor INIT makes again when a checkpoint lacks it
+  // (StateTensor.remade_by_init).
+  bool remadeByInit = false;
 };
 
 // A shape as error messages show it: "[2, 3]".
@@ -74,6 +77,8 @@ struct Trainer::Impl {
   int dpRank = 0, dpSize = 1;
   // The bundle has state INIT derives and checkpoints leave out.
   bool derivedState = false;
+  // The checkpoint last restored lacked a state tensor INIT makes again.
+  bool remakeByInit = false;
   trainer::ProgramIO train, optimizer, eval;
   std::vector<trainer::Entry> modelEntries, stateEntries;
   std::vector<std::string> notes;

@@ -236,11 +236,21 @@ StatusOr<CpuResume> loadCpuCheckpoint(const CpuCheckpointRun &run,
   for (const hf::NamedTensor &t : c->state)
     saved[t.name] = &t;
   std::vector<std::pair<std::string, interp::Tensor>> restored;
+  bool remakeWeightCopies = false;
+  auto isWeightCopy = [&](llvm::StringRef name) {
+    return llvm::any_of(*params, [&](const std::string &param) {
+      return graph::isFp8WeightCopyOf(name, param);
+    });
+  };
   for (const auto &[name, value] : store.all()) {
     if (params->count(name) || isGradientAccumulator(name) ||
         graph::isDerivedCache(name))
       continue;
     auto it = saved.find(name);
+    if (it == saved.end() && isWeightCopy(name)) {
+      remakeWeightCopies = true;
+      continue;
+    }
     if (it == saved.end())
       return Status::error(stepDir + " has no state tensor '" + name +
                            "': it was saved for another model or recipe");
@@ -270,14 +280,18 @@ StatusOr<CpuResume> loadCpuCheckpoint(const CpuCheckpointRun &run,
     }
     saved.erase(it);
   }
-  // A checkpoint saved while the FP8 weights' K-major copies were state
-  // holds them too: each the transpose of the FP8 weight restored beside
-  // it, which the step now makes itself.
+  // A checkpoint saved while the FP8 weights or their K-major copies were
+  // state holds them too: each cast from the parameter restored beside it
+  // (the K-major copy transposed), which the step now makes itself
+  // (octet-step-local-fp8-weights, octet-step-local-kmajor-weights).
   for (auto it = saved.begin(); it != saved.end();) {
     llvm::StringRef name = it->first;
-    bool stepLocal =
-        graph::isKMajorCache(name) && !store.has(it->first) &&
-        store.has(name.drop_back(graph::kKMajorCacheSuffix.size()).str());
+    llvm::StringRef param = name;
+    if (graph::isKMajorCache(param))
+      param = param.drop_back(graph::kKMajorCacheSuffix.size());
+    bool stepLocal = !store.has(it->first) &&
+                     param.consume_front(graph::kFp8WeightCachePrefix) &&
+                     params->count(param.str());
     it = stepLocal ? saved.erase(it) : std::next(it);
   }
   if (!saved.empty())
@@ -296,7 +310,7 @@ StatusOr<CpuResume> loadCpuCheckpoint(const CpuCheckpointRun &run,
                 "continues\n",
                 stepDir.c_str(), c->bundleHash.c_str(),
                 run.programHash.c_str());
-  return CpuResume{c->step, c->dataPosition};
+  return CpuResume{c->step, c->dataPosition, remakeWeightCopies};
 }
 
 } // namespace octet

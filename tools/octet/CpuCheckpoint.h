@@ -83,6 +83,10 @@ joinPipelineRanks(mlir::ModuleOp module, int64_t data,
 struct CpuResume {
   int64_t step = 0;
   std::string dataPosition;
+  // The checkpoint holds no FP8 copy of some weight the program keeps (it
+  // was saved where the step casts them): the init functions make them
+  // again from the restored parameters and scales.
+  bool remakeWeightCopies = false;
 };
 
 // Loads the step-N directory `stepDir` into `store` (initialised for

@@ -284,6 +284,7 @@ int runTrainCommand(const TrainOptions &opts) {
   if (!checkpoints.dir.empty())
     checkpoints.programHash = programHash(m);
   int64_t startStep = 0;
+  bool remakeWeightCopies = false;
   std::string resumeFrom =
       opts.resume ? checkpoint::latestTrainCheckpoint(opts.checkpointDir) : "";
   if (opts.resume && resumeFrom.empty())
@@ -297,6 +298,7 @@ int runTrainCommand(const TrainOptions &opts) {
     if (!resumed)
       return inputError(resumed.status().message());
     startStep = resumed->step;
+    remakeWeightCopies = resumed->remakeWeightCopies;
     if (Status st = source.restore(resumed->dataPosition,
                                    uint64_t(startStep * ranks * microbatches));
         !st)
@@ -305,7 +307,8 @@ int runTrainCommand(const TrainOptions &opts) {
   // What the step needs run once first, after the parameters hold their
   // initial (or loaded) values: the weight casts of @cache_weights.
   // A checkpoint holds their results already, but for derived caches
-  // (graph::isDerivedCache), which it leaves out: then they run after the
+  // (graph::isDerivedCache), which it leaves out, and FP8 weight copies it
+  // was saved without (where the step cast them): then they run after the
   // resume too (what they make from the parameters, the step made too).
   // Casts of sharded masters gather their parts: those run on every rank,
   // below.
@@ -314,7 +317,7 @@ int runTrainCommand(const TrainOptions &opts) {
     derivedCaches |= graph::isDerivedCache(var.getSymName());
   std::vector<StringRef> initFunctions;
   if (auto inits = m->getAttrOfType<ArrayAttr>("octet.init_functions");
-      inits && (resumeFrom.empty() || derivedCaches))
+      inits && (resumeFrom.empty() || derivedCaches || remakeWeightCopies))
     for (StringRef name : inits.getAsValueRange<StringAttr>())
       initFunctions.push_back(name);
   bool initsOnRanks = llvm::any_of(initFunctions, [&](StringRef name) {

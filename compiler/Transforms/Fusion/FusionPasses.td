@@ -246,7 +246,9 @@ def OctetFuseAdamW : Pass<"octet-fuse-adamw", "mlir::ModuleOp"> {
     (`fp8w.<param>`, `fp8w.<param>.t`, `fp8w.<param>.amax`) that the train
     step loads instead (a later stage, octet-step-local-kmajor-weights,
     makes the K-major copy in the step again, transposed from
-    `fp8w.<param>`, so that it is no state). `@cache_weights` casts the initial (or loaded)
+    `fp8w.<param>`, so that it is no state; octet-step-local-fp8-weights
+    then makes the FP8 weight itself in the step, from the f32 parameter,
+    where the layout allows). `@cache_weights` casts the initial (or loaded)
     weights once; the module's `octet.init_functions` names it. The weight
     is then cast once per optimizer step, as Transformer Engine does with
     several microbatches. Under current scaling the step's cast reads the
@@ -544,6 +546,86 @@ def OctetStepLocalKMajorWeights : Pass<"octet-step-local-kmajor-weights", "mlir:
       %p, %q, %a = kernel.fused "optimizer.adamw" kind("multi_tensor") ... {
         ... %q = fp8.quantize ... }
       graph.store %q, @fp8w.w : tensor<128x64xf8E4M3FN>
+    }
+    ```
+  }];
+  let dependentDialects = ["octet::fp8::Fp8Dialect", "octet::kernel::KernelDialect"];
+}
+
+def OctetStepLocalFp8Weights : Pass<"octet-step-local-fp8-weights", "mlir::ModuleOp"> {
+  let summary = "an FP8 weight is cast from its f32 master right before each GEMM that reads it, instead of kept as state";
+  let description = [{
+    After octet-fuse-adamw and octet-step-local-kmajor-weights, the
+    optimizer step and @cache_weights write the FP8 cast of a weight,
+    `fp8w.<param>`, which the forward's fprop GEMM reads and the
+    backward's dgrad GEMM reads transposed (a K-major kernel right before
+    it). The cast is persistent, so at the start of the backward, where
+    the activations peak, every FP8 weight sits in memory unread. Here the
+    optimizer and @cache_weights stop writing it (the variable goes), and
+    each GEMM that read it reads instead a kernel right before it that
+    loads the f32 parameter and quantizes it, and each K-major kernel
+    becomes one that quantizes and transposes the f32 parameter (the FP8
+    row-major copy is not written): step-local buffers, dead after their
+    GEMM.
+
+    The bytes are the optimizer's: the parameter the step reads is the one
+    the optimizer cast, and the scale is the one it cast with. Current
+    scaling's optimizer stores that scale already (`fp8w.<param>.scale`);
+    delayed scaling's cast read the weight's scale from the step's state,
+    which the step's scale update moves on after every microbatch, so the
+    optimizer (and @cache_weights) now copy it into
+    `fp8w.<param>.cast_scale`, derived state that INIT makes again on a
+    resume. The weight's amax (delayed scaling's amax history reads
+    `fp8w.<param>.amax`) stays the optimizer's: an fp8.amax of the same f32
+    weight takes the place of the cast in the multi-tensor kernel.
+
+    Cost per FP8 weight element: each microbatch 4 B read and 1 B written
+    for the forward's cast, and the backward's cast-transpose reads 4 B
+    where the transpose read 1 B; the optimizer writes 1 B less a step.
+
+    Only a cache that every write makes as a tensorwise quantize of the
+    parameter as its function leaves it (with a scale every writer keeps
+    alike), and that only GEMMs (tensorwise scales) and K-major transposes
+    read, is made in the step; any other stays state. The pipeline table
+    runs this pass per `train.codegen.fp8_weight_cast` ("step": one GPU and
+    replicated data parallelism by default).
+
+    Before:
+    ```mlir
+    func.func @train_microbatch(...) {
+      %w = graph.load @fp8w.w : tensor<128x64xf8E4M3FN>
+      %y = kernel.gemm %x, %w scales_inv(%sx, %sw) {role = "fprop", transpose_b} : ...
+      ...
+      %w2 = graph.load @fp8w.w : tensor<128x64xf8E4M3FN>
+      %wt = kernel.fused "w.kmajor" kind("elementwise") ins(%w2, %sw) {
+        %t, %s = fp8.transpose %arg0, %arg1 ... ; kernel.yield %t }
+      %dx = kernel.gemm %dy, %wt scales_inv(%sdy, %sw) {role = "dgrad", transpose_b} : ...
+    }
+    func.func @optimizer_step() {
+      %p, %q, %a = kernel.fused "optimizer.adamw" kind("multi_tensor") ins(..., %scale) {
+        ... %q, %a = fp8.quantize %new, %arg9 ... }
+      graph.store %q, @fp8w.w : tensor<128x64xf8E4M3FN>
+      graph.store %a, @fp8w.w.amax : tensor<f32>
+    }
+    ```
+    After:
+    ```mlir
+    func.func @train_microbatch(...) {
+      %m = graph.load @w : tensor<128x64xf32>
+      %c = graph.load @fp8w.w.cast_scale : tensor<f32>
+      %w = kernel.fused "w.fp8" kind("elementwise") ins(%m, %c) {
+        %q, %a = fp8.quantize %arg0, %arg1 ... ; kernel.yield %q }
+      %y = kernel.gemm %x, %w scales_inv(%sx, %sw) {role = "fprop", transpose_b} : ...
+      ...
+      %wt = kernel.fused "w.kmajor" kind("elementwise") ins(%m2, %c2) {
+        %q, %a = fp8.quantize %arg0, %arg1 ... ; %t, %s = fp8.transpose %q, %arg1 ... ; kernel.yield %t }
+      %dx = kernel.gemm %dy, %wt scales_inv(%sdy, %sw) {role = "dgrad", transpose_b} : ...
+    }
+    func.func @optimizer_step() {
+      %p, %a = kernel.fused "optimizer.adamw" kind("multi_tensor") ... {
+        ... %a = fp8.amax %new ... }
+      graph.store %a, @fp8w.w.amax : tensor<f32>
+      graph.store %scale, @fp8w.w.cast_scale : tensor<f32>
     }
     ```
   }];

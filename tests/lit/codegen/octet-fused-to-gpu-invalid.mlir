@@ -111,3 +111,20 @@ func.func @ce_grad_fp8_unstored(%g: tensor<f32>, %z: tensor<8x1024xbf16>, %l: te
   } : tensor<1024x8xf8E5M2>
   return %r : tensor<1024x8xf8E5M2>
 }
+
+// -----
+
+// A K-major cast whose row-major FP8 tensor is no result, of a shape the
+// quantizing transpose launch does not take (not whole 64 x 64 tiles):
+// nothing would write the bytes a transpose launch reads, so the
+// transpose has no lowering.
+func.func @kmajor_cast_partial_tiles(%x: tensor<48x32xf32>, %s: tensor<f32>) -> tensor<32x48xf8E4M3FN> {
+  %qt = kernel.fused "kc" kind("elementwise") ins(%x, %s : tensor<48x32xf32>, tensor<f32>) {
+  ^bb0(%a: tensor<48x32xf32>, %b: tensor<f32>):
+    %r, %amax = fp8.quantize %a, %b : (tensor<48x32xf32>, tensor<f32>) -> (tensor<48x32xf8E4M3FN>, tensor<f32>)
+    // expected-error @below {{has no GPU lowering in octet-fused-to-gpu}}
+    %t, %ts = fp8.transpose %r, %b : (tensor<48x32xf8E4M3FN>, tensor<f32>) -> (tensor<32x48xf8E4M3FN>, tensor<f32>)
+    kernel.yield %t : tensor<32x48xf8E4M3FN>
+  } : tensor<32x48xf8E4M3FN>
+  return %qt : tensor<32x48xf8E4M3FN>
+}

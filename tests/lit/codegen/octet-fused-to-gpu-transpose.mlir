@@ -1,5 +1,6 @@
 // RUN: %octet-opt %s --octet-fused-to-gpu=transpose-tile-rows=16 | FileCheck %s
 // RUN: %octet-opt %s --octet-fused-to-gpu | FileCheck %s --check-prefix=TILES
+// RUN: %octet-opt %s --octet-fused-to-gpu | FileCheck %s --check-prefix=KMAJOR
 // RUN: %octet-opt %s --octet-fused-to-gpu=transpose-tile-rows=32 | FileCheck %s --check-prefix=ROWS32
 // RUN: not %octet-opt %s --octet-fused-to-gpu=transpose-tile-rows=12 2>&1 | FileCheck %s --check-prefix=BAD
 
@@ -61,6 +62,8 @@
 // TILES: launch = [#kernel.launch<@sq::@sq, grid = 3, block = 256>, #kernel.launch<@sq::@sq_transpose, grid = 7, block = 256, programmatic>]
 // TILES: func.func @quantize_amax_transpose
 // TILES: launch = [#kernel.launch<@qa::@qa_transpose, grid = 3, block = 256>], workspace_bytes = 0 : i64, zero_results = array<i64: 1>
+// TILES: func.func @kmajor_cast
+// TILES: launch = [#kernel.launch<@kc::@kc_transpose, grid = 2, block = 256>]
 // TILES: func.func @rope_join_transpose
 // TILES: launch = [#kernel.launch<@rj::@rj_transpose, grid = 9, block = 256>], workspace_bytes = 0 : i64, zero_results = array<i64: 1>
 // TILES: func.func @rope_join_small_heads
@@ -241,6 +244,29 @@ func.func @quantize_amax_transpose(%x: tensor<64x128xf32>, %s: tensor<f32>) -> (
     kernel.yield %r, %amax, %t, %ts : tensor<64x128xf8E5M2>, tensor<f32>, tensor<128x64xf8E5M2>, tensor<f32>
   } : tensor<64x128xf8E5M2>, tensor<f32>, tensor<128x64xf8E5M2>, tensor<f32>
   return %q, %m, %qt, %st : tensor<64x128xf8E5M2>, tensor<f32>, tensor<128x64xf8E5M2>, tensor<f32>
+}
+
+// A weight's K-major cast (octet-step-local-fp8-weights): the f32 master
+// quantized and transposed, the row-major FP8 tensor no result. The one
+// launch reads the master's squares, casts them and writes the turned-over
+// tiles alone: no row-major store.
+// KMAJOR-LABEL: gpu.func @kc_transpose(
+// KMAJOR-SAME: %[[KX:[a-z0-9]+]]: memref<8192xf32, 1>, %[[KS:[a-z0-9]+]]: memref<1xf32, 1>, %[[KT:[a-z0-9]+]]: memref<8192xf8E4M3FN, 1>)
+// KMAJOR-COUNT-4: vector.load %[[KX]]{{.*}} : memref<8192xf32, 1>, vector<4xf32>
+// KMAJOR-NOT: vector.store {{.*}}, %[[KX]]
+// KMAJOR: arith.truncf {{.*}} : vector<4xf32> to vector<4xf8E4M3FN>
+// KMAJOR-NOT: memref<8192xf8E4M3FN, 1>, vector<4xf8E4M3FN>
+// KMAJOR: gpu.barrier
+// KMAJOR-COUNT-4: vector.store {{.*}}, %[[KT]]{{.*}} {alignment = 4 : i64} : memref<8192xf8E4M3FN, 1>, vector<4xf8E4M3FN>
+// KMAJOR: gpu.return
+func.func @kmajor_cast(%x: tensor<64x128xf32>, %s: tensor<f32>) -> tensor<128x64xf8E4M3FN> {
+  %qt = kernel.fused "kc" kind("elementwise") ins(%x, %s : tensor<64x128xf32>, tensor<f32>) {
+  ^bb0(%a: tensor<64x128xf32>, %b: tensor<f32>):
+    %r, %amax = fp8.quantize %a, %b : (tensor<64x128xf32>, tensor<f32>) -> (tensor<64x128xf8E4M3FN>, tensor<f32>)
+    %t, %ts = fp8.transpose %r, %b : (tensor<64x128xf8E4M3FN>, tensor<f32>) -> (tensor<128x64xf8E4M3FN>, tensor<f32>)
+    kernel.yield %t : tensor<128x64xf8E4M3FN>
+  } : tensor<128x64xf8E4M3FN>
+  return %qt : tensor<128x64xf8E4M3FN>
 }
 
 // RoPE backward of q and k, joined with v along the row, quantized and
