@@ -176,7 +176,7 @@ def compare_tensors(one, two, tol, state_bound):
     rows, worst = [], None
     for name in sorted(one):
         if name not in two:
-            rows.append({"tensor": name, "error": "missing in the data-parallel run"})
+            rows.append(one_layout_only(name, one, "data-parallel"))
             continue
         (da, sa, ra), (db, sb, rb) = one[name], two[name]
         if sa != sb:
@@ -202,8 +202,24 @@ def compare_tensors(one, two, tol, state_bound):
         if worst is None or not ratio <= worst[0]:
             worst = (ratio, name)
     for name in sorted(set(two) - set(one)):
-        rows.append({"tensor": name, "error": "missing in the one-GPU run"})
+        rows.append(one_layout_only(name, two, "one-GPU"))
     return rows, worst
+
+
+def one_layout_only(name, saved, missing_in):
+    """A tensor only one of the runs saved (`saved`, that run's tensors). An
+    FP8 weight copy (fp8w.<param>, saved beside its amax or scale: the cast
+    of a master weight that the runs compare) is kept between steps by
+    layouts that cast in the optimizer (ZeRO-1) and made in the step by the
+    others (train.codegen.fp8_weight_cast): not a difference. Anything else
+    is."""
+    copy = name.startswith("fp8w.") and any(
+        name + suffix in saved for suffix in (".amax", ".scale"))
+    if copy:
+        return {"tensor": name, "ok": True,
+                "note": f"an FP8 weight copy the {missing_in} run's layout does "
+                        "not keep (train.codegen.fp8_weight_cast)"}
+    return {"tensor": name, "error": f"missing in the {missing_in} run"}
 
 
 def main():
@@ -236,7 +252,8 @@ def main():
         rows, worst = compare_tensors(a, b, tol, state_bound)
         tensors[file] = {"count": len(rows), "worst": worst and {
             "tensor": worst[1], "fraction_of_bound": worst[0]},
-            "failed": [r for r in rows if not r.get("ok", False)]}
+            "failed": [r for r in rows if not r.get("ok", False)],
+            "one_layout_only": [r for r in rows if "note" in r]}
         ok = ok and not tensors[file]["failed"]
     result["tensors"] = tensors
     result["passed"] = ok
@@ -257,6 +274,9 @@ def main():
               if w else f"  {file}: no tensors")
         for r in t["failed"][:5]:
             print(f"    {r}")
+        if t["one_layout_only"]:
+            print(f"    {len(t['one_layout_only'])} FP8 weight copies kept by one "
+                  "layout only, not compared (their master weights are)")
     print("PASSED" if ok else "FAILED")
     return 0 if ok else 1
 
