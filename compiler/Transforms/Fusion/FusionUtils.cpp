@@ -4,6 +4,7 @@
 #include "dialects/graph/GraphDialect.h"
 
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SetVector.h"
 
@@ -308,6 +309,19 @@ kernel::FusedOp dropUnusedResults(kernel::FusedOp fused) {
   for (auto [j, i] : llvm::enumerate(kept))
     fused->getResult(i).replaceAllUsesWith(rebuilt->getResult(j));
   fused.erase();
+  return rebuilt;
+}
+
+kernel::FusedOp dropUnread(kernel::FusedOp fused) {
+  if (fused->use_empty()) {
+    fused.erase();
+    return nullptr;
+  }
+  kernel::FusedOp rebuilt = dropUnusedResults(fused);
+  Block &body = rebuilt.getBodyBlock();
+  for (Operation &op : llvm::make_early_inc_range(llvm::reverse(body)))
+    if (isOpTriviallyDead(&op))
+      op.erase();
   return rebuilt;
 }
 

@@ -65,6 +65,11 @@ bool pullViewsFrom(kernel::FusedOp consumer, mlir::Operation *producer);
 // kernel that holds the rest (`fused` itself when every result is read).
 kernel::FusedOp dropUnusedResults(kernel::FusedOp fused);
 
+// `fused` without the results nothing reads and without the body ops that
+// only those results needed; erased, and null returned, if nothing reads
+// any result.
+kernel::FusedOp dropUnread(kernel::FusedOp fused);
+
 // What a kernel would compute again of `producer`: the body ops that make
 // `inner`, in body order, and the outer values it reads in their place
 // with the body value each stands for. An op outside `recomputable` ends

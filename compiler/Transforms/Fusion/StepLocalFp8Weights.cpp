@@ -155,15 +155,9 @@ void dropUnreadInputs(kernel::FusedOp fused) {
 // needed, and the inputs only those read; erased if nothing reads any
 // result.
 void dropUnread(kernel::FusedOp fused) {
-  if (fused->use_empty()) {
-    fused.erase();
+  kernel::FusedOp rebuilt = fusion::dropUnread(fused);
+  if (!rebuilt)
     return;
-  }
-  kernel::FusedOp rebuilt = fusion::dropUnusedResults(fused);
-  Block &body = rebuilt.getBodyBlock();
-  for (Operation &op : llvm::make_early_inc_range(llvm::reverse(body)))
-    if (isOpTriviallyDead(&op))
-      op.erase();
   dropUnreadInputs(rebuilt);
   // octet-fuse-adamw's cast kernel (delayed scaling's, at init) now takes
   // the weight's amax alone, as current scaling's amax kernel does.

@@ -65,20 +65,6 @@ bool isTransposeOfStored(Value stored, StringRef rowMajor) {
   return false;
 }
 
-// `fused` without the results nothing reads, and without the body ops that
-// only those results needed; erased if nothing reads any result.
-void dropUnread(kernel::FusedOp fused) {
-  if (fused->use_empty()) {
-    fused.erase();
-    return;
-  }
-  kernel::FusedOp rebuilt = fusion::dropUnusedResults(fused);
-  Block &body = rebuilt.getBodyBlock();
-  for (Operation &op : llvm::make_early_inc_range(llvm::reverse(body)))
-    if (isOpTriviallyDead(&op))
-      op.erase();
-}
-
 struct StepLocalKMajorWeights
     : public octet::impl::OctetStepLocalKMajorWeightsBase<
           StepLocalKMajorWeights> {
@@ -112,7 +98,7 @@ struct StepLocalKMajorWeights
       if (canMakeInStep(cache))
         makeInStep(cache, writers);
     for (kernel::FusedOp writer : writers)
-      dropUnread(writer);
+      fusion::dropUnread(writer);
   }
 
   static bool isTransposed(RankedTensorType a, RankedTensorType b) {
