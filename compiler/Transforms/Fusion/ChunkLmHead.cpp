@@ -52,6 +52,38 @@ void copyPlacement(Operation *from, Operation *to) {
       to->setAttr(name, attr);
 }
 
+// Where a head's chunks go: after every one of `inputs`, before every
+// reader of `results` (views of a result that sit before that point move
+// behind the chunks, into `moved`, when what reads them comes later). A
+// load of the wgrad's accumulator moves up to the chunks when no store of
+// its variable lies between. None when the readers cannot follow or a
+// store is in the way.
+std::optional<OpBuilder> chunkPlace(Block *block, ArrayRef<Value> inputs,
+                                    Value accumulator, ArrayRef<Value> results,
+                                    SmallVector<Operation *> &moved) {
+  auto load = accumulator ? accumulator.getDefiningOp<graph::LoadOp>()
+                          : graph::LoadOp();
+  Operation *after = nullptr;
+  for (Value v : inputs)
+    if (Operation *def = v ? v.getDefiningOp() : nullptr)
+      if (def != load && def->getBlock() == block &&
+          (!after || after->isBeforeInBlock(def)))
+        after = def;
+  if (load && load->getBlock() == block && after &&
+      after->isBeforeInBlock(load)) {
+    for (Operation *op = after; op != load; op = op->getNextNode())
+      if (auto store = dyn_cast<graph::StoreOp>(op);
+          store && store.getVariable() == load.getVariable())
+        return std::nullopt;
+    load->moveAfter(after);
+    after = load;
+  }
+  if (!fusion::readersFollow(*block, after, results, moved))
+    return std::nullopt;
+  return after ? OpBuilder(after->getBlock(), ++Block::iterator(after))
+               : OpBuilder::atBlockBegin(block);
+}
+
 struct Chunker {
   fusion::LmHead m;
   int64_t limit;
@@ -83,37 +115,15 @@ struct Chunker {
     if (labelsType.getNumElements() != tokens)
       return success();
 
-    // After every input, before every reader of the three results. A load
-    // of the wgrad's accumulator moves up to the chunks when no store of
-    // its variable lies between.
-    auto load = accumulator ? accumulator.getDefiningOp<graph::LoadOp>()
-                            : graph::LoadOp();
-    Operation *after = nullptr;
-    for (Value v : {x, w, labels, mask, dloss, xw, accumulator})
-      if (Operation *def = v ? v.getDefiningOp() : nullptr)
-        if (def != load && def->getBlock() == block &&
-            (!after || after->isBeforeInBlock(def)))
-          after = def;
-    if (load && load->getBlock() == block && after &&
-        after->isBeforeInBlock(load)) {
-      for (Operation *op = after; op != load; op = op->getNextNode())
-        if (auto store = dyn_cast<graph::StoreOp>(op);
-            store && store.getVariable() == load.getVariable())
-          return success();
-      load->moveAfter(after);
-      after = load;
-    }
     SmallVector<Value> results = {m.loss->getResult(0), m.dgrad.getResult(),
                                   m.wgrad.getResult()};
-    // Views of a result that sit before `after` move behind the chunks when
-    // what reads them comes later.
     SmallVector<Operation *> moved;
-    if (!fusion::readersFollow(*block, after, results, moved))
+    std::optional<OpBuilder> place = chunkPlace(
+        block, {x, w, labels, mask, dloss, xw, accumulator}, accumulator,
+        results, moved);
+    if (!place)
       return success();
-
-    OpBuilder b = after
-                      ? OpBuilder(after->getBlock(), ++Block::iterator(after))
-                      : OpBuilder::atBlockBegin(block);
+    OpBuilder &b = *place;
     Location loc = m.fprop.getLoc();
     auto logitsType = cast<RankedTensorType>(m.fprop.getResult().getType());
     int64_t vocab = logitsType.getDimSize(1), hidden = xType.getDimSize(1);
@@ -388,32 +398,14 @@ struct Fp8Chunker {
                                  m.wgrad.getAScaleInv(),
                                  m.wgrad.getBScaleInv(),
                                  accumulator};
-    auto load = accumulator ? accumulator.getDefiningOp<graph::LoadOp>()
-                            : graph::LoadOp();
-    Operation *after = nullptr;
-    for (Value v : inputs)
-      if (Operation *def = v ? v.getDefiningOp() : nullptr)
-        if (def != load && def->getBlock() == block &&
-            (!after || after->isBeforeInBlock(def)))
-          after = def;
-    if (load && load->getBlock() == block && after &&
-        after->isBeforeInBlock(load)) {
-      for (Operation *op = after; op != load; op = op->getNextNode())
-        if (auto store = dyn_cast<graph::StoreOp>(op);
-            store && store.getVariable() == load.getVariable())
-          return success();
-      load->moveAfter(after);
-      after = load;
-    }
     SmallVector<Value> results = {m.loss->getResult(0), m.dgrad.getResult(),
                                   m.wgrad.getResult(), h.amax};
     SmallVector<Operation *> moved;
-    if (!fusion::readersFollow(*block, after, results, moved))
+    std::optional<OpBuilder> place =
+        chunkPlace(block, inputs, accumulator, results, moved);
+    if (!place)
       return success();
-
-    OpBuilder b = after
-                      ? OpBuilder(after->getBlock(), ++Block::iterator(after))
-                      : OpBuilder::atBlockBegin(block);
+    OpBuilder &b = *place;
     Location loc = m.fprop.getLoc();
     auto logitsType = cast<RankedTensorType>(m.fprop.getResult().getType());
     int64_t vocab = logitsType.getDimSize(1), hidden = xType.getDimSize(1);
