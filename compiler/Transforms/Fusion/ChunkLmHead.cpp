@@ -52,6 +52,22 @@ void copyPlacement(Operation *from, Operation *to) {
       to->setAttr(name, attr);
 }
 
+// The rows of a chunk of the head's `tokens`: 0 to keep the head whole (at
+// most `limit` tokens), an error where no chunk divides them.
+FailureOr<int64_t> headChunkRows(kernel::GemmOp fprop, int64_t tokens,
+                                 int64_t limit) {
+  if (tokens <= limit)
+    return int64_t(0);
+  int64_t rows = chunkRows(tokens, limit);
+  if (!rows)
+    return fprop.emitError("octet-chunk-lm-head: no chunk of at most ")
+           << limit << " tokens, a multiple of " << kRowAlignment
+           << ", divides the head's " << tokens
+           << " tokens; set chunk-tokens to a multiple of " << kRowAlignment
+           << " that divides them, or 0 to keep the head whole";
+  return rows;
+}
+
 // Where a head's chunks go: after every one of `inputs`, before every
 // reader of `results` (views of a result that sit before that point move
 // behind the chunks, into `moved`, when what reads them comes later). A
@@ -95,15 +111,12 @@ struct Chunker {
     Value x = m.fprop.getA(), w = m.fprop.getB();
     auto xType = cast<RankedTensorType>(x.getType());
     int64_t tokens = xType.getDimSize(0);
-    if (tokens <= limit)
+    FailureOr<int64_t> chunk = headChunkRows(m.fprop, tokens, limit);
+    if (failed(chunk))
+      return failure();
+    if (*chunk == 0)
       return success();
-    int64_t rows = chunkRows(tokens, limit);
-    if (!rows)
-      return m.fprop.emitError("octet-chunk-lm-head: no chunk of at most ")
-             << limit << " tokens, a multiple of " << kRowAlignment
-             << ", divides the head's " << tokens
-             << " tokens; set chunk-tokens to a multiple of " << kRowAlignment
-             << " that divides them, or 0 to keep the head whole";
+    int64_t rows = *chunk;
     // Reading the forward's input drops the backward's recompute of it.
     kernel::FusedOp recompute;
     Value xw = fusion::wgradInputOf(m, recompute);
@@ -368,15 +381,12 @@ struct Fp8Chunker {
     Value x = m.fprop.getA(), w = m.fprop.getB(), wt = m.dgrad.getB();
     auto xType = cast<RankedTensorType>(x.getType());
     int64_t tokens = xType.getDimSize(0);
-    if (tokens <= limit)
+    FailureOr<int64_t> chunk = headChunkRows(m.fprop, tokens, limit);
+    if (failed(chunk))
+      return failure();
+    if (*chunk == 0)
       return success();
-    int64_t rows = chunkRows(tokens, limit);
-    if (!rows)
-      return m.fprop.emitError("octet-chunk-lm-head: no chunk of at most ")
-             << limit << " tokens, a multiple of " << kRowAlignment
-             << ", divides the head's " << tokens
-             << " tokens; set chunk-tokens to a multiple of " << kRowAlignment
-             << " that divides them, or 0 to keep the head whole";
+    int64_t rows = *chunk;
     Value labels = m.lossInput(ce.getLabels());
     Value mask = m.lossInput(ce.getLossMask());
     Value dloss = m.lossGradInput(ceGrad.getGrad());
