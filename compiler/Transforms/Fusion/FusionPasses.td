@@ -289,7 +289,8 @@ def OctetFuseAdamW : Pass<"octet-fuse-adamw", "mlir::ModuleOp"> {
     same cache) get one: the step no longer casts them, reading 4 B and
     writing 2 B an element a microbatch, and the AdamW kernel writes 2 B
     more an element a step. The step's cast lived from the forward's GEMM
-    to the backward's, so the train step's peak held it anyway.
+    to the backward's, so the cache takes its bytes from the train step's
+    peak wherever that peak falls between the two.
   }];
   let options = [
     Option<"bf16Caches", "bf16-caches", "bool", "false",
