@@ -614,7 +614,8 @@ void checkFp8WeightCast(const TrainSpec &t, Issues is) {
     is.add("fp8_weight_cast",
            "\"optimizer\" asks for FP8 weight copies, but "
            "train.precision.recipe is bf16, which has none; remove the field "
-           "or choose an FP8 recipe");
+           "(train.codegen.bf16_weight_cast chooses where the BF16 weights "
+           "are cast) or choose an FP8 recipe");
 }
 
 // train.codegen.bf16_weight_cast: a value, and a layout that can honour it.
