@@ -614,7 +614,27 @@ void checkFp8WeightCast(const TrainSpec &t, Issues is) {
     is.add("fp8_weight_cast",
            "\"optimizer\" asks for FP8 weight copies, but "
            "train.precision.recipe is bf16, which has none; remove the field "
-           "or choose an FP8 recipe");
+           "(train.codegen.bf16_weight_cast chooses where the BF16 weights "
+           "are cast) or choose an FP8 recipe");
+}
+
+// train.codegen.bf16_weight_cast: a value, and a layout that can honour it.
+void checkBf16WeightCast(const TrainSpec &t, Issues is) {
+  const std::string &cast = t.codegen().bf16_weight_cast();
+  is.oneOf("bf16_weight_cast", cast, {"step", "optimizer"}, false);
+  const Parallel &par = t.parallel();
+  if (cast == "step" && par.shard_optimizer() && par.data() > 1 &&
+      par.pipeline() <= 1)
+    is.add("bf16_weight_cast",
+           "\"step\" cannot be honoured with train.parallel.shard_optimizer "
+           "(ZeRO-1 casts each rank's shard of the f32 master to BF16 in the "
+           "optimizer and gathers the BF16 copy); remove the field or set "
+           "it to \"optimizer\"");
+  if (cast == "optimizer" && par.pipeline() > 1)
+    is.add("bf16_weight_cast",
+           "\"optimizer\" cannot be honoured with train.parallel.pipeline > 1 "
+           "(the stages cast their BF16 weights in the step); remove the "
+           "field or set it to \"step\"");
 }
 
 void checkTrain(const Spec &spec, Issues is) {
@@ -712,6 +732,7 @@ void checkTrain(const Spec &spec, Issues is) {
   is.nested("codegen").nonNegative("lm_head_chunk_tokens",
                                     t.codegen().lm_head_chunk_tokens());
   checkFp8WeightCast(t, is.nested("codegen"));
+  checkBf16WeightCast(t, is.nested("codegen"));
   is.nonNegative("eval_interval", t.eval_interval());
   is.nonNegative("checkpoint_interval", t.checkpoint_interval());
   is.nonNegative("log_interval", t.log_interval());

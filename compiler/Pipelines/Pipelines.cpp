@@ -97,6 +97,11 @@ TrainingPipelineOptions trainingOptionsFromSpec(const spec::Spec &spec) {
   bool zero1 = train.parallel().shard_optimizer() && dataParallel > 1;
   o.stepLocalFp8Weights =
       weightCast.empty() ? !zero1 && layerSplit.empty() : weightCast == "step";
+  // The BF16 GEMMs' weights: ZeRO-1 without a pipeline caches them (and
+  // the embedding) to gather their parts; "optimizer" caches them at any
+  // other layout the spec reader lets through (not a pipeline's).
+  o.fuseAdamW.bf16GemmCaches =
+      train.codegen().bf16_weight_cast() == "optimizer";
   // The head's wgrad over token chunks accumulates chunk after chunk: it
   // keeps its f32 accumulator (octet-chunk-lm-head runs without pipeline
   // stages only).

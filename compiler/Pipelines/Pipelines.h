@@ -47,7 +47,8 @@ struct TrainingPipelineOptions {
   // the gradient buckets; none keeps the optimizer replicated.
   std::optional<OctetShardOptimizerOptions> shardOptimizer;
   // BF16 caches of the parameters whose readers need BF16 only, for ZeRO-1
-  // to gather (octet-fuse-adamw's bf16-caches).
+  // to gather (octet-fuse-adamw's bf16-caches), or of the BF16 GEMMs'
+  // weights (bf16-gemm-caches; train.codegen.bf16_weight_cast).
   OctetFuseAdamWOptions fuseAdamW;
   // train.parallel.pipeline × virtual_stages chunks (empty: one rank's step).
   OctetSplitStagesOptions splitStages;

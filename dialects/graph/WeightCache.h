@@ -31,9 +31,10 @@ inline bool isWeightCache(llvm::StringRef name) {
 // have moved on by a later microbatch.
 inline constexpr llvm::StringLiteral kCastScaleSuffix = ".cast_scale";
 
-// A BF16 cache exists only in layouts that gather it (ZeRO-1), so
-// checkpoints leave it out and a resumed run makes it again from the
-// parameters (INIT); the FP8 caches, present at every layout, are saved.
+// A BF16 cache exists only in some layouts (ZeRO-1, which gathers it, or
+// train.codegen.bf16_weight_cast "optimizer"), so checkpoints leave it out
+// and a resumed run makes it again from the parameters (INIT); the FP8
+// caches, present at every layout, are saved.
 // So is the delayed cast scale: INIT copies it from the weight's scale,
 // which at a step's end (where checkpoints are taken) is the one the
 // optimizer cast with, so a checkpoint saved before it existed resumes too.

@@ -1,5 +1,6 @@
 // octet-fuse-adamw: every AdamW update of a function in one multi-tensor
-// kernel, with the FP8 cast of the updated weights for the next step. The
+// kernel, with the FP8 or BF16 cast of the updated weights for the next
+// step. The
 // zeroing of the gradient accumulators stays out: a stored zero tensor is a
 // memset of the accumulator (plan::isStoredZeroFill), which moves half the
 // bytes of a kernel writing zeros that are then copied.
@@ -333,9 +334,15 @@ struct FuseAdamW : public octet::impl::OctetFuseAdamWBase<FuseAdamW> {
       for (WeightCast &wc : list)
         replaceByLoads(wc);
     }
-    if (bf16Caches)
+    if (bf16Caches || bf16GemmCaches)
       for (auto &[param, readers] :
            bf16Readers(module, optimizer, params, casts)) {
+        // Where nothing gathers the cache it pays only where it replaces a
+        // cast: an embedding kernel alone reads a few rows of the table.
+        if (!bf16Caches && llvm::none_of(readers, [](kernel::FusedOp reader) {
+              return static_cast<bool>(onlyOp<graph::CastOp>(reader));
+            }))
+          continue;
         any = true;
         cacheBf16(module, b, updates.lookup(param), initReturn, param,
                   readers);

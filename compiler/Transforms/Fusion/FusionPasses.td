@@ -279,12 +279,25 @@ def OctetFuseAdamW : Pass<"octet-fuse-adamw", "mlir::ModuleOp"> {
     kernel and by the init function, which those readers load instead
     (the values are the same: a BF16 value widened and rounded again is
     itself). octet-shard-optimizer then all-gathers the BF16 cache's parts
-    instead of the f32 parameter: half the bytes. At one rank the cache
-    would only add its bytes to the persistent region.
+    instead of the f32 parameter: half the bytes. At one rank a cache of
+    a parameter read only by an embedding kernel would only add its bytes
+    to the persistent region (the kernel reads a few rows).
+
+    With `bf16-gemm-caches` (train.codegen.bf16_weight_cast "optimizer"),
+    only the parameters that some step function casts to BF16 (a BF16
+    GEMM's weight; with tied embeddings the embedding kernel reads the
+    same cache) get one: the step no longer casts them, reading 4 B and
+    writing 2 B an element a microbatch, and the AdamW kernel writes 2 B
+    more an element a step. The step's cast lived from the forward's GEMM
+    to the backward's, so the cache takes its bytes from the train step's
+    peak wherever that peak falls between the two.
   }];
   let options = [
     Option<"bf16Caches", "bf16-caches", "bool", "false",
            "cache the BF16 cast of parameters whose readers need BF16 only">,
+    Option<"bf16GemmCaches", "bf16-gemm-caches", "bool", "false",
+           "cache the BF16 cast of parameters whose readers need BF16 only "
+           "and that a step function casts for BF16 GEMMs">,
   ];
   let dependentDialects = ["octet::fp8::Fp8Dialect", "octet::graph::GraphDialect"];
 }

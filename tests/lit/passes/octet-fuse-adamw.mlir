@@ -105,3 +105,34 @@
 // Without the option nothing is cached in BF16.
 // RUN: %octet-opt %S/Inputs/one-layer-llama.mlir --octet-autodiff --cse --octet-fuse-qkv --cse --octet-bf16-activations --octet-precision="amax-history-len=4" --octet-layout --canonicalize --octet-lower-to-kernel --octet-fuse-adamw | FileCheck %s --check-prefix=NOCACHE
 // NOCACHE-NOT: bf16w.
+
+// bf16-gemm-caches (train.codegen.bf16_weight_cast "optimizer"): under the
+// bf16 recipe every linear weight is cast for its BF16 GEMMs, so each gets
+// bf16w.<param>, and so does the tied embedding (its head's cast); the
+// step functions load the caches and cast no weight, the multi-tensor
+// kernel casts each new weight as it writes it, and @cache_weights makes
+// the first copies. The norms, read in f32, get none.
+// RUN: %octet-opt %S/Inputs/one-layer-llama.mlir --octet-autodiff --cse --octet-fuse-qkv --cse --octet-bf16-activations --canonicalize --octet-lower-to-kernel --octet-fuse-adamw="bf16-gemm-caches=1" | FileCheck %s --check-prefix=GEMMC
+// GEMMC-DAG: graph.variable @bf16w.layers.0.mlp.w_down : tensor<16x24xbf16> {init = "zeros", kind = "state"}
+// GEMMC-DAG: graph.variable @bf16w.layers.0.mlp.w_gate_up : tensor<48x16xbf16>
+// GEMMC-DAG: graph.variable @bf16w.layers.0.attn.wo : tensor<16x16xbf16>
+// GEMMC-DAG: graph.variable @bf16w.layers.0.attn.wqkv : tensor<32x16xbf16>
+// GEMMC-DAG: graph.variable @bf16w.embed : tensor<32x16xbf16>
+// GEMMC-NOT: graph.variable @bf16w.
+// GEMMC-LABEL: func.func @train_microbatch
+// GEMMC-NOT: graph.cast
+// GEMMC: graph.load @bf16w.layers.0.attn.wqkv : tensor<32x16xbf16>
+// GEMMC-NOT: graph.load @layers.0.attn.wqkv
+// GEMMC-NOT: graph.cast
+// GEMMC-LABEL: func.func @optimizer_step
+// GEMMC: %[[NEW:.*]]:{{[0-9]+}} = kernel.fused "optimizer.adamw" kind("multi_tensor")
+// GEMMC-COUNT-5: graph.cast %new_param{{.*}} -> tensor<{{.*}}xbf16>
+// GEMMC: graph.store %[[NEW]]#{{[0-9]+}}, @bf16w.embed
+// GEMMC: graph.store %[[NEW]]#{{[0-9]+}}, @bf16w.layers.0.attn.wqkv
+// GEMMC-LABEL: func.func @cache_weights
+// GEMMC-COUNT-5: kernel.fused "optimizer.bf16_weights"
+// Under an FP8 recipe the linears have FP8 casts of their own: only the
+// tied embedding, whose head stays BF16, is cached in BF16.
+// RUN: %octet-opt %S/Inputs/one-layer-llama.mlir --octet-autodiff --cse --octet-fuse-qkv --cse --octet-bf16-activations --octet-precision="amax-history-len=4" --octet-layout --canonicalize --octet-lower-to-kernel --octet-fuse-adamw="bf16-gemm-caches=1" | FileCheck %s --check-prefix=FP8GEMMC
+// FP8GEMMC: graph.variable @bf16w.embed : tensor<32x16xbf16>
+// FP8GEMMC-NOT: graph.variable @bf16w.

@@ -316,6 +316,57 @@ TEST(SpecReader, Fp8LmHeadNeedsTheDelayedRecipe) {
                   .isOk());
 }
 
+TEST(SpecReader, Bf16WeightCastNamesTheLayoutsThatCannotHonourIt) {
+  // Either value at one GPU, under the bf16 and the FP8 recipes (whose BF16
+  // head it covers), and with a replicated optimizer over data ranks.
+  for (const char *cast : {"step", "optimizer"})
+    for (const char *recipe : {"bf16", "delayed", "current", "blockwise"}) {
+      StatusOr<Spec> ok = resolveText(specText(
+          {}, {{"codegen", std::string("{ bf16_weight_cast: \"") + cast +
+                               "\" }"},
+               {"precision", std::string("{ recipe: \"") + recipe + "\" }"},
+               {"global_batch_size", "4"},
+               {"parallel", "{ data: 2 }"}}));
+      EXPECT_TRUE(ok.isOk()) << cast << " " << recipe << ": "
+                             << ok.status().message();
+    }
+  EXPECT_THAT(
+      errorOf({}, {{"codegen", "{ bf16_weight_cast: \"cached\" }"}}),
+      HasSubstr("train.codegen.bf16_weight_cast: unknown value \"cached\"; "
+                "expected one of \"step\", \"optimizer\""));
+  // ZeRO-1 gathers the copies' parts: "optimizer" (its default) only.
+  Fields zero1 = {{"global_batch_size", "4"},
+                  {"parallel", "{ data: 2 shard_optimizer: true }"}};
+  EXPECT_TRUE(resolveText(specText({}, zero1)).isOk());
+  Fields zero1Optimizer = zero1;
+  zero1Optimizer["codegen"] = "{ bf16_weight_cast: \"optimizer\" }";
+  EXPECT_TRUE(resolveText(specText({}, zero1Optimizer)).isOk());
+  Fields zero1Step = zero1;
+  zero1Step["codegen"] = "{ bf16_weight_cast: \"step\" }";
+  std::string error = errorOf({}, zero1Step);
+  EXPECT_THAT(error, HasSubstr("train.codegen.bf16_weight_cast: \"step\" "
+                               "cannot be honoured with "
+                               "train.parallel.shard_optimizer"));
+  EXPECT_THAT(error, HasSubstr("remove the field or set it to \"optimizer\""));
+  // Pipeline stages cast in the step: "step" (their default) only.
+  Fields pp2 = {{"global_batch_size", "8"}, {"parallel", "{ pipeline: 2 }"},
+                {"codegen", "{ bf16_weight_cast: \"step\" }"}};
+  EXPECT_TRUE(resolveText(specText({}, pp2)).isOk());
+  pp2["codegen"] = "{ bf16_weight_cast: \"optimizer\" }";
+  error = errorOf({}, pp2);
+  EXPECT_THAT(error, HasSubstr("train.codegen.bf16_weight_cast: "
+                               "\"optimizer\" cannot be honoured with "
+                               "train.parallel.pipeline > 1"));
+  EXPECT_THAT(error, HasSubstr("remove the field or set it to \"step\""));
+  // ZeRO-1 under a pipeline keeps no BF16 copies: "step" is honoured there.
+  EXPECT_TRUE(resolveText(specText(
+                  {}, {{"global_batch_size", "16"},
+                       {"parallel",
+                        "{ data: 2 pipeline: 2 shard_optimizer: true }"},
+                       {"codegen", "{ bf16_weight_cast: \"step\" }"}}))
+                  .isOk());
+}
+
 TEST(SpecReader, PipelineLayoutsNameTheFieldAndTheFix) {
   // The base model has 2 layers; a global batch of 8 rows is 4 microbatches.
   Fields pp2 = {{"global_batch_size", "8"}, {"parallel", "{ pipeline: 2 }"}};
