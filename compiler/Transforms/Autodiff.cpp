@@ -69,9 +69,12 @@ public:
     return cached;
   }
 
+  // Not RoPE: its backward reads no forward value, so recomputing it
+  // would keep its input (as large as its output) saved for nothing else
+  // and run the rotation again; the rotated q and k are saved instead.
   static bool isRecomputable(Operation *op) {
-    return isa<RMSNormOp, LayerNormOp, SiluOp, GeluOp, SwigluOp, RopeOp,
-               ReshapeOp, CastOp>(op);
+    return isa<RMSNormOp, LayerNormOp, SiluOp, GeluOp, SwigluOp, ReshapeOp,
+               CastOp>(op);
   }
 
   // The forward value `v` as the backward may read it: function arguments

@@ -67,6 +67,12 @@ func.func @forward(%tokens: tensor<2x4xi32>, %labels: tensor<2x4xi32>, %mask: te
 // Saved for backward: the residual stream, the attention output and its
 // log-sum-exp, the projections that feed RoPE and SwiGLU, and the logits.
 // CHECK: %[[H0:.*]] = graph.save %{{.*}} : tensor<2x4x16xf32>
+// The rotated q and k, not the projections before RoPE: the rotation's
+// backward reads no forward value, so it is not run again.
+// CHECK: %[[QR:.*]] = graph.rope %{{.*}} {theta = 1.000000e+04 : f64}
+// CHECK-NEXT: graph.save %[[QR]] : tensor<2x4x4x4xf32>
+// CHECK: %[[KR:.*]] = graph.rope %{{.*}} {theta = 1.000000e+04 : f64}
+// CHECK-NEXT: graph.save %[[KR]] : tensor<2x4x2x4xf32>
 // CHECK: graph.save %{{.*}} : tensor<2x4x4xf32>
 // CHECK: graph.save %{{.*}} : tensor<2x4x4x4xf32>
 // CHECK: graph.save %{{.*}} : tensor<2x4x32xf32>
@@ -82,6 +88,7 @@ func.func @forward(%tokens: tensor<2x4xi32>, %labels: tensor<2x4xi32>, %mask: te
 // CHECK: graph.rms_norm_grad
 // CHECK: graph.swiglu_grad
 // CHECK: graph.attention_grad {{.*}} {causal, scale = 5.000000e-01 : f64}
+// CHECK-NOT: graph.rope {{.*}}recomputed
 // CHECK: graph.rope {{.*}} {inverse, theta = 1.000000e+04 : f64}
 // CHECK: graph.embedding_grad
 // Gradient accumulation into the state variables.
