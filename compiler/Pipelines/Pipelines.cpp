@@ -84,6 +84,11 @@ TrainingPipelineOptions trainingOptionsFromSpec(const spec::Spec &spec) {
   }
   autodiff.dataParallel = dataParallel;
   o.splitStages.layerSplit.assign(layerSplit.begin(), layerSplit.end());
+  // A pipeline stage stashes what its backward reads of its forward, and
+  // a stash entry is no tensor map's base: the attention kernels read the
+  // rotated q and k through maps, so there the backward rotates them again
+  // from the QKV output it stashes anyway.
+  o.autodiff.recomputeRope = !layerSplit.empty();
   o.splitOptimizer.ranks = std::max<int64_t>(1, train.parallel().pipeline());
   o.splitWeightGradients = !layerSplit.empty() &&
                            train.parallel().schedule() == "zb-h1";

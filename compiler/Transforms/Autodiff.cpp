@@ -33,13 +33,15 @@ bool isDifferentiable(Value v) {
 
 class Differentiator {
 public:
-  Differentiator(func::FuncOp fn, Operation *returnOp, bool recompute)
-      : builder(returnOp), recompute(recompute) {
+  Differentiator(func::FuncOp fn, Operation *returnOp, bool recompute,
+                 bool recomputeRope)
+      : builder(returnOp), recompute(recompute), recomputeRope(recomputeRope) {
     (void)fn;
   }
 
   OpBuilder builder;
   bool recompute;
+  bool recomputeRope;
   DenseMap<Value, Value> grads;
   DenseMap<Value, Value> saved;
   DenseMap<std::pair<Value, Type>, Value> reshapes;
@@ -69,10 +71,12 @@ public:
     return cached;
   }
 
-  // Not RoPE: its backward reads no forward value, so recomputing it
-  // would keep its input (as large as its output) saved for nothing else
-  // and run the rotation again; the rotated q and k are saved instead.
-  static bool isRecomputable(Operation *op) {
+  // RoPE only on request (recompute-rope): its backward reads no forward
+  // value, so recomputing it keeps its input (as large as its output)
+  // saved for nothing else and runs the rotation again.
+  bool isRecomputable(Operation *op) const {
+    if (isa<RopeOp>(op))
+      return recomputeRope;
     return isa<RMSNormOp, LayerNormOp, SiluOp, GeluOp, SwigluOp, ReshapeOp,
                CastOp>(op);
   }
@@ -349,7 +353,7 @@ void AutodiffPass::runOnOperation() {
   auto ret = cast<func::ReturnOp>(train.getBody().front().getTerminator());
   Value loss = ret.getOperand(0);
 
-  Differentiator diff(train, ret, recompute);
+  Differentiator diff(train, ret, recompute, recomputeRope);
   Location loc = train.getLoc();
   double seed = 1.0 / double(microbatches * dataParallel);
   diff.grads[loss] = FillOp::create(diff.builder, loc, loss.getType(),

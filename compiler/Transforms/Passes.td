@@ -27,10 +27,14 @@ def OctetAutodiff : Pass<"octet-autodiff", "mlir::ModuleOp"> {
     casts see the same values at data 2 as at data 1.
 
     Every forward tensor the backward reads goes through one `graph.save`
-    (kept alive from forward to backward); norm outputs, activations, RoPE
-    outputs and reshapes are recomputed in the backward instead (ops marked
-    `recomputed`) unless `recompute=false`. A trainable parameter the loss
-    does not depend on is an error that names it.
+    (kept alive from forward to backward); norm outputs, activations and
+    reshapes are recomputed in the backward instead (ops marked
+    `recomputed`) unless `recompute=false`. RoPE's outputs are saved: its
+    backward reads no forward value, so recomputing it would keep its input,
+    as large, saved for nothing else; `recompute-rope` recomputes them
+    anyway (pipeline stages, whose stash no tensor map may point into). A
+    trainable parameter the loss does not depend on is an error that names
+    it.
 
     Before:
     ```mlir
@@ -79,8 +83,11 @@ def OctetAutodiff : Pass<"octet-autodiff", "mlir::ModuleOp"> {
            "ranks that share the global batch; with `microbatches`, the "
            "loss gradient's seed is 1 / (microbatches * data-parallel)">,
     Option<"recompute", "recompute", "bool", "true",
-           "recompute norms, activations, RoPE and reshapes in the backward "
+           "recompute norms, activations and reshapes in the backward "
            "instead of saving their outputs">,
+    Option<"recomputeRope", "recompute-rope", "bool", "false",
+           "with `recompute`, recompute RoPE's outputs too (from its saved "
+           "input) instead of saving them">,
   ];
   let dependentDialects = ["octet::graph::GraphDialect",
                            "mlir::func::FuncDialect"];

@@ -1,5 +1,6 @@
 // RUN: %octet-opt %s --octet-autodiff="lr=1.0e-3 warmup-steps=5 total-steps=100 min-lr-ratio=0.1 grad-clip=1.0 microbatches=4" | FileCheck %s
 // RUN: %octet-opt %s --octet-autodiff="recompute=false" | FileCheck %s --check-prefix=SAVE
+// RUN: %octet-opt %s --octet-autodiff="recompute-rope=true" | FileCheck %s --check-prefix=ROPE
 // RUN: %octet-opt %s --octet-autodiff="microbatches=2 data-parallel=4" | FileCheck %s --check-prefix=SEED
 // RUN: not %octet-opt %s --octet-autodiff="data-parallel=0" 2>&1 | FileCheck %s --check-prefix=BADDP
 
@@ -115,6 +116,15 @@ func.func @forward(%tokens: tensor<2x4xi32>, %labels: tensor<2x4xi32>, %mask: te
 // CHECK: graph.adamw_update {{.*}} weight_decay = 0.000000e+00 : f64} {{.*}}tensor<16xf32>
 // CHECK: graph.adamw_update {{.*}} weight_decay = 1.000000e-01 : f64} {{.*}}tensor<16x16xf32>
 // CHECK: return %[[NORM]], %[[LR]] : tensor<f32>, tensor<f32>
+
+// With recompute-rope (pipeline stages) the rotation is run again in the
+// backward from the saved projections, and its outputs are not saved.
+// ROPE-LABEL: func.func @train_microbatch(
+// ROPE: %[[QR:.*]] = graph.rope %{{.*}} {theta = 1.000000e+04 : f64}
+// ROPE-NOT: graph.save %[[QR]]
+// ROPE: graph.rope {{.*}} {recomputed, theta = 1.000000e+04 : f64} : (tensor<2x4x2x4xf32>
+// ROPE: graph.rope {{.*}} {recomputed, theta = 1.000000e+04 : f64} : (tensor<2x4x4x4xf32>
+// ROPE: graph.attention_grad
 
 // With recompute=false the norm outputs are saved instead of recomputed.
 // SAVE-LABEL: func.func @train_microbatch(
