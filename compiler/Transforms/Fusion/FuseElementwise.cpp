@@ -109,10 +109,12 @@ struct FuseElementwise
       Operation *next = fused->getNextNode();
       fusion::pullViewsFrom(fused, producer);
       auto rebuilt = cast<kernel::FusedOp>(next->getPrevNode());
-      // A kernel that only copies a strided slice names nothing the profile
-      // should show: the merged kernel keeps the name of the work it does.
-      StringRef name = fusion::bodyOnly(producer, kViews) ? rebuilt.getName()
-                                                          : producer.getName();
+      // A kernel that only copies a strided slice, or only recomputes a
+      // forward value, names nothing the profile should show: the merged
+      // kernel keeps the name of the work it does (the backward's SwiGLU
+      // recomputed for w_down's wgrad joins the SwiGLU gradient's kernel).
+      StringRef name = onlyViewsOrRecomputes(producer) ? rebuilt.getName()
+                                                       : producer.getName();
       if (fusion::mergeFused(producer, rebuilt, name))
         return true;
       fused = rebuilt;
@@ -164,6 +166,14 @@ struct FuseElementwise
       }
     }
     return false;
+  }
+
+  static bool onlyViewsOrRecomputes(kernel::FusedOp fused) {
+    return llvm::all_of(
+        fused.getBodyBlock().without_terminator(), [](Operation &op) {
+          return llvm::is_contained(kViews, op.getName().getStringRef()) ||
+                 op.hasAttr("recomputed");
+        });
   }
 
   // A copy of a strided slice is left to join its readers: two copies
