@@ -144,10 +144,24 @@ void addAutodiffPasses(OpPassManager &pm, const TrainingPipelineOptions &o) {
 }
 
 // Before the activations turn BF16: fuse-qkv matches weights as they are
-// loaded, before the casts to BF16 sit between them and their GEMMs.
-void addFuseQkvPasses(OpPassManager &pm, const TrainingPipelineOptions &) {
+// loaded, before the casts to BF16 sit between them and their GEMMs. The
+// fused GEMMs' outputs are then saved whole rather than as copies of their
+// slices, except under blockwise FP8: there the backward's SwiGLU gradient
+// is quantized in 128 x 128 tiles by a kernel that reads gate and up
+// densely (octet-fuse-swiglu-quantize), so they stay contiguous copies
+// (strided, the gradient would be stored in BF16 and read back: 2.5 GB
+// more memory-bound bytes a step for the 8-layer 8B by --fusion-report).
+// Nor under ZB-H1: the backward's SwiGLU gradient kernel would take in
+// the SwiGLU recomputed for w_down's wgrad, whose output the input-gradient
+// half then keeps for the weight-gradient half (octet-split-weight-
+// gradients): 2.10 → 2.42 GiB a stash entry in
+// tests/lit/pipelines/pipeline-cost-model.test.
+void addFuseQkvPasses(OpPassManager &pm, const TrainingPipelineOptions &o) {
   pm.addPass(createOctetFuseQkv());
   pm.addPass(mlir::createCSEPass());
+  if ((!o.precision || o.precision->recipe != "blockwise") &&
+      !o.splitWeightGradients)
+    pm.addPass(createOctetSaveFusedOutputs());
 }
 
 void addActivationsPasses(OpPassManager &pm,
@@ -181,7 +195,11 @@ void addFusedPasses(OpPassManager &pm, const TrainingPipelineOptions &o) {
   pm.addPass(createOctetFuseNormQuantize());
   pm.addPass(createOctetFuseSwigluQuantize());
   pm.addPass(createOctetFuseAdamW(o.fuseAdamW));
-  pm.addPass(createOctetFuseElementwise());
+  // ZB-H1 runs w_down's wgrad apart from the SwiGLU gradient: a kernel
+  // making both would keep the recomputed SwiGLU from one half to the other.
+  OctetFuseElementwiseOptions elementwise;
+  elementwise.joinSiblings = !o.splitWeightGradients;
+  pm.addPass(createOctetFuseElementwise(elementwise));
   pm.addPass(createOctetRecomputeCast());
   // Before the canonicalizer, which drops the casts the forward kernels no
   // longer yield.

@@ -23,6 +23,8 @@ constexpr StringRef kElementwise[] = {
     "graph.concat", "fp8.quantize",  "fp8.dequantize", "fp8.amax",
     "fp8.transpose"};
 
+constexpr StringRef kViews[] = {"graph.slice", "graph.reshape"};
+
 // A scale derived from a whole tensor's amax cannot share the kernel that
 // computes the amax; these run once all amaxes are known.
 constexpr StringRef kScaleOps[] = {"fp8.scale_update", "fp8.compute_scale"};
@@ -40,6 +42,8 @@ bool readsState(kernel::FusedOp fused) {
 
 struct FuseElementwise
     : public octet::impl::OctetFuseElementwiseBase<FuseElementwise> {
+  using OctetFuseElementwiseBase::OctetFuseElementwiseBase;
+
   void runOnOperation() override {
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (func.isExternal())
@@ -77,7 +81,15 @@ struct FuseElementwise
         strided.push_back(slice);
     OpBuilder b(func.getContext());
     for (graph::SliceOp slice : strided) {
-      int64_t layer = fusion::layerOf(slice);
+      // A slice carries no layer; the kernels that read it do (attention
+      // reads v's copy), and the copy is named after the first of them.
+      // It gets no layer or section attribute: octet-split-stages places
+      // such a view copy where it is read.
+      Operation *reader = nullptr;
+      for (Operation *user : fusion::readersThroughViews(slice.getResult()))
+        if (user->hasAttr("layer") && (!reader || user->isBeforeInBlock(reader)))
+          reader = user;
+      int64_t layer = fusion::layerOf(reader ? reader : slice.getOperation());
       fusion::wrapInFused(
           b, slice,
           (layer >= 0 ? "layers." + std::to_string(layer) + "." : "") +
@@ -97,7 +109,13 @@ struct FuseElementwise
       Operation *next = fused->getNextNode();
       fusion::pullViewsFrom(fused, producer);
       auto rebuilt = cast<kernel::FusedOp>(next->getPrevNode());
-      if (fusion::mergeFused(producer, rebuilt, producer.getName()))
+      // A kernel that only copies a strided slice, or only recomputes a
+      // forward value, names nothing the profile should show: the merged
+      // kernel keeps the name of the work it does (the backward's SwiGLU
+      // recomputed for w_down's wgrad joins the SwiGLU gradient's kernel).
+      StringRef name = onlyViewsOrRecomputes(producer) ? rebuilt.getName()
+                                                       : producer.getName();
+      if (fusion::mergeFused(producer, rebuilt, name))
         return true;
       fused = rebuilt;
     }
@@ -105,15 +123,68 @@ struct FuseElementwise
     kernel::FusedOp consumer;
     for (Operation *user : fused->getUsers()) {
       auto c = dyn_cast<kernel::FusedOp>(user);
-      if (!c || (consumer && consumer != c))
-        return false;
+      if (!c || (consumer && consumer != c)) {
+        consumer = nullptr;
+        break;
+      }
       consumer = c;
     }
-    if (!consumer || readsState(consumer) || blockQuantizes(consumer) ||
-        fusion::bodyHas(consumer, kScaleOps))
+    if (consumer && !readsState(consumer) && !blockQuantizes(consumer) &&
+        !fusion::bodyHas(consumer, kScaleOps) &&
+        fusion::mergeFused(fused, consumer, consumer.getName()))
+      return true;
+    return joinSibling(fused);
+  }
+
+  // Else with a later kernel that reads one of the same tensors and neither
+  // of whose results depends on the other (the backward's SwiGLU recomputed
+  // for w_down's wgrad and the SwiGLU gradient both read gate and up): one
+  // kernel reads the shared input once and writes both kernels' results.
+  // mergeFused finds no position for two kernels that depend on each other
+  // through ops between them. RoPE's row kernels keep their own launch.
+  // Only within one layer and section: the merged kernel runs where one of
+  // the two did, so a backward kernel joined to a forward one would make
+  // its results in the forward and keep them alive until the backward.
+  bool joinSibling(kernel::FusedOp fused) {
+    if (!joinSiblings || !plainElementwise(fused) ||
+        !fused->hasAttr("section"))
       return false;
-    return static_cast<bool>(
-        fusion::mergeFused(fused, consumer, consumer.getName()));
+    for (Value input : fused.getInputs()) {
+      auto type = dyn_cast<RankedTensorType>(input.getType());
+      if (!type || type.getRank() == 0)
+        continue;
+      for (Operation *user : input.getUsers()) {
+        auto sibling = dyn_cast<kernel::FusedOp>(user);
+        if (!sibling || sibling == fused ||
+            sibling->getBlock() != fused->getBlock() ||
+            !fused->isBeforeInBlock(sibling) || !plainElementwise(sibling) ||
+            sibling->getAttr("section") != fused->getAttr("section") ||
+            fusion::layerOf(sibling) != fusion::layerOf(fused))
+          continue;
+        if (fusion::mergeFused(fused, sibling, sibling.getName()))
+          return true;
+      }
+    }
+    return false;
+  }
+
+  static bool onlyViewsOrRecomputes(kernel::FusedOp fused) {
+    return llvm::all_of(
+        fused.getBodyBlock().without_terminator(), [](Operation &op) {
+          return llvm::is_contained(kViews, op.getName().getStringRef()) ||
+                 op.hasAttr("recomputed");
+        });
+  }
+
+  // A copy of a strided slice is left to join its readers: two copies
+  // joined would make one kernel of pieces that feed different kernels
+  // (attention reads v's copy, RoPE q and k).
+  static bool plainElementwise(kernel::FusedOp fused) {
+    return fused.getKind() == "elementwise" &&
+           !fusion::bodyOnly(fused, kViews) &&
+           fusion::bodyOnly(fused, kElementwise) &&
+           !fusion::bodyHas(fused, {"graph.rope"}) && !blockQuantizes(fused) &&
+           !fusion::bodyHas(fused, kScaleOps);
   }
 
   // The K-major copy of an FP8 tensor is written by the kernel that

@@ -37,6 +37,37 @@ def OctetFuseQkv : Pass<"octet-fuse-qkv", "mlir::ModuleOp"> {
   let dependentDialects = ["octet::graph::GraphDialect"];
 }
 
+def OctetSaveFusedOutputs : Pass<"octet-save-fused-outputs", "mlir::ModuleOp"> {
+  let summary = "saves of the slices of one tensor become slices of one save of the tensor";
+  let description = [{
+    Autodiff saves the outputs of the separate q/k/v and gate/up linears;
+    after octet-fuse-qkv those outputs are slices of one GEMM's output, and
+    a saved strided slice must be stored by a copy kernel of its own (the
+    forward's SwiGLU kernel wrote gate and up again beside h). Where the
+    saved slices of a tensor hold at least as many bytes as the tensor (all
+    of q, k and v; gate and up), the tensor is saved once and every former
+    save becomes a slice of that save: the same bytes are kept, no copy is
+    made, and the forward and backward kernels read their parts as strided
+    slices. Where fewer bytes are saved the saves stay as they are, since
+    saving the whole would keep more memory.
+
+    Before:
+    ```mlir
+    %g = graph.slice %gu {dim = 2 : i64, offset = 0 : i64} : (tensor<2x4x48xf32>) -> tensor<2x4x24xf32>
+    %u = graph.slice %gu {dim = 2 : i64, offset = 24 : i64} : (tensor<2x4x48xf32>) -> tensor<2x4x24xf32>
+    %gs = graph.save %g : tensor<2x4x24xf32>
+    %us = graph.save %u : tensor<2x4x24xf32>
+    ```
+    After:
+    ```mlir
+    %s = graph.save %gu : tensor<2x4x48xf32>
+    %gs = graph.slice %s {dim = 2 : i64, offset = 0 : i64} : (tensor<2x4x48xf32>) -> tensor<2x4x24xf32>
+    %us = graph.slice %s {dim = 2 : i64, offset = 24 : i64} : (tensor<2x4x48xf32>) -> tensor<2x4x24xf32>
+    ```
+  }];
+  let dependentDialects = ["octet::graph::GraphDialect"];
+}
+
 def OctetLowerToKernel : Pass<"octet-lower-to-kernel", "mlir::ModuleOp"> {
   let summary = "graph and fp8 ops to kernel ops: GEMMs, attention, copies, collectives, one-op fused kernels";
   let description = [{
@@ -314,6 +345,10 @@ def OctetFuseElementwise : Pass<"octet-fuse-elementwise", "mlir::ModuleOp"> {
     multi-tensor kernel. A strided graph.slice left between kernels (outer
     dimensions other than 1: no view a kernel can read in place) first gets
     a kernel of its own, which then joins a neighbour like the others.
+    With `join-siblings`, two elementwise kernels of one layer and section
+    that read the same tensor and neither of which depends on the other
+    become one kernel that reads it once (the backward's SwiGLU recomputed
+    for w_down's wgrad and the SwiGLU gradient).
 
     Before:
     ```mlir
@@ -325,6 +360,10 @@ def OctetFuseElementwise : Pass<"octet-fuse-elementwise", "mlir::ModuleOp"> {
     %b = kernel.fused "x" kind("row") ... { graph.rms_norm, graph.mul }
     ```
   }];
+  let options = [
+    Option<"joinSiblings", "join-siblings", "bool", "true",
+           "join elementwise kernels that read a tensor in common">,
+  ];
 }
 
 def OctetGatherEmbeddingGradient

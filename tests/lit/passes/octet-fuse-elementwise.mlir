@@ -82,3 +82,45 @@ func.func @block_quantizes(%dy: tensor<256x384xbf16>, %x: tensor<256x384xbf16>) 
   } : tensor<256x384xf8E4M3FN>, tensor<256x3xf32>
   return %t#0, %t#1, %r#0, %r#1, %o#0, %o#1 : tensor<384x256xf8E4M3FN>, tensor<384x2xf32>, tensor<256x384xf8E4M3FN>, tensor<256x3xf32>, tensor<256x384xf8E4M3FN>, tensor<256x3xf32>
 }
+
+// Two elementwise kernels that read the same tensors and do not depend on
+// each other (the backward's SwiGLU recomputed for w_down's wgrad and the
+// SwiGLU gradient, after w_down's dgrad) become one kernel that reads gate
+// and up once, where the first stood: the wgrad GEMM reads its result and
+// comes after. A kernel of another layer or section stays apart, and so
+// does one that reads what the other makes through a GEMM.
+// SLICE-LABEL: func.func @siblings
+// SLICE: %[[M:.*]]:3 = kernel.fused "layers.0.swiglu_grad" kind("elementwise") ins(%arg0, %arg1, %arg2 : tensor<8x6xbf16>, tensor<8x6xbf16>, tensor<8x6xbf16>) {
+// SLICE-NEXT: ^bb0(%[[G:.*]]: tensor<8x6xbf16>, %[[U:.*]]: tensor<8x6xbf16>, %[[DH:.*]]: tensor<8x6xbf16>):
+// SLICE-NEXT: graph.swiglu %[[G]], %[[U]] {recomputed}
+// SLICE-NEXT: graph.swiglu_grad %[[DH]], %[[G]], %[[U]]
+// SLICE-NEXT: kernel.yield
+// SLICE-NEXT: } {layer = 0 : i64, section = "backward"}
+// SLICE-NEXT: %[[W:.*]] = kernel.gemm %arg3, %[[M]]#0
+// SLICE-NEXT: kernel.fused "layers.1.swiglu" kind("elementwise")
+// SLICE: kernel.fused "layers.0.silu" kind("elementwise") ins(%arg0, %[[W]] :
+// SLICE: return
+func.func @siblings(%gate: tensor<8x6xbf16>, %up: tensor<8x6xbf16>, %dh: tensor<8x6xbf16>, %dy: tensor<8x4xbf16>) -> (tensor<4x6xf32>, tensor<8x6xbf16>, tensor<8x6xbf16>, tensor<8x6xbf16>, tensor<8x6xbf16>) {
+  %h = kernel.fused "layers.0.swiglu" kind("elementwise") ins(%gate, %up : tensor<8x6xbf16>, tensor<8x6xbf16>) {
+  ^bb0(%g: tensor<8x6xbf16>, %u: tensor<8x6xbf16>):
+    %r = graph.swiglu %g, %u {recomputed} : tensor<8x6xbf16>
+    kernel.yield %r : tensor<8x6xbf16>
+  } {layer = 0 : i64, section = "backward"} : tensor<8x6xbf16>
+  %w = kernel.gemm %dy, %h {layer = 0 : i64, role = "wgrad", section = "backward", transpose_a} : (tensor<8x4xbf16>, tensor<8x6xbf16>) -> tensor<4x6xf32>
+  %other = kernel.fused "layers.1.swiglu" kind("elementwise") ins(%gate, %up : tensor<8x6xbf16>, tensor<8x6xbf16>) {
+  ^bb0(%g: tensor<8x6xbf16>, %u: tensor<8x6xbf16>):
+    %r = graph.swiglu %g, %u : tensor<8x6xbf16>
+    kernel.yield %r : tensor<8x6xbf16>
+  } {layer = 1 : i64, section = "backward"} : tensor<8x6xbf16>
+  %d:2 = kernel.fused "layers.0.swiglu_grad" kind("elementwise") ins(%dh, %gate, %up : tensor<8x6xbf16>, tensor<8x6xbf16>, tensor<8x6xbf16>) {
+  ^bb0(%x: tensor<8x6xbf16>, %g: tensor<8x6xbf16>, %u: tensor<8x6xbf16>):
+    %dg, %du = graph.swiglu_grad %x, %g, %u : tensor<8x6xbf16>
+    kernel.yield %dg, %du : tensor<8x6xbf16>, tensor<8x6xbf16>
+  } {layer = 0 : i64, section = "backward"} : tensor<8x6xbf16>, tensor<8x6xbf16>
+  %later = kernel.fused "layers.0.silu" kind("elementwise") ins(%gate, %w : tensor<8x6xbf16>, tensor<4x6xf32>) {
+  ^bb0(%g: tensor<8x6xbf16>, %ww: tensor<4x6xf32>):
+    %r = graph.silu %g : tensor<8x6xbf16>
+    kernel.yield %r : tensor<8x6xbf16>
+  } {layer = 0 : i64, section = "backward"} : tensor<8x6xbf16>
+  return %w, %d#0, %d#1, %other, %later : tensor<4x6xf32>, tensor<8x6xbf16>, tensor<8x6xbf16>, tensor<8x6xbf16>, tensor<8x6xbf16>
+}
