@@ -312,6 +312,17 @@ kernel::FusedOp dropUnusedResults(kernel::FusedOp fused) {
   return rebuilt;
 }
 
+Value tensorwiseScaleInv(kernel::GemmOp gemm, OpOperand &use) {
+  Value scale;
+  if (&use == &gemm.getAMutable())
+    scale = gemm.getAScaleInv();
+  else if (&use == &gemm.getBMutable())
+    scale = gemm.getBScaleInv();
+  if (!scale || cast<RankedTensorType>(scale.getType()).getRank() != 0)
+    return nullptr;
+  return scale;
+}
+
 kernel::FusedOp dropUnread(kernel::FusedOp fused) {
   if (fused->use_empty()) {
     fused.erase();

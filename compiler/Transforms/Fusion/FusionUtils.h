@@ -70,6 +70,10 @@ kernel::FusedOp dropUnusedResults(kernel::FusedOp fused);
 // any result.
 kernel::FusedOp dropUnread(kernel::FusedOp fused);
 
+// The GEMM's inverse scale for the operand `use`, if it is A or B with a
+// tensorwise (rank-0) scale; else null.
+mlir::Value tensorwiseScaleInv(kernel::GemmOp gemm, mlir::OpOperand &use);
+
 // What a kernel would compute again of `producer`: the body ops that make
 // `inner`, in body order, and the outer values it reads in their place
 // with the body value each stands for. An op outside `recomputable` ends

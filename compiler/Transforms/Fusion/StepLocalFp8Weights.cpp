@@ -228,7 +228,7 @@ struct StepLocalFp8Weights
         if (user->getBlock() != load->getBlock())
           return false;
         if (auto gemm = dyn_cast<kernel::GemmOp>(user)) {
-          if (!tensorwiseOperand(gemm, use))
+          if (!fusion::tensorwiseScaleInv(gemm, use))
             return false;
           cache.readers.push_back({&use, nullptr});
           continue;
@@ -240,16 +240,6 @@ struct StepLocalFp8Weights
       }
     }
     return true;
-  }
-
-  // True if `use` is the GEMM's A or B with a tensorwise inverse scale.
-  static bool tensorwiseOperand(kernel::GemmOp gemm, OpOperand &use) {
-    Value scale;
-    if (&use == &gemm.getAMutable())
-      scale = gemm.getAScaleInv();
-    else if (&use == &gemm.getBMutable())
-      scale = gemm.getBScaleInv();
-    return scale && cast<RankedTensorType>(scale.getType()).getRank() == 0;
   }
 
   void makeInStep(ModuleOp module, Fp8Cache &cache,

@@ -123,23 +123,10 @@ struct StepLocalKMajorWeights
       for (OpOperand &use : load->getUses()) {
         auto gemm = dyn_cast<kernel::GemmOp>(use.getOwner());
         if (!gemm || gemm->getBlock() != load->getBlock() ||
-            !scaleInvOf(gemm, use))
+            !fusion::tensorwiseScaleInv(gemm, use))
           return false;
       }
     return true;
-  }
-
-  // The GEMM's inverse scale for the operand `use`, if it is A or B with a
-  // tensorwise scale.
-  static Value scaleInvOf(kernel::GemmOp gemm, OpOperand &use) {
-    Value scale;
-    if (&use == &gemm.getAMutable())
-      scale = gemm.getAScaleInv();
-    else if (&use == &gemm.getBMutable())
-      scale = gemm.getBScaleInv();
-    if (!scale || cast<RankedTensorType>(scale.getType()).getRank() != 0)
-      return nullptr;
-    return scale;
   }
 
   void makeInStep(KMajorCache &cache,
@@ -166,7 +153,7 @@ struct StepLocalKMajorWeights
           continue;
         }
         auto gemm = cast<kernel::GemmOp>(use.getOwner());
-        Value scaleInv = scaleInvOf(gemm, use);
+        Value scaleInv = fusion::tensorwiseScaleInv(gemm, use);
         Location loc = gemm.getLoc();
         OpBuilder b(gemm);
         // Loaded here, not at the function's top: a pipeline's backward
