@@ -13,6 +13,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/BuiltinOps.h"
 
+#include <array>
 #include <string>
 
 using namespace mlir;
@@ -785,8 +786,16 @@ int64_t buildHopperBackward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
   bars.wait(e.i32c(offBar), e.i32c(0));
 
   const int64_t accRegs = D / 2, tileRegs = Bm / 2;
+  // Dh 128: a step's dK += dSᵀ·Q stays in flight into the next step, which
+  // issues its Sᵀ and dPᵀ behind it and only then waits (and frees the
+  // stage's Q and dO), so the tensor cores do not drain between steps. On
+  // an H100 the backward went 469 → 501 TFLOP/s at seq 8192, 409 → 440 at
+  // 4096; at Dh 64 (a smaller dK, each warpgroup's dQ over its own keys)
+  // it lost 392 → 377, so Dh 64 waits for dK in its own step
+  // (bench/results/h100/attention-pipeline).
+  const bool dkAcrossSteps = D == 128;
   SmallVector<Value> init(2 * accRegs, zero); // dK then dV
-  ValueRange acc = e.forLoop(
+  ValueRange accOut = e.forLoop(
       e.i32c(0), steps, 1, init, [&](Value step, ValueRange carried) {
         SmallVector<Value> dkAcc(carried.begin(), carried.begin() + accRegs);
         SmallVector<Value> dvAcc(carried.begin() + accRegs, carried.end());
@@ -815,6 +824,19 @@ int64_t buildHopperBackward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
         Value qSlot = e.addI(aligned, e.addI(e.i32c(offQ), e.mulI(st, qBytes)));
         Value doSlot = e.addI(aligned, e.addI(e.i32c(offDo), e.mulI(st, qBytes)));
         Value sideOff = e.addI(e.i32c(offSide), e.mulI(st, sideStage));
+        // A thread's query columns come in pairs (2·t4 + 8·nt, +1): one
+        // 8-byte load a pair (half the loads; 392 → 399 TFLOP/s at Dh 64,
+        // seq 8192, bench/results/h100/attention-pipeline/c2).
+        auto sidePair = [&](int64_t vec, Value col, Type type) {
+          auto pairType = VectorType::get({2}, type);
+          Value v = e.loadPtr(pairType,
+                              sh.at(e.addI(sideOff, e.addI(e.i32c(vec * sideBytes),
+                                                           e.shLI(col, 2)))),
+                              8);
+          return std::array<Value, 2>{
+              LLVM::ExtractElementOp::create(e.b, e.loc, v, e.i32c(0)),
+              LLVM::ExtractElementOp::create(e.b, e.loc, v, e.i32c(1))};
+        };
         auto sideAt = [&](int64_t vec, Value col, Type type) {
           return e.loadPtr(type, sh.at(e.addI(sideOff, e.addI(e.i32c(vec * sideBytes),
                                                                e.shLI(col, 2)))),
@@ -846,6 +868,13 @@ int64_t buildHopperBackward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
         // dPᵀ is still in flight. Tiles wholly inside every row's bounds
         // skip the per-element test.
         waitGroups(1);
+        // The previous step's dK is done too (groups complete in order).
+        if (dkAcrossSteps) {
+          Value previous = e.addI(step, -1);
+          e.ifThen(e.andI(e.cmpI(arith::CmpIPredicate::sgt, step, e.i32c(0)),
+                          e.cmpI(arith::CmpIPredicate::eq, lane, e.i32c(0))),
+                   [&] { bars.arrive(empty(stageOf(previous).first)); });
+        }
         Value visibleAll;
         if (docs) {
           Value loMax = sideAt(2, e.i32c(Bm - 1), e.i32);
@@ -862,14 +891,20 @@ int64_t buildHopperBackward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
         auto columnOf = [&](int64_t nt, int64_t i) {
           return e.addI(e.mulI(t4, 2), nt * 8 + i);
         };
-        for (int64_t nt = 0; nt < Bm / 8; ++nt)
+        for (int64_t nt = 0; nt < Bm / 8; ++nt) {
+          auto lsePair = sidePair(0, columnOf(nt, 0), e.f32);
+          std::array<Value, 2> loPair, hiPair;
+          if (docs) {
+            loPair = sidePair(2, columnOf(nt, 0), e.i32);
+            hiPair = sidePair(3, columnOf(nt, 0), e.i32);
+          }
           for (int64_t i = 0; i < 2; ++i) {
             Value col = columnOf(nt, i);
-            Value negL = e.mulF(sideAt(0, col, e.f32), e.f32c(-kLog2e));
+            Value negL = e.mulF(lsePair[i], e.f32c(-kLog2e));
             Value lo = e.i32c(0), hi = e.i32c(s.seq - 1);
             if (docs) {
-              lo = sideAt(2, col, e.i32);
-              hi = sideAt(3, col, e.i32);
+              lo = loPair[i];
+              hi = hiPair[i];
             }
             if (s.causal)
               hi = e.addI(i0, col);
@@ -882,6 +917,7 @@ int64_t buildHopperBackward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
               sAcc[at] = e.select(visible, e.exp2(e.fma(sAcc[at], c, negL)), zero);
             }
           }
+        }
         // Two n-tiles of the scores are one k-step's A fragment (m16n8k16
         // layout), as P is in the forward's P·V.
         SmallVector<Value> pFrag = packPairs(sAcc);
@@ -905,9 +941,10 @@ int64_t buildHopperBackward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
         // f32 P would take 32 more registers next to dK and dV).
         waitGroups(1);
         SmallVector<Value> dsAcc(tileRegs);
-        for (int64_t nt = 0; nt < Bm / 8; ++nt)
+        for (int64_t nt = 0; nt < Bm / 8; ++nt) {
+          auto dPair = sidePair(1, columnOf(nt, 0), e.f32);
           for (int64_t i = 0; i < 2; ++i) {
-            Value dd = sideAt(1, columnOf(nt, i), e.f32);
+            Value dd = dPair[i];
             for (int64_t half = 0; half < 2; ++half) {
               int64_t at = nt * 4 + half * 2 + i;
               Value pair = pFrag[at / 2];
@@ -916,6 +953,7 @@ int64_t buildHopperBackward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
               dsAcc[at] = e.mulF(p, e.subF(dpAcc[at], dd));
             }
           }
+        }
         SmallVector<Value> dsFrag = packPairs(dsAcc);
 
         // dSᵀ to shared memory for dQ (bf16; a key row is 64 queries, one
@@ -974,13 +1012,23 @@ int64_t buildHopperBackward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
         fenceAsyncProxy();
         namedArrive(dqFull(consumer), dqThreads);
         // dK is done: Q and dO may go.
-        waitGroups(0);
-        e.ifThen(e.cmpI(arith::CmpIPredicate::eq, lane, e.i32c(0)),
-                 [&] { bars.arrive(empty(st)); });
+        if (!dkAcrossSteps) {
+          waitGroups(0);
+          e.ifThen(e.cmpI(arith::CmpIPredicate::eq, lane, e.i32c(0)),
+                   [&] { bars.arrive(empty(st)); });
+        }
         SmallVector<Value> out(dkAcc);
         out.append(dvAcc);
         return out;
       });
+  SmallVector<Value> acc(accOut);
+  if (dkAcrossSteps) {
+    waitGroups(0);
+    // The wait defines no register as far as LLVM knows: without the
+    // empty asm it moves dK's scaling above it.
+    for (int64_t i = 0; i < accRegs; ++i)
+      acc[i] = e.asmOp(e.f32, "", "=f,0", {acc[i]}, /*sideEffects=*/true);
+  }
   // dK = scale · Σ dSᵀ·Q, dV, to bf16.
   Place me = placeOf(tid);
   Value threadKey = me.threadKey, t4 = me.t4;

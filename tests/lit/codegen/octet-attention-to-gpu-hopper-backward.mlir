@@ -55,11 +55,15 @@
 // CHECK: nvvm.cp.async.bulk.wait_group 0{{$}}
 // The consumers: Sᵀ and dPᵀ from K-major descriptors, dV and dK with Pᵀ and
 // dSᵀ in registers, dQ from MN-major dSᵀ and K, handed to the writer while
-// dK (issued after dQ) is in flight.
+// dK (issued after dQ) is in flight. At head dim 128 dK stays in flight
+// into the next step: its wait for Sᵀ frees the previous step's stage, and
+// the loop ends without waiting; the wait after it comes before dK is read.
 // CHECK: nvvm.setmaxregister  increase 240
 // CHECK: nvvm.wgmma.mma_async
 // CHECK-SAME: <m = 64, n = 64, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 1
+// CHECK-NOT: nvvm.wgmma.mma_async
+// CHECK: nvvm.mbarrier.arrive
 // CHECK: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
 // CHECK: nvvm.barrier id = %{{.*}} number_of_threads = %{{.*}}
 // CHECK-COUNT-8: <m = 64, n = 64, k = 16>, D[<f32>, {{<zero>|<one>}}], A[<bf16>, <one>, <col>], B[<bf16>, <one>, <row>]
@@ -68,6 +72,10 @@
 // CHECK: nvvm.barrier id = %{{.*}} number_of_threads = %[[DQT]]
 // CHECK: llvm.store %{{.*}} : vector<2xf32>
 // CHECK: nvvm.barrier.arrive id = %{{.*}} number_of_threads = %[[DQT]]
+// CHECK-NEXT: scf.yield
+// CHECK-NEXT: }
+// CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK-COUNT-64: llvm.inline_asm has_side_effects "", "=f,0"
 // CHECK-NOT: cp.reduce.async.bulk
 // Head dim 64 (tiny-llama's): K and V 16 KiB, Q and dO stages 8 KiB; each
 // consumer warpgroup's dQ takes all 64 columns over its own 64 keys (4
@@ -78,6 +86,10 @@
 // CHECK: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
 // CHECK-COUNT-4: <m = 64, n = 64, k = 16>, D[<f32>, {{<zero>|<one>}}], A[<bf16>, <one>, <col>], B[<bf16>, <one>, <row>]
 // CHECK-NOT: A[<bf16>, <one>, <col>]
+// Its dK is waited for within the step.
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK: nvvm.mbarrier.arrive
+// CHECK: scf.yield
 func.func @gqa(%q: tensor<1x256x4x128xbf16>, %k: tensor<1x256x2x128xbf16>, %v: tensor<1x256x2x128xbf16>, %do: tensor<1x256x4x128xbf16>, %o: tensor<1x256x4x128xbf16>, %lse: tensor<1x4x256xf32>, %cu: tensor<3xi32>) -> (tensor<1x256x4x128xbf16>, tensor<1x256x2x128xbf16>, tensor<1x256x2x128xbf16>) {
   %dq, %dk, %dv = kernel.attention_bwd %do, %q, %k, %v, %o, %lse, %cu {causal, scale = 0.08838834764831845 : f64} : (tensor<1x256x4x128xbf16>, tensor<1x256x4x128xbf16>, tensor<1x256x2x128xbf16>, tensor<1x256x2x128xbf16>, tensor<1x256x4x128xbf16>, tensor<1x4x256xf32>, tensor<3xi32>) -> (tensor<1x256x4x128xbf16>, tensor<1x256x2x128xbf16>, tensor<1x256x2x128xbf16>)
   return %dq, %dk, %dv : tensor<1x256x4x128xbf16>, tensor<1x256x2x128xbf16>, tensor<1x256x2x128xbf16>
