@@ -827,20 +827,17 @@ int64_t buildHopperBackward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
         // A thread's query columns come in pairs (2·t4 + 8·nt, +1): one
         // 8-byte load a pair (half the loads; 392 → 399 TFLOP/s at Dh 64,
         // seq 8192, bench/results/h100/attention-pipeline/c2).
+        auto sideWord = [&](int64_t vec, Value col) {
+          return sh.at(e.addI(sideOff, e.addI(e.i32c(vec * sideBytes), e.shLI(col, 2))));
+        };
         auto sidePair = [&](int64_t vec, Value col, Type type) {
-          auto pairType = VectorType::get({2}, type);
-          Value v = e.loadPtr(pairType,
-                              sh.at(e.addI(sideOff, e.addI(e.i32c(vec * sideBytes),
-                                                           e.shLI(col, 2)))),
-                              8);
+          Value v = e.loadPtr(VectorType::get({2}, type), sideWord(vec, col), 8);
           return std::array<Value, 2>{
               LLVM::ExtractElementOp::create(e.b, e.loc, v, e.i32c(0)),
               LLVM::ExtractElementOp::create(e.b, e.loc, v, e.i32c(1))};
         };
         auto sideAt = [&](int64_t vec, Value col, Type type) {
-          return e.loadPtr(type, sh.at(e.addI(sideOff, e.addI(e.i32c(vec * sideBytes),
-                                                               e.shLI(col, 2)))),
-                           4);
+          return e.loadPtr(type, sideWord(vec, col), 4);
         };
 
         // Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ (64 keys × 64 queries), both operands
@@ -1011,8 +1008,8 @@ int64_t buildHopperBackward(OpBuilder &b, gpu::GPUModuleOp mod, StringRef name,
           }
         fenceAsyncProxy();
         namedArrive(dqFull(consumer), dqThreads);
-        // dK is done: Q and dO may go.
         if (!dkAcrossSteps) {
+          // dK is done: Q and dO may go.
           waitGroups(0);
           e.ifThen(e.cmpI(arith::CmpIPredicate::eq, lane, e.i32c(0)),
                    [&] { bars.arrive(empty(st)); });
